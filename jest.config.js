@@ -1,0 +1,26 @@
+// ESM all the way: client-node 2.x is ESM-only, so tests run as native ES modules under
+// node --experimental-vm-modules. ts-jest transpiles per file (isolatedModules); `npm run
+// typecheck` does the whole-program type check once instead of once per test file.
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
+};
+const shared = {
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform,
+  testEnvironment: 'node',
+};
+export default {
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.test.ts'], testPathIgnorePatterns: ['/node_modules/', '/build/'] },
+    {
+      ...shared,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/**/*.int.test.ts'],
+      globalSetup: '<rootDir>/test/harness/jest-global-setup.ts',
+      globalTeardown: '<rootDir>/test/harness/jest-global-teardown.ts',
+      testTimeout: 120000,
+    },
+  ],
+  testTimeout: 30000,
+};
