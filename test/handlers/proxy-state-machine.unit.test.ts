@@ -215,7 +215,7 @@ describe('External proxies follow their health verdicts', () => {
     ['no verdict yet keeps it Pending', undefined, 'Pending', 'Unknown'],
     ['passing probes make it Ready', healthy, 'Ready', 'True'],
     ['failing probes make it Unhealthy', sick, 'Unhealthy', 'False'],
-  ] as const)('%s → %s', (_n, verdict, phase, healthStatus) => {
+  ] as const)('%s', (_n, verdict, phase, healthStatus) => {
     const step = externalStep(ext(), verdict);
     expect(step.action.type).toBe('none');
     expect(step.status.phase).toBe(phase);
