@@ -1,0 +1,342 @@
+// The OpenAPI v3 schema of Proxy.spec, enforced by the API server (no admission webhooks).
+// `satisfies Record<keyof X, …>` makes the compiler reject a property the TypeScript types in
+// proxy-types.ts lack, or a type property missing here.
+import type { JSONSchemaProps } from './openapi-schema.js';
+import type {
+  CloudInitSpec,
+  EndpointSpec,
+  HealthCheckSpec,
+  PlacementSpec,
+  ProxySpec,
+  SecretKeySelector,
+} from './proxy-types.js';
+
+/** Limits the schema enforces; exported so tests and docs state the same numbers. */
+export const LIMITS = {
+  /** GCP caps one metadata value at 256 KiB; anything near that belongs in a Secret, not in etcd. */
+  cloudInitInlineMaxLength: 32 * 1024,
+  attributesMaxProperties: 32,
+  attributeKeyMaxLength: 63,
+  attributeValueMaxLength: 253,
+  maxLeasesMaximum: 1000,
+  intervalSecondsMinimum: 2,
+  intervalSecondsMaximum: 3600,
+  timeoutSecondsMaximum: 300,
+  thresholdMaximum: 100,
+  expectedStatusCodesMaxItems: 16,
+  probeURLMaxLength: 2048,
+  hostMaxLength: 253,
+} as const;
+
+export const DEFAULTS = {
+  port: 3128,
+  maxLeases: 5,
+  probeURL: 'https://www.gstatic.com/generate_204',
+  intervalSeconds: 30,
+  timeoutSeconds: 5,
+  failureThreshold: 3,
+  successThreshold: 1,
+  expectedStatusCodes: [200, 204],
+} as const;
+
+const DNS_LABEL = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+// The length bound lives in the regex so the CEL cost estimate stays small for map keys,
+// whose size the estimator cannot otherwise know.
+const ATTRIBUTE_KEY = `^[A-Za-z0-9]([-A-Za-z0-9_.]{0,${LIMITS.attributeKeyMaxLength - 2}}[A-Za-z0-9])?$`;
+
+const port = (description: string): JSONSchemaProps => ({
+  type: 'integer',
+  format: 'int32',
+  minimum: 1,
+  maximum: 65535,
+  description,
+});
+
+const placementProperties = {
+  region: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 63,
+    description: 'Provider region to create the VM in, e.g. europe-west1. Providers that place by zone ignore it.',
+  },
+  zone: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 63,
+    description: 'Provider zone to create the VM in, e.g. europe-west1-b. Required by the gcp provider.',
+  },
+  machineType: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 253,
+    description: 'Provider machine type (VM size), e.g. e2-micro. Required by the gcp provider.',
+  },
+  image: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 1024,
+    description:
+      'Boot image, in the provider’s own notation, e.g. projects/debian-cloud/global/images/family/debian-12 ' +
+      'for gcp or a container image for the kubernetes provider.',
+  },
+} satisfies Record<keyof PlacementSpec, JSONSchemaProps>;
+
+const secretKeySelectorProperties = {
+  name: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 253,
+    pattern: DNS_SUBDOMAIN,
+    description:
+      'Name of a Secret in the Proxy’s namespace. The Secret must carry the label ' +
+      'crawl.example.com/cloud-init: "true", or the operator cannot see it.',
+  },
+  key: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 253,
+    pattern: '^[-._a-zA-Z0-9]+$',
+    description: 'Key within the Secret whose value is the cloud-init user-data.',
+  },
+} satisfies Record<keyof SecretKeySelector, JSONSchemaProps>;
+
+const cloudInitProperties = {
+  inline: {
+    type: 'string',
+    maxLength: LIMITS.cloudInitInlineMaxLength,
+    description: `Cloud-init user-data written in the Proxy itself (at most ${LIMITS.cloudInitInlineMaxLength} characters; use secretRef for more).`,
+  },
+  secretRef: {
+    type: 'object',
+    required: ['name', 'key'],
+    description: 'Reads the cloud-init user-data from a key of a labelled Secret. Rotating its content replaces the VM.',
+    properties: secretKeySelectorProperties,
+  },
+} satisfies Record<keyof CloudInitSpec, JSONSchemaProps>;
+
+const endpointProperties = {
+  host: {
+    type: 'string',
+    minLength: 1,
+    maxLength: LIMITS.hostMaxLength,
+    description: 'DNS name or IP address (IPv4, or IPv6 without brackets) of the external proxy.',
+    'x-kubernetes-validations': [
+      {
+        rule: `self.matches('${DNS_SUBDOMAIN}') || isIP(self)`,
+        message: 'spec.endpoint.host must be a lower-case DNS name or an IP address',
+      },
+    ],
+  },
+  port: port('TCP port the external proxy listens on, 1-65535.'),
+} satisfies Record<keyof EndpointSpec, JSONSchemaProps>;
+
+const healthCheckProperties = {
+  probeURL: {
+    type: 'string',
+    maxLength: LIMITS.probeURLMaxLength,
+    default: DEFAULTS.probeURL,
+    description:
+      'URL fetched through the proxy (a real CONNECT for https) on every probe. A proxy that accepts ' +
+      `connections but cannot reach this URL is unhealthy. Default ${DEFAULTS.probeURL}.`,
+    'x-kubernetes-validations': [
+      {
+        rule: "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",
+        message: 'spec.healthCheck.probeURL must be an absolute http:// or https:// URL with a host',
+      },
+    ],
+  },
+  intervalSeconds: {
+    type: 'integer',
+    format: 'int32',
+    minimum: LIMITS.intervalSecondsMinimum,
+    maximum: LIMITS.intervalSecondsMaximum,
+    default: DEFAULTS.intervalSeconds,
+    description: `Seconds between two probes of this proxy, ${LIMITS.intervalSecondsMinimum}-${LIMITS.intervalSecondsMaximum}. Default ${DEFAULTS.intervalSeconds}.`,
+  },
+  timeoutSeconds: {
+    type: 'integer',
+    format: 'int32',
+    minimum: 1,
+    maximum: LIMITS.timeoutSecondsMaximum,
+    default: DEFAULTS.timeoutSeconds,
+    description: `Seconds one probe may take before it counts as failed; must be less than intervalSeconds. Default ${DEFAULTS.timeoutSeconds}.`,
+  },
+  failureThreshold: {
+    type: 'integer',
+    format: 'int32',
+    minimum: 1,
+    maximum: LIMITS.thresholdMaximum,
+    default: DEFAULTS.failureThreshold,
+    description: `Consecutive failed probes that turn a healthy proxy unhealthy. Default ${DEFAULTS.failureThreshold}.`,
+  },
+  successThreshold: {
+    type: 'integer',
+    format: 'int32',
+    minimum: 1,
+    maximum: LIMITS.thresholdMaximum,
+    default: DEFAULTS.successThreshold,
+    description: `Consecutive successful probes that turn an unhealthy proxy healthy. Default ${DEFAULTS.successThreshold}.`,
+  },
+  expectedStatusCodes: {
+    type: 'array',
+    minItems: 1,
+    maxItems: LIMITS.expectedStatusCodesMaxItems,
+    'x-kubernetes-list-type': 'set',
+    default: [...DEFAULTS.expectedStatusCodes],
+    description: `HTTP status codes of the probe URL that count as success. Default [${DEFAULTS.expectedStatusCodes.join(', ')}].`,
+    items: { type: 'integer', format: 'int32', minimum: 100, maximum: 599 },
+  },
+} satisfies Record<keyof HealthCheckSpec, JSONSchemaProps>;
+
+const specProperties = {
+  mode: {
+    type: 'string',
+    enum: ['Managed', 'External'],
+    description:
+      'Managed: the operator creates and deletes the VM through spec.provider. External: the proxy ' +
+      'exists elsewhere at spec.endpoint; the operator only health-checks it and offers it for lease. ' +
+      'Immutable.',
+    'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'spec.mode is immutable' }],
+  },
+  provider: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 63,
+    pattern: DNS_LABEL,
+    description:
+      'Name of a provider in the operator’s providers configuration (e.g. mock, gcp-eu). Required when ' +
+      'mode is Managed, forbidden when External. Immutable.',
+  },
+  placement: {
+    type: 'object',
+    description:
+      'Where and how big the VM is (Managed only). Providers ignore fields that do not apply to them. ' +
+      'Changing it replaces the VM.',
+    properties: placementProperties,
+  },
+  cloudInit: {
+    type: 'object',
+    description:
+      'Cloud-init user-data for the VM (Managed only): exactly one of inline or secretRef. Changing it ' +
+      'replaces the VM.',
+    properties: cloudInitProperties,
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.inline) != has(self.secretRef)',
+        message: 'spec.cloudInit must set exactly one of inline or secretRef',
+      },
+    ],
+  },
+  endpoint: {
+    type: 'object',
+    required: ['host', 'port'],
+    description: 'Address of an External proxy. Required when mode is External, forbidden when Managed.',
+    properties: endpointProperties,
+  },
+  port: {
+    ...port(
+      'TCP port the proxy software listens on once a Managed VM is up. Changing it replaces the VM. ' +
+        `External proxies use spec.endpoint.port instead. Default ${DEFAULTS.port}.`,
+    ),
+    default: DEFAULTS.port,
+  },
+  attributes: {
+    type: 'object',
+    maxProperties: LIMITS.attributesMaxProperties,
+    description:
+      'Selection attributes (geo, asn, purpose, ...) that crawler clients filter on in the discovery API ' +
+      `(attr.<key>=<value>). At most ${LIMITS.attributesMaxProperties} entries; keys are like label names, ` +
+      `values at most ${LIMITS.attributeValueMaxLength} characters.`,
+    additionalProperties: { type: 'string', maxLength: LIMITS.attributeValueMaxLength },
+    'x-kubernetes-validations': [
+      {
+        rule: `self.all(k, k.matches('${ATTRIBUTE_KEY}'))`,
+        message:
+          `spec.attributes keys must be 1-${LIMITS.attributeKeyMaxLength} letters, digits, '-', '_' or '.', ` +
+          'starting and ending with a letter or digit',
+      },
+    ],
+  },
+  healthCheck: {
+    type: 'object',
+    // An empty default lets the API server fill in every field's own default below.
+    default: {},
+    description: 'How the operator probes the proxy, through the proxy itself. Every field has a default.',
+    properties: healthCheckProperties,
+    'x-kubernetes-validations': [
+      {
+        rule: 'self.timeoutSeconds < self.intervalSeconds',
+        message: 'spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
+      },
+    ],
+  },
+  maxLeases: {
+    type: 'integer',
+    format: 'int32',
+    minimum: 0,
+    maximum: LIMITS.maxLeasesMaximum,
+    default: DEFAULTS.maxLeases,
+    description:
+      'Most leases the discovery API hands out for this proxy at once. 0 makes it list-only (never ' +
+      `leased). Default ${DEFAULTS.maxLeases}.`,
+  },
+} satisfies Record<keyof ProxySpec, JSONSchemaProps>;
+
+// "Unless Managed" / "unless External": each rule states one implication of the mode.
+const notManaged = "self.mode != 'Managed'";
+const notExternal = "self.mode != 'External'";
+
+export const proxySpecSchema: JSONSchemaProps = {
+  type: 'object',
+  required: ['mode'],
+  description:
+    'Desired state of the proxy. Proxies are immutable cattle: changing placement, cloudInit or port of a ' +
+    'Managed proxy deletes its VM and creates a new one with a new IP; mode and provider never change.',
+  properties: specProperties,
+  'x-kubernetes-validations': [
+    {
+      rule: `${notManaged} || has(self.provider)`,
+      message: 'spec.provider is required when spec.mode is Managed',
+      fieldPath: '.provider',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: `${notExternal} || !has(self.provider)`,
+      message: 'spec.provider must not be set when spec.mode is External (the operator does not provision it)',
+      fieldPath: '.provider',
+      reason: 'FieldValueForbidden',
+    },
+    {
+      rule: `${notExternal} || has(self.endpoint)`,
+      message: 'spec.endpoint is required when spec.mode is External',
+      fieldPath: '.endpoint',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: `${notManaged} || !has(self.endpoint)`,
+      message: 'spec.endpoint must not be set when spec.mode is Managed (the provider assigns the address)',
+      fieldPath: '.endpoint',
+      reason: 'FieldValueForbidden',
+    },
+    {
+      rule: `${notExternal} || !has(self.placement)`,
+      message: 'spec.placement applies only when spec.mode is Managed',
+      fieldPath: '.placement',
+      reason: 'FieldValueForbidden',
+    },
+    {
+      rule: `${notExternal} || !has(self.cloudInit)`,
+      message: 'spec.cloudInit applies only when spec.mode is Managed',
+      fieldPath: '.cloudInit',
+      reason: 'FieldValueForbidden',
+    },
+    {
+      rule:
+        'has(self.provider) == has(oldSelf.provider) && ' +
+        '(!has(self.provider) || self.provider == oldSelf.provider)',
+      message: 'spec.provider is immutable: create a new Proxy to use another provider',
+      fieldPath: '.provider',
+    },
+  ],
+};
