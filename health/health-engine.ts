@@ -1,0 +1,253 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { systemClock, type Clock } from './clock.js';
+import { DueQueue } from './due-queue.js';
+import { HealthMetrics } from './health-metrics.js';
+import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
+import { sameEndpoint, validateProbeTarget, type ProbeTarget } from './probe-target.js';
+import { SchedulingStats, type SchedulingSnapshot } from './scheduling-stats.js';
+import { Semaphore } from './semaphore.js';
+import { UndiciProber, type UndiciProberOptions } from './undici-prober.js';
+import {
+  DEFAULT_LATENCY_POLICY,
+  INITIAL_HEALTH_STATE,
+  decide,
+  type HealthState,
+  type LatencyPolicy,
+  type Verdict,
+} from './verdict.js';
+
+/** Sends one probe through a proxy. Must resolve (not reject) with an outcome, and promptly once `cancel` aborts. */
+export interface Prober {
+  probe(target: ProbeTarget, cancel: AbortSignal): Promise<ProbeOutcome>;
+  /** Frees what the prober holds for `key` (its agent and connections). */
+  release(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type TransitionListener = (key: string, verdict: Verdict) => void;
+
+export interface HealthEngineOptions {
+  logger: Logger;
+  registry: Registry;
+  /** Probes in flight at once, across all proxies. */
+  concurrency?: number;
+  /** Each interval is stretched by a uniform factor in [1 - jitter, 1 + jitter]. */
+  jitter?: number;
+  latencyPolicy?: LatencyPolicy;
+  clock?: Clock;
+  /** Uniform [0, 1) source for jitter; injectable for deterministic tests. */
+  random?: () => number;
+  /** Replaces the undici prober (unit tests). */
+  prober?: Prober;
+  /** Extra CA for https probe URLs, passed to the default prober. */
+  tls?: UndiciProberOptions['tls'];
+}
+
+/** Sized for thousands of proxies: 64 x (probe time / interval) covers ~6000 proxies at 100 ms probes every 10 s. */
+export const DEFAULT_CONCURRENCY = 64;
+export const DEFAULT_JITTER = 0.1;
+
+interface Entry {
+  target: ProbeTarget;
+  state: HealthState;
+  /** Set while the probe is queued for a permit or running; never two at once. */
+  inFlight: AbortController | undefined;
+}
+
+/**
+ * Probes every registered proxy through itself on its own interval and publishes a verdict
+ * only when it is worth a status write (see `decide`). Knows nothing about Kubernetes.
+ */
+export class HealthEngine {
+  private readonly entries = new Map<string, Entry>();
+  private readonly listeners: TransitionListener[] = [];
+  private readonly queue: DueQueue;
+  private readonly semaphore: Semaphore;
+  private readonly metrics: HealthMetrics;
+  private readonly schedulingStats = new SchedulingStats();
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly jitter: number;
+  private readonly latencyPolicy: LatencyPolicy;
+  private readonly prober: Prober;
+  private running = false;
+
+  constructor(options: HealthEngineOptions) {
+    const jitter = options.jitter ?? DEFAULT_JITTER;
+    if (!(jitter >= 0 && jitter < 1)) throw new RangeError(`jitter must be in [0, 1), got ${jitter}`);
+    this.jitter = jitter;
+    this.semaphore = new Semaphore(options.concurrency ?? DEFAULT_CONCURRENCY);
+    this.logger = options.logger;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.latencyPolicy = options.latencyPolicy ?? DEFAULT_LATENCY_POLICY;
+    this.prober = options.prober ?? new UndiciProber({ tls: options.tls });
+    this.metrics = new HealthMetrics(options.registry);
+    this.queue = new DueQueue(this.clock, (key, plannedAt) => this.due(key, plannedAt));
+  }
+
+  /**
+   * Adds or updates a target. A new host, port or probeURL is a different endpoint: the
+   * in-flight probe is cancelled and counters and verdict start over. Other changes apply
+   * from the next probe on. Throws InvalidProbeTargetError on bad input.
+   */
+  upsert(target: ProbeTarget): void {
+    const copy = validateProbeTarget({ ...target, expectedStatusCodes: [...target.expectedStatusCodes] });
+    const entry = this.entries.get(copy.key);
+    if (!entry) {
+      this.entries.set(copy.key, { target: copy, state: INITIAL_HEALTH_STATE, inFlight: undefined });
+      this.scheduleFirst(copy);
+      return;
+    }
+    const previous = entry.target;
+    entry.target = copy;
+    if (!sameEndpoint(previous, copy)) {
+      entry.inFlight?.abort();
+      entry.inFlight = undefined;
+      entry.state = INITIAL_HEALTH_STATE;
+      void this.prober.release(copy.key);
+      this.scheduleFirst(copy);
+      return;
+    }
+    if (previous.intervalSeconds !== copy.intervalSeconds && !entry.inFlight) {
+      // A shorter interval should not wait out the old, longer one.
+      const sooner = this.clock.now() + this.jitteredInterval(copy);
+      const current = this.queue.dueAt(copy.key);
+      if (current === undefined || sooner < current) this.queue.schedule(copy.key, sooner);
+    }
+  }
+
+  /** Forgets a target: cancels its in-flight probe, closes its agent, drops its metric series. */
+  remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    entry.inFlight?.abort();
+    this.entries.delete(key);
+    this.queue.cancel(key);
+    this.metrics.forget(key);
+    void this.prober.release(key);
+  }
+
+  /** The current verdict, or undefined while neither threshold has been reached yet. */
+  verdict(key: string): Verdict | undefined {
+    return this.entries.get(key)?.state.verdict;
+  }
+
+  /** Registers a listener for publishable verdicts; returns an unsubscribe function. */
+  onTransition(listener: TransitionListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const i = this.listeners.indexOf(listener);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (const entry of this.entries.values()) {
+      if (!entry.inFlight && this.queue.dueAt(entry.target.key) === undefined)
+        this.scheduleFirst(entry.target);
+    }
+    this.queue.start();
+  }
+
+  /** Aborts every probe and closes every agent. Targets stay registered; start() resumes. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.queue.stop();
+    this.queue.clear();
+    for (const entry of this.entries.values()) {
+      entry.inFlight?.abort();
+      entry.inFlight = undefined;
+    }
+    await this.prober.close();
+  }
+
+  stats(): SchedulingSnapshot {
+    return this.schedulingStats.snapshot();
+  }
+
+  resetStats(): void {
+    this.schedulingStats.reset();
+  }
+
+  private jitteredInterval(target: ProbeTarget): number {
+    return target.intervalSeconds * 1000 * (1 + this.jitter * (2 * this.random() - 1));
+  }
+
+  /** Spreads first probes over one interval so a thousand upserts at startup do not probe at once. */
+  private scheduleFirst(target: ProbeTarget): void {
+    this.queue.schedule(target.key, this.clock.now() + this.random() * target.intervalSeconds * 1000);
+  }
+
+  private due(key: string, plannedAt: number): void {
+    const entry = this.entries.get(key);
+    if (!entry || entry.inFlight) return;
+    const controller = new AbortController();
+    entry.inFlight = controller;
+    void this.run(entry, controller, plannedAt);
+  }
+
+  private async run(entry: Entry, controller: AbortController, plannedAt: number): Promise<void> {
+    if (!(await this.semaphore.acquire(controller.signal))) return;
+    const target = entry.target;
+    let outcome: ProbeOutcome;
+    try {
+      this.schedulingStats.recordLateness(this.clock.now() - plannedAt);
+      this.schedulingStats.probesStarted++;
+      outcome = await this.prober.probe(target, controller.signal).catch((err: unknown): ProbeOutcome => ({
+        success: false,
+        reason: ProbeReason.ProbeError,
+        message: `prober failed: ${err instanceof Error ? err.message : String(err)}`,
+        durationMillis: 0,
+      }));
+    } finally {
+      this.semaphore.release();
+    }
+    // Cancelled (removed, endpoint changed, stopped): the result describes nothing current.
+    if (controller.signal.aborted || entry.inFlight !== controller) return;
+    entry.inFlight = undefined;
+    this.schedulingStats.probesCompleted++;
+    this.record(entry, outcome);
+    // Overran its interval (timeout > interval): next probe right away, still never overlapping.
+    this.queue.schedule(target.key, Math.max(plannedAt + this.jitteredInterval(target), this.clock.now()));
+  }
+
+  private record(entry: Entry, outcome: ProbeOutcome): void {
+    const { key } = entry.target;
+    this.metrics.observe(key, outcome.durationMillis, outcome.success ? undefined : outcome.reason);
+    if (!outcome.success)
+      this.logger.debug({ proxy: key, reason: outcome.reason, detail: outcome.message }, 'probe failed');
+    const decision = decide(
+      entry.state,
+      outcome,
+      new Date(this.clock.now()),
+      entry.target,
+      this.latencyPolicy,
+    );
+    entry.state = decision.state;
+    const verdict = decision.state.verdict;
+    if (!decision.transition || !verdict) return;
+    this.schedulingStats.transitionsEmitted++;
+    this.logger.info(
+      {
+        proxy: key,
+        cause: decision.transition,
+        healthy: verdict.healthy,
+        reason: verdict.reason,
+        latencyMillis: verdict.latencyMillis,
+      },
+      'proxy health transition',
+    );
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(key, verdict);
+      } catch (err) {
+        this.logger.error({ proxy: key, err }, 'health transition listener threw');
+      }
+    }
+  }
+}

@@ -1,0 +1,21 @@
+export { HealthEngine, DEFAULT_CONCURRENCY, DEFAULT_JITTER } from './health-engine.js';
+export type { HealthEngineOptions, Prober, TransitionListener } from './health-engine.js';
+export { UndiciProber } from './undici-prober.js';
+export type { UndiciProberOptions } from './undici-prober.js';
+export { validateProbeTarget, sameEndpoint, InvalidProbeTargetError } from './probe-target.js';
+export type { ProbeTarget } from './probe-target.js';
+export { ProbeReason } from './probe-reason.js';
+export type { ProbeOutcome } from './probe-reason.js';
+export { decide, latencyChangedEnough, DEFAULT_LATENCY_POLICY, INITIAL_HEALTH_STATE } from './verdict.js';
+export type {
+  Verdict,
+  HealthState,
+  Thresholds,
+  LatencyPolicy,
+  Decision,
+  TransitionCause,
+} from './verdict.js';
+export { percentile } from './scheduling-stats.js';
+export type { SchedulingSnapshot } from './scheduling-stats.js';
+export { DURATION_METRIC, FAILURES_METRIC } from './health-metrics.js';
+export type { Clock } from './clock.js';

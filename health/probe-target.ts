@@ -1,0 +1,76 @@
+// What the engine needs to know to probe one proxy. Deliberately free of Kubernetes types:
+// the caller maps a Proxy resource (or anything else) onto it.
+
+export interface ProbeTarget {
+  /** Stable identity, e.g. "namespace/name". */
+  key: string;
+  /** Proxy address (IP or hostname). */
+  host: string;
+  port: number;
+  /** URL fetched THROUGH the proxy; https goes through a CONNECT tunnel, http as an absolute-URI request. */
+  probeURL: string;
+  intervalSeconds: number;
+  timeoutSeconds: number;
+  failureThreshold: number;
+  successThreshold: number;
+  expectedStatusCodes: number[];
+}
+
+export class InvalidProbeTargetError extends Error {
+  constructor(key: string, problem: string) {
+    super(`invalid health probe target ${JSON.stringify(key)}: ${problem}`);
+    this.name = 'InvalidProbeTargetError';
+  }
+}
+
+function positive(value: number): boolean {
+  return Number.isFinite(value) && value > 0;
+}
+
+function positiveInteger(value: number): boolean {
+  return Number.isInteger(value) && value > 0;
+}
+
+/** Throws InvalidProbeTargetError naming the first bad field; returns the target unchanged otherwise. */
+export function validateProbeTarget(target: ProbeTarget): ProbeTarget {
+  const fail = (problem: string): never => {
+    throw new InvalidProbeTargetError(target.key, problem);
+  };
+  if (typeof target.key !== 'string' || target.key === '') fail('key must be a non-empty string');
+  if (typeof target.host !== 'string' || target.host.trim() === '') fail('host must be a non-empty string');
+  if (!Number.isInteger(target.port) || target.port < 1 || target.port > 65535) {
+    fail(`port must be an integer in 1..65535, got ${String(target.port)}`);
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(target.probeURL);
+  } catch {
+    fail(`probeURL is not a valid URL: ${JSON.stringify(target.probeURL)}`);
+  }
+  if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
+    fail(`probeURL must be http or https, got ${JSON.stringify(url.protocol)}`);
+  }
+  if (!positive(target.intervalSeconds)) fail(`intervalSeconds must be > 0, got ${target.intervalSeconds}`);
+  if (!positive(target.timeoutSeconds)) fail(`timeoutSeconds must be > 0, got ${target.timeoutSeconds}`);
+  if (!positiveInteger(target.failureThreshold)) {
+    fail(`failureThreshold must be a positive integer, got ${target.failureThreshold}`);
+  }
+  if (!positiveInteger(target.successThreshold)) {
+    fail(`successThreshold must be a positive integer, got ${target.successThreshold}`);
+  }
+  if (
+    !Array.isArray(target.expectedStatusCodes) ||
+    target.expectedStatusCodes.length === 0 ||
+    !target.expectedStatusCodes.every((c) => Number.isInteger(c) && c >= 100 && c <= 599)
+  ) {
+    fail(
+      `expectedStatusCodes must be a non-empty list of HTTP status codes, got ${JSON.stringify(target.expectedStatusCodes)}`,
+    );
+  }
+  return target;
+}
+
+/** A change of any of these means a different proxy endpoint: counters and verdict start over. */
+export function sameEndpoint(a: ProbeTarget, b: ProbeTarget): boolean {
+  return a.host === b.host && a.port === b.port && a.probeURL === b.probeURL;
+}

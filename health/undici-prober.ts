@@ -1,0 +1,113 @@
+import { performance } from 'node:perf_hooks';
+import { ProxyAgent } from 'undici';
+import type { ProbeTarget } from './probe-target.js';
+import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
+import { classifyProbeError } from './classify-probe-error.js';
+import type { Prober } from './health-engine.js';
+
+export interface UndiciProberOptions {
+  /** Extra trust for the TARGET's certificate (tests); production uses the system CAs. */
+  tls?: { ca?: string | Buffer | Array<string | Buffer> };
+  userAgent?: string;
+}
+
+interface AgentEntry {
+  proxyURI: string;
+  agent: ProxyAgent;
+}
+
+function proxyURI(target: ProbeTarget): string {
+  const host = target.host.includes(':') && !target.host.startsWith('[') ? `[${target.host}]` : target.host;
+  return `http://${host}:${target.port}`;
+}
+
+/**
+ * Fetches the probe URL THROUGH the proxy with one undici ProxyAgent per proxy, reused
+ * between probes. An https probe URL goes through a CONNECT tunnel; an http one is sent as
+ * an absolute-URI request to the proxy.
+ *
+ * Every probe uses a fresh connection (`reset: true`): a kept-alive tunnel would let a
+ * proxy that can no longer open NEW connections look healthy, and at a 10 s interval the
+ * target would mostly have closed the idle connection anyway.
+ */
+export class UndiciProber implements Prober {
+  private readonly agents = new Map<string, AgentEntry>();
+
+  constructor(private readonly options: UndiciProberOptions = {}) {}
+
+  async probe(target: ProbeTarget, cancel: AbortSignal): Promise<ProbeOutcome> {
+    const timeoutMillis = target.timeoutSeconds * 1000;
+    const deadline = AbortSignal.timeout(timeoutMillis);
+    const signal = AbortSignal.any([cancel, deadline]);
+    const started = performance.now();
+    const elapsed = (): number => performance.now() - started;
+    try {
+      const url = new URL(target.probeURL);
+      const response = await this.agentFor(target).request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'GET',
+        headers: { 'user-agent': this.options.userAgent ?? 'proxy-operator-health' },
+        signal,
+        reset: true,
+        headersTimeout: timeoutMillis,
+        bodyTimeout: timeoutMillis,
+      });
+      // Always drain: an unread body pins the socket and leaks memory.
+      await response.body.dump({ signal, limit: 64 * 1024 });
+      const durationMillis = elapsed();
+      if (target.expectedStatusCodes.includes(response.statusCode)) {
+        return {
+          success: true,
+          reason: ProbeReason.ProbeSucceeded,
+          message: `status ${response.statusCode}`,
+          durationMillis,
+        };
+      }
+      return {
+        success: false,
+        reason: ProbeReason.UnexpectedStatus,
+        message: `status ${response.statusCode}, expected one of ${target.expectedStatusCodes.join(', ')}`,
+        durationMillis,
+      };
+    } catch (err) {
+      const { reason, message } = classifyProbeError(err, deadline.aborted && !cancel.aborted);
+      return { success: false, reason, message, durationMillis: elapsed() };
+    }
+  }
+
+  /** Closes the proxy's agent (its connections); the next probe builds a new one. */
+  async release(key: string): Promise<void> {
+    const entry = this.agents.get(key);
+    if (!entry) return;
+    this.agents.delete(key);
+    await closeQuietly(entry.agent);
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(all.map((e) => closeQuietly(e.agent)));
+  }
+
+  private agentFor(target: ProbeTarget): ProxyAgent {
+    const uri = proxyURI(target);
+    const existing = this.agents.get(target.key);
+    if (existing?.proxyURI === uri) return existing.agent;
+    if (existing) void closeQuietly(existing.agent);
+    const agent = new ProxyAgent({
+      uri,
+      // One probe at a time per proxy, so one connection is all it ever needs.
+      connections: 1,
+      connectTimeout: target.timeoutSeconds * 1000,
+      requestTls: this.options.tls?.ca ? { ca: this.options.tls.ca } : undefined,
+    });
+    this.agents.set(target.key, { proxyURI: uri, agent });
+    return agent;
+  }
+}
+
+async function closeQuietly(agent: ProxyAgent): Promise<void> {
+  // destroy, not close: close would wait for an in-flight (possibly black-holed) request.
+  await agent.destroy().catch(() => undefined);
+}
