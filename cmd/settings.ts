@@ -1,0 +1,191 @@
+import { parseArgs } from 'node:util';
+
+/** Everything the operator's entry point can be told, from flags or environment. */
+export interface Settings {
+  kubeconfig?: string;
+  providersConfig?: string;
+  discovery: { host: string; port: number };
+  discoveryToken: string;
+  metrics: { host: string; port: number };
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionID: string;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  cooldownSeconds: number;
+  maxLeaseTTLSeconds: number;
+  orphanSweepIntervalSeconds: number;
+  orphanMinAgeSeconds: number;
+  healthConcurrency: number;
+  watchNamespace?: string;
+}
+
+export class SettingsError extends Error {}
+
+interface Option {
+  flag: string;
+  env?: string;
+  default?: string;
+  help: string;
+  boolean?: boolean;
+}
+
+const OPTIONS: Option[] = [
+  {
+    flag: 'kubeconfig',
+    env: 'KUBECONFIG',
+    help: 'kubeconfig file; in-cluster config or ~/.kube/config when unset',
+  },
+  {
+    flag: 'providers-config',
+    env: 'PROXY_OPERATOR_PROVIDERS_CONFIG',
+    help: 'providers YAML file; an embedded mock-only config when unset',
+  },
+  {
+    flag: 'discovery-address',
+    env: 'DISCOVERY_ADDRESS',
+    default: ':8090',
+    help: 'host:port of the discovery/lease API (every replica serves it)',
+  },
+  {
+    flag: 'metrics-address',
+    env: 'METRICS_ADDRESS',
+    default: ':8080',
+    help: 'host:port serving /metrics, /healthz and /readyz',
+  },
+  {
+    flag: 'leader-elect',
+    env: 'LEADER_ELECT',
+    default: 'true',
+    boolean: true,
+    help: 'use a coordination.k8s.io Lease so only one replica reconciles',
+  },
+  {
+    flag: 'leader-election-namespace',
+    env: 'POD_NAMESPACE',
+    default: 'proxy-operator-system',
+    help: 'namespace of the leader-election Lease',
+  },
+  {
+    flag: 'leader-election-id',
+    env: 'LEADER_ELECTION_ID',
+    default: 'proxy-operator-leader',
+    help: 'name of the leader-election Lease',
+  },
+  { flag: 'log-level', env: 'LOG_LEVEL', default: 'info', help: 'trace | debug | info | warn | error' },
+  {
+    flag: 'cooldown',
+    env: 'COOLDOWN_SECONDS',
+    default: '900',
+    help: 'seconds a banned/rate-limited proxy rests for that target',
+  },
+  {
+    flag: 'max-lease-ttl',
+    env: 'MAX_LEASE_TTL_SECONDS',
+    default: '3600',
+    help: 'largest ttlSeconds a client may ask for',
+  },
+  {
+    flag: 'orphan-sweep-interval',
+    env: 'ORPHAN_SWEEP_INTERVAL_SECONDS',
+    default: '600',
+    help: 'seconds between orphan sweeps',
+  },
+  {
+    flag: 'orphan-min-age',
+    env: 'ORPHAN_MIN_AGE_SECONDS',
+    default: '600',
+    help: 'instances younger than this are never swept',
+  },
+  { flag: 'health-concurrency', env: 'HEALTH_CONCURRENCY', default: '64', help: 'probes in flight at once' },
+  {
+    flag: 'watch-namespace',
+    env: 'WATCH_NAMESPACE',
+    help: 'watch one namespace only (default: all namespaces)',
+  },
+];
+
+export function usage(): string {
+  const lines = [
+    'Usage: proxy-operator [flags]',
+    '',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token; empty disables auth.',
+    '',
+  ];
+  for (const o of OPTIONS) {
+    const left = `  --${o.flag} ${o.boolean ? '<true|false>' : '<value>'}`;
+    const extra = [o.env ? `env ${o.env}` : '', o.default !== undefined ? `default ${o.default}` : '']
+      .filter(Boolean)
+      .join(', ');
+    lines.push(`${left.padEnd(38)}${o.help}${extra ? ` (${extra})` : ''}`);
+  }
+  lines.push('  --help'.padEnd(38) + 'print this help');
+  return lines.join('\n');
+}
+
+function address(flag: string, value: string): { host: string; port: number } {
+  const m = /^(.*):(\d+)$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || !(port >= 0 && port <= 65535))
+    throw new SettingsError(`--${flag}: "${value}" is not host:port (e.g. :8090 or 127.0.0.1:8090)`);
+  return { host: m[1] === '' ? '0.0.0.0' : m[1], port };
+}
+
+function positiveInt(flag: string, value: string, min = 1): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new SettingsError(`--${flag}: "${value}" must be an integer >= ${min}`);
+  return n;
+}
+
+function bool(flag: string, value: string): boolean {
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no'].includes(value)) return false;
+  throw new SettingsError(`--${flag}: "${value}" must be true or false`);
+}
+
+/** Parses flags (taking precedence) and environment into Settings, or throws naming the bad one. */
+export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        help: { type: 'boolean' },
+        ...Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: 'string' as const }])),
+      },
+    });
+  } catch (err) {
+    throw new SettingsError(`${(err as Error).message}\n\n${usage()}`);
+  }
+  if (parsed.values.help) return 'help';
+  const get = (flag: string): string | undefined => {
+    const o = OPTIONS.find((x) => x.flag === flag)!;
+    const v = parsed.values[flag];
+    if (typeof v === 'string') return v;
+    if (o.env && env[o.env] !== undefined && env[o.env] !== '') return env[o.env];
+    return o.default;
+  };
+  const level = get('log-level')!;
+  if (!['trace', 'debug', 'info', 'warn', 'error'].includes(level)) {
+    throw new SettingsError(`--log-level: "${level}" must be one of trace, debug, info, warn, error`);
+  }
+  return {
+    kubeconfig: get('kubeconfig'),
+    providersConfig: get('providers-config'),
+    discovery: address('discovery-address', get('discovery-address')!),
+    discoveryToken: env.DISCOVERY_TOKEN ?? '',
+    metrics: address('metrics-address', get('metrics-address')!),
+    leaderElect: bool('leader-elect', get('leader-elect')!),
+    leaderElectionNamespace: get('leader-election-namespace')!,
+    leaderElectionID: get('leader-election-id')!,
+    logLevel: level as Settings['logLevel'],
+    cooldownSeconds: positiveInt('cooldown', get('cooldown')!),
+    maxLeaseTTLSeconds: positiveInt('max-lease-ttl', get('max-lease-ttl')!),
+    orphanSweepIntervalSeconds: positiveInt('orphan-sweep-interval', get('orphan-sweep-interval')!),
+    orphanMinAgeSeconds: positiveInt('orphan-min-age', get('orphan-min-age')!, 0),
+    healthConcurrency: positiveInt('health-concurrency', get('health-concurrency')!),
+    watchNamespace: get('watch-namespace'),
+  };
+}
