@@ -1,0 +1,126 @@
+import { UndiciProber } from '../../health/undici-prober.js';
+import { ProbeReason } from '../../health/probe-reason.js';
+import type { ProbeTarget } from '../../health/probe-target.js';
+import { TestForwardProxy, type ProxyMode } from './forward-proxy.js';
+import { makeSelfSignedCert, startHttpTarget, startHttpsTarget, type TestTarget } from './targets.js';
+import net from 'node:net';
+
+// Real sockets on loopback only: a target, a forward proxy per mode, and the real undici prober.
+describe('UndiciProber sends the probe through the proxy', () => {
+  const cert = makeSelfSignedCert();
+  let httpTarget: TestTarget;
+  let httpsTarget: TestTarget;
+  let prober: UndiciProber;
+  const proxies: TestForwardProxy[] = [];
+
+  beforeAll(async () => {
+    httpTarget = await startHttpTarget();
+    httpsTarget = await startHttpsTarget(cert);
+    prober = new UndiciProber({ tls: { ca: cert.cert } });
+  });
+
+  afterAll(async () => {
+    await prober.close();
+    await Promise.all([...proxies.map((p) => p.close()), httpTarget.close(), httpsTarget.close()]);
+  });
+
+  afterEach(() => {
+    httpTarget.status = 204;
+    httpsTarget.status = 204;
+  });
+
+  async function proxy(mode: ProxyMode): Promise<TestForwardProxy> {
+    const p = await TestForwardProxy.start(mode);
+    proxies.push(p);
+    return p;
+  }
+
+  function target(port: number, scheme: 'http' | 'https', overrides: Partial<ProbeTarget> = {}): ProbeTarget {
+    return {
+      key: `test/${scheme}-${port}`,
+      host: '127.0.0.1',
+      port,
+      probeURL: scheme === 'http' ? httpTarget.url : httpsTarget.url,
+      intervalSeconds: 10,
+      timeoutSeconds: 1,
+      failureThreshold: 3,
+      successThreshold: 1,
+      expectedStatusCodes: [204, 200],
+      ...overrides,
+    };
+  }
+
+  it.each<[ProxyMode, 'http' | 'https', boolean, string]>([
+    ['healthy', 'http', true, ProbeReason.ProbeSucceeded],
+    ['healthy', 'https', true, ProbeReason.ProbeSucceeded],
+    ['cannot-egress', 'https', false, ProbeReason.TunnelFailed],
+    ['cannot-egress', 'http', false, ProbeReason.UnexpectedStatus],
+    ['closes', 'https', false, ProbeReason.TunnelFailed],
+    ['closes', 'http', false, ProbeReason.TunnelFailed],
+    ['black-hole', 'https', false, ProbeReason.ProxyTimeout],
+    ['black-hole', 'http', false, ProbeReason.ProxyTimeout],
+  ])('a %s proxy probed over %s gives success=%s with reason %s', async (mode, scheme, success, reason) => {
+    const p = await proxy(mode);
+    const outcome = await prober.probe(target(p.port, scheme), new AbortController().signal);
+    expect(outcome).toMatchObject({ success, reason });
+    expect(outcome.durationMillis).toBeGreaterThan(0);
+  });
+
+  it.each(['http', 'https'] as const)(
+    'a wrong status code from the %s target fails with UnexpectedStatus',
+    async (scheme) => {
+      const p = await proxy('healthy');
+      (scheme === 'http' ? httpTarget : httpsTarget).status = 503;
+      const outcome = await prober.probe(target(p.port, scheme), new AbortController().signal);
+      expect(outcome).toMatchObject({ success: false, reason: ProbeReason.UnexpectedStatus });
+      expect(outcome.message).toContain('503');
+    },
+  );
+
+  it('a refused connection to the proxy fails with ConnectionRefused', async () => {
+    const port = await freePort();
+    const outcome = await prober.probe(target(port, 'https'), new AbortController().signal);
+    expect(outcome).toMatchObject({ success: false, reason: ProbeReason.ConnectionRefused });
+  });
+
+  it('an https probe opens a CONNECT tunnel at the proxy, a fresh one per probe', async () => {
+    const p = await proxy('healthy');
+    const hitsBefore = httpsTarget.hits;
+    for (let i = 0; i < 3; i++) {
+      expect(await prober.probe(target(p.port, 'https'), new AbortController().signal)).toMatchObject({
+        success: true,
+      });
+    }
+    expect(p.connectCount).toBe(3);
+    expect(p.requestCount).toBe(0);
+    expect(httpsTarget.hits - hitsBefore).toBe(3);
+  });
+
+  it('an http probe is forwarded as an absolute-URI request, not tunnelled', async () => {
+    const p = await proxy('healthy');
+    expect(await prober.probe(target(p.port, 'http'), new AbortController().signal)).toMatchObject({
+      success: true,
+    });
+    expect(p.requestCount).toBe(1);
+    expect(p.connectCount).toBe(0);
+  });
+
+  it('an https probe fails with ProbeError when the target certificate is not trusted', async () => {
+    const p = await proxy('healthy');
+    const untrusting = new UndiciProber();
+    try {
+      const outcome = await untrusting.probe(target(p.port, 'https'), new AbortController().signal);
+      expect(outcome).toMatchObject({ success: false, reason: ProbeReason.ProbeError });
+    } finally {
+      await untrusting.close();
+    }
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
