@@ -1,0 +1,97 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { inject, injectable } from 'tsyringe';
+import { background, daemon, type OperatorContext } from '../framework/index.js';
+import { HealthEngine, type ProbeTarget } from '../health/index.js';
+import type { Proxy } from '../crds/proxy-types.js';
+import { PROXY_KIND } from './kinds.js';
+import { probeTargetOf, sameTarget } from './probe-target.js';
+import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
+import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import { VERDICTS, type VerdictBoard } from './verdict-board.js';
+
+/**
+ * Leader-only: keeps the probe engine's targets in step with the Proxy cache and hands
+ * status-affecting verdicts to the reconciler (the single writer of Proxy status).
+ */
+@background()
+@injectable()
+export class HealthRunner {
+  private readonly engine: HealthEngine;
+  private readonly targets = new Map<string, ProbeTarget>();
+
+  constructor(
+    @inject(VERDICTS) private readonly board: VerdictBoard,
+    @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(METRICS_REGISTRY) registry: Registry,
+    @inject(ROOT_LOGGER) logger: Logger,
+  ) {
+    // Built once: its metrics register in the registry once, across leadership changes.
+    this.engine = new HealthEngine({
+      logger: logger.child({ component: 'health' }),
+      registry,
+      concurrency: settings.healthConcurrency,
+      tls: settings.probeCA ? { ca: settings.probeCA } : undefined,
+    });
+  }
+
+  @daemon()
+  async run(ctx: OperatorContext): Promise<void> {
+    const unsubscribe = this.engine.onTransition((key, verdict) => {
+      const target = this.targets.get(key);
+      if (!target) return;
+      this.board.set(key, `${target.host}:${target.port}`, verdict);
+      const slash = key.indexOf('/');
+      ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
+    });
+    this.engine.start();
+    try {
+      while (!ctx.signal.aborted) {
+        this.sync(ctx);
+        await sleep(this.settings.healthSyncSeconds * 1000, ctx.signal);
+      }
+    } finally {
+      unsubscribe();
+      for (const key of this.targets.keys()) this.engine.remove(key);
+      this.targets.clear();
+      await this.engine.stop();
+    }
+  }
+
+  /** Level-triggered: diff the cache against the engine's targets. Cheap in memory. */
+  private sync(ctx: OperatorContext): void {
+    const seen = new Set<string>();
+    for (const proxy of ctx.cache.list<Proxy>(PROXY_KIND)) {
+      const target = probeTargetOf(proxy);
+      if (!target) continue;
+      seen.add(target.key);
+      const known = this.targets.get(target.key);
+      if (known && sameTarget(known, target)) continue;
+      try {
+        this.engine.upsert(target);
+        this.targets.set(target.key, target);
+      } catch (err) {
+        ctx.logger.warn({ proxy: target.key, err: (err as Error).message }, 'cannot probe proxy');
+      }
+    }
+    for (const key of [...this.targets.keys()]) {
+      if (seen.has(key)) continue;
+      this.engine.remove(key);
+      this.targets.delete(key);
+      this.board.delete(key);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

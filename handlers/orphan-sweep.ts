@@ -1,0 +1,64 @@
+import { Counter, type Registry } from 'prom-client';
+import { inject, injectable } from 'tsyringe';
+import { background, daemon, type OperatorContext } from '../framework/index.js';
+import type { Proxy } from '../crds/proxy-types.js';
+import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import { PROXY_KIND } from './kinds.js';
+import { findOrphans } from './orphans.js';
+import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
+import { METRICS_REGISTRY } from './tokens.js';
+
+/**
+ * Leader-only safety net for crashes mid-create: deletes tagged instances whose Proxy is
+ * gone. A Proxy being deleted is still in the cache until its finalizer is removed, so
+ * its instance is spared.
+ */
+@background()
+@injectable()
+export class OrphanSweep {
+  private readonly deleted: Counter<'provider'>;
+
+  constructor(
+    @inject(PROVIDERS) private readonly providers: ProviderSet,
+    @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(METRICS_REGISTRY) registry: Registry,
+  ) {
+    this.deleted = new Counter({
+      name: 'proxy_operator_orphans_deleted_total',
+      help: 'Instances deleted by the orphan sweep because no live Proxy owns them.',
+      labelNames: ['provider'],
+      registers: [registry],
+    });
+  }
+
+  @daemon()
+  async run(ctx: OperatorContext): Promise<void> {
+    while (!ctx.signal.aborted) {
+      await this.sweepOnce(ctx);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.settings.orphanSweepIntervalSeconds * 1000);
+        ctx.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      });
+    }
+  }
+
+  async sweepOnce(ctx: OperatorContext): Promise<number> {
+    let killed = 0;
+    for (const [name, provider] of this.providers.entries()) {
+      try {
+        // Cloud first, Proxies second: a Proxy created in between is then seen as live.
+        const instances = await provider.listByTag(ctx.signal);
+        const live = new Set(ctx.cache.list<Proxy>(PROXY_KIND).map((p) => p.metadata.uid ?? ''));
+        for (const orphan of findOrphans(instances, live, new Date(), this.settings.orphanMinAgeSeconds)) {
+          ctx.logger.warn({ provider: name, providerID: orphan.id, uid: orphan.uid }, 'deleting orphaned instance');
+          await provider.delete(orphan.id, ctx.signal);
+          this.deleted.inc({ provider: name });
+          killed++;
+        }
+      } catch (err) {
+        ctx.logger.error({ provider: name, err: (err as Error).message }, 'orphan sweep failed for provider');
+      }
+    }
+    return killed;
+  }
+}

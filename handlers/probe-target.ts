@@ -1,0 +1,27 @@
+import type { ProbeTarget } from '../health/index.js';
+import type { Proxy } from '../crds/proxy-types.js';
+import { proxyEndpoint, proxyKey } from './proxy-address.js';
+
+/** A proxy's probe target, or undefined while it has no address or is being deleted. */
+export function probeTargetOf(p: Proxy): ProbeTarget | undefined {
+  if (p.metadata.deletionTimestamp) return undefined;
+  const endpoint = proxyEndpoint(p);
+  if (!endpoint) return undefined;
+  const hc = p.spec.healthCheck;
+  return {
+    key: proxyKey(p),
+    host: endpoint.host,
+    port: endpoint.port,
+    probeURL: hc.probeURL,
+    intervalSeconds: hc.intervalSeconds,
+    timeoutSeconds: hc.timeoutSeconds,
+    failureThreshold: hc.failureThreshold,
+    successThreshold: hc.successThreshold,
+    expectedStatusCodes: hc.expectedStatusCodes,
+  };
+}
+
+/** Equal targets need no upsert: the engine keeps its counters. */
+export function sameTarget(a: ProbeTarget, b: ProbeTarget): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

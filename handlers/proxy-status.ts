@@ -1,0 +1,29 @@
+import type { HandlerContext } from '../framework/index.js';
+import { CONDITION_HEALTHY, CONDITION_PROVISIONED, type Proxy } from '../crds/proxy-types.js';
+import type { StatusIntent } from './proxy-state-machine.js';
+
+/** Values only known after the action ran (the providerID a create returned). */
+export interface StatusOverride {
+  providerID?: string;
+}
+
+/**
+ * Writes the intended status as one merge patch of /status; the framework skips it when
+ * nothing would change, so a steady proxy costs no writes. Returns whether it wrote.
+ */
+export async function writeStatus(ctx: HandlerContext<Proxy>, intent: StatusIntent, override: StatusOverride): Promise<boolean> {
+  const proxy = ctx.object;
+  const generation = proxy.metadata.generation;
+  let conditions = ctx.status.setCondition(proxy.status?.conditions, { type: CONDITION_PROVISIONED, ...intent.provisioned }, generation);
+  conditions = ctx.status.setCondition(conditions, { type: CONDITION_HEALTHY, ...intent.healthy }, generation);
+  const patch: Record<string, unknown> = {
+    phase: intent.phase,
+    providerID: override.providerID ?? intent.providerID,
+    ip: intent.ip,
+    conditions,
+    observedGeneration: generation,
+  };
+  if (intent.latencyMillis !== undefined) patch.latencyMillis = intent.latencyMillis;
+  if (intent.lastHealthCheckTime !== undefined) patch.lastHealthCheckTime = intent.lastHealthCheckTime;
+  return ctx.status.patch(patch);
+}

@@ -1,0 +1,30 @@
+/** DI token for the handlers' tunables (the entry point fills them from flags). */
+export const HANDLER_SETTINGS = Symbol('HandlerSettings');
+
+export interface HandlerSettings {
+  orphanSweepIntervalSeconds: number;
+  orphanMinAgeSeconds: number;
+  healthConcurrency: number;
+  /** How often the health runner re-reads the cache for added, changed and deleted proxies. */
+  healthSyncSeconds: number;
+  /** Seconds between drift checks of a steady Managed proxy (an instance deleted out of band). */
+  driftCheckSeconds: number;
+  discovery: {
+    host: string;
+    port: number;
+    token: string;
+    cooldownSeconds: number;
+    maxLeaseTTLSeconds: number;
+  };
+  /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
+  probeCA?: string;
+}
+
+export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
+  orphanSweepIntervalSeconds: 600,
+  orphanMinAgeSeconds: 600,
+  healthConcurrency: 64,
+  healthSyncSeconds: 2,
+  driftCheckSeconds: 60,
+  discovery: { host: '0.0.0.0', port: 8090, token: '', cooldownSeconds: 900, maxLeaseTTLSeconds: 3600 },
+};

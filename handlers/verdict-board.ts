@@ -1,0 +1,28 @@
+import type { HealthVerdict } from './proxy-state-machine.js';
+
+/** DI token for the VerdictBoard. */
+export const VERDICTS = Symbol('VerdictBoard');
+
+/**
+ * The last status-affecting verdict per proxy (namespace/name), written by the health
+ * runner on transitions and read by the reconciler. Only transitions land here, so a
+ * reconcile triggered for any other reason never writes a fresher latency than the last
+ * transition did: status writes stay transition-only.
+ */
+export class VerdictBoard {
+  private readonly verdicts = new Map<string, { address: string; verdict: HealthVerdict }>();
+
+  /** `address` is the host:port probed, so a verdict never outlives an address change. */
+  set(key: string, address: string, verdict: HealthVerdict): void {
+    this.verdicts.set(key, { address, verdict });
+  }
+
+  get(key: string, address: string): HealthVerdict | undefined {
+    const entry = this.verdicts.get(key);
+    return entry && entry.address === address ? entry.verdict : undefined;
+  }
+
+  delete(key: string): void {
+    this.verdicts.delete(key);
+  }
+}
