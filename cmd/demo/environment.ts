@@ -1,0 +1,135 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { KubeConfig, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import { parseAllDocuments } from 'yaml';
+import { ControlPlane, freePort } from '../../test/harness/control-plane.js';
+import type { Progress } from '../../test/harness/binaries.js';
+import { builtinProviderRegistry } from '../../providers/builtin.js';
+import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
+import type { ProviderSet } from '../../providers/registry.js';
+import type { Operator } from '../../framework/index.js';
+import { createProxyOperator } from '../../handlers/proxy-operator.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import { startLocalTarget, type LocalTarget } from './local-target.js';
+
+export interface DemoEnvironment {
+  controlPlane: ControlPlane;
+  kubeConfig: KubeConfig;
+  operator: Operator;
+  providers: ProviderSet;
+  target: LocalTarget;
+  externalProxy: ForwardProxy;
+  discoveryURL: string;
+  metricsURL: string;
+  close(): Promise<void>;
+}
+
+export interface DemoEnvironmentOptions {
+  root: string;
+  logger: Logger;
+  progress: Progress;
+  /** Preferred discovery port; a free one is used when it is taken. */
+  discoveryPort?: number;
+}
+
+async function portOr(preferred: number | undefined): Promise<number> {
+  if (preferred === undefined) return freePort();
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => void freePort().then(resolve));
+    srv.listen(preferred, '127.0.0.1', () => srv.close(() => resolve(preferred)));
+  });
+}
+
+/** Installs every object of a multi-document YAML file with server-side apply. */
+export async function applyFile(kc: KubeConfig, path: string): Promise<void> {
+  const client = KubernetesObjectApi.makeApiClient(kc);
+  const docs = parseAllDocuments(await readFile(path, 'utf8'))
+    .map((d) => d.toJS() as KubernetesObject | null)
+    .filter((d): d is KubernetesObject => !!d);
+  for (const doc of docs) {
+    await client.patch(doc, undefined, undefined, 'proxy-operator-demo', true, 'application/apply-patch+yaml');
+  }
+}
+
+/** Starts everything the demo needs on loopback; close() tears it all down. */
+export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promise<DemoEnvironment> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const close = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  };
+  try {
+    const controlPlane = await ControlPlane.start({ progress: opts.progress });
+    cleanups.push(() => controlPlane.stop());
+    const kubeConfig = controlPlane.kubeConfig();
+    opts.progress('installing the Proxy CRD from dist/crds.yaml');
+    await applyFile(kubeConfig, join(opts.root, 'dist', 'crds.yaml'));
+    await waitForCRD(kubeConfig);
+
+    const target = await startLocalTarget();
+    cleanups.push(() => target.close());
+    const externalProxy = await startForwardProxy({ host: '127.0.0.2', port: await freePort() });
+    cleanups.push(() => externalProxy.close());
+
+    const registry = new Registry();
+    const providerRegistry = builtinProviderRegistry();
+    const entries = providerRegistry.parse(
+      'providers:\n  - name: mock\n    type: mock\n    mock:\n      provisioningSeconds: 2\n      serveTraffic: true\n',
+      '<demo providers config>',
+    );
+    const providers = await providerRegistry.build(entries, { logger: opts.logger, metrics: registry, kubeConfig });
+    cleanups.push(() => providers.close());
+
+    const discoveryPort = await portOr(opts.discoveryPort);
+    const metricsPort = await freePort();
+    const operator = createProxyOperator({
+      kubeConfig,
+      providers,
+      logger: opts.logger,
+      registry,
+      settings: {
+        ...DEFAULT_HANDLER_SETTINGS,
+        healthSyncSeconds: 1,
+        discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: discoveryPort },
+      },
+      leaderElection: false,
+      probeAddress: { host: '127.0.0.1', port: metricsPort },
+      shutdownGraceSeconds: 5,
+    });
+    opts.progress('starting the operator (mock provider serving real proxies on 127.0.0.x)');
+    await operator.start();
+    cleanups.push(() => operator.stop());
+    return {
+      controlPlane,
+      kubeConfig,
+      operator,
+      providers,
+      target,
+      externalProxy,
+      discoveryURL: `http://127.0.0.1:${discoveryPort}`,
+      metricsURL: `http://127.0.0.1:${metricsPort}`,
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+async function waitForCRD(kc: KubeConfig): Promise<void> {
+  const client = KubernetesObjectApi.makeApiClient(kc);
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const crd = (await client.read({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'proxies.crawl.example.com' },
+    })) as KubernetesObject & { status?: { conditions?: Array<{ type: string; status: string }> } };
+    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('the Proxy CRD did not become Established within 30 s');
+}

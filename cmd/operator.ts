@@ -1,0 +1,85 @@
+import 'reflect-metadata';
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { builtinProviderRegistry } from '../providers/builtin.js';
+import { createProxyOperator } from '../handlers/proxy-operator.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
+import { parseSettings, SettingsError, usage, type Settings } from './settings.js';
+
+/** Used when no providers config is given: enough to try the operator with no cloud. */
+export const EMBEDDED_PROVIDERS_CONFIG = 'providers:\n  - name: mock\n    type: mock\n';
+
+async function main(): Promise<void> {
+  let settings: Settings | 'help';
+  try {
+    settings = parseSettings(process.argv.slice(2), process.env);
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      process.stderr.write(`proxy-operator: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  if (settings === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return;
+  }
+  const logger = pino({ level: settings.logLevel, base: { app: 'proxy-operator' } });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const kubeConfig = new KubeConfig();
+  if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
+  else kubeConfig.loadFromDefault();
+
+  const providerRegistry = builtinProviderRegistry();
+  let entries;
+  try {
+    entries = settings.providersConfig
+      ? await providerRegistry.load(settings.providersConfig)
+      : providerRegistry.parse(EMBEDDED_PROVIDERS_CONFIG, '<embedded default>');
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'invalid providers config');
+    process.stderr.write(`proxy-operator: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  if (!settings.providersConfig) logger.warn('no --providers-config given: using the embedded mock-only providers config');
+  const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
+  logger.info({ providers: providers.names() }, 'providers configured');
+
+  const operator = createProxyOperator({
+    kubeConfig,
+    providers,
+    logger,
+    registry,
+    settings: {
+      ...DEFAULT_HANDLER_SETTINGS,
+      orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
+      orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
+      healthConcurrency: settings.healthConcurrency,
+      probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
+      discovery: {
+        ...settings.discovery,
+        token: settings.discoveryToken,
+        cooldownSeconds: settings.cooldownSeconds,
+        maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
+      },
+    },
+    leaderElection: settings.leaderElect
+      ? { namespace: settings.leaderElectionNamespace, name: settings.leaderElectionID, identity: process.env.POD_NAME ?? hostname() }
+      : false,
+    probeAddress: settings.metrics,
+  });
+  operator.installSignalHandlers();
+  await operator.start();
+  logger.info('operator started');
+  process.once('beforeExit', () => void providers.close());
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`proxy-operator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { inject, injectable } from 'tsyringe';
+import { background, daemon, type CacheReader, type OperatorContext } from '../framework/index.js';
+import { createDiscoveryApp } from '../discovery/app.js';
+import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import { DiscoveryServer } from '../discovery/server.js';
+import { CachedProxyCatalog } from './proxy-catalog.js';
+import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
+import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+
+/**
+ * Serves the discovery/lease API on every replica (not only the leader), reading proxies
+ * from this replica's cache. Leases live in this process's memory.
+ */
+@background()
+@injectable()
+export class DiscoveryRunner {
+  private cache: CacheReader | undefined;
+  private readonly leases: MemoryLeaseStore;
+  private readonly app: ReturnType<typeof createDiscoveryApp>;
+  private readonly logger: Logger;
+
+  constructor(
+    @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(METRICS_REGISTRY) registry: Registry,
+    @inject(ROOT_LOGGER) logger: Logger,
+  ) {
+    this.logger = logger.child({ component: 'discovery' });
+    this.leases = new MemoryLeaseStore({ logger: this.logger, cooldownSeconds: settings.discovery.cooldownSeconds });
+    const catalog = new CachedProxyCatalog(() => {
+      if (!this.cache) throw new Error('discovery catalog read before the operator started');
+      return this.cache;
+    });
+    // Built once so its metrics register once, even if the daemon restarts.
+    this.app = createDiscoveryApp({
+      catalog,
+      leases: this.leases,
+      token: settings.discovery.token,
+      logger: this.logger,
+      registry,
+      maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
+    });
+  }
+
+  @daemon({ everyReplica: true })
+  async serve(ctx: OperatorContext): Promise<void> {
+    this.cache = ctx.cache;
+    const server = new DiscoveryServer(this.app, { host: this.settings.discovery.host, port: this.settings.discovery.port }, this.logger);
+    await this.leases.start();
+    await server.start();
+    try {
+      await new Promise<void>((resolve) => {
+        if (ctx.signal.aborted) return resolve();
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      await server.stop();
+      await this.leases.stop();
+    }
+  }
+}

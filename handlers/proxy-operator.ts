@@ -1,0 +1,55 @@
+import 'reflect-metadata';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { container as rootContainer } from 'tsyringe';
+import { Operator } from '../framework/index.js';
+import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import { DiscoveryRunner } from './discovery-runner.js';
+import { HealthRunner } from './health-runner.js';
+import { OrphanSweep } from './orphan-sweep.js';
+import { ProxyController } from './proxy-controller.js';
+import { registerProxyGauge } from './proxy-gauge.js';
+import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
+import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import { VERDICTS, VerdictBoard } from './verdict-board.js';
+
+/** Every handler class the proxy operator runs. */
+export const PROXY_HANDLERS = [ProxyController, HealthRunner, DiscoveryRunner, OrphanSweep];
+
+export interface ProxyOperatorOptions {
+  kubeConfig: KubeConfig;
+  providers: ProviderSet;
+  settings: HandlerSettings;
+  logger: Logger;
+  registry: Registry;
+  leaderElection: { namespace: string; name: string; identity?: string; leaseDurationSeconds?: number } | false;
+  probeAddress?: { host: string; port: number };
+  /** Restrict the handler classes (tests run only the ones they exercise). */
+  handlers?: Array<new (...args: never[]) => unknown>;
+  shutdownGraceSeconds?: number;
+}
+
+/** Wires providers, settings and the handler classes into one framework Operator. */
+export function createProxyOperator(options: ProxyOperatorOptions): Operator {
+  // A child container per operator: two operators in one process (tests) never share state.
+  const container = rootContainer.createChildContainer();
+  container.register(PROVIDERS, { useValue: options.providers });
+  container.register(HANDLER_SETTINGS, { useValue: options.settings });
+  container.register(METRICS_REGISTRY, { useValue: options.registry });
+  container.register(ROOT_LOGGER, { useValue: options.logger });
+  container.register(VERDICTS, { useValue: new VerdictBoard() });
+  const operator = new Operator({
+    kubeConfig: options.kubeConfig,
+    container,
+    logger: options.logger,
+    registry: options.registry,
+    handlers: options.handlers ?? PROXY_HANDLERS,
+    leaderElection: options.leaderElection,
+    probeAddress: options.probeAddress,
+    stateAnnotationPrefix: 'crawl.example.com',
+    shutdownGraceSeconds: options.shutdownGraceSeconds,
+  });
+  registerProxyGauge(options.registry, () => operator.cache);
+  return operator;
+}
