@@ -15,7 +15,6 @@ COPY handlers handlers
 COPY charts charts
 COPY cmd cmd
 COPY test/harness test/harness
-COPY bench bench
 RUN npx tsc -p tsconfig.build.json
 
 FROM node:24-bookworm-slim AS deps
