@@ -1,0 +1,27 @@
+// Static bearer-token authentication for the discovery API.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { sendError } from './api-error.js';
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** Rejects requests whose `Authorization: Bearer <token>` is missing or differs from `token`. */
+export function bearerAuth(token: string): RequestHandler {
+  // Comparing fixed-length digests keeps the comparison constant-time even when the
+  // lengths differ (timingSafeEqual itself throws on unequal lengths).
+  const expected = digest(token);
+  return (req, res, next) => {
+    const match = BEARER.exec(req.headers.authorization ?? '');
+    if (match !== null && timingSafeEqual(digest(match[1]), expected)) return next();
+    res.setHeader('WWW-Authenticate', 'Bearer realm="proxy-operator discovery"');
+    const message =
+      req.headers.authorization === undefined
+        ? 'missing Authorization header; expected "Authorization: Bearer <token>"'
+        : 'invalid bearer token';
+    sendError(res, 401, 'unauthorized', message);
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}

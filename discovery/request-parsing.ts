@@ -1,0 +1,137 @@
+// Turns untrusted query strings and JSON bodies into typed requests, or throws an ApiError
+// (400) that names the offending field. Unknown fields are rejected: a typo such as "ttl"
+// silently falling back to a default would be worse than an error.
+import { ApiError } from './api-error.js';
+import { REPORT_RESULTS, type ReportResult } from './lease-store.js';
+
+export interface ListQuery {
+  selector: Record<string, string>;
+  healthy?: boolean;
+}
+
+export interface LeaseBody {
+  selector: Record<string, string>;
+  ttlSeconds: number;
+  target?: string;
+}
+
+export interface ReportBody {
+  result: ReportResult;
+  target?: string;
+}
+
+export interface TTLLimits {
+  defaultTTLSeconds: number;
+  maxTTLSeconds: number;
+}
+
+const ATTR_PREFIX = 'attr.';
+const MAX_SELECTOR_KEYS = 64;
+const MAX_TARGET_LENGTH = 253;
+// Printable, no whitespace: a target is a host name or similar site key.
+const TARGET_PATTERN = /^[\x21-\x7e]+$/;
+
+/** Parses `attr.<key>=<value>` and `healthy=true|false` from a raw query string. */
+export function parseListQuery(rawQuery: string): ListQuery {
+  const selector: Record<string, string> = {};
+  let healthy: boolean | undefined;
+  const seen = new Set<string>();
+  for (const [name, value] of new URLSearchParams(rawQuery)) {
+    if (seen.has(name)) throw invalid(`query parameter '${name}' is given more than once`);
+    seen.add(name);
+    if (name === 'healthy') {
+      if (value !== 'true' && value !== 'false')
+        throw invalid(`healthy must be 'true' or 'false', got '${value}'`);
+      healthy = value === 'true';
+    } else if (name.startsWith(ATTR_PREFIX) && name.length > ATTR_PREFIX.length) {
+      selector[name.slice(ATTR_PREFIX.length)] = value;
+    } else {
+      throw invalid(`unknown query parameter '${name}'; expected attr.<key>=<value> or healthy=true|false`);
+    }
+  }
+  if (seen.size > MAX_SELECTOR_KEYS + 1) throw invalid(`at most ${MAX_SELECTOR_KEYS} attr.<key> parameters`);
+  return healthy === undefined ? { selector } : { selector, healthy };
+}
+
+/** Parses the body of POST /v1/leases; an absent body means "any proxy, default TTL". */
+export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
+  const fields = objectBody(body ?? {}, ['selector', 'ttlSeconds', 'target']);
+  const ttlSeconds = fields.ttlSeconds ?? limits.defaultTTLSeconds;
+  if (
+    typeof ttlSeconds !== 'number' ||
+    !Number.isInteger(ttlSeconds) ||
+    ttlSeconds < 1 ||
+    ttlSeconds > limits.maxTTLSeconds
+  ) {
+    throw invalid(
+      `ttlSeconds must be an integer from 1 to ${limits.maxTTLSeconds}, got ${JSON.stringify(ttlSeconds)}`,
+    );
+  }
+  const selector = parseSelector(fields.selector ?? {});
+  const target = parseTarget(fields.target);
+  return target === undefined ? { selector, ttlSeconds } : { selector, ttlSeconds, target };
+}
+
+/** Parses the body of POST /v1/leases/{id}/report. */
+export function parseReportBody(body: unknown): ReportBody {
+  const fields = objectBody(body ?? {}, ['result', 'target']);
+  const result = fields.result;
+  if (!REPORT_RESULTS.includes(result as ReportResult)) {
+    throw invalid(
+      `result must be one of ${REPORT_RESULTS.join(', ')}, got ${JSON.stringify(result) ?? 'nothing'}`,
+    );
+  }
+  const target = parseTarget(fields.target);
+  return target === undefined
+    ? { result: result as ReportResult }
+    : { result: result as ReportResult, target };
+}
+
+function objectBody(body: unknown, allowed: readonly string[]): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalid(`request body must be a JSON object, got ${describe(body)}`);
+  }
+  const unknown = Object.keys(body).filter((key) => !allowed.includes(key));
+  if (unknown.length > 0) {
+    throw invalid(
+      `unknown field(s) ${unknown.map((k) => `'${k}'`).join(', ')}; allowed: ${allowed.join(', ')}`,
+    );
+  }
+  return body as Record<string, unknown>;
+}
+
+function parseSelector(value: unknown): Record<string, string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(`selector must be an object of string values, got ${describe(value)}`);
+  }
+  const entries = Object.entries(value);
+  if (entries.length > MAX_SELECTOR_KEYS) throw invalid(`selector has more than ${MAX_SELECTOR_KEYS} keys`);
+  for (const [key, item] of entries) {
+    if (key === '') throw invalid('selector keys must not be empty');
+    if (typeof item !== 'string') throw invalid(`selector.${key} must be a string, got ${describe(item)}`);
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+/** Targets compare case-insensitively (host names do), so they are stored lower-cased. */
+function parseTarget(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalid(`target must be a string, got ${describe(value)}`);
+  const target = value.trim().toLowerCase();
+  if (target.length === 0 || target.length > MAX_TARGET_LENGTH || !TARGET_PATTERN.test(target)) {
+    throw invalid(
+      `target must be 1 to ${MAX_TARGET_LENGTH} printable characters without spaces, such as a host name`,
+    );
+  }
+  return target;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)}`;
+}
+
+function invalid(message: string): ApiError {
+  return new ApiError(400, 'invalid_request', message);
+}

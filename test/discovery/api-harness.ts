@@ -1,0 +1,90 @@
+// Starts the real discovery server on loopback (port 0) over a fake catalog, for HTTP suites.
+import { Registry } from 'prom-client';
+import { request } from 'undici';
+import { createDiscoveryApp } from '../../discovery/app.js';
+import type { ProxyRecord } from '../../discovery/catalog.js';
+import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { DiscoveryServer, type DiscoveryServerOptions } from '../../discovery/server.js';
+import { capturingLogger, FakeCatalog, FakeClock } from './fixtures.js';
+
+export interface HarnessOptions {
+  proxies?: ProxyRecord[];
+  token?: string;
+  maxTTLSeconds?: number;
+  server?: Partial<DiscoveryServerOptions>;
+}
+
+export interface Harness {
+  baseURL: string;
+  catalog: FakeCatalog;
+  clock: FakeClock;
+  store: MemoryLeaseStore;
+  registry: Registry;
+  logLines: () => Record<string, unknown>[];
+  server: DiscoveryServer;
+  call(method: string, path: string, options?: CallOptions): Promise<CallResult>;
+  stop(): Promise<void>;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** Sent as-is instead of JSON-encoding `body`. */
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON, or undefined for an empty body. */
+  body: unknown;
+  text: string;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const clock = new FakeClock();
+  const catalog = new FakeCatalog(options.proxies ?? []);
+  const { logger, lines } = capturingLogger('info');
+  const store = new MemoryLeaseStore({ logger, clock, cooldownSeconds: 900 });
+  const registry = new Registry();
+  const app = createDiscoveryApp({
+    catalog,
+    leases: store,
+    token: options.token,
+    logger,
+    registry,
+    maxTTLSeconds: options.maxTTLSeconds ?? 3600,
+  });
+  const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0, ...options.server }, logger);
+  await server.start();
+  const baseURL = server.url;
+  return {
+    baseURL,
+    catalog,
+    clock,
+    store,
+    registry,
+    logLines: lines,
+    server,
+    call: (method, path, callOptions) => call(baseURL, method, path, callOptions),
+    stop: () => server.stop(),
+  };
+}
+
+export async function call(baseURL: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | Buffer | undefined = options.rawBody;
+  if (body === undefined && options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await request(`${baseURL}${path}`, { method, headers, body });
+  const text = await response.body.text();
+  const isJSON = String(response.headers['content-type'] ?? '').startsWith('application/json');
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: text !== '' && isJSON ? JSON.parse(text) : undefined,
+    text,
+  };
+}
