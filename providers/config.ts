@@ -1,0 +1,84 @@
+import { readFile } from 'node:fs/promises';
+import { parseDocument } from 'yaml';
+import { ConfigObject, ProvidersConfigError, isMapping } from './config-reader.js';
+
+/** Environment variable naming the providers config file (the --providers-config flag wins). */
+export const PROVIDERS_CONFIG_ENV = 'PROXY_OPERATOR_PROVIDERS_CONFIG';
+
+/** Reads one provider type's block (e.g. `gcp:`) into that type's typed settings. */
+export type ConfigSchema<T> = (block: ConfigObject) => T;
+
+export interface ProviderEntry<T> {
+  name: string;
+  type: string;
+  /** What the type's schema produced from its block. */
+  settings: T;
+}
+
+/** Provider names appear in Proxy specs and metric labels: keep them DNS-label shaped. */
+const NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * Parses and validates a providers config. `schemas` maps each known type to the reader of
+ * its block, so the file format grows with the registry, not by editing this function.
+ * Throws a ProvidersConfigError naming the file, the entry and the key path.
+ */
+export function parseProvidersConfig<T>(
+  text: string,
+  file: string,
+  schemas: ReadonlyMap<string, ConfigSchema<T>>,
+): ProviderEntry<T>[] {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) {
+    throw new ProvidersConfigError(`${file}: invalid YAML: ${doc.errors[0].message}`);
+  }
+  const root: unknown = doc.toJS();
+  if (!isMapping(root)) throw new ProvidersConfigError(`${file}: must be a mapping with a "providers" list`);
+  const top: ConfigObject = new ConfigObject(root, file, '');
+  if (!Array.isArray(root.providers)) top.fail('providers', 'required list of provider entries');
+  for (const key of Object.keys(root)) {
+    if (key !== 'providers') top.fail(key, 'unknown key (allowed: providers)');
+  }
+
+  const seen = new Map<string, number>();
+  return (root.providers as unknown[]).map((raw, index) => {
+    const label = `${file}: providers[${index}]`;
+    if (!isMapping(raw)) throw new ProvidersConfigError(`${label}: must be a mapping with name and type`);
+    const rawName = typeof raw.name === 'string' ? raw.name : undefined;
+    const entry: ConfigObject = new ConfigObject(raw, rawName ? `${label} (${rawName})` : label, '');
+    const name = entry.requiredString('name');
+    if (!NAME_PATTERN.test(name) || name.length > 63) {
+      entry.fail(
+        'name',
+        `"${name}" must be lowercase letters, digits and '-', starting and ending alphanumeric, <= 63 chars`,
+      );
+    }
+    const previous = seen.get(name);
+    if (previous !== undefined) entry.fail('name', `duplicate name "${name}" (also providers[${previous}])`);
+    seen.set(name, index);
+
+    const type = entry.requiredString('type');
+    const schema = schemas.get(type);
+    if (!schema)
+      entry.fail('type', `unknown type "${type}" (known: ${[...schemas.keys()].sort().join(', ')})`);
+    const settings = schema(entry.object(type));
+    entry.assertNoUnknownKeys();
+    return { name, type, settings };
+  });
+}
+
+/** Reads and parses the providers config file at `path`. */
+export async function loadProvidersConfig<T>(
+  path: string,
+  schemas: ReadonlyMap<string, ConfigSchema<T>>,
+): Promise<ProviderEntry<T>[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ProvidersConfigError(`${path}: cannot read providers config: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  return parseProvidersConfig(text, path, schemas);
+}

@@ -1,0 +1,54 @@
+import { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
+import type { ComputeApi, GcpInstance, GcpOperation, InstanceRef } from './compute-api.js';
+
+/**
+ * ComputeApi on @google-cloud/compute v7. Credentials: Application Default Credentials only
+ * (workload identity in-cluster, gcloud ADC locally). Every call carries a short timeout:
+ * the library's default is 600 s, and insert/delete are never retried by it.
+ */
+export class GoogleComputeApi implements ComputeApi {
+  private readonly instances: InstancesClient;
+  private readonly operations: ZoneOperationsClient;
+
+  constructor(private readonly timeoutMs: number) {
+    this.instances = new InstancesClient();
+    this.operations = new ZoneOperationsClient();
+  }
+
+  async insert(req: {
+    project: string;
+    zone: string;
+    instanceResource: GcpInstance;
+  }): Promise<{ operation: string }> {
+    const [op, raw] = await this.instances.insert(req, { timeout: this.timeoutMs });
+    return { operation: raw?.name ?? op.name ?? '' };
+  }
+
+  async get(ref: InstanceRef): Promise<GcpInstance> {
+    const [vm] = await this.instances.get(ref, { timeout: this.timeoutMs });
+    return vm;
+  }
+
+  async delete(ref: InstanceRef): Promise<{ operation: string }> {
+    const [op, raw] = await this.instances.delete(ref, { timeout: this.timeoutMs });
+    return { operation: raw?.name ?? op.name ?? '' };
+  }
+
+  async aggregatedList(req: { project: string; filter: string }): Promise<GcpInstance[]> {
+    const found: GcpInstance[] = [];
+    // Empty zones come back with a NO_RESULTS_ON_PAGE warning and no instances: skipped.
+    for await (const [, scoped] of this.instances.aggregatedListAsync(req, { timeout: this.timeoutMs })) {
+      found.push(...(scoped.instances ?? []));
+    }
+    return found;
+  }
+
+  async getZoneOperation(req: { project: string; zone: string; operation: string }): Promise<GcpOperation> {
+    const [op] = await this.operations.get(req, { timeout: this.timeoutMs });
+    return op;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.instances.close(), this.operations.close()]);
+  }
+}

@@ -1,0 +1,137 @@
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+export interface ForwardProxyStats {
+  /** CONNECT tunnels opened. */
+  connects: number;
+  /** Plain (absolute-URI) HTTP requests forwarded. */
+  requests: number;
+}
+
+export interface ForwardProxy {
+  host: string;
+  port: number;
+  stats: ForwardProxyStats;
+  /** Stops listening and cuts every open connection and tunnel. */
+  close(): Promise<void>;
+}
+
+/** Headers that describe one hop, not the request: never forwarded (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+function endToEnd(headers: IncomingMessage['headers']): IncomingMessage['headers'] {
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP_BY_HOP.has(k.toLowerCase())));
+}
+
+function parseAuthority(authority: string | undefined): { host: string; port: number } | undefined {
+  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(authority ?? '');
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  return port > 0 && port < 65536 ? { host: m[1], port } : undefined;
+}
+
+/**
+ * A small real forward proxy: absolute-URI HTTP requests and CONNECT tunnels, which is all
+ * a crawler (and the health probe) uses. The mock provider serves one per Running instance.
+ */
+export async function startForwardProxy(opts: { host: string; port: number }): Promise<ForwardProxy> {
+  const stats: ForwardProxyStats = { connects: 0, requests: 0 };
+  const open = new Set<Duplex>();
+  const track = (s: Duplex) => {
+    open.add(s);
+    s.once('close', () => open.delete(s));
+  };
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let target: URL;
+    try {
+      target = new URL(req.url ?? '');
+    } catch {
+      res
+        .writeHead(400, { 'content-type': 'text/plain' })
+        .end('forward proxy: expected an absolute http:// URI\n');
+      return;
+    }
+    if (target.protocol !== 'http:') {
+      res
+        .writeHead(400, { 'content-type': 'text/plain' })
+        .end('forward proxy: only http:// URIs; use CONNECT for TLS\n');
+      return;
+    }
+    stats.requests++;
+    const upstream = httpRequest(
+      {
+        host: target.hostname.replace(/^\[|\]$/g, ''),
+        port: target.port || 80,
+        method: req.method,
+        path: `${target.pathname}${target.search}`,
+        headers: endToEnd(req.headers),
+        agent: false,
+      },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, endToEnd(up.headers));
+        up.pipe(res);
+      },
+    );
+    upstream.on('socket', track);
+    upstream.on('error', (err) => {
+      if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain' }).end(`forward proxy: ${err.message}\n`);
+      else res.destroy(err);
+    });
+    req.pipe(upstream);
+  });
+
+  server.on('connection', track);
+  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    const target = parseAuthority(req.url);
+    if (!target) {
+      client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+      return;
+    }
+    stats.connects++;
+    const upstream: Socket = connect(target.port, target.host, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    track(upstream);
+    upstream.on('error', () => {
+      if (client.writable) client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    });
+    client.on('error', () => upstream.destroy());
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : opts.port;
+
+  return {
+    host: opts.host,
+    port,
+    stats,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of open) s.destroy();
+      }),
+  };
+}

@@ -1,0 +1,191 @@
+import type { Logger } from 'pino';
+import type { CreateRequest, Instance, Provider } from '../contract.js';
+import {
+  NotFoundError,
+  ProviderPermanentError,
+  QuotaExceededError,
+  TransientError,
+  type ProviderErrorContext,
+  type ProviderOperation,
+} from '../errors.js';
+import { instanceName } from '../naming.js';
+import type { MockSettings } from './config.js';
+import { FaultPlan, type FaultKind } from './faults.js';
+import { startForwardProxy, type ForwardProxy } from './forward-proxy.js';
+import { IpRange } from './ip-range.js';
+import { LoopbackAddresses } from './loopback-addresses.js';
+
+/** Milliseconds since the epoch; injectable so tests step time instead of sleeping. */
+export interface Clock {
+  now(): number;
+}
+export const systemClock: Clock = { now: () => Date.now() };
+
+export interface MockProviderOptions {
+  name: string;
+  settings: MockSettings;
+  logger: Logger;
+  clock?: Clock;
+  /** Shared when several mock providers run in one process, so they never race for addresses. */
+  loopback?: LoopbackAddresses;
+}
+
+interface MockInstance {
+  id: string;
+  uid: string;
+  owner: string;
+  port: number;
+  createdAt: Date;
+  runningAt: number;
+  fakeIp: string;
+  /** Started once, on the first look after provisioning (serveTraffic only). */
+  serving?: Promise<ForwardProxy>;
+}
+
+const FAULT_ERRORS = {
+  quota: QuotaExceededError,
+  transient: TransientError,
+  permanent: ProviderPermanentError,
+} as const;
+
+/**
+ * An in-memory provider. State is derived from the clock on every look, so it needs no
+ * timers; with serveTraffic each Running instance is a real forward proxy on loopback.
+ */
+export class MockProvider implements Provider {
+  private readonly instances = new Map<string, MockInstance>();
+  private readonly faults = new FaultPlan();
+  private readonly ips: IpRange;
+  private readonly clock: Clock;
+  private readonly loopback: LoopbackAddresses;
+
+  constructor(private readonly opts: MockProviderOptions) {
+    this.clock = opts.clock ?? systemClock;
+    this.loopback = opts.loopback ?? new LoopbackAddresses();
+    this.ips = new IpRange(opts.settings.ipRange);
+    for (const [op, fault] of Object.entries(opts.settings.faults)) {
+      if (fault) this.faults.inject(op as ProviderOperation, fault.kind, fault.count);
+    }
+  }
+
+  /** The next `count` creates fail with `kind`. */
+  failNextCreates(count: number, kind: FaultKind): void {
+    this.faults.inject('create', kind, count);
+  }
+
+  /** The next `count` calls of `operation` fail with `kind`. */
+  injectFault(operation: ProviderOperation, kind: FaultKind, count = 1): void {
+    this.faults.inject(operation, kind, count);
+  }
+
+  clearFaults(): void {
+    this.faults.clear();
+  }
+
+  async create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    signal?.throwIfAborted();
+    this.maybeFail('create');
+    if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
+      throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
+    }
+    const id = instanceName(req.uid);
+    // No await between the lookup and the insert: concurrent creates of one UID share an instance.
+    if (!this.instances.has(id)) {
+      const now = this.clock.now();
+      this.instances.set(id, {
+        id,
+        uid: req.uid,
+        owner: req.owner,
+        port: req.port,
+        createdAt: new Date(now),
+        runningAt: now + this.opts.settings.provisioningSeconds * 1000,
+        fakeIp: this.ips.next(),
+      });
+      this.opts.logger.info({ providerID: id, owner: req.owner }, 'mock instance created');
+    }
+    return id;
+  }
+
+  async get(providerID: string, signal?: AbortSignal): Promise<Instance> {
+    signal?.throwIfAborted();
+    this.maybeFail('get', providerID);
+    const inst = this.instances.get(providerID);
+    if (!inst) throw new NotFoundError('no such instance', this.ctx('get', providerID));
+    return this.view(inst, 'get');
+  }
+
+  async delete(providerID: string, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    this.maybeFail('delete', providerID);
+    const inst = this.instances.get(providerID);
+    if (!inst) return;
+    this.instances.delete(providerID);
+    await this.stopServing(inst);
+    this.opts.logger.info({ providerID }, 'mock instance deleted');
+  }
+
+  async listByTag(signal?: AbortSignal): Promise<Instance[]> {
+    signal?.throwIfAborted();
+    this.maybeFail('listByTag');
+    const views = await Promise.allSettled(
+      [...this.instances.values()].map((i) => this.view(i, 'listByTag')),
+    );
+    return views.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
+  }
+
+  /** Stops every served proxy; the instances stay (the process is shutting down). */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.instances.values()].map((i) => this.stopServing(i)));
+  }
+
+  private async view(inst: MockInstance, op: ProviderOperation): Promise<Instance> {
+    const base = { id: inst.id, uid: inst.uid, createdAt: inst.createdAt };
+    if (this.clock.now() < inst.runningAt) return { ...base, ip: '', state: 'Provisioning' };
+    if (!this.opts.settings.serveTraffic) return { ...base, ip: inst.fakeIp, state: 'Running' };
+    const proxy = await this.ensureServing(inst, op);
+    // Deleted while its proxy was starting: it no longer exists.
+    if (this.instances.get(inst.id) !== inst)
+      throw new NotFoundError('no such instance', this.ctx(op, inst.id));
+    return { ...base, ip: proxy.host, state: 'Running' };
+  }
+
+  private ensureServing(inst: MockInstance, op: ProviderOperation): Promise<ForwardProxy> {
+    if (!inst.serving) {
+      inst.serving = this.loopback.bind((host) => startForwardProxy({ host, port: inst.port }));
+      inst.serving.then(
+        (p) =>
+          this.opts.logger.info(
+            { providerID: inst.id, address: `${p.host}:${p.port}` },
+            'mock proxy serving',
+          ),
+        () => (inst.serving = undefined), // let the next look retry
+      );
+    }
+    return inst.serving.catch((err: unknown) => {
+      throw new TransientError(`cannot start the mock proxy: ${(err as Error).message}`, {
+        ...this.ctx(op, inst.id),
+        cause: err,
+      });
+    });
+  }
+
+  private async stopServing(inst: MockInstance): Promise<void> {
+    const serving = inst.serving;
+    inst.serving = undefined;
+    if (!serving) return;
+    try {
+      await (await serving).close();
+    } catch {
+      // It never started: nothing to stop.
+    }
+  }
+
+  private maybeFail(op: ProviderOperation, providerID?: string): void {
+    const kind = this.faults.take(op);
+    if (kind) throw new FAULT_ERRORS[kind](`injected ${kind} fault`, this.ctx(op, providerID));
+  }
+
+  private ctx(operation: ProviderOperation, providerID?: string): ProviderErrorContext {
+    return { provider: this.opts.name, operation, providerID };
+  }
+}
