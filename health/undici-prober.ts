@@ -71,6 +71,9 @@ export class UndiciProber implements Prober {
         durationMillis,
       };
     } catch (err) {
+      // An aborted CONNECT leaves its socket to the proxy open (undici does not close it), and
+      // a black-holed proxy would never close it either: discard the agent so nothing leaks.
+      void this.release(target.key);
       const { reason, message } = classifyProbeError(err, deadline.aborted && !cancel.aborted);
       return { success: false, reason, message, durationMillis: elapsed() };
     }

@@ -75,6 +75,8 @@ export class TestForwardProxy {
   private tunnel(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
     this.connectCount++;
     this.track(socket);
+    // http.Server sockets are half-open capable: without this a client's FIN would leave it open.
+    socket.on('end', () => socket.destroy());
     if (this.mode === 'black-hole') return;
     if (this.mode === 'closes') return void socket.destroy();
     if (this.mode === 'cannot-egress')

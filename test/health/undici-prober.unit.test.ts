@@ -4,6 +4,7 @@ import type { ProbeTarget } from '../../health/probe-target.js';
 import { TestForwardProxy, type ProxyMode } from './forward-proxy.js';
 import { makeSelfSignedCert, startHttpTarget, startHttpsTarget, type TestTarget } from './targets.js';
 import net from 'node:net';
+import { waitFor } from './wait-for.js';
 
 // Real sockets on loopback only: a target, a forward proxy per mode, and the real undici prober.
 describe('UndiciProber sends the probe through the proxy', () => {
@@ -104,6 +105,22 @@ describe('UndiciProber sends the probe through the proxy', () => {
     expect(p.requestCount).toBe(1);
     expect(p.connectCount).toBe(0);
   });
+
+  it.each(['http', 'https'] as const)(
+    'timed-out %s probes of a black-hole proxy leave no connection open behind them',
+    async (scheme) => {
+      const p = await proxy('black-hole');
+      for (let i = 0; i < 3; i++) {
+        const outcome = await prober.probe(
+          target(p.port, scheme, { timeoutSeconds: 0.2 }),
+          new AbortController().signal,
+        );
+        expect(outcome.reason).toBe(ProbeReason.ProxyTimeout);
+      }
+      expect(p.requestCount + p.connectCount).toBe(3);
+      await waitFor(() => p.openSockets === 0, 'the timed-out connections to close');
+    },
+  );
 
   it('an https probe fails with ProbeError when the target certificate is not trusted', async () => {
     const p = await proxy('healthy');
