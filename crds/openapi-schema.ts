@@ -3,7 +3,8 @@
 // only serialize back through its ObjectSerializer, so they cannot be written out as a manifest.
 
 /** Turns a rule failure into a field error of this kind instead of the generic "Invalid value". */
-export type ValidationReason = 'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValueRequired' | 'FieldValueDuplicate';
+export type ValidationReason =
+  'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValueRequired' | 'FieldValueDuplicate';
 
 /** One CEL rule (`x-kubernetes-validations` entry). */
 export interface ValidationRule {

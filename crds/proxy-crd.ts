@@ -30,7 +30,12 @@ export const proxyCrd: CustomResourceDefinition = {
         subresources: { status: {} },
         additionalPrinterColumns: [
           { name: 'Mode', type: 'string', jsonPath: '.spec.mode', description: 'Managed or External.' },
-          { name: 'Provider', type: 'string', jsonPath: '.spec.provider', description: 'Provider of a Managed proxy.' },
+          {
+            name: 'Provider',
+            type: 'string',
+            jsonPath: '.spec.provider',
+            description: 'Provider of a Managed proxy.',
+          },
           { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Lifecycle phase.' },
           { name: 'IP', type: 'string', jsonPath: '.status.ip', description: 'Address clients use.' },
           {

@@ -58,7 +58,8 @@ const placementProperties = {
     type: 'string',
     minLength: 1,
     maxLength: 63,
-    description: 'Provider region to create the VM in, e.g. europe-west1. Providers that place by zone ignore it.',
+    description:
+      'Provider region to create the VM in, e.g. europe-west1. Providers that place by zone ignore it.',
   },
   zone: {
     type: 'string',
@@ -110,7 +111,8 @@ const cloudInitProperties = {
   secretRef: {
     type: 'object',
     required: ['name', 'key'],
-    description: 'Reads the cloud-init user-data from a key of a labelled Secret. Rotating its content replaces the VM.',
+    description:
+      'Reads the cloud-init user-data from a key of a labelled Secret. Rotating its content replaces the VM.',
     properties: secretKeySelectorProperties,
   },
 } satisfies Record<keyof CloudInitSpec, JSONSchemaProps>;
@@ -303,7 +305,8 @@ export const proxySpecSchema: JSONSchemaProps = {
     },
     {
       rule: `${notExternal} || !has(self.provider)`,
-      message: 'spec.provider must not be set when spec.mode is External (the operator does not provision it)',
+      message:
+        'spec.provider must not be set when spec.mode is External (the operator does not provision it)',
       fieldPath: '.provider',
       reason: 'FieldValueForbidden',
     },

@@ -11,7 +11,14 @@ export const SHORT_NAME = 'px';
 
 export type ProvisioningMode = 'Managed' | 'External';
 export type ProxyPhase = 'Pending' | 'Provisioning' | 'Ready' | 'Unhealthy' | 'Deleting' | 'Failed';
-export const PROXY_PHASES: readonly ProxyPhase[] = ['Pending', 'Provisioning', 'Ready', 'Unhealthy', 'Deleting', 'Failed'];
+export const PROXY_PHASES: readonly ProxyPhase[] = [
+  'Pending',
+  'Provisioning',
+  'Ready',
+  'Unhealthy',
+  'Deleting',
+  'Failed',
+];
 
 export interface PlacementSpec {
   region?: string;

@@ -1,0 +1,85 @@
+import { access, readdir, readFile } from 'node:fs/promises';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { ControlPlane } from '../harness/control-plane.js';
+
+// This suite runs its own control plane, because it stops the API server: the shared one
+// must stay up for every other suite.
+
+/** PIDs of live processes whose command line mentions `text`; read from /proc, Linux only. */
+async function processesMentioning(text: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmdline.includes(text)) pids.push(Number(entry));
+    } catch {
+      /* the process exited while we looked */
+    }
+  }
+  return pids;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function eventually<T>(probe: () => Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await probe();
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`${what} did not succeed within ${timeoutMs} ms: ${String(err)}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+describe('the control-plane harness', () => {
+  let cp: ControlPlane;
+  let core: CoreV1Api;
+
+  beforeAll(async () => {
+    cp = await ControlPlane.start();
+    core = cp.kubeConfig().makeApiClient(CoreV1Api);
+  });
+  afterAll(() => cp?.stop());
+
+  it('runs etcd and kube-apiserver out of its own temporary folder', async () => {
+    expect(await exists(cp.dir)).toBe(true);
+    expect((await processesMentioning(cp.dir)).length).toBe(2);
+  });
+
+  it('survives a stop and restart of the API server, keeping the data in etcd', async () => {
+    await core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'survivor' }, data: { kept: 'yes' } },
+    });
+
+    await cp.stopApiServer();
+    await expect(core.listNamespace()).rejects.toThrow();
+    expect((await processesMentioning(cp.dir)).length).toBe(1); // etcd only
+
+    await cp.startApiServer();
+    // A fresh KubeConfig as well as the old client: the certificate and token are unchanged.
+    const again = cp.kubeConfig().makeApiClient(CoreV1Api);
+    const read = await eventually(
+      () => again.readNamespacedConfigMap({ namespace: 'default', name: 'survivor' }),
+      'reading the ConfigMap',
+    );
+    expect(read.data).toEqual({ kept: 'yes' });
+    await expect(core.listNamespace()).resolves.toBeDefined();
+  });
+
+  it('stop() leaves no process and no temporary folder behind', async () => {
+    const dir = cp.dir;
+    await cp.stop();
+    expect(await processesMentioning(dir)).toEqual([]);
+    expect(await exists(dir)).toBe(false);
+  });
+});
