@@ -1,0 +1,177 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { builtinProviderRegistry } from '../../providers/builtin.js';
+import { ProvidersConfigError } from '../../providers/config-reader.js';
+
+const registry = builtinProviderRegistry();
+const parse = (text: string) => registry.parse(text, 'providers.yaml');
+const configs = (text: string) => parse(text).map((e) => ({ name: e.name, type: e.type, config: e.settings.config }));
+
+describe('the providers config file', () => {
+  it('reads every provider type with its settings and fills the defaults', () => {
+    const text = `
+providers:
+  - name: mock
+    type: mock
+  - name: mock-chaos
+    type: mock
+    mock:
+      provisioningSeconds: 0.5
+      serveTraffic: true
+      ipRange: 10.42.0.0/24
+      faults:
+        create: { kind: quota, count: 2 }
+        get: { kind: transient }
+  - name: gcp-eu
+    type: gcp
+    gcp: { project: my-project }
+  - name: gcp-us
+    type: gcp
+    gcp: { project: p2, network: projects/p2/global/networks/egress, networkTags: [proxy, squid], requestTimeoutSeconds: 10, createTimeoutMinutes: 15 }
+  - name: kubernetes
+    type: kubernetes
+    kubernetes: { namespace: proxy-operator-proxies, image: ubuntu/squid:6.1 }
+`;
+    expect(configs(text)).toEqual([
+      {
+        name: 'mock',
+        type: 'mock',
+        config: { provisioningSeconds: 5, serveTraffic: false, ipRange: '10.99.0.0/16', faults: {} },
+      },
+      {
+        name: 'mock-chaos',
+        type: 'mock',
+        config: {
+          provisioningSeconds: 0.5,
+          serveTraffic: true,
+          ipRange: '10.42.0.0/24',
+          faults: { create: { kind: 'quota', count: 2 }, get: { kind: 'transient', count: 1 } },
+        },
+      },
+      {
+        name: 'gcp-eu',
+        type: 'gcp',
+        config: { project: 'my-project', network: 'default', networkTags: ['proxy'], requestTimeoutSeconds: 30, createTimeoutMinutes: 10 },
+      },
+      {
+        name: 'gcp-us',
+        type: 'gcp',
+        config: {
+          project: 'p2',
+          network: 'projects/p2/global/networks/egress',
+          networkTags: ['proxy', 'squid'],
+          requestTimeoutSeconds: 10,
+          createTimeoutMinutes: 15,
+        },
+      },
+      { name: 'kubernetes', type: 'kubernetes', config: { namespace: 'proxy-operator-proxies', image: 'ubuntu/squid:6.1' } },
+    ]);
+  });
+
+  it('accepts an empty provider list (an operator tracking only External proxies)', () => {
+    expect(parse('providers: []')).toEqual([]);
+  });
+
+  const entry = (body: string) => `providers:\n  - name: mock\n    type: mock\n${body}`;
+
+  it.each([
+    ['an empty file', '', 'providers.yaml: must be a mapping with a "providers" list'],
+    ['a list at the top', '- name: x', 'providers.yaml: must be a mapping with a "providers" list'],
+    ['broken YAML', 'providers: [', 'providers.yaml: invalid YAML:'],
+    ['no providers key', 'other: 1', 'providers.yaml: providers: required list of provider entries'],
+    ['providers not a list', 'providers: {}', 'providers.yaml: providers: required list of provider entries'],
+    ['an unknown top-level key', 'providers: []\nextra: 1', 'providers.yaml: extra: unknown key (allowed: providers)'],
+    ['an entry that is not a mapping', 'providers: [mock]', 'providers.yaml: providers[0]: must be a mapping with name and type'],
+    ['a missing name', 'providers:\n  - type: mock', 'providers.yaml: providers[0]: name: required string'],
+    ['a name of the wrong type', 'providers:\n  - name: 7\n    type: mock', 'providers.yaml: providers[0]: name: must be a non-empty string, got 7'],
+    ['a name that is not DNS-label shaped', 'providers:\n  - name: GCP_EU\n    type: gcp', 'providers.yaml: providers[0] (GCP_EU): name: "GCP_EU" must be lowercase'],
+    ['a missing type', 'providers:\n  - name: x', 'providers.yaml: providers[0] (x): type: required string'],
+    [
+      'an unknown type',
+      'providers:\n  - name: aws-eu\n    type: aws',
+      'providers.yaml: providers[0] (aws-eu): type: unknown type "aws" (known: gcp, kubernetes, mock)',
+    ],
+    [
+      'a duplicate name',
+      'providers:\n  - name: a\n    type: mock\n  - name: a\n    type: mock',
+      'providers.yaml: providers[1] (a): name: duplicate name "a" (also providers[0])',
+    ],
+    [
+      'another type\'s block',
+      'providers:\n  - name: m\n    type: mock\n    gcp: { project: x }',
+      'providers.yaml: providers[0] (m): gcp: unknown key (allowed: mock, name, type)',
+    ],
+    [
+      'a gcp entry without a project',
+      'providers:\n  - name: mock\n    type: mock\n  - name: gcp-eu\n    type: gcp',
+      'providers.yaml: providers[1] (gcp-eu): gcp.project: required string',
+    ],
+    [
+      'a gcp project of the wrong type',
+      'providers:\n  - name: gcp-eu\n    type: gcp\n    gcp: { project: [a] }',
+      'providers.yaml: providers[0] (gcp-eu): gcp.project: must be a non-empty string, got a list',
+    ],
+    [
+      'a misspelt gcp key',
+      'providers:\n  - name: gcp-eu\n    type: gcp\n    gcp: { project: p, netwrok: default }',
+      'providers.yaml: providers[0] (gcp-eu): gcp.netwrok: unknown key (allowed: createTimeoutMinutes, network, networkTags, project, requestTimeoutSeconds)',
+    ],
+    [
+      'a gcp timeout of zero',
+      'providers:\n  - name: g\n    type: gcp\n    gcp: { project: p, requestTimeoutSeconds: 0 }',
+      'providers.yaml: providers[0] (g): gcp.requestTimeoutSeconds: must be a number >= 1 <= 600, got 0',
+    ],
+    [
+      'a bad network tag',
+      'providers:\n  - name: g\n    type: gcp\n    gcp: { project: p, networkTags: [ok, Not_OK] }',
+      'providers.yaml: providers[0] (g): gcp.networkTags[1]: "Not_OK" is not a valid network tag (RFC 1035)',
+    ],
+    ['a gcp block that is a list', 'providers:\n  - name: g\n    type: gcp\n    gcp: [p]', 'providers.yaml: providers[0] (g): gcp: must be a mapping, got a list'],
+    ['negative provisioning time', entry('    mock: { provisioningSeconds: -1 }'), 'providers.yaml: providers[0] (mock): mock.provisioningSeconds: must be a number >= 0, got -1'],
+    ['serveTraffic as a string', entry('    mock: { serveTraffic: "yes" }'), 'providers.yaml: providers[0] (mock): mock.serveTraffic: must be true or false, got "yes"'],
+    ['a bad ipRange', entry('    mock: { ipRange: 10.0.0.0 }'), 'providers.yaml: providers[0] (mock): mock.ipRange: "10.0.0.0" must be an IPv4 CIDR'],
+    ['an unknown fault kind', entry('    mock: { faults: { create: { kind: boom } } }'), 'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, got "boom"'],
+    ['a fault count of zero', entry('    mock: { faults: { get: { kind: quota, count: 0 } } }'), 'providers.yaml: providers[0] (mock): mock.faults.get.count: must be an integer >= 1, got 0'],
+    ['a fault for an unknown operation', entry('    mock: { faults: { update: { kind: quota } } }'), 'providers.yaml: providers[0] (mock): mock.faults.update: unknown key'],
+    [
+      'a bad namespace',
+      'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { namespace: Proxies }',
+      'providers.yaml: providers[0] (k): kubernetes.namespace: "Proxies" is not a valid namespace name',
+    ],
+  ])('rejects %s, naming file, entry and key', (_case, text, message) => {
+    let thrown: unknown;
+    try {
+      parse(text);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ProvidersConfigError);
+    // Compares the message's start, so a failure shows the whole actual message.
+    expect((thrown as Error).message.slice(0, message.length)).toBe(message);
+  });
+
+  describe('loaded from disk', () => {
+    let dir: string;
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'providers-config-'));
+    });
+    afterAll(() => rm(dir, { recursive: true, force: true }));
+
+    it('names the file by its path in errors', async () => {
+      const path = join(dir, 'bad.yaml');
+      await writeFile(path, 'providers:\n  - name: x\n    type: nope\n');
+      await expect(registry.load(path)).rejects.toThrow(`${path}: providers[0] (x): type: unknown type "nope"`);
+    });
+
+    it('reports a missing file as a config error', async () => {
+      await expect(registry.load(join(dir, 'missing.yaml'))).rejects.toThrow(ProvidersConfigError);
+    });
+
+    it('parses a good file', async () => {
+      const path = join(dir, 'good.yaml');
+      await writeFile(path, 'providers:\n  - name: mock\n    type: mock\n');
+      expect((await registry.load(path)).map((e) => e.name)).toEqual(['mock']);
+    });
+  });
+});
