@@ -1,0 +1,102 @@
+// Loopback targets and proxy clients for the forward-proxy tests.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+
+export interface Target {
+  port: number;
+  close(): Promise<void>;
+}
+
+async function listen(server: Server): Promise<Target> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || !address) throw new Error('no address');
+  return {
+    port: address.port,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** An HTTP server answering "<scheme> <method> <path>" with status 200. */
+export function startTarget(scheme: 'http' | 'https', tls?: { key: string; cert: string }): Promise<Target> {
+  const handler = (req: { method?: string; url?: string }, res: { writeHead(s: number): { end(b: string): void } }) =>
+    res.writeHead(200).end(`${scheme} ${req.method} ${req.url}`);
+  return listen(scheme === 'https' ? createHttpsServer(tls!, handler) : createHttpServer(handler));
+}
+
+/** A self-signed certificate for 127.0.0.1, made with openssl (no network involved). */
+export function selfSignedCert(): { key: string; cert: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-cert-'));
+  try {
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export interface ProxyAddress {
+  host: string;
+  port: number;
+}
+
+/** GET an http:// URL the way a crawler does through a proxy: absolute URI to the proxy. */
+export function getViaProxy(proxy: ProxyAddress, url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: proxy.host, port: proxy.port, method: 'GET', path: url, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** GET https://127.0.0.1:<port><path> through a CONNECT tunnel, verifying the target's certificate. */
+export function getViaTunnel(proxy: ProxyAddress, port: number, path: string, ca: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const connectReq = httpRequest({ host: proxy.host, port: proxy.port, method: 'CONNECT', path: `127.0.0.1:${port}`, agent: false });
+    connectReq.on('error', reject);
+    connectReq.on('connect', (res, socket) => {
+      if (res.statusCode !== 200) {
+        socket.destroy();
+        reject(new Error(`CONNECT answered ${res.statusCode}`));
+        return;
+      }
+      const tlsSocket = tlsConnect({ socket, ca, host: '127.0.0.1' });
+      // Plain http.request over the TLS socket: https.request would open its own connection.
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path, method: 'GET', createConnection: () => tlsSocket },
+        (r) => {
+          let body = '';
+          r.setEncoding('utf8');
+          r.on('data', (c: string) => (body += c));
+          r.on('end', () => {
+            tlsSocket.destroy();
+            resolve({ status: r.statusCode ?? 0, body });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    connectReq.end();
+  });
+}
