@@ -133,7 +133,8 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
 
 function ttlLimits(options: DiscoveryAppOptions) {
   const maxTTLSeconds = options.maxTTLSeconds ?? DEFAULT_MAX_TTL_SECONDS;
-  const defaultTTLSeconds = options.defaultTTLSeconds ?? DEFAULT_TTL_SECONDS;
+  // The built-in default bows to a smaller configured maximum; an explicit default must fit.
+  const defaultTTLSeconds = options.defaultTTLSeconds ?? Math.min(DEFAULT_TTL_SECONDS, maxTTLSeconds);
   if (!Number.isInteger(maxTTLSeconds) || maxTTLSeconds < 1) {
     throw new Error(`maxTTLSeconds must be a positive integer, got ${maxTTLSeconds}`);
   }

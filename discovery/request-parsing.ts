@@ -56,7 +56,8 @@ export function parseListQuery(rawQuery: string): ListQuery {
 /** Parses the body of POST /v1/leases; an absent body means "any proxy, default TTL". */
 export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
   const fields = objectBody(body ?? {}, ['selector', 'ttlSeconds', 'target']);
-  const ttlSeconds = fields.ttlSeconds ?? limits.defaultTTLSeconds;
+  // Only an absent field takes the default: an explicit null is a client bug worth reporting.
+  const ttlSeconds = fields.ttlSeconds === undefined ? limits.defaultTTLSeconds : fields.ttlSeconds;
   if (
     typeof ttlSeconds !== 'number' ||
     !Number.isInteger(ttlSeconds) ||
@@ -67,7 +68,7 @@ export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
       `ttlSeconds must be an integer from 1 to ${limits.maxTTLSeconds}, got ${JSON.stringify(ttlSeconds)}`,
     );
   }
-  const selector = parseSelector(fields.selector ?? {});
+  const selector = parseSelector(fields.selector === undefined ? {} : fields.selector);
   const target = parseTarget(fields.target);
   return target === undefined ? { selector, ttlSeconds } : { selector, ttlSeconds, target };
 }
@@ -115,6 +116,7 @@ function parseSelector(value: unknown): Record<string, string> {
 
 /** Targets compare case-insensitively (host names do), so they are stored lower-cased. */
 function parseTarget(value: unknown): string | undefined {
+  // null is accepted as "no target" so a client may echo a lease's `target: null` back.
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') throw invalid(`target must be a string, got ${describe(value)}`);
   const target = value.trim().toLowerCase();

@@ -71,7 +71,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
 }
 
-export async function call(baseURL: string, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+export async function call(
+  baseURL: string,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<CallResult> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Buffer | undefined = options.rawBody;
   if (body === undefined && options.body !== undefined) {

@@ -1,0 +1,477 @@
+// The discovery API over real HTTP on loopback, against a fake catalog.
+import type { ProxyRecord } from '../../discovery/catalog.js';
+import { startHarness, type Harness } from './api-harness.js';
+import { proxy } from './fixtures.js';
+
+const fleet = (): ProxyRecord[] => [
+  proxy('ns/eu-crawl', {
+    ip: '10.0.0.1',
+    attributes: { geo: 'eu', purpose: 'crawl' },
+    latencyMillis: 80,
+    maxLeases: 2,
+  }),
+  proxy('ns/eu-api', { ip: '10.0.0.2', attributes: { geo: 'eu', purpose: 'api' }, latencyMillis: 40 }),
+  proxy('ns/us-crawl', { ip: '10.0.0.3', attributes: { geo: 'us', purpose: 'crawl' }, latencyMillis: 20 }),
+  proxy('ns/us-down', { ip: '10.0.0.4', attributes: { geo: 'us' }, healthy: false, phase: 'Unhealthy' }),
+  proxy('ns/list-only', { ip: '10.0.0.5', attributes: { geo: 'ap' }, maxLeases: 0 }),
+];
+
+interface LeaseBody {
+  leaseID: string;
+  proxy: Record<string, unknown> & { id: string };
+  expiresAt: string;
+  target: string | null;
+}
+
+describe('discovery API', () => {
+  let h: Harness;
+  beforeEach(async () => {
+    h = await startHarness({ proxies: fleet() });
+  });
+  afterEach(async () => {
+    await h.stop();
+  });
+
+  const lease = async (body: unknown = {}) => {
+    const response = await h.call('POST', '/v1/leases', { body });
+    expect(response.status).toBe(201);
+    return response.body as LeaseBody;
+  };
+  const ids = (body: unknown) => (body as { items: { id: string }[] }).items.map((item) => item.id);
+
+  describe('GET /v1/proxies', () => {
+    it('lists every proxy, sorted by id, with its live lease count', async () => {
+      await lease({ selector: { purpose: 'crawl', geo: 'eu' } });
+      const response = await h.call('GET', '/v1/proxies');
+      expect(response.status).toBe(200);
+      const items = (response.body as { items: Record<string, unknown>[] }).items;
+      expect(items.map((item) => item.id)).toEqual([
+        'ns/eu-api',
+        'ns/eu-crawl',
+        'ns/list-only',
+        'ns/us-crawl',
+        'ns/us-down',
+      ]);
+      expect(items[1]).toEqual({
+        id: 'ns/eu-crawl',
+        ip: '10.0.0.1',
+        port: 3128,
+        attributes: { geo: 'eu', purpose: 'crawl' },
+        phase: 'Ready',
+        healthy: true,
+        latencyMillis: 80,
+        activeLeases: 1,
+        maxLeases: 2,
+      });
+    });
+
+    it.each([
+      ['?attr.geo=eu', ['ns/eu-api', 'ns/eu-crawl']],
+      ['?attr.geo=eu&attr.purpose=crawl', ['ns/eu-crawl']],
+      ['?attr.purpose=crawl', ['ns/eu-crawl', 'ns/us-crawl']],
+      ['?healthy=true&attr.geo=us', ['ns/us-crawl']],
+      ['?healthy=false', ['ns/us-down']],
+      ['?attr.geo=mars', []],
+      ['?attr.geo=EU', []],
+      ['?attr.team%20name=x', []],
+    ])('filters %s', async (query, expected) => {
+      const response = await h.call('GET', `/v1/proxies${query}`);
+      expect(response.status).toBe(200);
+      expect(ids(response.body)).toEqual(expected);
+    });
+
+    it.each([
+      ['?healthy=yes', /healthy must be 'true' or 'false'/],
+      ['?healthy=', /healthy must be/],
+      ['?geo=eu', /unknown query parameter 'geo'/],
+      ['?attr.=eu', /unknown query parameter 'attr\.'/],
+      ['?attr.geo=eu&attr.geo=us', /'attr\.geo' is given more than once/],
+    ])('rejects %s with 400 naming the problem', async (query, message) => {
+      const response = await h.call('GET', `/v1/proxies${query}`);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+    });
+  });
+
+  describe('POST /v1/leases', () => {
+    it('leases the least-loaded, then fastest, matching proxy and says where and until when', async () => {
+      const response = await h.call('POST', '/v1/leases', {
+        body: { selector: { geo: 'eu' }, ttlSeconds: 60, target: 'Example.COM' },
+      });
+      expect(response.status).toBe(201);
+      expect(response.body).toEqual({
+        leaseID: expect.any(String),
+        proxy: {
+          id: 'ns/eu-api',
+          ip: '10.0.0.2',
+          port: 3128,
+          url: 'http://10.0.0.2:3128',
+          attributes: { geo: 'eu', purpose: 'api' },
+          phase: 'Ready',
+          healthy: true,
+          latencyMillis: 40,
+          activeLeases: 1,
+          maxLeases: 5,
+        },
+        expiresAt: new Date(h.clock.now() + 60_000).toISOString(),
+        target: 'example.com',
+      });
+      expect((await lease({ selector: { geo: 'eu' } })).proxy.id).toBe('ns/eu-crawl');
+    });
+
+    it.each([
+      ['an empty JSON object', { rawBody: '{}', headers: { 'content-type': 'application/json' } }],
+      ['no body at all', {}],
+      [
+        "curl -d's form content type",
+        { rawBody: '{"ttlSeconds":300}', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      ],
+    ])('accepts %s and applies the default TTL of 300 s', async (_case, options) => {
+      const response = await h.call('POST', '/v1/leases', options);
+      expect(response.status).toBe(201);
+      expect((response.body as LeaseBody).expiresAt).toBe(new Date(h.clock.now() + 300_000).toISOString());
+    });
+
+    it('brackets IPv6 addresses in the proxy url', async () => {
+      h.catalog.proxies = [proxy('ns/v6', { ip: '2001:db8::1', port: 8080 })];
+      expect((await lease()).proxy.url).toBe('http://[2001:db8::1]:8080');
+    });
+
+    it.each([
+      [
+        'nothing matches the selector',
+        { selector: { geo: 'mars' } },
+        'no_match',
+        /no healthy, leasable proxies matching selector \{"geo":"mars"\}/,
+      ],
+      [
+        'the only match is unhealthy',
+        { selector: { geo: 'us', purpose: undefined } },
+        'all_busy',
+        /maxLeases/,
+      ],
+      ['the only match is list-only', { selector: { geo: 'ap' } }, 'no_match', /no healthy, leasable/],
+    ])('409 when %s', async (_case, body, error, message) => {
+      if (error === 'all_busy') {
+        // Fill ns/us-crawl, the only healthy leasable geo=us proxy; ns/us-down must not be used instead.
+        for (let i = 0; i < 5; i++) await lease({ selector: { geo: 'us' } });
+      }
+      const response = await h.call('POST', '/v1/leases', { body });
+      expect(response.status).toBe(409);
+      expect(response.body).toEqual({ error, message: expect.stringMatching(message) });
+    });
+
+    it('409 all_cooling_down when every match is cooling down for the target, while other targets still lease', async () => {
+      const first = await lease({ selector: { geo: 'us' }, target: 'example.com' });
+      expect(
+        (await h.call('POST', `/v1/leases/${first.leaseID}/report`, { body: { result: 'banned' } })).status,
+      ).toBe(200);
+      const refused = await h.call('POST', '/v1/leases', {
+        body: { selector: { geo: 'us' }, target: 'EXAMPLE.com' },
+      });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toEqual({
+        error: 'all_cooling_down',
+        message: expect.stringContaining("target 'example.com'"),
+      });
+      expect((await lease({ selector: { geo: 'us' }, target: 'other.org' })).proxy.id).toBe('ns/us-crawl');
+    });
+
+    it.each<[string, unknown, RegExp]>([
+      ['ttlSeconds 0', { ttlSeconds: 0 }, /ttlSeconds must be an integer from 1 to 3600, got 0/],
+      ['ttlSeconds above the maximum', { ttlSeconds: 3601 }, /ttlSeconds .* got 3601/],
+      ['a fractional ttlSeconds', { ttlSeconds: 1.5 }, /ttlSeconds .* got 1.5/],
+      ['ttlSeconds as a string', { ttlSeconds: '300' }, /ttlSeconds .* got "300"/],
+      ['ttlSeconds null', { ttlSeconds: null }, /ttlSeconds .* got null/],
+      ['a selector that is an array', { selector: ['geo'] }, /selector must be an object .* got an array/],
+      [
+        'a selector value that is a number',
+        { selector: { geo: 1 } },
+        /selector\.geo must be a string, got number 1/,
+      ],
+      ['an empty selector key', { selector: { '': 'x' } }, /selector keys must not be empty/],
+      ['an unknown field', { selector: {}, ttl: 5 }, /unknown field\(s\) 'ttl'/],
+      ['a target that is a number', { target: 42 }, /target must be a string/],
+      ['an empty target', { target: '  ' }, /target must be 1 to 253 printable characters/],
+      ['a target with spaces', { target: 'exa mple.com' }, /target must be/],
+      ['a body that is an array', [], /request body must be a JSON object, got an array/],
+      ['a selector that is null', { selector: null }, /selector must be an object .* got null/],
+    ])('400 for %s', async (_case, body, message) => {
+      const response = await h.call('POST', '/v1/leases', {
+        rawBody: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+    });
+
+    it.each<[string, number, string, string | Buffer, Record<string, string>, RegExp]>([
+      ['malformed JSON', 400, 'invalid_json', '{"selector":', {}, /not valid JSON/],
+      ['a bare JSON string (strict mode)', 400, 'invalid_json', '"hello"', {}, /not valid JSON/],
+      ['a JSON null body (strict mode)', 400, 'invalid_json', 'null', {}, /not valid JSON/],
+      [
+        'a body over 16kb',
+        413,
+        'payload_too_large',
+        JSON.stringify({ selector: { k: 'x'.repeat(20_000) } }),
+        {},
+        /exceeds 16kb/,
+      ],
+      [
+        'an unsupported charset',
+        415,
+        'unsupported_media_type',
+        '{}',
+        { 'content-type': 'application/json; charset=klingon' },
+        /charset/,
+      ],
+      [
+        'an unsupported content encoding',
+        415,
+        'unsupported_media_type',
+        '{}',
+        { 'content-encoding': 'zstd-nope' },
+        /encoding/,
+      ],
+    ])('%s → %i %s', async (_case, status, error, rawBody, headers, message) => {
+      const response = await h.call('POST', '/v1/leases', {
+        rawBody,
+        headers: { 'content-type': 'application/json', ...headers },
+      });
+      expect(response.status).toBe(status);
+      expect(response.body).toEqual({ error, message: expect.stringMatching(message) });
+    });
+
+    it('honours a configured maximum TTL', async () => {
+      const small = await startHarness({ proxies: fleet(), maxTTLSeconds: 60 });
+      try {
+        expect((await small.call('POST', '/v1/leases', { body: { ttlSeconds: 60 } })).status).toBe(201);
+        // The built-in 300 s default shrinks to fit the smaller maximum.
+        const defaulted = await small.call('POST', '/v1/leases', { body: {} });
+        expect((defaulted.body as LeaseBody).expiresAt).toBe(
+          new Date(small.clock.now() + 60_000).toISOString(),
+        );
+        const response = await small.call('POST', '/v1/leases', { body: { ttlSeconds: 61 } });
+        expect(response.body).toEqual({
+          error: 'invalid_request',
+          message: expect.stringContaining('from 1 to 60'),
+        });
+      } finally {
+        await small.stop();
+      }
+    });
+  });
+
+  describe('a leased proxy that turns unhealthy or disappears', () => {
+    it.each([
+      [
+        'turns unhealthy',
+        (p: ProxyRecord[]) =>
+          p.map((x) => (x.id === 'ns/us-crawl' ? { ...x, healthy: false, phase: 'Unhealthy' } : x)),
+      ],
+      ['is deleted', (p: ProxyRecord[]) => p.filter((x) => x.id !== 'ns/us-crawl')],
+    ])('%s: is not leased again, but its lease can still be reported and released', async (_case, change) => {
+      const held = await lease({ selector: { geo: 'us' } });
+      expect(held.proxy.id).toBe('ns/us-crawl');
+      h.catalog.proxies = change(h.catalog.proxies);
+      expect((await h.call('POST', '/v1/leases', { body: { selector: { geo: 'us' } } })).body).toMatchObject({
+        error: 'no_match',
+      });
+      expect(ids((await h.call('GET', '/v1/proxies?healthy=true&attr.geo=us')).body)).toEqual([]);
+      const report = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result: 'ok' } });
+      expect(report.status).toBe(200);
+      expect((await h.call('DELETE', `/v1/leases/${held.leaseID}`)).status).toBe(204);
+    });
+  });
+
+  describe('DELETE /v1/leases/{id}', () => {
+    it('releases early, freeing the slot, and answers 204 every time', async () => {
+      h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
+      const held = await lease();
+      expect((await h.call('POST', '/v1/leases')).status).toBe(409);
+      for (let i = 0; i < 2; i++) {
+        const response = await h.call('DELETE', `/v1/leases/${held.leaseID}`);
+        expect(response.status).toBe(204);
+        expect(response.text).toBe('');
+      }
+      expect((await lease()).proxy.id).toBe('ns/one');
+    });
+
+    it('answers 204 for a lease that never existed', async () => {
+      expect((await h.call('DELETE', '/v1/leases/never-issued')).status).toBe(204);
+    });
+  });
+
+  describe('POST /v1/leases/{id}/report', () => {
+    it.each<[string, string | null, Record<string, unknown>, string | null, boolean]>([
+      // [result, lease target, report body extra, cooldown key, cooldown started]
+      ['banned', 'example.com', {}, 'example.com', true],
+      ['rate_limited', null, { target: 'Shop.example' }, 'shop.example', true],
+      ['banned', 'example.com', { target: 'other.org' }, 'other.org', true],
+      ['banned', null, {}, null, true],
+      ['ok', 'example.com', {}, 'example.com', false],
+    ])('%s on a lease for %s (%j) cools down key %s: %s', async (result, leaseTarget, extra, key, cooled) => {
+      const held = await lease(leaseTarget === null ? {} : { target: leaseTarget });
+      const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+        body: { result, ...extra },
+      });
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({
+        leaseID: held.leaseID,
+        proxyID: held.proxy.id,
+        result,
+        target: key,
+        cooldownUntil: cooled ? new Date(h.clock.now() + 900_000).toISOString() : null,
+      });
+    });
+
+    it('404 for an unknown, expired or released lease', async () => {
+      const expired = await lease({ ttlSeconds: 10 });
+      const released = await lease();
+      await h.call('DELETE', `/v1/leases/${released.leaseID}`);
+      h.clock.advanceSeconds(10);
+      for (const id of ['never-issued', expired.leaseID, released.leaseID]) {
+        const response = await h.call('POST', `/v1/leases/${id}/report`, { body: { result: 'banned' } });
+        expect(response.status).toBe(404);
+        expect(response.body).toEqual({
+          error: 'lease_not_found',
+          message: `lease '${id}' is unknown, expired or released`,
+        });
+      }
+    });
+
+    it.each<[string, unknown, RegExp]>([
+      [
+        'an unknown result',
+        { result: 'blocked' },
+        /result must be one of ok, rate_limited, banned, got "blocked"/,
+      ],
+      ['a missing result', {}, /result must be one of .* got nothing/],
+      ['an unknown field', { result: 'ok', reason: 'x' }, /unknown field\(s\) 'reason'/],
+      ['a target of the wrong type', { result: 'ok', target: ['a'] }, /target must be a string/],
+    ])('400 for %s', async (_case, body, message) => {
+      const held = await lease();
+      const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+    });
+  });
+
+  describe('routing', () => {
+    it.each([
+      ['GET', '/'],
+      ['GET', '/v1'],
+      ['GET', '/v1/proxy'],
+      ['POST', '/v2/leases'],
+      ['GET', '/v1/leases/a/b/c'],
+    ])('%s %s → 404 not_found', async (method, path) => {
+      const response = await h.call(method, path);
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({ error: 'not_found', message: expect.stringContaining(path) });
+    });
+
+    it.each([
+      ['POST', '/v1/proxies', 'GET, HEAD'],
+      ['DELETE', '/v1/proxies', 'GET, HEAD'],
+      ['GET', '/v1/leases', 'POST'],
+      ['PUT', '/v1/leases', 'POST'],
+      ['GET', '/v1/leases/abc', 'DELETE'],
+      ['PATCH', '/v1/leases/abc', 'DELETE'],
+      ['GET', '/v1/leases/abc/report', 'POST'],
+      ['POST', '/openapi.json', 'GET, HEAD'],
+    ])('%s %s → 405 with Allow: %s', async (method, path, allow) => {
+      const response = await h.call(method, path);
+      expect(response.status).toBe(405);
+      expect(response.headers.allow).toBe(allow);
+      expect(response.body).toEqual({ error: 'method_not_allowed', message: expect.stringContaining(allow) });
+    });
+
+    it('400 for a lease id that is not valid percent-encoding', async () => {
+      const response = await h.call('DELETE', '/v1/leases/%E0%A4%A');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringContaining('decode') });
+    });
+  });
+
+  describe('metrics', () => {
+    it('counts lease requests by outcome and gauges live leases', async () => {
+      const first = await lease({ ttlSeconds: 10 });
+      await lease({ ttlSeconds: 100 });
+      await h.call('POST', '/v1/leases', { body: { selector: { geo: 'mars' } } });
+      await h.call('POST', '/v1/leases', { body: { ttlSeconds: 0 } });
+      const counter = await h.registry.getSingleMetric('proxy_operator_lease_requests_total')!.get();
+      expect(counter.values).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ labels: { outcome: 'granted' }, value: 2 }),
+          expect.objectContaining({ labels: { outcome: 'no_match' }, value: 1 }),
+        ]),
+      );
+      const gauge = () => h.registry.getSingleMetric('proxy_operator_leases_active')!.get();
+      expect((await gauge()).values[0].value).toBe(2);
+      await h.call('DELETE', `/v1/leases/${first.leaseID}`);
+      expect((await gauge()).values[0].value).toBe(1);
+      h.clock.advanceSeconds(100);
+      expect((await gauge()).values[0].value).toBe(0);
+    });
+  });
+});
+
+describe('discovery API authentication', () => {
+  const TOKEN = 's3cret-token';
+  let h: Harness;
+  afterEach(async () => {
+    await h.stop();
+  });
+
+  describe('with a token', () => {
+    beforeEach(async () => {
+      h = await startHarness({ proxies: fleet(), token: TOKEN });
+    });
+
+    it.each<[string, Record<string, string>, number]>([
+      ['no Authorization header', {}, 401],
+      ['a wrong token', { authorization: 'Bearer nope' }, 401],
+      ['a token that is a prefix of the right one', { authorization: 'Bearer s3cret' }, 401],
+      ['a longer token', { authorization: `Bearer ${TOKEN}x` }, 401],
+      ['Basic auth', { authorization: `Basic ${TOKEN}` }, 401],
+      ['the raw token without scheme', { authorization: TOKEN }, 401],
+      ['the right token', { authorization: `Bearer ${TOKEN}` }, 200],
+      ['the right token, lower-case scheme', { authorization: `bearer ${TOKEN}` }, 200],
+    ])('%s → %i', async (_case, headers, status) => {
+      const response = await h.call('GET', '/v1/proxies', { headers });
+      expect(response.status).toBe(status);
+      if (status === 401) {
+        expect(response.body).toEqual({ error: 'unauthorized', message: expect.any(String) });
+        expect(response.headers['www-authenticate']).toMatch(/^Bearer /);
+      }
+    });
+
+    it.each([
+      ['POST', '/v1/leases'],
+      ['DELETE', '/v1/leases/x'],
+      ['POST', '/v1/leases/x/report'],
+      ['GET', '/v1/unknown'],
+    ])('guards %s %s', async (method, path) => {
+      expect((await h.call(method, path)).status).toBe(401);
+    });
+
+    it('serves the OpenAPI document without a token', async () => {
+      expect((await h.call('GET', '/openapi.json')).status).toBe(200);
+    });
+
+    it('does not warn about disabled auth', () => {
+      expect(h.logLines().filter((line) => line.level === 40)).toEqual([]);
+    });
+  });
+
+  it.each([
+    ['undefined', undefined],
+    ['empty', ''],
+  ])('with an %s token: serves without auth and warns loudly at start-up', async (_case, token) => {
+    h = await startHarness({ proxies: fleet(), token });
+    expect((await h.call('GET', '/v1/proxies')).status).toBe(200);
+    expect(h.logLines()).toContainEqual(
+      expect.objectContaining({ level: 40, msg: expect.stringMatching(/WITHOUT authentication/) }),
+    );
+  });
+});
