@@ -1,0 +1,259 @@
+import { pino } from 'pino';
+import type { CreateRequest } from '../../../providers/contract.js';
+import { isNotFound, isPermanent, isQuotaExceeded, isTransient } from '../../../providers/errors.js';
+import type { ComputeApi, GcpInstance, GcpOperation, InstanceRef } from '../../../providers/gcp/compute-api.js';
+import { GCP_DEFAULTS } from '../../../providers/gcp/config.js';
+import { GcpProvider } from '../../../providers/gcp/gcp-provider.js';
+import { instanceName } from '../../../providers/naming.js';
+import { caught } from '../caught.js';
+
+type Method = keyof ComputeApi;
+
+/** An in-memory Compute Engine: inserts are accepted, instances appear when a test says so. */
+class FakeCompute implements ComputeApi {
+  readonly vms = new Map<string, GcpInstance>();
+  readonly operations = new Map<string, GcpOperation>();
+  readonly calls: { method: Method; req: unknown }[] = [];
+  readonly failures = new Map<Method, unknown>();
+  /** When true, an accepted insert makes the VM visible at once (the common case). */
+  visibleOnInsert = true;
+  private seq = 0;
+
+  private enter(method: Method, req: unknown) {
+    this.calls.push({ method, req });
+    const failure = this.failures.get(method);
+    if (failure) {
+      this.failures.delete(method);
+      throw failure;
+    }
+  }
+
+  async insert(req: { project: string; zone: string; instanceResource: GcpInstance }) {
+    this.enter('insert', req);
+    const name = req.instanceResource.name!;
+    if (this.vms.has(name)) throw Object.assign(new Error('already exists'), { code: 10, httpStatusCode: 409 });
+    const operation = `operation-${++this.seq}`;
+    this.operations.set(operation, { name: operation, status: 'RUNNING' });
+    if (this.visibleOnInsert) {
+      this.vms.set(name, { ...req.instanceResource, zone: `projects/${req.project}/zones/${req.zone}`, status: 'PROVISIONING' });
+    }
+    return { operation };
+  }
+  async get(ref: InstanceRef) {
+    this.enter('get', ref);
+    const vm = this.vms.get(ref.instance);
+    if (!vm) throw Object.assign(new Error('not found'), { code: 5, httpStatusCode: 404 });
+    return vm;
+  }
+  async delete(ref: InstanceRef) {
+    this.enter('delete', ref);
+    if (!this.vms.delete(ref.instance)) throw Object.assign(new Error('not found'), { code: 5, httpStatusCode: 404 });
+    return { operation: `delete-${++this.seq}` };
+  }
+  async aggregatedList(req: { project: string; filter: string }) {
+    this.enter('aggregatedList', req);
+    return [...this.vms.values()];
+  }
+  async getZoneOperation(req: { project: string; zone: string; operation: string }) {
+    this.enter('getZoneOperation', req);
+    const op = this.operations.get(req.operation);
+    if (!op) throw Object.assign(new Error('no op'), { code: 5, httpStatusCode: 404 });
+    return op;
+  }
+}
+
+const UID = '0b5a3c1e-8d2f-4c6a-9e7b-1f2d3c4b5a69';
+const NAME = instanceName(UID);
+const ID = `crawl-prod/europe-west1-b/${NAME}`;
+const request: CreateRequest = {
+  uid: UID,
+  owner: 'fleet/eu-1',
+  port: 3128,
+  placement: { zone: 'europe-west1-b', machineType: 'e2-small', image: 'projects/debian-cloud/global/images/family/debian-12' },
+};
+
+function setup() {
+  const api = new FakeCompute();
+  const clock = { ms: 1_000_000 };
+  const provider = new GcpProvider({
+    name: 'gcp-eu',
+    settings: { ...GCP_DEFAULTS, networkTags: ['proxy'], project: 'crawl-prod' },
+    api,
+    logger: pino({ level: 'silent' }),
+    now: () => clock.ms,
+  });
+  return { api, provider, clock };
+}
+
+describe('the GCP provider', () => {
+  it('submits the insert and returns project/zone/name without waiting for the operation', async () => {
+    const { api, provider } = setup();
+    await expect(provider.create(request)).resolves.toBe(ID);
+    expect(api.calls.map((c) => c.method)).toEqual(['insert']);
+  });
+
+  it('returns the same instance when create is repeated after a simulated crash (insert 409 = exists)', async () => {
+    const { api, provider } = setup();
+    const first = await provider.create(request);
+    // A fresh provider (the operator restarted) repeats the create for the same Proxy.
+    const restarted = new GcpProvider({
+      name: 'gcp-eu',
+      settings: { ...GCP_DEFAULTS, networkTags: ['proxy'], project: 'crawl-prod' },
+      api,
+      logger: pino({ level: 'silent' }),
+    });
+    await expect(restarted.create(request)).resolves.toBe(first);
+    expect(api.vms.size).toBe(1);
+  });
+
+  it.each(['zone', 'machineType', 'image'] as const)('fails Permanent, naming placement.%s, when it is missing', async (field) => {
+    const { api, provider } = setup();
+    const err = await caught(provider.create({ ...request, placement: { ...request.placement, [field]: undefined } }));
+    expect(isPermanent(err)).toBe(true);
+    expect((err as Error).message).toContain(`placement.${field} is required`);
+    expect(api.calls).toEqual([]);
+  });
+
+  it.each([
+    ['a 400 (bad image)', Object.assign(new Error('Invalid value for field image'), { code: 3, httpStatusCode: 400 }), isPermanent],
+    ['a 403 quota', Object.assign(new Error("Quota 'CPUS' exceeded"), { code: 7, httpStatusCode: 403 }), isQuotaExceeded],
+    ['a 503', Object.assign(new Error('backend error'), { code: 14, httpStatusCode: 503 }), isTransient],
+  ])('maps an insert failing with %s into the taxonomy, keeping the cause', async (_case, failure, guard) => {
+    const { api, provider } = setup();
+    api.failures.set('insert', failure);
+    const err = await caught(provider.create(request));
+    expect(guard(err)).toBe(true);
+    expect(err).toMatchObject({ provider: 'gcp-eu', operation: 'create', providerID: ID, cause: failure });
+  });
+
+  it('reports the VM as the operator sees it', async () => {
+    const { api, provider } = setup();
+    await provider.create(request);
+    const vm = api.vms.get(NAME)!;
+    Object.assign(vm, {
+      status: 'RUNNING',
+      creationTimestamp: '2026-01-01T00:00:00Z',
+      networkInterfaces: [{ accessConfigs: [{ natIP: '34.1.2.3' }] }],
+    });
+    await expect(provider.get(ID)).resolves.toEqual({
+      id: ID,
+      ip: '34.1.2.3',
+      state: 'Running',
+      uid: UID,
+      createdAt: new Date('2026-01-01T00:00:00Z'),
+    });
+    expect(api.calls.at(-1)).toEqual({ method: 'get', req: { project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME } });
+  });
+
+  it('says NotFound for an instance it never created', async () => {
+    const { provider } = setup();
+    expect(isNotFound(await caught(provider.get(ID)))).toBe(true);
+  });
+
+  it.each(['proxy-abc', 'a/b', 'a/b/c/d'])('refuses the malformed providerID %p as Permanent', async (id) => {
+    const { provider } = setup();
+    expect(isPermanent(await caught(provider.get(id)))).toBe(true);
+    expect(isPermanent(await caught(provider.delete(id)))).toBe(true);
+  });
+
+  describe('an accepted insert whose VM is not visible', () => {
+    it('is Provisioning while its operation runs', async () => {
+      const { api, provider } = setup();
+      api.visibleOnInsert = false;
+      await provider.create(request);
+      await expect(provider.get(ID)).resolves.toMatchObject({ id: ID, state: 'Provisioning', ip: '', uid: UID });
+      expect(api.calls.at(-1)).toEqual({
+        method: 'getZoneOperation',
+        req: { project: 'crawl-prod', zone: 'europe-west1-b', operation: 'operation-1' },
+      });
+    });
+
+    it.each([
+      ['ZONE_RESOURCE_POOL_EXHAUSTED', isQuotaExceeded],
+      ['QUOTA_EXCEEDED', isQuotaExceeded],
+      ['RESOURCE_NOT_FOUND', isPermanent],
+    ])('surfaces an operation failing with %s once, then is NotFound so the caller re-creates', async (code, guard) => {
+      const { api, provider } = setup();
+      api.visibleOnInsert = false;
+      await provider.create(request);
+      api.operations.set('operation-1', { status: 'DONE', error: { errors: [{ code, message: 'in europe-west1-b' }] } });
+      const err = await caught(provider.get(ID));
+      expect(guard(err)).toBe(true);
+      expect((err as Error).message).toContain(`${code}: in europe-west1-b`);
+      expect(isNotFound(await caught(provider.get(ID)))).toBe(true);
+    });
+
+    it('becomes QuotaExceeded when the VM stays invisible past createTimeoutMinutes', async () => {
+      const { api, provider, clock } = setup();
+      api.visibleOnInsert = false;
+      await provider.create(request);
+      clock.ms += GCP_DEFAULTS.createTimeoutMinutes * 60_000;
+      await expect(provider.get(ID)).resolves.toMatchObject({ state: 'Provisioning' });
+      clock.ms += 1;
+      const err = await caught(provider.get(ID));
+      expect(isQuotaExceeded(err)).toBe(true);
+      expect((err as Error).message).toContain('did not appear within 10 minutes');
+    });
+
+    it('keeps waiting when the operation cannot be read', async () => {
+      const { api, provider } = setup();
+      api.visibleOnInsert = false;
+      await provider.create(request);
+      api.failures.set('getZoneOperation', Object.assign(new Error('unavailable'), { code: 14 }));
+      await expect(provider.get(ID)).resolves.toMatchObject({ state: 'Provisioning' });
+    });
+
+    it('is forgotten once the VM has been seen', async () => {
+      const { api, provider } = setup();
+      await provider.create(request);
+      await provider.get(ID);
+      api.vms.delete(NAME);
+      expect(isNotFound(await caught(provider.get(ID)))).toBe(true);
+    });
+  });
+
+  it('deletes by submitting and returning; deleting a missing VM succeeds', async () => {
+    const { api, provider } = setup();
+    await provider.create(request);
+    await provider.delete(ID);
+    expect(api.calls.at(-1)).toEqual({ method: 'delete', req: { project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME } });
+    await expect(provider.delete(ID)).resolves.toBeUndefined();
+  });
+
+  it('maps a failing delete into the taxonomy', async () => {
+    const { api, provider } = setup();
+    api.failures.set('delete', Object.assign(new Error('backend'), { code: 13, httpStatusCode: 500 }));
+    expect(isTransient(await caught(provider.delete(ID)))).toBe(true);
+  });
+
+  it('lists tagged instances across zones with the managed-label filter', async () => {
+    const { api, provider } = setup();
+    await provider.create(request);
+    await provider.create({ ...request, uid: 'other', placement: { ...request.placement, zone: 'us-east1-c' } });
+    const listed = await provider.listByTag();
+    expect(api.calls.at(-1)).toEqual({
+      method: 'aggregatedList',
+      req: { project: 'crawl-prod', filter: 'labels.proxy-operator-managed = "true"' },
+    });
+    expect(listed.map((i) => [i.id, i.uid])).toEqual([
+      [ID, UID],
+      [`crawl-prod/us-east1-c/${instanceName('other')}`, 'other'],
+    ]);
+  });
+
+  it('maps a failing list into the taxonomy', async () => {
+    const { api, provider } = setup();
+    api.failures.set('aggregatedList', Object.assign(new Error('denied'), { code: 7, httpStatusCode: 403 }));
+    const err = await caught(provider.listByTag());
+    expect(isPermanent(err)).toBe(true);
+    expect(err).toMatchObject({ operation: 'listByTag' });
+  });
+
+  it('does not call the API once the signal is aborted', async () => {
+    const { api, provider } = setup();
+    const ctl = new AbortController();
+    ctl.abort();
+    await expect(provider.create(request, ctl.signal)).rejects.toThrow();
+    expect(api.calls).toEqual([]);
+  });
+});
