@@ -1,0 +1,335 @@
+import type { Logger } from 'pino';
+import { isStatus, MERGE_PATCH, type KubeClient } from '../utils/kube-client.js';
+import { KeyedMutex } from '../utils/keyed-mutex.js';
+import { errorMessage } from '../utils/logger.js';
+import { PermanentError, TemporaryError } from './errors.js';
+import { handlerContext, type ContextDeps } from './handler-context.js';
+import type { Informer } from './informer.js';
+import type { FrameworkMetrics } from './metrics.js';
+import { ObjectTasks } from './object-tasks.js';
+import { WorkQueue, type QueueOptions } from './queue.js';
+import type { ClassMetadata, ControllerOptions, DeleteOptions } from './registry.js';
+import { apiPath, type Cause, type HandlerResult, type KubeObject } from './types.js';
+
+export interface StateAnnotations {
+  /** Generation whose create/update handlers all succeeded. */
+  handled: string;
+  /** Generation whose handlers failed with PermanentError (not retried until it changes). */
+  permanentFailure: string;
+}
+
+export function stateAnnotations(prefix: string): StateAnnotations {
+  return {
+    handled: `${prefix}/last-handled-generation`,
+    permanentFailure: `${prefix}/permanent-failure-generation`,
+  };
+}
+
+/**
+ * The level-triggered decision: which change cause (if any) the object's current state calls
+ * for. `seen` says whether this process already handled (or resumed) this object; `triggered`
+ * whether a watched object or OperatorContext.trigger() asked for an update run.
+ */
+export function decideCause(
+  object: KubeObject,
+  annotations: StateAnnotations,
+  state: { seen: boolean; triggered: boolean },
+): 'create' | 'update' | 'resume' | undefined {
+  const marks = object.metadata.annotations ?? {};
+  const generation = object.metadata.generation ?? 0;
+  if (marks[annotations.permanentFailure] === String(generation)) return undefined;
+  const handled = marks[annotations.handled];
+  if (handled === undefined) return 'create';
+  if (Number(handled) < generation || state.triggered) return 'update';
+  if (!state.seen) return 'resume';
+  return undefined;
+}
+
+export interface DispatcherDeps {
+  client: KubeClient;
+  informer: Informer;
+  instance: object;
+  metadata: ClassMetadata & { controller: ControllerOptions };
+  contextDeps: ContextDeps;
+  metrics: FrameworkMetrics;
+  logger: Logger;
+  annotations: StateAnnotations;
+  queue: QueueOptions;
+  isLeader: () => boolean;
+  /** Aborted when the operator stops (after the grace period) or is killed. */
+  signal: AbortSignal;
+}
+
+type Method = (ctx: unknown) => Promise<HandlerResult | void> | HandlerResult | void;
+
+/**
+ * Runs one @controller class: a work queue of its objects' keys, each dispatched to the
+ * handlers its current state calls for, plus the objects' timers and daemons.
+ */
+export class Dispatcher {
+  readonly queue: WorkQueue;
+  private readonly triggered = new Set<string>();
+  private readonly seen = new Set<string>();
+  private readonly lock = new KeyedMutex();
+  private readonly tasks: ObjectTasks;
+  private readonly options: ControllerOptions;
+  private workers?: Promise<void>;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.options = deps.metadata.controller;
+    this.queue = new WorkQueue(deps.queue);
+    const timers = deps.metadata.methods.flatMap((m) => (m.type === 'timer' ? [m] : []));
+    const daemons = deps.metadata.methods.flatMap((m) => (m.type === 'daemon' ? [m] : []));
+    this.tasks = new ObjectTasks(
+      timers,
+      daemons,
+      (method, object, cause, signal) => this.call(method, object, cause, signal),
+      (key) => deps.informer.get(key),
+      this.lock,
+      deps.signal,
+      deps.logger,
+    );
+    const needsFinalizer = deps.metadata.methods.some((m) => m.type === 'delete' && !m.options.optional);
+    if (needsFinalizer && !this.options.finalizer) {
+      throw new Error(
+        `@controller(${this.options.kind}): a non-optional @onDelete handler needs the "finalizer" option`,
+      );
+    }
+  }
+
+  get kind(): string {
+    return this.options.kind;
+  }
+
+  enqueue(key: string): void {
+    this.queue.add(key);
+    this.deps.metrics.queueDepth.set({ kind: this.kind }, this.queue.length);
+  }
+
+  /** Dispatches the update handlers of `key` even though its generation did not change. */
+  trigger(key: string): void {
+    this.triggered.add(key);
+    this.enqueue(key);
+  }
+
+  start(): void {
+    this.workers ??= this.queue.run(this.options.maxConcurrentReconciles ?? 3, (key) =>
+      this.lock.run(key, () => this.process(key)),
+    );
+  }
+
+  /** Called on gaining leadership: every cached object is looked at again. */
+  resyncAll(): void {
+    for (const obj of this.deps.informer.values())
+      this.enqueue(`${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`);
+  }
+
+  /** Called on losing leadership: timers and daemons run on the leader only. */
+  async stopTasks(): Promise<void> {
+    await this.tasks.stopAll();
+  }
+
+  /** Stops taking work and waits for in-flight handlers (the caller bounds the wait). */
+  async drain(): Promise<void> {
+    this.queue.shutDown();
+    await Promise.all([this.workers, this.tasks.stopAll()]);
+  }
+
+  private applies(filter: ((obj: KubeObject) => boolean) | undefined, obj: KubeObject): boolean {
+    return filter === undefined || filter(obj);
+  }
+
+  private deleteHandlers(obj: KubeObject): Array<{ method: string; options: DeleteOptions }> {
+    return this.deps.metadata.methods.flatMap((m) =>
+      m.type === 'delete' && this.applies(m.options.when, obj) ? [m] : [],
+    );
+  }
+
+  private async call(
+    method: string,
+    object: KubeObject,
+    cause: Cause,
+    signal: AbortSignal,
+  ): Promise<HandlerResult | void> {
+    const fn = (this.deps.instance as Record<string, Method>)[method];
+    return await fn.call(this.deps.instance, handlerContext(this.deps.contextDeps, object, cause, signal));
+  }
+
+  private async patch(obj: KubeObject, metadata: Record<string, unknown>): Promise<KubeObject> {
+    if (this.deps.signal.aborted) throw new Error('operator stopped');
+    const kind = this.deps.contextDeps.kind;
+    return await this.deps.client.request<KubeObject>(
+      'PATCH',
+      apiPath(kind, obj.metadata.namespace, obj.metadata.name),
+      {
+        body: { metadata },
+        contentType: MERGE_PATCH,
+        signal: AbortSignal.any([this.deps.signal, AbortSignal.timeout(30_000)]),
+      },
+    );
+  }
+
+  private async process(key: string): Promise<void> {
+    if (!this.deps.isLeader() || this.deps.signal.aborted) return;
+    const obj = this.deps.informer.get(key);
+    if (!obj || !this.applies(this.options.when, obj)) {
+      this.triggered.delete(key);
+      await this.tasks.stop(key);
+      return;
+    }
+    const started = performance.now();
+    const triggered = this.triggered.delete(key);
+    let cause: Cause | undefined = obj.metadata.deletionTimestamp ? 'delete' : undefined;
+    try {
+      let result: HandlerResult | undefined;
+      if (cause === 'delete') {
+        await this.tasks.stop(key);
+        result = await this.handleDelete(obj);
+      } else {
+        [cause, result] = await this.handleChange(key, obj, triggered);
+      }
+      if (cause === undefined) return;
+      if (result?.requeueAfter !== undefined) {
+        if (triggered) this.triggered.add(key);
+        this.queue.addAfter(key, result.requeueAfter * 1000);
+        this.deps.metrics.retries.inc({ kind: this.kind });
+        this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'requeue' });
+      } else {
+        this.queue.forget(key);
+        this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'success' });
+      }
+    } catch (err) {
+      await this.handleError(key, obj, cause ?? 'update', triggered, err);
+    } finally {
+      if (cause)
+        this.deps.metrics.duration.observe({ kind: this.kind, cause }, (performance.now() - started) / 1000);
+      this.deps.metrics.queueDepth.set({ kind: this.kind }, this.queue.length);
+    }
+  }
+
+  private async handleChange(
+    key: string,
+    original: KubeObject,
+    triggered: boolean,
+  ): Promise<[Cause | undefined, HandlerResult | undefined]> {
+    let obj = original;
+    const finalizer = this.options.finalizer;
+    const wantsFinalizer = this.deleteHandlers(obj).some((h) => !h.options.optional);
+    if (finalizer && wantsFinalizer && !obj.metadata.finalizers?.includes(finalizer)) {
+      // Its own patch, before any handler: a delete can never outrun the cleanup.
+      obj = await this.patch(obj, {
+        finalizers: [...(obj.metadata.finalizers ?? []), finalizer],
+        resourceVersion: obj.metadata.resourceVersion,
+      });
+    }
+    await this.tasks.ensure(key, obj);
+    const uid = obj.metadata.uid ?? key;
+    const cause = decideCause(obj, this.deps.annotations, { seen: this.seen.has(uid), triggered });
+    if (cause === undefined) {
+      this.seen.add(uid);
+      return [undefined, undefined];
+    }
+    const methods = this.deps.metadata.methods.flatMap((m) =>
+      m.type === 'change' && m.cause === cause ? [m.method] : [],
+    );
+    const result = await this.runAll(methods, obj, cause);
+    if (result.requeueAfter !== undefined) return [cause, result];
+    const generation = String(obj.metadata.generation ?? 0);
+    const marks = obj.metadata.annotations ?? {};
+    if (
+      marks[this.deps.annotations.handled] !== generation ||
+      marks[this.deps.annotations.permanentFailure] !== undefined
+    ) {
+      await this.patch(obj, {
+        annotations: {
+          [this.deps.annotations.handled]: generation,
+          [this.deps.annotations.permanentFailure]: null,
+        },
+      });
+    }
+    this.seen.add(uid);
+    return [cause, undefined];
+  }
+
+  /** Runs the handlers in declaration order; the soonest requested requeue wins. */
+  private async runAll(methods: string[], obj: KubeObject, cause: Cause): Promise<HandlerResult> {
+    let requeueAfter: number | undefined;
+    for (const method of methods) {
+      const r = await this.call(method, obj, cause, this.deps.signal);
+      if (r?.requeueAfter !== undefined) requeueAfter = Math.min(requeueAfter ?? Infinity, r.requeueAfter);
+    }
+    return requeueAfter === undefined ? {} : { requeueAfter };
+  }
+
+  private async handleDelete(obj: KubeObject): Promise<HandlerResult | undefined> {
+    const finalizer = this.options.finalizer;
+    const holding = finalizer !== undefined && (obj.metadata.finalizers ?? []).includes(finalizer);
+    const uid = obj.metadata.uid ?? '';
+    // Without our finalizer, only optional handlers run, and once per process: the object may vanish any moment.
+    if (!holding && this.seen.has(`delete:${uid}`)) return undefined;
+    const handlers = this.deleteHandlers(obj).filter((h) => holding || h.options.optional);
+    const result = await this.runAll(
+      handlers.map((h) => h.method),
+      obj,
+      'delete',
+    );
+    if (result.requeueAfter !== undefined) return result;
+    this.seen.add(`delete:${uid}`);
+    if (holding) {
+      try {
+        await this.patch(obj, {
+          finalizers: (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer),
+          resourceVersion: obj.metadata.resourceVersion,
+        });
+      } catch (err) {
+        if (!isStatus(err, 404)) throw err;
+      }
+    }
+    return undefined;
+  }
+
+  private async handleError(
+    key: string,
+    obj: KubeObject,
+    cause: Cause,
+    triggered: boolean,
+    err: unknown,
+  ): Promise<void> {
+    const log = this.deps.logger.child({ kind: this.kind, key, cause });
+    if (this.deps.signal.aborted) return;
+    if (err instanceof PermanentError) {
+      this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'permanent_error' });
+      this.queue.forget(key);
+      log.error(
+        { err: err.message },
+        'handler failed permanently; not retrying until the generation changes',
+      );
+      const ctx = handlerContext(this.deps.contextDeps, obj, cause, this.deps.signal);
+      await ctx.events.warning('HandlerFailed', `${cause} handler failed permanently: ${err.message}`);
+      if (cause === 'delete') return;
+      this.seen.add(obj.metadata.uid ?? key);
+      try {
+        await this.patch(obj, {
+          annotations: { [this.deps.annotations.permanentFailure]: String(obj.metadata.generation ?? 0) },
+        });
+      } catch (patchErr) {
+        log.warn({ err: errorMessage(patchErr) }, 'could not record the permanent failure');
+      }
+      return;
+    }
+    if (triggered) this.triggered.add(key);
+    this.deps.metrics.retries.inc({ kind: this.kind });
+    if (err instanceof TemporaryError) {
+      this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'temporary_error' });
+      log.info({ err: err.message, retryInSeconds: err.delaySeconds }, 'handler asked to retry');
+      this.queue.addAfter(key, err.delaySeconds * 1000);
+      return;
+    }
+    this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'error' });
+    const delay = this.queue.addRateLimited(key);
+    log.error(
+      { err: errorMessage(err), retryInMs: delay, retries: this.queue.retries(key) },
+      'handler failed; backing off',
+    );
+  }
+}

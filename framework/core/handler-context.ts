@@ -1,0 +1,52 @@
+import type { Logger } from 'pino';
+import { MERGE_PATCH, type KubeClient } from '../utils/kube-client.js';
+import { objectLogger } from '../utils/logger.js';
+import { ObjectEventRecorder } from './event-recorder.js';
+import { ObjectStatusWriter } from './status-writer.js';
+import {
+  apiPath,
+  type CacheReader,
+  type Cause,
+  type HandlerContext,
+  type KindRef,
+  type KubeObject,
+  type MetadataPatch,
+} from './types.js';
+
+export interface ContextDeps {
+  client: KubeClient;
+  kind: KindRef;
+  cache: CacheReader;
+  logger: Logger;
+  component: string;
+}
+
+/**
+ * Builds what a handler receives. Every write it offers is bound to `signal`, so a handler
+ * still running after its operator was stopped or killed cannot change the cluster.
+ */
+export function handlerContext<T extends KubeObject>(
+  deps: ContextDeps,
+  object: T,
+  cause: Cause,
+  signal: AbortSignal,
+): HandlerContext<T> {
+  const copy = structuredClone(object);
+  const { namespace, name } = copy.metadata;
+  const logger = objectLogger(deps.logger, deps.kind.kind, namespace, name ?? '').child({ cause });
+  return {
+    object: copy,
+    cause,
+    logger,
+    signal,
+    status: new ObjectStatusWriter(deps.client, deps.kind, copy, signal),
+    events: new ObjectEventRecorder(deps.client, copy, deps.component, logger, signal),
+    cache: deps.cache,
+    patchMetadata: (patch: MetadataPatch) =>
+      deps.client.request<T>('PATCH', apiPath(deps.kind, namespace, name), {
+        body: { metadata: patch },
+        contentType: MERGE_PATCH,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
+      }),
+  };
+}

@@ -1,0 +1,287 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { DependencyContainer, InjectionToken } from 'tsyringe';
+import { KubeClient } from '../utils/kube-client.js';
+import { errorMessage } from '../utils/logger.js';
+import { sleep } from '../utils/sleep.js';
+import { BackgroundRunner } from './background.js';
+import { InformerCache } from './cache.js';
+import { Dispatcher, stateAnnotations } from './dispatcher.js';
+import { Informer } from './informer.js';
+import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+import { FrameworkMetrics } from './metrics.js';
+import { ProbeServer } from './probe-server.js';
+import type { QueueOptions } from './queue.js';
+import { handlerMetadata, type ClassMetadata, type WatchOptions } from './registry.js';
+import {
+  keyOf,
+  kindId,
+  type CacheReader,
+  type KindRef,
+  type KubeObject,
+  type OperatorContext,
+} from './types.js';
+
+// tsyringe resolves concrete classes; the operator only needs their constructors.
+export type HandlerClass = new (...args: never[]) => unknown;
+
+export interface OperatorOptions {
+  kubeConfig: KubeConfig;
+  container: DependencyContainer;
+  logger: Logger;
+  registry: Registry;
+  handlers: HandlerClass[];
+  leaderElection?: LeaderElectionOptions | false;
+  /** Serves /healthz, /readyz and /metrics when given (port 0 picks a free port). */
+  probeAddress?: { host: string; port: number };
+  shutdownGraceSeconds?: number;
+  resyncSeconds?: number;
+  watchdogSeconds?: number;
+  /** Prefix of the framework's annotations, e.g. 'crawl.example.com' → crawl.example.com/last-handled-generation. */
+  stateAnnotationPrefix: string;
+  /** Retry tuning of every controller's queue (tests shorten the backoff). */
+  queue?: QueueOptions;
+  /** Source component named in posted Events (default 'operator'). */
+  component?: string;
+}
+
+type Listener = (key: string, obj: KubeObject) => void;
+
+/** The runtime: informers and caches everywhere, handlers on the leader only. */
+export class Operator {
+  private readonly client: KubeClient;
+  private readonly informerCache = new InformerCache();
+  private readonly listeners = new Map<string, Listener[]>();
+  private readonly dispatchers = new Map<string, Dispatcher>();
+  private readonly background: BackgroundRunner;
+  private readonly metrics: FrameworkMetrics;
+  private readonly elector?: LeaderElector;
+  private readonly probe: ProbeServer;
+  private readonly shutdown = new AbortController();
+  private readonly logger: Logger;
+  private leading = false;
+  private state: 'new' | 'started' | 'stopped' = 'new';
+  probePort?: number;
+
+  constructor(private readonly opts: OperatorOptions) {
+    if (!opts.stateAnnotationPrefix || /[\s/]$/.test(opts.stateAnnotationPrefix)) {
+      throw new Error(
+        `Operator: stateAnnotationPrefix must be a DNS-style prefix like "example.com", got "${opts.stateAnnotationPrefix}"`,
+      );
+    }
+    this.logger = opts.logger;
+    this.client = new KubeClient(opts.kubeConfig);
+    this.metrics = new FrameworkMetrics(opts.registry);
+    this.probe = new ProbeServer(opts.registry, () => this.ready());
+    const backgroundClasses: Array<{ instance: object; metadata: ClassMetadata }> = [];
+    for (const cls of opts.handlers) {
+      const metadata = handlerMetadata(cls);
+      if (!metadata.controller && !metadata.background) {
+        throw new Error(
+          `Operator: handler class ${cls.name} is decorated with neither @controller nor @background`,
+        );
+      }
+      const instance = opts.container.resolve(cls as unknown as InjectionToken<object>);
+      if (metadata.background) backgroundClasses.push({ instance, metadata });
+      if (metadata.controller) this.addController(instance, { ...metadata, controller: metadata.controller });
+    }
+    this.background = new BackgroundRunner(
+      backgroundClasses,
+      (signal) => this.operatorContext(signal),
+      this.logger,
+    );
+    if (opts.leaderElection) {
+      this.elector = new LeaderElector(
+        this.client,
+        opts.leaderElection,
+        { onStartedLeading: () => this.setLeading(true), onStoppedLeading: () => this.setLeading(false) },
+        this.logger.child({ component: 'leader-election' }),
+      );
+    }
+  }
+
+  get cache(): CacheReader {
+    return this.informerCache;
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  private informerFor(kind: KindRef, labelSelector: string | undefined): Informer {
+    const id = kindId(kind);
+    const existing = this.informerCache.all().find((i) => kindId(i.kind) === id);
+    if (existing) {
+      if (existing.selector !== labelSelector) {
+        throw new Error(
+          `Operator: ${id} is watched with two label selectors ("${existing.selector}" and "${labelSelector}")`,
+        );
+      }
+      return existing;
+    }
+    const informer = new Informer(
+      this.client,
+      kind,
+      {
+        labelSelector,
+        watchdogSeconds: this.opts.watchdogSeconds ?? 300,
+        resyncSeconds: this.opts.resyncSeconds ?? 600,
+      },
+      {
+        onChange: (key, obj) => (this.listeners.get(id) ?? []).forEach((l) => l(key, obj)),
+        onRestart: (reason) => this.metrics.watchRestarts.inc({ kind: kind.kind, reason }),
+      },
+      this.logger.child({ component: 'informer', kind: kind.kind }),
+    );
+    this.informerCache.register(informer);
+    return informer;
+  }
+
+  private listen(kind: KindRef, listener: Listener): void {
+    const id = kindId(kind);
+    this.listeners.set(id, [...(this.listeners.get(id) ?? []), listener]);
+  }
+
+  private addController(
+    instance: object,
+    metadata: ClassMetadata & { controller: NonNullable<ClassMetadata['controller']> },
+  ) {
+    const kind = metadata.controller;
+    const id = kindId(kind);
+    if (this.dispatchers.has(id)) throw new Error(`Operator: two @controller classes for ${id}`);
+    const informer = this.informerFor(kind, kind.labelSelector);
+    const dispatcher = new Dispatcher({
+      client: this.client,
+      informer,
+      instance,
+      metadata,
+      contextDeps: {
+        client: this.client,
+        kind,
+        cache: this.informerCache,
+        logger: this.logger,
+        component: this.opts.component ?? 'operator',
+      },
+      metrics: this.metrics,
+      logger: this.logger,
+      annotations: stateAnnotations(this.opts.stateAnnotationPrefix),
+      queue: this.opts.queue ?? {},
+      isLeader: () => this.leading,
+      signal: this.shutdown.signal,
+    });
+    this.dispatchers.set(id, dispatcher);
+    this.listen(kind, (key) => dispatcher.enqueue(key));
+    for (const w of metadata.watches) this.addWatch(w, dispatcher);
+  }
+
+  private addWatch(w: WatchOptions, dispatcher: Dispatcher): void {
+    this.informerFor(w, w.labelSelector);
+    this.listen(w, (_key, obj) => {
+      try {
+        for (const k of w.map(structuredClone(obj), this.informerCache))
+          dispatcher.trigger(keyOf(k.namespace, k.name));
+      } catch (err) {
+        this.logger.error({ kind: w.kind, err: errorMessage(err) }, '@watches map() failed');
+      }
+    });
+  }
+
+  private operatorContext(signal: AbortSignal): OperatorContext {
+    return {
+      logger: this.logger,
+      signal,
+      cache: this.informerCache,
+      trigger: (kind, namespace, name) => this.trigger(kind, namespace, name),
+      isLeader: () => this.leading,
+    };
+  }
+
+  /** Enqueues an object of a @controller kind for its update handlers. */
+  trigger(kind: KindRef, namespace: string | undefined, name: string): void {
+    const d = this.dispatchers.get(kindId(kind));
+    if (!d) throw new Error(`Operator.trigger: no @controller for ${kindId(kind)}`);
+    d.trigger(keyOf(kind.namespaced ? namespace : undefined, name));
+  }
+
+  private ready(): boolean {
+    return this.state === 'started' && this.informerCache.all().every((i) => i.hasSynced);
+  }
+
+  private setLeading(leading: boolean): void {
+    if (leading === this.leading || this.shutdown.signal.aborted) return;
+    this.leading = leading;
+    this.metrics.leader.set(leading ? 1 : 0);
+    if (leading) {
+      this.background.startLeaderOnly(this.shutdown.signal);
+      for (const d of this.dispatchers.values()) d.resyncAll();
+    } else {
+      void this.background.stopLeaderOnly();
+      for (const d of this.dispatchers.values()) void d.stopTasks();
+    }
+  }
+
+  /** Starts informers, waits for their first list, runs startup hooks, then campaigns (or leads). */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error('Operator.start: already started');
+    if (this.opts.probeAddress) {
+      const addr = await this.probe.listen(this.opts.probeAddress.host, this.opts.probeAddress.port);
+      this.probePort = addr.port;
+    }
+    for (const i of this.informerCache.all()) i.start();
+    await Promise.all(this.informerCache.all().map((i) => i.synced));
+    await this.background.runHooks('startup', this.shutdown.signal);
+    this.state = 'started';
+    for (const d of this.dispatchers.values()) d.start();
+    this.background.startEveryReplica(this.shutdown.signal);
+    if (this.elector) this.elector.start();
+    else this.setLeading(true);
+    this.logger.info({ controllers: [...this.dispatchers.values()].map((d) => d.kind) }, 'operator started');
+  }
+
+  /** Graceful stop: no new work, in-flight handlers get the grace period, daemons are aborted, the lease is released. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    const grace = (this.opts.shutdownGraceSeconds ?? 30) * 1000;
+    const drained = Promise.all([...this.dispatchers.values()].map((d) => d.drain()));
+    await Promise.race([drained, sleep(grace)]);
+    this.shutdown.abort();
+    await this.background.stopAll();
+    await this.background.runHooks('cleanup', AbortSignal.timeout(grace));
+    await Promise.all(this.informerCache.all().map((i) => i.stop()));
+    await this.elector?.stop(true);
+    await this.probe.close();
+    this.logger.info('operator stopped');
+  }
+
+  /**
+   * Abrupt stop, as if the process died: nothing waits, the lease is kept, and every write a
+   * still-running handler attempts through its context fails. For tests of crash recovery.
+   */
+  async kill(): Promise<void> {
+    this.state = 'stopped';
+    this.shutdown.abort();
+    for (const d of this.dispatchers.values()) d.queue.shutDown();
+    await Promise.all(this.informerCache.all().map((i) => i.stop()));
+    await this.elector?.stop(false);
+    await this.background.stopAll();
+    await this.probe.close();
+  }
+
+  /** SIGTERM/SIGINT → graceful stop, then exit 0 (exit 1 if stopping failed). */
+  installSignalHandlers(): void {
+    const onSignal = (signal: NodeJS.Signals) => {
+      this.logger.info({ signal }, 'shutting down');
+      this.stop().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          this.logger.error({ err: errorMessage(err) }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
+}

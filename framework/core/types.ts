@@ -1,0 +1,120 @@
+import type { Logger } from 'pino';
+
+/** Names a watched kind. `group` is '' for the core API group. */
+export interface KindRef {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+/** The part of every Kubernetes object the framework relies on. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+}
+
+export interface ObjectKey {
+  namespace?: string;
+  name: string;
+}
+
+export type Cause = 'create' | 'update' | 'resume' | 'delete' | 'timer' | 'daemon';
+
+export type HandlerResult = { requeueAfter?: number };
+
+export interface CacheReader {
+  /** A deep copy of the cached object, or undefined. */
+  get<T extends KubeObject = KubeObject>(
+    kind: KindRef,
+    namespace: string | undefined,
+    name: string,
+  ): T | undefined;
+  list<T extends KubeObject = KubeObject>(
+    kind: KindRef,
+    opts?: { namespace?: string; labelSelector?: string },
+  ): T[];
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface StatusWriter {
+  /** JSON merge patch of /status; skipped (returns false) when it would change nothing. */
+  patch(partialStatus: Record<string, unknown>): Promise<boolean>;
+  /** Returns `conditions` with `condition` upserted; lastTransitionTime kept unless status changes. */
+  setCondition(
+    conditions: Condition[] | undefined,
+    condition: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>,
+    observedGeneration?: number,
+  ): Condition[];
+}
+
+export interface EventRecorder {
+  normal(reason: string, message: string): Promise<void>;
+  warning(reason: string, message: string): Promise<void>;
+}
+
+export interface MetadataPatch {
+  annotations?: Record<string, string | null>;
+  labels?: Record<string, string | null>;
+}
+
+export interface HandlerContext<T extends KubeObject = KubeObject> {
+  object: T;
+  cause: Cause;
+  logger: Logger;
+  signal: AbortSignal;
+  status: StatusWriter;
+  events: EventRecorder;
+  cache: CacheReader;
+  patchMetadata(patch: MetadataPatch): Promise<T>;
+}
+
+export interface OperatorContext {
+  logger: Logger;
+  signal: AbortSignal;
+  cache: CacheReader;
+  trigger(kind: KindRef, namespace: string | undefined, name: string): void;
+  isLeader(): boolean;
+}
+
+export function keyOf(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+export function parseKey(key: string): ObjectKey {
+  const i = key.indexOf('/');
+  return i < 0 ? { name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+export function kindId(kind: KindRef): string {
+  return `${kind.plural}.${kind.group || 'core'}/${kind.version}`;
+}
+
+export function apiPath(kind: KindRef, namespace?: string, name?: string, sub?: string): string {
+  const base = kind.group ? `/apis/${kind.group}/${kind.version}` : `/api/${kind.version}`;
+  const ns = kind.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  const obj = name ? `/${encodeURIComponent(name)}` : '';
+  return `${base}${ns}/${kind.plural}${obj}${name && sub ? `/${sub}` : ''}`;
+}

@@ -1,0 +1,45 @@
+// The framework's public surface. Everything a handler author needs is exported here; the
+// modules under core/ and utils/ are implementation details.
+import 'reflect-metadata';
+
+export {
+  controller,
+  watches,
+  background,
+  onCreate,
+  onUpdate,
+  onResume,
+  onDelete,
+  onStartup,
+  onCleanup,
+  timer,
+  daemon,
+  handlerMetadata,
+  type ControllerOptions,
+  type WatchOptions,
+  type DeleteOptions,
+  type TimerOptions,
+  type DaemonOptions,
+} from './core/registry.js';
+export { TemporaryError, PermanentError } from './core/errors.js';
+export { Operator, type OperatorOptions, type HandlerClass } from './core/operator.js';
+export type { LeaderElectionOptions } from './core/leader-election.js';
+export type { QueueOptions } from './core/queue.js';
+export { setCondition } from './core/status-writer.js';
+export { decideCause, stateAnnotations } from './core/dispatcher.js';
+export { KubeApiError, isStatus } from './utils/kube-client.js';
+export type {
+  KindRef,
+  KubeObject,
+  ObjectMeta,
+  ObjectKey,
+  Cause,
+  HandlerResult,
+  HandlerContext,
+  OperatorContext,
+  CacheReader,
+  StatusWriter,
+  EventRecorder,
+  Condition,
+  MetadataPatch,
+} from './core/types.js';

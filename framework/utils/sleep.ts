@@ -1,0 +1,18 @@
+/** Resolves after `ms`, or early (without rejecting) when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Multiplies `ms` by a random factor in [1 - jitter, 1 + jitter]. */
+export function jittered(ms: number, jitter: number, random: () => number = Math.random): number {
+  return ms * (1 + jitter * (2 * random() - 1));
+}
