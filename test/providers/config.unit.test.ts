@@ -6,7 +6,8 @@ import { ProvidersConfigError } from '../../providers/config-reader.js';
 
 const registry = builtinProviderRegistry();
 const parse = (text: string) => registry.parse(text, 'providers.yaml');
-const configs = (text: string) => parse(text).map((e) => ({ name: e.name, type: e.type, config: e.settings.config }));
+const configs = (text: string) =>
+  parse(text).map((e) => ({ name: e.name, type: e.type, config: e.settings.config }));
 
 describe('the providers config file', () => {
   it('reads every provider type with its settings and fills the defaults', () => {
@@ -52,7 +53,13 @@ providers:
       {
         name: 'gcp-eu',
         type: 'gcp',
-        config: { project: 'my-project', network: 'default', networkTags: ['proxy'], requestTimeoutSeconds: 30, createTimeoutMinutes: 10 },
+        config: {
+          project: 'my-project',
+          network: 'default',
+          networkTags: ['proxy'],
+          requestTimeoutSeconds: 30,
+          createTimeoutMinutes: 10,
+        },
       },
       {
         name: 'gcp-us',
@@ -65,7 +72,11 @@ providers:
           createTimeoutMinutes: 15,
         },
       },
-      { name: 'kubernetes', type: 'kubernetes', config: { namespace: 'proxy-operator-proxies', image: 'ubuntu/squid:6.1' } },
+      {
+        name: 'kubernetes',
+        type: 'kubernetes',
+        config: { namespace: 'proxy-operator-proxies', image: 'ubuntu/squid:6.1' },
+      },
     ]);
   });
 
@@ -81,11 +92,27 @@ providers:
     ['broken YAML', 'providers: [', 'providers.yaml: invalid YAML:'],
     ['no providers key', 'other: 1', 'providers.yaml: providers: required list of provider entries'],
     ['providers not a list', 'providers: {}', 'providers.yaml: providers: required list of provider entries'],
-    ['an unknown top-level key', 'providers: []\nextra: 1', 'providers.yaml: extra: unknown key (allowed: providers)'],
-    ['an entry that is not a mapping', 'providers: [mock]', 'providers.yaml: providers[0]: must be a mapping with name and type'],
+    [
+      'an unknown top-level key',
+      'providers: []\nextra: 1',
+      'providers.yaml: extra: unknown key (allowed: providers)',
+    ],
+    [
+      'an entry that is not a mapping',
+      'providers: [mock]',
+      'providers.yaml: providers[0]: must be a mapping with name and type',
+    ],
     ['a missing name', 'providers:\n  - type: mock', 'providers.yaml: providers[0]: name: required string'],
-    ['a name of the wrong type', 'providers:\n  - name: 7\n    type: mock', 'providers.yaml: providers[0]: name: must be a non-empty string, got 7'],
-    ['a name that is not DNS-label shaped', 'providers:\n  - name: GCP_EU\n    type: gcp', 'providers.yaml: providers[0] (GCP_EU): name: "GCP_EU" must be lowercase'],
+    [
+      'a name of the wrong type',
+      'providers:\n  - name: 7\n    type: mock',
+      'providers.yaml: providers[0]: name: must be a non-empty string, got 7',
+    ],
+    [
+      'a name that is not DNS-label shaped',
+      'providers:\n  - name: GCP_EU\n    type: gcp',
+      'providers.yaml: providers[0] (GCP_EU): name: "GCP_EU" must be lowercase',
+    ],
     ['a missing type', 'providers:\n  - name: x', 'providers.yaml: providers[0] (x): type: required string'],
     [
       'an unknown type',
@@ -98,7 +125,7 @@ providers:
       'providers.yaml: providers[1] (a): name: duplicate name "a" (also providers[0])',
     ],
     [
-      'another type\'s block',
+      "another type's block",
       'providers:\n  - name: m\n    type: mock\n    gcp: { project: x }',
       'providers.yaml: providers[0] (m): gcp: unknown key (allowed: mock, name, type)',
     ],
@@ -127,13 +154,41 @@ providers:
       'providers:\n  - name: g\n    type: gcp\n    gcp: { project: p, networkTags: [ok, Not_OK] }',
       'providers.yaml: providers[0] (g): gcp.networkTags[1]: "Not_OK" is not a valid network tag (RFC 1035)',
     ],
-    ['a gcp block that is a list', 'providers:\n  - name: g\n    type: gcp\n    gcp: [p]', 'providers.yaml: providers[0] (g): gcp: must be a mapping, got a list'],
-    ['negative provisioning time', entry('    mock: { provisioningSeconds: -1 }'), 'providers.yaml: providers[0] (mock): mock.provisioningSeconds: must be a number >= 0, got -1'],
-    ['serveTraffic as a string', entry('    mock: { serveTraffic: "yes" }'), 'providers.yaml: providers[0] (mock): mock.serveTraffic: must be true or false, got "yes"'],
-    ['a bad ipRange', entry('    mock: { ipRange: 10.0.0.0 }'), 'providers.yaml: providers[0] (mock): mock.ipRange: "10.0.0.0" must be an IPv4 CIDR'],
-    ['an unknown fault kind', entry('    mock: { faults: { create: { kind: boom } } }'), 'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, got "boom"'],
-    ['a fault count of zero', entry('    mock: { faults: { get: { kind: quota, count: 0 } } }'), 'providers.yaml: providers[0] (mock): mock.faults.get.count: must be an integer >= 1, got 0'],
-    ['a fault for an unknown operation', entry('    mock: { faults: { update: { kind: quota } } }'), 'providers.yaml: providers[0] (mock): mock.faults.update: unknown key'],
+    [
+      'a gcp block that is a list',
+      'providers:\n  - name: g\n    type: gcp\n    gcp: [p]',
+      'providers.yaml: providers[0] (g): gcp: must be a mapping, got a list',
+    ],
+    [
+      'negative provisioning time',
+      entry('    mock: { provisioningSeconds: -1 }'),
+      'providers.yaml: providers[0] (mock): mock.provisioningSeconds: must be a number >= 0, got -1',
+    ],
+    [
+      'serveTraffic as a string',
+      entry('    mock: { serveTraffic: "yes" }'),
+      'providers.yaml: providers[0] (mock): mock.serveTraffic: must be true or false, got "yes"',
+    ],
+    [
+      'a bad ipRange',
+      entry('    mock: { ipRange: 10.0.0.0 }'),
+      'providers.yaml: providers[0] (mock): mock.ipRange: "10.0.0.0" must be an IPv4 CIDR',
+    ],
+    [
+      'an unknown fault kind',
+      entry('    mock: { faults: { create: { kind: boom } } }'),
+      'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, got "boom"',
+    ],
+    [
+      'a fault count of zero',
+      entry('    mock: { faults: { get: { kind: quota, count: 0 } } }'),
+      'providers.yaml: providers[0] (mock): mock.faults.get.count: must be an integer >= 1, got 0',
+    ],
+    [
+      'a fault for an unknown operation',
+      entry('    mock: { faults: { update: { kind: quota } } }'),
+      'providers.yaml: providers[0] (mock): mock.faults.update: unknown key',
+    ],
     [
       'a bad namespace',
       'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { namespace: Proxies }',
@@ -161,7 +216,9 @@ providers:
     it('names the file by its path in errors', async () => {
       const path = join(dir, 'bad.yaml');
       await writeFile(path, 'providers:\n  - name: x\n    type: nope\n');
-      await expect(registry.load(path)).rejects.toThrow(`${path}: providers[0] (x): type: unknown type "nope"`);
+      await expect(registry.load(path)).rejects.toThrow(
+        `${path}: providers[0] (x): type: unknown type "nope"`,
+      );
     });
 
     it('reports a missing file as a config error', async () => {

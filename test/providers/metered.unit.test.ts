@@ -7,7 +7,11 @@ import {
   TransientError,
   type ProviderErrorContext,
 } from '../../providers/errors.js';
-import { MeteredProvider, PROVIDER_REQUESTS_METRIC, providerRequestsCounter } from '../../providers/metered.js';
+import {
+  MeteredProvider,
+  PROVIDER_REQUESTS_METRIC,
+  providerRequestsCounter,
+} from '../../providers/metered.js';
 
 const ctx: ProviderErrorContext = { provider: 'p', operation: 'get' };
 
@@ -50,7 +54,11 @@ describe('MeteredProvider', () => {
     ['error', new Error('a provider forgot to map this')],
   ])('counts a call that ends %s under result=%s', async (result, outcome) => {
     const registry = new Registry();
-    const metered = new MeteredProvider(new ScriptedProvider(() => outcome), 'gcp-eu', providerRequestsCounter(registry));
+    const metered = new MeteredProvider(
+      new ScriptedProvider(() => outcome),
+      'gcp-eu',
+      providerRequestsCounter(registry),
+    );
     await metered.get('id-1').catch(() => undefined);
     expect(await counterValue(registry, { provider: 'gcp-eu', op: 'get', result })).toBe(1);
   });
@@ -59,7 +67,11 @@ describe('MeteredProvider', () => {
     const registry = new Registry();
     const boom = new TransientError('x', ctx);
     let fail = false;
-    const metered = new MeteredProvider(new ScriptedProvider(() => (fail ? boom : undefined)), 'mock', providerRequestsCounter(registry));
+    const metered = new MeteredProvider(
+      new ScriptedProvider(() => (fail ? boom : undefined)),
+      'mock',
+      providerRequestsCounter(registry),
+    );
     await expect(metered.create(req)).resolves.toBe('id-1');
     await expect(metered.delete('id-1')).resolves.toBeUndefined();
     await expect(metered.listByTag()).resolves.toEqual([]);

@@ -17,7 +17,12 @@ describe('GCP errors → taxonomy', () => {
     ['429', gax(8, 429, 'Too Many Requests'), 'get', 'Transient'],
     ['403 rateLimitExceeded', gax(7, 403, 'Rate Limit Exceeded: rateLimitExceeded'), 'insert', 'Transient'],
     ['403 userRateLimitExceeded', http(403, 'userRateLimitExceeded'), 'list', 'Transient'],
-    ['403 quota', gax(7, 403, "Quota 'CPUS' exceeded. Limit: 8.0 in region europe-west1."), 'insert', 'QuotaExceeded'],
+    [
+      '403 quota',
+      gax(7, 403, "Quota 'CPUS' exceeded. Limit: 8.0 in region europe-west1."),
+      'insert',
+      'QuotaExceeded',
+    ],
     ['QUOTA_EXCEEDED in the message', gax(8, 403, 'QUOTA_EXCEEDED'), 'insert', 'QuotaExceeded'],
     ['ZONE_RESOURCE_POOL_EXHAUSTED', gax(8, 503, 'ZONE_RESOURCE_POOL_EXHAUSTED'), 'insert', 'QuotaExceeded'],
     ['other 403', gax(7, 403, 'Required permission compute.instances.create'), 'insert', 'Permanent'],

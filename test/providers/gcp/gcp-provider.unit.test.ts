@@ -1,7 +1,12 @@
 import { pino } from 'pino';
 import type { CreateRequest } from '../../../providers/contract.js';
 import { isNotFound, isPermanent, isQuotaExceeded, isTransient } from '../../../providers/errors.js';
-import type { ComputeApi, GcpInstance, GcpOperation, InstanceRef } from '../../../providers/gcp/compute-api.js';
+import type {
+  ComputeApi,
+  GcpInstance,
+  GcpOperation,
+  InstanceRef,
+} from '../../../providers/gcp/compute-api.js';
 import { GCP_DEFAULTS } from '../../../providers/gcp/config.js';
 import { GcpProvider } from '../../../providers/gcp/gcp-provider.js';
 import { instanceName } from '../../../providers/naming.js';
@@ -31,11 +36,16 @@ class FakeCompute implements ComputeApi {
   async insert(req: { project: string; zone: string; instanceResource: GcpInstance }) {
     this.enter('insert', req);
     const name = req.instanceResource.name!;
-    if (this.vms.has(name)) throw Object.assign(new Error('already exists'), { code: 10, httpStatusCode: 409 });
+    if (this.vms.has(name))
+      throw Object.assign(new Error('already exists'), { code: 10, httpStatusCode: 409 });
     const operation = `operation-${++this.seq}`;
     this.operations.set(operation, { name: operation, status: 'RUNNING' });
     if (this.visibleOnInsert) {
-      this.vms.set(name, { ...req.instanceResource, zone: `projects/${req.project}/zones/${req.zone}`, status: 'PROVISIONING' });
+      this.vms.set(name, {
+        ...req.instanceResource,
+        zone: `projects/${req.project}/zones/${req.zone}`,
+        status: 'PROVISIONING',
+      });
     }
     return { operation };
   }
@@ -47,7 +57,8 @@ class FakeCompute implements ComputeApi {
   }
   async delete(ref: InstanceRef) {
     this.enter('delete', ref);
-    if (!this.vms.delete(ref.instance)) throw Object.assign(new Error('not found'), { code: 5, httpStatusCode: 404 });
+    if (!this.vms.delete(ref.instance))
+      throw Object.assign(new Error('not found'), { code: 5, httpStatusCode: 404 });
     return { operation: `delete-${++this.seq}` };
   }
   async aggregatedList(req: { project: string; filter: string }) {
@@ -69,7 +80,11 @@ const request: CreateRequest = {
   uid: UID,
   owner: 'fleet/eu-1',
   port: 3128,
-  placement: { zone: 'europe-west1-b', machineType: 'e2-small', image: 'projects/debian-cloud/global/images/family/debian-12' },
+  placement: {
+    zone: 'europe-west1-b',
+    machineType: 'e2-small',
+    image: 'projects/debian-cloud/global/images/family/debian-12',
+  },
 };
 
 function setup() {
@@ -106,17 +121,30 @@ describe('the GCP provider', () => {
     expect(api.vms.size).toBe(1);
   });
 
-  it.each(['zone', 'machineType', 'image'] as const)('fails Permanent, naming placement.%s, when it is missing', async (field) => {
-    const { api, provider } = setup();
-    const err = await caught(provider.create({ ...request, placement: { ...request.placement, [field]: undefined } }));
-    expect(isPermanent(err)).toBe(true);
-    expect((err as Error).message).toContain(`placement.${field} is required`);
-    expect(api.calls).toEqual([]);
-  });
+  it.each(['zone', 'machineType', 'image'] as const)(
+    'fails Permanent, naming placement.%s, when it is missing',
+    async (field) => {
+      const { api, provider } = setup();
+      const err = await caught(
+        provider.create({ ...request, placement: { ...request.placement, [field]: undefined } }),
+      );
+      expect(isPermanent(err)).toBe(true);
+      expect((err as Error).message).toContain(`placement.${field} is required`);
+      expect(api.calls).toEqual([]);
+    },
+  );
 
   it.each([
-    ['a 400 (bad image)', Object.assign(new Error('Invalid value for field image'), { code: 3, httpStatusCode: 400 }), isPermanent],
-    ['a 403 quota', Object.assign(new Error("Quota 'CPUS' exceeded"), { code: 7, httpStatusCode: 403 }), isQuotaExceeded],
+    [
+      'a 400 (bad image)',
+      Object.assign(new Error('Invalid value for field image'), { code: 3, httpStatusCode: 400 }),
+      isPermanent,
+    ],
+    [
+      'a 403 quota',
+      Object.assign(new Error("Quota 'CPUS' exceeded"), { code: 7, httpStatusCode: 403 }),
+      isQuotaExceeded,
+    ],
     ['a 503', Object.assign(new Error('backend error'), { code: 14, httpStatusCode: 503 }), isTransient],
   ])('maps an insert failing with %s into the taxonomy, keeping the cause', async (_case, failure, guard) => {
     const { api, provider } = setup();
@@ -142,7 +170,10 @@ describe('the GCP provider', () => {
       uid: UID,
       createdAt: new Date('2026-01-01T00:00:00Z'),
     });
-    expect(api.calls.at(-1)).toEqual({ method: 'get', req: { project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME } });
+    expect(api.calls.at(-1)).toEqual({
+      method: 'get',
+      req: { project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME },
+    });
   });
 
   it('says NotFound for an instance it never created', async () => {
@@ -161,7 +192,12 @@ describe('the GCP provider', () => {
       const { api, provider } = setup();
       api.visibleOnInsert = false;
       await provider.create(request);
-      await expect(provider.get(ID)).resolves.toMatchObject({ id: ID, state: 'Provisioning', ip: '', uid: UID });
+      await expect(provider.get(ID)).resolves.toMatchObject({
+        id: ID,
+        state: 'Provisioning',
+        ip: '',
+        uid: UID,
+      });
       expect(api.calls.at(-1)).toEqual({
         method: 'getZoneOperation',
         req: { project: 'crawl-prod', zone: 'europe-west1-b', operation: 'operation-1' },
@@ -172,16 +208,22 @@ describe('the GCP provider', () => {
       ['ZONE_RESOURCE_POOL_EXHAUSTED', isQuotaExceeded],
       ['QUOTA_EXCEEDED', isQuotaExceeded],
       ['RESOURCE_NOT_FOUND', isPermanent],
-    ])('surfaces an operation failing with %s once, then is NotFound so the caller re-creates', async (code, guard) => {
-      const { api, provider } = setup();
-      api.visibleOnInsert = false;
-      await provider.create(request);
-      api.operations.set('operation-1', { status: 'DONE', error: { errors: [{ code, message: 'in europe-west1-b' }] } });
-      const err = await caught(provider.get(ID));
-      expect(guard(err)).toBe(true);
-      expect((err as Error).message).toContain(`${code}: in europe-west1-b`);
-      expect(isNotFound(await caught(provider.get(ID)))).toBe(true);
-    });
+    ])(
+      'surfaces an operation failing with %s once, then is NotFound so the caller re-creates',
+      async (code, guard) => {
+        const { api, provider } = setup();
+        api.visibleOnInsert = false;
+        await provider.create(request);
+        api.operations.set('operation-1', {
+          status: 'DONE',
+          error: { errors: [{ code, message: 'in europe-west1-b' }] },
+        });
+        const err = await caught(provider.get(ID));
+        expect(guard(err)).toBe(true);
+        expect((err as Error).message).toContain(`${code}: in europe-west1-b`);
+        expect(isNotFound(await caught(provider.get(ID)))).toBe(true);
+      },
+    );
 
     it('becomes QuotaExceeded when the VM stays invisible past createTimeoutMinutes', async () => {
       const { api, provider, clock } = setup();
@@ -216,7 +258,10 @@ describe('the GCP provider', () => {
     const { api, provider } = setup();
     await provider.create(request);
     await provider.delete(ID);
-    expect(api.calls.at(-1)).toEqual({ method: 'delete', req: { project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME } });
+    expect(api.calls.at(-1)).toEqual({
+      method: 'delete',
+      req: { project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME },
+    });
     await expect(provider.delete(ID)).resolves.toBeUndefined();
   });
 
@@ -229,7 +274,11 @@ describe('the GCP provider', () => {
   it('lists tagged instances across zones with the managed-label filter', async () => {
     const { api, provider } = setup();
     await provider.create(request);
-    await provider.create({ ...request, uid: 'other', placement: { ...request.placement, zone: 'us-east1-c' } });
+    await provider.create({
+      ...request,
+      uid: 'other',
+      placement: { ...request.placement, zone: 'us-east1-c' },
+    });
     const listed = await provider.listByTag();
     expect(api.calls.at(-1)).toEqual({
       method: 'aggregatedList',

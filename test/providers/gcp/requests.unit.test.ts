@@ -41,7 +41,10 @@ describe('the GCP insert request', () => {
           },
         ],
         networkInterfaces: [
-          { network: 'global/networks/default', accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT' }] },
+          {
+            network: 'global/networks/default',
+            accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT' }],
+          },
         ],
         tags: { items: ['proxy', 'squid'] },
         labels: { 'proxy-operator-uid': UID, 'proxy-operator-managed': 'true' },
@@ -55,11 +58,15 @@ describe('the GCP insert request', () => {
     ['egress', 'global/networks/egress'],
     ['projects/host/global/networks/shared', 'projects/host/global/networks/shared'],
   ])('uses network %s as %s', (network, url) => {
-    expect(buildInsert(request, { ...settings, network }).instanceResource.networkInterfaces![0].network).toBe(url);
+    expect(
+      buildInsert(request, { ...settings, network }).instanceResource.networkInterfaces![0].network,
+    ).toBe(url);
   });
 
   it('sends no metadata items without cloud-init', () => {
-    expect(buildInsert({ ...request, cloudInit: undefined }, settings).instanceResource.metadata).toEqual({ items: [] });
+    expect(buildInsert({ ...request, cloudInit: undefined }, settings).instanceResource.metadata).toEqual({
+      items: [],
+    });
   });
 
   it.each([

@@ -28,8 +28,10 @@ async function listen(server: Server): Promise<Target> {
 
 /** An HTTP server answering "<scheme> <method> <path>" with status 200. */
 export function startTarget(scheme: 'http' | 'https', tls?: { key: string; cert: string }): Promise<Target> {
-  const handler = (req: { method?: string; url?: string }, res: { writeHead(s: number): { end(b: string): void } }) =>
-    res.writeHead(200).end(`${scheme} ${req.method} ${req.url}`);
+  const handler = (
+    req: { method?: string; url?: string },
+    res: { writeHead(s: number): { end(b: string): void } },
+  ) => res.writeHead(200).end(`${scheme} ${req.method} ${req.url}`);
   return listen(scheme === 'https' ? createHttpsServer(tls!, handler) : createHttpServer(handler));
 }
 
@@ -39,12 +41,31 @@ export function selfSignedCert(): { key: string; cert: string } {
   try {
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
       { stdio: 'ignore' },
     );
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+    return {
+      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+      cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -58,21 +79,35 @@ export interface ProxyAddress {
 /** GET an http:// URL the way a crawler does through a proxy: absolute URI to the proxy. */
 export function getViaProxy(proxy: ProxyAddress, url: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: proxy.host, port: proxy.port, method: 'GET', path: url, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = httpRequest(
+      { host: proxy.host, port: proxy.port, method: 'GET', path: url, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
 
 /** GET https://127.0.0.1:<port><path> through a CONNECT tunnel, verifying the target's certificate. */
-export function getViaTunnel(proxy: ProxyAddress, port: number, path: string, ca: string): Promise<{ status: number; body: string }> {
+export function getViaTunnel(
+  proxy: ProxyAddress,
+  port: number,
+  path: string,
+  ca: string,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const connectReq = httpRequest({ host: proxy.host, port: proxy.port, method: 'CONNECT', path: `127.0.0.1:${port}`, agent: false });
+    const connectReq = httpRequest({
+      host: proxy.host,
+      port: proxy.port,
+      method: 'CONNECT',
+      path: `127.0.0.1:${port}`,
+      agent: false,
+    });
     connectReq.on('error', reject);
     connectReq.on('connect', (res, socket) => {
       if (res.statusCode !== 200) {

@@ -1,6 +1,12 @@
 import { pino } from 'pino';
 import type { CreateRequest } from '../../../providers/contract.js';
-import { isNotFound, isPermanent, isQuotaExceeded, isTransient, type ProviderOperation } from '../../../providers/errors.js';
+import {
+  isNotFound,
+  isPermanent,
+  isQuotaExceeded,
+  isTransient,
+  type ProviderOperation,
+} from '../../../providers/errors.js';
 import { MOCK_DEFAULTS, type MockSettings } from '../../../providers/mock/config.js';
 import type { FaultKind } from '../../../providers/mock/faults.js';
 import { MockProvider } from '../../../providers/mock/mock-provider.js';
@@ -18,7 +24,12 @@ class FakeClock {
 }
 
 function mock(settings: Partial<MockSettings> = {}, clock = new FakeClock()) {
-  const provider = new MockProvider({ name: 'mock', settings: { ...MOCK_DEFAULTS, faults: {}, ...settings }, logger, clock });
+  const provider = new MockProvider({
+    name: 'mock',
+    settings: { ...MOCK_DEFAULTS, faults: {}, ...settings },
+    logger,
+    clock,
+  });
   return { provider, clock };
 }
 
@@ -117,23 +128,30 @@ describe('the mock provider', () => {
 
     const ops: ProviderOperation[] = ['create', 'get', 'delete', 'listByTag'];
     const call = (p: MockProvider, op: ProviderOperation, id: string) =>
-      op === 'create' ? p.create(req('u')) : op === 'get' ? p.get(id) : op === 'delete' ? p.delete(id) : p.listByTag();
+      op === 'create'
+        ? p.create(req('u'))
+        : op === 'get'
+          ? p.get(id)
+          : op === 'delete'
+            ? p.delete(id)
+            : p.listByTag();
 
-    it.each(ops.flatMap((op) => (['quota', 'transient', 'permanent'] as const).map((kind) => [op, kind] as const)))(
-      'injectFault(%s, %s) fails that operation once, then it works again',
-      async (op, kind) => {
-        const { provider } = mock();
-        const id = await provider.create(req('u'));
-        provider.injectFault(op, kind);
-        const err = await caught(call(provider, op, id));
-        expect(GUARDS[kind](err)).toBe(true);
-        expect(err).toMatchObject({ provider: 'mock', operation: op });
-        await call(provider, op, id);
-      },
-    );
+    it.each(
+      ops.flatMap((op) => (['quota', 'transient', 'permanent'] as const).map((kind) => [op, kind] as const)),
+    )('injectFault(%s, %s) fails that operation once, then it works again', async (op, kind) => {
+      const { provider } = mock();
+      const id = await provider.create(req('u'));
+      provider.injectFault(op, kind);
+      const err = await caught(call(provider, op, id));
+      expect(GUARDS[kind](err)).toBe(true);
+      expect(err).toMatchObject({ provider: 'mock', operation: op });
+      await call(provider, op, id);
+    });
 
     it('starts with the faults from its config', async () => {
-      const { provider } = mock({ faults: { create: { kind: 'quota', count: 1 }, listByTag: { kind: 'transient', count: 2 } } });
+      const { provider } = mock({
+        faults: { create: { kind: 'quota', count: 1 }, listByTag: { kind: 'transient', count: 2 } },
+      });
       expect(isQuotaExceeded(await caught(provider.create(req('u'))))).toBe(true);
       expect(isTransient(await caught(provider.listByTag()))).toBe(true);
       expect(isTransient(await caught(provider.listByTag()))).toBe(true);

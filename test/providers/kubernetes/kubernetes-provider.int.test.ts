@@ -1,0 +1,138 @@
+import { CoreV1Api, type V1PodStatus } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { KubernetesProvider } from '../../../providers/kubernetes/kubernetes-provider.js';
+import { isNotFound, isPermanent } from '../../../providers/errors.js';
+import { instanceName } from '../../../providers/naming.js';
+import { testKubeConfig, uniqueName } from '../../harness/kube.js';
+import { caught } from '../caught.js';
+
+const logger = pino({ level: 'silent' });
+
+async function eventually<T>(
+  probe: () => Promise<T>,
+  ok: (v: T) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; last value ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('the kubernetes provider against a real API server', () => {
+  const core = testKubeConfig().makeApiClient(CoreV1Api);
+  const namespace = uniqueName('providers-k8s');
+  const provider = new KubernetesProvider({
+    name: 'kubernetes',
+    settings: { namespace, image: 'ubuntu/squid' },
+    core,
+    logger,
+  });
+  const request = (uid: string) => ({ uid, owner: `${namespace}/proxy-a`, port: 3128, placement: {} });
+
+  /**
+   * No kubelet runs here, so Pods never start: the test plays the kubelet and writes the
+   * Pod's status through the status subresource.
+   */
+  async function setPodStatus(name: string, status: V1PodStatus) {
+    const pod = await core.readNamespacedPod({ name, namespace });
+    pod.status = status;
+    await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+  }
+
+  beforeAll(async () => {
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  });
+  afterAll(async () => {
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  });
+
+  it('runs a proxy Pod through its whole lifecycle', async () => {
+    const uid = '11111111-2222-4333-8444-555555555555';
+    const name = instanceName(uid);
+
+    const id = await provider.create(request(uid));
+    expect(id).toBe(`${namespace}/${name}`);
+    const pod = await core.readNamespacedPod({ name, namespace });
+    expect(pod.metadata?.labels).toMatchObject({
+      'proxy-operator-uid': uid,
+      'proxy-operator-managed': 'true',
+    });
+    expect(pod.spec?.containers[0]).toMatchObject({
+      image: 'ubuntu/squid',
+      ports: [{ containerPort: 3128 }],
+    });
+    expect(await provider.get(id)).toMatchObject({ id, uid, state: 'Provisioning', ip: '' });
+
+    // A repeated create after a simulated crash (409 AlreadyExists) returns the same Pod.
+    await expect(provider.create(request(uid))).resolves.toBe(id);
+    expect((await provider.listByTag()).map((i) => i.id)).toEqual([id]);
+
+    await setPodStatus(name, {
+      phase: 'Running',
+      podIP: '10.244.0.7',
+      podIPs: [{ ip: '10.244.0.7' }],
+      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date() }],
+    });
+    expect(await provider.get(id)).toMatchObject({ state: 'Running', ip: '10.244.0.7', uid });
+
+    await setPodStatus(name, { phase: 'Failed', podIP: '10.244.0.7', podIPs: [{ ip: '10.244.0.7' }] });
+    expect((await provider.get(id)).state).toBe('Terminated');
+
+    await provider.delete(id);
+    await eventually(
+      () => caught(provider.get(id)),
+      (err) => isNotFound(err),
+      'the deleted Pod to be gone',
+    );
+    await expect(provider.delete(id)).resolves.toBeUndefined();
+  });
+
+  it('lists only the Pods it labelled', async () => {
+    await core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'unrelated' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+    });
+    const uid = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+    const id = await provider.create(request(uid));
+    const listed = await provider.listByTag();
+    expect(listed.map((i) => [i.id, i.uid])).toEqual([[id, uid]]);
+    expect(listed[0].createdAt.getTime()).toBeGreaterThan(Date.now() - 10 * 60_000);
+    await provider.delete(id);
+  });
+
+  it('refuses to adopt a Pod of that name owned by another Proxy', async () => {
+    const uid = '99999999-8888-4777-8666-555555555555';
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: instanceName(uid), labels: { 'proxy-operator-uid': 'someone-else' } },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      },
+    });
+    const err = await caught(provider.create(request(uid)));
+    expect(isPermanent(err)).toBe(true);
+    expect((err as Error).message).toContain('already exists for another Proxy');
+  });
+
+  it('fails Permanent, naming the namespace, when the namespace does not exist', async () => {
+    const orphan = new KubernetesProvider({
+      name: 'kubernetes',
+      settings: { namespace: 'no-such-namespace', image: 'ubuntu/squid' },
+      core,
+      logger,
+    });
+    const err = await caught(orphan.create(request('12345678-1234-4123-8123-123456789012')));
+    expect(isPermanent(err)).toBe(true);
+    expect((err as Error).message).toContain('namespace "no-such-namespace" does not exist');
+  });
+
+  it('says NotFound for a Pod that never existed', async () => {
+    expect(isNotFound(await caught(provider.get(`${namespace}/proxy-000000000000`)))).toBe(true);
+  });
+});
