@@ -104,7 +104,7 @@ export class Informer {
   private async list(signal: AbortSignal): Promise<void> {
     const seen = new Map<string, KubeObject>();
     let cont: string | undefined;
-    let rv = '';
+    let rv: string;
     do {
       const page = await this.client.request<{
         metadata: { resourceVersion: string; continue?: string };

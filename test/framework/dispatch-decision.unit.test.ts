@@ -1,0 +1,42 @@
+import { decideCause, stateAnnotations } from '../../framework/core/dispatcher.js';
+import type { KubeObject } from '../../framework/index.js';
+
+const marks = stateAnnotations('test.example.com');
+
+function obj(generation: number, annotations: Record<string, string> = {}): KubeObject {
+  return { metadata: { name: 'w', namespace: 'ns', uid: 'u', generation, annotations } };
+}
+
+describe('decideCause: the cause comes from the object, never from in-memory history', () => {
+  it.each([
+    ['no marker', obj(1), { seen: false, triggered: false }, 'create'],
+    ['no marker, seen before (a failed create is retried)', obj(1), { seen: true, triggered: false }, 'create'],
+    ['marker behind generation', obj(3, { [marks.handled]: '2' }), { seen: true, triggered: false }, 'update'],
+    ['marker behind generation, first sight', obj(3, { [marks.handled]: '2' }), { seen: false, triggered: false }, 'update'],
+    ['marker current, first sight in this process', obj(3, { [marks.handled]: '3' }), { seen: false, triggered: false }, 'resume'],
+    ['marker current, already seen (e.g. own status write)', obj(3, { [marks.handled]: '3' }), { seen: true, triggered: false }, undefined],
+    ['marker current, triggered by a watched object', obj(3, { [marks.handled]: '3' }), { seen: true, triggered: true }, 'update'],
+    [
+      'permanent failure at this generation',
+      obj(3, { [marks.handled]: '2', [marks.permanentFailure]: '3' }),
+      { seen: false, triggered: true },
+      undefined,
+    ],
+    [
+      'permanent failure at an older generation',
+      obj(4, { [marks.handled]: '2', [marks.permanentFailure]: '3' }),
+      { seen: true, triggered: false },
+      'update',
+    ],
+    ['permanent failure of a create', obj(1, { [marks.permanentFailure]: '1' }), { seen: false, triggered: false }, undefined],
+  ])('%s → %p', (_case, object, state, expected) => {
+    expect(decideCause(object, marks, state)).toBe(expected);
+  });
+
+  it('names its two annotations under the prefix', () => {
+    expect(marks).toEqual({
+      handled: 'test.example.com/last-handled-generation',
+      permanentFailure: 'test.example.com/permanent-failure-generation',
+    });
+  });
+});
