@@ -7,13 +7,12 @@ import type { ComputeApi, GcpInstance, GcpOperation, InstanceRef } from './compu
  * the library's default is 600 s, and insert/delete are never retried by it.
  */
 export class GoogleComputeApi implements ComputeApi {
-  private readonly instances: InstancesClient;
-  private readonly operations: ZoneOperationsClient;
-
-  constructor(private readonly timeoutMs: number) {
-    this.instances = new InstancesClient();
-    this.operations = new ZoneOperationsClient();
-  }
+  /** The clients default to ADC-authenticated ones; tests pass stand-ins. */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly instances: InstancesClient = new InstancesClient(),
+    private readonly operations: ZoneOperationsClient = new ZoneOperationsClient(),
+  ) {}
 
   async insert(req: {
     project: string;
