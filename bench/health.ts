@@ -1,0 +1,342 @@
+// Benchmark: the health engine probing N proxies on loopback, beside a naive baseline (one
+// setInterval + ProxyAgent per proxy) measured in the same run.
+//
+//   npm run build && node build/bench/health.js [--seconds=120] [--proxies=1000] [--interval=10]
+//   (or BENCH_SECONDS / BENCH_PROXIES / BENCH_INTERVAL)
+//
+// The proxies and the HTTPS target live in a CHILD process so the CPU figures below are the
+// prober's alone. A few proxies lose egress and regain it periodically, so transitions happen.
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { ProxyAgent } from 'undici';
+import { HealthEngine } from '../health/health-engine.js';
+import { percentile } from '../health/scheduling-stats.js';
+import type { ProbeTarget } from '../health/probe-target.js';
+
+interface Settings {
+  seconds: number;
+  proxies: number;
+  intervalSeconds: number;
+  flakyFraction: number;
+  flapSeconds: number;
+}
+
+interface Cert {
+  key: string;
+  cert: string;
+}
+
+interface FleetReady {
+  ports: number[];
+  targetURL: string;
+}
+
+interface PhaseResult {
+  name: string;
+  cpuPercentOfOneCore: number;
+  eventLoopDelayP99Millis: number;
+  latenessP99Millis: number;
+  probesPerSecond: number;
+  statusWritesPerMinute: number;
+  /** Status writes per minute not counting each proxy's first verdict (the startup burst). */
+  steadyWritesPerMinute: number;
+  cpuMillisPerProbe: number;
+}
+
+function setting(flag: string, env: string, fallback: number): number {
+  const arg = process.argv.find((a) => a.startsWith(`--${flag}=`));
+  const raw = arg ? arg.slice(flag.length + 3) : process.env[env];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`--${flag} / ${env} must be a positive number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function settings(): Settings {
+  return {
+    seconds: setting('seconds', 'BENCH_SECONDS', 120),
+    proxies: Math.round(setting('proxies', 'BENCH_PROXIES', 1000)),
+    intervalSeconds: setting('interval', 'BENCH_INTERVAL', 10),
+    flakyFraction: 0.02,
+    flapSeconds: 30,
+  };
+}
+
+function makeCert(): Cert {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-health-'));
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-subj',
+        '/CN=localhost',
+        '-days',
+        '1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'k.pem'),
+        '-out',
+        join(dir, 'c.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    return { key: readFileSync(join(dir, 'k.pem'), 'utf8'), cert: readFileSync(join(dir, 'c.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- child: the fleet
+
+async function runFleet(
+  cert: Cert,
+  count: number,
+  flakyFraction: number,
+  flapSeconds: number,
+): Promise<FleetReady> {
+  const target = https.createServer({ key: cert.key, cert: cert.cert }, (_req, res) =>
+    res.writeHead(204).end(),
+  );
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  const targetPort = (target.address() as net.AddressInfo).port;
+  const egress: boolean[] = new Array<boolean>(count).fill(true);
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const server = http.createServer((_req, res) => res.writeHead(405).end());
+    server.on('connect', (req: http.IncomingMessage, socket: net.Socket) => {
+      socket.on('error', () => undefined);
+      socket.on('end', () => socket.destroy());
+      if (!egress[i]) return void socket.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');
+      const [host, port] = (req.url ?? '').split(':');
+      const upstream = net.connect(Number(port), host, () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.pipe(socket);
+        socket.pipe(upstream);
+      });
+      upstream.on('error', () => socket.destroy());
+      socket.on('close', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    ports.push((server.address() as net.AddressInfo).port);
+  }
+  const flaky = Math.round(count * flakyFraction);
+  setInterval(() => {
+    for (let i = 0; i < flaky; i++) egress[i] = !egress[i];
+  }, flapSeconds * 1000);
+  return { ports, targetURL: `https://127.0.0.1:${targetPort}/generate_204` };
+}
+
+// ---------------------------------------------------------------- parent: measuring
+
+function startFleet(cert: Cert, s: Settings): Promise<{ child: ChildProcess; fleet: FleetReady }> {
+  const child = fork(fileURLToPath(import.meta.url), ['--fleet'], { execArgv: process.execArgv });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`fleet process exited early with ${code}`)));
+    child.once('message', (fleet) => resolve({ child, fleet: fleet as FleetReady }));
+    child.send({ cert, count: s.proxies, flakyFraction: s.flakyFraction, flapSeconds: s.flapSeconds });
+  });
+}
+
+interface Counters {
+  probes(): number;
+  /** Shown in progress lines: how many proxies look fine right now. */
+  fine(): string;
+  statusWrites(): number;
+  steadyWrites(): number;
+  lateness(): number[];
+}
+
+async function measure(name: string, s: Settings, counters: Counters): Promise<PhaseResult> {
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const cpuStart = process.cpuUsage();
+  const started = Date.now();
+  const progress = setInterval(() => {
+    const elapsed = (Date.now() - started) / 1000;
+    process.stdout.write(
+      `  [${name}] ${elapsed.toFixed(0)}s/${s.seconds}s probes=${counters.probes()} ${counters.fine()} status-writes=${counters.statusWrites()}\n`,
+    );
+  }, 10_000);
+  await new Promise((resolve) => setTimeout(resolve, s.seconds * 1000));
+  clearInterval(progress);
+  loopDelay.disable();
+  const cpu = process.cpuUsage(cpuStart);
+  const wallSeconds = (Date.now() - started) / 1000;
+  const probes = counters.probes();
+  return {
+    name,
+    cpuPercentOfOneCore: ((cpu.user + cpu.system) / 1e6 / wallSeconds) * 100,
+    eventLoopDelayP99Millis: loopDelay.percentile(99) / 1e6,
+    latenessP99Millis: percentile(counters.lateness(), 99),
+    probesPerSecond: probes / wallSeconds,
+    statusWritesPerMinute: counters.statusWrites() / (wallSeconds / 60),
+    steadyWritesPerMinute: counters.steadyWrites() / (wallSeconds / 60),
+    cpuMillisPerProbe: probes === 0 ? Number.NaN : (cpu.user + cpu.system) / 1000 / probes,
+  };
+}
+
+async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<PhaseResult> {
+  const engine = new HealthEngine({
+    // Transition logging is part of the real cost, so it stays on (into /dev/null).
+    logger: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false })),
+    registry: new Registry(),
+    tls: { ca: cert.cert },
+  });
+  const targets: ProbeTarget[] = fleet.ports.map((port, i) => ({
+    key: `bench/proxy-${i}`,
+    host: '127.0.0.1',
+    port,
+    probeURL: fleet.targetURL,
+    intervalSeconds: s.intervalSeconds,
+    timeoutSeconds: 5,
+    failureThreshold: 3,
+    successThreshold: 1,
+    expectedStatusCodes: [204, 200],
+  }));
+  const seen = new Set<string>();
+  let steadyWrites = 0;
+  engine.onTransition((key) => {
+    if (seen.has(key)) steadyWrites++;
+    else seen.add(key);
+  });
+  for (const t of targets) engine.upsert(t);
+  engine.start();
+  const result = await measure('engine', s, {
+    probes: () => engine.stats().probesCompleted,
+    fine: () => `healthy=${targets.filter((t) => engine.verdict(t.key)?.healthy).length}`,
+    statusWrites: () => engine.stats().transitionsEmitted,
+    steadyWrites: () => steadyWrites,
+    lateness: () => engine.stats().latenessMillis,
+  });
+  await engine.stop();
+  return result;
+}
+
+async function baselineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<PhaseResult> {
+  let probes = 0;
+  let successes = 0;
+  const lateness: number[] = [];
+  const agents: ProxyAgent[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  const url = new URL(fleet.targetURL);
+  const begin = Date.now();
+  for (const port of fleet.ports) {
+    const agent = new ProxyAgent({
+      uri: `http://127.0.0.1:${port}`,
+      connections: 1,
+      requestTls: { ca: cert.cert },
+    });
+    agents.push(agent);
+    let tick = 0;
+    // The naive loop: every proxy on its own setInterval, all started together.
+    timers.push(
+      setInterval(async () => {
+        tick++;
+        lateness.push(Date.now() - (begin + tick * s.intervalSeconds * 1000));
+        try {
+          const res = await agent.request({
+            origin: url.origin,
+            path: url.pathname,
+            method: 'GET',
+            signal: AbortSignal.timeout(5000),
+            reset: true,
+          });
+          await res.body.dump();
+          if (res.statusCode === 204) successes++;
+        } catch {
+          // counted as a probe, not a success
+        }
+        probes++;
+      }, s.intervalSeconds * 1000),
+    );
+  }
+  const result = await measure('baseline', s, {
+    probes: () => probes,
+    fine: () => `ok-probes=${successes}`,
+    // A naive loop writes status after every probe.
+    statusWrites: () => probes,
+    steadyWrites: () => probes,
+    lateness: () => lateness,
+  });
+  for (const t of timers) clearInterval(t);
+  await Promise.all(agents.map((a) => a.destroy().catch(() => undefined)));
+  return result;
+}
+
+function report(s: Settings, engine: PhaseResult, baseline: PhaseResult): void {
+  const rows: Array<[string, Exclude<keyof PhaseResult, 'name'>]> = [
+    ['CPU, % of one core', 'cpuPercentOfOneCore'],
+    ['CPU ms per probe', 'cpuMillisPerProbe'],
+    ['event-loop delay p99, ms', 'eventLoopDelayP99Millis'],
+    ['scheduling lateness p99, ms', 'latenessP99Millis'],
+    ['probes per second', 'probesPerSecond'],
+    ['status writes per minute', 'statusWritesPerMinute'],
+    ['status writes per minute, first verdicts excluded', 'steadyWritesPerMinute'],
+  ];
+  const fmt = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
+  console.log(
+    `\nhealth benchmark: ${s.proxies} proxies, interval ${s.intervalSeconds}s, ${s.seconds}s per phase, ` +
+      `${Math.round(s.proxies * s.flakyFraction)} proxies flapping every ${s.flapSeconds}s, https probe via CONNECT`,
+  );
+  console.log(`| metric | engine | baseline | engine/baseline |\n|---|---|---|---|`);
+  for (const [label, key] of rows) {
+    const e = engine[key];
+    const b = baseline[key];
+    console.log(`| ${label} | ${fmt(e)} | ${fmt(b)} | ${b === 0 ? 'n/a' : (e / b).toFixed(2)} |`);
+  }
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--fleet')) {
+    process.once('message', (msg) => {
+      const { cert, count, flakyFraction, flapSeconds } = msg as {
+        cert: Cert;
+        count: number;
+        flakyFraction: number;
+        flapSeconds: number;
+      };
+      void runFleet(cert, count, flakyFraction, flapSeconds).then((ready) => process.send?.(ready));
+    });
+    process.on('disconnect', () => process.exit(0));
+    return;
+  }
+  const s = settings();
+  const cert = makeCert();
+  console.log(`starting ${s.proxies} loopback proxies and an HTTPS target in a child process ...`);
+  const { child, fleet } = await startFleet(cert, s);
+  child.removeAllListeners('exit');
+  try {
+    console.log(`engine phase (${s.seconds}s) ...`);
+    const engine = await engineRun(s, fleet, cert);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    console.log(`baseline phase (${s.seconds}s) ...`);
+    const baseline = await baselineRun(s, fleet, cert);
+    report(s, engine, baseline);
+  } finally {
+    child.disconnect();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
