@@ -47,7 +47,7 @@ describe('the control-plane harness', () => {
   beforeAll(async () => {
     cp = await ControlPlane.start();
     core = cp.kubeConfig().makeApiClient(CoreV1Api);
-  });
+  }, 240_000); // a second control plane booting on a busy two-core machine
   afterAll(() => cp?.stop());
 
   it('runs etcd and kube-apiserver out of its own temporary folder', async () => {

@@ -35,7 +35,10 @@ registerHooks({
   load(url, context, nextLoad) {
     if (!isOwnTypeScript(url)) return nextLoad(url, context);
     const path = fileURLToPath(url);
-    const { outputText } = ts.transpileModule(readFileSync(path, 'utf8'), { compilerOptions, fileName: path });
+    const { outputText } = ts.transpileModule(readFileSync(path, 'utf8'), {
+      compilerOptions,
+      fileName: path,
+    });
     return { format: 'module', source: outputText, shortCircuit: true };
   },
 });
