@@ -25,14 +25,9 @@ async function eventually<T>(
 }
 
 describe('the kubernetes provider against a real API server', () => {
-  const core = testKubeConfig().makeApiClient(CoreV1Api);
   const namespace = uniqueName('providers-k8s');
-  const provider = new KubernetesProvider({
-    name: 'kubernetes',
-    settings: { namespace, image: 'ubuntu/squid' },
-    core,
-    logger,
-  });
+  let core: CoreV1Api;
+  let provider: KubernetesProvider;
   const request = (uid: string) => ({ uid, owner: `${namespace}/proxy-a`, port: 3128, placement: {} });
 
   /**
@@ -46,6 +41,13 @@ describe('the kubernetes provider against a real API server', () => {
   }
 
   beforeAll(async () => {
+    core = testKubeConfig().makeApiClient(CoreV1Api);
+    provider = new KubernetesProvider({
+      name: 'kubernetes',
+      settings: { namespace, image: 'ubuntu/squid' },
+      core,
+      logger,
+    });
     await core.createNamespace({ body: { metadata: { name: namespace } } });
   });
   afterAll(async () => {
