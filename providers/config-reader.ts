@@ -67,9 +67,16 @@ export class ConfigObject {
   number(key: string, fallback: number, rule: NumberRule = {}): number {
     const v = this.take(key);
     if (v === undefined) return fallback;
-    const wanted = `${rule.integer ? 'an integer' : 'a number'}${rule.min !== undefined ? ` >= ${rule.min}` : ''}${
-      rule.max !== undefined ? ` <= ${rule.max}` : ''
-    }`;
+    const kind = rule.integer ? 'an integer' : 'a number';
+    const range =
+      rule.min !== undefined && rule.max !== undefined
+        ? ` from ${rule.min} to ${rule.max}`
+        : rule.min !== undefined
+          ? ` >= ${rule.min}`
+          : rule.max !== undefined
+            ? ` <= ${rule.max}`
+            : '';
+    const wanted = kind + range;
     const ok =
       typeof v === 'number' &&
       Number.isFinite(v) &&
@@ -115,9 +122,13 @@ export class ConfigObject {
     return child;
   }
 
-  /** The keys present in this mapping, for mappings keyed by data (e.g. operation names). */
-  keys(): string[] {
-    return Object.keys(this.value);
+  /** A nested mapping that is optional as a whole: undefined when absent. */
+  optionalObject(key: string): ConfigObject | undefined {
+    if (!this.has(key)) {
+      this.read.add(key);
+      return undefined;
+    }
+    return this.object(key);
   }
 
   assertNoUnknownKeys(): void {

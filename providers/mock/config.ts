@@ -33,8 +33,8 @@ export function parseMockConfig(block: ConfigObject): MockSettings {
   const faultsBlock = block.object('faults');
   const faults: Partial<Record<ProviderOperation, Fault>> = {};
   for (const op of FAULT_OPERATIONS) {
-    if (!faultsBlock.has(op)) continue;
-    const fault = faultsBlock.object(op);
+    const fault = faultsBlock.optionalObject(op);
+    if (!fault) continue;
     faults[op] = {
       kind: fault.oneOf('kind', FAULT_KINDS),
       count: fault.number('count', 1, { integer: true, min: 1 }),

@@ -9,7 +9,7 @@ import {
   type ProviderOperation,
 } from '../errors.js';
 import { instanceName } from '../naming.js';
-import type { MockSettings } from './config.js';
+import { MOCK_DEFAULTS, type MockSettings } from './config.js';
 import { FaultPlan, type FaultKind } from './faults.js';
 import { startForwardProxy, type ForwardProxy } from './forward-proxy.js';
 import { IpRange } from './ip-range.js';
@@ -23,7 +23,8 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 export interface MockProviderOptions {
   name: string;
-  settings: MockSettings;
+  /** Unset fields take MOCK_DEFAULTS (5 s provisioning, fake 10.99/16 IPs, no faults). */
+  settings?: Partial<MockSettings>;
   logger: Logger;
   clock?: Clock;
   /** Shared when several mock providers run in one process, so they never race for addresses. */
@@ -58,12 +59,14 @@ export class MockProvider implements Provider {
   private readonly ips: IpRange;
   private readonly clock: Clock;
   private readonly loopback: LoopbackAddresses;
+  private readonly settings: MockSettings;
 
   constructor(private readonly opts: MockProviderOptions) {
+    this.settings = { ...MOCK_DEFAULTS, faults: {}, ...opts.settings };
     this.clock = opts.clock ?? systemClock;
     this.loopback = opts.loopback ?? new LoopbackAddresses();
-    this.ips = new IpRange(opts.settings.ipRange);
-    for (const [op, fault] of Object.entries(opts.settings.faults)) {
+    this.ips = new IpRange(this.settings.ipRange);
+    for (const [op, fault] of Object.entries(this.settings.faults)) {
       if (fault) this.faults.inject(op as ProviderOperation, fault.kind, fault.count);
     }
   }
@@ -98,7 +101,7 @@ export class MockProvider implements Provider {
         owner: req.owner,
         port: req.port,
         createdAt: new Date(now),
-        runningAt: now + this.opts.settings.provisioningSeconds * 1000,
+        runningAt: now + this.settings.provisioningSeconds * 1000,
         fakeIp: this.ips.next(),
       });
       this.opts.logger.info({ providerID: id, owner: req.owner }, 'mock instance created');
@@ -141,7 +144,7 @@ export class MockProvider implements Provider {
   private async view(inst: MockInstance, op: ProviderOperation): Promise<Instance> {
     const base = { id: inst.id, uid: inst.uid, createdAt: inst.createdAt };
     if (this.clock.now() < inst.runningAt) return { ...base, ip: '', state: 'Provisioning' };
-    if (!this.opts.settings.serveTraffic) return { ...base, ip: inst.fakeIp, state: 'Running' };
+    if (!this.settings.serveTraffic) return { ...base, ip: inst.fakeIp, state: 'Running' };
     const proxy = await this.ensureServing(inst, op);
     // Deleted while its proxy was starting: it no longer exists.
     if (this.instances.get(inst.id) !== inst)

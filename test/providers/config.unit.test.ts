@@ -147,7 +147,7 @@ providers:
     [
       'a gcp timeout of zero',
       'providers:\n  - name: g\n    type: gcp\n    gcp: { project: p, requestTimeoutSeconds: 0 }',
-      'providers.yaml: providers[0] (g): gcp.requestTimeoutSeconds: must be a number >= 1 <= 600, got 0',
+      'providers.yaml: providers[0] (g): gcp.requestTimeoutSeconds: must be a number from 1 to 600, got 0',
     ],
     [
       'a bad network tag',
@@ -187,7 +187,7 @@ providers:
     [
       'a fault for an unknown operation',
       entry('    mock: { faults: { update: { kind: quota } } }'),
-      'providers.yaml: providers[0] (mock): mock.faults.update: unknown key',
+      'providers.yaml: providers[0] (mock): mock.faults.update: unknown key (allowed: create, delete, get, listByTag)',
     ],
     [
       'a bad namespace',
