@@ -125,7 +125,7 @@ const endpointProperties = {
     description: 'DNS name or IP address (IPv4, or IPv6 without brackets) of the external proxy.',
     'x-kubernetes-validations': [
       {
-        rule: `self.matches('${DNS_SUBDOMAIN}') || isIP(self)`,
+        rule: `self.matches(r'${DNS_SUBDOMAIN}') || isIP(self)`,
         message: 'spec.endpoint.host must be a lower-case DNS name or an IP address',
       },
     ],
@@ -253,7 +253,7 @@ const specProperties = {
     additionalProperties: { type: 'string', maxLength: LIMITS.attributeValueMaxLength },
     'x-kubernetes-validations': [
       {
-        rule: `self.all(k, k.matches('${ATTRIBUTE_KEY}'))`,
+        rule: `self.all(k, k.matches(r'${ATTRIBUTE_KEY}'))`,
         message:
           `spec.attributes keys must be 1-${LIMITS.attributeKeyMaxLength} letters, digits, '-', '_' or '.', ` +
           'starting and ending with a letter or digit',
@@ -268,7 +268,9 @@ const specProperties = {
     properties: healthCheckProperties,
     'x-kubernetes-validations': [
       {
-        rule: 'self.timeoutSeconds < self.intervalSeconds',
+        // The API server checks `default: {}` against this rule before filling in the nested
+        // defaults; in stored objects both fields are always present.
+        rule: '!has(self.timeoutSeconds) || !has(self.intervalSeconds) || self.timeoutSeconds < self.intervalSeconds',
         message: 'spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
       },
     ],

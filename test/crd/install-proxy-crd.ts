@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
   ApiextensionsV1Api,
-  KubernetesObjectApi,
+  setHeaderOptions,
   PatchStrategy,
   type KubeConfig,
 } from '@kubernetes/client-node';
@@ -30,15 +30,14 @@ export async function readDistProxyCrd(): Promise<CustomResourceDefinition> {
  */
 export async function installProxyCrd(kc: KubeConfig, timeoutMs = 60_000): Promise<void> {
   const crd = await readDistProxyCrd();
-  await KubernetesObjectApi.makeApiClient(kc).patch(
-    crd,
-    undefined,
-    undefined,
-    'proxy-operator-tests',
-    true,
-    PatchStrategy.ServerSideApply,
-  );
   const api = kc.makeApiClient(ApiextensionsV1Api);
+  // The generated patch method sends the body untyped. KubernetesObjectApi would instead run it
+  // through the V1CustomResourceDefinition model, which silently drops `default` and
+  // `x-kubernetes-validations` from a plain manifest (the model spells them differently).
+  await api.patchCustomResourceDefinition(
+    { name: PROXY_CRD_NAME, body: crd, fieldManager: 'proxy-operator-tests', force: true },
+    setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+  );
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const current = await api.readCustomResourceDefinition({ name: PROXY_CRD_NAME });
