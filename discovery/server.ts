@@ -81,9 +81,12 @@ export class DiscoveryServer {
   stop(): Promise<void> {
     if (!this.server.listening) return Promise.resolve();
     return new Promise((resolve, reject) => {
+      // A keep-alive connection turns idle only after its in-flight response; without these
+      // sweeps it would hold close() open until keepAliveTimeout.
+      const sweep = setInterval(() => this.server.closeIdleConnections(), 50);
       const force = setTimeout(() => this.server.closeAllConnections(), this.options.shutdownGraceMs);
-      force.unref();
       this.server.close((err) => {
+        clearInterval(sweep);
         clearTimeout(force);
         if (err) reject(err);
         else resolve();

@@ -1,0 +1,36 @@
+import { Registry } from 'prom-client';
+import { createDiscoveryApp, type DiscoveryAppOptions } from '../../discovery/app.js';
+import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { FakeCatalog, silentLogger } from './fixtures.js';
+
+describe('createDiscoveryApp configuration', () => {
+  const base = (): DiscoveryAppOptions => ({
+    catalog: new FakeCatalog(),
+    leases: new MemoryLeaseStore({ logger: silentLogger }),
+    logger: silentLogger,
+    registry: new Registry(),
+  });
+
+  it.each<[Partial<DiscoveryAppOptions>, RegExp]>([
+    [{ maxTTLSeconds: 0 }, /maxTTLSeconds must be a positive integer, got 0/],
+    [{ maxTTLSeconds: 1.5 }, /maxTTLSeconds must be a positive integer/],
+    [
+      { defaultTTLSeconds: 0 },
+      /defaultTTLSeconds must be an integer from 1 to maxTTLSeconds \(3600\), got 0/,
+    ],
+    [{ maxTTLSeconds: 60, defaultTTLSeconds: 120 }, /defaultTTLSeconds .* \(60\), got 120/],
+  ])('rejects %j with an error naming the option', (options, message) => {
+    expect(() => createDiscoveryApp({ ...base(), ...options })).toThrow(message);
+  });
+
+  it('registers its metrics on the given registry only', async () => {
+    const registry = new Registry();
+    createDiscoveryApp({ ...base(), registry });
+    expect(
+      registry
+        .getMetricsAsArray()
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(['proxy_operator_lease_requests_total', 'proxy_operator_leases_active']);
+  });
+});
