@@ -104,11 +104,7 @@ describe('the status subresource', () => {
 
   it.each<[string, Record<string, unknown>, string]>([
     ['an unknown phase', { phase: 'Running' }, 'status.phase: Unsupported value: "Running"'],
-    [
-      'a negative latency',
-      { latencyMillis: -1 },
-      'status.latencyMillis in body should be greater than or equal to 0',
-    ],
+    ['a negative latency', { latencyMillis: -1 }, 'status.latencyMillis: Invalid value: -1'],
     ['a malformed lastHealthCheckTime', { lastHealthCheckTime: 'yesterday' }, 'status.lastHealthCheckTime'],
     [
       'a condition without reason',
