@@ -44,8 +44,12 @@ export interface HealthEngineOptions {
   tls?: UndiciProberOptions['tls'];
 }
 
-/** Sized for thousands of proxies: 64 x (probe time / interval) covers ~6000 proxies at 100 ms probes every 10 s. */
-export const DEFAULT_CONCURRENCY = 64;
+/**
+ * Permits needed ~ probe rate x probe duration: 1000 proxies every 10 s at ~0.3 s is ~30,
+ * and black-holed proxies hold a permit for their whole timeout (5% at 5 s adds ~25).
+ * 128 leaves twice that as headroom while still capping sockets and handshakes in flight.
+ */
+export const DEFAULT_CONCURRENCY = 128;
 export const DEFAULT_JITTER = 0.1;
 
 interface Entry {

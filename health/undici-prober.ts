@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import { ProxyAgent } from 'undici';
 import type { ProbeTarget } from './probe-target.js';
 import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
@@ -32,8 +33,12 @@ function proxyURI(target: ProbeTarget): string {
  */
 export class UndiciProber implements Prober {
   private readonly agents = new Map<string, AgentEntry>();
+  /** Built once: passing `ca` per connection would re-parse it on every TLS handshake. */
+  private readonly secureContext: SecureContext | undefined;
 
-  constructor(private readonly options: UndiciProberOptions = {}) {}
+  constructor(private readonly options: UndiciProberOptions = {}) {
+    this.secureContext = options.tls?.ca ? createSecureContext({ ca: options.tls.ca }) : undefined;
+  }
 
   async probe(target: ProbeTarget, cancel: AbortSignal): Promise<ProbeOutcome> {
     const timeoutMillis = target.timeoutSeconds * 1000;
@@ -103,7 +108,7 @@ export class UndiciProber implements Prober {
       // One probe at a time per proxy, so one connection is all it ever needs.
       connections: 1,
       connectTimeout: target.timeoutSeconds * 1000,
-      requestTls: this.options.tls?.ca ? { ca: this.options.tls.ca } : undefined,
+      requestTls: this.secureContext ? { secureContext: this.secureContext } : undefined,
     });
     this.agents.set(target.key, { proxyURI: uri, agent });
     return agent;

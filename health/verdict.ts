@@ -20,17 +20,23 @@ export interface Thresholds {
 }
 
 /**
- * When a latency change alone is worth a status write: while healthy, a success whose
- * latency differs from the last EMITTED latency by more than `relativeChange` of
- * max(lastEmitted, floorMillis). The floor keeps millisecond jitter on fast links
- * (1 ms -> 2 ms is +100%) from causing writes.
+ * When a latency change alone is worth a status write: while healthy, `confirmations`
+ * consecutive successful probes each differ from the last EMITTED latency by more than
+ * `relativeChange` x max(lastEmitted, floorMillis). The floor keeps millisecond jitter on
+ * fast links (1 ms -> 2 ms is +100%) from counting; the confirmations keep one slow probe
+ * (a GC pause, a busy node) from costing two writes (out and back).
  */
 export interface LatencyPolicy {
   relativeChange: number;
   floorMillis: number;
+  confirmations: number;
 }
 
-export const DEFAULT_LATENCY_POLICY: LatencyPolicy = { relativeChange: 0.5, floorMillis: 100 };
+export const DEFAULT_LATENCY_POLICY: LatencyPolicy = {
+  relativeChange: 0.5,
+  floorMillis: 100,
+  confirmations: 2,
+};
 
 /** Everything the decision needs to remember between probes of one target. */
 export interface HealthState {
@@ -42,6 +48,8 @@ export interface HealthState {
   emittedLatencyMillis: number | undefined;
   /** Latest successful probe duration, kept even before the first verdict. */
   lastSuccessLatencyMillis: number;
+  /** Consecutive successes whose latency is outside the band around the emitted latency. */
+  latencyOutliers: number;
 }
 
 export const INITIAL_HEALTH_STATE: HealthState = {
@@ -50,6 +58,7 @@ export const INITIAL_HEALTH_STATE: HealthState = {
   verdict: undefined,
   emittedLatencyMillis: undefined,
   lastSuccessLatencyMillis: 0,
+  latencyOutliers: 0,
 };
 
 export type TransitionCause = 'first-verdict' | 'became-healthy' | 'became-unhealthy' | 'latency-changed';
@@ -81,11 +90,18 @@ export function decide(
   if (consecutiveSuccesses >= thresholds.successThreshold) healthy = true;
   if (consecutiveFailures >= thresholds.failureThreshold) healthy = false;
 
-  const base = {
+  const outside =
+    outcome.success &&
+    state.emittedLatencyMillis !== undefined &&
+    latencyChangedEnough(state.emittedLatencyMillis, latencyMillis, policy);
+  const latencyOutliers = outside ? state.latencyOutliers + 1 : 0;
+
+  const base: HealthState = {
     ...state,
     consecutiveSuccesses,
     consecutiveFailures,
     lastSuccessLatencyMillis: latencyMillis,
+    latencyOutliers,
   };
   if (healthy === undefined) return { state: base, transition: undefined };
 
@@ -104,21 +120,8 @@ export function decide(
   let transition: TransitionCause | undefined;
   if (!previous) transition = 'first-verdict';
   else if (previous.healthy !== healthy) transition = healthy ? 'became-healthy' : 'became-unhealthy';
-  else if (
-    healthy &&
-    outcome.success &&
-    state.emittedLatencyMillis !== undefined &&
-    latencyChangedEnough(state.emittedLatencyMillis, latencyMillis, policy)
-  ) {
-    transition = 'latency-changed';
-  }
+  else if (healthy && latencyOutliers >= policy.confirmations) transition = 'latency-changed';
 
-  return {
-    state: {
-      ...base,
-      verdict,
-      emittedLatencyMillis: transition ? latencyMillis : state.emittedLatencyMillis,
-    },
-    transition,
-  };
+  if (!transition) return { state: { ...base, verdict }, transition };
+  return { state: { ...base, verdict, emittedLatencyMillis: latencyMillis, latencyOutliers: 0 }, transition };
 }

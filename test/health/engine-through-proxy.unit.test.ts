@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { HealthEngine } from '../../health/health-engine.js';
 import { ProbeReason } from '../../health/probe-reason.js';
 import type { ProbeTarget } from '../../health/probe-target.js';
-import type { Verdict } from '../../health/verdict.js';
+import { DEFAULT_LATENCY_POLICY, type Verdict } from '../../health/verdict.js';
 import { TestForwardProxy, type ProxyMode } from './forward-proxy.js';
 import { makeSelfSignedCert, startHttpTarget, startHttpsTarget, type TestTarget } from './targets.js';
 import { waitFor } from './wait-for.js';
@@ -164,7 +164,7 @@ describe('HealthEngine against real proxies on loopback', () => {
       registry: new Registry(),
       tls: { ca: cert.cert },
       random: () => 0,
-      latencyPolicy: { relativeChange: 0.5, floorMillis: 10_000 },
+      latencyPolicy: { ...DEFAULT_LATENCY_POLICY, floorMillis: 10_000 },
     });
     engine.onTransition((key, verdict) => transitions.push([key, verdict]));
     engine.start();

@@ -108,7 +108,7 @@ describe('verdict reason and latency', () => {
   });
 });
 
-describe('the latency rule: emit when |new - lastEmitted| > 50% of max(lastEmitted, 100 ms floor)', () => {
+describe('a latency counts as changed when |new - lastEmitted| > 50% of max(lastEmitted, 100 ms floor)', () => {
   it.each([
     [200, 301, true],
     [200, 300, false],
@@ -123,17 +123,42 @@ describe('the latency rule: emit when |new - lastEmitted| > 50% of max(lastEmitt
   ])('from %i ms to %i ms changed enough: %s', (previous, current, expected) => {
     expect(latencyChangedEnough(previous, current, DEFAULT_LATENCY_POLICY)).toBe(expected);
   });
+});
 
-  it('compares with the last EMITTED latency, so slow drift is caught', () => {
-    const t = { successThreshold: 1, failureThreshold: 3 };
+describe('latency-changed is published only when 2 consecutive successes confirm the change', () => {
+  const t = { successThreshold: 1, failureThreshold: 3 };
+  it.each<[string, Array<number | 'F'>, string[]]>([
+    ['a confirmed rise', [301, 301], ['-', 'latency-changed']],
+    ['a confirmed drop', [50, 60], ['-', 'latency-changed']],
+    ['a single spike and back', [900, 250], ['-', '-']],
+    ['alternating outliers', [301, 200, 301, 200], ['-', '-', '-', '-']],
+    [
+      'slow drift, measured against the last EMITTED value',
+      [260, 290, 301, 320],
+      ['-', '-', '-', 'latency-changed'],
+    ],
+    ['a failure between two outliers', [301, 'F', 301], ['-', '-', '-']],
+    [
+      'a new reference after publishing',
+      [320, 320, 340, 500, 500],
+      ['-', 'latency-changed', '-', '-', 'latency-changed'],
+    ],
+  ])('%s (from 200 ms: %j) publishes %j', (_what, latencies, expected) => {
     let state = decide(INITIAL_HEALTH_STATE, ok(200), new Date(0), t).state;
-    const causes = [260, 290, 301, 500, 460].map((ms) => {
-      const d = decide(state, ok(ms), new Date(0), t);
+    const causes = latencies.map((ms) => {
+      const d = decide(state, ms === 'F' ? fail() : ok(ms), new Date(0), t);
       state = d.state;
       return d.transition ?? '-';
     });
-    // 260/290 vs 200: no (<= 100); 301 vs 200: yes; 500 vs 301: yes (199 > 150.5); 460 vs 500: no.
-    expect(causes).toEqual(['-', '-', 'latency-changed', 'latency-changed', '-']);
+    expect(causes).toEqual(expected);
+  });
+
+  it('publishes the latest latency with the change', () => {
+    let state = decide(INITIAL_HEALTH_STATE, ok(200), new Date(0), t).state;
+    state = decide(state, ok(400), new Date(0), t).state;
+    const d = decide(state, ok(600), new Date(0), t);
+    expect(d.transition).toBe('latency-changed');
+    expect(d.state.verdict?.latencyMillis).toBe(600);
   });
 
   it('never emits for latency while unhealthy', () => {
