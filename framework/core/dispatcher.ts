@@ -40,9 +40,10 @@ export function decideCause(
   if (marks[annotations.permanentFailure] === String(generation)) return undefined;
   const handled = marks[annotations.handled];
   if (handled === undefined) return 'create';
-  if (Number(handled) < generation || state.triggered) return 'update';
+  if (Number(handled) < generation) return 'update';
+  // First sight wins over a trigger: the resume run already looks at the current state.
   if (!state.seen) return 'resume';
-  return undefined;
+  return state.triggered ? 'update' : undefined;
 }
 
 export interface DispatcherDeps {

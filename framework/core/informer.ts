@@ -7,6 +7,8 @@ import { apiPath, keyOf, type KindRef, type KubeObject } from './types.js';
 
 export interface InformerOptions {
   labelSelector?: string;
+  /** Watch one namespace only (namespaced kinds); all namespaces when absent. */
+  namespace?: string;
   /** A watch with no event and no bookmark for this long is considered dead and reopened. */
   watchdogSeconds: number;
   /** Every object is re-announced this often, to heal anything a missed event left behind. */
@@ -109,7 +111,7 @@ export class Informer {
       const page = await this.client.request<{
         metadata: { resourceVersion: string; continue?: string };
         items: KubeObject[];
-      }>('GET', apiPath(this.kind), {
+      }>('GET', apiPath(this.kind, this.opts.namespace), {
         query: { labelSelector: this.opts.labelSelector, limit: 500, continue: cont },
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       });
@@ -153,7 +155,7 @@ export class Informer {
     pet();
     try {
       await this.client.watch(
-        apiPath(this.kind),
+        apiPath(this.kind, this.opts.namespace),
         {
           resourceVersion: this.resourceVersion,
           allowWatchBookmarks: true,

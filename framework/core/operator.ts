@@ -42,6 +42,8 @@ export interface OperatorOptions {
   stateAnnotationPrefix: string;
   /** Retry tuning of every controller's queue (tests shorten the backoff). */
   queue?: QueueOptions;
+  /** Watch namespaced kinds in this namespace only (default: all namespaces). */
+  namespace?: string;
   /** Source component named in posted Events (default 'operator'). */
   component?: string;
 }

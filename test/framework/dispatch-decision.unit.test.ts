@@ -16,6 +16,7 @@ describe('decideCause: the cause comes from the object, never from in-memory his
     ['marker current, first sight in this process', obj(3, { [marks.handled]: '3' }), { seen: false, triggered: false }, 'resume'],
     ['marker current, already seen (e.g. own status write)', obj(3, { [marks.handled]: '3' }), { seen: true, triggered: false }, undefined],
     ['marker current, triggered by a watched object', obj(3, { [marks.handled]: '3' }), { seen: true, triggered: true }, 'update'],
+    ['marker current, triggered, first sight (resume covers it)', obj(3, { [marks.handled]: '3' }), { seen: false, triggered: true }, 'resume'],
     [
       'permanent failure at this generation',
       obj(3, { [marks.handled]: '2', [marks.permanentFailure]: '3' }),
