@@ -162,7 +162,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   if (parsed.values.help) return 'help';
   const get = (flag: string): string | undefined => {
     const o = OPTIONS.find((x) => x.flag === flag)!;
-    const v = parsed.values[flag];
+    const v = (parsed.values as Record<string, string | boolean | undefined>)[flag];
     if (typeof v === 'string') return v;
     if (o.env && env[o.env] !== undefined && env[o.env] !== '') return env[o.env];
     return o.default;

@@ -23,6 +23,7 @@ import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
 import { VERDICTS, type VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
+import { PROXY_TRIGGER, type ProxyTrigger } from './proxy-trigger.js';
 
 /** Seconds between drift checks of a steady Managed proxy. */
 export const DRIFT_CHECK_SECONDS = 60;
@@ -45,6 +46,7 @@ export class ProxyController {
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
     @inject(VERDICTS) private readonly verdicts: VerdictBoard,
+    @inject(PROXY_TRIGGER) private readonly trigger: ProxyTrigger,
   ) {}
 
   @onCreate()
@@ -88,11 +90,17 @@ export class ProxyController {
     }
   }
 
-  /** A timer so an instance deleted behind the operator's back is noticed and re-created. */
+  /**
+   * Notices an instance deleted or stopped behind the operator's back. Timers do not
+   * requeue, so when the state machine wants to come back soon the object is handed to
+   * the work queue.
+   */
   @timer({ interval: DRIFT_CHECK_SECONDS, jitter: 0.2 })
-  async checkDrift(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
-    if (ctx.object.spec.mode !== 'Managed' || ctx.object.metadata.deletionTimestamp) return;
-    return this.reconcile(ctx);
+  async checkDrift(ctx: HandlerContext<Proxy>): Promise<void> {
+    const p = ctx.object;
+    if (p.spec.mode !== 'Managed' || p.metadata.deletionTimestamp) return;
+    const result = await this.reconcile(ctx);
+    if (result?.requeueAfter !== undefined) this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);
   }
 
   @onDelete({ when: (p: Proxy) => p.spec.mode === 'Managed' })

@@ -13,6 +13,7 @@ import { registerProxyGauge } from './proxy-gauge.js';
 import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
 import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
 import { VERDICTS, VerdictBoard } from './verdict-board.js';
+import { PROXY_TRIGGER, ProxyTrigger } from './proxy-trigger.js';
 
 /** Every handler class the proxy operator runs. */
 export const PROXY_HANDLERS = [ProxyController, HealthRunner, DiscoveryRunner, OrphanSweep];
@@ -39,6 +40,8 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   container.register(METRICS_REGISTRY, { useValue: options.registry });
   container.register(ROOT_LOGGER, { useValue: options.logger });
   container.register(VERDICTS, { useValue: new VerdictBoard() });
+  const trigger = new ProxyTrigger();
+  container.register(PROXY_TRIGGER, { useValue: trigger });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
     container,
@@ -50,6 +53,7 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     stateAnnotationPrefix: 'crawl.example.com',
     shutdownGraceSeconds: options.shutdownGraceSeconds,
   });
+  trigger.bind(operator);
   registerProxyGauge(options.registry, () => operator.cache);
   return operator;
 }

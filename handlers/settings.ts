@@ -7,8 +7,6 @@ export interface HandlerSettings {
   healthConcurrency: number;
   /** How often the health runner re-reads the cache for added, changed and deleted proxies. */
   healthSyncSeconds: number;
-  /** Seconds between drift checks of a steady Managed proxy (an instance deleted out of band). */
-  driftCheckSeconds: number;
   discovery: {
     host: string;
     port: number;
@@ -25,6 +23,5 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   orphanMinAgeSeconds: 600,
   healthConcurrency: 64,
   healthSyncSeconds: 2,
-  driftCheckSeconds: 60,
   discovery: { host: '0.0.0.0', port: 8090, token: '', cooldownSeconds: 900, maxLeaseTTLSeconds: 3600 },
 };
