@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 export const KUBERNETES_VERSION = '1.36.2';
 export const ETCD_VERSION = '3.6.8';
 const REQUIRED = ['kube-apiserver', 'etcd'] as const;
-const RELEASES_INDEX = 'https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml';
+const RELEASES_INDEX =
+  'https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml';
 
 export interface ControlPlaneBinaries {
   dir: string;
@@ -37,7 +38,10 @@ async function executable(path: string): Promise<boolean> {
   }
 }
 
-async function complete(dir: string, source: ControlPlaneBinaries['source']): Promise<ControlPlaneBinaries | undefined> {
+async function complete(
+  dir: string,
+  source: ControlPlaneBinaries['source'],
+): Promise<ControlPlaneBinaries | undefined> {
   for (const name of REQUIRED) if (!(await executable(join(dir, name)))) return undefined;
   const kubectl = join(dir, 'kubectl');
   return {
@@ -134,7 +138,10 @@ async function download(store: string, progress: Progress): Promise<void> {
 async function buildFromSource(store: string, progress: Progress): Promise<void> {
   const here = dirname(fileURLToPath(import.meta.url));
   // The script sits beside this module's TypeScript source; compiled code runs from build/.
-  const candidates = [join(here, 'build-control-plane.sh'), join(here, '..', '..', '..', 'test', 'harness', 'build-control-plane.sh')];
+  const candidates = [
+    join(here, 'build-control-plane.sh'),
+    join(here, '..', '..', '..', 'test', 'harness', 'build-control-plane.sh'),
+  ];
   let script: string | undefined;
   for (const c of candidates) {
     try {
@@ -150,12 +157,20 @@ async function buildFromSource(store: string, progress: Progress): Promise<void>
   await run('bash', [script, store], progress, { K8S_VERSION: KUBERNETES_VERSION, ETCD_VERSION });
 }
 
-function run(cmd: string, args: string[], progress: Progress, env: Record<string, string> = {}): Promise<void> {
+function run(
+  cmd: string,
+  args: string[],
+  progress: Progress,
+  env: Record<string, string> = {},
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let tail = '';
     const started = Date.now();
-    const ticker = setInterval(() => progress(`still working (${Math.round((Date.now() - started) / 1000)} s)`), 30_000);
+    const ticker = setInterval(
+      () => progress(`still working (${Math.round((Date.now() - started) / 1000)} s)`),
+      30_000,
+    );
     const onData = (chunk: Buffer) => {
       const text = chunk.toString();
       tail = (tail + text).slice(-4000);
@@ -170,7 +185,12 @@ function run(cmd: string, args: string[], progress: Progress, env: Record<string
     child.on('exit', (code) => {
       clearInterval(ticker);
       if (code === 0) resolve();
-      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${tail.trim().split('\n').slice(-5).join(' | ')}`));
+      else
+        reject(
+          new Error(
+            `${cmd} ${args.join(' ')} exited ${code}: ${tail.trim().split('\n').slice(-5).join(' | ')}`,
+          ),
+        );
     });
   });
 }

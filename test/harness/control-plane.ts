@@ -29,7 +29,13 @@ export async function freePort(): Promise<number> {
 
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 
-async function waitHealthy(url: string, child: ChildProcess, name: string, timeoutMs: number, log: () => string) {
+async function waitHealthy(
+  url: string,
+  child: ChildProcess,
+  name: string,
+  timeoutMs: number,
+  log: () => string,
+) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}:\n${log()}`);
@@ -100,7 +106,13 @@ export class ControlPlane {
     const binaries = options.binaries ?? (await ensureBinaries(progress));
     const dir = await mkdtemp(join(tmpdir(), 'proxy-operator-cp-'));
     const [etcdClient, etcdPeer, secure] = [await freePort(), await freePort(), await freePort()];
-    const cp = new ControlPlane(dir, binaries, secure, randomBytes(24).toString('hex'), options.startTimeoutMs ?? 60_000);
+    const cp = new ControlPlane(
+      dir,
+      binaries,
+      secure,
+      randomBytes(24).toString('hex'),
+      options.startTimeoutMs ?? 60_000,
+    );
     live.add(cp);
     try {
       await cp.boot(etcdClient, etcdPeer, progress);
