@@ -11,7 +11,7 @@ import type { LeaseStore } from './lease-store.js';
 import { openApiDocument } from './openapi.js';
 import { toLeaseView, toProxyView } from './proxy-view.js';
 import { parseLeaseBody, parseListQuery, parseReportBody } from './request-parsing.js';
-import { matchesSelector } from './selector.js';
+import { selectorMatcher } from './selector.js';
 
 export const DEFAULT_TTL_SECONDS = 300;
 export const DEFAULT_MAX_TTL_SECONDS = 3600;
@@ -56,10 +56,10 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/proxies')
     .get(async (req, res) => {
       const query = parseListQuery(rawQuery(req));
+      const matches = selectorMatcher(query.selector);
       const proxies = catalog
         .list()
-        .filter((p) => matchesSelector(p.attributes, query.selector))
-        .filter((p) => query.healthy === undefined || p.healthy === query.healthy)
+        .filter((p) => matches(p.attributes) && (query.healthy === undefined || p.healthy === query.healthy))
         .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       const counts = await leases.activeCounts(proxies.map((p) => p.id));
       res.json({ items: proxies.map((p) => toProxyView(p, counts.get(p.id) ?? 0)) });

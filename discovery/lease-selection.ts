@@ -2,7 +2,7 @@
 // and the rule is tested without a store.
 import type { ProxyRecord } from './catalog.js';
 import type { NoLeaseReason } from './lease-store.js';
-import { matchesSelector } from './selector.js';
+import { selectorMatcher } from './selector.js';
 
 /** A proxy a lease may ever point at, whatever its current load. */
 export function isLeasable(proxy: ProxyRecord): boolean {
@@ -30,12 +30,13 @@ export function selectProxy(
   selector: Record<string, string>,
   state: SelectionState,
 ): Selection {
+  const matches = selectorMatcher(selector);
   let best: ProxyRecord | undefined;
   let bestLoad = 0;
   let matched = false;
   let notCooling = false;
   for (const proxy of candidates) {
-    if (!isLeasable(proxy) || !matchesSelector(proxy.attributes, selector)) continue;
+    if (!isLeasable(proxy) || !matches(proxy.attributes)) continue;
     matched = true;
     if (state.coolingDown(proxy.id)) continue;
     notCooling = true;
