@@ -247,7 +247,9 @@ export class Operator {
     this.state = 'stopped';
     const grace = (this.opts.shutdownGraceSeconds ?? 30) * 1000;
     const drained = Promise.all([...this.dispatchers.values()].map((d) => d.drain()));
-    await Promise.race([drained, sleep(grace)]);
+    const graceOver = new AbortController();
+    await Promise.race([drained, sleep(grace, graceOver.signal)]);
+    graceOver.abort();
     this.shutdown.abort();
     await this.background.stopAll();
     await this.background.runHooks('cleanup', AbortSignal.timeout(grace));
