@@ -393,6 +393,27 @@ describe('discovery API', () => {
     });
   });
 
+  describe('server faults', () => {
+    it('answer 500 internal with a JSON body, log the cause, and keep serving', async () => {
+      const proxies = h.catalog.proxies;
+      h.catalog.list = () => {
+        throw new Error('cache not synced');
+      };
+      const response = await h.call('GET', '/v1/proxies');
+      expect(response.status).toBe(500);
+      expect(response.body).toEqual({ error: 'internal', message: 'internal error' });
+      expect(h.logLines()).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          msg: 'discovery request failed',
+          err: expect.objectContaining({ message: 'cache not synced' }),
+        }),
+      );
+      h.catalog.list = () => proxies;
+      expect((await h.call('GET', '/v1/proxies')).status).toBe(200);
+    });
+  });
+
   describe('metrics', () => {
     it('counts lease requests by outcome and gauges live leases', async () => {
       const first = await lease({ ttlSeconds: 10 });
@@ -428,16 +449,16 @@ describe('discovery API authentication', () => {
       h = await startHarness({ proxies: fleet(), token: TOKEN });
     });
 
-    it.each<[string, Record<string, string>, number]>([
-      ['no Authorization header', {}, 401],
-      ['a wrong token', { authorization: 'Bearer nope' }, 401],
-      ['a token that is a prefix of the right one', { authorization: 'Bearer s3cret' }, 401],
-      ['a longer token', { authorization: `Bearer ${TOKEN}x` }, 401],
-      ['Basic auth', { authorization: `Basic ${TOKEN}` }, 401],
-      ['the raw token without scheme', { authorization: TOKEN }, 401],
-      ['the right token', { authorization: `Bearer ${TOKEN}` }, 200],
-      ['the right token, lower-case scheme', { authorization: `bearer ${TOKEN}` }, 200],
-    ])('%s → %i', async (_case, headers, status) => {
+    it.each<[string, number, Record<string, string>]>([
+      ['no Authorization header', 401, {}],
+      ['a wrong token', 401, { authorization: 'Bearer nope' }],
+      ['a token that is a prefix of the right one', 401, { authorization: 'Bearer s3cret' }],
+      ['a longer token', 401, { authorization: `Bearer ${TOKEN}x` }],
+      ['Basic auth', 401, { authorization: `Basic ${TOKEN}` }],
+      ['the raw token without scheme', 401, { authorization: TOKEN }],
+      ['the right token', 200, { authorization: `Bearer ${TOKEN}` }],
+      ['the right token, lower-case scheme', 200, { authorization: `bearer ${TOKEN}` }],
+    ])('%s → %i', async (_case, status, headers) => {
       const response = await h.call('GET', '/v1/proxies', { headers });
       expect(response.status).toBe(status);
       if (status === 401) {
