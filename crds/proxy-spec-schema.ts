@@ -78,7 +78,7 @@ const placementProperties = {
     minLength: 1,
     maxLength: 1024,
     description:
-      'Boot image, in the provider’s own notation, e.g. projects/debian-cloud/global/images/family/debian-12 ' +
+      'Boot image, in the provider notation, e.g. projects/debian-cloud/global/images/family/debian-12 ' +
       'for gcp or a container image for the kubernetes provider.',
   },
 } satisfies Record<keyof PlacementSpec, JSONSchemaProps>;
@@ -90,7 +90,7 @@ const secretKeySelectorProperties = {
     maxLength: 253,
     pattern: DNS_SUBDOMAIN,
     description:
-      'Name of a Secret in the Proxy’s namespace. The Secret must carry the label ' +
+      'Name of a Secret in the namespace of the Proxy. The Secret must carry the label ' +
       'crawl.example.com/cloud-init: "true", or the operator cannot see it.',
   },
   key: {
@@ -207,7 +207,7 @@ const specProperties = {
     maxLength: 63,
     pattern: DNS_LABEL,
     description:
-      'Name of a provider in the operator’s providers configuration (e.g. mock, gcp-eu). Required when ' +
+      'Name of a provider in the providers configuration of the operator (e.g. mock, gcp-eu). Required when ' +
       'mode is Managed, forbidden when External. Immutable.',
   },
   placement: {
@@ -272,6 +272,7 @@ const specProperties = {
         // defaults; in stored objects both fields are always present.
         rule: '!has(self.timeoutSeconds) || !has(self.intervalSeconds) || self.timeoutSeconds < self.intervalSeconds',
         message: 'spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
+        fieldPath: '.timeoutSeconds',
       },
     ],
   },

@@ -53,7 +53,7 @@ const statusProperties = {
     type: 'string',
     maxLength: 253,
     description:
-      'Address clients and probes use: the VM’s external IP for Managed proxies, spec.endpoint.host for ' +
+      'Address clients and probes use: the external IP of the VM for Managed proxies, spec.endpoint.host for ' +
       'External ones. Changes when a Managed proxy is replaced.',
   },
   conditions: {

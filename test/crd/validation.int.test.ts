@@ -38,31 +38,35 @@ describe('the API server rejects an invalid Proxy', () => {
     ['no mode', { provider: 'mock' }, 'spec.mode: Required value'],
     ['an unknown mode', { mode: 'Hybrid', provider: 'mock' }, 'spec.mode: Unsupported value: "Hybrid"'],
     ['a mode that is not a string', { mode: 1, provider: 'mock' }, 'spec.mode: Invalid value: "integer"'],
-    ['Managed without provider', { mode: 'Managed' }, 'spec.provider is required when spec.mode is Managed'],
+    [
+      'Managed without provider',
+      { mode: 'Managed' },
+      'spec.provider: Required value: spec.provider is required when spec.mode is Managed',
+    ],
     [
       'External with a provider',
       { ...external, provider: 'mock' },
-      'spec.provider must not be set when spec.mode is External',
+      'spec.provider: Forbidden: spec.provider must not be set when spec.mode is External',
     ],
     [
       'External without endpoint',
       { mode: 'External' },
-      'spec.endpoint is required when spec.mode is External',
+      'spec.endpoint: Required value: spec.endpoint is required when spec.mode is External',
     ],
     [
       'Managed with an endpoint',
       { ...managed, endpoint: external.endpoint },
-      'spec.endpoint must not be set when spec.mode is Managed',
+      'spec.endpoint: Forbidden: spec.endpoint must not be set when spec.mode is Managed',
     ],
     [
       'External with placement',
       { ...external, placement: { zone: 'z' } },
-      'spec.placement applies only when spec.mode is Managed',
+      'spec.placement: Forbidden: spec.placement applies only when spec.mode is Managed',
     ],
     [
       'External with cloudInit',
       { ...external, cloudInit: { inline: '#cloud-config' } },
-      'spec.cloudInit applies only when spec.mode is Managed',
+      'spec.cloudInit: Forbidden: spec.cloudInit applies only when spec.mode is Managed',
     ],
     [
       'a provider name that is not a DNS label',
@@ -151,12 +155,12 @@ describe('the API server rejects an invalid Proxy', () => {
     [
       'a health-check timeout equal to the interval',
       { ...managed, healthCheck: { intervalSeconds: 5, timeoutSeconds: 5 } },
-      'spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
+      'spec.healthCheck.timeoutSeconds: Invalid value: spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
     ],
     [
       'an interval shorter than the default timeout',
       { ...managed, healthCheck: { intervalSeconds: 4 } },
-      'spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
+      'spec.healthCheck.timeoutSeconds: Invalid value: spec.healthCheck.timeoutSeconds must be less than spec.healthCheck.intervalSeconds',
     ],
     [
       'a health-check interval of 1 s',
