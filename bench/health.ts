@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { ProxyAgent } from 'undici';
-import { HealthEngine } from '../health/health-engine.js';
+import { HealthEngine, type Prober } from '../health/health-engine.js';
+import { UndiciProber } from '../health/undici-prober.js';
 import { percentile } from '../health/scheduling-stats.js';
 import type { ProbeTarget } from '../health/probe-target.js';
 
@@ -51,6 +52,8 @@ interface PhaseResult {
   /** Status writes per minute not counting each proxy's first verdict (the startup burst). */
   steadyWritesPerMinute: number;
   cpuMillisPerProbe: number;
+  successfulProbesPerSecond: number;
+  cpuMillisPerSuccessfulProbe: number;
 }
 
 function setting(flag: string, env: string, fallback: number): number {
@@ -69,7 +72,7 @@ function settings(): Settings {
     proxies: Math.round(setting('proxies', 'BENCH_PROXIES', 1000)),
     intervalSeconds: setting('interval', 'BENCH_INTERVAL', 10),
     flakyFraction: 0.02,
-    flapSeconds: 30,
+    flapSeconds: 60,
   };
 }
 
@@ -159,6 +162,7 @@ function startFleet(cert: Cert, s: Settings): Promise<{ child: ChildProcess; fle
 
 interface Counters {
   probes(): number;
+  successes(): number;
   /** Shown in progress lines: how many proxies look fine right now. */
   fine(): string;
   statusWrites(): number;
@@ -192,15 +196,30 @@ async function measure(name: string, s: Settings, counters: Counters): Promise<P
     statusWritesPerMinute: counters.statusWrites() / (wallSeconds / 60),
     steadyWritesPerMinute: counters.steadyWrites() / (wallSeconds / 60),
     cpuMillisPerProbe: probes === 0 ? Number.NaN : (cpu.user + cpu.system) / 1000 / probes,
+    successfulProbesPerSecond: counters.successes() / wallSeconds,
+    cpuMillisPerSuccessfulProbe:
+      counters.successes() === 0 ? Number.NaN : (cpu.user + cpu.system) / 1000 / counters.successes(),
   };
 }
 
 async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<PhaseResult> {
+  // The engine's own prober, wrapped only to count successes for the report.
+  const undici = new UndiciProber({ tls: { ca: cert.cert } });
+  let successes = 0;
+  const prober: Prober = {
+    probe: async (target, cancel) => {
+      const outcome = await undici.probe(target, cancel);
+      if (outcome.success) successes++;
+      return outcome;
+    },
+    release: (key) => undici.release(key),
+    close: () => undici.close(),
+  };
   const engine = new HealthEngine({
+    prober,
     // Transition logging is part of the real cost, so it stays on (into /dev/null).
     logger: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: false })),
     registry: new Registry(),
-    tls: { ca: cert.cert },
   });
   const targets: ProbeTarget[] = fleet.ports.map((port, i) => ({
     key: `bench/proxy-${i}`,
@@ -223,6 +242,7 @@ async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<Ph
   engine.start();
   const result = await measure('engine', s, {
     probes: () => engine.stats().probesCompleted,
+    successes: () => successes,
     fine: () => `healthy=${targets.filter((t) => engine.verdict(t.key)?.healthy).length}`,
     statusWrites: () => engine.stats().transitionsEmitted,
     steadyWrites: () => steadyWrites,
@@ -274,6 +294,7 @@ async function baselineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<
   }
   const result = await measure('baseline', s, {
     probes: () => probes,
+    successes: () => successes,
     fine: () => `ok-probes=${successes}`,
     // A naive loop writes status after every probe.
     statusWrites: () => probes,
@@ -292,6 +313,8 @@ function report(s: Settings, engine: PhaseResult, baseline: PhaseResult): void {
     ['event-loop delay p99, ms', 'eventLoopDelayP99Millis'],
     ['scheduling lateness p99, ms', 'latenessP99Millis'],
     ['probes per second', 'probesPerSecond'],
+    ['successful probes per second', 'successfulProbesPerSecond'],
+    ['CPU ms per successful probe', 'cpuMillisPerSuccessfulProbe'],
     ['status writes per minute', 'statusWritesPerMinute'],
     ['status writes per minute, first verdicts excluded', 'steadyWritesPerMinute'],
   ];

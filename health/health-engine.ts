@@ -98,7 +98,9 @@ export class HealthEngine {
    * from the next probe on. Throws InvalidProbeTargetError on bad input.
    */
   upsert(target: ProbeTarget): void {
-    const copy = validateProbeTarget({ ...target, expectedStatusCodes: [...target.expectedStatusCodes] });
+    validateProbeTarget(target);
+    // A private copy: the caller mutating its object later must not change a running schedule.
+    const copy: ProbeTarget = { ...target, expectedStatusCodes: [...target.expectedStatusCodes] };
     const entry = this.entries.get(copy.key);
     if (!entry) {
       this.entries.set(copy.key, { target: copy, state: INITIAL_HEALTH_STATE, inFlight: undefined });

@@ -46,9 +46,11 @@ export class UndiciProber implements Prober {
     const signal = AbortSignal.any([cancel, deadline]);
     const started = performance.now();
     const elapsed = (): number => performance.now() - started;
+    let agent: ProxyAgent | undefined;
     try {
       const url = new URL(target.probeURL);
-      const response = await this.agentFor(target).request({
+      agent = this.agentFor(target);
+      const response = await agent.request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'GET',
@@ -78,7 +80,7 @@ export class UndiciProber implements Prober {
     } catch (err) {
       // An aborted CONNECT leaves its socket to the proxy open (undici does not close it), and
       // a black-holed proxy would never close it either: discard the agent so nothing leaks.
-      void this.release(target.key);
+      if (agent) this.discard(target.key, agent);
       const { reason, message } = classifyProbeError(err, deadline.aborted && !cancel.aborted);
       return { success: false, reason, message, durationMillis: elapsed() };
     }
@@ -90,6 +92,12 @@ export class UndiciProber implements Prober {
     if (!entry) return;
     this.agents.delete(key);
     await closeQuietly(entry.agent);
+  }
+
+  /** Drops `agent` — but never a newer agent built for the key meanwhile (endpoint changed). */
+  private discard(key: string, agent: ProxyAgent): void {
+    if (this.agents.get(key)?.agent === agent) this.agents.delete(key);
+    void closeQuietly(agent);
   }
 
   async close(): Promise<void> {
