@@ -16,7 +16,12 @@ describe('the Proxy CRD from dist/crds.yaml', () => {
       .readCustomResourceDefinition({ name: PROXY_CRD_NAME });
     const conditions = Object.fromEntries((crd.status?.conditions ?? []).map((c) => [c.type, c.status]));
     expect(conditions).toMatchObject({ Established: 'True', NamesAccepted: 'True' });
-    expect(crd.status?.acceptedNames).toMatchObject({ kind: KIND, plural: PLURAL, shortNames: [SHORT_NAME] });
+    expect(crd.status?.acceptedNames).toMatchObject({
+      kind: KIND,
+      plural: PLURAL,
+      shortNames: [SHORT_NAME],
+      categories: ['crawl'],
+    });
   });
 
   it('publishes the field descriptions `kubectl explain proxy.spec.healthCheck` reads (OpenAPI v3)', async () => {

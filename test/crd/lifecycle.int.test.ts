@@ -102,6 +102,18 @@ describe('the status subresource', () => {
     expect(stored.metadata.generation).toBe(1);
   });
 
+  it('ignores spec sent to /status', async () => {
+    const name = uniqueName('status');
+    const created = await proxies.create(name, { spec: managed });
+    const updated = await proxies.replaceStatus({
+      ...created,
+      spec: { ...created.spec, port: 8080 },
+      status: fullStatus,
+    });
+    expect(updated.spec.port).toBe(created.spec.port);
+    expect(updated.status).toEqual(fullStatus);
+  });
+
   it.each<[string, Record<string, unknown>, string]>([
     ['an unknown phase', { phase: 'Running' }, 'status.phase: Unsupported value: "Running"'],
     ['a negative latency', { latencyMillis: -1 }, 'status.latencyMillis: Invalid value: -1'],

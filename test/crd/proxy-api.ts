@@ -53,6 +53,14 @@ export class ProxyApi {
     }) as Promise<Proxy>;
   }
 
+  replaceStatus(proxy: Proxy): Promise<Proxy> {
+    return this.api.replaceNamespacedCustomObjectStatus({
+      ...this.where,
+      name: proxy.metadata.name,
+      body: proxy,
+    }) as Promise<Proxy>;
+  }
+
   patchSpec(name: string, spec: Record<string, unknown>): Promise<Proxy> {
     return this.api.patchNamespacedCustomObject(
       { ...this.where, name, body: { spec } },
