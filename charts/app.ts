@@ -1,7 +1,7 @@
 import { App, YamlOutputType } from 'cdk8s';
 import { CrdChart } from './crd-chart.js';
 
-/** The chart id is the file name in dist/: `crds` → dist/crds.yaml. */
+/** Each chart is written to <outdir>/<chart id>.yaml: `crds` → dist/crds.yaml. */
 export const CHART_FILE_EXTENSION = '.yaml';
 
 /** Every chart of the deployment; add new charts here (e.g. RBAC, the operator Deployment). */

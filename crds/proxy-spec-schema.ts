@@ -41,8 +41,8 @@ export const DEFAULTS = {
 
 const DNS_LABEL = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
-// The length bound lives in the regex so the CEL cost estimate stays small for map keys,
-// whose size the estimator cannot otherwise know.
+// The key length bound lives in the regex: a structural schema cannot give map keys a
+// maxLength (propertyNames is not allowed), so a CEL rule over the keys is the only place.
 const ATTRIBUTE_KEY = `^[A-Za-z0-9]([-A-Za-z0-9_.]{0,${LIMITS.attributeKeyMaxLength - 2}}[A-Za-z0-9])?$`;
 
 const port = (description: string): JSONSchemaProps => ({
