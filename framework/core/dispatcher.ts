@@ -33,14 +33,18 @@ export function stateAnnotations(prefix: string): StateAnnotations {
 export function decideCause(
   object: KubeObject,
   annotations: StateAnnotations,
-  state: { seen: boolean; triggered: boolean },
+  state: { seen: boolean; triggered: boolean; handledHere?: number; failedHere?: number },
 ): 'create' | 'update' | 'resume' | undefined {
   const marks = object.metadata.annotations ?? {};
   const generation = object.metadata.generation ?? 0;
-  if (marks[annotations.permanentFailure] === String(generation)) return undefined;
-  const handled = marks[annotations.handled];
-  if (handled === undefined) return 'create';
-  if (Number(handled) < generation) return 'update';
+  // The *Here values are this process's own writes, which the cache may not show yet; the
+  // annotations stay the truth across restarts.
+  if (marks[annotations.permanentFailure] === String(generation) || state.failedHere === generation)
+    return undefined;
+  const annotated = marks[annotations.handled];
+  const handled = Math.max(annotated === undefined ? -1 : Number(annotated), state.handledHere ?? -1);
+  if (handled < 0) return 'create';
+  if (handled < generation) return 'update';
   // First sight wins over a trigger: the resume run already looks at the current state.
   if (!state.seen) return 'resume';
   return state.triggered ? 'update' : undefined;
@@ -71,6 +75,10 @@ export class Dispatcher {
   readonly queue: WorkQueue;
   private readonly triggered = new Set<string>();
   private readonly seen = new Set<string>();
+  // Generations this process handled (or failed permanently), per uid: guards against re-running
+  // handlers on a cache that has not caught up with our own marker write yet.
+  private readonly handledHere = new Map<string, number>();
+  private readonly failedHere = new Map<string, number>();
   private readonly lock = new KeyedMutex();
   private readonly tasks: ObjectTasks;
   private readonly options: ControllerOptions;
@@ -225,7 +233,12 @@ export class Dispatcher {
     }
     await this.tasks.ensure(key, obj);
     const uid = obj.metadata.uid ?? key;
-    const cause = decideCause(obj, this.deps.annotations, { seen: this.seen.has(uid), triggered });
+    const cause = decideCause(obj, this.deps.annotations, {
+      seen: this.seen.has(uid),
+      triggered,
+      handledHere: this.handledHere.get(uid),
+      failedHere: this.failedHere.get(uid),
+    });
     if (cause === undefined) {
       this.seen.add(uid);
       return [undefined, undefined];
@@ -248,6 +261,8 @@ export class Dispatcher {
         },
       });
     }
+    this.handledHere.set(uid, Number(generation));
+    this.failedHere.delete(uid);
     this.seen.add(uid);
     return [cause, undefined];
   }
@@ -309,6 +324,7 @@ export class Dispatcher {
       await ctx.events.warning('HandlerFailed', `${cause} handler failed permanently: ${err.message}`);
       if (cause === 'delete') return;
       this.seen.add(obj.metadata.uid ?? key);
+      this.failedHere.set(obj.metadata.uid ?? key, obj.metadata.generation ?? 0);
       try {
         await this.patch(obj, {
           annotations: { [this.deps.annotations.permanentFailure]: String(obj.metadata.generation ?? 0) },

@@ -81,7 +81,7 @@ export class LeaderElector {
         if (lease?.spec.holderIdentity === this.identity) {
           lease.spec.holderIdentity = null;
           lease.spec.leaseDurationSeconds = 1;
-          await this.client.request('PUT', this.path(), { body: lease });
+          await this.client.request('PUT', this.path(this.opts.name), { body: lease });
         }
       } catch (err) {
         this.logger.warn({ err: errorMessage(err) }, 'could not release the leader lease');

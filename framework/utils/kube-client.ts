@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { fetch, type Dispatcher } from 'undici';
+import { Agent, fetch, type Dispatcher } from 'undici';
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 
 /** An API error carrying the HTTP status, so callers can branch on 404/409/410. */
@@ -44,9 +44,27 @@ export class KubeClient {
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
     const ctx = new RequestContext(url.toString(), method);
     await this.kubeConfig.applySecurityAuthentication(ctx);
-    // One connection pool for every request (the context builds a new agent each time).
-    this.dispatcher ??= ctx.getDispatcher();
+    this.dispatcher ??= await this.agent();
     return { url, ctx };
+  }
+
+  /**
+   * One connection pool for every request, HTTP/1.1 only: the KubeConfig's own agent builds
+   * a new pool per request and lets undici negotiate HTTP/2, whose idle-session timeout
+   * surfaced as an unhandled 'error' event in our tests.
+   */
+  private async agent(): Promise<Dispatcher> {
+    const tls: {
+      ca?: Buffer | string;
+      cert?: Buffer | string;
+      key?: Buffer | string;
+      rejectUnauthorized?: boolean;
+    } = {};
+    await this.kubeConfig.applyToHTTPSOptions(tls);
+    return new Agent({
+      allowH2: false,
+      connect: { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized },
+    });
   }
 
   async request<T>(

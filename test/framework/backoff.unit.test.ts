@@ -6,7 +6,9 @@ describe('ExponentialBackoff', () => {
   it('doubles per consecutive failure up to the cap, per key', () => {
     const b = new ExponentialBackoff<string>(1000, 300_000);
     const seq = Array.from({ length: 12 }, () => b.next('a'));
-    expect(seq).toEqual([1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 300000, 300000, 300000]);
+    expect(seq).toEqual([
+      1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 300000, 300000, 300000,
+    ]);
     expect(b.next('b')).toBe(1000);
   });
 

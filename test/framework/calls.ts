@@ -12,7 +12,12 @@ export class Calls {
   readonly log: Call[] = [];
 
   record(cause: Cause, obj: { metadata: { name?: string; generation?: number } }): void {
-    this.log.push({ cause, name: obj.metadata.name ?? '', generation: obj.metadata.generation ?? 0, at: Date.now() });
+    this.log.push({
+      cause,
+      name: obj.metadata.name ?? '',
+      generation: obj.metadata.generation ?? 0,
+      at: Date.now(),
+    });
   }
 
   of(name: string, cause?: Cause): Call[] {

@@ -50,7 +50,9 @@ describe('work queue against the API server', () => {
     await world.createWidget('burst', { size: 0 });
     await eventually(() => expect(gauge.lastSize.get('burst')).toBe(0));
     for (let i = 1; i <= 50; i++) await world.patchSpec('burst', { size: i });
-    await eventually(async () => expect((await world.getWidget('burst')).metadata.annotations?.[HANDLED]).toBe('51'));
+    await eventually(async () =>
+      expect((await world.getWidget('burst')).metadata.annotations?.[HANDLED]).toBe('51'),
+    );
     expect(gauge.lastSize.get('burst')).toBe(50);
     expect(gauge.maxPerObject).toBe(1);
     expect(gauge.runs).toBeLessThan(51); // queued changes were coalesced

@@ -10,13 +10,48 @@ function obj(generation: number, annotations: Record<string, string> = {}): Kube
 describe('decideCause: the cause comes from the object, never from in-memory history', () => {
   it.each([
     ['no marker', obj(1), { seen: false, triggered: false }, 'create'],
-    ['no marker, seen before (a failed create is retried)', obj(1), { seen: true, triggered: false }, 'create'],
-    ['marker behind generation', obj(3, { [marks.handled]: '2' }), { seen: true, triggered: false }, 'update'],
-    ['marker behind generation, first sight', obj(3, { [marks.handled]: '2' }), { seen: false, triggered: false }, 'update'],
-    ['marker current, first sight in this process', obj(3, { [marks.handled]: '3' }), { seen: false, triggered: false }, 'resume'],
-    ['marker current, already seen (e.g. own status write)', obj(3, { [marks.handled]: '3' }), { seen: true, triggered: false }, undefined],
-    ['marker current, triggered by a watched object', obj(3, { [marks.handled]: '3' }), { seen: true, triggered: true }, 'update'],
-    ['marker current, triggered, first sight (resume covers it)', obj(3, { [marks.handled]: '3' }), { seen: false, triggered: true }, 'resume'],
+    [
+      'no marker, seen before (a failed create is retried)',
+      obj(1),
+      { seen: true, triggered: false },
+      'create',
+    ],
+    [
+      'marker behind generation',
+      obj(3, { [marks.handled]: '2' }),
+      { seen: true, triggered: false },
+      'update',
+    ],
+    [
+      'marker behind generation, first sight',
+      obj(3, { [marks.handled]: '2' }),
+      { seen: false, triggered: false },
+      'update',
+    ],
+    [
+      'marker current, first sight in this process',
+      obj(3, { [marks.handled]: '3' }),
+      { seen: false, triggered: false },
+      'resume',
+    ],
+    [
+      'marker current, already seen (e.g. own status write)',
+      obj(3, { [marks.handled]: '3' }),
+      { seen: true, triggered: false },
+      undefined,
+    ],
+    [
+      'marker current, triggered by a watched object',
+      obj(3, { [marks.handled]: '3' }),
+      { seen: true, triggered: true },
+      'update',
+    ],
+    [
+      'marker current, triggered, first sight (resume covers it)',
+      obj(3, { [marks.handled]: '3' }),
+      { seen: false, triggered: true },
+      'resume',
+    ],
     [
       'permanent failure at this generation',
       obj(3, { [marks.handled]: '2', [marks.permanentFailure]: '3' }),
@@ -29,7 +64,36 @@ describe('decideCause: the cause comes from the object, never from in-memory his
       { seen: true, triggered: false },
       'update',
     ],
-    ['permanent failure of a create', obj(1, { [marks.permanentFailure]: '1' }), { seen: false, triggered: false }, undefined],
+    [
+      'permanent failure of a create',
+      obj(1, { [marks.permanentFailure]: '1' }),
+      { seen: false, triggered: false },
+      undefined,
+    ],
+    [
+      'no marker in a stale cache, but handled here',
+      obj(1),
+      { seen: true, triggered: false, handledHere: 1 },
+      undefined,
+    ],
+    [
+      'stale marker, newer generation handled here',
+      obj(2, { [marks.handled]: '1' }),
+      { seen: true, triggered: false, handledHere: 2 },
+      undefined,
+    ],
+    [
+      'handled here at an older generation',
+      obj(3, { [marks.handled]: '1' }),
+      { seen: true, triggered: false, handledHere: 2 },
+      'update',
+    ],
+    [
+      'failed permanently here, not in the cache yet',
+      obj(2, { [marks.handled]: '1' }),
+      { seen: true, triggered: false, failedHere: 2 },
+      undefined,
+    ],
   ])('%s → %p', (_case, object, state, expected) => {
     expect(decideCause(object, marks, state)).toBe(expected);
   });

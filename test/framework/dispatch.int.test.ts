@@ -12,7 +12,15 @@ import {
 } from '../../framework/index.js';
 import { testKubeConfig } from '../harness/kube.js';
 import { Calls, CALLS } from './calls.js';
-import { CONFIGMAP, eventually, FINALIZER, HANDLED, WIDGET, WidgetWorld, type Widget } from './widget-world.js';
+import {
+  CONFIGMAP,
+  eventually,
+  FINALIZER,
+  HANDLED,
+  WIDGET,
+  WidgetWorld,
+  type Widget,
+} from './widget-world.js';
 
 @controller({ ...WIDGET, finalizer: FINALIZER, when: (w: Widget) => !w.spec.skip })
 @watches({
@@ -66,12 +74,18 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
 
   it('runs update on a spec (generation) change, but not on a status write', async () => {
     await world.patchStatus('a', { note: 'written by someone else' });
-    await eventually(() => expect(operator.cache.get<Widget>(WIDGET, world.namespace, 'a')?.status?.note).toBeDefined());
+    await eventually(() =>
+      expect(operator.cache.get<Widget>(WIDGET, world.namespace, 'a')?.status?.note).toBeDefined(),
+    );
     await world.patchSpec('a', { size: 2 });
     await eventually(() => expect(calls.of('a', 'update').map((c) => c.generation)).toEqual([2]));
-    await eventually(async () => expect((await world.getWidget('a')).metadata.annotations?.[HANDLED]).toBe('2'));
+    await eventually(async () =>
+      expect((await world.getWidget('a')).metadata.annotations?.[HANDLED]).toBe('2'),
+    );
     // The handler's own status write (observedGeneration: 2) has reached the cache by now.
-    await eventually(() => expect(operator.cache.get<Widget>(WIDGET, world.namespace, 'a')?.status?.observedGeneration).toBe(2));
+    await eventually(() =>
+      expect(operator.cache.get<Widget>(WIDGET, world.namespace, 'a')?.status?.observedGeneration).toBe(2),
+    );
     await new Promise((r) => setTimeout(r, 1000));
     expect(calls.causes('a')).toEqual(['create', 'update']);
   });
@@ -122,7 +136,9 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toMatch(/operator_framework_reconciles_total\{kind="Widget",cause="resume",result="success"\} \d+/);
+    expect(metrics).toMatch(
+      /operator_framework_reconciles_total\{kind="Widget",cause="resume",result="success"\} \d+/,
+    );
     expect(metrics).toContain('operator_framework_reconcile_duration_seconds_bucket');
     expect(metrics).toContain('operator_framework_queue_depth');
   });

@@ -57,7 +57,9 @@ describe('handler errors', () => {
 
   it('retries a TemporaryError after its delay, for the same cause, then records success', async () => {
     await world.createWidget('temporary', { fail: 'temporary' });
-    await eventually(async () => expect((await world.getWidget('temporary')).metadata.annotations?.[HANDLED]).toBe('1'));
+    await eventually(async () =>
+      expect((await world.getWidget('temporary')).metadata.annotations?.[HANDLED]).toBe('1'),
+    );
     const runs = calls.of('temporary');
     expect(runs.map((c) => c.cause)).toEqual(['create', 'create', 'create']);
     for (const gap of gaps(runs.map((c) => c.at))) expect(gap).toBeGreaterThanOrEqual(950);
@@ -65,7 +67,9 @@ describe('handler errors', () => {
 
   it('re-runs a handler that returned requeueAfter, and only then records success', async () => {
     await world.createWidget('requeue', { fail: 'requeue' });
-    await eventually(async () => expect((await world.getWidget('requeue')).metadata.annotations?.[HANDLED]).toBe('1'));
+    await eventually(async () =>
+      expect((await world.getWidget('requeue')).metadata.annotations?.[HANDLED]).toBe('1'),
+    );
     const runs = calls.of('requeue');
     expect(runs.map((c) => c.cause)).toEqual(['create', 'create']);
     expect(runs[1].at - runs[0].at).toBeGreaterThanOrEqual(950);
@@ -73,7 +77,9 @@ describe('handler errors', () => {
 
   it('backs a plain error off exponentially', async () => {
     await world.createWidget('plain', { fail: 'plain' });
-    await eventually(async () => expect((await world.getWidget('plain')).metadata.annotations?.[HANDLED]).toBe('1'));
+    await eventually(async () =>
+      expect((await world.getWidget('plain')).metadata.annotations?.[HANDLED]).toBe('1'),
+    );
     const g = gaps(calls.of('plain').map((c) => c.at));
     expect(g).toHaveLength(4);
     // Lower bounds only: a loaded machine can make retries later, never earlier.
@@ -85,10 +91,16 @@ describe('handler errors', () => {
     await eventually(async () => {
       const events = await world.events('permanent');
       expect(events).toEqual([
-        expect.objectContaining({ type: 'Warning', reason: 'HandlerFailed', message: expect.stringContaining('spec.size must be even') }),
+        expect.objectContaining({
+          type: 'Warning',
+          reason: 'HandlerFailed',
+          message: expect.stringContaining('spec.size must be even'),
+        }),
       ]);
     });
-    await eventually(async () => expect((await world.getWidget('permanent')).metadata.annotations?.[PERMANENT]).toBe('1'));
+    await eventually(async () =>
+      expect((await world.getWidget('permanent')).metadata.annotations?.[PERMANENT]).toBe('1'),
+    );
     await new Promise((r) => setTimeout(r, 1500));
     expect(calls.of('permanent')).toHaveLength(1);
 

@@ -16,7 +16,13 @@ import {
   type KindRef,
 } from '../../framework/index.js';
 
-const WIDGET: KindRef = { group: 'test.example.com', version: 'v1', plural: 'widgets', kind: 'Widget', namespaced: true };
+const WIDGET: KindRef = {
+  group: 'test.example.com',
+  version: 'v1',
+  plural: 'widgets',
+  kind: 'Widget',
+  namespaced: true,
+};
 const SECRET: KindRef = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
 const DEP = Symbol('dep');
 
@@ -48,8 +54,16 @@ describe('decorator metadata', () => {
   });
 
   it('lets create, update and resume decorators stack on one method', () => {
-    const causes = handlerMetadata(Widgets).methods.flatMap((m) => (m.type === 'change' ? [[m.cause, m.method]] : []));
-    expect(causes).toEqual(expect.arrayContaining([['create', 'reconcile'], ['update', 'reconcile'], ['resume', 'reconcile']]));
+    const causes = handlerMetadata(Widgets).methods.flatMap((m) =>
+      m.type === 'change' ? [[m.cause, m.method]] : [],
+    );
+    expect(causes).toEqual(
+      expect.arrayContaining([
+        ['create', 'reconcile'],
+        ['update', 'reconcile'],
+        ['resume', 'reconcile'],
+      ]),
+    );
     expect(causes).toHaveLength(3);
   });
 
@@ -91,12 +105,32 @@ describe('decorator metadata', () => {
 
 describe('decorator validation', () => {
   it.each([
-    ['a missing plural', () => controller({ ...WIDGET, plural: '' }), /@controller: "plural" must be a non-empty string/],
-    ['a missing group', () => controller({ ...WIDGET, group: undefined as unknown as string }), /"group" must be a string/],
-    ['zero concurrency', () => controller({ ...WIDGET, maxConcurrentReconciles: 0 }), /maxConcurrentReconciles must be an integer >= 1/],
-    ['a @watches without map', () => watches({ ...SECRET, map: undefined as never }), /"map" must be a function/],
+    [
+      'a missing plural',
+      () => controller({ ...WIDGET, plural: '' }),
+      /@controller: "plural" must be a non-empty string/,
+    ],
+    [
+      'a missing group',
+      () => controller({ ...WIDGET, group: undefined as unknown as string }),
+      /"group" must be a string/,
+    ],
+    [
+      'zero concurrency',
+      () => controller({ ...WIDGET, maxConcurrentReconciles: 0 }),
+      /maxConcurrentReconciles must be an integer >= 1/,
+    ],
+    [
+      'a @watches without map',
+      () => watches({ ...SECRET, map: undefined as never }),
+      /"map" must be a function/,
+    ],
     ['a zero timer interval', () => timer({ interval: 0 }), /interval must be > 0 seconds/],
-    ['a jitter above 1', () => timer({ interval: 1, jitter: 1.5 }), /jitter must be a fraction between 0 and 1/],
+    [
+      'a jitter above 1',
+      () => timer({ interval: 1, jitter: 1.5 }),
+      /jitter must be a fraction between 0 and 1/,
+    ],
     ['a negative initial delay', () => timer({ interval: 1, initialDelay: -1 }), /initialDelay must be >= 0/],
     ['a zero daemon backoff', () => daemon({ backoff: 0 }), /backoff must be > 0/],
   ])('rejects %s with a clear error', (_what, decorate, message) => {

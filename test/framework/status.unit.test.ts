@@ -4,7 +4,10 @@ import type { Condition } from '../../framework/index.js';
 
 const T0 = '2026-01-01T00:00:00Z';
 const now = () => new Date('2026-02-02T02:02:02.123Z');
-const ready = (status: Condition['status'], reason = 'R'): Omit<Condition, 'lastTransitionTime' | 'observedGeneration'> => ({
+const ready = (
+  status: Condition['status'],
+  reason = 'R',
+): Omit<Condition, 'lastTransitionTime' | 'observedGeneration'> => ({
   type: 'Ready',
   status,
   reason,
@@ -24,7 +27,13 @@ describe('setCondition', () => {
   });
 
   it('leaves other conditions and the input array alone', () => {
-    const other: Condition = { type: 'Healthy', status: 'True', reason: 'x', message: '', lastTransitionTime: T0 };
+    const other: Condition = {
+      type: 'Healthy',
+      status: 'True',
+      reason: 'x',
+      message: '',
+      lastTransitionTime: T0,
+    };
     const input = [other, ...existing];
     const out = setCondition(input, ready('False'), undefined, now);
     expect(out[0]).toBe(other);

@@ -30,7 +30,9 @@ class Ticking {
     this.calls.record('create', ctx.object);
   }
 
-  @timer({ interval: (w: Widget) => w.spec.interval ?? 1, jitter: 0 }) async tick(ctx: HandlerContext<Widget>) {
+  @timer({ interval: (w: Widget) => w.spec.interval ?? 1, jitter: 0 }) async tick(
+    ctx: HandlerContext<Widget>,
+  ) {
     this.calls.record('timer', ctx.object);
   }
 

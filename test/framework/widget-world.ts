@@ -4,13 +4,31 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
-import { Operator, type HandlerClass, type KindRef, type KubeObject, type OperatorOptions } from '../../framework/index.js';
+import {
+  Operator,
+  type HandlerClass,
+  type KindRef,
+  type KubeObject,
+  type OperatorOptions,
+} from '../../framework/index.js';
 import { isStatus, KubeClient, MERGE_PATCH } from '../../framework/utils/kube-client.js';
 import { uniqueName } from '../harness/kube.js';
 
 export const GROUP = 'test.framework.example.com';
-export const WIDGET: KindRef = { group: GROUP, version: 'v1', plural: 'widgets', kind: 'Widget', namespaced: true };
-export const CONFIGMAP: KindRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
+export const WIDGET: KindRef = {
+  group: GROUP,
+  version: 'v1',
+  plural: 'widgets',
+  kind: 'Widget',
+  namespaced: true,
+};
+export const CONFIGMAP: KindRef = {
+  group: '',
+  version: 'v1',
+  plural: 'configmaps',
+  kind: 'ConfigMap',
+  namespaced: true,
+};
 export const FINALIZER = `${GROUP}/cleanup`;
 export const HANDLED = `${GROUP}/last-handled-generation`;
 
@@ -24,7 +42,11 @@ export function testLogger(): Logger {
   return pino({ level: process.env.FRAMEWORK_TEST_LOG ?? 'silent' });
 }
 
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -104,7 +126,10 @@ export class WidgetWorld {
   }
 
   patchStatus(name: string, status: Record<string, unknown>): Promise<Widget> {
-    return this.client.request('PATCH', this.path(name, 'status'), { body: { status }, contentType: MERGE_PATCH });
+    return this.client.request('PATCH', this.path(name, 'status'), {
+      body: { status },
+      contentType: MERGE_PATCH,
+    });
   }
 
   deleteWidget(name: string): Promise<unknown> {
@@ -126,15 +151,19 @@ export class WidgetWorld {
   }
 
   async events(name: string): Promise<Array<{ type: string; reason: string; message: string }>> {
-    const list = await this.client.request<{ items: Array<{ type: string; reason: string; message: string }> }>(
-      'GET',
-      `/api/v1/namespaces/${this.namespace}/events`,
-      { query: { fieldSelector: `involvedObject.name=${name}` } },
-    );
+    const list = await this.client.request<{
+      items: Array<{ type: string; reason: string; message: string }>;
+    }>('GET', `/api/v1/namespaces/${this.namespace}/events`, {
+      query: { fieldSelector: `involvedObject.name=${name}` },
+    });
     return list.items;
   }
 
-  createConfigMap(name: string, data: Record<string, string>, labels?: Record<string, string>): Promise<KubeObject> {
+  createConfigMap(
+    name: string,
+    data: Record<string, string>,
+    labels?: Record<string, string>,
+  ): Promise<KubeObject> {
     return this.client.request('POST', `/api/v1/namespaces/${this.namespace}/configmaps`, {
       body: { metadata: { name, labels }, data },
     });
