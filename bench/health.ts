@@ -1,8 +1,8 @@
 // Benchmark: the health engine probing N proxies on loopback, beside a naive baseline (one
 // setInterval + ProxyAgent per proxy) measured in the same run.
 //
-//   npm run build && node build/bench/health.js [--seconds=120] [--proxies=1000] [--interval=10]
-//   (or BENCH_SECONDS / BENCH_PROXIES / BENCH_INTERVAL)
+//   npm run build && node build/bench/health.js [--seconds=120] [--proxies=1000] [--interval=10] [--baseline-first]
+//   (or BENCH_SECONDS / BENCH_PROXIES / BENCH_INTERVAL / BENCH_ORDER=baseline-first)
 //
 // The proxies and the HTTPS target live in a CHILD process so the CPU figures below are the
 // prober's alone. A few proxies lose egress and regain it periodically, so transitions happen.
@@ -46,6 +46,8 @@ interface PhaseResult {
   name: string;
   cpuPercentOfOneCore: number;
   eventLoopDelayP99Millis: number;
+  /** p99 under-samples a blocked loop (one sample per blockage), so bursts show up here. */
+  eventLoopDelayMaxMillis: number;
   latenessP99Millis: number;
   probesPerSecond: number;
   statusWritesPerMinute: number;
@@ -191,6 +193,7 @@ async function measure(name: string, s: Settings, counters: Counters): Promise<P
     name,
     cpuPercentOfOneCore: ((cpu.user + cpu.system) / 1e6 / wallSeconds) * 100,
     eventLoopDelayP99Millis: loopDelay.percentile(99) / 1e6,
+    eventLoopDelayMaxMillis: loopDelay.max / 1e6,
     latenessP99Millis: percentile(counters.lateness(), 99),
     probesPerSecond: probes / wallSeconds,
     statusWritesPerMinute: counters.statusWrites() / (wallSeconds / 60),
@@ -311,6 +314,7 @@ function report(s: Settings, engine: PhaseResult, baseline: PhaseResult): void {
     ['CPU, % of one core', 'cpuPercentOfOneCore'],
     ['CPU ms per probe', 'cpuMillisPerProbe'],
     ['event-loop delay p99, ms', 'eventLoopDelayP99Millis'],
+    ['event-loop delay max, ms', 'eventLoopDelayMaxMillis'],
     ['scheduling lateness p99, ms', 'latenessP99Millis'],
     ['probes per second', 'probesPerSecond'],
     ['successful probes per second', 'successfulProbesPerSecond'],
@@ -351,11 +355,22 @@ async function main(): Promise<void> {
   const { child, fleet } = await startFleet(cert, s);
   child.removeAllListeners('exit');
   try {
-    console.log(`engine phase (${s.seconds}s) ...`);
-    const engine = await engineRun(s, fleet, cert);
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    console.log(`baseline phase (${s.seconds}s) ...`);
-    const baseline = await baselineRun(s, fleet, cert);
+    // Phase order is switchable to check that warm-up does not favour the second phase.
+    const baselineFirst =
+      process.argv.includes('--baseline-first') || process.env.BENCH_ORDER === 'baseline-first';
+    const phases = [
+      { name: 'engine', run: () => engineRun(s, fleet, cert) },
+      { name: 'baseline', run: () => baselineRun(s, fleet, cert) },
+    ];
+    if (baselineFirst) phases.reverse();
+    const results = new Map<string, PhaseResult>();
+    for (const phase of phases) {
+      console.log(`${phase.name} phase (${s.seconds}s) ...`);
+      results.set(phase.name, await phase.run());
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+    const engine = results.get('engine')!;
+    const baseline = results.get('baseline')!;
     report(s, engine, baseline);
   } finally {
     child.disconnect();
