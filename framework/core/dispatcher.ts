@@ -181,7 +181,14 @@ export class Dispatcher {
   private async process(key: string): Promise<void> {
     if (!this.deps.isLeader() || this.deps.signal.aborted) return;
     const obj = this.deps.informer.get(key);
-    if (!obj || !this.applies(this.options.when, obj)) {
+    // An object the filter rejects is left alone, unless it still holds our finalizer while being
+    // deleted (it matched earlier): releasing it must not depend on the filter.
+    const holdsFinalizer =
+      !!this.options.finalizer && !!obj?.metadata.finalizers?.includes(this.options.finalizer);
+    if (
+      !obj ||
+      (!this.applies(this.options.when, obj) && !(obj.metadata.deletionTimestamp && holdsFinalizer))
+    ) {
       this.triggered.delete(key);
       await this.tasks.stop(key);
       return;

@@ -42,6 +42,8 @@ export interface OperatorOptions {
   stateAnnotationPrefix: string;
   /** Retry tuning of every controller's queue (tests shorten the backoff). */
   queue?: QueueOptions;
+  /** Longest wait between list/watch reconnection attempts while the API is unreachable (default 30). */
+  watchRetryMaxSeconds?: number;
   /** Watch namespaced kinds in this namespace only (default: all namespaces). */
   namespace?: string;
   /** Source component named in posted Events (default 'operator'). */
@@ -129,6 +131,7 @@ export class Operator {
         labelSelector,
         watchdogSeconds: this.opts.watchdogSeconds ?? 300,
         resyncSeconds: this.opts.resyncSeconds ?? 600,
+        maxRetryDelaySeconds: this.opts.watchRetryMaxSeconds,
       },
       {
         onChange: (key, obj) => (this.listeners.get(id) ?? []).forEach((l) => l(key, obj)),

@@ -131,6 +131,15 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
     expect(calls.of('a', 'delete')).toHaveLength(1);
   });
 
+  it('still releases an object that held the finalizer and later stopped matching the filter', async () => {
+    await world.createWidget('leaver');
+    await eventually(async () => expect((await world.getWidget('leaver')).metadata.finalizers).toEqual([FINALIZER]));
+    await world.patchSpec('leaver', { skip: true });
+    await world.deleteWidget('leaver');
+    await eventually(() => world.gone('leaver'));
+    expect(calls.causes('leaver')).toEqual(['create', 'delete']);
+  });
+
   it('serves /healthz, /readyz and the injected registry on /metrics', async () => {
     const base = `http://127.0.0.1:${operator.probePort}`;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
