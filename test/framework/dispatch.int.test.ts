@@ -133,7 +133,9 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
 
   it('still releases an object that held the finalizer and later stopped matching the filter', async () => {
     await world.createWidget('leaver');
-    await eventually(async () => expect((await world.getWidget('leaver')).metadata.finalizers).toEqual([FINALIZER]));
+    await eventually(async () =>
+      expect((await world.getWidget('leaver')).metadata.finalizers).toEqual([FINALIZER]),
+    );
     await world.patchSpec('leaver', { skip: true });
     await world.deleteWidget('leaver');
     await eventually(() => world.gone('leaver'));
