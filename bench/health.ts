@@ -1,8 +1,8 @@
 // Benchmark: the health engine probing N proxies on loopback, beside a naive baseline (one
 // setInterval + ProxyAgent per proxy) measured in the same run.
 //
-//   npm run build && node build/bench/health.js [--seconds=120] [--proxies=1000] [--interval=10] [--baseline-first]
-//   (or BENCH_SECONDS / BENCH_PROXIES / BENCH_INTERVAL / BENCH_ORDER=baseline-first)
+//   npm run build && node build/bench/health.js [--seconds=120] [--proxies=1000] [--interval=10] [--baseline-first] [--baseline-stagger]
+//   (or BENCH_SECONDS / BENCH_PROXIES / BENCH_INTERVAL / BENCH_ORDER=baseline-first / BENCH_BASELINE=stagger)
 //
 // The proxies and the HTTPS target live in a CHILD process so the CPU figures below are the
 // prober's alone. A few proxies lose egress and regain it periodically, so transitions happen.
@@ -265,35 +265,39 @@ async function baselineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<
   // Same TLS set-up as the engine's prober, so the comparison is about scheduling alone.
   const secureContext = createSecureContext({ ca: cert.cert });
   const begin = Date.now();
-  for (const port of fleet.ports) {
+  // --baseline-stagger spreads the loops' start over one interval: the same traffic shape as
+  // the engine, to separate "cost of spreading" from "cost of the engine".
+  const stagger = process.argv.includes('--baseline-stagger') || process.env.BENCH_BASELINE === 'stagger';
+  const intervalMillis = s.intervalSeconds * 1000;
+  for (const [i, port] of fleet.ports.entries()) {
     const agent = new ProxyAgent({
       uri: `http://127.0.0.1:${port}`,
       connections: 1,
       requestTls: { secureContext },
     });
     agents.push(agent);
+    const offset = stagger ? (i / fleet.ports.length) * intervalMillis : 0;
     let tick = 0;
-    // The naive loop: every proxy on its own setInterval, all started together.
-    timers.push(
-      setInterval(async () => {
-        tick++;
-        lateness.push(Date.now() - (begin + tick * s.intervalSeconds * 1000));
-        try {
-          const res = await agent.request({
-            origin: url.origin,
-            path: url.pathname,
-            method: 'GET',
-            signal: AbortSignal.timeout(5000),
-            reset: true,
-          });
-          await res.body.dump();
-          if (res.statusCode === 204) successes++;
-        } catch {
-          // counted as a probe, not a success
-        }
-        probes++;
-      }, s.intervalSeconds * 1000),
-    );
+    const probe = async (): Promise<void> => {
+      tick++;
+      lateness.push(Date.now() - (begin + offset + tick * intervalMillis));
+      try {
+        const res = await agent.request({
+          origin: url.origin,
+          path: url.pathname,
+          method: 'GET',
+          signal: AbortSignal.timeout(5000),
+          reset: true,
+        });
+        await res.body.dump();
+        if (res.statusCode === 204) successes++;
+      } catch {
+        // counted as a probe, not a success
+      }
+      probes++;
+    };
+    // The naive loop: every proxy on its own setInterval, by default all started together.
+    timers.push(setTimeout(() => timers.push(setInterval(probe, intervalMillis)), offset));
   }
   const result = await measure('baseline', s, {
     probes: () => probes,
