@@ -65,6 +65,9 @@ export interface DispatcherDeps {
   signal: AbortSignal;
 }
 
+/** Our own resourceVersion-guarded write lost a race: the cache was behind. */
+class StaleObject extends Error {}
+
 type Method = (ctx: unknown) => Promise<HandlerResult | void> | HandlerResult | void;
 
 /**
@@ -92,7 +95,9 @@ export class Dispatcher {
     this.tasks = new ObjectTasks(
       timers,
       daemons,
-      (method, object, cause, signal) => this.call(method, object, cause, signal),
+      // Timers and daemons act for the leader only, checked at each run (leadership is time-bounded).
+      async (method, object, cause, signal) =>
+        deps.isLeader() ? this.call(method, object, cause, signal) : undefined,
       (key) => deps.informer.get(key),
       this.lock,
       deps.signal,
@@ -167,15 +172,20 @@ export class Dispatcher {
   private async patch(obj: KubeObject, metadata: Record<string, unknown>): Promise<KubeObject> {
     if (this.deps.signal.aborted) throw new Error('operator stopped');
     const kind = this.deps.contextDeps.kind;
-    return await this.deps.client.request<KubeObject>(
-      'PATCH',
-      apiPath(kind, obj.metadata.namespace, obj.metadata.name),
-      {
-        body: { metadata },
-        contentType: MERGE_PATCH,
-        signal: AbortSignal.any([this.deps.signal, AbortSignal.timeout(30_000)]),
-      },
-    );
+    try {
+      return await this.deps.client.request<KubeObject>(
+        'PATCH',
+        apiPath(kind, obj.metadata.namespace, obj.metadata.name),
+        {
+          body: { metadata },
+          contentType: MERGE_PATCH,
+          signal: AbortSignal.any([this.deps.signal, AbortSignal.timeout(30_000)]),
+        },
+      );
+    } catch (err) {
+      if (isStatus(err, 409)) throw new StaleObject(`stale ${kind.kind} ${obj.metadata.name}`);
+      throw err;
+    }
   }
 
   private async process(key: string): Promise<void> {
@@ -347,6 +357,12 @@ export class Dispatcher {
       this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'temporary_error' });
       log.info({ err: err.message, retryInSeconds: err.delaySeconds }, 'handler asked to retry');
       this.queue.addAfter(key, err.delaySeconds * 1000);
+      return;
+    }
+    if (err instanceof StaleObject) {
+      // Our finalizer patch raced a newer version of the object: not a failure, just look again.
+      log.debug('conflict writing the object; retrying with a fresher copy');
+      this.queue.addAfter(key, 200);
       return;
     }
     this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'error' });

@@ -63,8 +63,12 @@ export class LeaderElector {
     }
   }
 
+  /**
+   * Leading, and the last renewal is younger than the renew deadline. Time-bounded so that a
+   * stalled event loop or a slow API cannot leave us acting as leader after others may take over.
+   */
   isLeader(): boolean {
-    return this.leading;
+    return this.leading && Date.now() - this.lastRenew < this.renewDeadline * 1000;
   }
 
   start(): void {
@@ -116,8 +120,10 @@ export class LeaderElector {
   private async run(): Promise<void> {
     const signal = this.stopper.signal;
     while (!signal.aborted) {
+      // The lease says renewTime = the moment before the request; others count from that, so must we.
+      const attemptedAt = Date.now();
       try {
-        if (await this.tryAcquireOrRenew()) this.lastRenew = Date.now();
+        if (await this.tryAcquireOrRenew(new Date(attemptedAt))) this.lastRenew = attemptedAt;
       } catch (err) {
         this.logger.debug({ err: errorMessage(err) }, 'lease acquire/renew failed');
       }
@@ -127,8 +133,7 @@ export class LeaderElector {
     }
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
-    const now = new Date();
+  private async tryAcquireOrRenew(now: Date): Promise<boolean> {
     const lease = await this.get();
     if (!lease) {
       await this.client.request('POST', this.path(), {

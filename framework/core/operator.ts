@@ -110,7 +110,7 @@ export class Operator {
   }
 
   isLeader(): boolean {
-    return this.leading;
+    return this.leading && (this.elector?.isLeader() ?? true);
   }
 
   private informerFor(kind: KindRef, labelSelector: string | undefined): Informer {
@@ -172,7 +172,7 @@ export class Operator {
       logger: this.logger,
       annotations: stateAnnotations(this.opts.stateAnnotationPrefix),
       queue: this.opts.queue ?? {},
-      isLeader: () => this.leading,
+      isLeader: () => this.isLeader(),
       signal: this.shutdown.signal,
     });
     this.dispatchers.set(id, dispatcher);
@@ -198,7 +198,7 @@ export class Operator {
       signal,
       cache: this.informerCache,
       trigger: (kind, namespace, name) => this.trigger(kind, namespace, name),
-      isLeader: () => this.leading,
+      isLeader: () => this.isLeader(),
     };
   }
 
@@ -235,7 +235,12 @@ export class Operator {
     }
     for (const i of this.informerCache.all()) i.start();
     await Promise.all(this.informerCache.all().map((i) => i.synced));
-    await this.background.runHooks('startup', this.shutdown.signal);
+    try {
+      await this.background.runHooks('startup', this.shutdown.signal);
+    } catch (err) {
+      await this.stop(); // a failed startup hook leaves nothing running behind
+      throw err;
+    }
     this.state = 'started';
     for (const d of this.dispatchers.values()) d.start();
     this.background.startEveryReplica(this.shutdown.signal);
