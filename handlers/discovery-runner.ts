@@ -27,7 +27,10 @@ export class DiscoveryRunner {
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
     this.logger = logger.child({ component: 'discovery' });
-    this.leases = new MemoryLeaseStore({ logger: this.logger, cooldownSeconds: settings.discovery.cooldownSeconds });
+    this.leases = new MemoryLeaseStore({
+      logger: this.logger,
+      cooldownSeconds: settings.discovery.cooldownSeconds,
+    });
     const catalog = new CachedProxyCatalog(() => {
       if (!this.cache) throw new Error('discovery catalog read before the operator started');
       return this.cache;
@@ -46,7 +49,11 @@ export class DiscoveryRunner {
   @daemon({ everyReplica: true })
   async serve(ctx: OperatorContext): Promise<void> {
     this.cache = ctx.cache;
-    const server = new DiscoveryServer(this.app, { host: this.settings.discovery.host, port: this.settings.discovery.port }, this.logger);
+    const server = new DiscoveryServer(
+      this.app,
+      { host: this.settings.discovery.host, port: this.settings.discovery.port },
+      this.logger,
+    );
     await this.leases.start();
     await server.start();
     try {

@@ -50,7 +50,10 @@ export class OrphanSweep {
         const instances = await provider.listByTag(ctx.signal);
         const live = new Set(ctx.cache.list<Proxy>(PROXY_KIND).map((p) => p.metadata.uid ?? ''));
         for (const orphan of findOrphans(instances, live, new Date(), this.settings.orphanMinAgeSeconds)) {
-          ctx.logger.warn({ provider: name, providerID: orphan.id, uid: orphan.uid }, 'deleting orphaned instance');
+          ctx.logger.warn(
+            { provider: name, providerID: orphan.id, uid: orphan.uid },
+            'deleting orphaned instance',
+          );
           await provider.delete(orphan.id, ctx.signal);
           this.deleted.inc({ provider: name });
           killed++;

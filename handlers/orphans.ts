@@ -6,7 +6,12 @@ import type { Instance } from '../providers/contract.js';
  * `liveUIDs` must be read AFTER the instances were listed, so a Proxy created meanwhile
  * is seen as live.
  */
-export function findOrphans(instances: readonly Instance[], liveUIDs: ReadonlySet<string>, now: Date, minAgeSeconds: number): Instance[] {
+export function findOrphans(
+  instances: readonly Instance[],
+  liveUIDs: ReadonlySet<string>,
+  now: Date,
+  minAgeSeconds: number,
+): Instance[] {
   return instances.filter(
     (i) => !liveUIDs.has(i.uid) && now.getTime() - i.createdAt.getTime() >= minAgeSeconds * 1000,
   );

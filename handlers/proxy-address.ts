@@ -6,7 +6,8 @@ export function proxyKey(p: Proxy): string {
 
 /** Where the proxy listens: External from its endpoint, Managed from status.ip and spec.port. */
 export function proxyEndpoint(p: Proxy): { host: string; port: number } | undefined {
-  if (p.spec.mode === 'External') return p.spec.endpoint ? { host: p.spec.endpoint.host, port: p.spec.endpoint.port } : undefined;
+  if (p.spec.mode === 'External')
+    return p.spec.endpoint ? { host: p.spec.endpoint.host, port: p.spec.endpoint.port } : undefined;
   return p.status?.ip ? { host: p.status.ip, port: p.spec.port } : undefined;
 }
 

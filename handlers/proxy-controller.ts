@@ -67,7 +67,9 @@ export class ProxyController {
       throw new PermanentError(message);
     }
 
-    const ci = resolveCloudInit(proxy, (ns, name) => ctx.cache.get<SecretLike & { metadata: { name: string } }>(SECRET_KIND, ns, name));
+    const ci = resolveCloudInit(proxy, (ns, name) =>
+      ctx.cache.get<SecretLike & { metadata: { name: string } }>(SECRET_KIND, ns, name),
+    );
     const desiredHash = ci.ok ? specHash(proxy.spec, ci.content) : undefined;
     const providerID = proxy.status?.providerID;
     try {
@@ -82,7 +84,7 @@ export class ProxyController {
       if (step.annotateHash) {
         await ctx.patchMetadata({ annotations: { [SPEC_HASH_ANNOTATION]: step.annotateHash } });
       }
-      const override = await this.act(ctx, provider, step, ci.ok ? ci.content : undefined);
+      const override = await this.act(ctx, provider, step, ci.ok ? ci.content : undefined, desiredHash);
       await this.apply(ctx, step, override);
       return step.requeueAfter !== undefined ? { requeueAfter: step.requeueAfter } : undefined;
     } catch (err) {
@@ -100,7 +102,8 @@ export class ProxyController {
     const p = ctx.object;
     if (p.spec.mode !== 'Managed' || p.metadata.deletionTimestamp) return;
     const result = await this.reconcile(ctx);
-    if (result?.requeueAfter !== undefined) this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);
+    if (result?.requeueAfter !== undefined)
+      this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);
   }
 
   @onDelete({ when: (p: Proxy) => p.spec.mode === 'Managed' })
@@ -135,7 +138,11 @@ export class ProxyController {
     return { requeueAfter: 2 };
   }
 
-  private async observe(provider: Provider, providerID: string | undefined, signal: AbortSignal): Promise<Observation> {
+  private async observe(
+    provider: Provider,
+    providerID: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Observation> {
     if (!providerID) return { kind: 'unprovisioned' };
     try {
       return { kind: 'found', instance: await provider.get(providerID, signal) };
@@ -145,7 +152,13 @@ export class ProxyController {
     }
   }
 
-  private async act(ctx: HandlerContext<Proxy>, provider: Provider, step: Step, cloudInit: string | undefined): Promise<StatusOverride> {
+  private async act(
+    ctx: HandlerContext<Proxy>,
+    provider: Provider,
+    step: Step,
+    cloudInit: string | undefined,
+    revision: string | undefined,
+  ): Promise<StatusOverride> {
     const proxy = ctx.object;
     const log = { provider: proxy.spec.provider, providerID: proxy.status?.providerID };
     switch (step.action.type) {
@@ -153,6 +166,7 @@ export class ProxyController {
         const id = await provider.create(
           {
             uid: proxy.metadata.uid ?? '',
+            revision,
             owner: `${proxy.metadata.namespace}/${proxy.metadata.name}`,
             port: proxy.spec.port,
             cloudInit,

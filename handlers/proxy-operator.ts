@@ -24,7 +24,8 @@ export interface ProxyOperatorOptions {
   settings: HandlerSettings;
   logger: Logger;
   registry: Registry;
-  leaderElection: { namespace: string; name: string; identity?: string; leaseDurationSeconds?: number } | false;
+  leaderElection:
+    { namespace: string; name: string; identity?: string; leaseDurationSeconds?: number } | false;
   probeAddress?: { host: string; port: number };
   /** Restrict the handler classes (tests run only the ones they exercise). */
   handlers?: Array<new (...args: never[]) => unknown>;

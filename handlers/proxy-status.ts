@@ -11,11 +11,23 @@ export interface StatusOverride {
  * Writes the intended status as one merge patch of /status; the framework skips it when
  * nothing would change, so a steady proxy costs no writes. Returns whether it wrote.
  */
-export async function writeStatus(ctx: HandlerContext<Proxy>, intent: StatusIntent, override: StatusOverride): Promise<boolean> {
+export async function writeStatus(
+  ctx: HandlerContext<Proxy>,
+  intent: StatusIntent,
+  override: StatusOverride,
+): Promise<boolean> {
   const proxy = ctx.object;
   const generation = proxy.metadata.generation;
-  let conditions = ctx.status.setCondition(proxy.status?.conditions, { type: CONDITION_PROVISIONED, ...intent.provisioned }, generation);
-  conditions = ctx.status.setCondition(conditions, { type: CONDITION_HEALTHY, ...intent.healthy }, generation);
+  let conditions = ctx.status.setCondition(
+    proxy.status?.conditions,
+    { type: CONDITION_PROVISIONED, ...intent.provisioned },
+    generation,
+  );
+  conditions = ctx.status.setCondition(
+    conditions,
+    { type: CONDITION_HEALTHY, ...intent.healthy },
+    generation,
+  );
   const patch: Record<string, unknown> = {
     phase: intent.phase,
     providerID: override.providerID ?? intent.providerID,

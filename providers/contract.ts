@@ -22,6 +22,12 @@ export interface Instance {
 export interface CreateRequest {
   /** The owning Proxy's UID: names the instance deterministically and tags it. */
   uid: string;
+  /**
+   * The hash of the spec the instance is built from. It is part of the instance name, so a
+   * replacement gets a new providerID and never races the old instance's deletion for its
+   * name, while a create repeated for the same spec still finds the same instance.
+   */
+  revision?: string;
   /** namespace/name of the owning Proxy, for humans reading the cloud console. */
   owner: string;
   port: number;

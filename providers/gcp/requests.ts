@@ -44,7 +44,7 @@ export function missingPlacement(req: CreateRequest): string | undefined {
  */
 export function buildInsert(req: CreateRequest, settings: GcpSettings): InsertPlan {
   const zone = req.placement.zone!;
-  const name = instanceName(req.uid);
+  const name = instanceName(req.uid, req.revision);
   const network = settings.network.includes('/') ? settings.network : `global/networks/${settings.network}`;
   return {
     ref: { project: settings.project, zone, instance: name },

@@ -30,7 +30,7 @@ export function buildPod(req: CreateRequest, settings: KubernetesSettings): V1Po
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: instanceName(req.uid),
+      name: instanceName(req.uid, req.revision),
       namespace: settings.namespace,
       labels: {
         [LABEL_UID]: req.uid,

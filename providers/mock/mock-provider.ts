@@ -91,7 +91,7 @@ export class MockProvider implements Provider {
     if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
       throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
     }
-    const id = instanceName(req.uid);
+    const id = instanceName(req.uid, req.revision);
     // No await between the lookup and the insert: concurrent creates of one UID share an instance.
     if (!this.instances.has(id)) {
       const now = this.clock.now();

@@ -27,7 +27,7 @@ describe('instanceName', () => {
   });
 
   it('differs between UIDs', () => {
-    const names = new Set(uids.map(instanceName));
+    const names = new Set(uids.map((u) => instanceName(u)));
     expect(names.size).toBe(uids.length);
   });
 
@@ -37,5 +37,36 @@ describe('instanceName', () => {
 
   it.each(['', '   '])('refuses an empty UID (%p) with a clear error', (uid) => {
     expect(() => instanceName(uid)).toThrow(/Proxy UID is empty/);
+  });
+});
+
+describe('instance names with a spec revision', () => {
+  it.each([
+    [
+      'the same UID and revision give the same name (a retried create finds its instance)',
+      'u',
+      'abcdef0123456789',
+      'u',
+      'abcdef0123456789',
+      true,
+    ],
+    [
+      'a new revision gives a new name (a replacement gets a new providerID)',
+      'u',
+      'abcdef0123456789',
+      'u',
+      '0123456789abcdef',
+      false,
+    ],
+    ['another UID gives another name', 'u', 'abcdef0123456789', 'v', 'abcdef0123456789', false],
+  ])('%s', (_name, uidA, revA, uidB, revB, same) => {
+    expect(instanceName(uidA, revA) === instanceName(uidB, revB)).toBe(same);
+  });
+
+  it('keeps the UID prefix and stays a valid GCP instance and Pod name', () => {
+    const name = instanceName('abc', 'ABCDEF0123456789');
+    expect(name).toBe('proxy-ba7816bf8f01-abcdef01');
+    expect(name).toMatch(/^[a-z]([-a-z0-9]*[a-z0-9])?$/);
+    expect(name.length).toBeLessThanOrEqual(63);
   });
 });

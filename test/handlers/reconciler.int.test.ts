@@ -1,0 +1,252 @@
+import { CoreV1Api } from '@kubernetes/client-node';
+import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
+import { isNotFound } from '../../providers/errors.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  condition,
+  deleteProxy,
+  eventsFor,
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+const kc = testKubeConfig();
+const namespace = uniqueName('reconciler');
+let api: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let op: RunningOperator;
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider();
+  op = await startOperator(kc, { mock });
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+const ready = (name: string) =>
+  eventually(`${name} Ready`, async () => {
+    const p = await api.get(name);
+    return p.status?.phase === 'Ready' ? p : undefined;
+  });
+
+async function instanceGone(providerID: string): Promise<boolean> {
+  try {
+    await mock.get(providerID);
+    return false;
+  } catch (err) {
+    return isNotFound(err);
+  }
+}
+
+describe('a Managed proxy', () => {
+  it('is provisioned, probed through itself and becomes Ready with its conditions and Events', async () => {
+    await api.create('basic', { spec: managedSpec(target) });
+    const p = await ready('basic');
+    expect(p.metadata.finalizers).toContain(FINALIZER);
+    expect(p.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toMatch(/^[0-9a-f]{16}$/);
+    expect(p.status).toMatchObject({ phase: 'Ready', observedGeneration: p.metadata.generation });
+    expect(p.status?.providerID).toBeTruthy();
+    expect(p.status?.ip).toMatch(/^127\./);
+    expect(condition(p, 'Provisioned')).toMatchObject({ status: 'True', reason: 'InstanceRunning' });
+    expect(condition(p, 'Healthy')).toMatchObject({ status: 'True', reason: 'ProbeSucceeded' });
+    expect(p.status?.lastHealthCheckTime).toBeTruthy();
+    const reasons = (await eventsFor(kc, namespace, 'basic')).map((e) => e.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['Creating', 'Provisioned']));
+  });
+});
+
+describe('replacement: proxies are immutable cattle', () => {
+  it.each([
+    ['placement', { placement: { zone: 'local-b', machineType: 'small', image: 'squid-1' } }],
+    ['cloud-init', { cloudInit: { inline: '#cloud-config\n# v2\n' } }],
+    ['port', { port: 3129 }],
+  ])('changing %s replaces the instance (new providerID, old one gone)', async (what, change) => {
+    const name = `replace-${what}`;
+    await api.create(name, { spec: managedSpec(target) });
+    const before = await ready(name);
+    await api.patchSpec(name, change);
+    const after = await eventually('a new instance', async () => {
+      const p = await api.get(name);
+      return p.status?.phase === 'Ready' && p.status.providerID !== before.status?.providerID ? p : undefined;
+    });
+    expect(await instanceGone(before.status!.providerID!)).toBe(true);
+    expect(after.metadata.annotations?.[SPEC_HASH_ANNOTATION]).not.toBe(
+      before.metadata.annotations?.[SPEC_HASH_ANNOTATION],
+    );
+    const events = await eventsFor(kc, namespace, name);
+    expect(events.find((e) => e.reason === 'Replacing')?.message).toMatch(/IP WILL CHANGE/);
+  });
+
+  it.each([
+    ['attributes', { attributes: { geo: 'elsewhere' } }],
+    ['maxLeases', { maxLeases: 9 }],
+  ])('changing %s keeps the instance', async (what, change) => {
+    const name = `keep-${what.toLowerCase()}`;
+    await api.create(name, { spec: managedSpec(target) });
+    const before = await ready(name);
+    const patched = await api.patchSpec(name, change);
+    await eventually('the change handled', async () => {
+      const p = await api.get(name);
+      return p.status?.observedGeneration === patched.metadata.generation ? p : undefined;
+    });
+    const after = await api.get(name);
+    expect(after.status?.providerID).toBe(before.status?.providerID);
+    expect(await instanceGone(before.status!.providerID!)).toBe(false);
+  });
+
+  it('rotating the content of a labelled cloud-init Secret replaces every proxy using it', async () => {
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: 'squid-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
+        stringData: { 'user-data': '#cloud-config\n# v1\n' },
+      },
+    });
+    await api.create('from-secret', {
+      spec: managedSpec(target, { cloudInit: { secretRef: { name: 'squid-init', key: 'user-data' } } }),
+    });
+    const before = await ready('from-secret');
+    await core.replaceNamespacedSecret({
+      namespace,
+      name: 'squid-init',
+      body: {
+        metadata: { name: 'squid-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
+        stringData: { 'user-data': '#cloud-config\n# v2\n' },
+      },
+    });
+    await eventually('a replacement after the Secret rotated', async () => {
+      const p = await api.get('from-secret');
+      return p.status?.phase === 'Ready' && p.status.providerID !== before.status?.providerID ? p : undefined;
+    });
+    expect(await instanceGone(before.status!.providerID!)).toBe(true);
+  });
+
+  it('an unlabelled Secret is invisible and reported as CloudInitError', async () => {
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'unlabelled' }, stringData: { 'user-data': '#cloud-config\n' } },
+    });
+    await api.create('bad-secret', {
+      spec: managedSpec(target, { cloudInit: { secretRef: { name: 'unlabelled', key: 'user-data' } } }),
+    });
+    const p = await eventually('CloudInitError', async () => {
+      const x = await api.get('bad-secret');
+      return condition(x, 'Provisioned')?.reason === 'CloudInitError' ? x : undefined;
+    });
+    expect(p.status?.phase).toBe('Pending');
+    expect(condition(p, 'Provisioned')?.message).toMatch(/not labelled crawl\.example\.com\/cloud-init/);
+    expect(p.status?.providerID).toBeUndefined();
+  });
+});
+
+describe('deletion', () => {
+  it('a Managed proxy runs its finalizer, which deletes the instance', async () => {
+    await api.create('doomed', { spec: managedSpec(target) });
+    const p = await ready('doomed');
+    await deleteProxy(kc, namespace, 'doomed');
+    await eventually('the Proxy gone', async () => {
+      try {
+        await api.get('doomed');
+        return undefined;
+      } catch {
+        return true;
+      }
+    });
+    expect(await instanceGone(p.status!.providerID!)).toBe(true);
+  });
+
+  it('an External proxy gets no finalizer and is deleted at once', async () => {
+    await api.create('ext', {
+      spec: {
+        mode: 'External',
+        endpoint: { host: '127.0.0.3', port: 3128 },
+        healthCheck: managedSpec(target).healthCheck,
+      },
+    });
+    const p = await eventually('handled', async () => {
+      const x = await api.get('ext');
+      return x.status?.phase ? x : undefined;
+    });
+    expect(p.metadata.finalizers ?? []).toEqual([]);
+    await deleteProxy(kc, namespace, 'ext');
+    await expect(api.get('ext')).rejects.toThrow();
+  });
+});
+
+describe('provider errors', () => {
+  it('QuotaExceeded sets the condition and retries slowly (300 s)', async () => {
+    mock.failNextCreates(1, 'quota');
+    await api.create('quota', { spec: managedSpec(target) });
+    const p = await eventually('QuotaExceeded', async () => {
+      const x = await api.get('quota');
+      return condition(x, 'Provisioned')?.reason === 'QuotaExceeded' ? x : undefined;
+    });
+    expect(condition(p, 'Provisioned')?.message).toMatch(/retrying in 300 s/);
+    expect(p.status?.providerID).toBeUndefined();
+  });
+
+  it('a Permanent error fails the proxy and stops retrying until the spec changes', async () => {
+    mock.failNextCreates(1, 'permanent');
+    await api.create('perm', { spec: managedSpec(target) });
+    const p = await eventually('Failed', async () => {
+      const x = await api.get('perm');
+      return x.status?.phase === 'Failed' ? x : undefined;
+    });
+    expect(condition(p, 'Provisioned')).toMatchObject({ status: 'False', reason: 'ProvisioningFailed' });
+    const events = await eventsFor(kc, namespace, 'perm');
+    expect(events.some((e) => e.type === 'Warning' && e.reason === 'ProvisioningFailed')).toBe(true);
+    // A spec change is a new generation: it is retried and now succeeds.
+    await api.patchSpec('perm', { placement: { zone: 'local-c', machineType: 'small', image: 'squid-1' } });
+    await ready('perm');
+  });
+
+  it('transient failures of the next creates back off and recover', async () => {
+    mock.failNextCreates(2, 'transient');
+    await api.create('flaky', { spec: managedSpec(target) });
+    const p = await ready('flaky');
+    expect(p.status?.providerID).toBeTruthy();
+  });
+
+  it('an unknown provider fails the proxy with a message naming the configured ones', async () => {
+    await api.create('nowhere', { spec: { ...managedSpec(target), provider: 'gcp-mars' } });
+    const p = await eventually('Failed', async () => {
+      const x = await api.get('nowhere');
+      return x.status?.phase === 'Failed' ? x : undefined;
+    });
+    expect(condition(p, 'Provisioned')?.message).toMatch(
+      /provider "gcp-mars" is not configured \(configured: mock\)/,
+    );
+  });
+});
+
+describe('drift', () => {
+  it('an instance deleted behind the operator is noticed and re-created', async () => {
+    await api.create('drift', { spec: managedSpec(target) });
+    const before = await ready('drift');
+    await mock.delete(before.status!.providerID!);
+    // The drift timer runs every 60 s (jittered): allow two periods. The same spec gives the
+    // same instance name, so "re-created" means the provider has it again.
+    await eventually(
+      'a re-created instance',
+      async () => ((await instanceGone(before.status!.providerID!)) ? undefined : true),
+      150_000,
+    );
+    const events = await eventsFor(kc, namespace, 'drift');
+    expect(events.find((e) => e.reason === 'InstanceGone')?.message).toMatch(/IP will change/);
+    await ready('drift');
+  }, 180_000);
+});
