@@ -25,7 +25,9 @@ try {
     print(`$ export KUBECONFIG=${env.controlPlane.kubeconfigPath}`);
     print(`$ ${kubectl} get px`);
     print(`$ ${kubectl} describe px demo-managed`);
-    print(`$ curl -s '${env.discoveryURL}/v1/proxies?healthy=true' ; curl -s ${env.metricsURL}/metrics | grep proxy_operator_`);
+    print(
+      `$ curl -s '${env.discoveryURL}/v1/proxies?healthy=true' ; curl -s ${env.metricsURL}/metrics | grep proxy_operator_`,
+    );
     print('Press Ctrl-C to stop and clean everything up.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

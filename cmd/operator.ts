@@ -46,7 +46,8 @@ async function main(): Promise<void> {
     process.stderr.write(`proxy-operator: ${(err as Error).message}\n`);
     process.exit(2);
   }
-  if (!settings.providersConfig) logger.warn('no --providers-config given: using the embedded mock-only providers config');
+  if (!settings.providersConfig)
+    logger.warn('no --providers-config given: using the embedded mock-only providers config');
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
@@ -69,7 +70,11 @@ async function main(): Promise<void> {
       },
     },
     leaderElection: settings.leaderElect
-      ? { namespace: settings.leaderElectionNamespace, name: settings.leaderElectionID, identity: process.env.POD_NAME ?? hostname() }
+      ? {
+          namespace: settings.leaderElectionNamespace,
+          name: settings.leaderElectionID,
+          identity: process.env.POD_NAME ?? hostname(),
+        }
       : false,
     probeAddress: settings.metrics,
   });
@@ -80,6 +85,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`proxy-operator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `proxy-operator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -1,6 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { KubeConfig, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
@@ -44,14 +51,23 @@ async function portOr(preferred: number | undefined): Promise<number> {
   });
 }
 
-/** Installs every object of a multi-document YAML file with server-side apply. */
-export async function applyFile(kc: KubeConfig, path: string): Promise<void> {
-  const client = KubernetesObjectApi.makeApiClient(kc);
-  const docs = parseAllDocuments(await readFile(path, 'utf8'))
-    .map((d) => d.toJS() as KubernetesObject | null)
-    .filter((d): d is KubernetesObject => !!d);
-  for (const doc of docs) {
-    await client.patch(doc, undefined, undefined, 'proxy-operator-demo', true, 'application/apply-patch+yaml');
+/**
+ * Installs the CRDs of a multi-document YAML file with server-side apply, through the
+ * generated untyped call: KubernetesObjectApi's typed model would drop `default` and
+ * `x-kubernetes-validations` from the schema.
+ */
+export async function applyCRDs(kc: KubeConfig, path: string): Promise<void> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
+  const docs = parseAllDocuments(await readFile(path, 'utf8'), { version: '1.1' })
+    .map((d) => d.toJS() as (KubernetesObject & { metadata: { name: string } }) | null)
+    .filter(
+      (d): d is KubernetesObject & { metadata: { name: string } } => d?.kind === 'CustomResourceDefinition',
+    );
+  for (const body of docs) {
+    await api.patchCustomResourceDefinition(
+      { name: body.metadata.name, body, fieldManager: 'proxy-operator-demo', force: true },
+      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+    );
   }
 }
 
@@ -66,7 +82,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     cleanups.push(() => controlPlane.stop());
     const kubeConfig = controlPlane.kubeConfig();
     opts.progress('installing the Proxy CRD from dist/crds.yaml');
-    await applyFile(kubeConfig, join(opts.root, 'dist', 'crds.yaml'));
+    await applyCRDs(kubeConfig, join(opts.root, 'dist', 'crds.yaml'));
     await waitForCRD(kubeConfig);
 
     const target = await startLocalTarget();
@@ -80,7 +96,11 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
       'providers:\n  - name: mock\n    type: mock\n    mock:\n      provisioningSeconds: 2\n      serveTraffic: true\n',
       '<demo providers config>',
     );
-    const providers = await providerRegistry.build(entries, { logger: opts.logger, metrics: registry, kubeConfig });
+    const providers = await providerRegistry.build(entries, {
+      logger: opts.logger,
+      metrics: registry,
+      kubeConfig,
+    });
     cleanups.push(() => providers.close());
 
     const discoveryPort = await portOr(opts.discoveryPort);

@@ -89,7 +89,13 @@ async function waitForReady(kc: KubeConfig, names: string[], print: Print, timeo
   while (Date.now() < deadline) {
     let ready = 0;
     for (const name of names) {
-      const p = (await client.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL, name })) as Proxy;
+      const p = (await client.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: PLURAL,
+        name,
+      })) as Proxy;
       const phase = p.status?.phase ?? '-';
       if (seen.get(name) !== phase) {
         seen.set(name, phase);
@@ -100,7 +106,9 @@ async function waitForReady(kc: KubeConfig, names: string[], print: Print, timeo
     if (ready === names.length) return;
     await new Promise((r) => setTimeout(r, 300));
   }
-  throw new Error(`proxies not Ready within ${timeoutMs / 1000} s: ${[...seen].map(([n, p]) => `${n}=${p}`).join(', ')}`);
+  throw new Error(
+    `proxies not Ready within ${timeoutMs / 1000} s: ${[...seen].map(([n, p]) => `${n}=${p}`).join(', ')}`,
+  );
 }
 
 /** The demo's scripted walk through the product, printing what a person would type. */
@@ -110,9 +118,17 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   const k = `${kubectl} --kubeconfig ${env.controlPlane.kubeconfigPath}`;
 
   print('\n== 1. Apply two Proxy resources: one Managed by the mock provider, one External ==');
-  print(`$ ${k} apply -f - <<EOF   (demo-managed: mode Managed, provider mock; demo-external: mode External, endpoint ${env.externalProxy.host}:${env.externalProxy.port})`);
+  print(
+    `$ ${k} apply -f - <<EOF   (demo-managed: mode Managed, provider mock; demo-external: mode External, endpoint ${env.externalProxy.host}:${env.externalProxy.port})`,
+  );
   for (const p of sampleProxies(env)) {
-    await objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL, body: p });
+    await objects.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: PLURAL,
+      body: p,
+    });
   }
 
   print(`\n== 2. Watch them become Ready (probes go THROUGH each proxy to ${env.target.probeURL}) ==`);
@@ -144,7 +160,10 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
 
   print(`\n== 6. Report a ban on ${TARGET}: that proxy now cools down for that target ==`);
   print(curl(env, 'POST', `/v1/leases/${l1.leaseID}/report`, { result: 'banned', target: TARGET }));
-  const report = await api(env, 'POST', `/v1/leases/${l1.leaseID}/report`, { result: 'banned', target: TARGET });
+  const report = await api(env, 'POST', `/v1/leases/${l1.leaseID}/report`, {
+    result: 'banned',
+    target: TARGET,
+  });
   print(`${report.status} ${report.json === undefined ? '' : JSON.stringify(report.json)}`);
   print(curl(env, 'POST', '/v1/leases', leaseBody));
   const lease2 = await api(env, 'POST', '/v1/leases', leaseBody);
