@@ -77,6 +77,7 @@ async function main(): Promise<void> {
         }
       : false,
     probeAddress: settings.metrics,
+    namespace: settings.watchNamespace,
   });
   operator.installSignalHandlers();
   await operator.start();

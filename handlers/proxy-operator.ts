@@ -30,6 +30,8 @@ export interface ProxyOperatorOptions {
   /** Restrict the handler classes (tests run only the ones they exercise). */
   handlers?: Array<new (...args: never[]) => unknown>;
   shutdownGraceSeconds?: number;
+  /** Watch Proxies (and Secrets) in this namespace only; all namespaces when unset. */
+  namespace?: string;
 }
 
 /** Wires providers, settings and the handler classes into one framework Operator. */
@@ -53,6 +55,7 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     probeAddress: options.probeAddress,
     stateAnnotationPrefix: 'crawl.example.com',
     shutdownGraceSeconds: options.shutdownGraceSeconds,
+    namespace: options.namespace,
   });
   trigger.bind(operator);
   registerProxyGauge(options.registry, () => operator.cache);

@@ -44,12 +44,15 @@ export interface RunningOperator {
   operator: Operator;
   registry: Registry;
   stop(): Promise<void>;
+  /** Stops without any cleanup (no lease release, in-flight handlers abandoned): a crash. */
+  kill(): Promise<void>;
 }
 
 /** One operator over the given providers; `wrap` lets a test interpose on provider calls. */
 export async function startOperator(
   kc: KubeConfig,
   providers: Record<string, Provider>,
+  namespace: string,
   settings: Partial<HandlerSettings> = {},
   handlers = PROXY_HANDLERS,
 ): Promise<RunningOperator> {
@@ -68,10 +71,12 @@ export async function startOperator(
     leaderElection: false,
     probeAddress: { host: '127.0.0.1', port: await freePort() },
     handlers,
-    shutdownGraceSeconds: 5,
+    shutdownGraceSeconds: 1,
+    // Each suite's operator sees only its own namespace, so suites never touch each other's proxies.
+    namespace,
   });
   await operator.start();
-  return { operator, registry, stop: () => operator.stop() };
+  return { operator, registry, stop: () => operator.stop(), kill: () => operator.kill() };
 }
 
 export function mockProvider(

@@ -27,7 +27,7 @@ let op: RunningOperator;
 beforeAll(async () => {
   ({ api, target } = await suiteSetup(kc, namespace));
   mock = mockProvider();
-  op = await startOperator(kc, { mock });
+  op = await startOperator(kc, { mock }, namespace);
 });
 
 afterAll(async () => {
