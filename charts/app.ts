@@ -1,16 +1,49 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { App, YamlOutputType } from 'cdk8s';
+import { stringify } from 'yaml';
 import { CrdChart } from './crd-chart.js';
+import { OperatorChart } from './operator-chart.js';
+import { SamplesChart } from './samples-chart.js';
 
 /** Each chart is written to <outdir>/<chart id>.yaml: `crds` → dist/crds.yaml. */
 export const CHART_FILE_EXTENSION = '.yaml';
 
-/** Every chart of the deployment; add new charts here (e.g. RBAC, the operator Deployment). */
-export function buildApp(outdir: string): App {
+/** The charts a GitOps tool deploys, in apply order; samples are for trying things out, not deploying. */
+export const DEPLOYED_CHARTS = ['crds', 'operator'] as const;
+export const SAMPLES_CHART = 'samples';
+export const KUSTOMIZATION_FILE = 'kustomization.yaml';
+
+export interface AppOptions {
+  /** The operator image; `npm run synth` takes it from $IMAGE. */
+  image?: string;
+}
+
+/** Every chart of the deployment. */
+export function buildApp(outdir: string, options: AppOptions = {}): App {
   const app = new App({
     outdir,
     outputFileExtension: CHART_FILE_EXTENSION,
     yamlOutputType: YamlOutputType.FILE_PER_CHART,
   });
-  new CrdChart(app, 'crds');
+  const [crds, operator] = DEPLOYED_CHARTS;
+  new CrdChart(app, crds);
+  new OperatorChart(app, operator, { image: options.image });
+  new SamplesChart(app, SAMPLES_CHART);
   return app;
+}
+
+/** `kubectl apply -k dist/`: the deployed charts only. */
+export function kustomizationYaml(): string {
+  return stringify({
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    resources: DEPLOYED_CHARTS.map((c) => `${c}${CHART_FILE_EXTENSION}`),
+  });
+}
+
+/** Writes every chart and the kustomization into `outdir`: what `npm run synth` does. */
+export function synthesize(outdir: string, options: AppOptions = {}): void {
+  buildApp(outdir, options).synth();
+  writeFileSync(join(outdir, KUSTOMIZATION_FILE), kustomizationYaml());
 }

@@ -1,5 +1,6 @@
-import { buildApp } from './app.js';
+import { synthesize } from './app.js';
 
 // `npm run synth`: writes one YAML file per chart into dist/ (or the folder given as argument).
 // npm runs scripts from the package root, so the relative default lands in the repository's dist/.
-buildApp(process.argv[2] ?? 'dist').synth();
+// IMAGE overrides the operator image, e.g. IMAGE=registry.example.com/proxy-operator:1.2.3.
+synthesize(process.argv[2] ?? 'dist', { image: process.env.IMAGE || undefined });

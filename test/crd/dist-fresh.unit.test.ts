@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildApp } from '../../charts/app.js';
+import { DEPLOYED_CHARTS, KUSTOMIZATION_FILE, SAMPLES_CHART, synthesize } from '../../charts/app.js';
 
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
 
@@ -27,8 +27,8 @@ describe('the committed dist/ manifests', () => {
   let fresh: string;
   beforeAll(async () => {
     fresh = await mkdtemp(join(tmpdir(), 'proxy-operator-synth-'));
-    // The same code path as `npm run synth`, into a scratch folder.
-    buildApp(fresh).synth();
+    // The same code path as `npm run synth` (with the default image), into a scratch folder.
+    synthesize(fresh);
   });
   afterAll(() => rm(fresh, { recursive: true, force: true }));
 
@@ -36,7 +36,14 @@ describe('the committed dist/ manifests', () => {
     expect(await staleFiles(fresh, DIST)).toEqual([]);
   });
 
-  it('include the CRD chart as dist/crds.yaml', async () => {
-    expect(await yamlFiles(fresh)).toContain('crds.yaml');
+  it.each([...DEPLOYED_CHARTS, SAMPLES_CHART].map((chart) => `${chart}.yaml`))(
+    'include the chart file dist/%s',
+    async (file) => {
+      expect(await yamlFiles(fresh)).toContain(file);
+    },
+  );
+
+  it(`include dist/${KUSTOMIZATION_FILE} for \`kubectl apply -k dist/\``, async () => {
+    expect(await yamlFiles(fresh)).toContain(KUSTOMIZATION_FILE);
   });
 });

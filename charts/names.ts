@@ -1,0 +1,29 @@
+import { KUBERNETES_DEFAULTS } from '../providers/kubernetes/config.js';
+
+// Names shared by the charts and by the tests that check the synthesized manifests, so a
+// rename cannot leave a reference (RoleBinding subject, Service selector, ...) dangling.
+
+/** Where the operator, its RBAC, its leader-election Lease and its Services live. */
+export const OPERATOR_NAMESPACE = 'proxy-operator-system';
+/** The kubernetes provider's Pods live here; the default providers config points at it. */
+export const PROXIES_NAMESPACE = KUBERNETES_DEFAULTS.namespace;
+export const OPERATOR_NAME = 'proxy-operator';
+export const SERVICE_ACCOUNT_NAME = OPERATOR_NAME;
+export const PROVIDERS_CONFIGMAP_NAME = 'proxy-operator-providers';
+export const PROVIDERS_CONFIG_KEY = 'providers.yaml';
+export const PROVIDERS_CONFIG_DIR = '/etc/proxy-operator';
+/** Optional: without it the discovery API serves unauthenticated (and says so at startup). */
+export const DISCOVERY_TOKEN_SECRET_NAME = 'proxy-operator-discovery-token';
+export const DISCOVERY_TOKEN_SECRET_KEY = 'token';
+export const DISCOVERY_SERVICE_NAME = 'proxy-operator-discovery';
+export const METRICS_SERVICE_NAME = 'proxy-operator-metrics';
+/** The defaults of --metrics-address and --discovery-address (cmd/settings.ts). */
+export const METRICS_PORT = 8080;
+export const DISCOVERY_PORT = 8090;
+export const DEFAULT_IMAGE = 'proxy-operator:dev';
+
+/** Labels on every object the charts create, and the Pod selector of the Deployment. */
+export const APP_LABELS = {
+  'app.kubernetes.io/name': OPERATOR_NAME,
+  'app.kubernetes.io/part-of': 'proxy-operator',
+} as const;

@@ -1,0 +1,148 @@
+import { ApiObject, Chart, JsonPatch, Size } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
+import type { Construct } from 'constructs';
+import {
+  APP_LABELS,
+  DEFAULT_IMAGE,
+  DISCOVERY_PORT,
+  DISCOVERY_SERVICE_NAME,
+  DISCOVERY_TOKEN_SECRET_KEY,
+  DISCOVERY_TOKEN_SECRET_NAME,
+  METRICS_PORT,
+  METRICS_SERVICE_NAME,
+  OPERATOR_NAME,
+  OPERATOR_NAMESPACE,
+  PROVIDERS_CONFIG_DIR,
+  PROVIDERS_CONFIG_KEY,
+  PROVIDERS_CONFIGMAP_NAME,
+  PROXIES_NAMESPACE,
+  SERVICE_ACCOUNT_NAME,
+} from './names.js';
+import { OperatorRbac } from './operator-rbac.js';
+import { DEFAULT_PROVIDERS, providersYaml, type ProviderConfigEntry } from './providers-config.js';
+
+export interface OperatorChartProps {
+  /** The operator image built by the repository's Dockerfile. */
+  image?: string;
+  providers?: readonly ProviderConfigEntry[];
+}
+
+/** Why the Deployment runs one replica; shipped as an annotation so it travels with the object. */
+export const REPLICAS_REASON =
+  'Leases and cooldowns of the discovery API are kept in memory per replica, so clients of two ' +
+  'replicas would see two lease books. Leader election stays on, so the second replica of a ' +
+  'rolling update never reconciles at the same time.';
+
+/**
+ * The operator itself (dist/operator.yaml): its namespaces, ServiceAccount, RBAC, providers
+ * ConfigMap, Deployment and the discovery and metrics Services.
+ */
+export class OperatorChart extends Chart {
+  constructor(scope: Construct, id: string, props: OperatorChartProps = {}) {
+    super(scope, id, { labels: APP_LABELS });
+    // Namespaces first: `kubectl apply -f` creates objects in file order.
+    for (const name of [OPERATOR_NAMESPACE, PROXIES_NAMESPACE]) {
+      new kplus.Namespace(this, `namespace-${name}`, { metadata: { name } });
+    }
+
+    const metadata = (name: string) => ({ name, namespace: OPERATOR_NAMESPACE });
+    const serviceAccount = new kplus.ServiceAccount(this, 'service-account', {
+      metadata: metadata(SERVICE_ACCOUNT_NAME),
+      // The operator talks to the API with this token.
+      automountToken: true,
+    });
+    new OperatorRbac(this, 'rbac', { serviceAccount });
+
+    const providers = new kplus.ConfigMap(this, 'providers', {
+      metadata: metadata(PROVIDERS_CONFIGMAP_NAME),
+      data: { [PROVIDERS_CONFIG_KEY]: providersYaml(props.providers ?? DEFAULT_PROVIDERS) },
+    });
+
+    this.deployment(props.image ?? DEFAULT_IMAGE, serviceAccount, providers);
+
+    const service = (name: string, port: number, portName: string) => {
+      const svc = new kplus.Service(this, name, {
+        metadata: metadata(name),
+        ports: [{ name: portName, port, targetPort: port }],
+      });
+      for (const [key, value] of Object.entries(APP_LABELS)) svc.selectLabel(key, value);
+    };
+    service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery');
+    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics');
+  }
+
+  private deployment(image: string, serviceAccount: kplus.ServiceAccount, providers: kplus.ConfigMap): void {
+    const deployment = new kplus.Deployment(this, 'deployment', {
+      metadata: {
+        name: OPERATOR_NAME,
+        namespace: OPERATOR_NAMESPACE,
+        annotations: { 'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON },
+      },
+      replicas: 1,
+      // One replica: the new Pod starts before the old one stops, and waits for the Lease.
+      strategy: kplus.DeploymentStrategy.rollingUpdate({
+        maxSurge: kplus.PercentOrAbsolute.absolute(1),
+        maxUnavailable: kplus.PercentOrAbsolute.absolute(0),
+      }),
+      // Select by the app labels rather than a generated hash label, so Services are readable.
+      select: false,
+      podMetadata: { labels: APP_LABELS },
+      serviceAccount,
+      automountServiceAccountToken: true,
+      securityContext: { ensureNonRoot: true, user: 1000, group: 1000 },
+    });
+    deployment.select(kplus.LabelSelector.of({ labels: APP_LABELS }));
+
+    const tmp = kplus.Volume.fromEmptyDir(this, 'tmp', 'tmp');
+    const config = kplus.Volume.fromConfigMap(this, 'providers-config', providers, { name: 'providers' });
+    const token = kplus.Secret.fromSecretName(this, 'discovery-token', DISCOVERY_TOKEN_SECRET_NAME);
+    const probe = (path: string) => kplus.Probe.fromHttpGet(path, { port: METRICS_PORT });
+
+    deployment.addContainer({
+      name: 'operator',
+      image,
+      // `kind load docker-image` puts the image on the node; Always would try a registry first.
+      imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
+      args: [`--providers-config=${PROVIDERS_CONFIG_DIR}/${PROVIDERS_CONFIG_KEY}`],
+      ports: [
+        { name: 'metrics', number: METRICS_PORT },
+        { name: 'discovery', number: DISCOVERY_PORT },
+      ],
+      envVariables: {
+        // Leader election: the Lease lives in the Pod's namespace and names the Pod as holder.
+        POD_NAMESPACE: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE),
+        POD_NAME: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAME),
+        // Optional: without the Secret the Pod still starts and the API runs unauthenticated.
+        DISCOVERY_TOKEN: kplus.EnvValue.fromSecretValue(
+          { secret: token, key: DISCOVERY_TOKEN_SECRET_KEY },
+          { optional: true },
+        ),
+      },
+      securityContext: {
+        ensureNonRoot: true,
+        user: 1000,
+        group: 1000,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        privileged: false,
+        capabilities: { drop: [kplus.Capability.ALL] },
+        seccompProfile: { type: kplus.SeccompProfileType.RUNTIME_DEFAULT },
+      },
+      resources: {
+        cpu: { request: kplus.Cpu.millis(100), limit: kplus.Cpu.millis(500) },
+        memory: { request: Size.mebibytes(128), limit: Size.mebibytes(512) },
+      },
+      liveness: probe('/healthz'),
+      readiness: probe('/readyz'),
+      volumeMounts: [
+        { path: PROVIDERS_CONFIG_DIR, volume: config, readOnly: true },
+        // The root filesystem is read-only; Node and libraries may still want a scratch dir.
+        { path: '/tmp', volume: tmp },
+      ],
+    });
+    // cdk8s-plus labels the Pods with its construct path even when told not to select by it.
+    ApiObject.of(deployment).addJsonPatch(
+      JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'),
+    );
+  }
+}
