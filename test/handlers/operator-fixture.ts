@@ -148,3 +148,21 @@ export async function deleteProxy(kc: KubeConfig, namespace: string, name: strin
     name,
   });
 }
+
+/** Drops every finalizer (a merge patch, so it never conflicts with the operator's writes). */
+export async function dropFinalizers(kc: KubeConfig, namespace: string, name: string): Promise<void> {
+  const { CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
+  await kc
+    .makeApiClient(CustomObjectsApi)
+    .patchNamespacedCustomObject(
+      {
+        group: 'crawl.example.com',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'proxies',
+        name,
+        body: { metadata: { finalizers: null } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+}

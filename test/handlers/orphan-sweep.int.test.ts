@@ -1,0 +1,106 @@
+import { Registry } from 'prom-client';
+import type { OperatorContext } from '../../framework/index.js';
+import { OrphanSweep } from '../../handlers/orphan-sweep.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import { ProxyController } from '../../handlers/proxy-controller.js';
+import { MockProvider } from '../../providers/mock/mock-provider.js';
+import { ProviderSet } from '../../providers/registry.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  deleteProxy,
+  eventually,
+  quiet,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+const kc = testKubeConfig();
+const namespace = uniqueName('sweep');
+const MIN_AGE = 600;
+let api: ProxyApi;
+let target: LocalTarget;
+let op: RunningOperator;
+let now = Date.now();
+// The instances' birth dates come from this clock, so "old" needs no waiting.
+const mock = new MockProvider({
+  name: 'mock',
+  settings: { provisioningSeconds: 0 },
+  logger: quiet,
+  clock: { now: () => now },
+});
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  // Only the reconciler: it keeps the Proxy cache the sweep reads.
+  op = await startOperator(kc, { mock }, namespace, {}, [ProxyController]);
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock.close();
+  await target?.close();
+});
+
+function sweepContext(): OperatorContext {
+  return {
+    logger: quiet,
+    signal: new AbortController().signal,
+    cache: op.operator.cache,
+    trigger: () => {},
+    isLeader: () => true,
+  };
+}
+
+function createInstance(uid: string, ageSeconds: number): Promise<string> {
+  now = Date.now() - ageSeconds * 1000;
+  return mock.create({ uid, owner: 'test', port: 3128, placement: {} }).finally(() => (now = Date.now()));
+}
+
+describe('the orphan sweep', () => {
+  it('deletes an old orphan, keeps a young one, and keeps the instance of a Proxy being deleted', async () => {
+    // A Proxy held in deletion by a foreign finalizer: still live until that finalizer goes.
+    const held = await api.create('held', {
+      metadata: { finalizers: ['test.example.com/hold'] },
+      spec: { mode: 'External', endpoint: { host: '127.0.0.4', port: 3128 } },
+    });
+    await deleteProxy(kc, namespace, 'held');
+    await eventually('the deleting Proxy in the cache', async () =>
+      op.operator.cache.get(
+        {
+          group: 'crawl.example.com',
+          version: 'v1alpha1',
+          plural: 'proxies',
+          kind: 'Proxy',
+          namespaced: true,
+        },
+        namespace,
+        'held',
+      )?.metadata.deletionTimestamp
+        ? true
+        : undefined,
+    );
+
+    const oldOrphan = await createInstance('gone-uid-1', MIN_AGE + 60);
+    const youngOrphan = await createInstance('gone-uid-2', 30);
+    const heldInstance = await createInstance(held.metadata.uid!, MIN_AGE + 60);
+
+    const registry = new Registry();
+    const sweep = new OrphanSweep(
+      new ProviderSet(new Map([['mock', mock]])),
+      { ...DEFAULT_HANDLER_SETTINGS, orphanMinAgeSeconds: MIN_AGE },
+      registry,
+    );
+    expect(await sweep.sweepOnce(sweepContext())).toBe(1);
+    const left = (await mock.listByTag()).map((i) => i.id);
+    expect(left).not.toContain(oldOrphan);
+    expect(left).toEqual(expect.arrayContaining([youngOrphan, heldInstance]));
+
+    const counted = await registry.getSingleMetric('proxy_operator_orphans_deleted_total')!.get();
+    expect(counted.values).toEqual([expect.objectContaining({ labels: { provider: 'mock' }, value: 1 })]);
+
+    await dropFinalizers(kc, namespace, 'held');
+  });
+});
