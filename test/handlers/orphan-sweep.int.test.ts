@@ -10,6 +10,7 @@ import type { ProxyApi } from '../crd/proxy-api.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   deleteProxy,
+  dropFinalizers,
   eventually,
   quiet,
   startOperator,
