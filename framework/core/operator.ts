@@ -129,6 +129,7 @@ export class Operator {
       kind,
       {
         labelSelector,
+        namespace: kind.namespaced ? this.opts.namespace : undefined,
         watchdogSeconds: this.opts.watchdogSeconds ?? 300,
         resyncSeconds: this.opts.resyncSeconds ?? 600,
         maxRetryDelaySeconds: this.opts.watchRetryMaxSeconds,

@@ -154,3 +154,24 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
     expect(metrics).toContain('operator_framework_queue_depth');
   });
 });
+
+describe('namespace scope', () => {
+  it('an operator given a namespace neither sees nor touches objects in other namespaces', async () => {
+    const mine = await WidgetWorld.create(testKubeConfig(), 'fw-scope-in');
+    const other = await WidgetWorld.create(testKubeConfig(), 'fw-scope-out');
+    const calls = new Calls();
+    const operator = mine.operator([Widgets], (c) => c.register(CALLS, { useValue: calls }));
+    await operator.start();
+    try {
+      await other.createWidget('outsider');
+      await mine.createWidget('insider');
+      await eventually(() => expect(calls.causes('insider')).toEqual(['create']));
+      await new Promise((r) => setTimeout(r, 500));
+      expect(calls.of('outsider')).toEqual([]);
+      expect(operator.cache.get(WIDGET, other.namespace, 'outsider')).toBeUndefined();
+      expect((await other.getWidget('outsider')).metadata.finalizers).toBeUndefined();
+    } finally {
+      await operator.stop();
+    }
+  });
+});
