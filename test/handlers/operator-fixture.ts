@@ -55,6 +55,7 @@ export async function startOperator(
   namespace: string,
   settings: Partial<HandlerSettings> = {},
   handlers = PROXY_HANDLERS,
+  logger = quiet,
 ): Promise<RunningOperator> {
   const registry = new Registry();
   const operator = createProxyOperator({
@@ -66,7 +67,7 @@ export async function startOperator(
       discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: await freePort() },
       ...settings,
     },
-    logger: quiet,
+    logger,
     registry,
     leaderElection: false,
     probeAddress: { host: '127.0.0.1', port: await freePort() },
@@ -152,17 +153,15 @@ export async function deleteProxy(kc: KubeConfig, namespace: string, name: strin
 /** Drops every finalizer (a merge patch, so it never conflicts with the operator's writes). */
 export async function dropFinalizers(kc: KubeConfig, namespace: string, name: string): Promise<void> {
   const { CustomObjectsApi, PatchStrategy, setHeaderOptions } = await import('@kubernetes/client-node');
-  await kc
-    .makeApiClient(CustomObjectsApi)
-    .patchNamespacedCustomObject(
-      {
-        group: 'crawl.example.com',
-        version: 'v1alpha1',
-        namespace,
-        plural: 'proxies',
-        name,
-        body: { metadata: { finalizers: null } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+  await kc.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+    {
+      group: 'crawl.example.com',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'proxies',
+      name,
+      body: { metadata: { finalizers: null } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }

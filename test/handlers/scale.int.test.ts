@@ -1,0 +1,120 @@
+import { Writable } from 'node:stream';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Agent, request } from 'undici';
+import type { Proxy } from '../../crds/proxy-types.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+const COUNT = 200;
+const kc = testKubeConfig();
+const namespace = uniqueName('scale');
+const objects = kc.makeApiClient(CustomObjectsApi);
+let api: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let op: RunningOperator;
+let transitions = 0;
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider({ provisioningSeconds: 1 });
+  // Counts the health engine's status-affecting verdicts, to compare with the writes.
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _enc, done) {
+        transitions += chunk.toString().split('proxy health transition').length - 1;
+        done();
+      },
+    }),
+  );
+  op = await startOperator(kc, { mock }, namespace, {}, undefined, logger);
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+/** Writes to Proxy objects and Events as the API server itself counts them. */
+async function apiServerWrites(): Promise<{ proxies: number; events: number }> {
+  const cluster = kc.getCurrentCluster()!;
+  const dispatcher = new Agent({ connect: { ca: Buffer.from(cluster.caData!, 'base64').toString() } });
+  try {
+    const res = await request(`${cluster.server}/metrics`, {
+      dispatcher,
+      headers: { authorization: `Bearer ${kc.getCurrentUser()!.token}` },
+    });
+    const text = await res.body.text();
+    const sum = (resource: string) =>
+      text
+        .split('\n')
+        .filter(
+          (l) =>
+            l.startsWith('apiserver_request_total{') &&
+            l.includes(`resource="${resource}"`) &&
+            /verb="(PATCH|PUT|POST|APPLY)"/.test(l),
+        )
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    return { proxies: sum('proxies'), events: sum('events') };
+  } finally {
+    await dispatcher.close();
+  }
+}
+
+describe(`${COUNT} Managed proxies created at once`, () => {
+  it('all reach Ready with a bounded number of API writes each, and afterwards write only for status-affecting verdicts', async () => {
+    const before = await apiServerWrites();
+    const spec = managedSpec(target, {
+      healthCheck: { ...managedSpec(target).healthCheck, intervalSeconds: 5, timeoutSeconds: 2 },
+    });
+    await Promise.all(Array.from({ length: COUNT }, (_, i) => api.create(`px-${i}`, { spec })));
+    await eventually(
+      `all ${COUNT} Ready`,
+      async () => {
+        const list = (await objects.listNamespacedCustomObject({
+          group: 'crawl.example.com',
+          version: 'v1alpha1',
+          namespace,
+          plural: 'proxies',
+        })) as { items: Proxy[] };
+        return list.items.filter((p) => p.status?.phase === 'Ready').length === COUNT ? true : undefined;
+      },
+      240_000,
+    );
+    const ready = await apiServerWrites();
+    // The test's own creates are POSTs to proxies too.
+    const proxyWrites = (ready.proxies - before.proxies - COUNT) / COUNT;
+    const eventWrites = (ready.events - before.events) / COUNT;
+    process.stdout.write(
+      `[scale] per proxy until Ready: ${proxyWrites.toFixed(2)} Proxy writes, ${eventWrites.toFixed(2)} Event writes\n`,
+    );
+    // finalizer, spec-hash annotation, Creating, starting, running, handled marker, first verdict
+    expect(proxyWrites).toBeLessThanOrEqual(8);
+    expect(eventWrites).toBeLessThanOrEqual(3);
+
+    // Several probe intervals of a running fleet (~480 probes): a write only where the health
+    // engine reported a status-affecting change (a latency-band change counts), never per probe.
+    await new Promise((r) => setTimeout(r, 5_000));
+    const [writesFrom, transitionsFrom] = [(await apiServerWrites()).proxies, transitions];
+    await new Promise((r) => setTimeout(r, 12_000));
+    const writes = (await apiServerWrites()).proxies - writesFrom;
+    const changes = transitions - transitionsFrom;
+    process.stdout.write(
+      `[scale] 12 s of probing: ${writes} Proxy writes for ${changes} status-affecting verdicts\n`,
+    );
+    expect(writes).toBeLessThanOrEqual(changes);
+  }, 300_000);
+});
