@@ -1,7 +1,6 @@
-import { ApiObject, JsonPatch } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { APP_LABELS, OPERATOR_NAME, OPERATOR_NAMESPACE, PROXIES_NAMESPACE } from './names.js';
+import { OPERATOR_NAME, OPERATOR_NAMESPACE, PROXIES_NAMESPACE } from './names.js';
 import { OPERATOR_PERMISSIONS, type Permission, type PermissionScope } from './operator-permissions.js';
 
 export interface OperatorRbacProps {
@@ -20,11 +19,11 @@ export class OperatorRbac extends Construct {
     const of = (s: PermissionScope) => permissions.filter((p) => p.scope === s);
 
     const clusterRole = new kplus.ClusterRole(this, 'cluster-role', {
-      metadata: { name: OPERATOR_NAME, labels: APP_LABELS },
+      metadata: { name: OPERATOR_NAME },
     });
     for (const p of of('cluster')) clusterRole.allow([...p.verbs], resourceOf(p));
     new kplus.ClusterRoleBinding(this, 'cluster-role-binding', {
-      metadata: { name: OPERATOR_NAME, labels: APP_LABELS },
+      metadata: { name: OPERATOR_NAME },
       role: clusterRole,
     }).addSubjects(props.serviceAccount);
 
@@ -34,14 +33,10 @@ export class OperatorRbac extends Construct {
 
   private namespacedRole(id: string, namespace: string, rules: Permission[], props: OperatorRbacProps): void {
     if (rules.length === 0) return;
-    const metadata = { name: OPERATOR_NAME, namespace, labels: APP_LABELS };
+    const metadata = { name: OPERATOR_NAME, namespace };
     const role = new kplus.Role(this, `${id}-role`, { metadata });
     for (const p of rules) role.allow([...p.verbs], resourceOf(p));
-    const binding = new kplus.RoleBinding(this, `${id}-role-binding`, { metadata, role });
-    binding.addSubjects(props.serviceAccount);
-    // cdk8s-plus leaves the subject's namespace out when it equals the binding's; a binding in
-    // another namespace would then name a ServiceAccount that does not exist there.
-    ApiObject.of(binding).addJsonPatch(JsonPatch.add('/subjects/0/namespace', OPERATOR_NAMESPACE));
+    new kplus.RoleBinding(this, `${id}-role-binding`, { metadata, role }).addSubjects(props.serviceAccount);
   }
 }
 
