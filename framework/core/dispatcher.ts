@@ -77,6 +77,16 @@ type Method = (ctx: unknown) => Promise<HandlerResult | void> | HandlerResult | 
 export class Dispatcher {
   readonly queue: WorkQueue;
   private readonly triggered = new Set<string>();
+  /**
+   * Keys waiting out a requeue delay or a backoff, with the generation and deletion state
+   * they failed or asked to wait at. A watch event that changes neither (typically the
+   * handler's own status write) does not cut the wait short: otherwise a handler that
+   * records its error in status would defeat its own backoff and slow requeue.
+   */
+  private readonly waiting = new Map<string, { generation: number; deleting: boolean }>();
+  /** Keys whose handlers are running, and the last watch event each received meanwhile. */
+  private readonly active = new Set<string>();
+  private readonly missed = new Map<string, KubeObject>();
   private readonly seen = new Set<string>();
   // Generations this process handled (or failed permanently), per uid: guards against re-running
   // handlers on a cache that has not caught up with our own marker write yet.
@@ -113,6 +123,35 @@ export class Dispatcher {
 
   get kind(): string {
     return this.options.kind;
+  }
+
+  /** A watch event for `key`: enqueue unless it only repeats a state that is waiting out a delay. */
+  changed(key: string, obj: KubeObject): void {
+    // Seen while its handlers run: decided once they finish, when we know whether they wait.
+    if (this.active.has(key)) {
+      this.missed.set(key, obj);
+      return;
+    }
+    if (this.waitsAt(key, obj)) return;
+    this.waiting.delete(key);
+    this.enqueue(key);
+  }
+
+  private waitsAt(key: string, obj: KubeObject): boolean {
+    const w = this.waiting.get(key);
+    return (
+      !!w &&
+      w.generation === (obj.metadata.generation ?? 0) &&
+      w.deleting === !!obj.metadata.deletionTimestamp
+    );
+  }
+
+  private wait(key: string, obj: KubeObject, ms: number): void {
+    this.waiting.set(key, {
+      generation: obj.metadata.generation ?? 0,
+      deleting: !!obj.metadata.deletionTimestamp,
+    });
+    this.queue.addAfter(key, ms);
   }
 
   enqueue(key: string): void {
@@ -189,6 +228,21 @@ export class Dispatcher {
   }
 
   private async process(key: string): Promise<void> {
+    this.active.add(key);
+    try {
+      await this.processOnce(key);
+    } finally {
+      this.active.delete(key);
+      const missed = this.missed.get(key);
+      this.missed.delete(key);
+      if (missed && !this.waitsAt(key, missed)) {
+        this.waiting.delete(key);
+        this.enqueue(key);
+      }
+    }
+  }
+
+  private async processOnce(key: string): Promise<void> {
     if (!this.deps.isLeader() || this.deps.signal.aborted) return;
     const obj = this.deps.informer.get(key);
     // An object the filter rejects is left alone, unless it still holds our finalizer while being
@@ -205,6 +259,7 @@ export class Dispatcher {
     }
     const started = performance.now();
     const triggered = this.triggered.delete(key);
+    this.waiting.delete(key);
     let cause: Cause | undefined = obj.metadata.deletionTimestamp ? 'delete' : undefined;
     try {
       let result: HandlerResult | undefined;
@@ -217,7 +272,7 @@ export class Dispatcher {
       if (cause === undefined) return;
       if (result?.requeueAfter !== undefined) {
         if (triggered) this.triggered.add(key);
-        this.queue.addAfter(key, result.requeueAfter * 1000);
+        this.wait(key, obj, result.requeueAfter * 1000);
         this.deps.metrics.retries.inc({ kind: this.kind });
         this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'requeue' });
       } else {
@@ -356,7 +411,7 @@ export class Dispatcher {
     if (err instanceof TemporaryError) {
       this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'temporary_error' });
       log.info({ err: err.message, retryInSeconds: err.delaySeconds }, 'handler asked to retry');
-      this.queue.addAfter(key, err.delaySeconds * 1000);
+      this.wait(key, obj, err.delaySeconds * 1000);
       return;
     }
     if (err instanceof StaleObject) {
@@ -367,6 +422,10 @@ export class Dispatcher {
     }
     this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'error' });
     const delay = this.queue.addRateLimited(key);
+    this.waiting.set(key, {
+      generation: obj.metadata.generation ?? 0,
+      deleting: !!obj.metadata.deletionTimestamp,
+    });
     log.error(
       { err: errorMessage(err), retryInMs: delay, retries: this.queue.retries(key) },
       'handler failed; backing off',

@@ -177,7 +177,7 @@ export class Operator {
       signal: this.shutdown.signal,
     });
     this.dispatchers.set(id, dispatcher);
-    this.listen(kind, (key) => dispatcher.enqueue(key));
+    this.listen(kind, (key, obj) => dispatcher.changed(key, obj));
     for (const w of metadata.watches) this.addWatch(w, dispatcher);
   }
 

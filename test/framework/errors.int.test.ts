@@ -15,7 +15,10 @@ import { eventually, GROUP, HANDLED, WIDGET, WidgetWorld, type Widget } from './
 
 const PERMANENT = `${GROUP}/permanent-failure-generation`;
 
-/** spec.fail picks the failure: 'temporary' (twice), 'permanent', 'plain' (four times), 'requeue' (once). */
+/**
+ * spec.fail picks the failure: 'temporary' (twice), 'permanent', 'plain' (four times),
+ * 'requeue' (once), 'status-then-wait' and 'status-then-error' (write status, then fail).
+ */
 @controller({ ...WIDGET })
 class Failing {
   constructor(@inject(CALLS) private readonly calls: Calls) {}
@@ -34,6 +37,15 @@ class Failing {
         return;
       case 'requeue':
         return attempts <= 1 ? { requeueAfter: 1 } : undefined;
+      case 'status-then-wait':
+        // Records the problem in status (a watch event of its own), then asks to wait.
+        await ctx.status.patch({ attempts });
+        if (attempts <= 1) throw new TemporaryError('quota exhausted', 3);
+        return;
+      case 'status-then-error':
+        await ctx.status.patch({ attempts });
+        if (attempts <= 2) throw new Error('boom');
+        return;
     }
   }
 }
@@ -84,6 +96,20 @@ describe('handler errors', () => {
     expect(g).toHaveLength(4);
     // Lower bounds only: a loaded machine can make retries later, never earlier.
     [250, 500, 1000, 2000].forEach((min, i) => expect(g[i]).toBeGreaterThanOrEqual(min * 0.9));
+  });
+
+  it.each([
+    ['a TemporaryError delay', 'status-then-wait', [2850]],
+    ['an error backoff', 'status-then-error', [225, 450]],
+  ])('never cuts %s short because the handler wrote status', async (_what, fail, minGaps) => {
+    const name = fail;
+    await world.createWidget(name, { fail });
+    await eventually(async () =>
+      expect((await world.getWidget(name)).metadata.annotations?.[HANDLED]).toBe('1'),
+    );
+    const g = gaps(calls.of(name).map((c) => c.at));
+    expect(g).toHaveLength(minGaps.length);
+    minGaps.forEach((min, i) => expect(g[i]).toBeGreaterThanOrEqual(min));
   });
 
   it('stops retrying a PermanentError until the generation changes, and posts a Warning Event', async () => {
