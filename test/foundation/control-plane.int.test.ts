@@ -83,3 +83,25 @@ describe('the control-plane harness', () => {
     expect(await exists(dir)).toBe(false);
   });
 });
+
+describe('a control plane whose owner died', () => {
+  it('is reaped by the next start: its processes killed and its folder removed', async () => {
+    const { spawn } = await import('node:child_process');
+    const { mkdtemp, writeFile, stat } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { reapAbandoned } = await import('../harness/control-plane.js');
+    // A stand-in for an orphaned etcd, owned by a process that no longer exists.
+    const orphan = spawn('sleep', ['300'], { stdio: 'ignore' });
+    const gone = spawn('true');
+    await new Promise((r) => gone.once('exit', r));
+    const dir = await mkdtemp(join(tmpdir(), 'proxy-operator-cp-'));
+    await writeFile(join(dir, 'owner.pid'), String(gone.pid));
+    await writeFile(join(dir, 'children.pids'), `${orphan.pid}\n`);
+    const exited = new Promise((r) => orphan.once('exit', r));
+
+    expect(await reapAbandoned()).toBeGreaterThanOrEqual(1);
+    await exited;
+    await expect(stat(dir)).rejects.toThrow();
+  });
+});

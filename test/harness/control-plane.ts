@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +71,47 @@ async function terminate(child: ChildProcess | undefined, graceMs = 5000): Promi
   clearTimeout(timer);
 }
 
+const DIR_PREFIX = 'proxy-operator-cp-';
+const OWNER_FILE = 'owner.pid';
+const CHILDREN_FILE = 'children.pids';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Kills the etcd/apiserver of control planes whose owning process died without cleaning up
+ * (a SIGKILLed test run never reaches its teardown), and removes their folders.
+ */
+export async function reapAbandoned(): Promise<number> {
+  let reaped = 0;
+  for (const name of await readdir(tmpdir())) {
+    if (!name.startsWith(DIR_PREFIX)) continue;
+    const dir = join(tmpdir(), name);
+    const owner = Number(await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => '0'));
+    if (!owner || alive(owner)) continue;
+    const children = (await readFile(join(dir, CHILDREN_FILE), 'utf8').catch(() => ''))
+      .split('\n')
+      .map(Number)
+      .filter((pid) => pid > 0);
+    for (const pid of children) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+    reaped++;
+  }
+  return reaped;
+}
+
 const live = new Set<ControlPlane>();
 process.once('exit', () => {
   for (const cp of live) cp.killNow();
@@ -103,8 +144,10 @@ export class ControlPlane {
 
   static async start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
     const progress = options.progress ?? (() => {});
+    await reapAbandoned();
     const binaries = options.binaries ?? (await ensureBinaries(progress));
-    const dir = await mkdtemp(join(tmpdir(), 'proxy-operator-cp-'));
+    const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
+    await writeFile(join(dir, OWNER_FILE), String(process.pid));
     const [etcdClient, etcdPeer, secure] = [await freePort(), await freePort(), await freePort()];
     const cp = new ControlPlane(
       dir,
@@ -147,6 +190,7 @@ export class ControlPlane {
       '--log-level=warn',
     ]);
     this.etcd = etcd.child;
+    await this.recordChild(etcd.child);
     await waitHealthy(`${etcdUrl}/health`, etcd.child, 'etcd', this.startTimeoutMs, etcd.log);
 
     this.apiserverArgs = [
@@ -175,7 +219,13 @@ export class ControlPlane {
     if (this.apiserver && this.apiserver.exitCode === null && this.apiserver.signalCode === null) return;
     const api = spawnLogged(this.binaries.kubeApiserver, this.apiserverArgs);
     this.apiserver = api.child;
+    await this.recordChild(api.child);
     await waitHealthy(`${this.server}/readyz`, api.child, 'kube-apiserver', this.startTimeoutMs, api.log);
+  }
+
+  /** Remembered on disk so a later run can reap them if this process dies without stop(). */
+  private async recordChild(child: ChildProcess): Promise<void> {
+    if (child.pid) await appendFile(join(this.dir, CHILDREN_FILE), `${child.pid}\n`);
   }
 
   /** Stops only the API server (etcd keeps the data): for watch-recovery tests. */
