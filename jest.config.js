@@ -12,7 +12,12 @@ const shared = {
 };
 export default {
   projects: [
-    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.test.ts'], testPathIgnorePatterns: ['/node_modules/', '/build/'] },
+    {
+      ...shared,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/**/*.unit.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '/build/'],
+    },
     {
       ...shared,
       displayName: 'integration',

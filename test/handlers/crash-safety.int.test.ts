@@ -79,12 +79,13 @@ afterAll(async () => {
 
 /** Starts an operator whose provider crashes it after `op`; resolves once it has crashed. */
 async function crashingOperator(op: Op): Promise<CrashAfter> {
-  let self: RunningOperator | undefined;
+  // The provider needs the operator it will kill, which needs the provider: a late-bound holder.
+  const crashing: { operator?: RunningOperator } = {};
   const provider = new CrashAfter(mock, async () => {
-    await self?.kill();
+    await crashing.operator?.kill();
   });
   provider.arm(op);
-  self = running = await startOperator(kc, { mock: provider }, namespace);
+  crashing.operator = running = await startOperator(kc, { mock: provider }, namespace);
   return provider;
 }
 

@@ -1,5 +1,5 @@
 import { CoreV1Api } from '@kubernetes/client-node';
-import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
+import { FINALIZER, SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
 import { isNotFound } from '../../providers/errors.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
