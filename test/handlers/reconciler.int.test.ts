@@ -68,6 +68,22 @@ describe('a Managed proxy', () => {
   });
 });
 
+describe('a steady Ready proxy', () => {
+  it('is not written again over many probes (status writes happen on transitions only)', async () => {
+    const p = await ready('basic');
+    // Ten probes at a 2 s interval against a local target: latencies stay far below the
+    // 100 ms floor of the latency-change rule, so nothing is status-affecting.
+    await new Promise((r) => setTimeout(r, 20_000));
+    expect((await api.get('basic')).metadata.resourceVersion).toBe(p.metadata.resourceVersion);
+  });
+
+  it('is counted in the proxy_operator_proxies gauge by phase', async () => {
+    const metric = await op.registry.getSingleMetric('proxy_operator_proxies')!.get();
+    const ready = metric.values.find((v) => v.labels.phase === 'Ready');
+    expect(ready?.value).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe('replacement: proxies are immutable cattle', () => {
   it.each([
     ['placement', { placement: { zone: 'local-b', machineType: 'small', image: 'squid-1' } }],
