@@ -6,16 +6,14 @@
 //
 // The proxies and the HTTPS target live in a CHILD process so the CPU figures below are the
 // prober's alone. A few proxies lose egress and regain it periodically, so transitions happen.
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import { createSecureContext } from 'node:tls';
-import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { selfSignedCert, type SelfSignedCert as Cert } from '../test/harness/self-signed-cert.js';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { ProxyAgent } from 'undici';
@@ -30,11 +28,6 @@ interface Settings {
   intervalSeconds: number;
   flakyFraction: number;
   flapSeconds: number;
-}
-
-interface Cert {
-  key: string;
-  cert: string;
 }
 
 interface FleetReady {
@@ -76,38 +69,6 @@ function settings(): Settings {
     flakyFraction: 0.02,
     flapSeconds: 60,
   };
-}
-
-function makeCert(): Cert {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-health-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-subj',
-        '/CN=localhost',
-        '-days',
-        '1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'k.pem'),
-        '-out',
-        join(dir, 'c.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    return { key: readFileSync(join(dir, 'k.pem'), 'utf8'), cert: readFileSync(join(dir, 'c.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 // ---------------------------------------------------------------- child: the fleet
@@ -354,7 +315,7 @@ async function main(): Promise<void> {
     return;
   }
   const s = settings();
-  const cert = makeCert();
+  const cert = selfSignedCert();
   console.log(`starting ${s.proxies} loopback proxies and an HTTPS target in a child process ...`);
   const { child, fleet } = await startFleet(cert, s);
   child.removeAllListeners('exit');

@@ -1,12 +1,9 @@
 // Probe targets for tests: a local HTTP server with a switchable status, and an HTTPS one
 // with a throw-away self-signed certificate.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import type { SelfSignedCert } from '../harness/self-signed-cert.js';
 
 export interface TestTarget {
   url: string;
@@ -42,45 +39,7 @@ export function startHttpTarget(): Promise<TestTarget> {
   return serve(http.createServer(), 'http');
 }
 
-export interface SelfSignedCert {
-  key: string;
-  cert: string;
-}
-
-export function makeSelfSignedCert(): SelfSignedCert {
-  const dir = mkdtempSync(join(tmpdir(), 'health-cert-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-subj',
-        '/CN=localhost',
-        '-days',
-        '1',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    return {
-      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
-      cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+export { selfSignedCert as makeSelfSignedCert, type SelfSignedCert } from '../harness/self-signed-cert.js';
 
 export function startHttpsTarget(cert: SelfSignedCert): Promise<TestTarget> {
   return serve(https.createServer({ key: cert.key, cert: cert.cert }), 'https');

@@ -1,10 +1,6 @@
 // Loopback targets and proxy clients for the forward-proxy tests.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 
 export interface Target {
@@ -35,41 +31,7 @@ export function startTarget(scheme: 'http' | 'https', tls?: { key: string; cert:
   return listen(scheme === 'https' ? createHttpsServer(tls!, handler) : createHttpServer(handler));
 }
 
-/** A self-signed certificate for 127.0.0.1, made with openssl (no network involved). */
-export function selfSignedCert(): { key: string; cert: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-cert-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stdio: 'ignore' },
-    );
-    return {
-      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
-      cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+export { selfSignedCert } from '../../harness/self-signed-cert.js';
 
 export interface ProxyAddress {
   host: string;
