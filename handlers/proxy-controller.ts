@@ -12,9 +12,21 @@ import {
   type HandlerContext,
   type HandlerResult,
 } from '../framework/index.js';
-import { FINALIZER, CLOUD_INIT_SECRET_LABEL, SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js';
+import {
+  FINALIZER,
+  CLOUD_INIT_SECRET_LABEL,
+  CONDITION_PROVISIONED,
+  SPEC_HASH_ANNOTATION,
+  type Proxy,
+} from '../crds/proxy-types.js';
 import type { Provider } from '../providers/contract.js';
-import { isNotFound, isPermanent, isQuotaExceeded, QUOTA_RETRY_SECONDS } from '../providers/errors.js';
+import {
+  isNotFound,
+  isPermanent,
+  isProviderError,
+  isQuotaExceeded,
+  QUOTA_RETRY_SECONDS,
+} from '../providers/errors.js';
 import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
 import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-init.js';
 import { PROXY_KIND, SECRET_KIND } from './kinds.js';
@@ -88,6 +100,8 @@ export class ProxyController {
       await this.apply(ctx, step, override);
       return step.requeueAfter !== undefined ? { requeueAfter: step.requeueAfter } : undefined;
     } catch (err) {
+      // Kubernetes API failures are the framework's to retry; only provider errors are ours.
+      if (!isProviderError(err)) throw err;
       return this.onProviderError(ctx, providerName, providerID, err);
     }
   }
@@ -101,6 +115,10 @@ export class ProxyController {
   async checkDrift(ctx: HandlerContext<Proxy>): Promise<void> {
     const p = ctx.object;
     if (p.spec.mode !== 'Managed' || p.metadata.deletionTimestamp) return;
+    // Only a steady, running proxy: anything else is already on the work queue, and a timer
+    // must not retry a Failed proxy or cut a quota back-off short.
+    const provisioned = p.status?.conditions?.find((c) => c.type === CONDITION_PROVISIONED);
+    if (provisioned?.reason !== 'InstanceRunning') return;
     const result = await this.reconcile(ctx);
     if (result?.requeueAfter !== undefined)
       this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);
