@@ -208,14 +208,24 @@ export class ProxyController {
   }
 
   private async apply(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride = {}): Promise<void> {
+    const previous = ctx.object.status?.phase;
     const changed = await writeStatus(ctx, step.status, override);
-    if (step.event && changed) {
+    if (!changed) return;
+    if (step.event) {
       if (step.event.type === 'Warning') await ctx.events.warning(step.event.reason, step.event.message);
       else await ctx.events.normal(step.event.reason, step.event.message);
     }
-    if (changed && ctx.object.status?.phase !== step.status.phase) {
-      ctx.logger.info({ phase: step.status.phase, reason: step.status.provisioned.reason }, 'phase changed');
-    }
+    const phase = step.status.phase;
+    if (previous === phase) return;
+    ctx.logger.info(
+      { from: previous ?? 'none', phase, reason: step.status.provisioned.reason },
+      'phase changed',
+    );
+    // Health transitions are Events too: `kubectl describe px` tells the story.
+    const health = step.status.healthy;
+    if (phase === 'Ready') await ctx.events.normal('Ready', `proxy is healthy: ${health.message}`);
+    if (phase === 'Unhealthy')
+      await ctx.events.warning('Unhealthy', `proxy is unhealthy (${health.reason}): ${health.message}`);
   }
 
   private async fail(ctx: HandlerContext<Proxy>, reason: string, message: string): Promise<void> {

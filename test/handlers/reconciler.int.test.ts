@@ -1,5 +1,7 @@
-import { CoreV1Api } from '@kubernetes/client-node';
-import { FINALIZER, SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
+import { CoreV1Api, Watch } from '@kubernetes/client-node';
+import { startForwardProxy } from '../../providers/mock/forward-proxy.js';
+import { freePort } from '../harness/control-plane.js';
+import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
 import { isNotFound } from '../../providers/errors.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
@@ -64,7 +66,49 @@ describe('a Managed proxy', () => {
     expect(condition(p, 'Healthy')).toMatchObject({ status: 'True', reason: 'ProbeSucceeded' });
     expect(p.status?.lastHealthCheckTime).toBeTruthy();
     const reasons = (await eventsFor(kc, namespace, 'basic')).map((e) => e.reason);
-    expect(reasons).toEqual(expect.arrayContaining(['Creating', 'Provisioned']));
+    expect(reasons).toEqual(expect.arrayContaining(['Creating', 'Provisioned', 'Ready']));
+  });
+});
+
+describe('an External proxy', () => {
+  it('goes Pending → Ready when its first probes pass, and Unhealthy (with an Event) when it stops answering', async () => {
+    const proxy = await startForwardProxy({ host: '127.0.0.5', port: await freePort() });
+    const phases: string[] = [];
+    const watching = await new Watch(kc).watch(
+      `/apis/crawl.example.com/v1alpha1/namespaces/${namespace}/proxies`,
+      { fieldSelector: 'metadata.name=ext-health' },
+      (_type, obj: Proxy) => {
+        const phase = obj.status?.phase;
+        if (phase && phases.at(-1) !== phase) phases.push(phase);
+      },
+      () => {},
+    );
+    try {
+      await api.create('ext-health', {
+        spec: {
+          mode: 'External',
+          endpoint: { host: proxy.host, port: proxy.port },
+          healthCheck: managedSpec(target).healthCheck,
+        },
+      });
+      const p = await ready('ext-health');
+      expect(p.status?.ip).toBe('127.0.0.5');
+      expect(p.metadata.finalizers ?? []).toEqual([]);
+      await eventually('both phases seen', async () => (phases.length >= 2 ? true : undefined));
+      expect(phases.slice(0, 2)).toEqual(['Pending', 'Ready']);
+
+      await proxy.close();
+      await eventually('Unhealthy', async () =>
+        (await api.get('ext-health')).status?.phase === 'Unhealthy' ? true : undefined,
+      );
+      const events = await eventsFor(kc, namespace, 'ext-health');
+      expect(events).toEqual(
+        expect.arrayContaining([expect.objectContaining({ type: 'Warning', reason: 'Unhealthy' })]),
+      );
+    } finally {
+      watching.abort();
+      await proxy.close();
+    }
   });
 });
 
