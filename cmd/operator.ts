@@ -31,10 +31,6 @@ async function main(): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const kubeConfig = new KubeConfig();
-  if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
-  else kubeConfig.loadFromDefault();
-
   const providerRegistry = builtinProviderRegistry();
   let entries;
   try {
@@ -48,6 +44,17 @@ async function main(): Promise<void> {
   }
   if (!settings.providersConfig)
     logger.warn('no --providers-config given: using the embedded mock-only providers config');
+  const kubeConfig = new KubeConfig();
+  try {
+    if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
+    else kubeConfig.loadFromDefault();
+    if (!kubeConfig.getCurrentCluster()) throw new Error('it names no current cluster');
+  } catch (err) {
+    const which = settings.kubeconfig ?? '(in-cluster or ~/.kube/config)';
+    process.stderr.write(`proxy-operator: cannot load the kubeconfig ${which}: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
