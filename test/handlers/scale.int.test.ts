@@ -103,7 +103,8 @@ describe(`${COUNT} Managed proxies created at once`, () => {
     );
     // finalizer, spec-hash annotation, Creating, starting, running, handled marker, first verdict
     expect(proxyWrites).toBeLessThanOrEqual(8);
-    expect(eventWrites).toBeLessThanOrEqual(3);
+    // Creating, Provisioned, Ready; a proxy that flaps under load adds an Unhealthy and a Ready.
+    expect(eventWrites).toBeLessThanOrEqual(4);
 
     // Several probe intervals of a running fleet (~480 probes): a write only where the health
     // engine reported a status-affecting change (a latency-band change counts), never per probe.
