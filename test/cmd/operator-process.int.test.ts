@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import { writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { request } from 'undici';
+import { freePort } from '../harness/control-plane.js';
+import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+import { installProxyCrd } from '../crd/install-proxy-crd.js';
+
+// The operator's entry point as a real process (cmd/operator.ts, run through the harness's
+// TypeScript hooks): what `npm start` and the container run.
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const kc = testKubeConfig();
+const namespace = uniqueName('entrypoint');
+let dir: string;
+
+function runOperator(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--no-warnings',
+      '--import',
+      join(root, 'test/harness/ts-hooks.ts'),
+      join(root, 'cmd/operator.ts'),
+      ...args,
+    ],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  child.stdout.resume();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, stderr: () => stderr };
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+beforeAll(async () => {
+  await installProxyCrd(kc);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  dir = await mkdtemp(join(tmpdir(), 'entrypoint-'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the operator process', () => {
+  it.each([
+    [
+      'a providers config with a missing key',
+      'providers:\n  - name: gcp-eu\n    type: gcp\n    gcp: {}\n',
+      /providers\[0\] \(gcp-eu\): gcp\.project: required string/,
+    ],
+    [
+      'an unknown provider type',
+      'providers:\n  - name: aws\n    type: aws\n',
+      /providers\[0\] \(aws\): type: .*aws/,
+    ],
+  ])('refuses to start on %s, naming the file and the key (exit 2)', async (_what, yaml, message) => {
+    const file = join(dir, `${Math.random().toString(36).slice(2)}.yaml`);
+    await writeFile(file, yaml);
+    const op = runOperator(['--providers-config', file]);
+    expect(await op.exited).toBe(2);
+    expect(op.stderr()).toContain(file);
+    expect(op.stderr()).toMatch(message);
+  });
+
+  it('refuses an unknown flag with the usage (exit 2)', async () => {
+    const op = runOperator(['--no-such-flag', 'x']);
+    expect(await op.exited).toBe(2);
+    expect(op.stderr()).toMatch(/Unknown option '--no-such-flag'[\s\S]*Usage: proxy-operator/);
+  });
+
+  it('serves probes and the discovery API, holds the leader Lease, and on SIGTERM releases it and exits 0', async () => {
+    const [metrics, discovery] = [await freePort(), await freePort()];
+    const op = runOperator(
+      [
+        '--kubeconfig',
+        process.env[KUBECONFIG_ENV]!,
+        '--watch-namespace',
+        namespace,
+        '--leader-election-namespace',
+        namespace,
+        '--metrics-address',
+        `127.0.0.1:${metrics}`,
+        '--discovery-address',
+        `127.0.0.1:${discovery}`,
+      ],
+      { POD_NAME: 'operator-under-test' },
+    );
+    try {
+      await until('/readyz 200', async () => {
+        const res = await request(`http://127.0.0.1:${metrics}/readyz`);
+        await res.body.dump();
+        return res.statusCode === 200 ? true : undefined;
+      });
+      const leases = kc.makeApiClient(CoordinationV1Api);
+      await until('the Lease held', async () => {
+        const lease = await leases.readNamespacedLease({ name: 'proxy-operator-leader', namespace });
+        return lease.spec?.holderIdentity === 'operator-under-test' ? true : undefined;
+      });
+      const list = await request(`http://127.0.0.1:${discovery}/v1/proxies`);
+      expect(list.statusCode).toBe(200);
+      expect(await list.body.json()).toEqual({ items: [] });
+      const scraped = await (await request(`http://127.0.0.1:${metrics}/metrics`)).body.text();
+      expect(scraped).toContain('proxy_operator_proxies');
+      expect(scraped).toContain('operator_framework_reconciles_total');
+
+      op.child.kill('SIGTERM');
+      expect(await op.exited).toBe(0);
+      const lease = await leases.readNamespacedLease({ name: 'proxy-operator-leader', namespace });
+      expect(lease.spec?.holderIdentity ?? '').toBe('');
+    } finally {
+      op.child.kill('SIGKILL');
+    }
+  });
+});
