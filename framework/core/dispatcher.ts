@@ -355,6 +355,9 @@ export class Dispatcher {
     const uid = obj.metadata.uid ?? '';
     // Without our finalizer, only optional handlers run, and once per process: the object may vanish any moment.
     if (!holding && this.seen.has(`delete:${uid}`)) return undefined;
+    // We released it already: a cache that has not caught up with that patch must not run
+    // the delete handlers a second time.
+    if (this.seen.has(`released:${uid}`)) return undefined;
     const handlers = this.deleteHandlers(obj).filter((h) => holding || h.options.optional);
     const result = await this.runAll(
       handlers.map((h) => h.method),
@@ -372,6 +375,7 @@ export class Dispatcher {
       } catch (err) {
         if (!isStatus(err, 404)) throw err;
       }
+      this.seen.add(`released:${uid}`);
     }
     return undefined;
   }
