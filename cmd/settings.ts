@@ -108,7 +108,7 @@ export function usage(): string {
   const lines = [
     'Usage: proxy-operator [flags]',
     '',
-    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token; empty disables auth.',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token; empty disables auth. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
     '',
   ];
   for (const o of OPTIONS) {
