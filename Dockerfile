@@ -14,7 +14,6 @@ COPY discovery discovery
 COPY handlers handlers
 COPY charts charts
 COPY cmd cmd
-COPY test/harness test/harness
 RUN npx tsc -p tsconfig.build.json
 
 FROM node:24-bookworm-slim AS deps

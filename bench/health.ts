@@ -13,7 +13,7 @@ import net from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { selfSignedCert, type SelfSignedCert as Cert } from '../test/harness/self-signed-cert.js';
+import { selfSignedCert, type SelfSignedCert as Cert } from '../framework/testing/self-signed-cert.js';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { ProxyAgent } from 'undici';

@@ -1,12 +1,12 @@
-import { KUBERNETES_DEFAULTS } from '../providers/kubernetes/config.js';
-
 // Names shared by the charts and by the tests that check the synthesized manifests, so a
 // rename cannot leave a reference (RoleBinding subject, Service selector, ...) dangling.
 
 /** Where the operator, its RBAC, its leader-election Lease and its Services live. */
 export const OPERATOR_NAMESPACE = 'proxy-operator-system';
 /** The kubernetes provider's Pods live here; the default providers config points at it. */
-export const PROXIES_NAMESPACE = KUBERNETES_DEFAULTS.namespace;
+export const PROXIES_NAMESPACE = 'proxy-operator-proxies';
+/** The Squid image the shipped `kubernetes` provider runs for each proxy. */
+export const SQUID_IMAGE = 'ubuntu/squid';
 export const OPERATOR_NAME = 'proxy-operator';
 export const SERVICE_ACCOUNT_NAME = OPERATOR_NAME;
 export const PROVIDERS_CONFIGMAP_NAME = 'proxy-operator-providers';

@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { KUBERNETES_DEFAULTS } from '../providers/kubernetes/config.js';
+import { PROXIES_NAMESPACE, SQUID_IMAGE } from './names.js';
 
 /** One entry of the providers file (providers/config.ts): name, type and that type's block. */
 export interface ProviderConfigEntry {
@@ -21,7 +21,7 @@ export const DEFAULT_PROVIDERS: readonly ProviderConfigEntry[] = [
   {
     name: 'kubernetes',
     type: 'kubernetes',
-    kubernetes: { namespace: KUBERNETES_DEFAULTS.namespace, image: KUBERNETES_DEFAULTS.image },
+    kubernetes: { namespace: PROXIES_NAMESPACE, image: SQUID_IMAGE },
   },
   { name: 'mock', type: 'mock' },
 ];

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { request } from 'undici';
-import { freePort } from '../harness/control-plane.js';
+import { freePort } from '../../framework/testing/control-plane.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 

@@ -1,6 +1,6 @@
 import { access, readdir, readFile } from 'node:fs/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { ControlPlane } from '../harness/control-plane.js';
+import { ControlPlane } from '../../framework/testing/control-plane.js';
 
 // This suite runs its own control plane, because it stops the API server: the shared one
 // must stay up for every other suite.
@@ -90,7 +90,7 @@ describe('a control plane whose owner died', () => {
     const { mkdtemp, writeFile, stat } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { reapAbandoned } = await import('../harness/control-plane.js');
+    const { reapAbandoned } = await import('../../framework/testing/control-plane.js');
     // A stand-in for an orphaned etcd, owned by a process that no longer exists.
     const orphan = spawn('sleep', ['300'], { stdio: 'ignore' });
     const gone = spawn('true');

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { inject } from 'tsyringe';
 import { controller, onCreate, onUpdate, type HandlerContext, type Operator } from '../../framework/index.js';
-import { ControlPlane } from '../harness/control-plane.js';
+import { ControlPlane } from '../../framework/testing/control-plane.js';
 import { Calls, CALLS } from './calls.js';
 import { eventually, HANDLED, WIDGET, WidgetWorld, type Widget } from './widget-world.js';
 

@@ -9,7 +9,7 @@ import type { Provider } from '../../providers/contract.js';
 import { MockProvider } from '../../providers/mock/mock-provider.js';
 import { ProviderSet } from '../../providers/registry.js';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
-import { freePort } from '../harness/control-plane.js';
+import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 

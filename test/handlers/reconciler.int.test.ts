@@ -1,6 +1,6 @@
 import { CoreV1Api, Watch } from '@kubernetes/client-node';
 import { startForwardProxy } from '../../providers/mock/forward-proxy.js';
-import { freePort } from '../harness/control-plane.js';
+import { freePort } from '../../framework/testing/control-plane.js';
 import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
 import { isNotFound } from '../../providers/errors.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';

@@ -1,4 +1,4 @@
-import type { ControlPlane as ControlPlaneType } from './control-plane.js';
+import type { ControlPlane as ControlPlaneType } from '../../framework/testing/control-plane.js';
 
 // One control plane per jest run, shared by every integration suite. A failure to start
 // fails the run with the reason: integration tests are never silently skipped.
@@ -6,7 +6,7 @@ export default async function globalSetup(): Promise<void> {
   // Jest transpiles this file, but in ESM mode Node itself resolves its imports: it needs the
   // hooks (`.js` → `.ts`, TypeScript syntax) before the harness is imported.
   await import(new URL('./ts-hooks.ts', import.meta.url).href);
-  const { ControlPlane } = await import('./control-plane.js');
+  const { ControlPlane } = await import('../../framework/testing/control-plane.js');
   const { KUBECONFIG_ENV } = await import('./kube.js');
   const cp: ControlPlaneType = await ControlPlane.start({
     progress: (m) => process.stderr.write(`[control-plane] ${m}\n`),

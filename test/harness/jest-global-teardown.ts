@@ -1,4 +1,4 @@
-import type { ControlPlane } from './control-plane.js';
+import type { ControlPlane } from '../../framework/testing/control-plane.js';
 
 export default async function globalTeardown(): Promise<void> {
   await (globalThis as { __controlPlane?: ControlPlane }).__controlPlane?.stop();

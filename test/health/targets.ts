@@ -3,7 +3,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { SelfSignedCert } from '../harness/self-signed-cert.js';
+import type { SelfSignedCert } from '../../framework/testing/self-signed-cert.js';
 
 export interface TestTarget {
   url: string;
@@ -39,7 +39,10 @@ export function startHttpTarget(): Promise<TestTarget> {
   return serve(http.createServer(), 'http');
 }
 
-export { selfSignedCert as makeSelfSignedCert, type SelfSignedCert } from '../harness/self-signed-cert.js';
+export {
+  selfSignedCert as makeSelfSignedCert,
+  type SelfSignedCert,
+} from '../../framework/testing/self-signed-cert.js';
 
 export function startHttpsTarget(cert: SelfSignedCert): Promise<TestTarget> {
   return serve(https.createServer({ key: cert.key, cert: cert.cert }), 'https');

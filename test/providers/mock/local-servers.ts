@@ -31,7 +31,7 @@ export function startTarget(scheme: 'http' | 'https', tls?: { key: string; cert:
   return listen(scheme === 'https' ? createHttpsServer(tls!, handler) : createHttpServer(handler));
 }
 
-export { selfSignedCert } from '../../harness/self-signed-cert.js';
+export { selfSignedCert } from '../../../framework/testing/self-signed-cert.js';
 
 export interface ProxyAddress {
   host: string;

@@ -140,7 +140,7 @@ async function buildFromSource(store: string, progress: Progress): Promise<void>
   // The script sits beside this module's TypeScript source; compiled code runs from build/.
   const candidates = [
     join(here, 'build-control-plane.sh'),
-    join(here, '..', '..', '..', 'test', 'harness', 'build-control-plane.sh'),
+    join(here, '..', '..', '..', 'framework', 'testing', 'build-control-plane.sh'),
   ];
   let script: string | undefined;
   for (const c of candidates) {

@@ -1,0 +1,66 @@
+// The layering of docs/architecture.md ("Components") as a lint rule: a file in one
+// top-level folder may import only from the folders its row names. Relative imports are
+// resolved against the importing file, so `../../handlers/x.js` counts wherever it is written.
+import { dirname, relative, resolve, sep } from 'node:path';
+
+const PRODUCT = ['crds', 'framework', 'providers', 'health', 'discovery', 'handlers', 'charts', 'cmd'];
+
+/** folder → the other folders of ours it may import. Anything not listed may import nothing of ours. */
+export const LAYERS = {
+  crds: [],
+  framework: [],
+  health: [],
+  discovery: [],
+  providers: ['crds'],
+  handlers: ['crds', 'framework', 'providers', 'health', 'discovery'],
+  charts: ['crds'],
+  cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'handlers', 'charts'],
+  // Benchmarks use the product, never the tests' harness.
+  bench: [...PRODUCT],
+  test: [...PRODUCT, 'bench', 'test', 'eslint'],
+  eslint: [],
+};
+
+function topFolder(root, file) {
+  const rel = relative(root, file);
+  if (rel.startsWith('..')) return undefined;
+  const [first, ...rest] = rel.split(sep);
+  return rest.length > 0 ? first : undefined;
+}
+
+const importsDownward = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'imports follow the layering table of docs/architecture.md' },
+    schema: [],
+    messages: {
+      upward:
+        '{{from}}/ may not import from {{to}}/ (docs/architecture.md, Components: {{from}}/ may import {{allowed}})',
+    },
+  },
+  create(context) {
+    const root = context.cwd;
+    const file = context.filename;
+    const from = topFolder(root, file);
+    if (!from || !(from in LAYERS)) return {};
+    const allowed = new Set([from, ...LAYERS[from]]);
+    function check(node, source) {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const to = topFolder(root, resolve(dirname(file), source));
+      if (!to || allowed.has(to) || !(to in LAYERS)) return;
+      context.report({
+        node,
+        messageId: 'upward',
+        data: { from, to, allowed: LAYERS[from].length ? LAYERS[from].join(', ') : 'nothing of ours' },
+      });
+    }
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => node.source.type === 'Literal' && check(node, node.source.value),
+    };
+  },
+};
+
+export const layersPlugin = { rules: { 'imports-downward': importsDownward } };
