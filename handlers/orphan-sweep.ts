@@ -47,7 +47,7 @@ export class OrphanSweep {
     for (const [name, provider] of this.providers.entries()) {
       try {
         // Cloud first, Proxies second: a Proxy created in between is then seen as live.
-        const instances = await provider.listByTag(ctx.signal);
+        const instances = await provider.listByTag(this.settings.ownerID, ctx.signal);
         const live = new Set(ctx.cache.list<Proxy>(PROXY_KIND).map((p) => p.metadata.uid ?? ''));
         for (const orphan of findOrphans(instances, live, new Date(), this.settings.orphanMinAgeSeconds)) {
           ctx.logger.warn(

@@ -36,6 +36,7 @@ import { writeStatus, type StatusOverride } from './proxy-status.js';
 import { VERDICTS, type VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { PROXY_TRIGGER, type ProxyTrigger } from './proxy-trigger.js';
+import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
 
 /** Seconds between drift checks of a steady Managed proxy. */
 export const DRIFT_CHECK_SECONDS = 60;
@@ -59,6 +60,7 @@ export class ProxyController {
     @inject(PROVIDERS) private readonly providers: ProviderSet,
     @inject(VERDICTS) private readonly verdicts: VerdictBoard,
     @inject(PROXY_TRIGGER) private readonly trigger: ProxyTrigger,
+    @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
   ) {}
 
   @onCreate()
@@ -185,7 +187,9 @@ export class ProxyController {
           {
             uid: proxy.metadata.uid ?? '',
             revision,
-            owner: `${proxy.metadata.namespace}/${proxy.metadata.name}`,
+            proxy: `${proxy.metadata.namespace}/${proxy.metadata.name}`,
+            namespace: proxy.metadata.namespace ?? '',
+            owner: this.settings.ownerID,
             port: proxy.spec.port,
             cloudInit,
             placement: proxy.spec.placement ?? {},

@@ -2,6 +2,8 @@
 export const HANDLER_SETTINGS = Symbol('HandlerSettings');
 
 export interface HandlerSettings {
+  /** This operator's owner identity: the LABEL_OWNER of every instance it creates and sweeps. */
+  ownerID: string;
   orphanSweepIntervalSeconds: number;
   orphanMinAgeSeconds: number;
   healthConcurrency: number;
@@ -19,6 +21,7 @@ export interface HandlerSettings {
 }
 
 export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
+  ownerID: 'proxy-operator',
   orphanSweepIntervalSeconds: 600,
   orphanMinAgeSeconds: 600,
   healthConcurrency: 64,

@@ -4,6 +4,35 @@
 /** Labels every provider puts on every resource it creates: the orphan sweep's contract. */
 export const LABEL_UID = 'proxy-operator-uid';
 export const LABEL_MANAGED = 'proxy-operator-managed';
+/** The owner identity of the operator that made it (`--cluster-name`): an operator lists only its own. */
+export const LABEL_OWNER = 'proxy-operator-owner';
+/** The owning Proxy's namespace: an operator never sweeps a namespace it does not watch. */
+export const LABEL_NAMESPACE = 'proxy-operator-namespace';
+/** The spec revision it was built from: a live Proxy's stale revisions are collectable. */
+export const LABEL_REVISION = 'proxy-operator-revision';
+
+/** The GC labels for a create request: set them all, on every resource a provider makes. */
+export function gcLabels(req: CreateRequest): Record<string, string> {
+  return {
+    [LABEL_MANAGED]: 'true',
+    [LABEL_UID]: req.uid,
+    [LABEL_OWNER]: req.owner,
+    [LABEL_NAMESPACE]: req.namespace,
+    ...(req.revision ? { [LABEL_REVISION]: req.revision } : {}),
+  };
+}
+
+/** The ownership an instance carries, read back from its GC labels ('' where one is missing). */
+export function ownershipFromLabels(
+  labels: Readonly<Record<string, string>> | undefined,
+): Pick<Instance, 'uid' | 'owner' | 'namespace' | 'revision'> {
+  return {
+    uid: labels?.[LABEL_UID] ?? '',
+    owner: labels?.[LABEL_OWNER] ?? '',
+    namespace: labels?.[LABEL_NAMESPACE] ?? '',
+    revision: labels?.[LABEL_REVISION] ?? '',
+  };
+}
 
 export type InstanceState = 'Provisioning' | 'Running' | 'Stopped' | 'Terminated';
 
@@ -15,6 +44,12 @@ export interface Instance {
   state: InstanceState;
   /** The owning Proxy's UID, read back from the proxy-operator-uid label. */
   uid: string;
+  /** The owner identity of the operator that made it (LABEL_OWNER). */
+  owner: string;
+  /** The owning Proxy's namespace (LABEL_NAMESPACE). */
+  namespace: string;
+  /** The spec revision it was built from (LABEL_REVISION); '' for an unrevisioned create. */
+  revision: string;
   /** When the provider created it: the orphan sweep spares young instances. */
   createdAt: Date;
 }
@@ -29,6 +64,10 @@ export interface CreateRequest {
    */
   revision?: string;
   /** namespace/name of the owning Proxy, for humans reading the cloud console. */
+  proxy: string;
+  /** The owning Proxy's namespace (LABEL_NAMESPACE; label-safe: a DNS label). */
+  namespace: string;
+  /** This operator's owner identity (LABEL_OWNER; a label value: [a-z0-9]([-a-z0-9_]*[a-z0-9])?, <= 63). */
   owner: string;
   port: number;
   cloudInit?: string;
@@ -45,6 +84,10 @@ export interface Provider {
   get(providerID: string, signal?: AbortSignal): Promise<Instance>;
   /** Idempotent: deleting a missing instance succeeds. */
   delete(providerID: string, signal?: AbortSignal): Promise<void>;
-  /** Every instance this operator ever tagged, for the orphan sweep. */
-  listByTag(signal?: AbortSignal): Promise<Instance[]>;
+  /**
+   * Every instance tagged managed by the operator whose owner identity is `owner` (LABEL_OWNER
+   * equal to it), for the orphan sweep. Instances of other owners, and unowned ones made before
+   * the owner label existed, are never returned, so never swept.
+   */
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]>;
 }

@@ -53,8 +53,8 @@ export class MeteredProvider implements Provider {
   delete(providerID: string, signal?: AbortSignal): Promise<void> {
     return this.count('delete', () => this.inner.delete(providerID, signal));
   }
-  listByTag(signal?: AbortSignal): Promise<Instance[]> {
-    return this.count('listByTag', () => this.inner.listByTag(signal));
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return this.count('listByTag', () => this.inner.listByTag(owner, signal));
   }
 
   private async count<T>(op: ProviderOperation, call: () => Promise<T>): Promise<T> {

@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
-import type { CreateRequest, Instance, Provider } from '../contract.js';
+import {
+  gcLabels,
+  ownershipFromLabels,
+  type CreateRequest,
+  type Instance,
+  type Provider,
+} from '../contract.js';
 import {
   NotFoundError,
   ProviderPermanentError,
@@ -12,13 +18,7 @@ import type { ComputeApi } from './compute-api.js';
 import type { GcpSettings } from './config.js';
 import { classifyGcpError, operationFailure, type GcpErrorMeaning } from './error-mapping.js';
 import { toInstance } from './instance-view.js';
-import {
-  MANAGED_FILTER,
-  buildInsert,
-  formatProviderID,
-  missingPlacement,
-  parseProviderID,
-} from './requests.js';
+import { ownedFilter, buildInsert, formatProviderID, missingPlacement, parseProviderID } from './requests.js';
 
 export interface GcpProviderOptions {
   name: string;
@@ -31,7 +31,7 @@ export interface GcpProviderOptions {
 
 /** An insert this process submitted whose instance has not been seen yet. */
 interface PendingInsert {
-  uid: string;
+  ownership: Pick<Instance, 'uid' | 'owner' | 'namespace' | 'revision'>;
   zone: string;
   operation: string;
   submittedAt: number;
@@ -63,8 +63,13 @@ export class GcpProvider implements Provider {
         zone: plan.ref.zone,
         instanceResource: plan.instanceResource,
       });
-      this.pending.set(id, { uid: req.uid, zone: plan.ref.zone, operation, submittedAt: this.now() });
-      this.opts.logger.info({ providerID: id, operation, owner: req.owner }, 'GCP insert submitted');
+      this.pending.set(id, {
+        ownership: ownershipFromLabels(gcLabels(req)),
+        zone: plan.ref.zone,
+        operation,
+        submittedAt: this.now(),
+      });
+      this.opts.logger.info({ providerID: id, operation, proxy: req.proxy }, 'GCP insert submitted');
     } catch (err) {
       const meaning = classifyGcpError(err, 'insert');
       // The name derives from the UID, so an existing VM of that name is this Proxy's.
@@ -102,11 +107,11 @@ export class GcpProvider implements Provider {
     }
   }
 
-  async listByTag(signal?: AbortSignal): Promise<Instance[]> {
+  async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     signal?.throwIfAborted();
     const { project } = this.opts.settings;
     try {
-      const vms = await this.opts.api.aggregatedList({ project, filter: MANAGED_FILTER });
+      const vms = await this.opts.api.aggregatedList({ project, filter: ownedFilter(owner) });
       return vms.map((vm) => toInstance(vm, project));
     } catch (err) {
       throw this.mapped(classifyGcpError(err, 'list'), err, 'listByTag');
@@ -153,7 +158,13 @@ export class GcpProvider implements Provider {
         this.ctx('get', id),
       );
     }
-    return { id, ip: '', state: 'Provisioning', uid: pending.uid, createdAt: new Date(pending.submittedAt) };
+    return {
+      id,
+      ip: '',
+      state: 'Provisioning',
+      ...pending.ownership,
+      createdAt: new Date(pending.submittedAt),
+    };
   }
 
   private ref(providerID: string, op: ProviderOperation) {

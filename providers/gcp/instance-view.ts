@@ -1,4 +1,4 @@
-import { LABEL_UID, type Instance, type InstanceState } from '../contract.js';
+import { ownershipFromLabels, type Instance, type InstanceState } from '../contract.js';
 import type { GcpInstance } from './compute-api.js';
 import { formatProviderID, lastSegment } from './requests.js';
 
@@ -29,7 +29,7 @@ export function toInstance(vm: GcpInstance, project: string): Instance {
     id: formatProviderID({ project, zone: lastSegment(vm.zone), instance: vm.name ?? '' }),
     ip: vm.networkInterfaces?.[0]?.accessConfigs?.[0]?.natIP ?? '',
     state: gcpState(vm.status),
-    uid: vm.labels?.[LABEL_UID] ?? '',
+    ...ownershipFromLabels(vm.labels ?? undefined),
     createdAt: new Date(Number.isNaN(created) ? 0 : created),
   };
 }

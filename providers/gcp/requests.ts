@@ -1,10 +1,13 @@
-import { LABEL_MANAGED, LABEL_UID, type CreateRequest } from '../contract.js';
+import { LABEL_MANAGED, LABEL_OWNER, gcLabels, type CreateRequest } from '../contract.js';
 import { instanceName } from '../naming.js';
 import type { GcpInstance, InstanceRef } from './compute-api.js';
 import type { GcpSettings } from './config.js';
 
 /** AIP-160 filter for every instance this operator labelled. */
-export const MANAGED_FILTER = `labels.${LABEL_MANAGED} = "true"`;
+/** The list filter for one owner's managed instances (unowned and other owners' are never listed). */
+export function ownedFilter(owner: string): string {
+  return `labels.${LABEL_MANAGED} = "true" AND labels.${LABEL_OWNER} = "${owner}"`;
+}
 
 /** providerID = "<project>/<zone>/<instance>": all a later get/delete needs, no lookup. */
 export function formatProviderID(ref: InstanceRef): string {
@@ -50,12 +53,12 @@ export function buildInsert(req: CreateRequest, settings: GcpSettings): InsertPl
     ref: { project: settings.project, zone, instance: name },
     instanceResource: {
       name,
-      description: `proxy-operator Proxy ${req.owner}`,
+      description: `proxy-operator Proxy ${req.proxy}`,
       machineType: `zones/${zone}/machineTypes/${req.placement.machineType}`,
       disks: [{ boot: true, autoDelete: true, initializeParams: { sourceImage: req.placement.image } }],
       networkInterfaces: [{ network, accessConfigs: [{ type: 'ONE_TO_ONE_NAT', name: 'External NAT' }] }],
       tags: { items: [...settings.networkTags] },
-      labels: { [LABEL_UID]: req.uid, [LABEL_MANAGED]: 'true' },
+      labels: gcLabels(req),
       metadata: { items: req.cloudInit ? [{ key: 'user-data', value: req.cloudInit }] : [] },
     },
   };

@@ -1,6 +1,13 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { LABEL_MANAGED, LABEL_UID, type CreateRequest, type Instance, type Provider } from '../contract.js';
+import {
+  LABEL_MANAGED,
+  LABEL_OWNER,
+  LABEL_UID,
+  type CreateRequest,
+  type Instance,
+  type Provider,
+} from '../contract.js';
 import {
   NotFoundError,
   ProviderPermanentError,
@@ -22,7 +29,10 @@ export interface KubernetesProviderOptions {
 }
 
 /** The pod list selector matching every instance this operator labelled. */
-export const MANAGED_SELECTOR = `${LABEL_MANAGED}=true`;
+/** The label selector for one owner's managed Pods. */
+export function ownedSelector(owner: string): string {
+  return `${LABEL_MANAGED}=true,${LABEL_OWNER}=${owner}`;
+}
 
 /**
  * Proxies as Squid Pods in one namespace (local development and CI: no cloud account).
@@ -43,7 +53,7 @@ export class KubernetesProvider implements Provider {
     const id = `${namespace}/${name}`;
     try {
       await this.opts.core.createNamespacedPod({ namespace, body: pod });
-      this.opts.logger.info({ providerID: id, owner: req.owner }, 'proxy pod created');
+      this.opts.logger.info({ providerID: id, proxy: req.proxy }, 'proxy pod created');
       return id;
     } catch (err) {
       if (statusOf(err) === 404) {
@@ -85,12 +95,12 @@ export class KubernetesProvider implements Provider {
     }
   }
 
-  async listByTag(signal?: AbortSignal): Promise<Instance[]> {
+  async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     signal?.throwIfAborted();
     try {
       const list = await this.opts.core.listNamespacedPod({
         namespace: this.opts.settings.namespace,
-        labelSelector: MANAGED_SELECTOR,
+        labelSelector: ownedSelector(owner),
       });
       return list.items.map(toInstance);
     } catch (err) {

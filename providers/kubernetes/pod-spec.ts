@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { LABEL_MANAGED, LABEL_UID, type CreateRequest } from '../contract.js';
+import { gcLabels, type CreateRequest } from '../contract.js';
 import { instanceName } from '../naming.js';
 import type { KubernetesSettings } from './config.js';
 
@@ -33,12 +33,11 @@ export function buildPod(req: CreateRequest, settings: KubernetesSettings): V1Po
       name: instanceName(req.uid, req.revision),
       namespace: settings.namespace,
       labels: {
-        [LABEL_UID]: req.uid,
-        [LABEL_MANAGED]: 'true',
+        ...gcLabels(req),
         'app.kubernetes.io/name': 'squid',
         'app.kubernetes.io/managed-by': 'proxy-operator',
       },
-      annotations: { [OWNER_ANNOTATION]: req.owner },
+      annotations: { [OWNER_ANNOTATION]: req.proxy },
     },
     spec: {
       restartPolicy: 'Always',

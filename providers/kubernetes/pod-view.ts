@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { LABEL_UID, type Instance, type InstanceState } from '../contract.js';
+import { ownershipFromLabels, type Instance, type InstanceState } from '../contract.js';
 
 /** Pod → contract state: Running means Ready (Squid accepts), a finished Pod is Terminated. */
 export function podState(pod: V1Pod): InstanceState {
@@ -16,7 +16,7 @@ export function toInstance(pod: V1Pod): Instance {
     id: `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`,
     ip: pod.status?.podIP ?? '',
     state: podState(pod),
-    uid: pod.metadata?.labels?.[LABEL_UID] ?? '',
+    ...ownershipFromLabels(pod.metadata?.labels),
     createdAt: created ? new Date(created) : new Date(0),
   };
 }

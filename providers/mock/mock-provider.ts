@@ -1,5 +1,12 @@
 import type { Logger } from 'pino';
-import type { CreateRequest, Instance, Provider } from '../contract.js';
+import {
+  LABEL_OWNER,
+  gcLabels,
+  ownershipFromLabels,
+  type CreateRequest,
+  type Instance,
+  type Provider,
+} from '../contract.js';
 import {
   NotFoundError,
   ProviderPermanentError,
@@ -33,8 +40,9 @@ export interface MockProviderOptions {
 
 interface MockInstance {
   id: string;
-  uid: string;
-  owner: string;
+  /** The GC labels it was created with, as a cloud would store them. */
+  labels: Record<string, string>;
+  proxy: string;
   port: number;
   createdAt: Date;
   runningAt: number;
@@ -97,14 +105,14 @@ export class MockProvider implements Provider {
       const now = this.clock.now();
       this.instances.set(id, {
         id,
-        uid: req.uid,
-        owner: req.owner,
+        labels: gcLabels(req),
+        proxy: req.proxy,
         port: req.port,
         createdAt: new Date(now),
         runningAt: now + this.settings.provisioningSeconds * 1000,
         fakeIp: this.ips.next(),
       });
-      this.opts.logger.info({ providerID: id, owner: req.owner }, 'mock instance created');
+      this.opts.logger.info({ providerID: id, proxy: req.proxy }, 'mock instance created');
     }
     return id;
   }
@@ -127,11 +135,13 @@ export class MockProvider implements Provider {
     this.opts.logger.info({ providerID }, 'mock instance deleted');
   }
 
-  async listByTag(signal?: AbortSignal): Promise<Instance[]> {
+  async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     signal?.throwIfAborted();
     this.maybeFail('listByTag');
     const views = await Promise.allSettled(
-      [...this.instances.values()].map((i) => this.view(i, 'listByTag')),
+      [...this.instances.values()]
+        .filter((i) => i.labels[LABEL_OWNER] === owner)
+        .map((i) => this.view(i, 'listByTag')),
     );
     return views.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []));
   }
@@ -142,7 +152,7 @@ export class MockProvider implements Provider {
   }
 
   private async view(inst: MockInstance, op: ProviderOperation): Promise<Instance> {
-    const base = { id: inst.id, uid: inst.uid, createdAt: inst.createdAt };
+    const base = { id: inst.id, ...ownershipFromLabels(inst.labels), createdAt: inst.createdAt };
     if (this.clock.now() < inst.runningAt) return { ...base, ip: '', state: 'Provisioning' };
     if (!this.settings.serveTraffic) return { ...base, ip: inst.fakeIp, state: 'Running' };
     const proxy = await this.ensureServing(inst, op);

@@ -3,6 +3,7 @@ import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import {
   deleteProxy,
   eventually,
@@ -54,8 +55,8 @@ class CrashAfter implements Provider {
   async delete(id: string, signal?: AbortSignal): Promise<void> {
     return this.after('delete', await this.inner.delete(id, signal));
   }
-  listByTag(signal?: AbortSignal): Promise<Instance[]> {
-    return this.inner.listByTag(signal);
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return this.inner.listByTag(owner, signal);
   }
 }
 
@@ -94,7 +95,7 @@ async function restart(): Promise<void> {
 }
 
 async function instancesOf(uid: string): Promise<Instance[]> {
-  return (await mock.listByTag()).filter((i) => i.uid === uid);
+  return (await mock.listByTag(DEFAULT_HANDLER_SETTINGS.ownerID)).filter((i) => i.uid === uid);
 }
 
 const readyWith = (name: string, predicate: (providerID: string) => boolean = () => true) =>

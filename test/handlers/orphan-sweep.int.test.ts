@@ -57,7 +57,16 @@ function sweepContext(): OperatorContext {
 
 function createInstance(uid: string, ageSeconds: number): Promise<string> {
   now = Date.now() - ageSeconds * 1000;
-  return mock.create({ uid, owner: 'test', port: 3128, placement: {} }).finally(() => (now = Date.now()));
+  return mock
+    .create({
+      uid,
+      proxy: 'test/p',
+      namespace: 'test',
+      owner: DEFAULT_HANDLER_SETTINGS.ownerID,
+      port: 3128,
+      placement: {},
+    })
+    .finally(() => (now = Date.now()));
 }
 
 describe('the orphan sweep', () => {
@@ -95,7 +104,7 @@ describe('the orphan sweep', () => {
       registry,
     );
     expect(await sweep.sweepOnce(sweepContext())).toBe(1);
-    const left = (await mock.listByTag()).map((i) => i.id);
+    const left = (await mock.listByTag(DEFAULT_HANDLER_SETTINGS.ownerID)).map((i) => i.id);
     expect(left).not.toContain(oldOrphan);
     expect(left).toEqual(expect.arrayContaining([youngOrphan, heldInstance]));
 

@@ -44,7 +44,16 @@ function proxy(opts: { hash?: string; providerID?: string; reason?: string } = {
 
 const instance = (state: Instance['state'], ip = '10.0.0.7'): Observation => ({
   kind: 'found',
-  instance: { id: 'i-1', ip, state, uid: 'u-1', createdAt: new Date(0) },
+  instance: {
+    id: 'i-1',
+    ip,
+    state,
+    uid: 'u-1',
+    owner: 'o',
+    namespace: 'ns',
+    revision: '',
+    createdAt: new Date(0),
+  },
 });
 const healthy: HealthVerdict = {
   healthy: true,

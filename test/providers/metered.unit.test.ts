@@ -26,7 +26,16 @@ class ScriptedProvider implements Provider {
     return this.settle('id-1');
   }
   get(id: string) {
-    return this.settle<Instance>({ id, ip: '', state: 'Running', uid: 'u', createdAt: new Date(0) });
+    return this.settle<Instance>({
+      id,
+      ip: '',
+      state: 'Running',
+      uid: 'u',
+      owner: 'o',
+      namespace: 'ns',
+      revision: '',
+      createdAt: new Date(0),
+    });
   }
   delete() {
     return this.settle(undefined);
@@ -42,7 +51,14 @@ async function counterValue(registry: Registry, labels: Record<string, string>):
   return match?.value ?? 0;
 }
 
-const req: CreateRequest = { uid: 'u', owner: 'ns/p', port: 3128, placement: {} };
+const req: CreateRequest = {
+  uid: 'u',
+  proxy: 'ns/p',
+  namespace: 'ns',
+  owner: 'test-owner',
+  port: 3128,
+  placement: {},
+};
 
 describe('MeteredProvider', () => {
   it.each([
@@ -74,9 +90,9 @@ describe('MeteredProvider', () => {
     );
     await expect(metered.create(req)).resolves.toBe('id-1');
     await expect(metered.delete('id-1')).resolves.toBeUndefined();
-    await expect(metered.listByTag()).resolves.toEqual([]);
+    await expect(metered.listByTag('test-owner')).resolves.toEqual([]);
     fail = true;
-    await expect(metered.listByTag()).rejects.toBe(boom);
+    await expect(metered.listByTag('test-owner')).rejects.toBe(boom);
     expect(await counterValue(registry, { op: 'create', result: 'ok' })).toBe(1);
     expect(await counterValue(registry, { op: 'delete', result: 'ok' })).toBe(1);
     expect(await counterValue(registry, { op: 'listByTag', result: 'ok' })).toBe(1);

@@ -22,6 +22,9 @@ function echoType(closed: string[] = []): ProviderType<{ greeting: string }> {
           ip: '',
           state: 'Running',
           uid: name,
+          owner: 'o',
+          namespace: 'ns',
+          revision: '',
           createdAt: new Date(0),
         }),
         delete: async () => undefined,
@@ -48,12 +51,16 @@ describe('the provider registry', () => {
     expect(set.names()).toEqual(['a', 'b']);
     expect(set.get('a')).toBeInstanceOf(MeteredProvider);
     expect(set.get('missing')).toBeUndefined();
-    await expect(set.get('a')!.create({ uid: 'u', owner: 'n/p', port: 1, placement: {} })).resolves.toBe(
-      'hello-u',
-    );
-    await expect(set.get('b')!.create({ uid: 'u', owner: 'n/p', port: 1, placement: {} })).resolves.toBe(
-      'hi-u',
-    );
+    await expect(
+      set
+        .get('a')!
+        .create({ uid: 'u', proxy: 'n/p', namespace: 'n', owner: 'test-owner', port: 1, placement: {} }),
+    ).resolves.toBe('hello-u');
+    await expect(
+      set
+        .get('b')!
+        .create({ uid: 'u', proxy: 'n/p', namespace: 'n', owner: 'test-owner', port: 1, placement: {} }),
+    ).resolves.toBe('hi-u');
     const counted = (await metrics.getSingleMetric(PROVIDER_REQUESTS_METRIC)!.get()).values;
     expect(counted.map((v) => [v.labels.provider, v.labels.op, v.labels.result, v.value])).toEqual([
       ['a', 'create', 'ok', 1],
@@ -109,7 +116,14 @@ describe('the provider registry', () => {
       { logger, metrics: new Registry() },
     );
     const mock = set.get('mock')!;
-    const id = await mock.create({ uid: 'u', owner: 'n/p', port: 3128, placement: {} });
+    const id = await mock.create({
+      uid: 'u',
+      proxy: 'n/p',
+      namespace: 'n',
+      owner: 'test-owner',
+      port: 3128,
+      placement: {},
+    });
     await expect(mock.get(id)).resolves.toMatchObject({
       state: 'Running',
       ip: expect.stringMatching(/^10\.99\./),

@@ -78,7 +78,9 @@ const NAME = instanceName(UID);
 const ID = `crawl-prod/europe-west1-b/${NAME}`;
 const request: CreateRequest = {
   uid: UID,
-  owner: 'fleet/eu-1',
+  proxy: 'fleet/eu-1',
+  namespace: 'fleet',
+  owner: 'test-owner',
   port: 3128,
   placement: {
     zone: 'europe-west1-b',
@@ -168,6 +170,9 @@ describe('the GCP provider', () => {
       ip: '34.1.2.3',
       state: 'Running',
       uid: UID,
+      owner: 'test-owner',
+      namespace: 'fleet',
+      revision: '',
       createdAt: new Date('2026-01-01T00:00:00Z'),
     });
     expect(api.calls.at(-1)).toEqual({
@@ -271,7 +276,7 @@ describe('the GCP provider', () => {
     expect(isTransient(await caught(provider.delete(ID)))).toBe(true);
   });
 
-  it('lists tagged instances across zones with the managed-label filter', async () => {
+  it('lists tagged instances across zones with the managed- and owner-label filter', async () => {
     const { api, provider } = setup();
     await provider.create(request);
     await provider.create({
@@ -279,10 +284,13 @@ describe('the GCP provider', () => {
       uid: 'other',
       placement: { ...request.placement, zone: 'us-east1-c' },
     });
-    const listed = await provider.listByTag();
+    const listed = await provider.listByTag('test-owner');
     expect(api.calls.at(-1)).toEqual({
       method: 'aggregatedList',
-      req: { project: 'crawl-prod', filter: 'labels.proxy-operator-managed = "true"' },
+      req: {
+        project: 'crawl-prod',
+        filter: 'labels.proxy-operator-managed = "true" AND labels.proxy-operator-owner = "test-owner"',
+      },
     });
     expect(listed.map((i) => [i.id, i.uid])).toEqual([
       [ID, UID],
@@ -293,7 +301,7 @@ describe('the GCP provider', () => {
   it('maps a failing list into the taxonomy', async () => {
     const { api, provider } = setup();
     api.failures.set('aggregatedList', Object.assign(new Error('denied'), { code: 7, httpStatusCode: 403 }));
-    const err = await caught(provider.listByTag());
+    const err = await caught(provider.listByTag('test-owner'));
     expect(isPermanent(err)).toBe(true);
     expect(err).toMatchObject({ operation: 'listByTag' });
   });

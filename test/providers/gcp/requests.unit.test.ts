@@ -2,7 +2,7 @@ import type { CreateRequest } from '../../../providers/contract.js';
 import { GCP_DEFAULTS, type GcpSettings } from '../../../providers/gcp/config.js';
 import { gcpState, toInstance } from '../../../providers/gcp/instance-view.js';
 import {
-  MANAGED_FILTER,
+  ownedFilter,
   buildInsert,
   formatProviderID,
   missingPlacement,
@@ -14,7 +14,9 @@ const UID = '0b5a3c1e-8d2f-4c6a-9e7b-1f2d3c4b5a69';
 const settings: GcpSettings = { ...GCP_DEFAULTS, networkTags: ['proxy', 'squid'], project: 'crawl-prod' };
 const request: CreateRequest = {
   uid: UID,
-  owner: 'fleet/eu-1',
+  proxy: 'fleet/eu-1',
+  namespace: 'fleet',
+  owner: 'test-owner',
   port: 3128,
   cloudInit: '#cloud-config\npackages: [squid]\n',
   placement: {
@@ -47,7 +49,12 @@ describe('the GCP insert request', () => {
           },
         ],
         tags: { items: ['proxy', 'squid'] },
-        labels: { 'proxy-operator-uid': UID, 'proxy-operator-managed': 'true' },
+        labels: {
+          'proxy-operator-uid': UID,
+          'proxy-operator-managed': 'true',
+          'proxy-operator-owner': 'test-owner',
+          'proxy-operator-namespace': 'fleet',
+        },
         metadata: { items: [{ key: 'user-data', value: '#cloud-config\npackages: [squid]\n' }] },
       },
     });
@@ -80,8 +87,10 @@ describe('the GCP insert request', () => {
     expect(missingPlacement({ ...request, placement: { ...request.placement, ...override } })).toBe(missing);
   });
 
-  it('lists by the managed label in AIP-160 syntax', () => {
-    expect(MANAGED_FILTER).toBe('labels.proxy-operator-managed = "true"');
+  it('lists by the managed and owner labels in AIP-160 syntax', () => {
+    expect(ownedFilter('prod')).toBe(
+      'labels.proxy-operator-managed = "true" AND labels.proxy-operator-owner = "prod"',
+    );
   });
 });
 
@@ -132,6 +141,10 @@ describe('a GCP instance as seen by the operator', () => {
       ip: '34.1.2.3',
       state: 'Running',
       uid: UID,
+      // Made before the owner label existed: no owner, so no operator's sweep lists it.
+      owner: '',
+      namespace: '',
+      revision: '',
       createdAt: new Date('2026-03-01T18:00:00.000Z'),
     });
   });

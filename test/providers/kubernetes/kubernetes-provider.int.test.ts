@@ -28,7 +28,14 @@ describe('the kubernetes provider against a real API server', () => {
   const namespace = uniqueName('providers-k8s');
   let core: CoreV1Api;
   let provider: KubernetesProvider;
-  const request = (uid: string) => ({ uid, owner: `${namespace}/proxy-a`, port: 3128, placement: {} });
+  const request = (uid: string) => ({
+    uid,
+    proxy: `${namespace}/proxy-a`,
+    namespace: namespace,
+    owner: 'test-owner',
+    port: 3128,
+    placement: {},
+  });
 
   /**
    * No kubelet runs here, so Pods never start: the test plays the kubelet and writes the
@@ -73,7 +80,7 @@ describe('the kubernetes provider against a real API server', () => {
 
     // A repeated create after a simulated crash (409 AlreadyExists) returns the same Pod.
     await expect(provider.create(request(uid))).resolves.toBe(id);
-    expect((await provider.listByTag()).map((i) => i.id)).toEqual([id]);
+    expect((await provider.listByTag('test-owner')).map((i) => i.id)).toEqual([id]);
 
     await setPodStatus(name, {
       phase: 'Running',
@@ -95,15 +102,23 @@ describe('the kubernetes provider against a real API server', () => {
     await expect(provider.delete(id)).resolves.toBeUndefined();
   });
 
-  it('lists only the Pods it labelled', async () => {
+  it("lists only the Pods it labelled with its own owner identity, never another operator's", async () => {
     await core.createNamespacedPod({
       namespace,
       body: { metadata: { name: 'unrelated' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
     });
     const uid = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
     const id = await provider.create(request(uid));
-    const listed = await provider.listByTag();
-    expect(listed.map((i) => [i.id, i.uid])).toEqual([[id, uid]]);
+    const theirs = await provider.create({
+      ...request('cccccccc-bbbb-4ccc-8ddd-eeeeeeeeeeee'),
+      owner: 'other-cluster',
+    });
+    const listed = await provider.listByTag('test-owner');
+    expect(listed.map((i) => [i.id, i.uid, i.owner, i.namespace])).toEqual([
+      [id, uid, 'test-owner', namespace],
+    ]);
+    expect((await provider.listByTag('other-cluster')).map((i) => i.id)).toEqual([theirs]);
+    await provider.delete(theirs);
     expect(listed[0].createdAt.getTime()).toBeGreaterThan(Date.now() - 10 * 60_000);
     await provider.delete(id);
   });

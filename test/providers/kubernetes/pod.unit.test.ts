@@ -7,7 +7,14 @@ import { podState, toInstance } from '../../../providers/kubernetes/pod-view.js'
 import { instanceName } from '../../../providers/naming.js';
 
 const UID = '0b5a3c1e-8d2f-4c6a-9e7b-1f2d3c4b5a69';
-const req: CreateRequest = { uid: UID, owner: 'fleet/p1', port: 3128, placement: {} };
+const req: CreateRequest = {
+  uid: UID,
+  proxy: 'fleet/p1',
+  namespace: 'fleet',
+  owner: 'test-owner',
+  port: 3128,
+  placement: {},
+};
 
 describe('the proxy Pod', () => {
   it('is named from the UID, GC-labelled, and runs the configured Squid image on the port', () => {
@@ -18,6 +25,8 @@ describe('the proxy Pod', () => {
       labels: {
         'proxy-operator-uid': UID,
         'proxy-operator-managed': 'true',
+        'proxy-operator-owner': 'test-owner',
+        'proxy-operator-namespace': 'fleet',
         'app.kubernetes.io/name': 'squid',
         'app.kubernetes.io/managed-by': 'proxy-operator',
       },
@@ -60,7 +69,7 @@ describe('the proxy Pod', () => {
     expect(podState(p)).toBe(state);
   });
 
-  it('as an instance: namespace/name ID, Pod IP, UID label, creation time', () => {
+  it('as an instance: namespace/name ID, Pod IP, GC labels, creation time', () => {
     const created = new Date('2026-01-01T00:00:00Z');
     expect(
       toInstance({
@@ -68,11 +77,25 @@ describe('the proxy Pod', () => {
           name: 'proxy-1',
           namespace: 'ns',
           creationTimestamp: created,
-          labels: { 'proxy-operator-uid': UID },
+          labels: {
+            'proxy-operator-uid': UID,
+            'proxy-operator-owner': 'prod',
+            'proxy-operator-namespace': 'fleet',
+            'proxy-operator-revision': 'abcdef12',
+          },
         },
         status: { phase: 'Running', podIP: '10.244.0.7', conditions: ready },
       }),
-    ).toEqual({ id: 'ns/proxy-1', ip: '10.244.0.7', state: 'Running', uid: UID, createdAt: created });
+    ).toEqual({
+      id: 'ns/proxy-1',
+      ip: '10.244.0.7',
+      state: 'Running',
+      uid: UID,
+      owner: 'prod',
+      namespace: 'fleet',
+      revision: 'abcdef12',
+      createdAt: created,
+    });
   });
 });
 

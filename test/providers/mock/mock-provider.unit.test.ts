@@ -33,7 +33,14 @@ function mock(settings: Partial<MockSettings> = {}, clock = new FakeClock()) {
   return { provider, clock };
 }
 
-const req = (uid: string, port = 3128): CreateRequest => ({ uid, owner: 'default/p', port, placement: {} });
+const req = (uid: string, port = 3128): CreateRequest => ({
+  uid,
+  proxy: 'default/p',
+  namespace: 'default',
+  owner: 'test-owner',
+  port,
+  placement: {},
+});
 
 const GUARDS: Record<FaultKind, (e: unknown) => boolean> = {
   quota: isQuotaExceeded,
@@ -79,20 +86,37 @@ describe('the mock provider', () => {
     const again = await provider.create(req('uid-1'));
     expect(again).toBe(first);
     expect(await provider.get(again)).toMatchObject({ state: 'Running', ip: ipBefore });
-    expect(await provider.listByTag()).toHaveLength(1);
+    expect(await provider.listByTag('test-owner')).toHaveLength(1);
   });
 
   it('makes one instance when many creates of one UID run concurrently', async () => {
     const { provider } = mock();
     const ids = await Promise.all(Array.from({ length: 20 }, () => provider.create(req('same'))));
     expect(new Set(ids).size).toBe(1);
-    expect(await provider.listByTag()).toHaveLength(1);
+    expect(await provider.listByTag('test-owner')).toHaveLength(1);
   });
 
   it('lists every instance with its owner UID for the orphan sweep', async () => {
     const { provider } = mock();
     await Promise.all(['a', 'b', 'c'].map((uid) => provider.create(req(uid))));
-    expect((await provider.listByTag()).map((i) => i.uid).sort()).toEqual(['a', 'b', 'c']);
+    expect((await provider.listByTag('test-owner')).map((i) => i.uid).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('lists only the instances of the owner asked for, with their namespace and revision', async () => {
+    const { provider } = mock();
+    await provider.create({ ...req('mine'), revision: 'abcdef12' });
+    await provider.create({ ...req('theirs'), owner: 'other-cluster', namespace: 'prod' });
+    expect(await provider.listByTag('test-owner')).toEqual([
+      expect.objectContaining({
+        uid: 'mine',
+        owner: 'test-owner',
+        namespace: 'default',
+        revision: 'abcdef12',
+      }),
+    ]);
+    expect((await provider.listByTag('other-cluster')).map((i) => [i.uid, i.namespace])).toEqual([
+      ['theirs', 'prod'],
+    ]);
   });
 
   it('deletes idempotently, after which get is NotFound', async () => {
@@ -101,7 +125,7 @@ describe('the mock provider', () => {
     await provider.delete(id);
     await provider.delete(id);
     expect(isNotFound(await caught(provider.get(id)))).toBe(true);
-    await expect(provider.listByTag()).resolves.toEqual([]);
+    await expect(provider.listByTag('test-owner')).resolves.toEqual([]);
   });
 
   it('reports an unknown providerID as NotFound', async () => {
@@ -134,7 +158,7 @@ describe('the mock provider', () => {
           ? p.get(id)
           : op === 'delete'
             ? p.delete(id)
-            : p.listByTag();
+            : p.listByTag('test-owner');
 
     it.each(
       ops.flatMap((op) => (['quota', 'transient', 'permanent'] as const).map((kind) => [op, kind] as const)),
@@ -153,10 +177,10 @@ describe('the mock provider', () => {
         faults: { create: { kind: 'quota', count: 1 }, listByTag: { kind: 'transient', count: 2 } },
       });
       expect(isQuotaExceeded(await caught(provider.create(req('u'))))).toBe(true);
-      expect(isTransient(await caught(provider.listByTag()))).toBe(true);
-      expect(isTransient(await caught(provider.listByTag()))).toBe(true);
+      expect(isTransient(await caught(provider.listByTag('test-owner')))).toBe(true);
+      expect(isTransient(await caught(provider.listByTag('test-owner')))).toBe(true);
       await expect(provider.create(req('u'))).resolves.toBeDefined();
-      await expect(provider.listByTag()).resolves.toHaveLength(1);
+      await expect(provider.listByTag('test-owner')).resolves.toHaveLength(1);
     });
 
     it('affects only the operation it was injected for', async () => {
@@ -164,7 +188,7 @@ describe('the mock provider', () => {
       provider.injectFault('delete', 'permanent', 3);
       const id = await provider.create(req('u'));
       await expect(provider.get(id)).resolves.toBeDefined();
-      await expect(provider.listByTag()).resolves.toHaveLength(1);
+      await expect(provider.listByTag('test-owner')).resolves.toHaveLength(1);
     });
 
     it('can be cleared', async () => {

@@ -42,8 +42,22 @@ describe('the mock provider with serveTraffic', () => {
 
   it('gives each Running instance its own loopback address with a real proxy on the requested port', async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
-    const a = await provider.create({ uid: 'a', owner: 'ns/a', port, placement: {} });
-    const b = await provider.create({ uid: 'b', owner: 'ns/b', port, placement: {} });
+    const a = await provider.create({
+      uid: 'a',
+      proxy: 'ns/a',
+      namespace: 'ns',
+      owner: 'test-owner',
+      port,
+      placement: {},
+    });
+    const b = await provider.create({
+      uid: 'b',
+      proxy: 'ns/b',
+      namespace: 'ns',
+      owner: 'test-owner',
+      port,
+      placement: {},
+    });
     expect((await provider.get(a)).ip).toBe('');
     now.ms += MOCK_DEFAULTS.provisioningSeconds * 1000;
 
