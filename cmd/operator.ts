@@ -7,7 +7,13 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinProviderRegistry } from '../providers/builtin.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
-import { parseSettings, SettingsError, usage, type Settings } from './settings.js';
+import {
+  checkMaxUnavailableProviders,
+  parseSettings,
+  SettingsError,
+  usage,
+  type Settings,
+} from './settings.js';
 
 /** Used when no providers config is given: enough to try the operator with no cloud. */
 export const EMBEDDED_PROVIDERS_CONFIG = 'providers:\n  - name: mock\n    type: mock\n';
@@ -44,6 +50,15 @@ async function main(): Promise<void> {
   }
   if (!settings.providersConfig)
     logger.warn('no --providers-config given: using the embedded mock-only providers config');
+  try {
+    checkMaxUnavailableProviders(
+      settings.maxUnavailable,
+      entries.map((e) => e.name),
+    );
+  } catch (err) {
+    process.stderr.write(`proxy-operator: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
   const kubeConfig = new KubeConfig();
   try {
     if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
@@ -68,6 +83,7 @@ async function main(): Promise<void> {
       orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
       orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
       healthConcurrency: settings.healthConcurrency,
+      maxUnavailable: settings.maxUnavailable,
       probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
       discovery: {
         ...settings.discovery,

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
 
 /** Everything the operator's entry point can be told, from flags or environment. */
 export interface Settings {
@@ -17,6 +18,7 @@ export interface Settings {
   orphanMinAgeSeconds: number;
   healthConcurrency: number;
   watchNamespace?: string;
+  maxUnavailable: MaxUnavailable;
 }
 
 export class SettingsError extends Error {}
@@ -98,6 +100,12 @@ const OPTIONS: Option[] = [
   },
   { flag: 'health-concurrency', env: 'HEALTH_CONCURRENCY', default: '64', help: 'probes in flight at once' },
   {
+    flag: 'max-unavailable',
+    env: 'MAX_UNAVAILABLE',
+    default: '25%',
+    help: 'per provider, how many of its proxies may be out of service (Provisioning or Unhealthy) before a spec change waits to replace a Ready one: N or N%, then optional overrides, e.g. 25%,gcp-eu=5',
+  },
+  {
     flag: 'watch-namespace',
     env: 'WATCH_NAMESPACE',
     help: 'watch one namespace only (default: all namespaces)',
@@ -141,6 +149,43 @@ function bool(flag: string, value: string): boolean {
   if (['true', '1', 'yes'].includes(value)) return true;
   if (['false', '0', 'no'].includes(value)) return false;
   throw new SettingsError(`--${flag}: "${value}" must be true or false`);
+}
+
+function cap(flag: string, value: string): Cap {
+  const m = /^(\d+)(%?)$/.exec(value);
+  const n = m ? Number(m[1]) : NaN;
+  if (!m || n < 1 || (m[2] && n > 100))
+    throw new SettingsError(`--${flag}: "${value}" must be an integer >= 1 or a percentage 1%..100%`);
+  return m[2] ? { kind: 'percent', value: n } : { kind: 'count', value: n };
+}
+
+/** `25%` or `2` (every provider), then optional `<provider>=<cap>` overrides, comma-separated. */
+export function parseMaxUnavailable(flag: string, value: string): MaxUnavailable {
+  const result: { default?: Cap; byProvider: Record<string, Cap> } = { byProvider: {} };
+  for (const item of value.split(',').map((x) => x.trim())) {
+    const eq = item.indexOf('=');
+    if (eq < 0) {
+      if (result.default) throw new SettingsError(`--${flag}: "${value}" sets the default cap twice`);
+      result.default = cap(flag, item);
+      continue;
+    }
+    const name = item.slice(0, eq);
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
+      throw new SettingsError(`--${flag}: "${name}" is not a provider name`);
+    if (result.byProvider[name]) throw new SettingsError(`--${flag}: provider "${name}" is given twice`);
+    result.byProvider[name] = cap(flag, item.slice(eq + 1));
+  }
+  return { default: result.default ?? { kind: 'percent', value: 25 }, byProvider: result.byProvider };
+}
+
+/** Every provider `--max-unavailable` names must be configured: a typo would silently do nothing. */
+export function checkMaxUnavailableProviders(setting: MaxUnavailable, configured: readonly string[]): void {
+  for (const name of Object.keys(setting.byProvider)) {
+    if (!configured.includes(name))
+      throw new SettingsError(
+        `--max-unavailable: provider "${name}" is not configured (configured: ${configured.join(', ') || 'none'})`,
+      );
+  }
 }
 
 /** Parses flags (taking precedence) and environment into Settings, or throws naming the bad one. */
@@ -187,5 +232,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     orphanMinAgeSeconds: positiveInt('orphan-min-age', get('orphan-min-age')!, 0),
     healthConcurrency: positiveInt('health-concurrency', get('health-concurrency')!),
     watchNamespace: get('watch-namespace'),
+    maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
   };
 }

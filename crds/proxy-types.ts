@@ -107,6 +107,49 @@ export interface Proxy {
 /** Condition types the operator maintains. */
 export const CONDITION_PROVISIONED = 'Provisioned';
 export const CONDITION_HEALTHY = 'Healthy';
+export type ConditionType = typeof CONDITION_PROVISIONED | typeof CONDITION_HEALTHY;
+
+/** Why `Provisioned` is what it is: a closed set, so a typo is a compile error, not a new reason. */
+export const PROVISIONED_REASONS = [
+  /** External proxies: provisioned outside the operator. */
+  'External',
+  /** The instance was submitted to the provider. */
+  'Creating',
+  'InstanceProvisioning',
+  'InstanceRunning',
+  /** The old instance is being deleted (spec drift or a dead instance); a new one follows. */
+  'Replacing',
+  /** A spec change wants a replacement, but --max-unavailable replacements are in flight. */
+  'ReplacementPending',
+  /** Instances of revisions a crash left behind are being deleted before the new one is created. */
+  'CleaningUp',
+  /** The instance disappeared at the provider; a new one is created. */
+  'InstanceGone',
+  'CloudInitError',
+  'QuotaExceeded',
+  /** Any provider error that is retried with backoff (permissions, timeouts, a not-ready cloud). */
+  'ProviderError',
+  /** The provider said retrying cannot help; fixed by a spec change or the annotation (README). */
+  'ProvisioningFailed',
+  /** spec.provider names no configured provider; retried slowly, heals after a config fix and restart. */
+  'UnknownProvider',
+] as const;
+export type ProvisionedReason = (typeof PROVISIONED_REASONS)[number];
+
+/** Why `Healthy` is what it is: the probe engine's reasons plus the operator's own. */
+export const HEALTHY_REASONS = [
+  'AwaitingProbe',
+  /** The probe target cannot be built from the spec and status (e.g. an IPv6 zone id). */
+  'InvalidProbeTarget',
+  'ProbeSucceeded',
+  'ConnectionRefused',
+  'ProxyUnreachable',
+  'ProxyTimeout',
+  'TunnelFailed',
+  'UnexpectedStatus',
+  'ProbeError',
+] as const;
+export type HealthyReason = (typeof HEALTHY_REASONS)[number];
 
 /** Finalizer held by Managed proxies until their instance is gone. */
 export const FINALIZER = 'crawl.example.com/proxy-cleanup';

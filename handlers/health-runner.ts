@@ -6,6 +6,7 @@ import { HealthEngine, type ProbeTarget } from '../health/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { probeTargetOf, sameTarget } from './probe-target.js';
+import { probeTargetProblem } from './probe-target-problem.js';
 import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
 import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
 import { VERDICTS, type VerdictBoard } from './verdict-board.js';
@@ -19,6 +20,8 @@ import { VERDICTS, type VerdictBoard } from './verdict-board.js';
 export class HealthRunner {
   private readonly engine: HealthEngine;
   private readonly targets = new Map<string, ProbeTarget>();
+  /** Targets that cannot be probed, by key, as JSON: reported once, not on every sync. */
+  private readonly invalid = new Map<string, string>();
 
   constructor(
     @inject(VERDICTS) private readonly board: VerdictBoard,
@@ -67,19 +70,44 @@ export class HealthRunner {
       seen.add(target.key);
       const known = this.targets.get(target.key);
       if (known && sameTarget(known, target)) continue;
-      try {
-        this.engine.upsert(target);
-        this.targets.set(target.key, target);
-      } catch (err) {
-        ctx.logger.warn({ proxy: target.key, err: (err as Error).message }, 'cannot probe proxy');
+      const json = JSON.stringify(target);
+      if (this.invalid.get(target.key) === json) continue;
+      let problem = probeTargetProblem(target);
+      if (!problem) {
+        try {
+          this.engine.upsert(target);
+          this.targets.set(target.key, target);
+          if (this.invalid.delete(target.key)) this.board.delete(target.key);
+        } catch (err) {
+          problem = (err as Error).message;
+        }
       }
+      if (problem) this.reportInvalid(ctx, target, json, problem);
     }
-    for (const key of [...this.targets.keys()]) {
+    for (const key of new Set([...this.targets.keys(), ...this.invalid.keys()])) {
       if (seen.has(key)) continue;
       this.engine.remove(key);
       this.targets.delete(key);
+      this.invalid.delete(key);
       this.board.delete(key);
     }
+  }
+
+  /** Once per target: a verdict the reconciler turns into Healthy=False/InvalidProbeTarget and one Event. */
+  private reportInvalid(ctx: OperatorContext, target: ProbeTarget, json: string, problem: string): void {
+    this.invalid.set(target.key, json);
+    this.engine.remove(target.key);
+    this.targets.delete(target.key);
+    ctx.logger.warn({ proxy: target.key, err: problem }, 'cannot probe proxy: invalid probe target');
+    this.board.set(target.key, `${target.host}:${target.port}`, {
+      healthy: false,
+      latencyMillis: 0,
+      reason: 'InvalidProbeTarget',
+      message: problem,
+      checkedAt: new Date(),
+    });
+    const slash = target.key.indexOf('/');
+    ctx.trigger(PROXY_KIND, target.key.slice(0, slash), target.key.slice(slash + 1));
   }
 }
 

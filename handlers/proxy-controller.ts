@@ -19,23 +19,31 @@ import {
   SPEC_HASH_ANNOTATION,
   type Proxy,
 } from '../crds/proxy-types.js';
-import type { Provider } from '../providers/contract.js';
-import {
-  isNotFound,
-  isPermanent,
-  isProviderError,
-  isQuotaExceeded,
-  QUOTA_RETRY_SECONDS,
-} from '../providers/errors.js';
+import type { Instance, Provider } from '../providers/contract.js';
+import { isNotFound, isProviderError, type ProviderError } from '../providers/errors.js';
 import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
 import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-init.js';
 import { PROXY_KIND, SECRET_KIND } from './kinds.js';
-import { externalStep, managedStep, type Observation, type Step } from './proxy-state-machine.js';
+import {
+  deletionNeedsInventory,
+  deletionStep,
+  externalStep,
+  findCondition,
+  managedStep,
+  needsInventory,
+  providerErrorStep,
+  replacementPendingStep,
+  unknownProviderStep,
+  type HealthVerdict,
+  type Observation,
+  type Step,
+} from './proxy-state-machine.js';
 import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
 import { VERDICTS, type VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { PROXY_TRIGGER, type ProxyTrigger } from './proxy-trigger.js';
+import { ReplacementBudget } from './replacement-budget.js';
 import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
 
 /** Seconds between drift checks of a steady Managed proxy. */
@@ -49,19 +57,25 @@ function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
 }
 
 /**
- * The Proxy reconciler. Create, update and resume all run the same level-triggered
- * state machine: the cause only says why we were woken, never what to do.
+ * The Proxy reconciler: the imperative shell around the pure state machine
+ * (proxy-state-machine.ts), which makes every status, Event and retry decision. This class
+ * only observes (provider get/list), acts (create/delete, the spec-hash record) and writes.
+ * Create, update and resume all run the same level-triggered state machine.
  */
 @controller({ ...PROXY_KIND, finalizer: FINALIZER, maxConcurrentReconciles: 3 })
 @watches({ ...SECRET_KIND, labelSelector: `${CLOUD_INIT_SECRET_LABEL}=true`, map: mapSecretToProxies })
 @injectable()
 export class ProxyController {
+  private readonly budget: ReplacementBudget;
+
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
     @inject(VERDICTS) private readonly verdicts: VerdictBoard,
     @inject(PROXY_TRIGGER) private readonly trigger: ProxyTrigger,
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
-  ) {}
+  ) {
+    this.budget = new ReplacementBudget(settings.maxUnavailable);
+  }
 
   @onCreate()
   @onUpdate()
@@ -69,43 +83,40 @@ export class ProxyController {
   async reconcile(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
     const proxy = ctx.object;
     const verdict = this.verdicts.get(proxyKey(proxy), proxyAddress(proxy));
-    if (proxy.spec.mode === 'External') {
-      await this.apply(ctx, externalStep(proxy, verdict));
-      return;
-    }
-    const providerName = proxy.spec.provider ?? '';
-    const provider = this.providers.get(providerName);
+    if (proxy.spec.mode === 'External') return this.apply(ctx, externalStep(proxy, verdict));
+    const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
-      const message = `provider "${providerName}" is not configured (configured: ${this.providers.names().join(', ') || 'none'})`;
-      await this.fail(ctx, 'UnknownProvider', message);
-      throw new PermanentError(message);
+      return this.apply(
+        ctx,
+        unknownProviderStep({ proxy, verdict, configured: this.providers.names(), deleting: false }),
+      );
     }
 
     const ci = resolveCloudInit(proxy, (ns, name) =>
       ctx.cache.get<SecretLike & { metadata: { name: string } }>(SECRET_KIND, ns, name),
     );
     const desiredHash = ci.ok ? specHash(proxy.spec, ci.content) : undefined;
-    const providerID = proxy.status?.providerID;
+    let step: Step;
+    let override: StatusOverride;
     try {
-      const observation = await this.observe(provider, providerID, ctx.signal);
-      const step = managedStep({
+      const observation = await this.observe(provider, proxy, needsInventory(proxy, desiredHash), ctx.signal);
+      const inputs = {
         proxy,
         desiredHash,
         cloudInitError: ci.ok ? undefined : ci.message,
         observation,
         verdict,
-      });
-      if (step.annotateHash) {
-        await ctx.patchMetadata({ annotations: { [SPEC_HASH_ANNOTATION]: step.annotateHash } });
-      }
-      const override = await this.act(ctx, provider, step, ci.ok ? ci.content : undefined, desiredHash);
-      await this.apply(ctx, step, override);
-      return step.requeueAfter !== undefined ? { requeueAfter: step.requeueAfter } : undefined;
+      };
+      step = managedStep(inputs);
+      if (step.needsSlot && observation.kind === 'found')
+        step = this.pace(ctx, step, { ...inputs, observation });
+      override = await this.act(ctx, provider, step, ci.ok ? ci.content : undefined, desiredHash);
     } catch (err) {
       // Kubernetes API failures are the framework's to retry; only provider errors are ours.
       if (!isProviderError(err)) throw err;
-      return this.onProviderError(ctx, providerName, providerID, err);
+      return this.apply(ctx, this.failed(proxy, verdict, err, false), {}, err);
     }
+    return this.apply(ctx, step, override);
   }
 
   /**
@@ -119,8 +130,7 @@ export class ProxyController {
     if (p.spec.mode !== 'Managed' || p.metadata.deletionTimestamp) return;
     // Only a steady, running proxy: anything else is already on the work queue, and a timer
     // must not retry a Failed proxy or cut a quota back-off short.
-    const provisioned = p.status?.conditions?.find((c) => c.type === CONDITION_PROVISIONED);
-    if (provisioned?.reason !== 'InstanceRunning') return;
+    if (findCondition(p, CONDITION_PROVISIONED)?.reason !== 'InstanceRunning') return;
     const result = await this.reconcile(ctx);
     if (result?.requeueAfter !== undefined)
       this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);
@@ -129,47 +139,85 @@ export class ProxyController {
   @onDelete({ when: (p: Proxy) => p.spec.mode === 'Managed' })
   async cleanup(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
     const proxy = ctx.object;
-    const providerName = proxy.spec.provider ?? '';
-    const provider = this.providers.get(providerName);
-    const providerID = proxy.status?.providerID;
-    // Nothing recorded means nothing to delete here; an instance created in a crash window
-    // before its providerID was written is found by the orphan sweep.
-    if (!provider || !providerID) return;
-    if (proxy.status?.phase !== 'Deleting') {
-      await ctx.status.patch({ phase: 'Deleting' });
-      await ctx.events.normal('Deleting', `deleting instance ${providerID}`);
-      ctx.logger.info({ provider: providerName, providerID }, 'deleting instance');
+    this.budget.release(proxyKey(proxy));
+    const provider = this.providers.get(proxy.spec.provider ?? '');
+    if (!provider) {
+      return this.apply(
+        ctx,
+        unknownProviderStep({ proxy, configured: this.providers.names(), deleting: true }),
+      );
     }
+    let step: Step;
     try {
-      await provider.get(providerID, ctx.signal);
+      const observation = await this.observe(provider, proxy, deletionNeedsInventory(proxy), ctx.signal);
+      step = deletionStep(proxy, observation);
+      await this.act(ctx, provider, step, undefined, undefined);
     } catch (err) {
-      if (isNotFound(err)) {
-        ctx.logger.info({ provider: providerName, providerID }, 'instance gone; releasing finalizer');
-        return;
-      }
-      return this.onProviderError(ctx, providerName, providerID, err, true);
+      if (!isProviderError(err)) throw err;
+      return this.apply(ctx, this.failed(proxy, undefined, err, true), {}, err);
     }
-    try {
-      await provider.delete(providerID, ctx.signal);
-    } catch (err) {
-      return this.onProviderError(ctx, providerName, providerID, err, true);
-    }
-    // Requeue until get says NotFound: deletion at a cloud is asynchronous.
-    return { requeueAfter: 2 };
+    return this.apply(ctx, step);
+  }
+
+  private failed(
+    proxy: Proxy,
+    verdict: HealthVerdict | undefined,
+    err: ProviderError,
+    deleting: boolean,
+  ): Step {
+    return providerErrorStep({
+      proxy,
+      verdict,
+      deleting,
+      failure: {
+        provider: proxy.spec.provider ?? '',
+        operation: err.operation,
+        kind: err.kind,
+        message: err.message,
+      },
+    });
+  }
+
+  /** A voluntary replacement goes ahead only with a slot; otherwise the proxy keeps serving and waits. */
+  private pace(
+    ctx: HandlerContext<Proxy>,
+    step: Step,
+    inputs: Parameters<typeof replacementPendingStep>[0],
+  ): Step {
+    const proxy = ctx.object;
+    const slot = this.budget.tryAcquire(proxyKey(proxy), proxy.spec.provider ?? '', ctx.cache);
+    if (slot.granted) return step;
+    ctx.logger.debug(
+      { inFlight: slot.inFlight, cap: slot.cap },
+      'replacement waits for a slot (--max-unavailable)',
+    );
+    return replacementPendingStep(inputs, slot.cap);
   }
 
   private async observe(
     provider: Provider,
-    providerID: string | undefined,
+    proxy: Proxy,
+    inventory: boolean,
     signal: AbortSignal,
   ): Promise<Observation> {
-    if (!providerID) return { kind: 'unprovisioned' };
+    const providerID = proxy.status?.providerID;
+    if (!providerID) {
+      return inventory
+        ? { kind: 'unprovisioned', strays: await this.strays(provider, proxy, signal) }
+        : { kind: 'unprovisioned' };
+    }
     try {
       return { kind: 'found', instance: await provider.get(providerID, signal) };
     } catch (err) {
       if (isNotFound(err)) return { kind: 'not-found' };
       throw err;
     }
+  }
+
+  /** This Proxy's instances at the provider (any revision). */
+  private async strays(provider: Provider, proxy: Proxy, signal: AbortSignal): Promise<Instance[]> {
+    const uid = proxy.metadata.uid ?? '';
+    return (await provider.listByTag(this.settings.ownerID, signal)).filter((i) => i.uid === uid);
   }
 
   private async act(
@@ -180,112 +228,61 @@ export class ProxyController {
     revision: string | undefined,
   ): Promise<StatusOverride> {
     const proxy = ctx.object;
-    const log = { provider: proxy.spec.provider, providerID: proxy.status?.providerID };
-    switch (step.action.type) {
-      case 'create': {
-        const id = await provider.create(
-          {
-            uid: proxy.metadata.uid ?? '',
-            revision,
-            proxy: `${proxy.metadata.namespace}/${proxy.metadata.name}`,
-            namespace: proxy.metadata.namespace ?? '',
-            owner: this.settings.ownerID,
-            port: proxy.spec.port,
-            cloudInit,
-            placement: proxy.spec.placement ?? {},
-          },
-          ctx.signal,
-        );
-        ctx.logger.info({ ...log, providerID: id }, 'instance creation submitted');
-        return { providerID: id };
-      }
-      case 'delete':
-        ctx.logger.warn({ ...log, providerID: step.action.providerID }, step.status.provisioned.message);
-        await provider.delete(step.action.providerID, ctx.signal);
-        return {};
-      case 'forget':
-        ctx.logger.info(log, step.status.provisioned.message);
-        return {};
-      case 'none':
-        return {};
+    const action = step.action;
+    if (action.type === 'delete' || action.type === 'create') {
+      const ids = action.type === 'delete' ? action.providerIDs : action.staleInstances;
+      for (const id of ids) await provider.delete(id, ctx.signal);
     }
-  }
-
-  private async apply(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride = {}): Promise<void> {
-    const previous = ctx.object.status?.phase;
-    const changed = await writeStatus(ctx, step.status, override);
-    if (!changed) return;
-    if (step.event) {
-      if (step.event.type === 'Warning') await ctx.events.warning(step.event.reason, step.event.message);
-      else await ctx.events.normal(step.event.reason, step.event.message);
-    }
-    const phase = step.status.phase;
-    if (previous === phase) return;
-    ctx.logger.info(
-      { from: previous ?? 'none', phase, reason: step.status.provisioned.reason },
-      'phase changed',
-    );
-    // Health transitions are Events too: `kubectl describe px` tells the story.
-    const health = step.status.healthy;
-    if (phase === 'Ready') await ctx.events.normal('Ready', `proxy is healthy: ${health.message}`);
-    if (phase === 'Unhealthy')
-      await ctx.events.warning('Unhealthy', `proxy is unhealthy (${health.reason}): ${health.message}`);
-  }
-
-  private async fail(ctx: HandlerContext<Proxy>, reason: string, message: string): Promise<void> {
-    await writeStatus(
-      ctx,
+    // The record of what is about to exist, written before it can exist.
+    if (step.annotateHash)
+      await ctx.patchMetadata({ annotations: { [SPEC_HASH_ANNOTATION]: step.annotateHash } });
+    if (action.type !== 'create') return {};
+    const id = await provider.create(
       {
-        phase: 'Failed',
-        providerID: ctx.object.status?.providerID ?? null,
-        ip: ctx.object.status?.ip ?? null,
-        provisioned: { status: 'False', reason, message },
-        healthy: { status: 'Unknown', reason: 'AwaitingProbe', message: 'no health verdict yet' },
+        uid: proxy.metadata.uid ?? '',
+        revision,
+        proxy: `${proxy.metadata.namespace}/${proxy.metadata.name}`,
+        namespace: proxy.metadata.namespace ?? '',
+        owner: this.settings.ownerID,
+        port: proxy.spec.port,
+        cloudInit,
+        placement: proxy.spec.placement ?? {},
       },
-      {},
+      ctx.signal,
     );
-    await ctx.events.warning(reason, message);
+    ctx.logger.info({ provider: proxy.spec.provider, providerID: id }, 'instance creation submitted');
+    return { providerID: id };
   }
 
-  private async onProviderError(
+  /** Writes the step's status, posts its Events if that changed anything, logs, and says what next. */
+  private async apply(
     ctx: HandlerContext<Proxy>,
-    providerName: string,
-    providerID: string | undefined,
-    err: unknown,
-    deleting = false,
-  ): Promise<HandlerResult> {
-    const message = err instanceof Error ? err.message : String(err);
-    ctx.logger.error({ provider: providerName, providerID, err: message }, 'provider error');
-    const keep = (reason: string, text: string) =>
-      writeStatus(
-        ctx,
-        {
-          phase: deleting ? 'Deleting' : (ctx.object.status?.phase ?? 'Pending'),
-          providerID: ctx.object.status?.providerID ?? null,
-          ip: ctx.object.status?.ip ?? null,
-          provisioned: { status: 'False', reason, message: text },
-          healthy: currentHealthy(ctx.object),
-        },
-        {},
-      );
-    if (isQuotaExceeded(err)) {
-      const text = `quota exceeded at provider ${providerName}: ${message}; retrying in ${QUOTA_RETRY_SECONDS} s`;
-      if (await keep('QuotaExceeded', text)) await ctx.events.warning('QuotaExceeded', text);
-      return { requeueAfter: QUOTA_RETRY_SECONDS };
+    step: Step,
+    override: StatusOverride = {},
+    cause?: unknown,
+  ): Promise<HandlerResult | void> {
+    let changed = true;
+    if (step.status) {
+      if (step.status.phase !== 'Provisioning') this.budget.release(proxyKey(ctx.object));
+      changed = await writeStatus(ctx, step.status, override);
     }
-    if (isPermanent(err) && !deleting) {
-      await this.fail(ctx, 'ProvisioningFailed', message);
-      throw new PermanentError(message);
+    // A retry that changes nothing repeats no Event and no info log; errors are logged every time.
+    for (const e of changed ? step.events : []) {
+      if (e.type === 'Warning') await ctx.events.warning(e.reason, e.message);
+      else await ctx.events.normal(e.reason, e.message);
     }
-    await keep('ProviderError', `provider ${providerName}: ${message}`);
-    // Transient (and unknown) errors: the framework's per-object exponential backoff.
-    throw err;
+    for (const l of step.logs)
+      if (changed || l.level === 'error') ctx.logger[l.level](l.fields ?? {}, l.message);
+    switch (step.next.kind) {
+      case 'steady':
+        return;
+      case 'requeue':
+        return { requeueAfter: step.next.seconds };
+      case 'backoff':
+        // The framework's per-object exponential backoff.
+        throw cause instanceof Error ? cause : new Error(String(cause ?? 'retrying'));
+      case 'permanent':
+        throw new PermanentError(step.next.message);
+    }
   }
-}
-
-function currentHealthy(proxy: Proxy) {
-  const c = proxy.status?.conditions?.find((x) => x.type === 'Healthy');
-  return c
-    ? { status: c.status, reason: c.reason, message: c.message }
-    : { status: 'Unknown' as const, reason: 'AwaitingProbe', message: 'no health verdict yet' };
 }

@@ -1,10 +1,30 @@
 import type { Instance } from '../providers/contract.js';
-import type { Proxy, ProxyPhase } from '../crds/proxy-types.js';
-import { SPEC_HASH_ANNOTATION } from '../crds/proxy-types.js';
+import { QUOTA_RETRY_SECONDS, type ProviderErrorKind, type ProviderOperation } from '../providers/errors.js';
+import { DEFAULT_LATENCY_POLICY, latencyChangedEnough } from '../health/index.js';
+import {
+  CONDITION_HEALTHY,
+  CONDITION_PROVISIONED,
+  HEALTHY_REASONS,
+  SPEC_HASH_ANNOTATION,
+  type Condition,
+  type ConditionType,
+  type HealthyReason,
+  type ProvisionedReason,
+  type Proxy,
+  type ProxyPhase,
+} from '../crds/proxy-types.js';
+
+// The pure core of the Proxy reconciler: every status, Event and retry decision, for the
+// normal path and every failure path, is made here from (spec, status, what the provider
+// said, the last health verdict). The controller only acts on the world and writes.
 
 /** What the reconciler learnt about the world this run; nothing is remembered between runs. */
 export type Observation =
-  | { kind: 'unprovisioned' } // status.providerID is empty
+  /**
+   * status.providerID is empty. `strays` are the provider's instances of this Proxy's UID,
+   * listed only when a create may have happened that was never recorded (see needsInventory).
+   */
+  | { kind: 'unprovisioned'; strays?: readonly Instance[] }
   | { kind: 'found'; instance: Instance }
   | { kind: 'not-found' };
 
@@ -12,48 +32,87 @@ export type Observation =
 export interface HealthVerdict {
   healthy: boolean;
   latencyMillis: number;
-  reason: string;
+  reason: HealthyReason;
   message: string;
   checkedAt: Date;
 }
 
-export interface ConditionIntent {
+export interface ConditionIntent<R extends string> {
   status: 'True' | 'False' | 'Unknown';
-  reason: string;
+  reason: R;
   message: string;
 }
 
+/** The status to write. An undefined field is left as stored; null clears it. */
 export interface StatusIntent {
   phase: ProxyPhase;
-  /** null clears the field. */
-  providerID: string | null;
-  ip: string | null;
-  provisioned: ConditionIntent;
-  healthy: ConditionIntent;
+  providerID?: string | null;
+  ip?: string | null;
+  provisioned?: ConditionIntent<ProvisionedReason>;
+  healthy?: ConditionIntent<HealthyReason>;
   latencyMillis?: number;
   lastHealthCheckTime?: string;
 }
 
 export type Action =
   | { type: 'none' }
-  | { type: 'create' } // provider.create, then record the providerID
-  | { type: 'delete'; providerID: string } // replacement or terminated instance: delete, then wait for NotFound
-  | { type: 'forget' }; // the instance is gone: clear providerID and ip so the next run creates anew
+  /** Delete `staleInstances` (revisions an interrupted create left behind), then create and record the ID. */
+  | { type: 'create'; staleInstances: readonly string[] }
+  /** Delete these instances (replacement, a dead instance, or deletion), then wait for NotFound. */
+  | { type: 'delete'; providerIDs: readonly string[] }
+  /** The instance is gone: clear providerID and ip so the next run creates anew. */
+  | { type: 'forget' }
+  /** Deletion is complete: the finalizer may go. */
+  | { type: 'release' };
+
+/** Reasons of the Events the reconciler posts. */
+export type ProxyEventReason =
+  | 'Creating'
+  | 'Provisioned'
+  | 'Replacing'
+  | 'ReplacementPending'
+  | 'StaleInstances'
+  | 'InstanceGone'
+  | 'Ready'
+  | 'Unhealthy'
+  | 'InvalidProbeTarget'
+  | 'QuotaExceeded'
+  | 'ProviderError'
+  | 'ProvisioningFailed'
+  | 'UnknownProvider'
+  | 'Deleting';
 
 export interface EventIntent {
   type: 'Normal' | 'Warning';
-  reason: string;
+  reason: ProxyEventReason;
   message: string;
 }
 
+export interface LogIntent {
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+/** What happens after the step: nothing, another look later, the framework's backoff, or stop. */
+export type Next =
+  | { kind: 'steady' }
+  | { kind: 'requeue'; seconds: number }
+  | { kind: 'backoff' }
+  | { kind: 'permanent'; message: string };
+
 export interface Step {
   action: Action;
-  status: StatusIntent;
-  event?: EventIntent;
-  /** Write this spec hash to the annotation before acting. */
+  /** Undefined: write nothing. */
+  status?: StatusIntent;
+  /** Posted only when the status write changed something, so a retry never repeats them. */
+  events: EventIntent[];
+  logs: LogIntent[];
+  /** Write this spec hash to the annotation before acting: the record of what is about to exist. */
   annotateHash?: string;
-  /** Seconds until the next look; undefined when steady. */
-  requeueAfter?: number;
+  /** A voluntary replacement of a serving proxy: it must first get a slot (--max-unavailable). */
+  needsSlot?: boolean;
+  next: Next;
 }
 
 export interface Inputs {
@@ -67,39 +126,127 @@ export interface Inputs {
 
 /** How often a provisioning instance is polled. */
 export const POLL_SECONDS = 5;
+/** How often a deleting instance is polled. */
+export const DELETE_POLL_SECONDS = 2;
+/** How often a proxy blocked by a configuration mistake is looked at again. */
+export const CONFIG_RETRY_SECONDS = 300;
+/** How often a proxy whose cloud-init cannot be resolved is looked at again. */
+export const CLOUD_INIT_RETRY_SECONDS = 60;
+/** How often a replacement waiting for a slot asks again. */
+export const SLOT_POLL_SECONDS = POLL_SECONDS;
 
-const AWAITING_PROBE: ConditionIntent = {
+const AWAITING_PROBE: ConditionIntent<HealthyReason> = {
   status: 'Unknown',
   reason: 'AwaitingProbe',
   message: 'no health verdict yet',
 };
 
-function healthOf(verdict: HealthVerdict | undefined): {
-  condition: ConditionIntent;
-  phase: ProxyPhase | undefined;
+export function findCondition(proxy: Proxy, type: ConditionType): Condition | undefined {
+  return proxy.status?.conditions?.find((c) => c.type === type);
+}
+
+function isHealthyReason(reason: string): reason is HealthyReason {
+  return (HEALTHY_REASONS as readonly string[]).includes(reason);
+}
+
+/** The verdict status holds, if it holds one (True/False with a reason the engine gives). */
+function storedVerdict(proxy: Proxy): ConditionIntent<HealthyReason> | undefined {
+  const c = findCondition(proxy, CONDITION_HEALTHY);
+  if (!c || c.status === 'Unknown' || !isHealthyReason(c.reason) || c.reason === 'AwaitingProbe')
+    return undefined;
+  return { status: c.status, reason: c.reason, message: c.message };
+}
+
+interface Health {
+  condition: ConditionIntent<HealthyReason>;
+  /** Undefined while there is no verdict to go by. */
+  phase: 'Ready' | 'Unhealthy' | undefined;
   extra: Pick<StatusIntent, 'latencyMillis' | 'lastHealthCheckTime'>;
-} {
-  if (!verdict) return { condition: AWAITING_PROBE, phase: undefined, extra: {} };
-  return {
-    condition: {
-      status: verdict.healthy ? 'True' : 'False',
-      reason: verdict.reason,
-      message: verdict.message,
-    },
-    phase: verdict.healthy ? 'Ready' : 'Unhealthy',
-    extra: { latencyMillis: verdict.latencyMillis, lastHealthCheckTime: verdict.checkedAt.toISOString() },
-  };
+}
+
+/**
+ * The Healthy condition and the phase it implies. `sameAddress` says the stored verdict was
+ * taken at the address the proxy has now. Then, with no verdict in memory (a restart, a new
+ * leader), the stored verdict is carried forward until the engine's own arrive; and a verdict
+ * that agrees with the stored one (same status and reason, latency within the engine's band)
+ * keeps the stored values, so a new engine confirming a steady fleet writes nothing.
+ */
+export function healthOf(proxy: Proxy, verdict: HealthVerdict | undefined, sameAddress: boolean): Health {
+  const stored = sameAddress ? storedVerdict(proxy) : undefined;
+  if (verdict) {
+    const status = verdict.healthy ? 'True' : 'False';
+    const phase = verdict.healthy ? 'Ready' : 'Unhealthy';
+    const storedLatency = proxy.status?.latencyMillis;
+    const agrees =
+      stored !== undefined &&
+      stored.status === status &&
+      stored.reason === verdict.reason &&
+      (!verdict.healthy ||
+        (storedLatency !== undefined &&
+          !latencyChangedEnough(storedLatency, verdict.latencyMillis, DEFAULT_LATENCY_POLICY)));
+    if (agrees) return { condition: stored, phase, extra: {} };
+    return {
+      condition: { status, reason: verdict.reason, message: verdict.message },
+      phase,
+      extra: { latencyMillis: verdict.latencyMillis, lastHealthCheckTime: verdict.checkedAt.toISOString() },
+    };
+  }
+  if (stored)
+    return { condition: stored, phase: stored.status === 'True' ? 'Ready' : 'Unhealthy', extra: {} };
+  return { condition: AWAITING_PROBE, phase: undefined, extra: {} };
+}
+
+/**
+ * Adds what every status change implies: the Ready/Unhealthy Events and the phase-change log.
+ * Health transitions are Events so `kubectl describe px` tells the story.
+ */
+function finish(
+  proxy: Proxy,
+  step: Omit<Step, 'events' | 'logs'> & Partial<Pick<Step, 'events' | 'logs'>>,
+): Step {
+  const events = [...(step.events ?? [])];
+  const logs = [...(step.logs ?? [])];
+  const previous = proxy.status?.phase;
+  const status = step.status;
+  if (status && status.phase !== previous) {
+    logs.push({
+      level: 'info',
+      message: 'phase changed',
+      fields: { from: previous ?? 'none', phase: status.phase, reason: status.provisioned?.reason },
+    });
+    const health = status.healthy ?? storedVerdict(proxy);
+    if (status.phase === 'Ready')
+      events.push({ type: 'Normal', reason: 'Ready', message: `proxy is healthy: ${health?.message ?? ''}` });
+    if (status.phase === 'Unhealthy') {
+      const invalid = health?.reason === 'InvalidProbeTarget';
+      events.push({
+        type: 'Warning',
+        reason: invalid ? 'InvalidProbeTarget' : 'Unhealthy',
+        message: invalid
+          ? `proxy cannot be probed: ${health?.message ?? ''}`
+          : `proxy is unhealthy (${health?.reason ?? 'unknown'}): ${health?.message ?? ''}`,
+      });
+    }
+  }
+  return { ...step, events, logs };
 }
 
 /** External proxies: nothing to provision; the phase follows health. */
 export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined): Step {
-  const h = healthOf(verdict);
-  return {
+  // The endpoint's port is not in status: a spec change since the stored verdict (the
+  // endpoint may have moved) does not carry it forward.
+  const host = proxy.spec.endpoint?.host ?? null;
+  const sameAddress =
+    host !== null &&
+    proxy.status?.ip === host &&
+    proxy.status?.observedGeneration === proxy.metadata.generation;
+  const h = healthOf(proxy, verdict, sameAddress);
+  return finish(proxy, {
     action: { type: 'none' },
     status: {
       phase: h.phase ?? 'Pending',
       providerID: null,
-      ip: proxy.spec.endpoint?.host ?? null,
+      ip: host,
       provisioned: {
         status: 'True',
         reason: 'External',
@@ -108,7 +255,28 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined): 
       healthy: h.condition,
       ...h.extra,
     },
-  };
+    next: { kind: 'steady' },
+  });
+}
+
+/**
+ * Whether a create may have happened that status does not record: no providerID, but the
+ * spec-hash annotation (written before every create) names a revision other than the one
+ * wanted now. Only then are the provider's instances of this Proxy listed.
+ */
+export function needsInventory(proxy: Proxy, desiredHash: string | undefined): boolean {
+  const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+  return (
+    !proxy.status?.providerID &&
+    recorded !== undefined &&
+    desiredHash !== undefined &&
+    recorded !== desiredHash
+  );
+}
+
+/** Deleting with no instance recorded: list the ones a create may have made before it was recorded. */
+export function deletionNeedsInventory(proxy: Proxy): boolean {
+  return !proxy.status?.providerID && proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION] !== undefined;
 }
 
 /**
@@ -119,11 +287,10 @@ export function managedStep(inp: Inputs): Step {
   const { proxy, observation } = inp;
   const current = proxy.status ?? {};
   const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
-  const h = healthOf(inp.verdict);
 
   if (observation.kind === 'unprovisioned') {
     if (inp.desiredHash === undefined) {
-      return {
+      return finish(proxy, {
         action: { type: 'none' },
         status: {
           phase: 'Pending',
@@ -136,11 +303,12 @@ export function managedStep(inp: Inputs): Step {
           },
           healthy: AWAITING_PROBE,
         },
-        requeueAfter: 60,
-      };
+        next: { kind: 'requeue', seconds: CLOUD_INIT_RETRY_SECONDS },
+      });
     }
-    return {
-      action: { type: 'create' },
+    const stale = (observation.strays ?? []).filter((i) => i.revision !== inp.desiredHash).map((i) => i.id);
+    return finish(proxy, {
+      action: { type: 'create', staleInstances: stale },
       annotateHash: recorded === inp.desiredHash ? undefined : inp.desiredHash,
       status: {
         phase: 'Provisioning',
@@ -149,20 +317,36 @@ export function managedStep(inp: Inputs): Step {
         provisioned: { status: 'False', reason: 'Creating', message: 'instance creation submitted' },
         healthy: AWAITING_PROBE,
       },
-      event: {
-        type: 'Normal',
-        reason: 'Creating',
-        message: `creating instance with provider ${proxy.spec.provider}`,
-      },
-      requeueAfter: POLL_SECONDS,
-    };
+      events: [
+        ...(stale.length
+          ? [
+              {
+                type: 'Warning' as const,
+                reason: 'StaleInstances' as const,
+                message: `deleted ${stale.join(', ')}: built for an earlier spec by a create that was interrupted before it was recorded`,
+              },
+            ]
+          : []),
+        {
+          type: 'Normal',
+          reason: 'Creating',
+          message: `creating instance with provider ${proxy.spec.provider}`,
+        },
+      ],
+      logs: stale.length
+        ? [{ level: 'warn', message: 'deleting instances of earlier revisions', fields: { stale } }]
+        : [],
+      next: { kind: 'requeue', seconds: POLL_SECONDS },
+    });
   }
 
   const providerID = current.providerID ?? '';
   if (observation.kind === 'not-found') {
-    const replacing = recorded !== inp.desiredHash;
-    return {
+    const replacing = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
+    return finish(proxy, {
       action: { type: 'forget' },
+      // Record the revision about to be created before the providerID is cleared.
+      annotateHash: replacing ? inp.desiredHash : undefined,
       status: {
         phase: 'Provisioning',
         providerID: null,
@@ -180,19 +364,22 @@ export function managedStep(inp: Inputs): Step {
             },
         healthy: AWAITING_PROBE,
       },
-      event: replacing
-        ? undefined
-        : {
-            type: 'Warning',
-            reason: 'InstanceGone',
-            message: `instance ${providerID} disappeared at the provider; creating a new one — the proxy's IP will change`,
-          },
-      requeueAfter: 1,
-    };
+      events: replacing
+        ? []
+        : [
+            {
+              type: 'Warning',
+              reason: 'InstanceGone',
+              message: `instance ${providerID} disappeared at the provider; creating a new one — the proxy's IP will change`,
+            },
+          ],
+      logs: [{ level: 'info', message: 'instance gone; forgetting it', fields: { providerID } }],
+      next: { kind: 'requeue', seconds: 1 },
+    });
   }
 
   const instance = observation.instance;
-  const cloudInitProblem: ConditionIntent | undefined =
+  const cloudInitProblem: ConditionIntent<ProvisionedReason> | undefined =
     inp.desiredHash === undefined
       ? { status: 'False', reason: 'CloudInitError', message: inp.cloudInitError ?? 'cloud-init unresolved' }
       : undefined;
@@ -200,12 +387,15 @@ export function managedStep(inp: Inputs): Step {
   const drifted = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
   const dead = instance.state === 'Stopped' || instance.state === 'Terminated';
   if (drifted || dead) {
-    const already = current.conditions?.some((c) => c.type === 'Provisioned' && c.reason === 'Replacing');
-    const why = drifted
-      ? 'spec changed (placement, cloud-init or port)'
-      : `instance is ${instance.state.toLowerCase()}`;
-    return {
-      action: { type: 'delete', providerID: instance.id },
+    const already = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
+    const why = dead
+      ? `instance is ${instance.state.toLowerCase()}`
+      : 'spec changed (placement, cloud-init or port)';
+    return finish(proxy, {
+      action: { type: 'delete', providerIDs: [instance.id] },
+      // Only a serving proxy's voluntary replacement is paced: replacing a dead or not-yet-Ready
+      // one takes nothing out of service.
+      needsSlot: !dead && current.phase === 'Ready',
       status: {
         phase: 'Provisioning',
         providerID: instance.id,
@@ -217,19 +407,24 @@ export function managedStep(inp: Inputs): Step {
         },
         healthy: AWAITING_PROBE,
       },
-      event: already
-        ? undefined
-        : {
-            type: 'Warning',
-            reason: 'Replacing',
-            message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
-          },
-      requeueAfter: POLL_SECONDS,
-    };
+      events: already
+        ? []
+        : [
+            {
+              type: 'Warning',
+              reason: 'Replacing',
+              message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
+            },
+          ],
+      logs: [
+        { level: 'warn', message: `${why}: deleting the instance`, fields: { providerID: instance.id } },
+      ],
+      next: { kind: 'requeue', seconds: POLL_SECONDS },
+    });
   }
 
   if (instance.state === 'Provisioning' || !instance.ip) {
-    return {
+    return finish(proxy, {
       action: { type: 'none' },
       status: {
         phase: 'Provisioning',
@@ -242,15 +437,14 @@ export function managedStep(inp: Inputs): Step {
         },
         healthy: AWAITING_PROBE,
       },
-      requeueAfter: POLL_SECONDS,
-    };
+      next: { kind: 'requeue', seconds: POLL_SECONDS },
+    });
   }
 
-  // Running with an address. Until the first probe verdict a running proxy is not Ready.
-  const wasRunning = current.conditions?.some(
-    (c) => c.type === 'Provisioned' && c.reason === 'InstanceRunning',
-  );
-  return {
+  // Running with an address. Until the first probe verdict at this address it is not Ready.
+  const h = healthOf(proxy, inp.verdict, current.ip === instance.ip);
+  const wasRunning = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceRunning';
+  return finish(proxy, {
     action: { type: 'none' },
     status: {
       phase: h.phase ?? 'Provisioning',
@@ -264,12 +458,218 @@ export function managedStep(inp: Inputs): Step {
       healthy: h.condition,
       ...h.extra,
     },
-    event: wasRunning
-      ? undefined
-      : {
-          type: 'Normal',
-          reason: 'Provisioned',
-          message: `instance ${instance.id} is running at ${instance.ip}`,
-        },
+    events: wasRunning
+      ? []
+      : [
+          {
+            type: 'Normal',
+            reason: 'Provisioned',
+            message: `instance ${instance.id} is running at ${instance.ip}`,
+          },
+        ],
+    next: { kind: 'steady' },
+  });
+}
+
+/**
+ * A replacement that did not get a slot: the proxy keeps serving from its current instance
+ * and asks again shortly. The reason is visible on the Provisioned condition.
+ */
+export function replacementPendingStep(
+  inp: Inputs & { observation: { kind: 'found'; instance: Instance } },
+  cap: number,
+): Step {
+  const { proxy } = inp;
+  const instance = inp.observation.instance;
+  const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
+  const message = `spec changed: instance ${instance.id} will be replaced once fewer than ${cap} of provider ${proxy.spec.provider}'s proxies are out of service (--max-unavailable)`;
+  return finish(proxy, {
+    action: { type: 'none' },
+    status: {
+      phase: h.phase ?? proxy.status?.phase ?? 'Provisioning',
+      providerID: instance.id,
+      ip: instance.ip || null,
+      provisioned: { status: 'True', reason: 'ReplacementPending', message },
+      healthy: h.condition,
+      ...h.extra,
+    },
+    events: [{ type: 'Normal', reason: 'ReplacementPending', message }],
+    next: { kind: 'requeue', seconds: SLOT_POLL_SECONDS },
+  });
+}
+
+/** A provider call that failed, as the state machine needs to know it. */
+export interface ProviderFailure {
+  provider: string;
+  operation: ProviderOperation;
+  kind: ProviderErrorKind;
+  message: string;
+}
+
+/**
+ * The phase a failure keeps: a running proxy stays in service (its health still follows the
+ * probes), anything else stays where it was.
+ */
+function keptPhase(proxy: Proxy, h: Health): ProxyPhase {
+  const phase = proxy.status?.phase ?? 'Pending';
+  if (phase === 'Ready' || phase === 'Unhealthy') return h.phase ?? phase;
+  return phase;
+}
+
+/**
+ * Every provider failure. Only a create the provider calls hopeless fails the proxy; an error
+ * from get, delete or list (a permission blip, a timeout, a cloud not ready) keeps the phase
+ * and retries with backoff, and a quota retries slowly.
+ */
+export function providerErrorStep(inp: {
+  proxy: Proxy;
+  verdict?: HealthVerdict;
+  failure: ProviderFailure;
+  deleting: boolean;
+}): Step {
+  const { proxy, failure } = inp;
+  const h = healthOf(proxy, inp.verdict, true);
+  const log: LogIntent = {
+    level: 'error',
+    message: 'provider error',
+    fields: {
+      provider: failure.provider,
+      operation: failure.operation,
+      kind: failure.kind,
+      err: failure.message,
+    },
   };
+  const keep = (
+    provisioned: ConditionIntent<ProvisionedReason>,
+    next: Next,
+    event: EventIntent | undefined,
+  ): Step =>
+    finish(proxy, {
+      action: { type: 'none' },
+      status: {
+        phase: inp.deleting ? 'Deleting' : keptPhase(proxy, h),
+        provisioned,
+        ...(inp.deleting ? {} : { healthy: h.condition, ...h.extra }),
+      },
+      events: event ? [event] : [],
+      logs: [log],
+      next,
+    });
+  if (!inp.deleting && failure.operation === 'create' && failure.kind === 'QuotaExceeded') {
+    const message = `quota exceeded at provider ${failure.provider}: ${failure.message}; retrying in ${QUOTA_RETRY_SECONDS} s`;
+    return keep(
+      { status: 'False', reason: 'QuotaExceeded', message },
+      { kind: 'requeue', seconds: QUOTA_RETRY_SECONDS },
+      { type: 'Warning', reason: 'QuotaExceeded', message },
+    );
+  }
+  if (!inp.deleting && failure.operation === 'create' && failure.kind === 'Permanent') {
+    return finish(proxy, {
+      action: { type: 'none' },
+      status: {
+        phase: 'Failed',
+        provisioned: { status: 'False', reason: 'ProvisioningFailed', message: failure.message },
+        healthy: AWAITING_PROBE,
+      },
+      events: [{ type: 'Warning', reason: 'ProvisioningFailed', message: failure.message }],
+      logs: [log],
+      next: { kind: 'permanent', message: failure.message },
+    });
+  }
+  const message = `provider ${failure.provider}: ${failure.operation} failed (${failure.kind}), retrying with backoff: ${failure.message}`;
+  return keep(
+    { status: 'False', reason: 'ProviderError', message },
+    { kind: 'backoff' },
+    { type: 'Warning', reason: 'ProviderError', message },
+  );
+}
+
+/**
+ * spec.provider names no configured provider: a configuration mistake, so nothing is lost.
+ * A live proxy keeps its phase and is retried slowly (the providers file is read at start-up:
+ * it heals after the fix and a restart). A Proxy being deleted keeps its finalizer while an
+ * instance may exist, so the instance never leaks silently.
+ */
+export function unknownProviderStep(inp: {
+  proxy: Proxy;
+  verdict?: HealthVerdict;
+  configured: readonly string[];
+  deleting: boolean;
+}): Step {
+  const { proxy } = inp;
+  const name = proxy.spec.provider ?? '';
+  const configured = `configured: ${inp.configured.join(', ') || 'none'}`;
+  const providerID = proxy.status?.providerID;
+  const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+  if (inp.deleting) {
+    if (!providerID && recorded === undefined)
+      return finish(proxy, { action: { type: 'release' }, next: { kind: 'steady' } });
+    const what = providerID
+      ? `instance ${providerID}`
+      : `the instance it may have created (revision ${recorded})`;
+    const message = `cannot delete ${what}: provider "${name}" is not configured (${configured}); the finalizer stays so the instance is not leaked — fix the providers config and restart the operator, or delete the instance yourself and remove the finalizer (README: Operations)`;
+    return finish(proxy, {
+      action: { type: 'none' },
+      status: { phase: 'Deleting', provisioned: { status: 'False', reason: 'UnknownProvider', message } },
+      events: [{ type: 'Warning', reason: 'UnknownProvider', message }],
+      logs: [
+        {
+          level: 'error',
+          message: 'cannot delete: provider not configured',
+          fields: { provider: name, providerID },
+        },
+      ],
+      next: { kind: 'requeue', seconds: CONFIG_RETRY_SECONDS },
+    });
+  }
+  const h = healthOf(proxy, inp.verdict, true);
+  const message = `provider "${name}" is not configured (${configured}); fix the providers config and restart the operator — retrying every ${CONFIG_RETRY_SECONDS} s`;
+  return finish(proxy, {
+    action: { type: 'none' },
+    status: {
+      phase: keptPhase(proxy, h),
+      provisioned: { status: 'False', reason: 'UnknownProvider', message },
+      healthy: h.condition,
+      ...h.extra,
+    },
+    events: [{ type: 'Warning', reason: 'UnknownProvider', message }],
+    logs: [{ level: 'error', message: 'provider not configured', fields: { provider: name } }],
+    next: { kind: 'requeue', seconds: CONFIG_RETRY_SECONDS },
+  });
+}
+
+/**
+ * Deleting a Managed proxy: delete its instance (or, with none recorded, the instances an
+ * interrupted create may have left), poll until the provider says NotFound, then release.
+ */
+export function deletionStep(proxy: Proxy, observation: Observation): Step {
+  const deleting = (ids: readonly string[]): Step =>
+    finish(proxy, {
+      action: { type: 'delete', providerIDs: ids },
+      status: { phase: 'Deleting' },
+      events: [{ type: 'Normal', reason: 'Deleting', message: `deleting instance ${ids.join(', ')}` }],
+      logs: [{ level: 'info', message: 'deleting instance', fields: { providerIDs: ids } }],
+      next: { kind: 'requeue', seconds: DELETE_POLL_SECONDS },
+    });
+  switch (observation.kind) {
+    case 'found':
+      return deleting([observation.instance.id]);
+    case 'not-found':
+      return finish(proxy, {
+        action: { type: 'release' },
+        logs: [
+          {
+            level: 'info',
+            message: 'instance gone; releasing finalizer',
+            fields: { providerID: proxy.status?.providerID },
+          },
+        ],
+        next: { kind: 'steady' },
+      });
+    case 'unprovisioned': {
+      const strays = observation.strays ?? [];
+      if (strays.length) return deleting(strays.map((i) => i.id));
+      return finish(proxy, { action: { type: 'release' }, next: { kind: 'steady' } });
+    }
+  }
 }

@@ -9,7 +9,8 @@ export interface StatusOverride {
 
 /**
  * Writes the intended status as one merge patch of /status; the framework skips it when
- * nothing would change, so a steady proxy costs no writes. Returns whether it wrote.
+ * nothing would change, so a steady proxy costs no writes. Fields the intent leaves
+ * undefined are not touched. Returns whether it wrote.
  */
 export async function writeStatus(
   ctx: HandlerContext<Proxy>,
@@ -18,23 +19,25 @@ export async function writeStatus(
 ): Promise<boolean> {
   const proxy = ctx.object;
   const generation = proxy.metadata.generation;
-  let conditions = ctx.status.setCondition(
-    proxy.status?.conditions,
-    { type: CONDITION_PROVISIONED, ...intent.provisioned },
-    generation,
-  );
-  conditions = ctx.status.setCondition(
-    conditions,
-    { type: CONDITION_HEALTHY, ...intent.healthy },
-    generation,
-  );
-  const patch: Record<string, unknown> = {
-    phase: intent.phase,
-    providerID: override.providerID ?? intent.providerID,
-    ip: intent.ip,
-    conditions,
-    observedGeneration: generation,
-  };
+  const stored = proxy.status?.conditions;
+  let conditions: typeof stored | ReturnType<typeof ctx.status.setCondition> = stored;
+  if (intent.provisioned)
+    conditions = ctx.status.setCondition(
+      conditions,
+      { type: CONDITION_PROVISIONED, ...intent.provisioned },
+      generation,
+    );
+  if (intent.healthy)
+    conditions = ctx.status.setCondition(
+      conditions,
+      { type: CONDITION_HEALTHY, ...intent.healthy },
+      generation,
+    );
+  const patch: Record<string, unknown> = { phase: intent.phase, observedGeneration: generation };
+  const providerID = override.providerID ?? intent.providerID;
+  if (providerID !== undefined) patch.providerID = providerID;
+  if (intent.ip !== undefined) patch.ip = intent.ip;
+  if (conditions !== stored) patch.conditions = conditions;
   if (intent.latencyMillis !== undefined) patch.latencyMillis = intent.latencyMillis;
   if (intent.lastHealthCheckTime !== undefined) patch.lastHealthCheckTime = intent.lastHealthCheckTime;
   return ctx.status.patch(patch);

@@ -1,3 +1,5 @@
+import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
+
 /** DI token for the handlers' tunables (the entry point fills them from flags). */
 export const HANDLER_SETTINGS = Symbol('HandlerSettings');
 
@@ -16,6 +18,8 @@ export interface HandlerSettings {
     cooldownSeconds: number;
     maxLeaseTTLSeconds: number;
   };
+  /** `--max-unavailable`: voluntary replacements in flight per provider. */
+  maxUnavailable: MaxUnavailable;
   /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
   probeCA?: string;
 }
@@ -26,5 +30,6 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   orphanMinAgeSeconds: 600,
   healthConcurrency: 64,
   healthSyncSeconds: 2,
+  maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
   discovery: { host: '0.0.0.0', port: 8090, token: '', cooldownSeconds: 900, maxLeaseTTLSeconds: 3600 },
 };

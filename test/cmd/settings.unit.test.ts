@@ -1,4 +1,10 @@
-import { parseSettings, SettingsError, usage } from '../../cmd/settings.js';
+import {
+  checkMaxUnavailableProviders,
+  parseMaxUnavailable,
+  parseSettings,
+  SettingsError,
+  usage,
+} from '../../cmd/settings.js';
 
 describe('operator settings', () => {
   it('applies the documented defaults', () => {
@@ -11,6 +17,7 @@ describe('operator settings', () => {
       orphanSweepIntervalSeconds: 600,
       orphanMinAgeSeconds: 600,
       discoveryToken: '',
+      maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
     });
   });
 
@@ -28,6 +35,11 @@ describe('operator settings', () => {
     [['--leader-elect', 'maybe'], /--leader-elect: "maybe" must be true or false/],
     [['--log-level', 'loud'], /--log-level: "loud" must be one of/],
     [['--no-such-flag', 'x'], /Unknown option '--no-such-flag'/],
+    [['--max-unavailable', '0'], /--max-unavailable: "0" must be an integer >= 1 or a percentage/],
+    [['--max-unavailable', '150%'], /--max-unavailable: "150%" must be an integer >= 1 or a percentage/],
+    [['--max-unavailable', 'gcp-eu=x'], /--max-unavailable: "x" must be an integer/],
+    [['--max-unavailable', 'GCP=2'], /--max-unavailable: "GCP" is not a provider name/],
+    [['--max-unavailable', '2,3'], /sets the default cap twice/],
   ])('rejects %j with a message naming the flag', (argv, message) => {
     expect(() => parseSettings(argv, {})).toThrow(SettingsError);
     expect(() => parseSettings(argv, {})).toThrow(message);
@@ -41,8 +53,42 @@ describe('operator settings', () => {
       '--metrics-address',
       '--leader-elect',
       '--log-level',
+      '--max-unavailable',
     ]) {
       expect(usage()).toContain(flag);
     }
+  });
+});
+
+describe('--max-unavailable', () => {
+  it.each([
+    ['25%', { default: { kind: 'percent', value: 25 }, byProvider: {} }],
+    ['3', { default: { kind: 'count', value: 3 }, byProvider: {} }],
+    [
+      '1, gcp-eu=10%,kubernetes=4',
+      {
+        default: { kind: 'count', value: 1 },
+        byProvider: { 'gcp-eu': { kind: 'percent', value: 10 }, kubernetes: { kind: 'count', value: 4 } },
+      },
+    ],
+    [
+      'gcp-eu=2',
+      { default: { kind: 'percent', value: 25 }, byProvider: { 'gcp-eu': { kind: 'count', value: 2 } } },
+    ],
+  ])('reads %j', (value, want) => {
+    expect(parseMaxUnavailable('max-unavailable', value)).toEqual(want);
+  });
+
+  it('is taken from MAX_UNAVAILABLE too', () => {
+    const s = parseSettings([], { MAX_UNAVAILABLE: '2' });
+    expect(s).toMatchObject({ maxUnavailable: { default: { kind: 'count', value: 2 } } });
+  });
+
+  it('stops start-up when it names a provider that is not configured', () => {
+    const setting = parseMaxUnavailable('max-unavailable', 'gcp-us=2');
+    expect(() => checkMaxUnavailableProviders(setting, ['mock', 'gcp-eu'])).toThrow(
+      '--max-unavailable: provider "gcp-us" is not configured (configured: mock, gcp-eu)',
+    );
+    expect(() => checkMaxUnavailableProviders(setting, ['gcp-us'])).not.toThrow();
   });
 });

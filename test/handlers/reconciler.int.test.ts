@@ -281,15 +281,19 @@ describe('provider errors', () => {
     expect(p.status?.providerID).toBeTruthy();
   });
 
-  it('an unknown provider fails the proxy with a message naming the configured ones', async () => {
+  it('an unknown provider is a configuration mistake: Pending with UnknownProvider, a Warning, no permanent failure', async () => {
     await api.create('nowhere', { spec: { ...managedSpec(target), provider: 'gcp-mars' } });
-    const p = await eventually('Failed', async () => {
+    const p = await eventually('UnknownProvider', async () => {
       const x = await api.get('nowhere');
-      return x.status?.phase === 'Failed' ? x : undefined;
+      return condition(x, 'Provisioned')?.reason === 'UnknownProvider' ? x : undefined;
     });
+    expect(p.status?.phase).toBe('Pending');
     expect(condition(p, 'Provisioned')?.message).toMatch(
       /provider "gcp-mars" is not configured \(configured: mock\)/,
     );
+    expect(p.metadata.annotations?.['crawl.example.com/permanent-failure-generation']).toBeUndefined();
+    const events = await eventsFor(kc, namespace, 'nowhere');
+    expect(events.filter((e) => e.type === 'Warning' && e.reason === 'UnknownProvider')).toHaveLength(1);
   });
 });
 

@@ -1,0 +1,32 @@
+import { probeTargetProblem } from '../../handlers/probe-target-problem.js';
+import type { ProbeTarget } from '../../health/index.js';
+
+const target = (over: Partial<ProbeTarget>): ProbeTarget => ({
+  key: 'ns/p',
+  host: '127.0.0.9',
+  port: 3128,
+  probeURL: 'http://127.0.0.1:8080/healthz',
+  intervalSeconds: 10,
+  timeoutSeconds: 2,
+  failureThreshold: 1,
+  successThreshold: 1,
+  expectedStatusCodes: [200],
+  ...over,
+});
+
+describe('a probe target the prober cannot use is recognised before probing', () => {
+  it.each([
+    ['an IPv4 proxy', {}, undefined],
+    ['an IPv6 proxy', { host: '::1' }, undefined],
+    ['a DNS-named proxy', { host: 'proxy.example.com' }, undefined],
+    ['an IPv6 zone id', { host: 'fe80::1%eth0' }, /not a usable URL host and port/],
+    ['a host with a space', { host: 'a b' }, /not a usable URL host and port/],
+    ['a port out of range', { port: 70000 }, /port must be an integer in 1\.\.65535/],
+    ['a probe URL port out of range', { probeURL: 'http://127.0.0.1:99999/' }, /probeURL is not a valid URL/],
+    ['a probe URL that is not http(s)', { probeURL: 'ftp://127.0.0.1/' }, /probeURL must be http or https/],
+  ])('%s', (_n, over, problem) => {
+    const got = probeTargetProblem(target(over));
+    if (problem === undefined) expect(got).toBeUndefined();
+    else expect(got).toMatch(problem);
+  });
+});

@@ -1,0 +1,99 @@
+import type { CacheReader, KubeObject } from '../../framework/index.js';
+import type { Proxy, ProxyPhase } from '../../crds/proxy-types.js';
+import { capFor, ReplacementBudget, type MaxUnavailable } from '../../handlers/replacement-budget.js';
+
+const setting = (
+  def: MaxUnavailable['default'],
+  byProvider: MaxUnavailable['byProvider'] = {},
+): MaxUnavailable => ({
+  default: def,
+  byProvider,
+});
+
+describe("the cap on a provider's proxies out of service", () => {
+  it.each([
+    ['a count is taken as is', setting({ kind: 'count', value: 3 }), 'mock', 100, 3],
+    ['25% of 10 rounds down to 2', setting({ kind: 'percent', value: 25 }), 'mock', 10, 2],
+    ['25% of 3 is still 1', setting({ kind: 'percent', value: 25 }), 'mock', 3, 1],
+    ['100% of 7 is 7', setting({ kind: 'percent', value: 100 }), 'mock', 7, 7],
+    [
+      'a provider override wins',
+      setting({ kind: 'count', value: 1 }, { gcp: { kind: 'percent', value: 50 } }),
+      'gcp',
+      10,
+      5,
+    ],
+  ])('%s', (_n, s, provider, total, want) => {
+    expect(capFor(s, provider, total)).toBe(want);
+  });
+});
+
+function fakeCache(proxies: Array<[string, string, ProxyPhase]>): CacheReader & { lists: number } {
+  const objects = proxies.map(
+    ([name, provider, phase]) =>
+      ({
+        apiVersion: 'crawl.example.com/v1alpha1',
+        kind: 'Proxy',
+        metadata: { name, namespace: 'ns' },
+        spec: { mode: 'Managed', provider },
+        status: { phase },
+      }) as unknown as Proxy,
+  );
+  const cache = {
+    lists: 0,
+    get: () => undefined,
+    list<T extends KubeObject>(): T[] {
+      cache.lists++;
+      return structuredClone(objects) as unknown as T[];
+    },
+  };
+  return cache;
+}
+
+describe('replacement slots', () => {
+  const fleet = (phases: ProxyPhase[]) => fakeCache(phases.map((p, i) => [`p${i}`, 'mock', p]));
+
+  it.each([
+    ['none out of service', ['Ready', 'Ready', 'Ready', 'Ready'], true, 0],
+    ['one Provisioning, cap 2', ['Provisioning', 'Ready', 'Ready', 'Ready'], true, 1],
+    [
+      'two out of service (Provisioning, Unhealthy), cap 2',
+      ['Provisioning', 'Unhealthy', 'Ready', 'Ready'],
+      false,
+      2,
+    ],
+    ['Pending and Failed never served, so do not count', ['Pending', 'Failed', 'Ready', 'Ready'], true, 0],
+  ] as const)('%s → granted %s', (_n, phases, granted, inFlight) => {
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 2 }));
+    expect(budget.tryAcquire('ns/p3', 'mock', fleet([...phases]))).toEqual({ granted, inFlight, cap: 2 });
+  });
+
+  it('counts its own grants before the cache shows them, and frees a slot on release', () => {
+    let now = 0;
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => now);
+    const cache = fleet(['Ready', 'Ready', 'Ready', 'Ready']);
+    expect(budget.tryAcquire('ns/p0', 'mock', cache).granted).toBe(true);
+    expect(budget.tryAcquire('ns/p1', 'mock', cache).granted).toBe(true);
+    expect(budget.tryAcquire('ns/p2', 'mock', cache)).toEqual({ granted: false, inFlight: 2, cap: 2 });
+    // Asking again for a held slot is idempotent.
+    expect(budget.tryAcquire('ns/p0', 'mock', cache).granted).toBe(true);
+    budget.release('ns/p0');
+    expect(budget.tryAcquire('ns/p2', 'mock', cache).granted).toBe(true);
+    // The cache is read at most once a second.
+    expect(cache.lists).toBe(1);
+    now = 1500;
+    budget.tryAcquire('ns/p3', 'mock', cache);
+    expect(cache.lists).toBe(2);
+  });
+
+  it('keeps providers apart', () => {
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 1 }));
+    const cache = fakeCache([
+      ['a', 'mock', 'Provisioning'],
+      ['b', 'gcp', 'Ready'],
+      ['c', 'gcp', 'Ready'],
+    ]);
+    expect(budget.tryAcquire('ns/b', 'gcp', cache).granted).toBe(true);
+    expect(budget.tryAcquire('ns/x', 'mock', cache).granted).toBe(false);
+  });
+});
