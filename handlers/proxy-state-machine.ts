@@ -35,6 +35,12 @@ export interface HealthVerdict {
   reason: HealthyReason;
   message: string;
   checkedAt: Date;
+  /**
+   * The first verdict at this address in this process (a restart, a leader change). It rests
+   * on one probe, where the engine needs two to report a latency change: if it agrees with the
+   * stored verdict, the stored values stand, latency included.
+   */
+  first?: boolean;
 }
 
 export interface ConditionIntent<R extends string> {
@@ -168,8 +174,9 @@ interface Health {
  * The Healthy condition and the phase it implies. `sameAddress` says the stored verdict was
  * taken at the address the proxy has now. Then, with no verdict in memory (a restart, a new
  * leader), the stored verdict is carried forward until the engine's own arrive; and a verdict
- * that agrees with the stored one (same status and reason, latency within the engine's band)
- * keeps the stored values, so a new engine confirming a steady fleet writes nothing.
+ * that agrees with the stored one (same status and reason; latency within the engine's band,
+ * or any latency for the first verdict, which rests on one probe) keeps the stored values, so a
+ * new engine confirming a steady fleet writes nothing.
  */
 export function healthOf(proxy: Proxy, verdict: HealthVerdict | undefined, sameAddress: boolean): Health {
   const stored = sameAddress ? storedVerdict(proxy) : undefined;
@@ -182,6 +189,7 @@ export function healthOf(proxy: Proxy, verdict: HealthVerdict | undefined, sameA
       stored.status === status &&
       stored.reason === verdict.reason &&
       (!verdict.healthy ||
+        verdict.first === true ||
         (storedLatency !== undefined &&
           !latencyChangedEnough(storedLatency, verdict.latencyMillis, DEFAULT_LATENCY_POLICY)));
     if (agrees) return { condition: stored, phase, extra: {} };

@@ -12,9 +12,15 @@ export const VERDICTS = Symbol('VerdictBoard');
 export class VerdictBoard {
   private readonly verdicts = new Map<string, { address: string; verdict: HealthVerdict }>();
 
-  /** `address` is the host:port probed, so a verdict never outlives an address change. */
-  set(key: string, address: string, verdict: HealthVerdict): void {
-    this.verdicts.set(key, { address, verdict });
+  /**
+   * `address` is the host:port probed, so a verdict never outlives an address change. The
+   * first verdict at an address (after a restart, a leader change or a move) is marked so:
+   * it rests on a single probe, so the reconciler lets it confirm what status already says.
+   */
+  set(key: string, address: string, verdict: Omit<HealthVerdict, 'first'>): void {
+    const previous = this.verdicts.get(key);
+    const first = !previous || previous.address !== address;
+    this.verdicts.set(key, { address, verdict: { ...verdict, first } });
   }
 
   get(key: string, address: string): HealthVerdict | undefined {

@@ -377,6 +377,24 @@ describe('a restart or a new leader (no verdict in memory) carries the stored he
       { phase: 'Ready', healthy: 'True', reason: 'ProbeSucceeded', writesLatency: true },
     ],
     [
+      "the new engine's first verdict agreeing with status keeps the stored values, whatever one probe's latency",
+      {
+        ...running({ ip: '10.0.0.7', phase: 'Ready', healthy: storedReady, latencyMillis: 40 }),
+        observation: found('Running'),
+        verdict: { ...healthy, latencyMillis: 400, first: true },
+      },
+      { phase: 'Ready', healthy: 'True', reason: 'ProbeSucceeded', writesLatency: false },
+    ],
+    [
+      'a first verdict that disagrees is written',
+      {
+        ...running({ ip: '10.0.0.7', phase: 'Ready', healthy: storedReady, latencyMillis: 40 }),
+        observation: found('Running'),
+        verdict: { ...sick, first: true },
+      },
+      { phase: 'Unhealthy', healthy: 'False', reason: 'ProxyTimeout', writesLatency: true },
+    ],
+    [
       'a verdict that disagrees is written',
       {
         ...running({ ip: '10.0.0.7', phase: 'Ready', healthy: storedReady, latencyMillis: 12 }),

@@ -1,0 +1,120 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+
+// The operator's entry point as a real process (cmd/operator.ts through the harness's
+// TypeScript hooks), for tests of what a restart or a leader change looks like from outside.
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface OperatorProcess {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  /** The last 64 KiB of its stdout and stderr, for a failing test's message. */
+  output(): string;
+}
+
+export function runOperator(args: string[], env: Record<string, string> = {}): OperatorProcess {
+  const child = spawn(
+    process.execPath,
+    [
+      '--no-warnings',
+      '--import',
+      join(root, 'test/harness/ts-hooks.ts'),
+      join(root, 'cmd/operator.ts'),
+      ...args,
+    ],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  const keep = (b: Buffer) => (out = (out + b.toString()).slice(-65_536));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, output: () => out };
+}
+
+/** Polls until `check` returns a value (not undefined) or the deadline passes. */
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export async function readyz(metricsPort: number): Promise<true | undefined> {
+  const res = await request(`http://127.0.0.1:${metricsPort}/readyz`);
+  await res.body.dump();
+  return res.statusCode === 200 ? true : undefined;
+}
+
+export async function scrape(metricsPort: number): Promise<string> {
+  return (await request(`http://127.0.0.1:${metricsPort}/metrics`)).body.text();
+}
+
+/**
+ * What a crawler sees: leases a proxy from every discovery port given, every 100 ms, and
+ * releases it at once. Counts answers by outcome: `granted`, `409 <code>`, `unavailable` (no
+ * connection: the process is down), or the status.
+ */
+export class LeasePoller {
+  readonly counts = new Map<string, number>();
+  private stopped = false;
+  private loop?: Promise<void>;
+
+  constructor(private readonly ports: () => number[]) {}
+
+  start(): void {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        await Promise.all(this.ports().map((port) => this.once(port)));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  count(outcome: string): number {
+    return this.counts.get(outcome) ?? 0;
+  }
+
+  /** Every 409, whatever its code. */
+  conflicts(): number {
+    return [...this.counts].filter(([k]) => k.startsWith('409')).reduce((n, [, v]) => n + v, 0);
+  }
+
+  private add(outcome: string): void {
+    this.counts.set(outcome, this.count(outcome) + 1);
+  }
+
+  private async once(port: number): Promise<void> {
+    const base = `http://127.0.0.1:${port}/v1/leases`;
+    try {
+      const res = await request(base, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ttlSeconds: 30 }),
+        headersTimeout: 5_000,
+      });
+      const body = (await res.body.json()) as { leaseID?: string; error?: string };
+      if (res.statusCode === 201 && body.leaseID) {
+        this.add('granted');
+        await (await request(`${base}/${body.leaseID}`, { method: 'DELETE' })).body.dump();
+      } else if (res.statusCode === 409) this.add(`409 ${body.error}`);
+      else this.add(String(res.statusCode));
+    } catch {
+      this.add('unavailable');
+    }
+  }
+}
