@@ -261,6 +261,11 @@ export class ProxyController {
     override: StatusOverride = {},
     cause?: unknown,
   ): Promise<HandlerResult | void> {
+    await this.record(ctx, step, override);
+    return this.continue(step, cause);
+  }
+
+  private async record(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride): Promise<void> {
     let changed = true;
     if (step.status) {
       if (step.status.phase !== 'Provisioning') this.budget.release(proxyKey(ctx.object));
@@ -273,6 +278,9 @@ export class ProxyController {
     }
     for (const l of step.logs)
       if (changed || l.level === 'error') ctx.logger[l.level](l.fields ?? {}, l.message);
+  }
+
+  private continue(step: Step, cause?: unknown): HandlerResult | void {
     switch (step.next.kind) {
       case 'steady':
         return;
