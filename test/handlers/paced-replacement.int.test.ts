@@ -1,0 +1,107 @@
+import { CoreV1Api, Watch } from '@kubernetes/client-node';
+import type { Proxy } from '../../crds/proxy-types.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  condition,
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+// Issue 11 item 6: rotating a cloud-init Secret shared by many proxies replaces them a few at a
+// time (--max-unavailable), the others waiting with a visible reason.
+const COUNT = 10;
+const CAP = 2;
+const kc = testKubeConfig();
+const namespace = uniqueName('paced');
+const core = kc.makeApiClient(CoreV1Api);
+let api: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let op: RunningOperator;
+
+function secret(version: string) {
+  return {
+    metadata: { name: 'shared-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
+    stringData: { 'user-data': `#cloud-config\n# ${version}\n` },
+  };
+}
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider();
+  op = await startOperator(kc, { mock }, namespace, {
+    maxUnavailable: { default: { kind: 'count', value: CAP }, byProvider: {} },
+  });
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+describe('mass replacement is paced', () => {
+  it(`${COUNT} proxies sharing a Secret: at no moment of the rotation are more than ${CAP} unleasable`, async () => {
+    await core.createNamespacedSecret({ namespace, body: secret('v1') });
+    const spec = managedSpec(target, { cloudInit: { secretRef: { name: 'shared-init', key: 'user-data' } } });
+    await Promise.all(Array.from({ length: COUNT }, (_, i) => api.create(`px-${i}`, { spec })));
+    const before = new Map<string, string>();
+    await eventually(`all ${COUNT} Ready`, async () => {
+      for (let i = 0; i < COUNT; i++) {
+        const p = await api.get(`px-${i}`);
+        if (p.status?.phase !== 'Ready') return undefined;
+        before.set(p.metadata.name, p.status.providerID!);
+      }
+      return true;
+    });
+
+    // Every status the API server stores, as a crawler's discovery API would see it.
+    const leasable = new Map<string, boolean>();
+    const waited = new Set<string>();
+    let maxUnleasable = 0;
+    const watching = await new Watch(kc).watch(
+      `/apis/crawl.example.com/v1alpha1/namespaces/${namespace}/proxies`,
+      {},
+      (_type, p: Proxy) => {
+        const ok = p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
+        leasable.set(p.metadata.name, ok);
+        if (condition(p, 'Provisioned')?.reason === 'ReplacementPending') waited.add(p.metadata.name);
+        maxUnleasable = Math.max(maxUnleasable, [...leasable.values()].filter((x) => !x).length);
+      },
+      () => {},
+    );
+    try {
+      await eventually('the watch sees every proxy', async () =>
+        leasable.size === COUNT ? true : undefined,
+      );
+      await core.replaceNamespacedSecret({ namespace, name: 'shared-init', body: secret('v2') });
+      await eventually(
+        'every proxy replaced and Ready',
+        async () => {
+          for (let i = 0; i < COUNT; i++) {
+            const p = await api.get(`px-${i}`);
+            if (p.status?.phase !== 'Ready' || p.status.providerID === before.get(`px-${i}`))
+              return undefined;
+          }
+          return true;
+        },
+        240_000,
+      );
+    } finally {
+      watching.abort();
+    }
+    process.stdout.write(
+      `[paced] cap ${CAP}: at most ${maxUnleasable} of ${COUNT} unleasable at once; ${waited.size} waited with ReplacementPending\n`,
+    );
+    expect(maxUnleasable).toBeGreaterThan(0);
+    expect(maxUnleasable).toBeLessThanOrEqual(CAP);
+    expect(waited.size).toBeGreaterThanOrEqual(COUNT - CAP);
+  }, 300_000);
+});
