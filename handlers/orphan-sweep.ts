@@ -4,7 +4,7 @@ import { background, daemon, type OperatorContext } from '../framework/index.js'
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
 import { PROXY_KIND } from './kinds.js';
-import { findOrphans } from './orphans.js';
+import { findOrphans, orphanReason, wantedBy } from './orphans.js';
 import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
 import { METRICS_REGISTRY } from './tokens.js';
 
@@ -48,10 +48,10 @@ export class OrphanSweep {
       try {
         // Cloud first, Proxies second: a Proxy created in between is then seen as live.
         const instances = await provider.listByTag(this.settings.ownerID, ctx.signal);
-        const live = new Set(ctx.cache.list<Proxy>(PROXY_KIND).map((p) => p.metadata.uid ?? ''));
+        const live = wantedBy(ctx.cache.list<Proxy>(PROXY_KIND));
         for (const orphan of findOrphans(instances, live, new Date(), this.settings.orphanMinAgeSeconds)) {
           ctx.logger.warn(
-            { provider: name, providerID: orphan.id, uid: orphan.uid },
+            { provider: name, providerID: orphan.id, uid: orphan.uid, why: orphanReason(orphan, live) },
             'deleting orphaned instance',
           );
           await provider.delete(orphan.id, ctx.signal);

@@ -6,6 +6,7 @@ import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import {
   deleteProxy,
+  eventsFor,
   eventually,
   managedSpec,
   mockProvider,
@@ -153,5 +154,24 @@ describe('a crash at the worst moment leaves exactly the instances it should', (
       }
     });
     expect(await instancesOf(before.metadata.uid!)).toEqual([]);
+  });
+
+  it('after the provider create, then a spec change before it runs again: the first instance is deleted, one remains', async () => {
+    await running?.stop();
+    const provider = await crashingOperator('create');
+    const created = await api.create('crash-then-change', { spec: managedSpec(target) });
+    await provider.crashed;
+    const uid = created.metadata.uid!;
+    const [first] = await instancesOf(uid);
+    expect(first).toBeDefined();
+    await api.patchSpec('crash-then-change', { port: 3132 });
+
+    await restart();
+    const p = await readyWith('crash-then-change');
+    expect((await instancesOf(uid)).map((i) => i.id)).toEqual([p.status?.providerID]);
+    expect(p.status?.providerID).not.toBe(first.id);
+    const events = await eventsFor(kc, namespace, 'crash-then-change');
+    expect(events.find((e) => e.reason === 'StaleInstances')?.message).toContain(first.id);
+    await running!.stop();
   });
 });

@@ -3,6 +3,7 @@ import type { OperatorContext } from '../../framework/index.js';
 import { OrphanSweep } from '../../handlers/orphan-sweep.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { ProxyController } from '../../handlers/proxy-controller.js';
+import { PROXY_KIND } from '../../handlers/kinds.js';
 import { MockProvider } from '../../providers/mock/mock-provider.js';
 import { ProviderSet } from '../../providers/registry.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
@@ -55,11 +56,12 @@ function sweepContext(): OperatorContext {
   };
 }
 
-function createInstance(uid: string, ageSeconds: number): Promise<string> {
+function createInstance(uid: string, ageSeconds: number, revision?: string): Promise<string> {
   now = Date.now() - ageSeconds * 1000;
   return mock
     .create({
       uid,
+      revision,
       proxy: 'test/p',
       namespace: 'test',
       owner: DEFAULT_HANDLER_SETTINGS.ownerID,
@@ -112,5 +114,29 @@ describe('the orphan sweep', () => {
     expect(counted.values).toEqual([expect.objectContaining({ labels: { provider: 'mock' }, value: 1 })]);
 
     await dropFinalizers(kc, namespace, 'held');
+  });
+
+  it('deletes an old instance of a revision its live Proxy no longer wants, and keeps the one it is creating', async () => {
+    // A create interrupted before its record, then a spec change: the Proxy now records h2.
+    const live = await api.create('live', {
+      metadata: { annotations: { 'crawl.example.com/spec-hash': 'h2' } },
+      spec: { mode: 'External', endpoint: { host: '127.0.0.4', port: 3128 } },
+    });
+    await eventually('the Proxy in the cache', async () =>
+      op.operator.cache.list(PROXY_KIND).some((p) => p.metadata.uid === live.metadata.uid) ? true : undefined,
+    );
+    const stale = await createInstance(live.metadata.uid!, MIN_AGE + 60, 'h1');
+    const wanted = await createInstance(live.metadata.uid!, MIN_AGE + 60, 'h2');
+
+    const sweep = new OrphanSweep(
+      new ProviderSet(new Map([['mock', mock]])),
+      { ...DEFAULT_HANDLER_SETTINGS, orphanMinAgeSeconds: MIN_AGE },
+      new Registry(),
+    );
+    // (The first test's held instance is an orphan too by now: its Proxy went.)
+    expect(await sweep.sweepOnce(sweepContext())).toBeGreaterThanOrEqual(1);
+    const left = (await mock.listByTag(DEFAULT_HANDLER_SETTINGS.ownerID)).map((i) => i.id);
+    expect(left).not.toContain(stale);
+    expect(left).toContain(wanted);
   });
 });
