@@ -1,0 +1,89 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
+import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  condition,
+  eventsFor,
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+// Issue 12 item 2: a proxy that cannot be probed says so, once.
+const BAD_ADDRESS = 'fe80::1%eth0'; // an IPv6 zone id: no URL can carry it
+
+/** The mock, reporting an address the prober cannot build a URL for (a provider CEL never sees). */
+class ZonedAddresses implements Provider {
+  constructor(private readonly inner: Provider) {}
+  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    return this.inner.create(req, signal);
+  }
+  async get(id: string, signal?: AbortSignal): Promise<Instance> {
+    return { ...(await this.inner.get(id, signal)), ip: BAD_ADDRESS };
+  }
+  delete(id: string, signal?: AbortSignal): Promise<void> {
+    return this.inner.delete(id, signal);
+  }
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return this.inner.listByTag(owner, signal);
+  }
+}
+
+const kc = testKubeConfig();
+const namespace = uniqueName('unprobeable');
+let api: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let op: RunningOperator;
+const warnings: Array<{ msg: string; proxy?: string }> = [];
+const logger = pino(
+  { level: 'warn' },
+  new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) warnings.push(JSON.parse(line));
+      done();
+    },
+  }),
+);
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider({ serveTraffic: false });
+  // The health runner re-reads the cache every 0.2 s here: a warning per sync would be dozens.
+  op = await startOperator(kc, { mock: new ZonedAddresses(mock) }, namespace, {}, PROXY_HANDLERS, logger);
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+describe('a proxy that cannot be probed', () => {
+  it('gets Healthy=False/InvalidProbeTarget and one Warning Event, and is logged once', async () => {
+    await api.create('zoned', { spec: managedSpec(target) });
+    const p = await eventually('InvalidProbeTarget', async () => {
+      const x = await api.get('zoned');
+      return condition(x, 'Healthy')?.reason === 'InvalidProbeTarget' ? x : undefined;
+    });
+    expect(p.status?.ip).toBe(BAD_ADDRESS);
+    expect(p.status?.phase).toBe('Unhealthy');
+    expect(condition(p, 'Healthy')).toMatchObject({ status: 'False' });
+    expect(condition(p, 'Healthy')?.message).toMatch(/not a usable URL host and port/);
+
+    // Many syncs and reconciles later: still one Event, one warning.
+    await new Promise((r) => setTimeout(r, 5_000));
+    const events = (await eventsFor(kc, namespace, 'zoned')).filter((e) => e.reason === 'InvalidProbeTarget');
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: 'Warning' });
+    expect(warnings.filter((w) => w.proxy === `${namespace}/zoned`)).toHaveLength(1);
+  });
+});
