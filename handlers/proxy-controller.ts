@@ -12,13 +12,7 @@ import {
   type HandlerContext,
   type HandlerResult,
 } from '../framework/index.js';
-import {
-  FINALIZER,
-  CLOUD_INIT_SECRET_LABEL,
-  CONDITION_PROVISIONED,
-  SPEC_HASH_ANNOTATION,
-  type Proxy,
-} from '../crds/proxy-types.js';
+import { FINALIZER, CLOUD_INIT_SECRET_LABEL, SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js';
 import type { Instance, Provider } from '../providers/contract.js';
 import { isNotFound, isProviderError, type ProviderError } from '../providers/errors.js';
 import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
@@ -28,12 +22,12 @@ import {
   deletionNeedsInventory,
   deletionStep,
   externalStep,
-  findCondition,
   managedStep,
   needsInventory,
   providerErrorStep,
   replacementPendingStep,
   unknownProviderStep,
+  wantsDriftCheck,
   type HealthVerdict,
   type Observation,
   type Step,
@@ -127,10 +121,7 @@ export class ProxyController {
   @timer({ interval: DRIFT_CHECK_SECONDS, jitter: 0.2 })
   async checkDrift(ctx: HandlerContext<Proxy>): Promise<void> {
     const p = ctx.object;
-    if (p.spec.mode !== 'Managed' || p.metadata.deletionTimestamp) return;
-    // Only a steady, running proxy: anything else is already on the work queue, and a timer
-    // must not retry a Failed proxy or cut a quota back-off short.
-    if (findCondition(p, CONDITION_PROVISIONED)?.reason !== 'InstanceRunning') return;
+    if (!wantsDriftCheck(p)) return;
     const result = await this.reconcile(ctx);
     if (result?.requeueAfter !== undefined)
       this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);

@@ -282,6 +282,19 @@ export function needsInventory(proxy: Proxy, desiredHash: string | undefined): b
   );
 }
 
+/**
+ * Whether the drift timer looks at this proxy: only a steady, running Managed one. Anything
+ * else is already on the work queue, and a timer must not retry a Failed proxy or cut a
+ * quota back-off short.
+ */
+export function wantsDriftCheck(proxy: Proxy): boolean {
+  return (
+    proxy.spec.mode === 'Managed' &&
+    !proxy.metadata.deletionTimestamp &&
+    findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceRunning'
+  );
+}
+
 /** Deleting with no instance recorded: list the ones a create may have made before it was recorded. */
 export function deletionNeedsInventory(proxy: Proxy): boolean {
   return !proxy.status?.providerID && proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION] !== undefined;

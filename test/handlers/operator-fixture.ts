@@ -2,7 +2,7 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { Operator } from '../../framework/index.js';
-import type { Proxy } from '../../crds/proxy-types.js';
+import type { ConditionType, Proxy } from '../../crds/proxy-types.js';
 import { createProxyOperator, PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../../handlers/settings.js';
 import type { Provider } from '../../providers/contract.js';
@@ -124,7 +124,7 @@ export async function suiteSetup(
   return { api: new ProxyApi(kc, namespace), target: await startLocalTarget() };
 }
 
-export function condition(p: Proxy | undefined, type: string) {
+export function condition(p: Proxy | undefined, type: ConditionType) {
   return p?.status?.conditions?.find((c) => c.type === type);
 }
 

@@ -7,6 +7,7 @@ import {
   providerErrorStep,
   replacementPendingStep,
   unknownProviderStep,
+  wantsDriftCheck,
   type HealthVerdict,
   type Inputs,
   type Observation,
@@ -810,5 +811,33 @@ describe('replacement of a serving proxy is paced (--max-unavailable)', () => {
       /fewer than 2 of provider mock's proxies are out of service/,
     );
     expect(next(step)).toBe('requeue 5');
+  });
+});
+
+describe('the drift timer looks only at steady running proxies', () => {
+  it.each([
+    ['a running Managed proxy', proxy({ providerID: 'i-1', reason: 'InstanceRunning' }), true],
+    [
+      'a Failed one (no retry behind the back of the permanent failure)',
+      proxy({ reason: 'ProvisioningFailed' }),
+      false,
+    ],
+    ['one waiting out a quota', proxy({ reason: 'QuotaExceeded' }), false],
+    [
+      'one waiting for a replacement slot (it polls on its own)',
+      proxy({ reason: 'ReplacementPending' }),
+      false,
+    ],
+  ])('%s → %s', (_n, p, want) => {
+    expect(wantsDriftCheck(p)).toBe(want);
+  });
+
+  it('never an External proxy, nor one being deleted', () => {
+    const ext = proxy({ reason: 'InstanceRunning' });
+    ext.spec = { ...ext.spec, mode: 'External' };
+    expect(wantsDriftCheck(ext)).toBe(false);
+    const deleting = proxy({ reason: 'InstanceRunning' });
+    deleting.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
+    expect(wantsDriftCheck(deleting)).toBe(false);
   });
 });
