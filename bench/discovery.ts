@@ -12,7 +12,8 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Pool } from 'undici';
 import { createDiscoveryApp } from '../discovery/app.js';
-import type { ProxyCatalog, ProxyRecord } from '../discovery/catalog.js';
+import type { ProxyRecord } from '../discovery/catalog.js';
+import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 
@@ -106,8 +107,9 @@ async function main(): Promise<void> {
   const helloURL = `http://127.0.0.1:${(hello.address() as AddressInfo).port}`;
 
   const proxies = fleet(PROXIES);
-  const catalog: ProxyCatalog = { list: () => proxies };
-  const leases = new MemoryLeaseStore({ logger });
+  const catalog = new IndexedCatalog();
+  catalog.replaceAll(proxies);
+  const leases = new MemoryLeaseStore({ catalog, logger });
   await leases.start();
   const app = createDiscoveryApp({ catalog, leases, token: TOKEN, logger, registry: new Registry() });
   const discovery = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);

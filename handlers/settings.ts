@@ -14,6 +14,9 @@ export interface HandlerSettings {
     port: number;
     token: string;
     cooldownSeconds: number;
+    maxCooldownSeconds: number;
+    sessionIdleSeconds: number;
+    maxSessions: number;
     maxLeaseTTLSeconds: number;
   };
   /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
@@ -26,5 +29,14 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   orphanMinAgeSeconds: 600,
   healthConcurrency: 64,
   healthSyncSeconds: 2,
-  discovery: { host: '0.0.0.0', port: 8090, token: '', cooldownSeconds: 900, maxLeaseTTLSeconds: 3600 },
+  discovery: {
+    host: '0.0.0.0',
+    port: 8090,
+    token: '',
+    cooldownSeconds: 900,
+    maxCooldownSeconds: 3600,
+    sessionIdleSeconds: 1800,
+    maxSessions: 100_000,
+    maxLeaseTTLSeconds: 3600,
+  },
 };

@@ -80,7 +80,7 @@ describe('concurrent lease requests', () => {
     for (const r of responses.filter((r) => r.status === 409)) {
       expect(r.body).toMatchObject({ error: expect.stringMatching(/^(all_busy|all_cooling_down)$/) });
     }
-    for (const [id, count] of perProxy) expect(await h.store.activeCount(id)).toBe(count);
+    for (const [id, count] of perProxy) expect(await h.activeLeases(id)).toBe(count);
   });
 
   it('churn of parallel lease-and-release never reports a proxy above its cap', async () => {
@@ -102,6 +102,6 @@ describe('concurrent lease requests', () => {
       expect(p.activeLeases).toBeLessThanOrEqual(p.maxLeases);
       expect(['ns/unhealthy', 'ns/list-only']).not.toContain(p.id);
     }
-    expect(await h.store.activeTotal()).toBe(0);
+    expect((await h.store.totals()).activeLeases).toBe(0);
   });
 });

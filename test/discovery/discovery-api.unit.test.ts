@@ -16,6 +16,8 @@ const fleet = (): ProxyRecord[] => [
   proxy('ns/list-only', { ip: '10.0.0.5', attributes: { geo: 'ap' }, maxLeases: 0 }),
 ];
 
+const NO_REPORTS = { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0 };
+
 interface LeaseBody {
   leaseID: string;
   proxy: Record<string, unknown> & { id: string };
@@ -62,6 +64,7 @@ describe('discovery API', () => {
         latencyMillis: 80,
         activeLeases: 1,
         maxLeases: 2,
+        stats: NO_REPORTS,
       });
     });
 
@@ -112,6 +115,7 @@ describe('discovery API', () => {
           latencyMillis: 40,
           activeLeases: 1,
           maxLeases: 5,
+          stats: NO_REPORTS,
         },
         expiresAt: new Date(h.clock.now() + 60_000).toISOString(),
         target: 'example.com',
