@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { createDiscoveryApp } from '../../discovery/app.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
+import type { LeaseStore } from '../../discovery/lease-store.js';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../discovery/memory-lease-store.js';
 import { DiscoveryServer, type DiscoveryServerOptions } from '../../discovery/server.js';
 import { capturingLogger, FakeClock, TestCatalog } from './fixtures.js';
@@ -13,6 +14,8 @@ export interface HarnessOptions {
   maxTTLSeconds?: number;
   server?: Partial<DiscoveryServerOptions>;
   store?: Partial<MemoryLeaseStoreOptions>;
+  /** Puts a decorator between the app and the store (tests that watch every store call). */
+  wrapStore?: (store: MemoryLeaseStore) => LeaseStore;
 }
 
 export interface Harness {
@@ -61,7 +64,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const registry = new Registry();
   const app = createDiscoveryApp({
     catalog,
-    leases: store,
+    leases: options.wrapStore?.(store) ?? store,
     token: options.token,
     logger,
     registry,
