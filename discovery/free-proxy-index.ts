@@ -5,6 +5,7 @@
 import type { ProxyRecord } from './catalog.js';
 import type { Candidate } from './lease-selection.js';
 import { attributeTerm, selectorMatcher, selectorTerms } from './selector.js';
+import { SortedBlocks } from './sorted-blocks.js';
 
 const ALL = '';
 
@@ -99,30 +100,33 @@ export class FreeProxyIndex {
   }
 }
 
-function termsOf(proxy: ProxyRecord): string[] {
-  return [ALL, ...Object.entries(proxy.attributes).map(([key, value]) => attributeTerm(key, value))];
+/** Records are immutable, so each one's index terms are computed once. */
+const termsCache = new WeakMap<ProxyRecord, readonly string[]>();
+
+function termsOf(proxy: ProxyRecord): readonly string[] {
+  let terms = termsCache.get(proxy);
+  if (terms === undefined) {
+    terms = [ALL, ...Object.entries(proxy.attributes).map(([key, value]) => attributeTerm(key, value))];
+    termsCache.set(proxy, terms);
+  }
+  return terms;
 }
 
 /** Free proxies by load level, each level sorted by (latency, id). */
 class Ladder {
-  private readonly levels: ProxyRecord[][] = [];
+  private readonly levels: SortedBlocks<ProxyRecord>[] = [];
   size = 0;
 
   insert(proxy: ProxyRecord, load: number): void {
-    while (this.levels.length <= load) this.levels.push([]);
-    const level = this.levels[load];
-    level.splice(position(level, proxy), 0, proxy);
+    while (this.levels.length <= load) this.levels.push(new SortedBlocks(before));
+    this.levels[load].insert(proxy);
     this.size++;
   }
 
   remove(proxy: ProxyRecord, load: number): void {
-    const level = this.levels[load];
-    if (level === undefined) return;
-    const at = position(level, proxy);
-    if (level[at]?.id !== proxy.id) return;
-    level.splice(at, 1);
+    if (this.levels[load]?.remove(proxy) !== true) return;
     this.size--;
-    while (this.levels.length > 0 && this.levels[this.levels.length - 1].length === 0) this.levels.pop();
+    while (this.levels.length > 0 && this.levels[this.levels.length - 1].size === 0) this.levels.pop();
   }
 
   *entries(): Generator<Candidate> {
@@ -130,18 +134,6 @@ class Ladder {
       for (const proxy of this.levels[load]) yield { proxy, load };
     }
   }
-}
-
-/** Where `proxy` is or belongs in a level sorted by (latency, id). */
-function position(level: readonly ProxyRecord[], proxy: ProxyRecord): number {
-  let lo = 0;
-  let hi = level.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (before(level[mid], proxy)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 function before(a: ProxyRecord, b: ProxyRecord): boolean {

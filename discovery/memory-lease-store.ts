@@ -93,6 +93,7 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly sweepIntervalMs: number;
   private readonly newID: () => string;
   private readonly unsubscribe: () => void;
+  private readonly idle: ProxyUsage;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: MemoryLeaseStoreOptions) {
@@ -115,6 +116,10 @@ export class MemoryLeaseStore implements LeaseStore {
     this.clock = options.clock ?? systemClock;
     this.newID = options.newID ?? randomUUID;
     this.bucketMillis = (this.statsWindowSeconds * 1000) / WINDOW_BUCKETS;
+    this.idle = Object.freeze({
+      activeLeases: 0,
+      stats: Object.freeze({ windowSeconds: this.statsWindowSeconds, ok: 0, banned: 0, rate_limited: 0 }),
+    });
     this.sessions = new SessionBook(sessionIdleSeconds * 1000, maxSessions);
     this.targets = new TargetBook({
       policy: {
@@ -267,11 +272,12 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   private usageOf(proxyID: string, now: number): ProxyUsage {
-    const counts = this.stats.get(proxyID)?.totals(now) ?? { ok: 0, banned: 0, rate_limited: 0 };
-    return {
-      activeLeases: this.loads.get(proxyID) ?? 0,
-      stats: { windowSeconds: this.statsWindowSeconds, ...counts },
-    };
+    const activeLeases = this.loads.get(proxyID) ?? 0;
+    const window = this.stats.get(proxyID);
+    // Most of a large fleet is idle at any moment: one shared answer, no allocation.
+    if (activeLeases === 0 && window === undefined) return this.idle;
+    const counts = window?.totals(now) ?? { ok: 0, banned: 0, rate_limited: 0 };
+    return { activeLeases, stats: { windowSeconds: this.statsWindowSeconds, ...counts } };
   }
 
   /** Whether a session's bound proxy can take this request's lease. */

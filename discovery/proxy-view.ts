@@ -64,18 +64,29 @@ export function proxyURL(ip: string, port: number): string {
   return `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
 }
 
+const OPEN = Buffer.from('{"items":[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']}');
+
 /**
  * Serializes `{items: [...]}` from per-record fragments: the static part of each record is
  * serialized once per record (records are immutable and replaced on change), only the live
- * lease count and statistics are appended per answer.
+ * lease count and statistics are appended per answer, and the whole item of an idle proxy (no
+ * leases, no reports: most of a large fleet) is kept as ready bytes.
  */
 export class ProxyListSerializer {
   private readonly fragments = new WeakMap<ProxyRecord, string>();
+  private readonly idleItems = new WeakMap<ProxyRecord, { windowSeconds: number; bytes: Buffer }>();
 
-  list(proxies: readonly ProxyRecord[], usage: ReadonlyMap<string, ProxyUsage>): string {
-    const parts: string[] = [];
-    for (const proxy of proxies) parts.push(this.item(proxy, usage.get(proxy.id)!));
-    return `{"items":[${parts.join(',')}]}`;
+  /** The list answer as UTF-8 bytes. */
+  list(proxies: readonly ProxyRecord[], usage: ReadonlyMap<string, ProxyUsage>): Buffer {
+    const parts: Buffer[] = [OPEN];
+    for (let i = 0; i < proxies.length; i++) {
+      if (i > 0) parts.push(COMMA);
+      parts.push(this.itemBytes(proxies[i], usage.get(proxies[i].id)!));
+    }
+    parts.push(CLOSE);
+    return Buffer.concat(parts);
   }
 
   item(proxy: ProxyRecord, usage: ProxyUsage): string {
@@ -91,5 +102,17 @@ export class ProxyListSerializer {
     }
     const { windowSeconds, ok, banned, rate_limited } = usage.stats;
     return `${fragment},"activeLeases":${usage.activeLeases},"stats":{"windowSeconds":${windowSeconds},"ok":${ok},"banned":${banned},"rate_limited":${rate_limited}}}`;
+  }
+
+  private itemBytes(proxy: ProxyRecord, usage: ProxyUsage): Buffer {
+    const { windowSeconds, ok, banned, rate_limited } = usage.stats;
+    if (usage.activeLeases !== 0 || ok !== 0 || banned !== 0 || rate_limited !== 0) {
+      return Buffer.from(this.item(proxy, usage));
+    }
+    const cached = this.idleItems.get(proxy);
+    if (cached !== undefined && cached.windowSeconds === windowSeconds) return cached.bytes;
+    const bytes = Buffer.from(this.item(proxy, usage));
+    this.idleItems.set(proxy, { windowSeconds, bytes });
+    return bytes;
   }
 }

@@ -1,0 +1,123 @@
+// The server side of `npm run bench:discovery`, run in its own process (forked by
+// bench/discovery.ts) so that the load generator never shares its event loop. On command it
+// serves one of: a bare node:http hello world, an express hello world (POST with a JSON body,
+// the discovery server's own framework and server wrapper), or the discovery API over a
+// fleet of N proxies with S sessions bound.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { createDiscoveryApp } from '../discovery/app.js';
+import type { ProxyRecord } from '../discovery/catalog.js';
+import { IndexedCatalog } from '../discovery/indexed-catalog.js';
+import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import { DiscoveryServer } from '../discovery/server.js';
+
+export type ServeCommand =
+  | { serve: 'node-hello' }
+  | { serve: 'express-hello' }
+  | { serve: 'discovery'; proxies: number; sessions: number; token: string };
+
+export type ServerReply =
+  { ready: true; port: number; sessionsBound?: number } | { cpuMicros: number } | { error: string };
+
+export const GEOS = ['eu', 'us', 'ap', 'sa', 'af'];
+
+/** N proxies, 10 % unhealthy, five geos, two purposes, latencies spread over 20–420 ms. */
+export function fleet(count: number): ProxyRecord[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `bench/proxy-${String(i).padStart(5, '0')}`,
+    ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+    port: 3128,
+    attributes: { geo: GEOS[i % GEOS.length], purpose: i % 2 === 0 ? 'crawl' : 'api' },
+    phase: i % 10 === 9 ? 'Unhealthy' : 'Ready',
+    healthy: i % 10 !== 9,
+    latencyMillis: 20 + ((i * 37) % 400),
+    maxLeases: 5,
+  }));
+}
+
+const logger = pino({ level: 'silent' });
+let stopCurrent: (() => Promise<void>) | undefined;
+
+async function serve(command: ServeCommand): Promise<ServerReply> {
+  await stopCurrent?.();
+  stopCurrent = undefined;
+  switch (command.serve) {
+    case 'node-hello': {
+      const server: Server = createServer((_req, res) => res.end('hello'));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      stopCurrent = () => new Promise((resolve) => server.close(() => resolve()));
+      return { ready: true, port: (server.address() as AddressInfo).port };
+    }
+    case 'express-hello': {
+      const app = express();
+      app.disable('x-powered-by');
+      app.disable('etag');
+      app.post('/hello', express.json(), (req, res) => {
+        res.json({ hello: 'world', got: req.body as unknown });
+      });
+      const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
+      await server.start();
+      stopCurrent = () => server.stop();
+      return { ready: true, port: server.port };
+    }
+    case 'discovery': {
+      const catalog = new IndexedCatalog();
+      catalog.replaceAll(fleet(command.proxies));
+      const leases = new MemoryLeaseStore({ catalog, logger });
+      await leases.start();
+      const sessionsBound = await bindSessions(leases, command.sessions);
+      const app = createDiscoveryApp({
+        catalog,
+        leases,
+        token: command.token,
+        logger,
+        registry: new Registry(),
+      });
+      const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
+      await server.start();
+      stopCurrent = async () => {
+        await server.stop();
+        await leases.stop();
+      };
+      return { ready: true, port: server.port, sessionsBound };
+    }
+  }
+}
+
+/**
+ * Binds `count` sessions the way a crawler fleet would: each while the others still hold
+ * their leases (so least-loaded selection spreads them), then releases every lease. The
+ * bindings stay (sessions live 30 minutes idle).
+ */
+async function bindSessions(leases: MemoryLeaseStore, count: number): Promise<number> {
+  const held: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const result = await leases.acquire({ selector: {}, ttlSeconds: 600, session: `session-${i}` });
+    if (result.granted) held.push(result.lease.id);
+  }
+  for (const id of held) await leases.release(id);
+  return (await leases.totals()).activeSessions;
+}
+
+// Only as the forked child: the orchestrator imports this module for its types and fleet.
+if (process.send !== undefined) {
+  process.on('message', (command: ServeCommand | { stop: true } | { cpu: true }) => {
+    if ('cpu' in command) {
+      const { user, system } = process.cpuUsage();
+      process.send!({ cpuMicros: user + system });
+      return;
+    }
+    if ('stop' in command) {
+      void (stopCurrent?.() ?? Promise.resolve()).then(() => process.exit(0));
+      return;
+    }
+    serve(command).then(
+      (reply) => process.send!(reply),
+      (err: unknown) => process.send!({ error: String(err) }),
+    );
+  });
+  process.send({ started: true });
+}
