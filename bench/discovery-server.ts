@@ -9,34 +9,10 @@ import express from 'express';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../discovery/app.js';
-import type { ProxyRecord } from '../discovery/catalog.js';
 import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
-
-export type ServeCommand =
-  | { serve: 'node-hello' }
-  | { serve: 'express-hello' }
-  | { serve: 'discovery'; proxies: number; sessions: number; token: string };
-
-export type ServerReply =
-  { ready: true; port: number; sessionsBound?: number } | { cpuMicros: number } | { error: string };
-
-export const GEOS = ['eu', 'us', 'ap', 'sa', 'af'];
-
-/** N proxies, 10 % unhealthy, five geos, two purposes, latencies spread over 20–420 ms. */
-export function fleet(count: number): ProxyRecord[] {
-  return Array.from({ length: count }, (_, i) => ({
-    id: `bench/proxy-${String(i).padStart(5, '0')}`,
-    ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
-    port: 3128,
-    attributes: { geo: GEOS[i % GEOS.length], purpose: i % 2 === 0 ? 'crawl' : 'api' },
-    phase: i % 10 === 9 ? 'Unhealthy' : 'Ready',
-    healthy: i % 10 !== 9,
-    latencyMillis: 20 + ((i * 37) % 400),
-    maxLeases: 5,
-  }));
-}
+import { fleet, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 
 const logger = pino({ level: 'silent' });
 let stopCurrent: (() => Promise<void>) | undefined;
@@ -102,22 +78,22 @@ async function bindSessions(leases: MemoryLeaseStore, count: number): Promise<nu
   return (await leases.totals()).activeSessions;
 }
 
-// Only as the forked child: the orchestrator imports this module for its types and fleet.
-if (process.send !== undefined) {
-  process.on('message', (command: ServeCommand | { stop: true } | { cpu: true }) => {
-    if ('cpu' in command) {
-      const { user, system } = process.cpuUsage();
-      process.send!({ cpuMicros: user + system });
-      return;
-    }
-    if ('stop' in command) {
-      void (stopCurrent?.() ?? Promise.resolve()).then(() => process.exit(0));
-      return;
-    }
-    serve(command).then(
-      (reply) => process.send!(reply),
-      (err: unknown) => process.send!({ error: String(err) }),
-    );
-  });
-  process.send({ started: true });
-}
+const send = (message: ServerReply | { started: true }) => {
+  if (process.send === undefined)
+    throw new Error('bench/discovery-server runs as a child of bench/discovery');
+  process.send(message);
+};
+
+process.on('message', (command: ServeCommand | { stop: true } | { cpu: true }) => {
+  if ('cpu' in command) {
+    const { user, system } = process.cpuUsage();
+    send({ cpuMicros: user + system });
+    return;
+  }
+  if ('stop' in command) {
+    void (stopCurrent?.() ?? Promise.resolve()).then(() => process.exit(0));
+    return;
+  }
+  serve(command).then(send, (err: unknown) => send({ error: String(err) }));
+});
+send({ started: true });

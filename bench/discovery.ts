@@ -11,7 +11,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Pool } from 'undici';
-import { GEOS, type ServeCommand, type ServerReply } from './discovery-server.js';
+import { GEOS, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 
 const PHASE_SECONDS = positiveNumber('BENCH_PHASE_SECONDS', 10);
 const CONCURRENCY = positiveNumber('BENCH_CONCURRENCY', 32);

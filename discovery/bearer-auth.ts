@@ -1,5 +1,5 @@
 // Static bearer-token authentication for the discovery API.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { sendError } from './api-error.js';
 
@@ -23,5 +23,5 @@ export function bearerAuth(token: string): RequestHandler {
 }
 
 function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
+  return hash('sha256', value, 'buffer');
 }

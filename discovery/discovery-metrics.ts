@@ -9,6 +9,9 @@ const OUTCOMES: readonly LeaseRequestOutcome[] = ['granted', 'no_match', 'all_bu
 export class DiscoveryMetrics {
   private readonly leaseRequests: Counter<'outcome'>;
   private readonly reports: Counter<'result'>;
+  // Children bound once: the hot path skips label hashing.
+  private readonly byOutcome = new Map<LeaseRequestOutcome, { inc(): void }>();
+  private readonly byResult = new Map<ReportResult, { inc(): void }>();
 
   constructor(registry: Registry, leases: LeaseStore) {
     // Gauges are read from the store at scrape time, so expiries show without bookkeeping here.
@@ -60,15 +63,21 @@ export class DiscoveryMetrics {
       registers: [registry],
     });
     // Zero-initialized so rate() works before the first of each.
-    for (const outcome of OUTCOMES) this.leaseRequests.inc({ outcome }, 0);
-    for (const result of REPORT_RESULTS) this.reports.inc({ result }, 0);
+    for (const outcome of OUTCOMES) {
+      this.leaseRequests.inc({ outcome }, 0);
+      this.byOutcome.set(outcome, this.leaseRequests.labels({ outcome }));
+    }
+    for (const result of REPORT_RESULTS) {
+      this.reports.inc({ result }, 0);
+      this.byResult.set(result, this.reports.labels({ result }));
+    }
   }
 
   countLeaseRequest(outcome: LeaseRequestOutcome): void {
-    this.leaseRequests.inc({ outcome });
+    this.byOutcome.get(outcome)!.inc();
   }
 
   countReport(result: ReportResult): void {
-    this.reports.inc({ result });
+    this.byResult.get(result)!.inc();
   }
 }
