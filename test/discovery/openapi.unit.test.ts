@@ -69,6 +69,15 @@ describe('the OpenAPI document', () => {
     expect(implementedRoutes(app).sort()).toEqual(documentedRoutes().sort());
   });
 
+  it('derives LeasedProxy from Proxy: the same fields plus url', () => {
+    const { Proxy, LeasedProxy } = schemas;
+    expect(LeasedProxy).toEqual({
+      ...Proxy,
+      required: [...Proxy.required!, 'url'],
+      properties: { ...Proxy.properties, url: expect.objectContaining({ type: 'string' }) },
+    });
+  });
+
   it('resolves every $ref', () => {
     const refs = JSON.stringify(openApiDocument).match(/"\$ref":"[^"]+"/g) ?? [];
     for (const ref of refs) {
