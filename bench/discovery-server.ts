@@ -1,8 +1,9 @@
 // The server side of `npm run bench:discovery`, run in its own process (forked by
-// bench/discovery.ts) so that the load generator never shares its event loop. On command it
-// serves one of: a bare node:http hello world, an express hello world (POST with a JSON body,
-// the discovery server's own framework and server wrapper), or the discovery API over a
-// fleet of N proxies with S sessions bound.
+// bench/discovery.ts) so that the load generator never shares its event loop. Each command
+// starts one more server, all kept until `stop`: a bare node:http hello world, an express
+// hello world (POST with a JSON body, the discovery server's own framework and server
+// wrapper), or the discovery API over a fleet of N proxies with S sessions bound. Only the
+// server under load does work at any moment.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -15,16 +16,14 @@ import { DiscoveryServer } from '../discovery/server.js';
 import { fleet, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 
 const logger = pino({ level: 'silent' });
-let stopCurrent: (() => Promise<void>) | undefined;
+const running: (() => Promise<void>)[] = [];
 
 async function serve(command: ServeCommand): Promise<ServerReply> {
-  await stopCurrent?.();
-  stopCurrent = undefined;
   switch (command.serve) {
     case 'node-hello': {
       const server: Server = createServer((_req, res) => res.end('hello'));
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      stopCurrent = () => new Promise((resolve) => server.close(() => resolve()));
+      running.push(() => new Promise((resolve) => server.close(() => resolve())));
       return { ready: true, port: (server.address() as AddressInfo).port };
     }
     case 'express-hello': {
@@ -36,7 +35,7 @@ async function serve(command: ServeCommand): Promise<ServerReply> {
       });
       const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
       await server.start();
-      stopCurrent = () => server.stop();
+      running.push(() => server.stop());
       return { ready: true, port: server.port };
     }
     case 'discovery': {
@@ -54,10 +53,10 @@ async function serve(command: ServeCommand): Promise<ServerReply> {
       });
       const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
       await server.start();
-      stopCurrent = async () => {
+      running.push(async () => {
         await server.stop();
         await leases.stop();
-      };
+      });
       return { ready: true, port: server.port, sessionsBound };
     }
   }
@@ -91,7 +90,7 @@ process.on('message', (command: ServeCommand | { stop: true } | { cpu: true }) =
     return;
   }
   if ('stop' in command) {
-    void (stopCurrent?.() ?? Promise.resolve()).then(() => process.exit(0));
+    void Promise.all(running.map((stop) => stop())).then(() => process.exit(0));
     return;
   }
   serve(command).then(send, (err: unknown) => send({ error: String(err) }));
