@@ -40,7 +40,21 @@ export class ApiError extends Error {
 }
 
 export function sendError(res: Response, status: number, code: ApiErrorCode, message: string): void {
-  res.status(status).json(errorBody(code, message));
+  sendJSON(res, status, errorBody(code, message));
+}
+
+/**
+ * Writes a JSON answer directly (express's res.json re-parses and re-formats the content
+ * type and checks freshness on every call: measurable on the lease path). Headers already
+ * set on `res` (Allow, WWW-Authenticate, Connection) are kept.
+ */
+export function sendJSON(res: Response, status: number, body: unknown): void {
+  const json = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': typeof json === 'string' ? Buffer.byteLength(json) : json.length,
+  });
+  res.end(json);
 }
 
 export function errorBody(code: ApiErrorCode, message: string): ApiErrorBody {

@@ -3,7 +3,7 @@
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ApiError, sendError, type ApiErrorCode } from './api-error.js';
+import { ApiError, sendError, sendJSON, type ApiErrorCode } from './api-error.js';
 import { bearerAuth } from './bearer-auth.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
@@ -54,24 +54,27 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     })
     .all(methodNotAllowed('GET, HEAD'));
 
-  if (token !== '') {
-    app.use('/v1', bearerAuth(token));
-  } else {
+  // Auth on each /v1 route itself (not one app.use('/v1') in front, which re-writes every
+  // request's path on the hot path), and once more for /v1 paths no route takes.
+  const guard: RequestHandler = token === '' ? (_req, _res, next) => next() : bearerAuth(token);
+  if (token === '') {
     logger.warn('DISCOVERY_TOKEN is empty: the discovery API accepts requests WITHOUT authentication');
   }
 
   app
     .route('/v1/proxies')
+    .all(guard)
     .get(async (req, res) => {
       const query = parseListQuery(rawQuery(req));
       const proxies = catalog.list(query);
       const usage = await leases.usage(proxies.map((p) => p.id));
-      res.type('application/json').send(serializer.list(proxies, usage));
+      sendJSON(res, 200, serializer.list(proxies, usage));
     })
     .all(methodNotAllowed('GET, HEAD'));
 
   app
     .route('/v1/proxies/:namespace/:name')
+    .all(guard)
     .get(async (req, res) => {
       const id = `${req.params.namespace}/${req.params.name}`;
       const proxy = catalog.get(id);
@@ -80,12 +83,13 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         return;
       }
       const usage = await leases.usage([id]);
-      res.json(toProxyView(proxy, usage.get(id)!));
+      sendJSON(res, 200, toProxyView(proxy, usage.get(id)!));
     })
     .all(methodNotAllowed('GET, HEAD'));
 
   app
     .route('/v1/leases')
+    .all(guard)
     .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
       const result = await leases.acquire(request);
@@ -99,12 +103,13 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       if (session?.moved) {
         logger.info({ session: session.key, proxyID: lease.proxyID }, 'session moved to another proxy');
       }
-      res.status(201).json(toLeaseView(lease, lease.proxy, usage, session));
+      sendJSON(res, 201, toLeaseView(lease, lease.proxy, usage, session));
     })
     .all(methodNotAllowed('POST'));
 
   app
     .route('/v1/leases/:id')
+    .all(guard)
     .delete(async (req, res) => {
       await leases.release(req.params.id);
       res.status(204).end();
@@ -113,6 +118,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
 
   app
     .route('/v1/leases/:id/renew')
+    .all(guard)
     .post(body, async (req, res) => {
       const { ttlSeconds } = parseRenewBody(req.body, limits);
       const renewed = await leases.renew(req.params.id, ttlSeconds);
@@ -122,12 +128,13 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       }
       const { lease, usage } = renewed;
       const session = lease.session === undefined ? undefined : { key: lease.session, moved: false };
-      res.json(toLeaseView(lease, currentProxy(catalog, lease), usage, session));
+      sendJSON(res, 200, toLeaseView(lease, currentProxy(catalog, lease), usage, session));
     })
     .all(methodNotAllowed('POST'));
 
   app
     .route('/v1/leases/:id/report')
+    .all(guard)
     .post(body, async (req, res) => {
       const report = parseReportBody(req.body);
       const outcome = await leases.report(req.params.id, report.result, report.target);
@@ -148,7 +155,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
           'proxy cooling down',
         );
       }
-      res.json({
+      sendJSON(res, 200, {
         leaseID: outcome.lease.id,
         proxyID: outcome.lease.proxyID,
         result: report.result,
@@ -160,12 +167,14 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
 
   app
     .route('/v1/sessions/:key')
+    .all(guard)
     .delete(async (req, res) => {
       await leases.endSession(parseSessionKey(req.params.key, 'session key'));
       res.status(204).end();
     })
     .all(methodNotAllowed('DELETE'));
 
+  app.use('/v1', guard);
   app.use((req, res) => {
     sendError(res, 404, 'not_found', `no route for ${req.method} ${req.path}`);
   });
