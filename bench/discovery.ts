@@ -51,6 +51,7 @@ interface Tally {
   errors: number;
   seconds: number;
   cpuMicros: number;
+  clientCpuMicros: number;
   latencies: number[];
 }
 
@@ -63,6 +64,8 @@ interface PhaseResult {
   p99: number;
   /** Server process CPU (user + system) per request, µs. */
   cpuPerRequest: number;
+  /** The load generator's CPU per request, µs (it shares the machine). */
+  clientCpuPerRequest: number;
 }
 
 class ServerProcess {
@@ -121,6 +124,7 @@ async function slice(server: ServerProcess, op: Operation, seconds: number, tall
   let ops = 0;
   let errors = 0;
   const cpuBefore = await server.cpuMicros();
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + seconds * 1000;
   const worker = async () => {
@@ -131,12 +135,14 @@ async function slice(server: ServerProcess, op: Operation, seconds: number, tall
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   const elapsed = (performance.now() - started) / 1000;
+  const client = process.cpuUsage(clientBefore);
   const cpu = (await server.cpuMicros()) - cpuBefore;
   if (tally === undefined) return;
   tally.ops += ops;
   tally.errors += errors;
   tally.seconds += elapsed;
   tally.cpuMicros += cpu;
+  tally.clientCpuMicros += client.user + client.system;
 }
 
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -201,7 +207,6 @@ async function main(): Promise<void> {
   let geo = 0;
   let session = 0;
   const nextGeo = () => GEOS[geo++ % GEOS.length];
-  const helloBody = JSON.stringify({ selector: { geo: 'eu' }, ttlSeconds: 60 });
   const phases: Phase[] = [
     {
       name: 'baseline: node:http hello world (GET)',
@@ -213,7 +218,13 @@ async function main(): Promise<void> {
       name: 'baseline: express hello world (POST JSON)',
       url: expressHello.url,
       requestsPerOp: 1,
-      op: single('POST', () => '/hello', { 'content-type': 'application/json' }, helloBody),
+      // The client does what it does for a lease: build the JSON body, parse the JSON answer.
+      op: (pool) => (timed) =>
+        timed(async () => {
+          const body = JSON.stringify({ selector: { geo: nextGeo() }, ttlSeconds: 60 });
+          const r = await request(pool, 'POST', '/hello', 200, { 'content-type': 'application/json' }, body);
+          return r.ok && (JSON.parse(r.text) as { hello?: string }).hello === 'world';
+        }),
     },
   ];
   for (const [fleet, { url }] of [
@@ -261,7 +272,14 @@ async function main(): Promise<void> {
   });
 
   const pools = phases.map((p) => new Pool(p.url, { connections: CONCURRENCY }));
-  const tallies: Tally[] = phases.map(() => ({ ops: 0, errors: 0, seconds: 0, cpuMicros: 0, latencies: [] }));
+  const tallies: Tally[] = phases.map(() => ({
+    ops: 0,
+    errors: 0,
+    seconds: 0,
+    cpuMicros: 0,
+    clientCpuMicros: 0,
+    latencies: [],
+  }));
   process.stdout.write('warming up every phase ');
   for (const [i, phase] of phases.entries()) {
     await slice(server, phase.op(pools[i]), WARMUP_SECONDS);
@@ -293,6 +311,7 @@ async function main(): Promise<void> {
         p50: at(0.5),
         p99: at(0.99),
         cpuPerRequest: t.cpuMicros / requests,
+        clientCpuPerRequest: t.clientCpuMicros / requests,
       };
     }),
   );
@@ -302,7 +321,7 @@ function report(results: PhaseResult[]): void {
   const byName = (prefix: string) => results.find((r) => r.name.startsWith(prefix))!;
   const [nodeHello, expressHello] = results;
   console.log(
-    `\n${'phase'.padEnd(62)} requests/s   p50 ms   p99 ms  errors  vs node:http  vs express  server CPU µs/request`,
+    `\n${'phase'.padEnd(62)} requests/s   p50 ms   p99 ms  errors  vs node:http  vs express  CPU µs/request server client`,
   );
   for (const r of results) {
     console.log(
@@ -310,7 +329,7 @@ function report(results: PhaseResult[]): void {
         `${r.p99.toFixed(2).padStart(8)} ${String(r.errors).padStart(7)} ` +
         `${(r.requestsPerSecond / nodeHello.requestsPerSecond).toFixed(3).padStart(13)} ` +
         `${(r.requestsPerSecond / expressHello.requestsPerSecond).toFixed(3).padStart(11)} ` +
-        `${r.cpuPerRequest.toFixed(0).padStart(22)}`,
+        `${r.cpuPerRequest.toFixed(0).padStart(22)} ${r.clientCpuPerRequest.toFixed(0).padStart(6)}`,
     );
   }
   const small = byName(`${SMALL} proxies: lease + release (selector`);
