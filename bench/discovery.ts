@@ -4,7 +4,7 @@
 // reported as ratios against the targets of issue 13.
 //
 //   npm run bench:discovery
-//   BENCH_ROUNDS=5 BENCH_SLICE_SECONDS=2 BENCH_CONCURRENCY=32 BENCH_SESSIONS=5000 npm run bench:discovery
+//   BENCH_ROUNDS=10 BENCH_SLICE_SECONDS=1 BENCH_CONCURRENCY=32 BENCH_SESSIONS=5000 npm run bench:discovery
 //
 // The servers run in a child process (bench/discovery-server.ts), the load generator here:
 // each has its own event loop, so a latency is the server's answer time plus the loopback.
@@ -16,8 +16,8 @@ import { loadavg } from 'node:os';
 import { Pool } from 'undici';
 import { GEOS, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 
-const ROUNDS = positiveNumber('BENCH_ROUNDS', 5);
-const SLICE_SECONDS = positiveNumber('BENCH_SLICE_SECONDS', 2);
+const ROUNDS = positiveNumber('BENCH_ROUNDS', 10);
+const SLICE_SECONDS = positiveNumber('BENCH_SLICE_SECONDS', 1);
 const WARMUP_SECONDS = positiveNumber('BENCH_WARMUP_SECONDS', 1);
 const CONCURRENCY = positiveNumber('BENCH_CONCURRENCY', 32);
 const SESSIONS = positiveNumber('BENCH_SESSIONS', 5000);
