@@ -112,6 +112,9 @@ class ServerProcess {
   }
 }
 
+/** Why requests failed (exceptions, not wrong statuses), for the summary. */
+const failures = new Map<string, number>();
+
 /** Runs `op` from CONCURRENCY workers for `seconds`; adds to `tally` when given. */
 async function slice(server: ServerProcess, op: Operation, seconds: number, tally?: Tally): Promise<void> {
   const latencies = tally?.latencies ?? [];
@@ -129,7 +132,11 @@ async function slice(server: ServerProcess, op: Operation, seconds: number, tall
   const deadline = started + seconds * 1000;
   const worker = async () => {
     while (performance.now() < deadline) {
-      if (await op(timed).catch(() => false)) ops++;
+      const ok = await op(timed).catch((err: unknown) => {
+        failures.set(String(err), (failures.get(String(err)) ?? 0) + 1);
+        return false;
+      });
+      if (ok) ops++;
       else errors++;
     }
   };
@@ -390,6 +397,7 @@ function report(results: PhaseResult[]): void {
       .map((l) => l.toFixed(2))
       .join(' ')}`,
   );
+  for (const [reason, count] of failures) console.log(`failed requests: ${count} × ${reason}`);
   if (results.some((r) => r.errors > 0)) process.exitCode = 1;
 }
 
