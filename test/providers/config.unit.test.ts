@@ -95,7 +95,17 @@ providers:
     [
       'an unknown top-level key',
       'providers: []\nextra: 1',
-      'providers.yaml: extra: unknown key (allowed: providers)',
+      'providers.yaml: extra: unknown key (allowed: plugins, providers)',
+    ],
+    [
+      'plugins that are not a list',
+      'plugins: ./p.js\nproviders: []',
+      'providers.yaml: plugins: must be a list of strings, got "./p.js"',
+    ],
+    [
+      'an empty plugin',
+      'plugins: ["./p.js", ""]\nproviders: []',
+      'providers.yaml: plugins[1]: must be a non-empty string, got ""',
     ],
     [
       'an entry that is not a mapping',
@@ -116,8 +126,8 @@ providers:
     ['a missing type', 'providers:\n  - name: x', 'providers.yaml: providers[0] (x): type: required string'],
     [
       'an unknown type',
-      'providers:\n  - name: aws-eu\n    type: aws',
-      'providers.yaml: providers[0] (aws-eu): type: unknown type "aws" (known: gcp, kubernetes, mock)',
+      'providers:\n  - name: hetzner-1\n    type: hetzner',
+      'providers.yaml: providers[0] (hetzner-1): type: unknown type "hetzner" (known: gcp, kubernetes, mock; a plugin\'s type needs its module under plugins:)',
     ],
     [
       'a duplicate name',
@@ -177,7 +187,7 @@ providers:
     [
       'an unknown fault kind',
       entry('    mock: { faults: { create: { kind: boom } } }'),
-      'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, got "boom"',
+      'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, hang, got "boom"',
     ],
     [
       'a fault count of zero',
