@@ -94,6 +94,9 @@ export class GcpProvider implements Provider {
   private async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     const missing = missingPlacement(req);
     if (missing) throw new ProviderPermanentError(`${missing} is required for GCP`, this.ctx('create'));
+    if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
+      throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
+    }
     const plan = buildInsert(req, this.settings);
     const id = formatProviderID(plan.ref);
     const api = await this.api();

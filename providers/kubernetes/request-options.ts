@@ -1,19 +1,26 @@
-import type { ConfigurationOptions, RequestContext, ResponseContext } from '@kubernetes/client-node';
+import {
+  Observable,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
 
 /**
  * Per-call options that put `signal` on the request, so an abort cancels the HTTP request
  * itself. The generated client has no signal parameter, but its request context carries one
- * to fetch; a middleware sets it. (The object-parameter API declares Observable middleware
- * but wraps what it is given as Promise middleware, which is what this is.)
+ * to fetch; a middleware (the object-parameter API's Observable kind) sets it.
  */
-export function withRequestSignal(signal: AbortSignal | undefined): ConfigurationOptions | undefined {
+export function withRequestSignal(
+  signal: AbortSignal | undefined,
+): ConfigurationOptions<ObservableMiddleware> | undefined {
   if (!signal) return undefined;
-  const middleware = {
-    pre: async (context: RequestContext) => {
+  const middleware: ObservableMiddleware = {
+    pre: (context: RequestContext) => {
       context.setSignal(signal);
-      return context;
+      return new Observable(Promise.resolve(context));
     },
-    post: async (context: ResponseContext) => context,
+    post: (context: ResponseContext) => new Observable(Promise.resolve(context)),
   };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as ConfigurationOptions;
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
 }
