@@ -70,6 +70,11 @@ export class ConfigObject {
     return v;
   }
 
+  /** A non-empty string, or undefined when the key is absent. */
+  optionalString(key: string): string | undefined {
+    return this.has(key) ? this.string(key, '') : (this.take(key) as undefined);
+  }
+
   number(key: string, fallback: number, rule: NumberRule = {}): number {
     const v = this.take(key);
     if (v === undefined) return fallback;

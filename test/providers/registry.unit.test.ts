@@ -197,11 +197,12 @@ describe('the provider registry', () => {
 describe('the built-in providers', () => {
   it('are learnt from their decorated classes, one folder each: no list to edit', () => {
     expect(BUILTIN_PROVIDER_CLASSES.map((c) => providerTypeOf(c)!.type).sort()).toEqual([
+      'aws',
       'gcp',
       'kubernetes',
       'mock',
     ]);
-    expect(builtinProviderRegistry().types()).toEqual(['gcp', 'kubernetes', 'mock']);
+    expect(builtinProviderRegistry().types()).toEqual(['aws', 'gcp', 'kubernetes', 'mock']);
   });
 
   it('builds the kubernetes provider only with a KubeConfig, saying so otherwise', async () => {
