@@ -126,10 +126,14 @@ function ensurePluginApiResolvable(): void {
   const resolveHere = (import.meta as { resolve?: (specifier: string) => string }).resolve;
   if (typeof resolveHere !== 'function' || typeof registerHooks !== 'function') return;
   const apiURL = resolveHere('./plugin.js');
-  registerHooks({
-    resolve(specifier, context, nextResolve) {
-      if (specifier === PLUGIN_API_SPECIFIER) return { url: apiURL, format: 'module', shortCircuit: true };
-      return nextResolve(specifier, context);
-    },
-  });
+  try {
+    registerHooks({
+      resolve(specifier, context, nextResolve) {
+        if (specifier === PLUGIN_API_SPECIFIER) return { url: apiURL, format: 'module', shortCircuit: true };
+        return nextResolve(specifier, context);
+      },
+    });
+  } catch {
+    // A host that loads modules itself (jest) refuses hooks; it maps the name its own way.
+  }
 }
