@@ -114,11 +114,19 @@ async function packageEntry(folder: string): Promise<string | undefined> {
 
 let apiResolvable = false;
 
+/** A bare package specifier (not relative, absolute, a URL or a node: builtin). */
+function isBare(specifier: string): boolean {
+  return !/^(\.{0,2}\/|[a-z][a-z0-9+.-]*:)/i.test(specifier);
+}
+
 /**
- * Makes `import ... from 'proxy-operator/plugin'` in a plugin resolve to this process's own
- * plugin API module, wherever the plugin lives (a folder, or node_modules): one module
- * instance, so the decorator, DI tokens and error classes a plugin uses are the operator's.
- * (Under jest, moduleNameMapper does the same.)
+ * Makes plugins resolve against the operator, wherever they live (a folder an init container
+ * filled, or node_modules):
+ * - `proxy-operator/plugin` is this process's own plugin API module: one instance, so the
+ *   decorator, DI tokens and error classes a plugin uses are the operator's;
+ * - a package a plugin cannot find next to itself (reflect-metadata, prom-client…) is looked
+ *   up where the operator's own packages are.
+ * (Under jest, moduleNameMapper does the first; jest refuses loader hooks.)
  */
 function ensurePluginApiResolvable(): void {
   if (apiResolvable) return;
@@ -126,11 +134,18 @@ function ensurePluginApiResolvable(): void {
   const resolveHere = (import.meta as { resolve?: (specifier: string) => string }).resolve;
   if (typeof resolveHere !== 'function' || typeof registerHooks !== 'function') return;
   const apiURL = resolveHere('./plugin.js');
+  const operatorURL = import.meta.url;
   try {
     registerHooks({
       resolve(specifier, context, nextResolve) {
         if (specifier === PLUGIN_API_SPECIFIER) return { url: apiURL, format: 'module', shortCircuit: true };
-        return nextResolve(specifier, context);
+        try {
+          return nextResolve(specifier, context);
+        } catch (err) {
+          const notFound = (err as NodeJS.ErrnoException | undefined)?.code === 'ERR_MODULE_NOT_FOUND';
+          if (!notFound || !isBare(specifier) || context.parentURL === operatorURL) throw err;
+          return nextResolve(specifier, { ...context, parentURL: operatorURL });
+        }
       },
     });
   } catch {

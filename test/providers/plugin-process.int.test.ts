@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { request } from 'undici';
@@ -56,6 +56,10 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('provider plugins in the operator process', () => {
   it('loads the plugins the providers file lists, reconciles a Proxy on one, and closes them on SIGTERM', async () => {
+    // The example plugin as an init container would deliver it: a folder outside the
+    // operator's tree, with no node_modules of its own.
+    const pluginDir = join(dir, 'plugins/directory');
+    await cp(join(root, 'examples/provider-plugin/src'), pluginDir, { recursive: true });
     const state = join(dir, 'instances');
     const closed = join(dir, 'closed.log');
     const providers = join(dir, 'providers.yaml');
@@ -63,7 +67,7 @@ describe('provider plugins in the operator process', () => {
       providers,
       [
         'plugins:',
-        `  - ./${relative(dir, join(root, 'examples/provider-plugin/src/index.ts'))}`,
+        '  - ./plugins/directory/index.ts',
         `  - ${join(root, 'test/providers/plugins/close-recorder.ts')}`,
         'providers:',
         '  - name: files',
