@@ -12,14 +12,12 @@ const INSTALL_HINT =
   `install it with: python3 -m venv ${MOTO_VENV} && ${MOTO_VENV}/bin/pip install "moto[server]==5.2.5" ` +
   '(.ci/run does this), or set MOTO_SERVER to a moto_server binary';
 
-/** The moto_server binary: $MOTO_SERVER, the .ci venv, or one on PATH. */
-export function motoServerBinary(): string {
-  const candidates = [process.env.MOTO_SERVER, join(MOTO_VENV, 'bin/moto_server')].filter(
-    (c): c is string => !!c,
-  );
+/** The moto_server binary: $MOTO_SERVER, the .ci venv, or one on PATH; a clear error otherwise. */
+export function motoServerBinary(env: NodeJS.ProcessEnv = process.env, venv = MOTO_VENV): string {
+  const candidates = [env.MOTO_SERVER, join(venv, 'bin/moto_server')].filter((c): c is string => !!c);
   for (const c of candidates) if (existsSync(c)) return c;
-  const which = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' });
-  const onPath = which.stdout.trim();
+  const which = spawnSync('/bin/sh', ['-c', 'command -v moto_server'], { encoding: 'utf8', env });
+  const onPath = (which.stdout ?? '').trim();
   if (which.status === 0 && onPath) return onPath;
   throw new Error(
     `moto_server (the EC2 emulator the aws tests run against) is not installed: ${INSTALL_HINT}`,
