@@ -46,7 +46,7 @@ describeProviderConformance({
   },
   failing: async () => {
     // A short deadline: google-gax retries idempotent calls on UNAVAILABLE until it passes.
-    const api = loopbackComputeApi(await closedPort(), 1_000);
+    const api = loopbackComputeApi(await closedPort(), 500);
     clients.push(api);
     return new GcpProvider('gcp', settings, logger, api);
   },
