@@ -63,10 +63,13 @@ describe('the discovery catalog over the cache', () => {
 
     // Listed as soon as the cache has it, leasable once its status says Ready and Healthy.
     await eventually('eu-1 listed', async () => ((await one('eu-1')).status === 200 ? true : undefined));
-    const ready = await eventually('eu-1 healthy in the API', async () => {
-      const p = await one('eu-1');
-      return p.body.healthy === true ? p.body : undefined;
-    });
+    const healthy = (name: string) =>
+      eventually(`${name} healthy in the API`, async () => {
+        const p = await one(name);
+        return p.body.healthy === true ? p.body : undefined;
+      });
+    const ready = await healthy('eu-1');
+    await healthy('us-1');
     const status = await proxies.get('eu-1');
     expect(ready).toMatchObject({
       id: `${namespace}/eu-1`,
