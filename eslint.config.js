@@ -3,7 +3,17 @@ import tseslint from 'typescript-eslint';
 import { layersPlugin } from './eslint/layers.js';
 
 export default tseslint.config(
-  { ignores: ['build/**', 'dist/**', 'node_modules/**', 'coverage/**', '**/node_modules/**', '**/build/**'] },
+  {
+    ignores: [
+      'build/**',
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      '**/node_modules/**',
+      '**/build/**',
+      '.ci/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

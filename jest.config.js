@@ -6,7 +6,13 @@ const transform = {
 };
 const shared = {
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    // What plugins import the plugin API and the conformance kit by (the operator process
+    // maps the first the same way at start-up; see providers/plugin-loader.ts).
+    '^proxy-operator/plugin$': '<rootDir>/providers/plugin.ts',
+    '^proxy-operator/conformance$': '<rootDir>/providers/conformance/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
   transform,
   testEnvironment: 'node',
 };

@@ -12,6 +12,11 @@ export const SERVICE_ACCOUNT_NAME = OPERATOR_NAME;
 export const PROVIDERS_CONFIGMAP_NAME = 'proxy-operator-providers';
 export const PROVIDERS_CONFIG_KEY = 'providers.yaml';
 export const PROVIDERS_CONFIG_DIR = '/etc/proxy-operator';
+/**
+ * Where provider plugins delivered by an init container land (an emptyDir, read-only for the
+ * operator): list `/opt/proxy-operator/plugins/<plugin>` under `plugins:` in providers.yaml.
+ */
+export const PLUGINS_DIR = '/opt/proxy-operator/plugins';
 /** Optional: without it the discovery API serves unauthenticated (and says so at startup). */
 export const DISCOVERY_TOKEN_SECRET_NAME = 'proxy-operator-discovery-token';
 export const DISCOVERY_TOKEN_SECRET_KEY = 'token';

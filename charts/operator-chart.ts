@@ -12,6 +12,7 @@ import {
   METRICS_SERVICE_NAME,
   OPERATOR_NAME,
   OPERATOR_NAMESPACE,
+  PLUGINS_DIR,
   PROVIDERS_CONFIG_DIR,
   PROVIDERS_CONFIG_KEY,
   PROVIDERS_CONFIGMAP_NAME,
@@ -32,6 +33,13 @@ export const REPLICAS_REASON =
   'Leases and cooldowns of the discovery API are kept in memory per replica, so clients of two ' +
   'replicas would see two lease books. Leader election stays on, so the second replica of a ' +
   'rolling update never reconciles at the same time.';
+
+/** How a provider plugin gets into the Pod without rebuilding the image; shipped as an annotation. */
+export const PLUGINS_USAGE =
+  `Provider plugins: add an init container that copies the plugin's folder from its own image ` +
+  `into the "plugins" volume (mounted at ${PLUGINS_DIR}), and list ${PLUGINS_DIR}/<folder> under ` +
+  `plugins: in ${PROVIDERS_CONFIG_KEY}. npm-packaged plugins can instead be installed into a ` +
+  `derived image (FROM this image; RUN npm install <package>). See the README, "Provider plugins".`;
 
 /**
  * The operator itself (dist/operator.yaml): its namespaces, ServiceAccount, RBAC, providers
@@ -76,7 +84,10 @@ export class OperatorChart extends Chart {
       metadata: {
         name: OPERATOR_NAME,
         namespace: OPERATOR_NAMESPACE,
-        annotations: { 'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON },
+        annotations: {
+          'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON,
+          'proxy-operator.crawl.example.com/plugins': PLUGINS_USAGE,
+        },
       },
       replicas: 1,
       // One replica: the new Pod starts before the old one stops, and waits for the Lease.
@@ -94,6 +105,7 @@ export class OperatorChart extends Chart {
     deployment.select(kplus.LabelSelector.of({ labels: APP_LABELS }));
 
     const tmp = kplus.Volume.fromEmptyDir(this, 'tmp', 'tmp');
+    const plugins = kplus.Volume.fromEmptyDir(this, 'plugins', 'plugins');
     const config = kplus.Volume.fromConfigMap(this, 'providers-config', providers, { name: 'providers' });
     const token = kplus.Secret.fromSecretName(this, 'discovery-token', DISCOVERY_TOKEN_SECRET_NAME);
     const probe = (path: string) => kplus.Probe.fromHttpGet(path, { port: METRICS_PORT });
@@ -138,6 +150,8 @@ export class OperatorChart extends Chart {
         { path: PROVIDERS_CONFIG_DIR, volume: config, readOnly: true },
         // The root filesystem is read-only; Node and libraries may still want a scratch dir.
         { path: '/tmp', volume: tmp },
+        // Empty unless an init container copies provider plugins in (README, "Provider plugins").
+        { path: PLUGINS_DIR, volume: plugins, readOnly: true },
       ],
     });
     // cdk8s-plus labels the Pods with its construct path even when told not to select by it.

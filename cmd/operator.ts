@@ -105,7 +105,6 @@ async function main(): Promise<void> {
   operator.installSignalHandlers();
   await operator.start();
   logger.info('operator started');
-  process.once('beforeExit', () => void providers.close());
 }
 
 main().catch((err: unknown) => {

@@ -5,7 +5,14 @@ import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
 export interface Settings {
   kubeconfig?: string;
   providersConfig?: string;
-  discovery: { host: string; port: number };
+  /** The discovery API's address and its session and cooldown tuning. */
+  discovery: {
+    host: string;
+    port: number;
+    maxCooldownSeconds: number;
+    sessionIdleSeconds: number;
+    maxSessions: number;
+  };
   discoveryToken: string;
   metrics: { host: string; port: number };
   leaderElect: boolean;
@@ -81,6 +88,24 @@ const OPTIONS: Option[] = [
     help: 'seconds a banned/rate-limited proxy rests for that target',
   },
   {
+    flag: 'max-cooldown',
+    env: 'MAX_COOLDOWN_SECONDS',
+    default: '3600',
+    help: 'longest cooldown: each consecutive ban/rate limit of a proxy on a target doubles it from --cooldown up to this',
+  },
+  {
+    flag: 'session-idle-timeout',
+    env: 'SESSION_IDLE_TIMEOUT_SECONDS',
+    default: '1800',
+    help: 'seconds a sticky session is kept without a lease or renewal in it',
+  },
+  {
+    flag: 'max-sessions',
+    env: 'MAX_SESSIONS',
+    default: '100000',
+    help: 'sticky sessions kept (at least 10000); at the cap a new session forgets the least recently used one',
+  },
+  {
     flag: 'max-lease-ttl',
     env: 'MAX_LEASE_TTL_SECONDS',
     default: '3600',
@@ -116,7 +141,7 @@ export function usage(): string {
   const lines = [
     'Usage: proxy-operator [flags]',
     '',
-    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token; empty disables auth. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token, surrounding whitespace ignored; empty disables auth. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
     '',
   ];
   for (const o of OPTIONS) {
@@ -143,6 +168,17 @@ function positiveInt(flag: string, value: string, min = 1): number {
   if (!Number.isInteger(n) || n < min)
     throw new SettingsError(`--${flag}: "${value}" must be an integer >= ${min}`);
   return n;
+}
+
+/**
+ * The API token. A Secret made from a file (`--from-file`) ends in a newline: surrounding
+ * whitespace is dropped. Whitespace inside can never be sent as a bearer token, so it is an error.
+ */
+function bearerToken(value: string | undefined): string {
+  const token = (value ?? '').trim();
+  if (/\s/.test(token))
+    throw new SettingsError('DISCOVERY_TOKEN: must not contain whitespace inside the token');
+  return token;
 }
 
 function bool(flag: string, value: string): boolean {
@@ -216,17 +252,29 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   if (!['trace', 'debug', 'info', 'warn', 'error'].includes(level)) {
     throw new SettingsError(`--log-level: "${level}" must be one of trace, debug, info, warn, error`);
   }
+  const cooldownSeconds = positiveInt('cooldown', get('cooldown')!);
+  const maxCooldownSeconds = positiveInt('max-cooldown', get('max-cooldown')!);
+  if (maxCooldownSeconds < cooldownSeconds) {
+    throw new SettingsError(
+      `--max-cooldown: "${maxCooldownSeconds}" must be at least --cooldown (${cooldownSeconds})`,
+    );
+  }
   return {
     kubeconfig: get('kubeconfig'),
     providersConfig: get('providers-config'),
-    discovery: address('discovery-address', get('discovery-address')!),
-    discoveryToken: env.DISCOVERY_TOKEN ?? '',
+    discovery: {
+      ...address('discovery-address', get('discovery-address')!),
+      maxCooldownSeconds,
+      sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
+      maxSessions: positiveInt('max-sessions', get('max-sessions')!, 10_000),
+    },
+    discoveryToken: bearerToken(env.DISCOVERY_TOKEN),
     metrics: address('metrics-address', get('metrics-address')!),
     leaderElect: bool('leader-elect', get('leader-elect')!),
     leaderElectionNamespace: get('leader-election-namespace')!,
     leaderElectionID: get('leader-election-id')!,
     logLevel: level as Settings['logLevel'],
-    cooldownSeconds: positiveInt('cooldown', get('cooldown')!),
+    cooldownSeconds,
     maxLeaseTTLSeconds: positiveInt('max-lease-ttl', get('max-lease-ttl')!),
     orphanSweepIntervalSeconds: positiveInt('orphan-sweep-interval', get('orphan-sweep-interval')!),
     orphanMinAgeSeconds: positiveInt('orphan-min-age', get('orphan-min-age')!, 0),

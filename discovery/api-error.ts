@@ -2,19 +2,25 @@
 // machine-readable code; `message` names what was wrong for the human reading it.
 import type { Response } from 'express';
 
-export type ApiErrorCode =
-  | 'invalid_request'
-  | 'invalid_json'
-  | 'unauthorized'
-  | 'not_found'
-  | 'lease_not_found'
-  | 'method_not_allowed'
-  | 'no_match'
-  | 'all_busy'
-  | 'all_cooling_down'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'internal';
+export const API_ERROR_CODES = [
+  'invalid_request',
+  'invalid_json',
+  'unauthorized',
+  'not_found',
+  'lease_not_found',
+  'proxy_not_found',
+  'method_not_allowed',
+  'request_timeout',
+  'no_match',
+  'all_busy',
+  'all_cooling_down',
+  'payload_too_large',
+  'unsupported_media_type',
+  'headers_too_large',
+  'internal',
+] as const;
+
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
 export interface ApiErrorBody {
   error: ApiErrorCode;
@@ -34,6 +40,23 @@ export class ApiError extends Error {
 }
 
 export function sendError(res: Response, status: number, code: ApiErrorCode, message: string): void {
-  const body: ApiErrorBody = { error: code, message };
-  res.status(status).json(body);
+  sendJSON(res, status, errorBody(code, message));
+}
+
+/**
+ * Writes a JSON answer directly (express's res.json re-parses and re-formats the content
+ * type and checks freshness on every call: measurable on the lease path). Headers already
+ * set on `res` (Allow, WWW-Authenticate, Connection) are kept.
+ */
+export function sendJSON(res: Response, status: number, body: unknown): void {
+  const json = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': typeof json === 'string' ? Buffer.byteLength(json) : json.length,
+  });
+  res.end(json);
+}
+
+export function errorBody(code: ApiErrorCode, message: string): ApiErrorBody {
+  return { error: code, message };
 }

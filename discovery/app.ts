@@ -1,26 +1,34 @@
 // The crawler-facing discovery and lease HTTP API. It reads proxies through ProxyCatalog and
-// keeps leases in a LeaseStore; it knows nothing about Kubernetes.
+// keeps leases, sessions and cooldowns in a LeaseStore; it knows nothing about Kubernetes.
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ApiError, sendError, type ApiErrorCode } from './api-error.js';
+import { ApiError, sendError, sendJSON, type ApiErrorCode } from './api-error.js';
 import { bearerAuth } from './bearer-auth.js';
-import type { ProxyCatalog } from './catalog.js';
+import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
-import type { LeaseStore } from './lease-store.js';
+import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
+import type { Lease, LeaseStore, NoLeaseReason } from './lease-store.js';
 import { openApiDocument } from './openapi.js';
-import { toLeaseView, toProxyView } from './proxy-view.js';
-import { parseLeaseBody, parseListQuery, parseReportBody } from './request-parsing.js';
-import { selectorMatcher } from './selector.js';
+import { ProxyListSerializer, toLeaseView, toProxyView } from './proxy-view.js';
+import {
+  parseLeaseBody,
+  parseListQuery,
+  parseRenewBody,
+  parseReportBody,
+  parseSessionKey,
+} from './request-parsing.js';
 
 export const DEFAULT_TTL_SECONDS = 300;
 export const DEFAULT_MAX_TTL_SECONDS = 3600;
-export const BODY_LIMIT = '16kb';
 
 export interface DiscoveryAppOptions {
   catalog: ProxyCatalog;
   leases: LeaseStore;
-  /** Bearer token clients must send; empty or undefined disables auth (with a warning). */
+  /**
+   * Bearer token clients must send; surrounding whitespace (a Secret made from a file ends
+   * in a newline) is ignored. Empty or undefined disables auth (with a warning).
+   */
   token?: string;
   logger: Logger;
   registry: Registry;
@@ -32,12 +40,12 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const { catalog, leases, logger } = options;
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
+  const serializer = new ProxyListSerializer();
+  const token = options.token?.trim() ?? '';
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-
-  // Any content type is read as JSON: `curl -d '{...}'` sends form-urlencoded by default.
-  const jsonBody = express.json({ limit: BODY_LIMIT, strict: true, type: () => true });
+  const body = jsonBody(BODY_LIMIT_BYTES);
 
   app
     .route('/openapi.json')
@@ -46,48 +54,62 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     })
     .all(methodNotAllowed('GET, HEAD'));
 
-  if (options.token) {
-    app.use('/v1', bearerAuth(options.token));
-  } else {
+  // Auth on each /v1 route itself (not one app.use('/v1') in front, which re-writes every
+  // request's path on the hot path), and once more for /v1 paths no route takes.
+  const guard: RequestHandler = token === '' ? (_req, _res, next) => next() : bearerAuth(token);
+  if (token === '') {
     logger.warn('DISCOVERY_TOKEN is empty: the discovery API accepts requests WITHOUT authentication');
   }
 
   app
     .route('/v1/proxies')
+    .all(guard)
     .get(async (req, res) => {
       const query = parseListQuery(rawQuery(req));
-      const matches = selectorMatcher(query.selector);
-      const proxies = catalog
-        .list()
-        .filter((p) => matches(p.attributes) && (query.healthy === undefined || p.healthy === query.healthy))
-        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      const counts = await leases.activeCounts(proxies.map((p) => p.id));
-      res.json({ items: proxies.map((p) => toProxyView(p, counts.get(p.id) ?? 0)) });
+      const proxies = catalog.list(query);
+      const usage = await leases.usage(proxies.map((p) => p.id));
+      sendJSON(res, 200, serializer.list(proxies, usage));
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  app
+    .route('/v1/proxies/:namespace/:name')
+    .all(guard)
+    .get(async (req, res) => {
+      const id = `${req.params.namespace}/${req.params.name}`;
+      const proxy = catalog.get(id);
+      if (proxy === undefined) {
+        sendError(res, 404, 'proxy_not_found', `proxy '${id}' does not exist`);
+        return;
+      }
+      const usage = await leases.usage([id]);
+      sendJSON(res, 200, toProxyView(proxy, usage.get(id)!));
     })
     .all(methodNotAllowed('GET, HEAD'));
 
   app
     .route('/v1/leases')
-    .post(jsonBody, async (req, res) => {
+    .all(guard)
+    .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
-      // One snapshot for selection and response: the proxy we answer with is the one chosen.
-      const candidates = catalog.list();
-      const result = await leases.acquire(request, candidates);
+      const result = await leases.acquire(request);
       if (!result.granted) {
-        metrics.countLeaseRequest('no_match');
+        metrics.countLeaseRequest(result.reason);
         sendError(res, 409, result.reason, noLeaseMessage(result.reason, request.selector, request.target));
         return;
       }
       metrics.countLeaseRequest('granted');
-      const { lease } = result;
-      const proxy = candidates.find((p) => p.id === lease.proxyID)!;
-      logger.debug({ leaseID: lease.id, proxyID: lease.proxyID, target: lease.target }, 'lease granted');
-      res.status(201).json(toLeaseView(lease, proxy, await leases.activeCount(proxy.id)));
+      const { lease, usage, session } = result;
+      if (session?.moved) {
+        logger.info({ session: session.key, proxyID: lease.proxyID }, 'session moved to another proxy');
+      }
+      sendJSON(res, 201, toLeaseView(lease, lease.proxy, usage, session));
     })
     .all(methodNotAllowed('POST'));
 
   app
     .route('/v1/leases/:id')
+    .all(guard)
     .delete(async (req, res) => {
       await leases.release(req.params.id);
       res.status(204).end();
@@ -95,14 +117,32 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(methodNotAllowed('DELETE'));
 
   app
+    .route('/v1/leases/:id/renew')
+    .all(guard)
+    .post(body, async (req, res) => {
+      const { ttlSeconds } = parseRenewBody(req.body, limits);
+      const renewed = await leases.renew(req.params.id, ttlSeconds);
+      if (renewed === undefined) {
+        leaseNotFound(res, req.params.id);
+        return;
+      }
+      const { lease, usage } = renewed;
+      const session = lease.session === undefined ? undefined : { key: lease.session, moved: false };
+      sendJSON(res, 200, toLeaseView(lease, currentProxy(catalog, lease), usage, session));
+    })
+    .all(methodNotAllowed('POST'));
+
+  app
     .route('/v1/leases/:id/report')
-    .post(jsonBody, async (req, res) => {
+    .all(guard)
+    .post(body, async (req, res) => {
       const report = parseReportBody(req.body);
       const outcome = await leases.report(req.params.id, report.result, report.target);
       if (outcome === undefined) {
-        sendError(res, 404, 'lease_not_found', `lease '${req.params.id}' is unknown, expired or released`);
+        leaseNotFound(res, req.params.id);
         return;
       }
+      metrics.countReport(report.result);
       if (outcome.cooldownUntil !== undefined) {
         logger.info(
           {
@@ -110,11 +150,12 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
             proxyID: outcome.lease.proxyID,
             result: report.result,
             target: outcome.target ?? null,
+            cooldownUntil: outcome.cooldownUntil.toISOString(),
           },
           'proxy cooling down',
         );
       }
-      res.json({
+      sendJSON(res, 200, {
         leaseID: outcome.lease.id,
         proxyID: outcome.lease.proxyID,
         result: report.result,
@@ -124,11 +165,33 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     })
     .all(methodNotAllowed('POST'));
 
+  app
+    .route('/v1/sessions/:key')
+    .all(guard)
+    .delete(async (req, res) => {
+      await leases.endSession(parseSessionKey(req.params.key, 'session key'));
+      res.status(204).end();
+    })
+    .all(methodNotAllowed('DELETE'));
+
+  app.use('/v1', guard);
   app.use((req, res) => {
     sendError(res, 404, 'not_found', `no route for ${req.method} ${req.path}`);
   });
   app.use(errorHandler(logger));
   return app;
+}
+
+/**
+ * The proxy as it is now; a lease outlives its proxy's deletion, and then shows the proxy as
+ * it was when leased, marked unhealthy and Deleting.
+ */
+function currentProxy(catalog: ProxyCatalog, lease: Lease): ProxyRecord {
+  return catalog.get(lease.proxyID) ?? { ...lease.proxy, healthy: false, phase: 'Deleting' };
+}
+
+function leaseNotFound(res: Parameters<RequestHandler>[1], id: string): void {
+  sendError(res, 404, 'lease_not_found', `lease '${id}' is unknown, expired or released`);
 }
 
 function ttlLimits(options: DiscoveryAppOptions) {
@@ -163,11 +226,7 @@ function methodNotAllowed(allow: string): RequestHandler {
   };
 }
 
-function noLeaseMessage(
-  reason: 'no_match' | 'all_busy' | 'all_cooling_down',
-  selector: Record<string, string>,
-  target?: string,
-): string {
+function noLeaseMessage(reason: NoLeaseReason, selector: Record<string, string>, target?: string): string {
   const what = `proxies matching selector ${JSON.stringify(selector)}`;
   switch (reason) {
     case 'no_match':
@@ -179,14 +238,6 @@ function noLeaseMessage(
   }
 }
 
-/** Codes for the client errors express and body-parser raise themselves. */
-const PARSER_ERROR_CODES: Record<string, ApiErrorCode> = {
-  'entity.parse.failed': 'invalid_json',
-  'entity.too.large': 'payload_too_large',
-  'encoding.unsupported': 'unsupported_media_type',
-  'charset.unsupported': 'unsupported_media_type',
-};
-
 /** Renders errors as JSON; a client's mistake keeps its 4xx status and never becomes a 500. */
 function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -194,16 +245,9 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof ApiError) return sendError(res, err.status, err.code, err.message);
     const status = clientErrorStatus(err);
     if (status !== undefined) {
-      const type = (err as { type?: unknown }).type;
-      const code = (typeof type === 'string' ? PARSER_ERROR_CODES[type] : undefined) ?? 'invalid_request';
-      const detail = err instanceof Error ? err.message : String(err);
-      const message =
-        code === 'invalid_json'
-          ? `request body is not valid JSON: ${detail}`
-          : code === 'payload_too_large'
-            ? `request body exceeds ${BODY_LIMIT}`
-            : detail;
-      return sendError(res, status, code, message);
+      // express raises these itself, e.g. a path parameter that is not valid percent-encoding.
+      const code: ApiErrorCode = 'invalid_request';
+      return sendError(res, status, code, err instanceof Error ? err.message : String(err));
     }
     logger.error({ err, method: req.method, path: req.path }, 'discovery request failed');
     sendError(res, 500, 'internal', 'internal error');

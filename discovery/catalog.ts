@@ -1,26 +1,49 @@
 // What the discovery API reads proxies from. The API owns this interface; the handlers layer
-// implements it over the informer cache, tests over a plain array. Nothing here knows about
-// Kubernetes.
-
-/** DI token for the ProxyCatalog implementation. */
-export const PROXY_CATALOG = Symbol('ProxyCatalog');
+// feeds an IndexedCatalog from the informer cache's change events, tests fill one by hand.
+// Nothing here knows about Kubernetes.
 
 /** One proxy as the discovery API sees it: a flattened, read-only view of a Proxy resource. */
 export interface ProxyRecord {
   /** namespace/name: stable across replacements, unlike the IP. */
-  id: string;
+  readonly id: string;
   /** Empty until the proxy has an address; such a proxy is listed but never leased. */
-  ip: string;
-  port: number;
-  attributes: Record<string, string>;
-  phase: string;
-  healthy: boolean;
-  latencyMillis: number;
+  readonly ip: string;
+  readonly port: number;
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly phase: string;
+  readonly healthy: boolean;
+  readonly latencyMillis: number;
   /** Concurrent lease cap; 0 means list-only, never leased. */
-  maxLeases: number;
+  readonly maxLeases: number;
+}
+
+/** One record appearing, changing or disappearing; records are immutable and replaced whole. */
+export interface CatalogChange {
+  before?: ProxyRecord;
+  after?: ProxyRecord;
+}
+
+export type CatalogListener = (change: CatalogChange) => void;
+
+/** Which records a list answer holds. */
+export interface CatalogFilter {
+  /** Attribute equality: every pair must be present; empty or absent matches all. */
+  selector?: Readonly<Record<string, string>>;
+  /** Only healthy (true) or only unhealthy (false) records; absent = both. */
+  healthy?: boolean;
 }
 
 export interface ProxyCatalog {
-  /** The current proxies. Called on every request, so it must be a cheap cache read. */
-  list(): ProxyRecord[];
+  /** Changes whenever any record changes; an equal version means identical content. */
+  version(): number;
+  get(id: string): ProxyRecord | undefined;
+  /**
+   * The records the filter keeps, sorted by id. Served through the attribute index and
+   * cached per version, so it is cheap to call on every request.
+   */
+  list(filter?: CatalogFilter): readonly ProxyRecord[];
+  /** Every record, in no particular order (for building indexes). */
+  records(): Iterable<ProxyRecord>;
+  /** Calls `listener` synchronously after every change; returns the unsubscribe function. */
+  subscribe(listener: CatalogListener): () => void;
 }

@@ -1,34 +1,83 @@
 // The discovery API's Prometheus metrics, registered on the registry the caller owns.
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { LeaseStore } from './lease-store.js';
+import type { LeaseStore, NoLeaseReason, ReportResult, StoreTotals } from './lease-store.js';
+import { REPORT_RESULTS } from './lease-store.js';
 
-export type LeaseRequestOutcome = 'granted' | 'no_match';
+export type LeaseRequestOutcome = 'granted' | NoLeaseReason;
+const OUTCOMES: readonly LeaseRequestOutcome[] = ['granted', 'no_match', 'all_busy', 'all_cooling_down'];
 
 export class DiscoveryMetrics {
   private readonly leaseRequests: Counter<'outcome'>;
+  private readonly reports: Counter<'result'>;
+  // Children bound once: the hot path skips label hashing.
+  private readonly byOutcome = new Map<LeaseRequestOutcome, { inc(): void }>();
+  private readonly byResult = new Map<ReportResult, { inc(): void }>();
 
   constructor(registry: Registry, leases: LeaseStore) {
-    new Gauge({
-      name: 'proxy_operator_leases_active',
-      help: 'Leases currently held by clients.',
+    // Gauges are read from the store at scrape time, so expiries show without bookkeeping here.
+    const gauge = (name: string, help: string, read: (totals: StoreTotals) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        async collect() {
+          this.set(read(await leases.totals()));
+        },
+      });
+    gauge('proxy_operator_leases_active', 'Leases currently held by clients.', (t) => t.activeLeases);
+    gauge(
+      'proxy_operator_sessions_active',
+      'Sticky sessions currently bound to a proxy.',
+      (t) => t.activeSessions,
+    );
+    gauge(
+      'proxy_operator_cooldowns_active',
+      'Running cooldowns: (proxy, target) pairs benched after banned/rate_limited reports.',
+      (t) => t.activeCooldowns,
+    );
+    // The store counts evictions itself (it may be shared); this counter follows its totals.
+    const counted = { session: 0, cooldown: 0 };
+    new Counter({
+      name: 'proxy_operator_discovery_evictions_total',
+      help: 'Sessions and (proxy, target) cooldown entries forgotten because their cap was reached.',
+      labelNames: ['kind'],
       registers: [registry],
-      // Read at scrape time so expiries show up without any bookkeeping on our side.
       async collect() {
-        this.set(await leases.activeTotal());
+        const totals = await leases.totals();
+        this.inc({ kind: 'session' }, Math.max(0, totals.sessionsEvicted - counted.session));
+        this.inc({ kind: 'cooldown' }, Math.max(0, totals.cooldownsEvicted - counted.cooldown));
+        counted.session = Math.max(counted.session, totals.sessionsEvicted);
+        counted.cooldown = Math.max(counted.cooldown, totals.cooldownsEvicted);
       },
     });
     this.leaseRequests = new Counter({
       name: 'proxy_operator_lease_requests_total',
-      help: 'Lease requests by outcome; no_match counts every 409 (no_match, all_busy, all_cooling_down).',
+      help: 'Lease requests by outcome: granted, or the 409 reason (no_match, all_busy, all_cooling_down).',
       labelNames: ['outcome'],
       registers: [registry],
     });
-    // Zero-initialized so rate() works before the first refusal.
-    this.leaseRequests.inc({ outcome: 'granted' }, 0);
-    this.leaseRequests.inc({ outcome: 'no_match' }, 0);
+    this.reports = new Counter({
+      name: 'proxy_operator_lease_reports_total',
+      help: 'Reports on leases by result (ok, banned, rate_limited).',
+      labelNames: ['result'],
+      registers: [registry],
+    });
+    // Zero-initialized so rate() works before the first of each.
+    for (const outcome of OUTCOMES) {
+      this.leaseRequests.inc({ outcome }, 0);
+      this.byOutcome.set(outcome, this.leaseRequests.labels({ outcome }));
+    }
+    for (const result of REPORT_RESULTS) {
+      this.reports.inc({ result }, 0);
+      this.byResult.set(result, this.reports.labels({ result }));
+    }
   }
 
   countLeaseRequest(outcome: LeaseRequestOutcome): void {
-    this.leaseRequests.inc({ outcome });
+    this.byOutcome.get(outcome)!.inc();
+  }
+
+  countReport(result: ReportResult): void {
+    this.byResult.get(result)!.inc();
   }
 }

@@ -1,8 +1,7 @@
-// Which proxy a lease request gets: pure, so every LeaseStore implementation selects alike
-// and the rule is tested without a store.
+// Which proxy a lease request gets: pure, so the rule is table-tested without a store.
 import type { ProxyRecord } from './catalog.js';
-import type { NoLeaseReason } from './lease-store.js';
-import { selectorMatcher } from './selector.js';
+import type { NoLeaseReason, OutcomeCounts } from './lease-store.js';
+import { failures } from './outcome-window.js';
 
 /** A proxy a lease may ever point at, whatever its current load. */
 export function isLeasable(proxy: ProxyRecord): boolean {
@@ -10,50 +9,50 @@ export function isLeasable(proxy: ProxyRecord): boolean {
   return proxy.healthy && proxy.ip !== '' && proxy.maxLeases > 0 && proxy.phase !== 'Deleting';
 }
 
-export interface SelectionState {
-  /** Live leases on a proxy. */
-  load(proxyID: string): number;
-  /** Whether the proxy is cooling down for the request's target (or globally). */
-  coolingDown(proxyID: string): boolean;
+/** A leasable proxy with a free slot, and its live lease count. */
+export interface Candidate {
+  proxy: ProxyRecord;
+  load: number;
 }
 
-export type Selection = { proxy: ProxyRecord } | { reason: NoLeaseReason };
+export interface SelectionState {
+  /** Whether the proxy is cooling down for the request's target (or the global pool). */
+  coolingDown(proxyID: string): boolean;
+  /** Recent counts for the request's target, when the proxy had a bad report there recently. */
+  failingRecord(proxyID: string): OutcomeCounts | undefined;
+}
 
 /**
- * Least-loaded first: fewest live leases, then lowest latency, then id (deterministic).
- * When nothing is free the reason says why: no leasable proxy matches (no_match); some
- * match and are not cooling down but all are full (all_busy, worth retrying soon); every
- * match is cooling down for this target (all_cooling_down).
+ * Least-loaded first. `free` holds the free proxies matching the selector in (load, latency,
+ * id) order. Cooling proxies are skipped. Among the eligible proxies with the fewest leases,
+ * one without recent failures for the target wins (the first in order, i.e. the fastest);
+ * only when all of them failed recently does the lowest failure ratio win, then latency, id.
+ * Stops at the first clean proxy, so it looks at few entries beyond the ones it skips.
  */
-export function selectProxy(
-  candidates: readonly ProxyRecord[],
-  selector: Record<string, string>,
-  state: SelectionState,
-): Selection {
-  const matches = selectorMatcher(selector);
-  let best: ProxyRecord | undefined;
-  let bestLoad = 0;
-  let matched = false;
-  let notCooling = false;
-  for (const proxy of candidates) {
-    if (!isLeasable(proxy) || !matches(proxy.attributes)) continue;
-    matched = true;
-    if (state.coolingDown(proxy.id)) continue;
-    notCooling = true;
-    const load = state.load(proxy.id);
-    if (load >= proxy.maxLeases) continue;
-    if (best === undefined || isBetter(proxy, load, best, bestLoad)) {
-      best = proxy;
-      bestLoad = load;
+export function selectProxy(free: Iterable<Candidate>, state: SelectionState): Candidate | undefined {
+  let level = -1;
+  let bestFailing: { candidate: Candidate; ratio: number } | undefined;
+  for (const candidate of free) {
+    if (candidate.load !== level) {
+      if (bestFailing !== undefined) return bestFailing.candidate;
+      level = candidate.load;
     }
+    if (state.coolingDown(candidate.proxy.id)) continue;
+    const record = state.failingRecord(candidate.proxy.id);
+    if (record === undefined) return candidate;
+    const ratio = failures(record) / (failures(record) + record.ok);
+    // Candidates arrive in (latency, id) order, so only a strictly lower ratio replaces.
+    if (bestFailing === undefined || ratio < bestFailing.ratio) bestFailing = { candidate, ratio };
   }
-  if (best !== undefined) return { proxy: best };
-  if (!matched) return { reason: 'no_match' };
-  return { reason: notCooling ? 'all_busy' : 'all_cooling_down' };
+  return bestFailing?.candidate;
 }
 
-function isBetter(a: ProxyRecord, aLoad: number, b: ProxyRecord, bLoad: number): boolean {
-  if (aLoad !== bLoad) return aLoad < bLoad;
-  if (a.latencyMillis !== b.latencyMillis) return a.latencyMillis < b.latencyMillis;
-  return a.id < b.id;
+/**
+ * Why nothing was leased: no leasable proxy matches (no_match); some match and are not
+ * cooling down but all are full (all_busy, worth retrying soon); every match is cooling down
+ * for this target (all_cooling_down).
+ */
+export function refusal(leasableMatches: number, coolingMatches: number): NoLeaseReason {
+  if (leasableMatches === 0) return 'no_match';
+  return coolingMatches >= leasableMatches ? 'all_cooling_down' : 'all_busy';
 }

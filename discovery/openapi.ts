@@ -1,5 +1,9 @@
 // OpenAPI 3.1 description of the discovery API, served at GET /openapi.json. A test checks
 // it against the implementation in both directions, so keep the two in step.
+import { API_ERROR_CODES } from './api-error.js';
+import { BODY_LIMIT_BYTES } from './json-body.js';
+import { MAX_SESSION_LENGTH } from './request-parsing.js';
+import { SERVER_DEFAULTS } from './server.js';
 
 export interface SchemaObject {
   type?: string | string[];
@@ -11,6 +15,9 @@ export interface SchemaObject {
   format?: string;
   minimum?: number;
   maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
   description?: string;
   $ref?: string;
 }
@@ -67,6 +74,71 @@ const target: SchemaObject = {
   description:
     'Site the proxy is used against (a host name); compared case-insensitively. Absent = the global pool.',
 };
+const sessionKey: SchemaObject = {
+  type: 'string',
+  minLength: 1,
+  maxLength: MAX_SESSION_LENGTH,
+  pattern: '^[A-Za-z0-9._:@-]+$',
+};
+const ttlSeconds: SchemaObject = {
+  type: 'integer',
+  minimum: 1,
+  description: 'At most the configured maximum (--max-lease-ttl, default 3600).',
+};
+const bodyLimit = `${BODY_LIMIT_BYTES / 1024}kb`;
+
+/** The Proxy schema: a list item, the single GET, and (with url) the leased proxy. */
+const proxySchema = {
+  type: 'object',
+  required: [
+    'id',
+    'ip',
+    'port',
+    'attributes',
+    'phase',
+    'healthy',
+    'latencyMillis',
+    'activeLeases',
+    'maxLeases',
+    'stats',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', description: 'namespace/name of the Proxy resource.' },
+    ip: { type: 'string', description: 'Empty until the proxy has an address.' },
+    port: { type: 'integer', minimum: 1, maximum: 65535 },
+    attributes: ref('Attributes'),
+    phase: { type: 'string' },
+    healthy: { type: 'boolean' },
+    latencyMillis: { type: 'number', minimum: 0 },
+    activeLeases: { type: 'integer', minimum: 0 },
+    maxLeases: { type: 'integer', minimum: 0, description: '0 = list-only, never leased.' },
+    stats: ref('OutcomeStats'),
+  },
+} satisfies SchemaObject;
+
+/** Proxy plus its url: derived, so the two can never drift apart. */
+const leasedProxySchema: SchemaObject = {
+  ...proxySchema,
+  required: [...proxySchema.required, 'url'],
+  properties: {
+    ...proxySchema.properties,
+    url: { type: 'string', description: 'http://ip:port, ready to use as an HTTP proxy URL.' },
+  },
+};
+
+const proxyID: ParameterObject[] = [
+  {
+    name: 'namespace',
+    in: 'path',
+    required: true,
+    description: "The Proxy's namespace.",
+    schema: { type: 'string' },
+  },
+  { name: 'name', in: 'path', required: true, description: "The Proxy's name.", schema: { type: 'string' } },
+];
+const leaseResponse = (description: string): ResponseObject => ({ description, content: json(ref('Lease')) });
+const { headersTimeoutMs, requestTimeoutMs, maxHeaderSize } = SERVER_DEFAULTS;
 
 export const openApiDocument: OpenApiDocument = {
   openapi: '3.1.0',
@@ -74,9 +146,14 @@ export const openApiDocument: OpenApiDocument = {
     title: 'proxy-operator discovery API',
     version: 'v1',
     description:
-      'Lists proxies and leases them to crawlers. Leases and cooldowns live in memory: an operator restart drops ' +
-      'them, so clients must tolerate a lease vanishing (the proxy keeps working; lease again). A lease whose proxy ' +
-      'turns unhealthy or is deleted stays valid until it expires or is released, but that proxy is not leased again.',
+      'Lists proxies and leases them to crawlers. Leases, sessions, cooldowns and statistics live in memory: an ' +
+      'operator restart drops them, so clients must tolerate a lease vanishing (the proxy keeps working; lease ' +
+      'again). A lease whose proxy turns unhealthy or is deleted stays valid until it expires or is released, but ' +
+      'that proxy is not leased again. Limits on every request: request line and headers together at most ' +
+      `${maxHeaderSize} bytes (else 431 headers_too_large); headers within ${headersTimeoutMs / 1000} s and the ` +
+      `whole request within ${requestTimeoutMs / 1000} s (else 408 request_timeout, checked every second); ` +
+      `bodies at most ${bodyLimit} (else 413 at once, a declared Content-Length included, without reading the ` +
+      'body); CONNECT and protocol upgrades get 405. These answers close the connection.',
   },
   security: [{ bearer: [] }],
   paths: {
@@ -115,18 +192,36 @@ export const openApiDocument: OpenApiDocument = {
         },
       },
     },
+    '/v1/proxies/{namespace}/{name}': {
+      get: {
+        operationId: 'getProxy',
+        summary: 'One proxy, the same object as its list item.',
+        parameters: proxyID,
+        responses: {
+          '200': { description: 'The proxy.', content: json(ref('Proxy')) },
+          '400': shared('BadRequest'),
+          '401': shared('Unauthorized'),
+          '404': errorResponse('proxy_not_found: no Proxy with this namespace and name.'),
+        },
+      },
+    },
     '/v1/leases': {
       post: {
         operationId: 'acquireLease',
         summary: 'Lease the least-loaded healthy proxy matching the selector.',
         description:
           'Chooses among healthy proxies with an IP and maxLeases > 0 that match the selector, have a free slot and ' +
-          'are not cooling down for the target (a cooldown without target benches the proxy for every lease); ' +
-          'fewest active leases first, then lowest latency, then id. The body may be sent with any content type; ' +
-          'an empty body leases any proxy for the default TTL.',
+          'are not cooling down for the target (a lease without target uses the global pool: only target-less ' +
+          'reports bench a proxy for it). Fewest active leases first; among equally loaded proxies one without ' +
+          'recent banned/rate_limited reports for the target first (else the lowest failure ratio), then lowest ' +
+          'latency, then id. With a session key, the lease goes to the proxy the session is bound to while that ' +
+          'proxy stays leasable for this request; otherwise the session moves (session.moved = true). Sessions ' +
+          'expire after an idle time (default 30 min); at the session cap, starting a new session forgets the ' +
+          'least recently used one. The body may be sent with any content type; an empty body leases any proxy ' +
+          'for the default TTL.',
         requestBody: { required: false, content: json(ref('LeaseRequest')) },
         responses: {
-          '201': { description: 'Lease granted.', content: json(ref('Lease')) },
+          '201': leaseResponse('Lease granted.'),
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
           '409': errorResponse(
@@ -151,14 +246,35 @@ export const openApiDocument: OpenApiDocument = {
         },
       },
     },
+    '/v1/leases/{id}/renew': {
+      post: {
+        operationId: 'renewLease',
+        summary: 'Extend a live lease without releasing it.',
+        description:
+          'The lease then ends ttlSeconds from now (default: its original TTL), but a renewal never shortens it. ' +
+          'It never moves the lease: proxy.healthy says whether the proxy is still healthy, and a proxy deleted ' +
+          'since shows as it was, with healthy false and phase Deleting.',
+        parameters: [leaseID],
+        requestBody: { required: false, content: json(ref('RenewRequest')) },
+        responses: {
+          '200': leaseResponse('Renewed.'),
+          '400': shared('BadRequest'),
+          '401': shared('Unauthorized'),
+          '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
+          '413': shared('PayloadTooLarge'),
+          '415': shared('UnsupportedMediaType'),
+        },
+      },
+    },
     '/v1/leases/{id}/report': {
       post: {
         operationId: 'reportLease',
         summary: "Report how the lease's proxy fared against a target.",
         description:
           "rate_limited and banned keep the proxy out of new leases for the target (default: the lease's own " +
-          'target) for the configured cooldown; with no target at all the cooldown applies to every lease. ' +
-          'ok records nothing. A running cooldown is never shortened.',
+          'target; none = the global pool, which only target-less leases use). Consecutive bad reports for the ' +
+          'same proxy and target double the cooldown (first: --cooldown, at most --max-cooldown, ±10 % jitter); ' +
+          "ok resets that streak. A running cooldown is never shortened. Every report counts in the proxy's stats.",
         parameters: [leaseID],
         requestBody: { required: true, content: json(ref('ReportRequest')) },
         responses: {
@@ -171,6 +287,20 @@ export const openApiDocument: OpenApiDocument = {
         },
       },
     },
+    '/v1/sessions/{key}': {
+      delete: {
+        operationId: 'endSession',
+        summary: 'End a sticky session: forget its binding (its leases stay valid). Idempotent.',
+        parameters: [
+          { name: 'key', in: 'path', required: true, description: 'The session key.', schema: sessionKey },
+        ],
+        responses: {
+          '204': { description: 'Ended (or already unknown).' },
+          '400': shared('BadRequest'),
+          '401': shared('Unauthorized'),
+        },
+      },
+    },
   },
   components: {
     securitySchemes: {
@@ -178,11 +308,14 @@ export const openApiDocument: OpenApiDocument = {
         type: 'http',
         scheme: 'bearer',
         description:
-          'The static token from DISCOVERY_TOKEN. When the operator runs without one, auth is off.',
+          'The static token from DISCOVERY_TOKEN (surrounding whitespace ignored). When the operator runs without ' +
+          'one, auth is off.',
       },
     },
     responses: {
-      BadRequest: errorResponse('invalid_request or invalid_json: the message names the offending field.'),
+      BadRequest: errorResponse(
+        'invalid_request or invalid_json: the message names the offending field (also a malformed HTTP request).',
+      ),
       Unauthorized: {
         description: 'unauthorized: missing or wrong bearer token.',
         headers: { 'WWW-Authenticate': { description: 'Bearer challenge.', schema: { type: 'string' } } },
@@ -190,12 +323,24 @@ export const openApiDocument: OpenApiDocument = {
       },
       NotFound: errorResponse('not_found: no such route.'),
       MethodNotAllowed: {
-        description: 'method_not_allowed: the path exists but not with this method.',
+        description:
+          'method_not_allowed: the path exists but not with this method; also every CONNECT and protocol upgrade.',
         headers: { Allow: { description: 'The allowed methods.', schema: { type: 'string' } } },
         content: json(ref('Error')),
       },
-      PayloadTooLarge: errorResponse('payload_too_large: the body exceeds 16kb.'),
-      UnsupportedMediaType: errorResponse('unsupported_media_type: unsupported charset or content encoding.'),
+      RequestTimeout: errorResponse(
+        `request_timeout: headers not received within ${headersTimeoutMs / 1000} s or the whole request within ` +
+          `${requestTimeoutMs / 1000} s. Closes the connection.`,
+      ),
+      PayloadTooLarge: errorResponse(
+        `payload_too_large: the body (or its declared Content-Length) exceeds ${bodyLimit}. Closes the connection.`,
+      ),
+      UnsupportedMediaType: errorResponse(
+        'unsupported_media_type: a charset other than UTF-8, or a compressed body.',
+      ),
+      HeadersTooLarge: errorResponse(
+        `headers_too_large: request line and headers exceed ${maxHeaderSize} bytes. Closes the connection.`,
+      ),
     },
     schemas: {
       Error: {
@@ -203,81 +348,26 @@ export const openApiDocument: OpenApiDocument = {
         required: ['error', 'message'],
         additionalProperties: false,
         properties: {
-          error: {
-            type: 'string',
-            enum: [
-              'invalid_request',
-              'invalid_json',
-              'unauthorized',
-              'not_found',
-              'lease_not_found',
-              'method_not_allowed',
-              'no_match',
-              'all_busy',
-              'all_cooling_down',
-              'payload_too_large',
-              'unsupported_media_type',
-              'internal',
-            ],
-          },
+          error: { type: 'string', enum: API_ERROR_CODES },
           message: { type: 'string' },
         },
       },
       Attributes: { type: 'object', additionalProperties: { type: 'string' } },
-      Proxy: {
+      OutcomeStats: {
         type: 'object',
-        required: [
-          'id',
-          'ip',
-          'port',
-          'attributes',
-          'phase',
-          'healthy',
-          'latencyMillis',
-          'activeLeases',
-          'maxLeases',
-        ],
+        description:
+          'Reports on leases of this proxy over a sliding window (all targets), in 1/15-window steps.',
+        required: ['windowSeconds', 'ok', 'banned', 'rate_limited'],
         additionalProperties: false,
         properties: {
-          id: { type: 'string', description: 'namespace/name of the Proxy resource.' },
-          ip: { type: 'string', description: 'Empty until the proxy has an address.' },
-          port: { type: 'integer', minimum: 1, maximum: 65535 },
-          attributes: ref('Attributes'),
-          phase: { type: 'string' },
-          healthy: { type: 'boolean' },
-          latencyMillis: { type: 'number', minimum: 0 },
-          activeLeases: { type: 'integer', minimum: 0 },
-          maxLeases: { type: 'integer', minimum: 0, description: '0 = list-only, never leased.' },
+          windowSeconds: { type: 'integer', minimum: 1 },
+          ok: { type: 'integer', minimum: 0 },
+          banned: { type: 'integer', minimum: 0 },
+          rate_limited: { type: 'integer', minimum: 0 },
         },
       },
-      LeasedProxy: {
-        type: 'object',
-        required: [
-          'id',
-          'ip',
-          'port',
-          'attributes',
-          'phase',
-          'healthy',
-          'latencyMillis',
-          'activeLeases',
-          'maxLeases',
-          'url',
-        ],
-        additionalProperties: false,
-        properties: {
-          id: { type: 'string' },
-          ip: { type: 'string' },
-          port: { type: 'integer', minimum: 1, maximum: 65535 },
-          attributes: ref('Attributes'),
-          phase: { type: 'string' },
-          healthy: { type: 'boolean' },
-          latencyMillis: { type: 'number', minimum: 0 },
-          activeLeases: { type: 'integer', minimum: 0 },
-          maxLeases: { type: 'integer', minimum: 0 },
-          url: { type: 'string', description: 'http://ip:port, ready to use as an HTTP proxy URL.' },
-        },
-      },
+      Proxy: proxySchema,
+      LeasedProxy: leasedProxySchema,
       ProxyList: {
         type: 'object',
         required: ['items'],
@@ -293,12 +383,21 @@ export const openApiDocument: OpenApiDocument = {
             description: 'Attribute equality filter; default {} (any proxy).',
           },
           ttlSeconds: {
-            type: 'integer',
-            minimum: 1,
+            ...ttlSeconds,
             description: 'Default 300; at most the configured maximum (default 3600).',
           },
           target,
+          session: {
+            ...sessionKey,
+            description:
+              'Sticky-session key: leases in one session go to the same proxy while it stays leasable.',
+          },
         },
+      },
+      RenewRequest: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { ttlSeconds: { ...ttlSeconds, description: "Default: the lease's original TTL." } },
       },
       Lease: {
         type: 'object',
@@ -309,6 +408,22 @@ export const openApiDocument: OpenApiDocument = {
           proxy: ref('LeasedProxy'),
           expiresAt: { type: 'string', format: 'date-time' },
           target: { type: ['string', 'null'] },
+          session: ref('SessionOutcome'),
+        },
+      },
+      SessionOutcome: {
+        type: 'object',
+        description: 'Present iff the lease was requested in a session.',
+        required: ['key', 'moved'],
+        additionalProperties: false,
+        properties: {
+          key: { type: 'string' },
+          moved: {
+            type: 'boolean',
+            description:
+              'true when the session was bound to another proxy that stopped being leasable (unhealthy, deleted, ' +
+              'at maxLeases, cooling down for the target or not matching the selector) and moved here.',
+          },
         },
       },
       ReportRequest: {
@@ -329,7 +444,7 @@ export const openApiDocument: OpenApiDocument = {
           cooldownUntil: {
             type: ['string', 'null'],
             format: 'date-time',
-            description: 'null when no cooldown started (ok).',
+            description: 'When the cooldown ends; null when the report started none (ok).',
           },
         },
       },

@@ -1,17 +1,18 @@
 // The JSON shapes of proxies and leases on the wire.
 import type { ProxyRecord } from './catalog.js';
-import type { Lease } from './lease-store.js';
+import type { Lease, OutcomeStats, ProxyUsage, SessionOutcome } from './lease-store.js';
 
 export interface ProxyView {
   id: string;
   ip: string;
   port: number;
-  attributes: Record<string, string>;
+  attributes: Readonly<Record<string, string>>;
   phase: string;
   healthy: boolean;
   latencyMillis: number;
   activeLeases: number;
   maxLeases: number;
+  stats: OutcomeStats;
 }
 
 export interface LeasedProxyView extends ProxyView {
@@ -24,22 +25,94 @@ export interface LeaseView {
   proxy: LeasedProxyView;
   expiresAt: string;
   target: string | null;
+  session?: SessionOutcome;
 }
 
-export function toProxyView(proxy: ProxyRecord, activeLeases: number): ProxyView {
+export function toProxyView(proxy: ProxyRecord, usage: ProxyUsage): ProxyView {
   const { id, ip, port, attributes, phase, healthy, latencyMillis, maxLeases } = proxy;
-  return { id, ip, port, attributes, phase, healthy, latencyMillis, activeLeases, maxLeases };
+  return {
+    id,
+    ip,
+    port,
+    attributes,
+    phase,
+    healthy,
+    latencyMillis,
+    activeLeases: usage.activeLeases,
+    maxLeases,
+    stats: usage.stats,
+  };
 }
 
-export function toLeaseView(lease: Lease, proxy: ProxyRecord, activeLeases: number): LeaseView {
-  return {
+export function toLeaseView(
+  lease: Lease,
+  proxy: ProxyRecord,
+  usage: ProxyUsage,
+  session?: SessionOutcome,
+): LeaseView {
+  const view: LeaseView = {
     leaseID: lease.id,
-    proxy: { ...toProxyView(proxy, activeLeases), url: proxyURL(proxy.ip, proxy.port) },
+    proxy: { ...toProxyView(proxy, usage), url: proxyURL(proxy.ip, proxy.port) },
     expiresAt: lease.expiresAt.toISOString(),
     target: lease.target ?? null,
   };
+  if (session !== undefined) view.session = session;
+  return view;
 }
 
 export function proxyURL(ip: string, port: number): string {
   return `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+}
+
+const OPEN = Buffer.from('{"items":[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']}');
+
+/**
+ * Serializes `{items: [...]}` from per-record fragments: the static part of each record is
+ * serialized once per record (records are immutable and replaced on change), only the live
+ * lease count and statistics are appended per answer, and the whole item of an idle proxy (no
+ * leases, no reports: most of a large fleet) is kept as ready bytes.
+ */
+export class ProxyListSerializer {
+  private readonly fragments = new WeakMap<ProxyRecord, string>();
+  private readonly idleItems = new WeakMap<ProxyRecord, { windowSeconds: number; bytes: Buffer }>();
+
+  /** The list answer as UTF-8 bytes. */
+  list(proxies: readonly ProxyRecord[], usage: ReadonlyMap<string, ProxyUsage>): Buffer {
+    const parts: Buffer[] = [OPEN];
+    for (let i = 0; i < proxies.length; i++) {
+      if (i > 0) parts.push(COMMA);
+      parts.push(this.itemBytes(proxies[i], usage.get(proxies[i].id)!));
+    }
+    parts.push(CLOSE);
+    return Buffer.concat(parts);
+  }
+
+  item(proxy: ProxyRecord, usage: ProxyUsage): string {
+    let fragment = this.fragments.get(proxy);
+    if (fragment === undefined) {
+      const { id, ip, port, attributes, phase, healthy, latencyMillis, maxLeases } = proxy;
+      // The object without its closing brace; the live fields follow.
+      fragment = JSON.stringify({ id, ip, port, attributes, phase, healthy, latencyMillis, maxLeases }).slice(
+        0,
+        -1,
+      );
+      this.fragments.set(proxy, fragment);
+    }
+    const { windowSeconds, ok, banned, rate_limited } = usage.stats;
+    return `${fragment},"activeLeases":${usage.activeLeases},"stats":{"windowSeconds":${windowSeconds},"ok":${ok},"banned":${banned},"rate_limited":${rate_limited}}}`;
+  }
+
+  private itemBytes(proxy: ProxyRecord, usage: ProxyUsage): Buffer {
+    const { windowSeconds, ok, banned, rate_limited } = usage.stats;
+    if (usage.activeLeases !== 0 || ok !== 0 || banned !== 0 || rate_limited !== 0) {
+      return Buffer.from(this.item(proxy, usage));
+    }
+    const cached = this.idleItems.get(proxy);
+    if (cached !== undefined && cached.windowSeconds === windowSeconds) return cached.bytes;
+    const bytes = Buffer.from(this.item(proxy, usage));
+    this.idleItems.set(proxy, { windowSeconds, bytes });
+    return bytes;
+  }
 }

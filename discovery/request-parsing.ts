@@ -13,6 +13,12 @@ export interface LeaseBody {
   selector: Record<string, string>;
   ttlSeconds: number;
   target?: string;
+  session?: string;
+}
+
+export interface RenewBody {
+  /** Absent: the lease's original TTL. */
+  ttlSeconds?: number;
 }
 
 export interface ReportBody {
@@ -30,6 +36,9 @@ const MAX_SELECTOR_KEYS = 64;
 const MAX_TARGET_LENGTH = 253;
 // Printable, no whitespace: a target is a host name or similar site key.
 const TARGET_PATTERN = /^[\x21-\x7e]+$/;
+export const MAX_SESSION_LENGTH = 128;
+// Crawlee's session ids (session_<random>) and most others fit.
+const SESSION_PATTERN = /^[A-Za-z0-9._:@-]+$/;
 
 /** Parses `attr.<key>=<value>` and `healthy=true|false` from a raw query string. */
 export function parseListQuery(rawQuery: string): ListQuery {
@@ -55,9 +64,45 @@ export function parseListQuery(rawQuery: string): ListQuery {
 
 /** Parses the body of POST /v1/leases; an absent body means "any proxy, default TTL". */
 export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
-  const fields = objectBody(body ?? {}, ['selector', 'ttlSeconds', 'target']);
+  const fields = objectBody(body ?? {}, ['selector', 'ttlSeconds', 'target', 'session']);
   // Only an absent field takes the default: an explicit null is a client bug worth reporting.
-  const ttlSeconds = fields.ttlSeconds === undefined ? limits.defaultTTLSeconds : fields.ttlSeconds;
+  const ttlSeconds = parseTTL(
+    fields.ttlSeconds === undefined ? limits.defaultTTLSeconds : fields.ttlSeconds,
+    limits,
+  );
+  const selector = parseSelector(fields.selector === undefined ? {} : fields.selector);
+  const target = parseTarget(fields.target);
+  const session = fields.session === undefined ? undefined : parseSessionKey(fields.session, 'session');
+  return {
+    selector,
+    ttlSeconds,
+    ...(target === undefined ? {} : { target }),
+    ...(session === undefined ? {} : { session }),
+  };
+}
+
+/** Parses the body of POST /v1/leases/{id}/renew; an absent body keeps the lease's own TTL. */
+export function parseRenewBody(body: unknown, limits: TTLLimits): RenewBody {
+  const fields = objectBody(body ?? {}, ['ttlSeconds']);
+  return fields.ttlSeconds === undefined ? {} : { ttlSeconds: parseTTL(fields.ttlSeconds, limits) };
+}
+
+/** A session key from a body field or a path segment: 1..128 of [A-Za-z0-9._:@-]. */
+export function parseSessionKey(value: unknown, name: string): string {
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > MAX_SESSION_LENGTH ||
+    !SESSION_PATTERN.test(value)
+  ) {
+    throw invalid(
+      `${name} must be 1 to ${MAX_SESSION_LENGTH} characters of letters, digits and . _ : @ -, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+function parseTTL(ttlSeconds: unknown, limits: TTLLimits): number {
   if (
     typeof ttlSeconds !== 'number' ||
     !Number.isInteger(ttlSeconds) ||
@@ -68,9 +113,7 @@ export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
       `ttlSeconds must be an integer from 1 to ${limits.maxTTLSeconds}, got ${JSON.stringify(ttlSeconds)}`,
     );
   }
-  const selector = parseSelector(fields.selector === undefined ? {} : fields.selector);
-  const target = parseTarget(fields.target);
-  return target === undefined ? { selector, ttlSeconds } : { selector, ttlSeconds, target };
+  return ttlSeconds;
 }
 
 /** Parses the body of POST /v1/leases/{id}/report. */
@@ -131,7 +174,10 @@ function parseTarget(value: unknown): string | undefined {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)}`;
+  if (typeof value === 'object') return 'an object';
+  const shown = JSON.stringify(value);
+  // Echo enough to recognise the value, never a whole oversized one.
+  return `${typeof value} ${shown.length > 80 ? `${shown.slice(0, 77)}...` : shown}`;
 }
 
 function invalid(message: string): ApiError {

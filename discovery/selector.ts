@@ -1,12 +1,9 @@
 // Attribute selectors: the one matching rule shared by listing and leasing.
 
-export type AttributeMatcher = (attributes: Record<string, string>) => boolean;
+export type AttributeMatcher = (attributes: Readonly<Record<string, string>>) => boolean;
 
-/**
- * Compiles a selector once for a scan over the whole catalog (listing and leasing both test
- * every proxy): true when every selector key is present with exactly the same value.
- */
-export function selectorMatcher(selector: Record<string, string>): AttributeMatcher {
+/** True when every selector key is present with exactly the same value; compiled once per request. */
+export function selectorMatcher(selector: Readonly<Record<string, string>>): AttributeMatcher {
   const entries = Object.entries(selector);
   if (entries.length === 0) return () => true;
   return (attributes) => {
@@ -19,8 +16,20 @@ export function selectorMatcher(selector: Record<string, string>): AttributeMatc
 }
 
 export function matchesSelector(
-  attributes: Record<string, string>,
-  selector: Record<string, string>,
+  attributes: Readonly<Record<string, string>>,
+  selector: Readonly<Record<string, string>>,
 ): boolean {
   return selectorMatcher(selector)(attributes);
+}
+
+/**
+ * The attribute index's key for one key=value pair. JSON-encoded so that no key or value,
+ * whatever characters it holds, can collide with another pair.
+ */
+export function attributeTerm(key: string, value: string): string {
+  return JSON.stringify([key, value]);
+}
+
+export function selectorTerms(selector: Readonly<Record<string, string>>): string[] {
+  return Object.entries(selector).map(([key, value]) => attributeTerm(key, value));
 }

@@ -38,6 +38,7 @@ export type {
   HandlerContext,
   OperatorContext,
   CacheReader,
+  CacheListener,
   StatusWriter,
   EventRecorder,
   Condition,

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { inject, injectable } from 'tsyringe';
-import { background, daemon, type CacheReader, type OperatorContext } from '../framework/index.js';
+import { background, daemon, type OperatorContext } from '../framework/index.js';
 import { createDiscoveryApp } from '../discovery/app.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
@@ -16,7 +16,7 @@ import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
 @background()
 @injectable()
 export class DiscoveryRunner {
-  private cache: CacheReader | undefined;
+  private readonly proxies = new CachedProxyCatalog();
   private readonly leases: MemoryLeaseStore;
   private readonly app: ReturnType<typeof createDiscoveryApp>;
   private readonly logger: Logger;
@@ -27,13 +27,14 @@ export class DiscoveryRunner {
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
     this.logger = logger.child({ component: 'discovery' });
+    const { catalog } = this.proxies;
     this.leases = new MemoryLeaseStore({
+      catalog,
       logger: this.logger,
       cooldownSeconds: settings.discovery.cooldownSeconds,
-    });
-    const catalog = new CachedProxyCatalog(() => {
-      if (!this.cache) throw new Error('discovery catalog read before the operator started');
-      return this.cache;
+      maxCooldownSeconds: settings.discovery.maxCooldownSeconds,
+      sessionIdleSeconds: settings.discovery.sessionIdleSeconds,
+      maxSessions: settings.discovery.maxSessions,
     });
     // Built once so its metrics register once, even if the daemon restarts.
     this.app = createDiscoveryApp({
@@ -48,7 +49,7 @@ export class DiscoveryRunner {
 
   @daemon({ everyReplica: true })
   async serve(ctx: OperatorContext): Promise<void> {
-    this.cache = ctx.cache;
+    this.proxies.attach(ctx.cache);
     const server = new DiscoveryServer(
       this.app,
       { host: this.settings.discovery.host, port: this.settings.discovery.port },

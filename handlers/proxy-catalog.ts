@@ -1,22 +1,39 @@
-import type { CacheReader } from '../framework/index.js';
-import type { ProxyCatalog, ProxyRecord } from '../discovery/catalog.js';
+import type { CacheReader, ObjectKey } from '../framework/index.js';
+import type { ProxyRecord } from '../discovery/catalog.js';
+import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { CONDITION_HEALTHY, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyEndpoint, proxyKey } from './proxy-address.js';
 
 /**
- * The discovery API's view of the Proxy cache. Health comes from status, so every replica
- * serves the same verdicts the leader wrote.
+ * The discovery API's view of the Proxy cache, kept up to date change by change from the
+ * cache's events (a lease or list never re-reads the fleet). Health comes from status, so
+ * every replica serves the verdicts the leader wrote. A Proxy being deleted leaves at once.
  */
-export class CachedProxyCatalog implements ProxyCatalog {
-  constructor(private readonly cache: () => CacheReader) {}
+export class CachedProxyCatalog {
+  readonly catalog = new IndexedCatalog();
+  private detach: (() => void) | undefined;
 
-  list(): ProxyRecord[] {
-    return this.cache()
-      .list<Proxy>(PROXY_KIND)
-      .filter((p) => !p.metadata.deletionTimestamp)
-      .map(toRecord);
+  /** Loads every cached Proxy, then follows the cache (in one synchronous step: nothing is missed). */
+  attach(cache: CacheReader): void {
+    this.detach?.();
+    this.catalog.replaceAll(cache.list<Proxy>(PROXY_KIND).filter(isListed).map(toRecord));
+    this.detach = cache.onChange<Proxy>(PROXY_KIND, (key, proxy) => this.changed(key, proxy));
   }
+
+  detachFromCache(): void {
+    this.detach?.();
+    this.detach = undefined;
+  }
+
+  private changed(key: ObjectKey, proxy: Proxy | undefined): void {
+    if (proxy !== undefined && isListed(proxy)) this.catalog.upsert(toRecord(proxy));
+    else this.catalog.remove(`${key.namespace}/${key.name}`);
+  }
+}
+
+function isListed(p: Proxy): boolean {
+  return !p.metadata.deletionTimestamp;
 }
 
 export function toRecord(p: Proxy): ProxyRecord {

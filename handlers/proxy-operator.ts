@@ -8,6 +8,7 @@ import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
 import { DiscoveryRunner } from './discovery-runner.js';
 import { HealthRunner } from './health-runner.js';
 import { OrphanSweep } from './orphan-sweep.js';
+import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
@@ -15,8 +16,8 @@ import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
 import { VERDICTS, VerdictBoard } from './verdict-board.js';
 import { PROXY_TRIGGER, ProxyTrigger } from './proxy-trigger.js';
 
-/** Every handler class the proxy operator runs. */
-export const PROXY_HANDLERS = [ProxyController, HealthRunner, DiscoveryRunner, OrphanSweep];
+/** Every handler class the proxy operator runs (ProviderShutdown last: its cleanup closes the providers). */
+export const PROXY_HANDLERS = [ProxyController, HealthRunner, DiscoveryRunner, OrphanSweep, ProviderShutdown];
 
 export interface ProxyOperatorOptions {
   kubeConfig: KubeConfig;

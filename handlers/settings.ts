@@ -16,6 +16,9 @@ export interface HandlerSettings {
     port: number;
     token: string;
     cooldownSeconds: number;
+    maxCooldownSeconds: number;
+    sessionIdleSeconds: number;
+    maxSessions: number;
     maxLeaseTTLSeconds: number;
   };
   /** `--max-unavailable`: voluntary replacements in flight per provider. */
@@ -31,5 +34,14 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   healthConcurrency: 64,
   healthSyncSeconds: 2,
   maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
-  discovery: { host: '0.0.0.0', port: 8090, token: '', cooldownSeconds: 900, maxLeaseTTLSeconds: 3600 },
+  discovery: {
+    host: '0.0.0.0',
+    port: 8090,
+    token: '',
+    cooldownSeconds: 900,
+    maxCooldownSeconds: 3600,
+    sessionIdleSeconds: 1800,
+    maxSessions: 100_000,
+    maxLeaseTTLSeconds: 3600,
+  },
 };

@@ -2,7 +2,7 @@
 // entry and the key path, so an operator fixing a bad config never has to guess.
 
 export class ProvidersConfigError extends Error {
-  override readonly name = 'ProvidersConfigError';
+  override readonly name: string = 'ProvidersConfigError';
 }
 
 type Mapping = Record<string, unknown>;
@@ -44,7 +44,13 @@ export class ConfigObject {
   ) {}
 
   fail(key: string, message: string): never {
-    throw new ProvidersConfigError(`${this.where}: ${this.keyPath(key)}: ${message}`);
+    throw new ProvidersConfigError(this.failureMessage(key, message));
+  }
+
+  /** The message fail() would throw: "<file>: <entry>: <key path>: <message>" ('' names this mapping). */
+  failureMessage(key: string, message: string): string {
+    const path = key ? this.keyPath(key) : this.path;
+    return path ? `${this.where}: ${path}: ${message}` : `${this.where}: ${message}`;
   }
 
   has(key: string): boolean {
@@ -62,6 +68,11 @@ export class ConfigObject {
     if (typeof v !== 'string' || v.trim() === '')
       this.fail(key, `must be a non-empty string, got ${describe(v)}`);
     return v;
+  }
+
+  /** A non-empty string, or undefined when the key is absent. */
+  optionalString(key: string): string | undefined {
+    return this.has(key) ? this.string(key, '') : (this.take(key) as undefined);
   }
 
   number(key: string, fallback: number, rule: NumberRule = {}): number {

@@ -18,6 +18,29 @@ export interface ProviderEntry<T> {
 /** Provider names appear in Proxy specs and metric labels: keep them DNS-label shaped. */
 const NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
+/** The parsed YAML root of a providers file, checked to be a mapping. */
+function parseRoot(text: string, file: string): { root: Record<string, unknown>; top: ConfigObject } {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) {
+    throw new ProvidersConfigError(`${file}: invalid YAML: ${doc.errors[0].message}`);
+  }
+  const root: unknown = doc.toJS();
+  if (!isMapping(root)) throw new ProvidersConfigError(`${file}: must be a mapping with a "providers" list`);
+  return { root, top: new ConfigObject(root, file, '') };
+}
+
+const TOP_LEVEL_KEYS = ['plugins', 'providers'];
+
+/**
+ * The plugin modules a providers file lists under `plugins:` (npm package names, or paths
+ * relative to the file), in order. Loaded before the entries are parsed, since an entry's
+ * type may come from one.
+ */
+export function pluginSpecs(text: string, file: string): string[] {
+  const { top } = parseRoot(text, file);
+  return top.stringList('plugins', []);
+}
+
 /**
  * Parses and validates a providers config. `schemas` maps each known type to the reader of
  * its block, so the file format grows with the registry, not by editing this function.
@@ -28,17 +51,12 @@ export function parseProvidersConfig<T>(
   file: string,
   schemas: ReadonlyMap<string, ConfigSchema<T>>,
 ): ProviderEntry<T>[] {
-  const doc = parseDocument(text);
-  if (doc.errors.length > 0) {
-    throw new ProvidersConfigError(`${file}: invalid YAML: ${doc.errors[0].message}`);
-  }
-  const root: unknown = doc.toJS();
-  if (!isMapping(root)) throw new ProvidersConfigError(`${file}: must be a mapping with a "providers" list`);
-  const top: ConfigObject = new ConfigObject(root, file, '');
+  const { root, top } = parseRoot(text, file);
   if (!Array.isArray(root.providers)) top.fail('providers', 'required list of provider entries');
   for (const key of Object.keys(root)) {
-    if (key !== 'providers') top.fail(key, 'unknown key (allowed: providers)');
+    if (!TOP_LEVEL_KEYS.includes(key)) top.fail(key, `unknown key (allowed: ${TOP_LEVEL_KEYS.join(', ')})`);
   }
+  top.stringList('plugins', []);
 
   const seen = new Map<string, number>();
   return (root.providers as unknown[]).map((raw, index) => {
@@ -60,25 +78,23 @@ export function parseProvidersConfig<T>(
     const type = entry.requiredString('type');
     const schema = schemas.get(type);
     if (!schema)
-      entry.fail('type', `unknown type "${type}" (known: ${[...schemas.keys()].sort().join(', ')})`);
+      entry.fail(
+        'type',
+        `unknown type "${type}" (known: ${[...schemas.keys()].sort().join(', ')}; a plugin's type needs its module under plugins:)`,
+      );
     const settings = schema(entry.object(type));
     entry.assertNoUnknownKeys();
     return { name, type, settings };
   });
 }
 
-/** Reads and parses the providers config file at `path`. */
-export async function loadProvidersConfig<T>(
-  path: string,
-  schemas: ReadonlyMap<string, ConfigSchema<T>>,
-): Promise<ProviderEntry<T>[]> {
-  let text: string;
+/** The text of the providers file at `path`; an unreadable file is a ProvidersConfigError. */
+export async function readProvidersFile(path: string): Promise<string> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (err) {
     throw new ProvidersConfigError(`${path}: cannot read providers config: ${(err as Error).message}`, {
       cause: err,
     });
   }
-  return parseProvidersConfig(text, path, schemas);
 }

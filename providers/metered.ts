@@ -5,7 +5,7 @@ import { isProviderError, type ProviderOperation } from './errors.js';
 export const PROVIDER_REQUESTS_METRIC = 'proxy_operator_provider_requests_total';
 
 export type ProviderRequestResult =
-  'ok' | 'not_found' | 'quota_exceeded' | 'transient' | 'permanent' | 'error';
+  'ok' | 'not_found' | 'quota_exceeded' | 'transient' | 'permanent' | 'aborted' | 'error';
 
 const RESULT_BY_KIND = {
   NotFound: 'not_found',
@@ -14,8 +14,12 @@ const RESULT_BY_KIND = {
   Permanent: 'permanent',
 } as const;
 
-/** The result label for an outcome; untyped errors are 'error' (a provider that forgot to map). */
-export function resultOf(err: unknown): ProviderRequestResult {
+/**
+ * The result label for an outcome: a call its caller aborted (shutdown, a handler's deadline)
+ * is 'aborted', not a failure; untyped errors are 'error' (a provider that forgot to map).
+ */
+export function resultOf(err: unknown, signal?: AbortSignal): ProviderRequestResult {
+  if (signal?.aborted && err === signal.reason) return 'aborted';
   return isProviderError(err) ? RESULT_BY_KIND[err.kind] : 'error';
 }
 
@@ -45,25 +49,29 @@ export class MeteredProvider implements Provider {
   ) {}
 
   create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return this.count('create', () => this.inner.create(req, signal));
+    return this.count('create', signal, () => this.inner.create(req, signal));
   }
   get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    return this.count('get', () => this.inner.get(providerID, signal));
+    return this.count('get', signal, () => this.inner.get(providerID, signal));
   }
   delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    return this.count('delete', () => this.inner.delete(providerID, signal));
+    return this.count('delete', signal, () => this.inner.delete(providerID, signal));
   }
   listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return this.count('listByTag', () => this.inner.listByTag(owner, signal));
+    return this.count('listByTag', signal, () => this.inner.listByTag(owner, signal));
   }
 
-  private async count<T>(op: ProviderOperation, call: () => Promise<T>): Promise<T> {
+  private async count<T>(
+    op: ProviderOperation,
+    signal: AbortSignal | undefined,
+    call: () => Promise<T>,
+  ): Promise<T> {
     try {
       const value = await call();
       this.requests.inc({ provider: this.providerName, op, result: 'ok' });
       return value;
     } catch (err) {
-      this.requests.inc({ provider: this.providerName, op, result: resultOf(err) });
+      this.requests.inc({ provider: this.providerName, op, result: resultOf(err, signal) });
       throw err;
     }
   }

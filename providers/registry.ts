@@ -1,55 +1,54 @@
+import 'reflect-metadata';
+import { dirname } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import type { Provider } from './contract.js';
 import {
-  loadProvidersConfig,
   parseProvidersConfig,
+  pluginSpecs,
+  readProvidersFile,
   type ConfigSchema,
   type ProviderEntry,
 } from './config.js';
-import type { ConfigObject } from './config-reader.js';
+import { ProvidersConfigError, type ConfigObject } from './config-reader.js';
 import { MeteredProvider, providerRequestsCounter } from './metered.js';
+import { loadPlugin, PluginLoadError } from './plugin-loader.js';
+import {
+  PROVIDER_KUBECONFIG,
+  PROVIDER_LOGGER,
+  PROVIDER_METRICS,
+  PROVIDER_NAME,
+  PROVIDER_SETTINGS,
+  providerTypeOf,
+  type OwnedProvider,
+  type ProviderClass,
+  type ProviderTypeInfo,
+} from './provider-class.js';
+
+export type { OwnedProvider } from './provider-class.js';
 
 /** DI token for the ProviderSet built at startup. */
 export const PROVIDERS = Symbol('ProviderSet');
 
-/** What every provider factory may use, shared by all configured instances. */
+/** What every provider may be given, shared by all configured instances. */
 export interface ProviderDeps {
   logger: Logger;
-  /** Where proxy_operator_provider_requests_total is registered. */
+  /** Where proxy_operator_provider_requests_total is registered; injected as PROVIDER_METRICS. */
   metrics: Registry;
-  /** Only providers that manage Kubernetes objects need it. */
+  /** Only providers that manage Kubernetes objects need it (PROVIDER_KUBECONFIG). */
   kubeConfig?: KubeConfig;
-}
-
-export interface ProviderContext<C> {
-  /** The configured instance name, e.g. "gcp-eu": used in errors, logs and metrics. */
-  name: string;
-  config: C;
-  /** Already bound to { provider: name }. */
-  logger: Logger;
-  kubeConfig?: KubeConfig;
-}
-
-/** A provider that holds resources (sockets, gRPC channels) to release at shutdown. */
-export type OwnedProvider = Provider & { close?(): Promise<void> };
-
-/** Everything a provider type contributes: its config block reader and its constructor. */
-export interface ProviderType<C> {
-  /** The `type:` value in the config file; also the key of its settings block. */
-  readonly type: string;
-  readonly parseConfig: ConfigSchema<C>;
-  create(ctx: ProviderContext<C>): OwnedProvider | Promise<OwnedProvider>;
 }
 
 /**
- * A parsed entry's settings bound to the type that parsed them, so building never needs to
+ * A parsed entry's settings bound to the class that parsed them, so building never needs to
  * cast `unknown` back to the type's config.
  */
 export interface BoundSettings {
   readonly config: unknown;
-  create(name: string, deps: ProviderDeps): Promise<OwnedProvider>;
+  readonly type: string;
+  create(name: string, scope: DependencyContainer, logger: Logger): OwnedProvider;
 }
 
 /** The configured providers by name, each wrapped in the request counter. */
@@ -71,56 +70,106 @@ export class ProviderSet {
     return [...this.byName.entries()];
   }
 
-  /** Releases sockets and channels the providers hold (mock proxies, gRPC clients). */
+  /** Releases sockets and channels the providers hold (mock proxies, SDK clients). */
   async close(): Promise<void> {
     await Promise.allSettled(this.owned.map((p) => p.close?.()));
   }
 }
 
-/** Maps provider type → (config reader, factory). A new provider = one folder + one register(). */
-export class ProviderRegistry {
-  private readonly schemas = new Map<string, ConfigSchema<BoundSettings>>();
+interface RegisteredType {
+  cls: ProviderClass;
+  info: ProviderTypeInfo;
+  /** "built-in" or `plugin "<spec>"`: named in conflicts and config errors. */
+  origin: string;
+}
 
-  register<C>(providerType: ProviderType<C>): this {
-    if (this.schemas.has(providerType.type)) {
-      throw new Error(`provider type "${providerType.type}" is registered twice`);
+/**
+ * Provider types by name, learnt from @provider-decorated classes (built-ins and plugins).
+ * Parsing a providers file checks each entry with its type's config reader; building
+ * resolves each entry's class through tsyringe with its settings, logger, metrics registry
+ * and kube config injected.
+ */
+export class ProviderRegistry {
+  private readonly registered = new Map<string, RegisteredType>();
+
+  /** Registers a decorated class; a type name already taken is an error naming both origins. */
+  register(cls: ProviderClass, origin = 'built-in'): this {
+    const info = providerTypeOf(cls);
+    if (!info) {
+      throw new Error(
+        `${cls?.name || 'the class'} (${origin}) is not a provider class: declare it with @provider({ type, config })`,
+      );
     }
-    this.schemas.set(providerType.type, (block: ConfigObject) => {
-      const config = providerType.parseConfig(block);
-      return {
-        config,
-        create: async (name, deps) =>
-          providerType.create({
-            name,
-            config,
-            logger: deps.logger.child({ provider: name }),
-            kubeConfig: deps.kubeConfig,
-          }),
-      };
-    });
+    const existing = this.registered.get(info.type);
+    if (existing) {
+      throw new Error(
+        `provider type "${info.type}" of ${origin} (${cls.name}) is already registered by ${existing.origin} (${existing.cls.name})`,
+      );
+    }
+    this.registered.set(info.type, { cls, info, origin });
     return this;
   }
 
   types(): string[] {
-    return [...this.schemas.keys()].sort();
+    return [...this.registered.keys()].sort();
   }
 
+  /** Parses a providers file's text. Plugins it lists must have been loaded (see load()). */
   parse(text: string, file: string): ProviderEntry<BoundSettings>[] {
-    return parseProvidersConfig(text, file, this.schemas);
+    return parseProvidersConfig(text, file, this.schemas());
   }
 
-  load(path: string): Promise<ProviderEntry<BoundSettings>[]> {
-    return loadProvidersConfig(path, this.schemas);
+  /**
+   * Reads the providers file at `path`, loads the plugins it lists (paths relative to the
+   * file, or npm package names) and parses its entries. Any failure is a ProvidersConfigError
+   * naming the file and the plugin or entry.
+   */
+  async load(path: string): Promise<ProviderEntry<BoundSettings>[]> {
+    const text = await readProvidersFile(path);
+    const specs = pluginSpecs(text, path);
+    for (const [index, spec] of specs.entries()) {
+      const where = `${path}: plugins[${index}] "${spec}"`;
+      const classes = await loadPlugin(spec, dirname(path), where);
+      for (const cls of classes) {
+        try {
+          this.register(cls, `plugin "${spec}"`);
+        } catch (err) {
+          throw new PluginLoadError(`${where}: ${(err as Error).message}`, { cause: err });
+        }
+      }
+    }
+    return this.parse(text, path);
   }
 
   /** Instantiates every entry; on a failure, closes the ones already built and rethrows. */
   async build(entries: readonly ProviderEntry<BoundSettings>[], deps: ProviderDeps): Promise<ProviderSet> {
     const requests = providerRequestsCounter(deps.metrics);
+    const shared = rootContainer.createChildContainer();
+    shared.register(PROVIDER_METRICS, { useValue: deps.metrics });
+    if (deps.kubeConfig) shared.register(PROVIDER_KUBECONFIG, { useValue: deps.kubeConfig });
+    else
+      shared.register(PROVIDER_KUBECONFIG, {
+        useFactory: () => {
+          throw new Error('needs a KubeConfig in its dependencies');
+        },
+      });
+    // One scope per type: classes a type shares are singletons there.
+    const typeScopes = new Map<string, DependencyContainer>();
+    const scopeOf = (type: string): DependencyContainer => {
+      let scope = typeScopes.get(type);
+      if (!scope) {
+        scope = shared.createChildContainer();
+        for (const cls of this.registered.get(type)?.info.shared ?? []) scope.registerSingleton(cls);
+        typeScopes.set(type, scope);
+      }
+      return scope;
+    };
+
     const byName = new Map<string, Provider>();
     const owned: OwnedProvider[] = [];
     try {
       for (const entry of entries) {
-        const provider = await entry.settings.create(entry.name, deps);
+        const provider = entry.settings.create(entry.name, scopeOf(entry.settings.type), deps.logger);
         owned.push(provider);
         byName.set(entry.name, new MeteredProvider(provider, entry.name, requests));
       }
@@ -129,5 +178,50 @@ export class ProviderRegistry {
       throw err;
     }
     return new ProviderSet(byName, owned);
+  }
+
+  private schemas(): Map<string, ConfigSchema<BoundSettings>> {
+    const schemas = new Map<string, ConfigSchema<BoundSettings>>();
+    for (const [type, { cls, info, origin }] of this.registered) {
+      schemas.set(type, (block: ConfigObject) => {
+        const config = readBlock(info, block, origin);
+        return {
+          config,
+          type,
+          create: (name, scope, logger) => construct(cls, { name, type, config, scope, logger }),
+        };
+      });
+    }
+    return schemas;
+  }
+}
+
+/** Runs a type's config reader; a plugin's rejection names the plugin. */
+function readBlock(info: ProviderTypeInfo, block: ConfigObject, origin: string): unknown {
+  try {
+    return info.config(block);
+  } catch (err) {
+    if (origin === 'built-in') throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    const located = err instanceof ProvidersConfigError ? message : block.failureMessage('', message);
+    throw new ProvidersConfigError(`${located} (type "${info.type}" from ${origin})`, { cause: err });
+  }
+}
+
+function construct(
+  cls: ProviderClass,
+  ctx: { name: string; type: string; config: unknown; scope: DependencyContainer; logger: Logger },
+): OwnedProvider {
+  const scope = ctx.scope.createChildContainer();
+  scope.register(PROVIDER_NAME, { useValue: ctx.name });
+  scope.register(PROVIDER_SETTINGS, { useValue: ctx.config });
+  scope.register(PROVIDER_LOGGER, { useValue: ctx.logger.child({ provider: ctx.name }) });
+  try {
+    return scope.resolve(cls as unknown as InjectionToken<OwnedProvider>);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new Error(`provider ${ctx.name} (type ${ctx.type}): ${message.replace(/\s+/g, ' ')}`, {
+      cause: err,
+    });
   }
 }

@@ -1,10 +1,22 @@
 import { parseLabelSelector } from '../utils/label-selector.js';
 import type { Informer } from './informer.js';
-import { keyOf, kindId, type CacheReader, type KindRef, type KubeObject } from './types.js';
+import {
+  keyOf,
+  kindId,
+  parseKey,
+  type CacheListener,
+  type CacheReader,
+  type KindRef,
+  type KubeObject,
+} from './types.js';
 
 /** Read access to every informer's store; hands out deep copies so handlers cannot corrupt it. */
 export class InformerCache implements CacheReader {
   private readonly informers = new Map<string, Informer>();
+  private readonly listeners = new Map<string, Set<CacheListener>>();
+
+  /** `onListenerError` hears what a change listener throws (it never reaches the informer). */
+  constructor(private readonly onListenerError: (err: unknown, kind: KindRef) => void = () => {}) {}
 
   register(informer: Informer): void {
     this.informers.set(kindId(informer.kind), informer);
@@ -42,5 +54,32 @@ export class InformerCache implements CacheReader {
       out.push(structuredClone(obj) as T);
     }
     return out;
+  }
+
+  onChange<T extends KubeObject = KubeObject>(kind: KindRef, listener: CacheListener<T>): () => void {
+    this.informer(kind);
+    const id = kindId(kind);
+    let listeners = this.listeners.get(id);
+    if (!listeners) {
+      listeners = new Set();
+      this.listeners.set(id, listeners);
+    }
+    const entry = listener as CacheListener;
+    listeners.add(entry);
+    return () => listeners.delete(entry);
+  }
+
+  /** Tells the change listeners of `kind` that the object at `key` changed (the operator calls this). */
+  notify(kind: KindRef, key: string): void {
+    const listeners = this.listeners.get(kindId(kind));
+    if (!listeners?.size) return;
+    const obj = this.informer(kind).get(key);
+    for (const listener of listeners) {
+      try {
+        listener(parseKey(key), obj === undefined ? undefined : structuredClone(obj));
+      } catch (err) {
+        this.onListenerError(err, kind);
+      }
+    }
   }
 }

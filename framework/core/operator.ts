@@ -55,7 +55,9 @@ type Listener = (key: string, obj: KubeObject) => void;
 /** The runtime: informers and caches everywhere, handlers on the leader only. */
 export class Operator {
   private readonly client: KubeClient;
-  private readonly informerCache = new InformerCache();
+  private readonly informerCache = new InformerCache((err, kind) =>
+    this.logger.error({ kind: kind.kind, err: errorMessage(err) }, 'cache change listener failed'),
+  );
   private readonly listeners = new Map<string, Listener[]>();
   private readonly dispatchers = new Map<string, Dispatcher>();
   private readonly background: BackgroundRunner;
@@ -135,7 +137,10 @@ export class Operator {
         maxRetryDelaySeconds: this.opts.watchRetryMaxSeconds,
       },
       {
-        onChange: (key, obj) => (this.listeners.get(id) ?? []).forEach((l) => l(key, obj)),
+        onChange: (key, obj) => {
+          (this.listeners.get(id) ?? []).forEach((l) => l(key, obj));
+          this.informerCache.notify(kind, key);
+        },
         onRestart: (reason) => this.metrics.watchRestarts.inc({ kind: kind.kind, reason }),
       },
       this.logger.child({ component: 'informer', kind: kind.kind }),

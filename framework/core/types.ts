@@ -48,7 +48,19 @@ export interface CacheReader {
     kind: KindRef,
     opts?: { namespace?: string; labelSelector?: string },
   ): T[];
+  /**
+   * Calls `listener` after every change of a cached object of `kind` (added, modified,
+   * deleted, relisted, or re-announced by a resync) with its key and a deep copy of its
+   * current state, undefined once it is gone. Lets a consumer keep its own view up to date
+   * instead of re-listing. Returns the function that unsubscribes.
+   */
+  onChange<T extends KubeObject = KubeObject>(kind: KindRef, listener: CacheListener<T>): () => void;
 }
+
+export type CacheListener<T extends KubeObject = KubeObject> = (
+  key: ObjectKey,
+  object: T | undefined,
+) => void;
 
 export interface Condition {
   type: string;

@@ -51,6 +51,8 @@ interface ErrorShape {
   message?: unknown;
   details?: unknown;
   reason?: unknown;
+  /** The legacy error list (v5/v6 raw HTTP errors): [{ reason, message, domain }]. */
+  errors?: unknown;
 }
 
 function num(v: unknown): number | undefined {
@@ -69,8 +71,17 @@ export function httpStatusOf(err: ErrorShape): number | undefined {
 }
 
 function textOf(err: ErrorShape): string {
-  return [err.message, err.details, err.reason].filter((v) => typeof v === 'string').join(' ');
+  const legacy = Array.isArray(err.errors)
+    ? err.errors.flatMap((e: { reason?: unknown; message?: unknown } | null) => [e?.reason, e?.message])
+    : [];
+  return [err.message, err.details, err.reason, ...legacy].filter((v) => typeof v === 'string').join(' ');
 }
+
+/**
+ * GCP's 400 for a call on an instance with an operation in flight (a delete of a STOPPING
+ * VM, a second delete): reason resourceNotReady, message "The resource '…' is not ready".
+ */
+const RESOURCE_NOT_READY = /resourceNotReady|The resource '[^']*' is not ready/;
 
 /**
  * Classifies an error thrown by a Compute call (see the table in docs/architecture.md).
@@ -97,6 +108,8 @@ export function classifyGcpError(
   if (http === 429 || /rateLimitExceeded|userRateLimitExceeded/i.test(text)) return 'Transient';
   if (http === 403 && /quota/i.test(text)) return 'QuotaExceeded';
   if (http === 401 || (http === undefined && grpc === GRPC.UNAUTHENTICATED)) return 'Transient';
+  // Not ready *yet*: the operation in flight finishes by itself.
+  if (RESOURCE_NOT_READY.test(text)) return 'Transient';
   if (http === 400 || http === 403 || http === 422) return 'Permanent';
   if (http !== undefined && http >= 500) return 'Transient';
   if (http === undefined && (grpc === GRPC.INVALID_ARGUMENT || grpc === GRPC.PERMISSION_DENIED))

@@ -1,5 +1,8 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
+import 'reflect-metadata';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { inject } from 'tsyringe';
+import { withSignal } from '../abort.js';
 import {
   LABEL_MANAGED,
   LABEL_OWNER,
@@ -15,20 +18,19 @@ import {
   type ProviderErrorContext,
   type ProviderOperation,
 } from '../errors.js';
-import type { KubernetesSettings } from './config.js';
+import {
+  PROVIDER_KUBECONFIG,
+  PROVIDER_LOGGER,
+  PROVIDER_NAME,
+  PROVIDER_SETTINGS,
+  provider,
+} from '../provider-class.js';
+import { parseKubernetesConfig, type KubernetesSettings } from './config.js';
 import { classifyKubeError, messageOf, statusOf, type KubeErrorMeaning } from './error-mapping.js';
 import { buildPod } from './pod-spec.js';
 import { toInstance } from './pod-view.js';
+import { withRequestSignal } from './request-options.js';
 
-export interface KubernetesProviderOptions {
-  name: string;
-  settings: KubernetesSettings;
-  /** The only provider that talks to Kubernetes, through the core API. */
-  core: CoreV1Api;
-  logger: Logger;
-}
-
-/** The pod list selector matching every instance this operator labelled. */
 /** The label selector for one owner's managed Pods. */
 export function ownedSelector(owner: string): string {
   return `${LABEL_MANAGED}=true,${LABEL_OWNER}=${owner}`;
@@ -36,24 +38,49 @@ export function ownedSelector(owner: string): string {
 
 /**
  * Proxies as Squid Pods in one namespace (local development and CI: no cloud account).
- * providerID = "<namespace>/<pod name>". Calls check the AbortSignal before they start;
- * the generated client offers no per-call signal.
+ * providerID = "<namespace>/<pod name>". An aborted signal cancels the HTTP request.
  */
+@provider({ type: 'kubernetes', config: parseKubernetesConfig })
 export class KubernetesProvider implements Provider {
-  constructor(private readonly opts: KubernetesProviderOptions) {}
+  /** The only provider that talks to Kubernetes, through the core API. */
+  private readonly core: CoreV1Api;
 
-  async create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    signal?.throwIfAborted();
+  constructor(
+    @inject(PROVIDER_NAME) private readonly name: string,
+    @inject(PROVIDER_SETTINGS) private readonly settings: KubernetesSettings,
+    @inject(PROVIDER_LOGGER) private readonly logger: Logger,
+    @inject(PROVIDER_KUBECONFIG) kubeConfig: KubeConfig,
+  ) {
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+  }
+
+  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    return withSignal(signal, (sig) => this.doCreate(req, sig));
+  }
+
+  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
+    return withSignal(signal, (sig) => this.doGet(providerID, sig));
+  }
+
+  delete(providerID: string, signal?: AbortSignal): Promise<void> {
+    return withSignal(signal, (sig) => this.doDelete(providerID, sig));
+  }
+
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return withSignal(signal, (sig) => this.doListByTag(owner, sig));
+  }
+
+  private async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
       throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
     }
-    const pod = buildPod(req, this.opts.settings);
-    const namespace = this.opts.settings.namespace;
+    const pod = buildPod(req, this.settings);
+    const namespace = this.settings.namespace;
     const name = pod.metadata!.name!;
     const id = `${namespace}/${name}`;
     try {
-      await this.opts.core.createNamespacedPod({ namespace, body: pod });
-      this.opts.logger.info({ providerID: id, proxy: req.proxy }, 'proxy pod created');
+      await this.core.createNamespacedPod({ namespace, body: pod }, withRequestSignal(signal));
+      this.logger.info({ providerID: id, proxy: req.proxy }, 'proxy pod created');
       return id;
     } catch (err) {
       if (statusOf(err) === 404) {
@@ -66,7 +93,7 @@ export class KubernetesProvider implements Provider {
       if (meaning !== 'AlreadyExists') throw this.mapped(meaning, err, 'create', id);
     }
     // The name derives from the UID: an existing Pod is ours, unless a hash collision says otherwise.
-    const existing = await this.read(namespace, name, 'create', id);
+    const existing = await this.read(namespace, name, 'create', id, signal);
     const owner = existing.metadata?.labels?.[LABEL_UID];
     if (owner !== req.uid) {
       throw new ProviderPermanentError(
@@ -77,40 +104,43 @@ export class KubernetesProvider implements Provider {
     return id;
   }
 
-  async get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    signal?.throwIfAborted();
+  private async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
     const { namespace, name } = this.ref(providerID, 'get');
-    return toInstance(await this.read(namespace, name, 'get', providerID));
+    return toInstance(await this.read(namespace, name, 'get', providerID, signal));
   }
 
-  async delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    signal?.throwIfAborted();
+  private async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
     const { namespace, name } = this.ref(providerID, 'delete');
     try {
-      await this.opts.core.deleteNamespacedPod({ name, namespace });
-      this.opts.logger.info({ providerID }, 'proxy pod deleted');
+      await this.core.deleteNamespacedPod({ name, namespace }, withRequestSignal(signal));
+      this.logger.info({ providerID }, 'proxy pod deleted');
     } catch (err) {
       const meaning = classifyKubeError(err, 'delete');
       if (meaning !== 'NotFound') throw this.mapped(meaning, err, 'delete', providerID);
     }
   }
 
-  async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    signal?.throwIfAborted();
+  private async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     try {
-      const list = await this.opts.core.listNamespacedPod({
-        namespace: this.opts.settings.namespace,
-        labelSelector: ownedSelector(owner),
-      });
+      const list = await this.core.listNamespacedPod(
+        { namespace: this.settings.namespace, labelSelector: ownedSelector(owner) },
+        withRequestSignal(signal),
+      );
       return list.items.map(toInstance);
     } catch (err) {
       throw this.mapped(classifyKubeError(err, 'list'), err, 'listByTag');
     }
   }
 
-  private async read(namespace: string, name: string, op: ProviderOperation, id: string) {
+  private async read(
+    namespace: string,
+    name: string,
+    op: ProviderOperation,
+    id: string,
+    signal?: AbortSignal,
+  ) {
     try {
-      return await this.opts.core.readNamespacedPod({ name, namespace });
+      return await this.core.readNamespacedPod({ name, namespace }, withRequestSignal(signal));
     } catch (err) {
       throw this.mapped(classifyKubeError(err, 'get'), err, op, id);
     }
@@ -134,6 +164,6 @@ export class KubernetesProvider implements Provider {
   }
 
   private ctx(operation: ProviderOperation, providerID?: string): ProviderErrorContext {
-    return { provider: this.opts.name, operation, providerID };
+    return { provider: this.name, operation, providerID };
   }
 }

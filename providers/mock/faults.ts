@@ -1,7 +1,8 @@
 import type { ProviderOperation } from '../errors.js';
 
-export type FaultKind = 'quota' | 'transient' | 'permanent';
-export const FAULT_KINDS: readonly FaultKind[] = ['quota', 'transient', 'permanent'];
+/** A failure of that kind, or `hang`: the call never answers (an unresponsive cloud) until aborted. */
+export type FaultKind = 'quota' | 'transient' | 'permanent' | 'hang';
+export const FAULT_KINDS: readonly FaultKind[] = ['quota', 'transient', 'permanent', 'hang'];
 export const FAULT_OPERATIONS: readonly ProviderOperation[] = ['create', 'get', 'delete', 'listByTag'];
 
 export interface Fault {

@@ -1,4 +1,7 @@
+import 'reflect-metadata';
 import type { Logger } from 'pino';
+import { inject } from 'tsyringe';
+import { withSignal } from '../abort.js';
 import {
   LABEL_OWNER,
   gcLabels,
@@ -16,7 +19,8 @@ import {
   type ProviderOperation,
 } from '../errors.js';
 import { instanceName } from '../naming.js';
-import { MOCK_DEFAULTS, type MockSettings } from './config.js';
+import { PROVIDER_LOGGER, PROVIDER_NAME, PROVIDER_SETTINGS, provider } from '../provider-class.js';
+import { MOCK_DEFAULTS, parseMockConfig, type MockSettings } from './config.js';
 import { FaultPlan, type FaultKind } from './faults.js';
 import { startForwardProxy, type ForwardProxy } from './forward-proxy.js';
 import { IpRange } from './ip-range.js';
@@ -28,15 +32,8 @@ export interface Clock {
 }
 export const systemClock: Clock = { now: () => Date.now() };
 
-export interface MockProviderOptions {
-  name: string;
-  /** Unset fields take MOCK_DEFAULTS (5 s provisioning, fake 10.99/16 IPs, no faults). */
-  settings?: Partial<MockSettings>;
-  logger: Logger;
-  clock?: Clock;
-  /** Shared when several mock providers run in one process, so they never race for addresses. */
-  loopback?: LoopbackAddresses;
-}
+/** DI token for a test clock; the system clock when nothing is registered. */
+export const MOCK_CLOCK = Symbol.for('proxy-operator.mock.clock');
 
 interface MockInstance {
   id: string;
@@ -57,22 +54,35 @@ const FAULT_ERRORS = {
   permanent: ProviderPermanentError,
 } as const;
 
+/** Never settles: a call stuck on an unresponsive backend, until its signal aborts it. */
+const forever = new Promise<never>(() => undefined);
+
 /**
  * An in-memory provider. State is derived from the clock on every look, so it needs no
  * timers; with serveTraffic each Running instance is a real forward proxy on loopback.
+ * Providers of this type in one operator share one loopback address allocator.
  */
+@provider({ type: 'mock', config: parseMockConfig, shared: [LoopbackAddresses] })
 export class MockProvider implements Provider {
   private readonly instances = new Map<string, MockInstance>();
   private readonly faults = new FaultPlan();
   private readonly ips: IpRange;
   private readonly clock: Clock;
-  private readonly loopback: LoopbackAddresses;
   private readonly settings: MockSettings;
 
-  constructor(private readonly opts: MockProviderOptions) {
-    this.settings = { ...MOCK_DEFAULTS, faults: {}, ...opts.settings };
-    this.clock = opts.clock ?? systemClock;
-    this.loopback = opts.loopback ?? new LoopbackAddresses();
+  /**
+   * @param settings unset fields take MOCK_DEFAULTS (5 s provisioning, fake 10.99/16 IPs, no faults)
+   * @param loopback where served proxies listen; shared by the mock providers of one operator
+   */
+  constructor(
+    @inject(PROVIDER_NAME) private readonly name: string,
+    @inject(PROVIDER_SETTINGS) settings: Partial<MockSettings>,
+    @inject(PROVIDER_LOGGER) private readonly logger: Logger,
+    @inject(LoopbackAddresses) private readonly loopback: LoopbackAddresses = new LoopbackAddresses(),
+    @inject(MOCK_CLOCK, { isOptional: true }) clock?: Clock,
+  ) {
+    this.settings = { ...MOCK_DEFAULTS, faults: {}, ...settings };
+    this.clock = clock ?? systemClock;
     this.ips = new IpRange(this.settings.ipRange);
     for (const [op, fault] of Object.entries(this.settings.faults)) {
       if (fault) this.faults.inject(op as ProviderOperation, fault.kind, fault.count);
@@ -93,9 +103,24 @@ export class MockProvider implements Provider {
     this.faults.clear();
   }
 
-  async create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    signal?.throwIfAborted();
-    this.maybeFail('create');
+  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    return withSignal(signal, () => this.doCreate(req));
+  }
+
+  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
+    return withSignal(signal, () => this.doGet(providerID));
+  }
+
+  delete(providerID: string, signal?: AbortSignal): Promise<void> {
+    return withSignal(signal, () => this.doDelete(providerID));
+  }
+
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return withSignal(signal, () => this.doListByTag(owner));
+  }
+
+  private async doCreate(req: CreateRequest): Promise<string> {
+    await this.maybeFail('create');
     if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
       throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
     }
@@ -112,32 +137,29 @@ export class MockProvider implements Provider {
         runningAt: now + this.settings.provisioningSeconds * 1000,
         fakeIp: this.ips.next(),
       });
-      this.opts.logger.info({ providerID: id, proxy: req.proxy }, 'mock instance created');
+      this.logger.info({ providerID: id, proxy: req.proxy }, 'mock instance created');
     }
     return id;
   }
 
-  async get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    signal?.throwIfAborted();
-    this.maybeFail('get', providerID);
+  private async doGet(providerID: string): Promise<Instance> {
+    await this.maybeFail('get', providerID);
     const inst = this.instances.get(providerID);
     if (!inst) throw new NotFoundError('no such instance', this.ctx('get', providerID));
     return this.view(inst, 'get');
   }
 
-  async delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    signal?.throwIfAborted();
-    this.maybeFail('delete', providerID);
+  private async doDelete(providerID: string): Promise<void> {
+    await this.maybeFail('delete', providerID);
     const inst = this.instances.get(providerID);
     if (!inst) return;
     this.instances.delete(providerID);
     await this.stopServing(inst);
-    this.opts.logger.info({ providerID }, 'mock instance deleted');
+    this.logger.info({ providerID }, 'mock instance deleted');
   }
 
-  async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    signal?.throwIfAborted();
-    this.maybeFail('listByTag');
+  private async doListByTag(owner: string): Promise<Instance[]> {
+    await this.maybeFail('listByTag');
     const views = await Promise.allSettled(
       [...this.instances.values()]
         .filter((i) => i.labels[LABEL_OWNER] === owner)
@@ -167,10 +189,7 @@ export class MockProvider implements Provider {
       inst.serving = this.loopback.bind((host) => startForwardProxy({ host, port: inst.port }));
       inst.serving.then(
         (p) =>
-          this.opts.logger.info(
-            { providerID: inst.id, address: `${p.host}:${p.port}` },
-            'mock proxy serving',
-          ),
+          this.logger.info({ providerID: inst.id, address: `${p.host}:${p.port}` }, 'mock proxy serving'),
         () => (inst.serving = undefined), // let the next look retry
       );
     }
@@ -193,12 +212,15 @@ export class MockProvider implements Provider {
     }
   }
 
-  private maybeFail(op: ProviderOperation, providerID?: string): void {
+  /** Consumes the next injected fault for `op`: throws it, or (hang) never answers. */
+  private maybeFail(op: ProviderOperation, providerID?: string): Promise<void> {
     const kind = this.faults.take(op);
-    if (kind) throw new FAULT_ERRORS[kind](`injected ${kind} fault`, this.ctx(op, providerID));
+    if (!kind) return Promise.resolve();
+    if (kind === 'hang') return forever;
+    return Promise.reject(new FAULT_ERRORS[kind](`injected ${kind} fault`, this.ctx(op, providerID)));
   }
 
   private ctx(operation: ProviderOperation, providerID?: string): ProviderErrorContext {
-    return { provider: this.opts.name, operation, providerID };
+    return { provider: this.name, operation, providerID };
   }
 }

@@ -4,6 +4,7 @@ import {
   METRICS_PORT,
   OPERATOR_NAME,
   OPERATOR_NAMESPACE,
+  PLUGINS_DIR,
   PROVIDERS_CONFIGMAP_NAME,
   PROXIES_NAMESPACE,
   SERVICE_ACCOUNT_NAME,
@@ -100,9 +101,11 @@ describe('the operator Deployment', () => {
   it.each<[string, string, Record<string, unknown>]>([
     ['the providers ConfigMap', '/etc/proxy-operator', { configMap: { name: PROVIDERS_CONFIGMAP_NAME } }],
     ['a writable emptyDir (the root filesystem is read-only)', '/tmp', { emptyDir: {} }],
+    ['the plugins emptyDir an init container fills', PLUGINS_DIR, { emptyDir: {} }],
   ])('mounts %s at %s', (_what, path, source) => {
     const mount = container.volumeMounts?.find((m) => m.mountPath === path);
     expect(mount).toBeDefined();
+    if (path !== '/tmp') expect(mount!.readOnly).toBe(true);
     expect(pod.volumes?.find((v) => v.name === mount!.name)).toEqual({ name: mount!.name, ...source });
   });
 

@@ -64,8 +64,8 @@ describe('the operator process', () => {
     ],
     [
       'an unknown provider type',
-      'providers:\n  - name: aws\n    type: aws\n',
-      /providers\[0\] \(aws\): type: .*aws/,
+      'providers:\n  - name: hetzner\n    type: hetzner\n',
+      /providers\[0\] \(hetzner\): type: .*hetzner/,
     ],
   ])('refuses to start on %s, naming the file and the key (exit 2)', async (_what, yaml, message) => {
     const file = join(dir, `${Math.random().toString(36).slice(2)}.yaml`);

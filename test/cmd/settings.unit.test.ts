@@ -10,7 +10,13 @@ describe('operator settings', () => {
   it('applies the documented defaults', () => {
     const s = parseSettings([], {});
     expect(s).toMatchObject({
-      discovery: { host: '0.0.0.0', port: 8090 },
+      discovery: {
+        host: '0.0.0.0',
+        port: 8090,
+        maxCooldownSeconds: 3600,
+        sessionIdleSeconds: 1800,
+        maxSessions: 100_000,
+      },
       metrics: { host: '0.0.0.0', port: 8080 },
       leaderElect: true,
       cooldownSeconds: 900,
@@ -40,9 +46,39 @@ describe('operator settings', () => {
     [['--max-unavailable', 'gcp-eu=x'], /--max-unavailable: "x" must be an integer/],
     [['--max-unavailable', 'GCP=2'], /--max-unavailable: "GCP" is not a provider name/],
     [['--max-unavailable', '2,3'], /sets the default cap twice/],
+    [
+      ['--cooldown', '600', '--max-cooldown', '300'],
+      /--max-cooldown: "300" must be at least --cooldown \(600\)/,
+    ],
+    [['--max-sessions', '9999'], /--max-sessions: "9999" must be an integer >= 10000/],
+    [['--session-idle-timeout', '0'], /--session-idle-timeout: "0" must be an integer >= 1/],
   ])('rejects %j with a message naming the flag', (argv, message) => {
     expect(() => parseSettings(argv, {})).toThrow(SettingsError);
     expect(() => parseSettings(argv, {})).toThrow(message);
+  });
+
+  it('reads the session and cooldown flags and their environment variables', () => {
+    const s = parseSettings(['--max-cooldown', '7200', '--max-sessions', '20000'], {
+      SESSION_IDLE_TIMEOUT_SECONDS: '600',
+      MAX_SESSIONS: '50000',
+    });
+    expect(s).toMatchObject({
+      discovery: { maxCooldownSeconds: 7200, sessionIdleSeconds: 600, maxSessions: 20_000 },
+    });
+  });
+
+  it.each([
+    ['a trailing newline (a Secret made with --from-file)', 's3cret\n', 's3cret'],
+    ['surrounding spaces and CRLF', '  s3cret\r\n', 's3cret'],
+    ['only whitespace: auth off', ' \n', ''],
+  ])('trims DISCOVERY_TOKEN with %s', (_case, raw, token) => {
+    expect(parseSettings([], { DISCOVERY_TOKEN: raw })).toMatchObject({ discoveryToken: token });
+  });
+
+  it('refuses a DISCOVERY_TOKEN with whitespace inside, naming it', () => {
+    expect(() => parseSettings([], { DISCOVERY_TOKEN: 'two words' })).toThrow(
+      /DISCOVERY_TOKEN: must not contain whitespace inside the token/,
+    );
   });
 
   it('documents every flag in --help', () => {
@@ -54,6 +90,9 @@ describe('operator settings', () => {
       '--leader-elect',
       '--log-level',
       '--max-unavailable',
+      '--max-cooldown',
+      '--session-idle-timeout',
+      '--max-sessions',
     ]) {
       expect(usage()).toContain(flag);
     }

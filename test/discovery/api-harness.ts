@@ -3,26 +3,32 @@ import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { createDiscoveryApp } from '../../discovery/app.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import type { LeaseStore } from '../../discovery/lease-store.js';
+import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../discovery/memory-lease-store.js';
 import { DiscoveryServer, type DiscoveryServerOptions } from '../../discovery/server.js';
-import { capturingLogger, FakeCatalog, FakeClock } from './fixtures.js';
+import { capturingLogger, FakeClock, TestCatalog } from './fixtures.js';
 
 export interface HarnessOptions {
   proxies?: ProxyRecord[];
   token?: string;
   maxTTLSeconds?: number;
   server?: Partial<DiscoveryServerOptions>;
+  store?: Partial<MemoryLeaseStoreOptions>;
+  /** Puts a decorator between the app and the store (tests that watch every store call). */
+  wrapStore?: (store: MemoryLeaseStore) => LeaseStore;
 }
 
 export interface Harness {
   baseURL: string;
-  catalog: FakeCatalog;
+  catalog: TestCatalog;
   clock: FakeClock;
   store: MemoryLeaseStore;
   registry: Registry;
   logLines: () => Record<string, unknown>[];
   server: DiscoveryServer;
   call(method: string, path: string, options?: CallOptions): Promise<CallResult>;
+  /** Live leases on one proxy, as the store counts them. */
+  activeLeases(proxyID: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -43,13 +49,22 @@ export interface CallResult {
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const clock = new FakeClock();
-  const catalog = new FakeCatalog(options.proxies ?? []);
+  const catalog = new TestCatalog(options.proxies ?? []);
   const { logger, lines } = capturingLogger('info');
-  const store = new MemoryLeaseStore({ logger, clock, cooldownSeconds: 900 });
+  // random 0.5 puts every cooldown in the middle of its jitter: exactly base × 2^(streak-1).
+  const store = new MemoryLeaseStore({
+    catalog,
+    logger,
+    clock,
+    cooldownSeconds: 900,
+    maxCooldownSeconds: 3600,
+    random: () => 0.5,
+    ...options.store,
+  });
   const registry = new Registry();
   const app = createDiscoveryApp({
     catalog,
-    leases: store,
+    leases: options.wrapStore?.(store) ?? store,
     token: options.token,
     logger,
     registry,
@@ -67,6 +82,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logLines: lines,
     server,
     call: (method, path, callOptions) => call(baseURL, method, path, callOptions),
+    activeLeases: async (proxyID) => (await store.usage([proxyID])).get(proxyID)!.activeLeases,
     stop: () => server.stop(),
   };
 }

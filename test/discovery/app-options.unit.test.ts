@@ -1,12 +1,12 @@
 import { Registry } from 'prom-client';
 import { createDiscoveryApp, type DiscoveryAppOptions } from '../../discovery/app.js';
 import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { FakeCatalog, silentLogger } from './fixtures.js';
+import { TestCatalog, silentLogger } from './fixtures.js';
 
 describe('createDiscoveryApp configuration', () => {
-  const base = (): DiscoveryAppOptions => ({
-    catalog: new FakeCatalog(),
-    leases: new MemoryLeaseStore({ logger: silentLogger }),
+  const base = (catalog = new TestCatalog()): DiscoveryAppOptions => ({
+    catalog,
+    leases: new MemoryLeaseStore({ catalog, logger: silentLogger }),
     logger: silentLogger,
     registry: new Registry(),
   });
@@ -31,6 +31,13 @@ describe('createDiscoveryApp configuration', () => {
         .getMetricsAsArray()
         .map((m) => m.name)
         .sort(),
-    ).toEqual(['proxy_operator_lease_requests_total', 'proxy_operator_leases_active']);
+    ).toEqual([
+      'proxy_operator_cooldowns_active',
+      'proxy_operator_discovery_evictions_total',
+      'proxy_operator_lease_reports_total',
+      'proxy_operator_lease_requests_total',
+      'proxy_operator_leases_active',
+      'proxy_operator_sessions_active',
+    ]);
   });
 });

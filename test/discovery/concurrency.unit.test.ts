@@ -1,7 +1,17 @@
-// Hundreds of parallel lease requests never overfill a proxy, never lease an unhealthy or
-// list-only one, and never hand a proxy cooling down for a target to that target.
+// Hundreds of parallel requests never overfill a proxy, never lease an unhealthy or list-only
+// one, never hand a proxy cooling down for a target to that target, and never bind a session
+// to two proxies at once.
 import { Pool, type Dispatcher } from 'undici';
-import type { ProxyRecord } from '../../discovery/catalog.js';
+import type { ProxyCatalog, ProxyRecord } from '../../discovery/catalog.js';
+import { isLeasable } from '../../discovery/lease-selection.js';
+import type {
+  AcquireResult,
+  Lease,
+  LeaseRequest,
+  LeaseStore,
+  ReportResult,
+} from '../../discovery/lease-store.js';
+import type { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
 import { startHarness, type Harness } from './api-harness.js';
 import { proxy } from './fixtures.js';
 
@@ -80,7 +90,7 @@ describe('concurrent lease requests', () => {
     for (const r of responses.filter((r) => r.status === 409)) {
       expect(r.body).toMatchObject({ error: expect.stringMatching(/^(all_busy|all_cooling_down)$/) });
     }
-    for (const [id, count] of perProxy) expect(await h.store.activeCount(id)).toBe(count);
+    for (const [id, count] of perProxy) expect(await h.activeLeases(id)).toBe(count);
   });
 
   it('churn of parallel lease-and-release never reports a proxy above its cap', async () => {
@@ -102,6 +112,172 @@ describe('concurrent lease requests', () => {
       expect(p.activeLeases).toBeLessThanOrEqual(p.maxLeases);
       expect(['ns/unhealthy', 'ns/list-only']).not.toContain(p.id);
     }
-    expect(await h.store.activeTotal()).toBe(0);
+    expect((await h.store.totals()).activeLeases).toBe(0);
+  });
+});
+
+/**
+ * Watches every store call in the order the server makes them and records any broken
+ * invariant at the moment it happens: a lease above maxLeases, on a proxy that is not
+ * leasable or is cooling down for the lease's target, or a session bound to two proxies.
+ */
+class InvariantWatch implements LeaseStore {
+  readonly violations: string[] = [];
+  readonly grants: Lease[] = [];
+  /** `${proxyID} ${target}` → cooldown end, as reported back by the store. */
+  private readonly cooling = new Map<string, number>();
+  private readonly sessions = new Map<string, string>();
+
+  constructor(
+    private readonly inner: MemoryLeaseStore,
+    private readonly catalog: () => ProxyCatalog,
+    private readonly now: () => number,
+  ) {}
+
+  async acquire(request: LeaseRequest): Promise<AcquireResult> {
+    const result = await this.inner.acquire(request);
+    if (!result.granted) return result;
+    const { lease, usage, session } = result;
+    this.grants.push(lease);
+    const current = this.catalog().get(lease.proxyID);
+    if (current === undefined || !isLeasable(current))
+      this.violations.push(`${lease.id}: ${lease.proxyID} not leasable`);
+    if (usage.activeLeases > lease.proxy.maxLeases)
+      this.violations.push(
+        `${lease.id}: ${lease.proxyID} at ${usage.activeLeases} > ${lease.proxy.maxLeases}`,
+      );
+    if ((this.cooling.get(`${lease.proxyID} ${lease.target ?? ''}`) ?? 0) > this.now())
+      this.violations.push(`${lease.id}: ${lease.proxyID} cooling down for '${lease.target ?? ''}'`);
+    if (session !== undefined) {
+      const before = this.sessions.get(session.key);
+      if (!session.moved && before !== undefined && before !== lease.proxyID)
+        this.violations.push(`session ${session.key} silently moved ${before} → ${lease.proxyID}`);
+      if (session.moved && (before === undefined || before === lease.proxyID))
+        this.violations.push(`session ${session.key} reported moved from ${before} to ${lease.proxyID}`);
+      this.sessions.set(session.key, lease.proxyID);
+    }
+    return result;
+  }
+
+  async report(leaseID: string, result: ReportResult, target?: string) {
+    const outcome = await this.inner.report(leaseID, result, target);
+    if (outcome?.cooldownUntil !== undefined) {
+      const key = `${outcome.lease.proxyID} ${outcome.target ?? ''}`;
+      this.cooling.set(key, Math.max(this.cooling.get(key) ?? 0, outcome.cooldownUntil.getTime()));
+    }
+    return outcome;
+  }
+
+  async endSession(key: string) {
+    await this.inner.endSession(key);
+    this.sessions.delete(key);
+  }
+
+  renew = (id: string, ttl?: number) => this.inner.renew(id, ttl);
+  release = (id: string) => this.inner.release(id);
+  usage = (ids: readonly string[]) => this.inner.usage(ids);
+  get = (id: string) => this.inner.get(id);
+  totals = () => this.inner.totals();
+  start = () => this.inner.start();
+  stop = () => this.inner.stop();
+}
+
+describe('500 parallel requests mixing sessions, renewals, releases and reports', () => {
+  const mixedFleet = (): ProxyRecord[] =>
+    Array.from({ length: 12 }, (_, i) =>
+      proxy(`ns/p${i}`, {
+        maxLeases: [2, 5, 10, 20][i % 4],
+        latencyMillis: 10 * (i % 5),
+        attributes: { geo: i % 2 === 0 ? 'eu' : 'us' },
+        ...(i === 11 ? { healthy: false, phase: 'Unhealthy' } : {}),
+      }),
+    );
+
+  it('keeps every invariant', async () => {
+    let watch: InvariantWatch | undefined;
+    const h: Harness = await startHarness({
+      proxies: mixedFleet(),
+      wrapStore: (store) =>
+        (watch = new InvariantWatch(
+          store,
+          () => h.catalog,
+          () => h.clock.now(),
+        )),
+    });
+    const pool = new Pool(h.baseURL, { connections: 64 });
+    const send = async (method: string, path: string, body?: unknown) => {
+      const response = await pool.request({
+        path,
+        method: method as Dispatcher.HttpMethod,
+        headers: { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.body.text();
+      return { status: response.statusCode, body: text === '' ? undefined : (JSON.parse(text) as Granted) };
+    };
+    try {
+      const random = (() => {
+        let a = 500;
+        return () => (a = (a * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      })();
+      const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];
+      const statuses: number[] = [];
+      // 250 tasks of two requests each, all in flight at once.
+      const task = async (i: number) => {
+        const leased = await send('POST', '/v1/leases', {
+          ttlSeconds: 600,
+          ...(random() < 0.6 ? { session: `s${i % 20}` } : {}),
+          ...(random() < 0.5 ? { target: pick(['a.example', 'b.example']) } : {}),
+          ...(random() < 0.3 ? { selector: { geo: pick(['eu', 'us']) } } : {}),
+        });
+        statuses.push(leased.status);
+        const roll = random();
+        if (leased.status !== 201) {
+          statuses.push(
+            (
+              await send(
+                roll < 0.5 ? 'GET' : 'DELETE',
+                roll < 0.5 ? '/v1/proxies' : `/v1/sessions/s${i % 20}`,
+              )
+            ).status,
+          );
+          return;
+        }
+        const id = leased.body!.leaseID;
+        const follow =
+          roll < 0.3
+            ? send('POST', `/v1/leases/${id}/report`, {
+                result: pick(['banned', 'rate_limited', 'ok']),
+                ...(random() < 0.7 ? { target: pick(['a.example', 'b.example']) } : {}),
+              })
+            : roll < 0.55
+              ? send('POST', `/v1/leases/${id}/renew`, random() < 0.5 ? {} : { ttlSeconds: 900 })
+              : roll < 0.85
+                ? send('DELETE', `/v1/leases/${id}`)
+                : send('DELETE', `/v1/sessions/s${i % 20}`);
+        statuses.push((await follow).status);
+      };
+      const flip = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          // Mid-run, two proxies stop being leasable.
+          h.catalog.proxies = mixedFleet().map((p) =>
+            p.id === 'ns/p0' || p.id === 'ns/p5' ? { ...p, healthy: false, phase: 'Unhealthy' } : p,
+          );
+          resolve();
+        }, 20),
+      );
+      await Promise.all([...Array.from({ length: 250 }, (_, i) => task(i)), flip]);
+
+      expect(statuses).toHaveLength(500);
+      expect(statuses.filter((s) => ![200, 201, 204, 409].includes(s))).toEqual([]);
+      expect(watch!.grants.length).toBeGreaterThan(50);
+      expect(statuses.filter((s) => s === 409).length).toBeGreaterThan(0);
+      expect(watch!.violations).toEqual([]);
+      for (const p of mixedFleet()) expect(await h.activeLeases(p.id)).toBeLessThanOrEqual(p.maxLeases);
+      expect(watch!.grants.some((l) => l.proxyID === 'ns/p11')).toBe(false);
+    } finally {
+      await pool.close();
+      await h.stop();
+    }
   });
 });

@@ -16,11 +16,14 @@ const fleet = (): ProxyRecord[] => [
   proxy('ns/list-only', { ip: '10.0.0.5', attributes: { geo: 'ap' }, maxLeases: 0 }),
 ];
 
+const NO_REPORTS = { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0 };
+
 interface LeaseBody {
   leaseID: string;
   proxy: Record<string, unknown> & { id: string };
   expiresAt: string;
   target: string | null;
+  session?: { key: string; moved: boolean };
 }
 
 describe('discovery API', () => {
@@ -62,6 +65,7 @@ describe('discovery API', () => {
         latencyMillis: 80,
         activeLeases: 1,
         maxLeases: 2,
+        stats: NO_REPORTS,
       });
     });
 
@@ -112,6 +116,7 @@ describe('discovery API', () => {
           latencyMillis: 40,
           activeLeases: 1,
           maxLeases: 5,
+          stats: NO_REPORTS,
         },
         expiresAt: new Date(h.clock.now() + 60_000).toISOString(),
         target: 'example.com',
@@ -284,6 +289,211 @@ describe('discovery API', () => {
     });
   });
 
+  describe('GET /v1/proxies/{namespace}/{name}', () => {
+    it('answers one proxy, the same object as its list item', async () => {
+      const held = await lease({ selector: { geo: 'us' } });
+      await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result: 'ok' } });
+      const one = await h.call('GET', '/v1/proxies/ns/us-crawl');
+      expect(one.status).toBe(200);
+      const listed = (await h.call('GET', '/v1/proxies?attr.geo=us&healthy=true')).body as {
+        items: unknown[];
+      };
+      expect(listed.items).toEqual([one.body]);
+      expect(one.body).toMatchObject({
+        id: 'ns/us-crawl',
+        activeLeases: 1,
+        stats: { windowSeconds: 900, ok: 1, banned: 0, rate_limited: 0 },
+      });
+    });
+
+    it.each(['/v1/proxies/ns/nope', '/v1/proxies/other/us-crawl'])(
+      '404 proxy_not_found for %s',
+      async (path) => {
+        const response = await h.call('GET', path);
+        expect(response.status).toBe(404);
+        expect(response.body).toEqual({
+          error: 'proxy_not_found',
+          message: expect.stringContaining('does not exist'),
+        });
+      },
+    );
+  });
+
+  describe('statistics', () => {
+    it('shows report counts per proxy over the sliding window', async () => {
+      const held = await lease({ selector: { geo: 'us' }, ttlSeconds: 3600 });
+      const report = (result: string, target?: string) =>
+        h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result, target } });
+      await report('ok');
+      await report('banned', 'a.example');
+      await report('rate_limited', 'b.example');
+      await report('ok', 'c.example');
+      const stats = async () =>
+        ((await h.call('GET', '/v1/proxies/ns/us-crawl')).body as { stats: unknown }).stats;
+      expect(await stats()).toEqual({ windowSeconds: 900, ok: 2, banned: 1, rate_limited: 1 });
+      h.clock.advanceSeconds(900);
+      expect(await stats()).toEqual(NO_REPORTS);
+    });
+  });
+
+  describe('POST /v1/leases/{id}/renew', () => {
+    it('extends a live lease by its original TTL by default, keeping its slot', async () => {
+      const held = await lease({ selector: { geo: 'us' }, ttlSeconds: 60, target: 'example.com' });
+      h.clock.advanceSeconds(50);
+      const renewed = await h.call('POST', `/v1/leases/${held.leaseID}/renew`);
+      expect(renewed.status).toBe(200);
+      expect(renewed.body).toEqual({ ...held, expiresAt: new Date(h.clock.now() + 60_000).toISOString() });
+      h.clock.advanceSeconds(59);
+      expect(
+        (await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result: 'ok' } })).status,
+      ).toBe(200);
+    });
+
+    it.each([
+      ['a longer TTL', { ttlSeconds: 600 }, 600],
+      ['a TTL shorter than what is left (never shortened)', { ttlSeconds: 10 }, 250],
+      ['the maximum', { ttlSeconds: 3600 }, 3600],
+    ])('with %s', async (_case, body, left) => {
+      const held = await lease({ ttlSeconds: 300 });
+      h.clock.advanceSeconds(50);
+      const renewed = await h.call('POST', `/v1/leases/${held.leaseID}/renew`, { body });
+      expect((renewed.body as LeaseBody).expiresAt).toBe(new Date(h.clock.now() + left * 1000).toISOString());
+    });
+
+    it.each<[string, unknown, RegExp]>([
+      [
+        'ttlSeconds above the maximum',
+        { ttlSeconds: 3601 },
+        /ttlSeconds must be an integer from 1 to 3600, got 3601/,
+      ],
+      ['ttlSeconds 0', { ttlSeconds: 0 }, /got 0/],
+      ['an unknown field', { ttl: 5 }, /unknown field\(s\) 'ttl'; allowed: ttlSeconds/],
+    ])('400 for %s', async (_case, body, message) => {
+      const held = await lease();
+      const response = await h.call('POST', `/v1/leases/${held.leaseID}/renew`, { body });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+    });
+
+    it('404 for an unknown, expired or released lease', async () => {
+      const expired = await lease({ ttlSeconds: 10 });
+      const released = await lease();
+      await h.call('DELETE', `/v1/leases/${released.leaseID}`);
+      h.clock.advanceSeconds(10);
+      for (const id of ['never-issued', expired.leaseID, released.leaseID]) {
+        const response = await h.call('POST', `/v1/leases/${id}/renew`, { body: { ttlSeconds: 60 } });
+        expect(response.status).toBe(404);
+        expect(response.body).toEqual({
+          error: 'lease_not_found',
+          message: `lease '${id}' is unknown, expired or released`,
+        });
+      }
+    });
+
+    it('renews a lease whose proxy was deleted, showing the proxy as it was, unhealthy and Deleting', async () => {
+      const held = await lease({ selector: { geo: 'us' } });
+      h.catalog.proxies = h.catalog.proxies.filter((p) => p.id !== 'ns/us-crawl');
+      const renewed = await h.call('POST', `/v1/leases/${held.leaseID}/renew`);
+      expect(renewed.status).toBe(200);
+      expect((renewed.body as LeaseBody).proxy).toMatchObject({
+        id: 'ns/us-crawl',
+        url: 'http://10.0.0.3:3128',
+        healthy: false,
+        phase: 'Deleting',
+      });
+    });
+  });
+
+  describe('sticky sessions', () => {
+    it('keeps a session on its proxy and says when it had to move', async () => {
+      const first = await h.call('POST', '/v1/leases', {
+        body: { selector: { geo: 'eu' }, session: 'crawlee_Ab-1.x:y@z' },
+      });
+      expect(first.body).toMatchObject({
+        proxy: { id: 'ns/eu-api' },
+        session: { key: 'crawlee_Ab-1.x:y@z', moved: false },
+      });
+      const again = await h.call('POST', '/v1/leases', {
+        body: { selector: { geo: 'eu' }, session: 'crawlee_Ab-1.x:y@z' },
+      });
+      // ns/eu-crawl is less loaded now, but the session stays.
+      expect(again.body).toMatchObject({
+        proxy: { id: 'ns/eu-api', activeLeases: 2 },
+        session: { moved: false },
+      });
+      h.catalog.proxies = h.catalog.proxies.map((p) =>
+        p.id === 'ns/eu-api' ? { ...p, healthy: false, phase: 'Unhealthy' } : p,
+      );
+      const moved = await h.call('POST', '/v1/leases', {
+        body: { selector: { geo: 'eu' }, session: 'crawlee_Ab-1.x:y@z' },
+      });
+      expect(moved.body).toMatchObject({
+        proxy: { id: 'ns/eu-crawl' },
+        session: { key: 'crawlee_Ab-1.x:y@z', moved: true },
+      });
+      expect(h.logLines()).toContainEqual(
+        expect.objectContaining({
+          msg: 'session moved to another proxy',
+          session: 'crawlee_Ab-1.x:y@z',
+          proxyID: 'ns/eu-crawl',
+        }),
+      );
+    });
+
+    it('a lease without a session has no session field; a renewal in one reports it unmoved', async () => {
+      const plain = await lease();
+      expect(plain).not.toHaveProperty('session');
+      const inSession = await lease({ session: 's-1' });
+      const renewed = await h.call('POST', `/v1/leases/${inSession.leaseID}/renew`);
+      expect(renewed.body).toMatchObject({ session: { key: 's-1', moved: false } });
+    });
+
+    it.each<[string, unknown]>([
+      ['an empty key', ''],
+      ['a key with a space', 'a b'],
+      ['a key with a slash', 'a/b'],
+      ['a key of 129 characters', 'k'.repeat(129)],
+      ['a number', 42],
+      ['null', null],
+    ])('400 for %s', async (_case, session) => {
+      const response = await h.call('POST', '/v1/leases', { body: { session } });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        error: 'invalid_request',
+        message: expect.stringMatching(
+          /^session must be 1 to 128 characters of letters, digits and \. _ : @ -, got /,
+        ),
+      });
+    });
+
+    it('accepts a key of 128 characters', async () => {
+      expect((await h.call('POST', '/v1/leases', { body: { session: 'k'.repeat(128) } })).status).toBe(201);
+    });
+
+    it('DELETE /v1/sessions/{key} forgets the binding, keeps its leases, and answers 204 every time', async () => {
+      const held = await lease({ selector: { geo: 'eu' }, session: 's-1' });
+      expect(held.proxy.id).toBe('ns/eu-api');
+      for (let i = 0; i < 2; i++) {
+        const response = await h.call('DELETE', '/v1/sessions/s-1');
+        expect(response.status).toBe(204);
+        expect(response.text).toBe('');
+      }
+      expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(200);
+      // A new session under the same key: placed by the least-loaded rule, not reported as moved.
+      const next = await lease({ selector: { geo: 'eu' }, session: 's-1' });
+      expect(next).toMatchObject({ proxy: { id: 'ns/eu-crawl' }, session: { moved: false } });
+    });
+
+    it('400 for DELETE of a session key that is not valid', async () => {
+      const response = await h.call('DELETE', `/v1/sessions/${'k'.repeat(129)}`);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        error: 'invalid_request',
+        message: expect.stringMatching(/^session key must be/),
+      });
+    });
+  });
+
   describe('DELETE /v1/leases/{id}', () => {
     it('releases early, freeing the slot, and answers 204 every time', async () => {
       h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
@@ -323,6 +533,42 @@ describe('discovery API', () => {
         target: key,
         cooldownUntil: cooled ? new Date(h.clock.now() + 900_000).toISOString() : null,
       });
+    });
+
+    it('a ban without any target benches the proxy only for leases that name no target', async () => {
+      h.catalog.proxies = [proxy('ns/one')];
+      const held = await lease();
+      await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result: 'banned' } });
+      expect((await h.call('POST', '/v1/leases', { body: {} })).body).toMatchObject({
+        error: 'all_cooling_down',
+        message: expect.stringContaining('the global pool'),
+      });
+      expect((await lease({ target: 'example.com' })).proxy.id).toBe('ns/one');
+    });
+
+    it('consecutive bans double the cooldown; an ok resets the streak', async () => {
+      h.catalog.proxies = [proxy('ns/one', { maxLeases: 10 })];
+      const held = await lease({ target: 'example.com', ttlSeconds: 3600 });
+      const report = async (result: string) =>
+        (await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result } })).body as {
+          cooldownUntil: string | null;
+        };
+      const rest = async (result: string) => {
+        const until = (await report(result)).cooldownUntil;
+        return until === null ? null : (Date.parse(until) - h.clock.now()) / 1000;
+      };
+      expect(await rest('banned')).toBe(900);
+      h.clock.advanceSeconds(900);
+      expect(await rest('rate_limited')).toBe(1800);
+      h.clock.advanceSeconds(1800);
+      expect(await rest('banned')).toBe(3600);
+      expect(await rest('ok')).toBe(null);
+      // Renewals keep the lease until the running cooldown is over.
+      expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(200);
+      h.clock.advanceSeconds(1800);
+      expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(200);
+      h.clock.advanceSeconds(1800);
+      expect(await rest('banned')).toBe(900);
     });
 
     it('404 for an unknown, expired or released lease', async () => {
@@ -415,24 +661,74 @@ describe('discovery API', () => {
   });
 
   describe('metrics', () => {
+    const values = async (name: string) =>
+      Object.fromEntries(
+        (await h.registry.getSingleMetric(name)!.get()).values.map((v) => [
+          Object.values(v.labels).join(','),
+          v.value,
+        ]),
+      );
+
     it('counts lease requests by outcome and gauges live leases', async () => {
       const first = await lease({ ttlSeconds: 10 });
       await lease({ ttlSeconds: 100 });
       await h.call('POST', '/v1/leases', { body: { selector: { geo: 'mars' } } });
       await h.call('POST', '/v1/leases', { body: { ttlSeconds: 0 } });
-      const counter = await h.registry.getSingleMetric('proxy_operator_lease_requests_total')!.get();
-      expect(counter.values).toEqual(
-        expect.arrayContaining([
-          expect.objectContaining({ labels: { outcome: 'granted' }, value: 2 }),
-          expect.objectContaining({ labels: { outcome: 'no_match' }, value: 1 }),
-        ]),
-      );
+      expect(await values('proxy_operator_lease_requests_total')).toEqual({
+        granted: 2,
+        no_match: 1,
+        all_busy: 0,
+        all_cooling_down: 0,
+      });
       const gauge = () => h.registry.getSingleMetric('proxy_operator_leases_active')!.get();
       expect((await gauge()).values[0].value).toBe(2);
       await h.call('DELETE', `/v1/leases/${first.leaseID}`);
       expect((await gauge()).values[0].value).toBe(1);
       h.clock.advanceSeconds(100);
       expect((await gauge()).values[0].value).toBe(0);
+    });
+
+    it('counts each refusal under its own reason', async () => {
+      await h.call('POST', '/v1/leases', { body: { selector: { geo: 'mars' } } });
+      h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 }), proxy('ns/two', { maxLeases: 1 })];
+      const one = await lease({ selector: {}, target: 'shop.example', ttlSeconds: 100 });
+      await h.call('POST', `/v1/leases/${one.leaseID}/report`, { body: { result: 'banned' } });
+      await lease({ ttlSeconds: 100 });
+      // ns/one cools down for shop.example and ns/two is full.
+      await h.call('POST', '/v1/leases', { body: { target: 'shop.example' } });
+      await h.call('POST', '/v1/leases', { body: { target: 'other.example' } });
+      expect(await values('proxy_operator_lease_requests_total')).toEqual({
+        granted: 2,
+        no_match: 1,
+        all_busy: 2,
+        all_cooling_down: 0,
+      });
+      h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
+      await h.call('DELETE', `/v1/leases/${one.leaseID}`);
+      await h.call('POST', '/v1/leases', { body: { target: 'shop.example' } });
+      expect((await values('proxy_operator_lease_requests_total')).all_cooling_down).toBe(1);
+    });
+
+    it('counts reports by result, and gauges running cooldowns and live sessions', async () => {
+      const held = await lease({ session: 'crawl-1', ttlSeconds: 3000 });
+      await lease({ session: 'crawl-2' });
+      for (const result of ['ok', 'ok', 'banned', 'rate_limited']) {
+        await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+          body: { result, target: `${result}.example` },
+        });
+      }
+      await h.call('POST', '/v1/leases/never-issued/report', { body: { result: 'banned' } });
+      expect(await values('proxy_operator_lease_reports_total')).toEqual({
+        ok: 2,
+        banned: 1,
+        rate_limited: 1,
+      });
+      expect(await values('proxy_operator_cooldowns_active')).toEqual({ '': 2 });
+      expect(await values('proxy_operator_sessions_active')).toEqual({ '': 2 });
+      await h.call('DELETE', '/v1/sessions/crawl-2');
+      expect(await values('proxy_operator_sessions_active')).toEqual({ '': 1 });
+      h.clock.advanceSeconds(900);
+      expect(await values('proxy_operator_cooldowns_active')).toEqual({ '': 0 });
     });
   });
 });
@@ -476,6 +772,16 @@ describe('discovery API authentication', () => {
       expect((await h.call(method, path)).status).toBe(401);
     });
 
+    it('tells right from wrong tokens however many different ones were tried before', async () => {
+      const status = async (token: string) =>
+        (await h.call('GET', '/v1/proxies', { headers: { authorization: `Bearer ${token}` } })).status;
+      expect(await status(TOKEN)).toBe(200);
+      for (let i = 0; i < 40; i++) expect(await status(`${TOKEN}${i}`)).toBe(401);
+      expect(await status(TOKEN)).toBe(200);
+      expect(await status(TOKEN.slice(0, -1))).toBe(401);
+      expect(await status(TOKEN)).toBe(200);
+    });
+
     it('serves the OpenAPI document without a token', async () => {
       expect((await h.call('GET', '/openapi.json')).status).toBe(200);
     });
@@ -486,8 +792,22 @@ describe('discovery API authentication', () => {
   });
 
   it.each([
+    ['a trailing newline (a Secret made with --from-file)', 'file-token\n'],
+    ['surrounding spaces and a CRLF', '  file-token\r\n'],
+  ])('with %s: the trimmed token authenticates', async (_case, token) => {
+    h = await startHarness({ proxies: fleet(), token });
+    expect(
+      (await h.call('GET', '/v1/proxies', { headers: { authorization: 'Bearer file-token' } })).status,
+    ).toBe(200);
+    expect((await h.call('GET', '/v1/proxies', { headers: { authorization: 'Bearer nope' } })).status).toBe(
+      401,
+    );
+  });
+
+  it.each([
     ['undefined', undefined],
     ['empty', ''],
+    ['only whitespace', ' \n'],
   ])('with an %s token: serves without auth and warns loudly at start-up', async (_case, token) => {
     h = await startHarness({ proxies: fleet(), token });
     expect((await h.call('GET', '/v1/proxies')).status).toBe(200);

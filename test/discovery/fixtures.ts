@@ -1,7 +1,8 @@
 // Shared test fixtures for the discovery suites.
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
-import type { ProxyCatalog, ProxyRecord } from '../../discovery/catalog.js';
+import type { ProxyRecord } from '../../discovery/catalog.js';
+import { IndexedCatalog } from '../../discovery/indexed-catalog.js';
 import type { Clock } from '../../discovery/memory-lease-store.js';
 
 /** A healthy, leasable proxy; override what the case is about. */
@@ -30,11 +31,20 @@ export class FakeClock implements Clock {
   }
 }
 
-/** A catalog whose content the test replaces at will, as the informer cache would change. */
-export class FakeCatalog implements ProxyCatalog {
-  constructor(public proxies: ProxyRecord[] = []) {}
-  list(): ProxyRecord[] {
-    return this.proxies;
+/**
+ * The real catalog, whose content the test replaces at will: assigning `proxies` applies the
+ * difference as upserts and removals, as the informer cache's events would.
+ */
+export class TestCatalog extends IndexedCatalog {
+  constructor(proxies: ProxyRecord[] = []) {
+    super();
+    this.replaceAll(proxies);
+  }
+  get proxies(): ProxyRecord[] {
+    return [...this.list()];
+  }
+  set proxies(records: ProxyRecord[]) {
+    this.replaceAll(records);
   }
 }
 

@@ -238,7 +238,7 @@ describe(`fuzzing the discovery API (seed ${SEED})`, () => {
         ['ns/b', 2],
         ['ns/c', 0],
       ] as const) {
-        expect(await h.store.activeCount(id)).toBeLessThanOrEqual(cap);
+        expect(await h.activeLeases(id)).toBeLessThanOrEqual(cap);
       }
       const after = await h.call('GET', '/v1/proxies', { headers: { authorization: `Bearer ${TOKEN}` } });
       expect(after.status).toBe(200);

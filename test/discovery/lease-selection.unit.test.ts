@@ -1,9 +1,8 @@
 import type { ProxyRecord } from '../../discovery/catalog.js';
-import { isLeasable, selectProxy } from '../../discovery/lease-selection.js';
+import { isLeasable, refusal, selectProxy, type Candidate } from '../../discovery/lease-selection.js';
+import type { OutcomeCounts } from '../../discovery/lease-store.js';
 import { matchesSelector } from '../../discovery/selector.js';
 import { proxy } from './fixtures.js';
-
-const idle = { load: () => 0, coolingDown: () => false };
 
 describe('which proxies may ever be leased', () => {
   it.each<[string, Partial<ProxyRecord>, boolean]>([
@@ -31,9 +30,40 @@ describe('selector matching', () => {
   });
 });
 
-describe('least-loaded selection', () => {
-  it.each<[string, Array<[string, number, number]>, string]>([
-    // [id, live leases, latency]
+/** [id, live leases, latency, cooling down?, recent counts for the target when it failed there] */
+type Row = [string, number, number, boolean?, OutcomeCounts?];
+
+/** The candidates in the order the index hands them out: (load, latency, id). */
+function ordered(rows: Row[]): Candidate[] {
+  return rows
+    .map(([id, load, latencyMillis]) => ({ proxy: proxy(id, { latencyMillis, maxLeases: 10 }), load }))
+    .sort((a, b) =>
+      a.load !== b.load
+        ? a.load - b.load
+        : a.proxy.latencyMillis !== b.proxy.latencyMillis
+          ? a.proxy.latencyMillis - b.proxy.latencyMillis
+          : a.proxy.id < b.proxy.id
+            ? -1
+            : 1,
+    );
+}
+
+function select(rows: Row[]): string | undefined {
+  const byID = new Map(rows.map((row) => [row[0], row]));
+  return selectProxy(ordered(rows), {
+    coolingDown: (id) => byID.get(id)![3] === true,
+    failingRecord: (id) => byID.get(id)![4],
+  })?.proxy.id;
+}
+
+const failed = (ok: number, banned: number, rateLimited = 0): OutcomeCounts => ({
+  ok,
+  banned,
+  rate_limited: rateLimited,
+});
+
+describe('selection', () => {
+  it.each<[string, Row[], string | undefined]>([
     [
       'fewest live leases wins over lower latency',
       [
@@ -59,59 +89,68 @@ describe('least-loaded selection', () => {
       'ns/a',
     ],
     [
-      'full proxies are skipped however fast',
+      'a proxy cooling down for the target is skipped',
       [
-        ['ns/a', 5, 1],
-        ['ns/b', 4, 999],
+        ['ns/a', 0, 10, true],
+        ['ns/b', 3, 900],
       ],
       'ns/b',
     ],
-  ])('%s', (_case, table, expected) => {
-    const loads = new Map(table.map(([id, load]) => [id, load]));
-    const candidates = table.map(([id, , latencyMillis]) => proxy(id, { latencyMillis, maxLeases: 5 }));
-    const selection = selectProxy(candidates, {}, { load: (id) => loads.get(id)!, coolingDown: () => false });
-    expect(selection).toEqual({ proxy: expect.objectContaining({ id: expected }) });
-  });
-
-  it('only considers proxies matching the selector', () => {
-    const candidates = [
-      proxy('ns/us', { attributes: { geo: 'us' }, latencyMillis: 1 }),
-      proxy('ns/eu', { attributes: { geo: 'eu' } }),
-    ];
-    expect(selectProxy(candidates, { geo: 'eu' }, idle)).toEqual({
-      proxy: expect.objectContaining({ id: 'ns/eu' }),
-    });
+    ['every proxy cooling down: none', [['ns/a', 0, 10, true]], undefined],
+    [
+      'equally loaded: a clean record for the target beats a faster proxy that failed there',
+      [
+        ['ns/fast', 1, 10, false, failed(9, 1)],
+        ['ns/clean', 1, 500],
+      ],
+      'ns/clean',
+    ],
+    [
+      'equally loaded and all failed: the lowest failure ratio wins',
+      [
+        ['ns/a', 0, 10, false, failed(1, 1)],
+        ['ns/b', 0, 500, false, failed(9, 0, 1)],
+        ['ns/c', 0, 900, false, failed(0, 3)],
+      ],
+      'ns/b',
+    ],
+    [
+      'equal failure ratios: lowest latency wins',
+      [
+        ['ns/a', 0, 300, false, failed(1, 1)],
+        ['ns/b', 0, 100, false, failed(2, 2)],
+      ],
+      'ns/b',
+    ],
+    [
+      'load still comes first: a failed proxy with fewer leases beats a clean busier one',
+      [
+        ['ns/failed', 0, 10, false, failed(0, 2)],
+        ['ns/clean', 1, 10],
+      ],
+      'ns/failed',
+    ],
+    [
+      'a cooling proxy is skipped even when its record is better',
+      [
+        ['ns/cooling', 0, 10, true],
+        ['ns/failed', 0, 20, false, failed(1, 1)],
+      ],
+      'ns/failed',
+    ],
+  ])('%s', (_case, rows, expected) => {
+    expect(select(rows)).toBe(expected);
   });
 });
 
-describe('why nothing was selected', () => {
-  const a = proxy('ns/a', { maxLeases: 1 });
-  const b = proxy('ns/b', { maxLeases: 1 });
-  it.each<[string, ProxyRecord[], string[], string[], string]>([
-    // [case, candidates, full ids, cooling ids, reason]
-    ['empty catalog', [], [], [], 'no_match'],
-    [
-      'only unleasable proxies',
-      [proxy('ns/x', { healthy: false }), proxy('ns/y', { maxLeases: 0 })],
-      [],
-      [],
-      'no_match',
-    ],
-    ['every match is full', [a, b], ['ns/a', 'ns/b'], [], 'all_busy'],
-    ['every match is cooling down', [a, b], [], ['ns/a', 'ns/b'], 'all_cooling_down'],
-    [
-      'some full, the rest cooling down: busy (retrying soon may help)',
-      [a, b],
-      ['ns/a'],
-      ['ns/b'],
-      'all_busy',
-    ],
-    ['full and cooling down at once counts as cooling down', [a], ['ns/a'], ['ns/a'], 'all_cooling_down'],
-  ])('%s → %s', (_case, candidates, full, cooling, reason) => {
-    const state = {
-      load: (id: string) => (full.includes(id) ? 1 : 0),
-      coolingDown: (id: string) => cooling.includes(id),
-    };
-    expect(selectProxy(candidates, {}, state)).toEqual({ reason });
+describe('why nothing was leased', () => {
+  it.each<[string, number, number, string]>([
+    // [case, leasable matches, of them cooling down for the target, reason]
+    ['nothing leasable matches', 0, 0, 'no_match'],
+    ['every match is full', 2, 0, 'all_busy'],
+    ['every match is cooling down', 2, 2, 'all_cooling_down'],
+    ['some full, the rest cooling down: busy (retrying soon may help)', 2, 1, 'all_busy'],
+  ])('%s → %s', (_case, leasable, cooling, reason) => {
+    expect(refusal(leasable, cooling)).toBe(reason);
   });
 });

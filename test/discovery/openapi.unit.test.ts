@@ -6,7 +6,7 @@ import { createDiscoveryApp } from '../../discovery/app.js';
 import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
 import { openApiDocument, type OperationObject, type SchemaObject } from '../../discovery/openapi.js';
 import { startHarness, type CallOptions, type CallResult, type Harness } from './api-harness.js';
-import { FakeCatalog, proxy, silentLogger } from './fixtures.js';
+import { TestCatalog, proxy, silentLogger } from './fixtures.js';
 import { validate } from './schema-validator.js';
 
 const TOKEN = 'openapi-test-token';
@@ -58,14 +58,24 @@ function responseSchema(
 
 describe('the OpenAPI document', () => {
   it('documents exactly the routes the app implements', () => {
+    const catalog = new TestCatalog();
     const app = createDiscoveryApp({
-      catalog: new FakeCatalog(),
-      leases: new MemoryLeaseStore({ logger: silentLogger }),
+      catalog,
+      leases: new MemoryLeaseStore({ catalog, logger: silentLogger }),
       logger: silentLogger,
       registry: new Registry(),
       token: TOKEN,
     });
     expect(implementedRoutes(app).sort()).toEqual(documentedRoutes().sort());
+  });
+
+  it('derives LeasedProxy from Proxy: the same fields plus url', () => {
+    const { Proxy, LeasedProxy } = schemas;
+    expect(LeasedProxy).toEqual({
+      ...Proxy,
+      required: [...Proxy.required!, 'url'],
+      properties: { ...Proxy.properties, url: expect.objectContaining({ type: 'string' }) },
+    });
   });
 
   it('resolves every $ref', () => {
@@ -135,6 +145,25 @@ describe('the OpenAPI document', () => {
       await check('DELETE', `/v1/leases/${leaseID}`);
       await check('DELETE', '/v1/leases/%E0%A4%A');
       await check('DELETE', `/v1/leases/${leaseID}`, { headers: { authorization: 'Bearer wrong' } });
+      await check('GET', '/v1/proxies/ns/a');
+      await check('GET', '/v1/proxies/ns/nope');
+      await check('GET', '/v1/proxies/ns/%E0%A4%A');
+      await check('GET', '/v1/proxies/ns/a', { headers: { authorization: 'Bearer wrong' } });
+      const inSession = await check('POST', '/v1/leases', { body: { session: 'crawl-1', ttlSeconds: 60 } });
+      const sessionLease = (inSession.body as { leaseID: string }).leaseID;
+      await check('POST', `/v1/leases/${sessionLease}/renew`, { body: { ttlSeconds: 120 } });
+      await check('POST', `/v1/leases/${sessionLease}/renew`, { body: { ttlSeconds: 0 } });
+      await check('POST', `/v1/leases/${sessionLease}/renew`, {
+        body: {},
+        headers: { authorization: 'Bearer wrong' },
+      });
+      await check('POST', '/v1/leases/unknown/renew', {});
+      await check('POST', `/v1/leases/${sessionLease}/renew`, { rawBody: big });
+      await check('POST', `/v1/leases/${sessionLease}/renew`, { rawBody: '{}', headers: klingon });
+      await check('DELETE', '/v1/sessions/crawl-1');
+      await check('DELETE', '/v1/sessions/not%20valid');
+      await check('DELETE', '/v1/sessions/crawl-1', { headers: { authorization: 'Bearer wrong' } });
+      await check('DELETE', `/v1/leases/${sessionLease}`);
 
       const documented = Object.entries(openApiDocument.paths).flatMap(([path, operations]) =>
         Object.entries(operations).flatMap(([method, operation]) =>
@@ -168,7 +197,7 @@ describe('the schema validator used above', () => {
     [{ error: 'no_match' }, { $ref: '#/components/schemas/Error' }, 1],
     [{ error: 'nope', message: 'x' }, { $ref: '#/components/schemas/Error' }, 1],
     [{ error: 'no_match', message: 'x', extra: 1 }, { $ref: '#/components/schemas/Error' }, 1],
-    [{ items: [{ id: 'x' }] }, { $ref: '#/components/schemas/ProxyList' }, 8],
+    [{ items: [{ id: 'x' }] }, { $ref: '#/components/schemas/ProxyList' }, 9],
     ['2026-01-01T00:00:00.000Z', { type: 'string', format: 'date-time' }, 0],
     ['yesterday', { type: 'string', format: 'date-time' }, 1],
     [1.5, { type: 'integer' }, 1],

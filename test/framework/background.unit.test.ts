@@ -16,7 +16,7 @@ const logger = pino({ level: 'silent' });
 const context = (signal: AbortSignal): OperatorContext => ({
   logger,
   signal,
-  cache: { get: () => undefined, list: () => [] },
+  cache: { get: () => undefined, list: () => [], onChange: () => () => {} },
   trigger: () => {},
   isLeader: () => true,
 });

@@ -83,14 +83,11 @@ export async function startOperator(
 export function mockProvider(
   opts: { serveTraffic?: boolean; provisioningSeconds?: number } = {},
 ): MockProvider {
-  return new MockProvider({
-    name: 'mock',
-    settings: {
-      provisioningSeconds: opts.provisioningSeconds ?? 0.3,
-      serveTraffic: opts.serveTraffic ?? true,
-    },
-    logger: quiet,
-  });
+  return new MockProvider(
+    'mock',
+    { provisioningSeconds: opts.provisioningSeconds ?? 0.3, serveTraffic: opts.serveTraffic ?? true },
+    quiet,
+  );
 }
 
 /** A fast health check against a local target, so proxies go Ready in seconds. */

@@ -27,12 +27,7 @@ let target: LocalTarget;
 let op: RunningOperator;
 let now = Date.now();
 // The instances' birth dates come from this clock, so "old" needs no waiting.
-const mock = new MockProvider({
-  name: 'mock',
-  settings: { provisioningSeconds: 0 },
-  logger: quiet,
-  clock: { now: () => now },
-});
+const mock = new MockProvider('mock', { provisioningSeconds: 0 }, quiet, undefined, { now: () => now });
 
 beforeAll(async () => {
   ({ api, target } = await suiteSetup(kc, namespace));

@@ -42,6 +42,7 @@ function fakeCache(proxies: Array<[string, string, ProxyPhase]>): CacheReader & 
   const cache = {
     lists: 0,
     get: () => undefined,
+    onChange: () => () => {},
     list<T extends KubeObject>(): T[] {
       cache.lists++;
       return structuredClone(objects) as unknown as T[];

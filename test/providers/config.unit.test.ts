@@ -33,6 +33,21 @@ providers:
   - name: kubernetes
     type: kubernetes
     kubernetes: { namespace: proxy-operator-proxies, image: ubuntu/squid:6.1 }
+  - name: aws-us
+    type: aws
+    aws: { region: us-east-1 }
+  - name: aws-eu
+    type: aws
+    aws:
+      region: eu-west-1
+      subnetId: subnet-0123456789abcdef0
+      securityGroupIds: [sg-0123456789abcdef0]
+      instanceType: t3.micro
+      imageId: ami-0abcdef1234567890
+      addressType: private
+      assignPublicIp: false
+      endpoint: https://ec2.eu-west-1.amazonaws.com
+      requestTimeoutSeconds: 10
 `;
     expect(configs(text)).toEqual([
       {
@@ -77,6 +92,32 @@ providers:
         type: 'kubernetes',
         config: { namespace: 'proxy-operator-proxies', image: 'ubuntu/squid:6.1' },
       },
+      {
+        name: 'aws-us',
+        type: 'aws',
+        config: {
+          region: 'us-east-1',
+          securityGroupIds: [],
+          addressType: 'public',
+          assignPublicIp: true,
+          requestTimeoutSeconds: 30,
+        },
+      },
+      {
+        name: 'aws-eu',
+        type: 'aws',
+        config: {
+          region: 'eu-west-1',
+          subnetId: 'subnet-0123456789abcdef0',
+          securityGroupIds: ['sg-0123456789abcdef0'],
+          instanceType: 't3.micro',
+          imageId: 'ami-0abcdef1234567890',
+          addressType: 'private',
+          assignPublicIp: false,
+          endpoint: 'https://ec2.eu-west-1.amazonaws.com',
+          requestTimeoutSeconds: 10,
+        },
+      },
     ]);
   });
 
@@ -95,7 +136,17 @@ providers:
     [
       'an unknown top-level key',
       'providers: []\nextra: 1',
-      'providers.yaml: extra: unknown key (allowed: providers)',
+      'providers.yaml: extra: unknown key (allowed: plugins, providers)',
+    ],
+    [
+      'plugins that are not a list',
+      'plugins: ./p.js\nproviders: []',
+      'providers.yaml: plugins: must be a list of strings, got "./p.js"',
+    ],
+    [
+      'an empty plugin',
+      'plugins: ["./p.js", ""]\nproviders: []',
+      'providers.yaml: plugins[1]: must be a non-empty string, got ""',
     ],
     [
       'an entry that is not a mapping',
@@ -116,8 +167,8 @@ providers:
     ['a missing type', 'providers:\n  - name: x', 'providers.yaml: providers[0] (x): type: required string'],
     [
       'an unknown type',
-      'providers:\n  - name: aws-eu\n    type: aws',
-      'providers.yaml: providers[0] (aws-eu): type: unknown type "aws" (known: gcp, kubernetes, mock)',
+      'providers:\n  - name: hetzner-1\n    type: hetzner',
+      'providers.yaml: providers[0] (hetzner-1): type: unknown type "hetzner" (known: aws, gcp, kubernetes, mock; a plugin\'s type needs its module under plugins:)',
     ],
     [
       'a duplicate name',
@@ -177,7 +228,7 @@ providers:
     [
       'an unknown fault kind',
       entry('    mock: { faults: { create: { kind: boom } } }'),
-      'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, got "boom"',
+      'providers.yaml: providers[0] (mock): mock.faults.create.kind: must be one of quota, transient, permanent, hang, got "boom"',
     ],
     [
       'a fault count of zero',
@@ -188,6 +239,41 @@ providers:
       'a fault for an unknown operation',
       entry('    mock: { faults: { update: { kind: quota } } }'),
       'providers.yaml: providers[0] (mock): mock.faults.update: unknown key (allowed: create, delete, get, listByTag)',
+    ],
+    [
+      'an aws block without a region',
+      'providers:\n  - name: a\n    type: aws\n    aws: {}',
+      'providers.yaml: providers[0] (a): aws.region: required string',
+    ],
+    [
+      'a region that is not one',
+      'providers:\n  - name: a\n    type: aws\n    aws: { region: Europe }',
+      'providers.yaml: providers[0] (a): aws.region: "Europe" is not an AWS region name (e.g. us-east-1)',
+    ],
+    [
+      'a subnet that is not one',
+      'providers:\n  - name: a\n    type: aws\n    aws: { region: us-east-1, subnetId: my-subnet }',
+      'providers.yaml: providers[0] (a): aws.subnetId: "my-subnet" is not a subnet ID (subnet-…)',
+    ],
+    [
+      'a security group name instead of its ID',
+      'providers:\n  - name: a\n    type: aws\n    aws: { region: us-east-1, securityGroupIds: [sg-0123456789abcdef0, proxies] }',
+      'providers.yaml: providers[0] (a): aws.securityGroupIds[1]: "proxies" is not a security group ID (sg-…)',
+    ],
+    [
+      'an unknown address type',
+      'providers:\n  - name: a\n    type: aws\n    aws: { region: us-east-1, addressType: elastic }',
+      'providers.yaml: providers[0] (a): aws.addressType: must be one of public, private, got "elastic"',
+    ],
+    [
+      'an endpoint that is not a URL',
+      'providers:\n  - name: a\n    type: aws\n    aws: { region: us-east-1, endpoint: localhost:5000 }',
+      'providers.yaml: providers[0] (a): aws.endpoint: "localhost:5000" must be an http(s) URL',
+    ],
+    [
+      'credentials in the block (they come from the standard AWS chain)',
+      'providers:\n  - name: a\n    type: aws\n    aws: { region: us-east-1, accessKeyId: AKIA }',
+      'providers.yaml: providers[0] (a): aws.accessKeyId: unknown key (allowed: addressType, assignPublicIp, endpoint, imageId, instanceType, region, requestTimeoutSeconds, securityGroupIds, subnetId)',
     ],
     [
       'a bad namespace',

@@ -99,6 +99,21 @@ describe('MeteredProvider', () => {
     expect(await counterValue(registry, { op: 'listByTag', result: 'transient' })).toBe(1);
   });
 
+  it('counts a call its caller aborted as result=aborted, not as a failure', async () => {
+    const registry = new Registry();
+    const ctl = new AbortController();
+    const reason = new Error('shutting down');
+    const metered = new MeteredProvider(
+      { ...new ScriptedProvider(() => undefined), get: () => Promise.reject(reason) } as unknown as Provider,
+      'aws',
+      providerRequestsCounter(registry),
+    );
+    ctl.abort(reason);
+    await expect(metered.get('id-1', ctl.signal)).rejects.toBe(reason);
+    expect(await counterValue(registry, { provider: 'aws', op: 'get', result: 'aborted' })).toBe(1);
+    expect(await counterValue(registry, { provider: 'aws', op: 'get', result: 'error' })).toBe(0);
+  });
+
   it('registers the counter once per registry and never in the global default registry', async () => {
     const { register: globalRegistry } = await import('prom-client');
     const registry = new Registry();

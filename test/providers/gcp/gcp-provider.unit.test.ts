@@ -1,77 +1,11 @@
 import { pino } from 'pino';
 import type { CreateRequest } from '../../../providers/contract.js';
 import { isNotFound, isPermanent, isQuotaExceeded, isTransient } from '../../../providers/errors.js';
-import type {
-  ComputeApi,
-  GcpInstance,
-  GcpOperation,
-  InstanceRef,
-} from '../../../providers/gcp/compute-api.js';
 import { GCP_DEFAULTS } from '../../../providers/gcp/config.js';
 import { GcpProvider } from '../../../providers/gcp/gcp-provider.js';
 import { instanceName } from '../../../providers/naming.js';
 import { caught } from '../caught.js';
-
-type Method = keyof ComputeApi;
-
-/** An in-memory Compute Engine: inserts are accepted, instances appear when a test says so. */
-class FakeCompute implements ComputeApi {
-  readonly vms = new Map<string, GcpInstance>();
-  readonly operations = new Map<string, GcpOperation>();
-  readonly calls: { method: Method; req: unknown }[] = [];
-  readonly failures = new Map<Method, unknown>();
-  /** When true, an accepted insert makes the VM visible at once (the common case). */
-  visibleOnInsert = true;
-  private seq = 0;
-
-  private enter(method: Method, req: unknown) {
-    this.calls.push({ method, req });
-    const failure = this.failures.get(method);
-    if (failure) {
-      this.failures.delete(method);
-      throw failure;
-    }
-  }
-
-  async insert(req: { project: string; zone: string; instanceResource: GcpInstance }) {
-    this.enter('insert', req);
-    const name = req.instanceResource.name!;
-    if (this.vms.has(name))
-      throw Object.assign(new Error('already exists'), { code: 10, httpStatusCode: 409 });
-    const operation = `operation-${++this.seq}`;
-    this.operations.set(operation, { name: operation, status: 'RUNNING' });
-    if (this.visibleOnInsert) {
-      this.vms.set(name, {
-        ...req.instanceResource,
-        zone: `projects/${req.project}/zones/${req.zone}`,
-        status: 'PROVISIONING',
-      });
-    }
-    return { operation };
-  }
-  async get(ref: InstanceRef) {
-    this.enter('get', ref);
-    const vm = this.vms.get(ref.instance);
-    if (!vm) throw Object.assign(new Error('not found'), { code: 5, httpStatusCode: 404 });
-    return vm;
-  }
-  async delete(ref: InstanceRef) {
-    this.enter('delete', ref);
-    if (!this.vms.delete(ref.instance))
-      throw Object.assign(new Error('not found'), { code: 5, httpStatusCode: 404 });
-    return { operation: `delete-${++this.seq}` };
-  }
-  async aggregatedList(req: { project: string; filter: string }) {
-    this.enter('aggregatedList', req);
-    return [...this.vms.values()];
-  }
-  async getZoneOperation(req: { project: string; zone: string; operation: string }) {
-    this.enter('getZoneOperation', req);
-    const op = this.operations.get(req.operation);
-    if (!op) throw Object.assign(new Error('no op'), { code: 5, httpStatusCode: 404 });
-    return op;
-  }
-}
+import { FakeCompute, gcpErrors } from './fake-compute.js';
 
 const UID = '0b5a3c1e-8d2f-4c6a-9e7b-1f2d3c4b5a69';
 const NAME = instanceName(UID);
@@ -89,16 +23,13 @@ const request: CreateRequest = {
   },
 };
 
-function setup() {
-  const api = new FakeCompute();
+const settings = { ...GCP_DEFAULTS, networkTags: ['proxy'], project: 'crawl-prod' };
+const logger = pino({ level: 'silent' });
+
+function setup(api = new FakeCompute()) {
   const clock = { ms: 1_000_000 };
-  const provider = new GcpProvider({
-    name: 'gcp-eu',
-    settings: { ...GCP_DEFAULTS, networkTags: ['proxy'], project: 'crawl-prod' },
-    api,
-    logger: pino({ level: 'silent' }),
-    now: () => clock.ms,
-  });
+  api.now = () => clock.ms;
+  const provider = new GcpProvider('gcp-eu', settings, logger, api, () => clock.ms);
   return { api, provider, clock };
 }
 
@@ -113,12 +44,7 @@ describe('the GCP provider', () => {
     const { api, provider } = setup();
     const first = await provider.create(request);
     // A fresh provider (the operator restarted) repeats the create for the same Proxy.
-    const restarted = new GcpProvider({
-      name: 'gcp-eu',
-      settings: { ...GCP_DEFAULTS, networkTags: ['proxy'], project: 'crawl-prod' },
-      api,
-      logger: pino({ level: 'silent' }),
-    });
+    const restarted = new GcpProvider('gcp-eu', settings, logger, api);
     await expect(restarted.create(request)).resolves.toBe(first);
     expect(api.vms.size).toBe(1);
   });
@@ -272,8 +198,63 @@ describe('the GCP provider', () => {
 
   it('maps a failing delete into the taxonomy', async () => {
     const { api, provider } = setup();
+    await provider.create(request);
     api.failures.set('delete', Object.assign(new Error('backend'), { code: 13, httpStatusCode: 500 }));
     expect(isTransient(await caught(provider.delete(ID)))).toBe(true);
+  });
+
+  describe('a delete under way (GCP answers 400 resourceNotReady to another one)', () => {
+    const deletes = (api: FakeCompute) => api.calls.filter((c) => c.method === 'delete').length;
+
+    it('is not re-issued while its own delete operation runs; the VM goes and get says NotFound', async () => {
+      const { api, provider, clock } = setup();
+      api.deleteMillis = 30_000;
+      await provider.create(request);
+      await provider.delete(ID);
+      await expect(provider.get(ID)).resolves.toMatchObject({ state: 'Stopped' });
+      await provider.delete(ID);
+      await provider.delete(ID);
+      expect(deletes(api)).toBe(1);
+      clock.ms += 30_000;
+      expect(isNotFound(await caught(provider.get(ID)))).toBe(true);
+      await provider.delete(ID);
+      expect(deletes(api)).toBe(1);
+    });
+
+    it('is not re-issued while the VM is STOPPING, even by a process that did not submit it (a restart)', async () => {
+      const { api, provider } = setup();
+      api.deleteMillis = 30_000;
+      await provider.create(request);
+      await provider.delete(ID);
+      const { provider: restarted } = setup(api);
+      await expect(restarted.delete(ID)).resolves.toBeUndefined();
+      expect(deletes(api)).toBe(1);
+    });
+
+    it('is issued again once the earlier operation is done but the VM is still there', async () => {
+      const { api, provider } = setup();
+      api.deleteMillis = 30_000;
+      await provider.create(request);
+      await provider.delete(ID);
+      // The delete failed on Google's side: the operation is DONE, the VM runs again.
+      const [[, op]] = [...api.operations].filter(([name]) => name.startsWith('delete-'));
+      op.status = 'DONE';
+      api.vms.get(NAME)!.status = 'RUNNING';
+      await provider.delete(ID);
+      expect(deletes(api)).toBe(2);
+    });
+
+    it('is a Transient failure when GCP still answers resourceNotReady (an operation in flight)', async () => {
+      const { api, provider } = setup();
+      await provider.create(request);
+      api.failures.set(
+        'delete',
+        gcpErrors.notReady({ project: 'crawl-prod', zone: 'europe-west1-b', instance: NAME }),
+      );
+      const err = await caught(provider.delete(ID));
+      expect(isTransient(err)).toBe(true);
+      expect((err as Error).message).toContain('is not ready');
+    });
   });
 
   it('lists tagged instances across zones with the managed- and owner-label filter', async () => {
@@ -313,4 +294,27 @@ describe('the GCP provider', () => {
     await expect(provider.create(request, ctl.signal)).rejects.toThrow();
     expect(api.calls).toEqual([]);
   });
+
+  it.each(['insert', 'get', 'delete', 'aggregatedList'] as const)(
+    'hands the signal to the Compute call (%s), so an abort cancels the request itself',
+    async (method) => {
+      const { api, provider } = setup();
+      await provider.create(request);
+      api.hanging.add(method);
+      const ctl = new AbortController();
+      const call =
+        method === 'insert'
+          ? provider.create({ ...request, uid: 'another' }, ctl.signal)
+          : method === 'get'
+            ? provider.get(ID, ctl.signal)
+            : method === 'delete'
+              ? provider.delete(ID, ctl.signal)
+              : provider.listByTag('test-owner', ctl.signal);
+      await new Promise((r) => setTimeout(r, 20));
+      const reason = new Error('shutdown');
+      ctl.abort(reason);
+      await expect(call).rejects.toBe(reason);
+      expect(api.aborted).toEqual([method]);
+    },
+  );
 });

@@ -1,5 +1,11 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { InstancesClient, ZoneOperationsClient } from '@google-cloud/compute';
+import { classifyGcpError } from '../../../providers/gcp/error-mapping.js';
 import { GoogleComputeApi } from '../../../providers/gcp/google-compute-api.js';
+import { caught } from '../caught.js';
+import { startBlackHole } from '../dead-ends.js';
+import { loopbackComputeApi } from './loopback-compute.js';
 
 /**
  * Stand-ins for the generated clients, recording (request, options). Only the call shapes
@@ -72,5 +78,64 @@ describe('the @google-cloud/compute adapter', () => {
       status: 'DONE',
     });
     expect(calls.map((c) => c.options)).toEqual([{ timeout: 7000 }, { timeout: 7000 }]);
+  });
+});
+
+describe('the real @google-cloud/compute client on loopback', () => {
+  let server: Server;
+  let port: number;
+  const notReady = "The resource 'projects/p/zones/z/instances/proxy-1' is not ready";
+
+  beforeAll(async () => {
+    // Answers like Compute Engine does for a call on an instance with an operation in flight.
+    server = createServer((req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: {
+            code: 400,
+            message: notReady,
+            errors: [{ message: notReady, domain: 'global', reason: 'resourceNotReady' }],
+          },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('surfaces 400 resourceNotReady so the provider classifies it Transient', async () => {
+    const api = loopbackComputeApi(port, 5_000);
+    try {
+      const err = await caught(api.delete(ref));
+      expect(err).toMatchObject({ httpStatusCode: 400, message: notReady });
+      expect(classifyGcpError(err, 'delete')).toBe('Transient');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('cancels the request itself when the signal aborts: the connection closes', async () => {
+    const blackHole = await startBlackHole();
+    const api = loopbackComputeApi(blackHole.port);
+    try {
+      const ctl = new AbortController();
+      const pending = api.get(ref, ctl.signal);
+      pending.catch(() => undefined);
+      for (let i = 0; blackHole.requested() === 0; i++) {
+        if (i > 250) throw new Error('the request never arrived');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      ctl.abort();
+      await expect(pending).rejects.toThrow(/aborted/);
+      for (let i = 0; blackHole.open() > 0; i++) {
+        if (i > 250) throw new Error('the connection stayed open after the abort');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await api.close();
+      await blackHole.close();
+    }
   });
 });

@@ -49,12 +49,12 @@ describe('the kubernetes provider against a real API server', () => {
 
   beforeAll(async () => {
     core = testKubeConfig().makeApiClient(CoreV1Api);
-    provider = new KubernetesProvider({
-      name: 'kubernetes',
-      settings: { namespace, image: 'ubuntu/squid' },
-      core,
+    provider = new KubernetesProvider(
+      'kubernetes',
+      { namespace, image: 'ubuntu/squid' },
       logger,
-    });
+      testKubeConfig(),
+    );
     await core.createNamespace({ body: { metadata: { name: namespace } } });
   });
   afterAll(async () => {
@@ -138,12 +138,12 @@ describe('the kubernetes provider against a real API server', () => {
   });
 
   it('fails Permanent, naming the namespace, when the namespace does not exist', async () => {
-    const orphan = new KubernetesProvider({
-      name: 'kubernetes',
-      settings: { namespace: 'no-such-namespace', image: 'ubuntu/squid' },
-      core,
+    const orphan = new KubernetesProvider(
+      'kubernetes',
+      { namespace: 'no-such-namespace', image: 'ubuntu/squid' },
       logger,
-    });
+      testKubeConfig(),
+    );
     const err = await caught(orphan.create(request('12345678-1234-4123-8123-123456789012')));
     expect(isPermanent(err)).toBe(true);
     expect((err as Error).message).toContain('namespace "no-such-namespace" does not exist');

@@ -24,12 +24,13 @@ class FakeClock {
 }
 
 function mock(settings: Partial<MockSettings> = {}, clock = new FakeClock()) {
-  const provider = new MockProvider({
-    name: 'mock',
-    settings: { ...MOCK_DEFAULTS, faults: {}, ...settings },
+  const provider = new MockProvider(
+    'mock',
+    { ...MOCK_DEFAULTS, faults: {}, ...settings },
     logger,
+    undefined,
     clock,
-  });
+  );
   return { provider, clock };
 }
 
@@ -42,7 +43,7 @@ const req = (uid: string, port = 3128): CreateRequest => ({
   placement: {},
 });
 
-const GUARDS: Record<FaultKind, (e: unknown) => boolean> = {
+const GUARDS: Record<Exclude<FaultKind, 'hang'>, (e: unknown) => boolean> = {
   quota: isQuotaExceeded,
   transient: isTransient,
   permanent: isPermanent,
@@ -139,7 +140,7 @@ describe('the mock provider', () => {
   });
 
   describe('fault injection', () => {
-    it.each<FaultKind>(['quota', 'transient', 'permanent'])(
+    it.each<Exclude<FaultKind, 'hang'>>(['quota', 'transient', 'permanent'])(
       'failNextCreates(2, %s) fails exactly the next two creates with that kind',
       async (kind) => {
         const { provider } = mock();
@@ -190,6 +191,41 @@ describe('the mock provider', () => {
       await expect(provider.get(id)).resolves.toBeDefined();
       await expect(provider.listByTag('test-owner')).resolves.toHaveLength(1);
     });
+
+    it.each(ops)(
+      'a hang fault on %s never answers until the call is aborted, then rejects with the abort reason',
+      async (op) => {
+        const { provider } = mock();
+        const id = await provider.create(req('u'));
+        provider.injectFault(op, 'hang');
+        const ctl = new AbortController();
+        const call$ = (() => {
+          switch (op) {
+            case 'create':
+              return provider.create(req('u'), ctl.signal);
+            case 'get':
+              return provider.get(id, ctl.signal);
+            case 'delete':
+              return provider.delete(id, ctl.signal);
+            case 'listByTag':
+              return provider.listByTag('test-owner', ctl.signal);
+          }
+        })();
+        const settled = await Promise.race([
+          call$.then(
+            () => 'resolved',
+            () => 'rejected',
+          ),
+          new Promise((r) => setTimeout(() => r('pending'), 50)),
+        ]);
+        expect(settled).toBe('pending');
+        const reason = new Error('shutting down');
+        ctl.abort(reason);
+        await expect(call$).rejects.toBe(reason);
+        // Only that call hung: the next one answers.
+        await expect(provider.get(id)).resolves.toMatchObject({ id });
+      },
+    );
 
     it('can be cleared', async () => {
       const { provider } = mock();

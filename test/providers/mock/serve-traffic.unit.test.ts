@@ -24,13 +24,13 @@ describe('the mock provider with serveTraffic', () => {
   const tls = selfSignedCert();
   const now = { ms: 0 };
   // A distinct address block per suite, so parallel test files do not meet on one port.
-  const provider = new MockProvider({
-    name: 'mock',
-    settings: { ...MOCK_DEFAULTS, serveTraffic: true, faults: {} },
+  const provider = new MockProvider(
+    'mock',
+    { ...MOCK_DEFAULTS, serveTraffic: true, faults: {} },
     logger,
-    clock: { now: () => now.ms },
-    loopback: new LoopbackAddresses('127.0.77.10'),
-  });
+    new LoopbackAddresses('127.0.77.10'),
+    { now: () => now.ms },
+  );
 
   beforeAll(async () => {
     [http, https] = await Promise.all([startTarget('http'), startTarget('https', tls)]);

@@ -1,0 +1,142 @@
+// Which leasable proxies have a free slot, kept in selection order so that a lease looks at
+// a handful of proxies instead of scanning the fleet. One ladder per attribute term (and one
+// for all proxies): level n holds the free proxies with n live leases, each level sorted by
+// (latency, id). A lease walks the ladder of the selector's rarest term from level 0 up.
+import type { ProxyRecord } from './catalog.js';
+import type { Candidate } from './lease-selection.js';
+import { attributeTerm, selectorMatcher, selectorTerms } from './selector.js';
+import { SortedBlocks } from './sorted-blocks.js';
+
+const ALL = '';
+
+export class FreeProxyIndex {
+  private readonly ladders = new Map<string, Ladder>();
+  /** Every leasable proxy (free or full), by term: answers "does anything match at all?". */
+  private readonly leasable = new Map<string, Map<string, ProxyRecord>>();
+
+  /** Starts tracking a leasable proxy at its current load. */
+  add(proxy: ProxyRecord, load: number): void {
+    for (const term of termsOf(proxy)) {
+      let members = this.leasable.get(term);
+      if (members === undefined) {
+        members = new Map();
+        this.leasable.set(term, members);
+      }
+      members.set(proxy.id, proxy);
+      if (load < proxy.maxLeases) this.ladder(term).insert(proxy, load);
+    }
+  }
+
+  /** Stops tracking a proxy added with add(); `load` must be its current load. */
+  delete(proxy: ProxyRecord, load: number): void {
+    for (const term of termsOf(proxy)) {
+      const members = this.leasable.get(term);
+      members?.delete(proxy.id);
+      if (members?.size === 0) this.leasable.delete(term);
+      if (load < proxy.maxLeases) this.dropFromLadder(term, proxy, load);
+    }
+  }
+
+  /** Moves a tracked proxy from one load to another (a lease taken, released or expired). */
+  move(proxy: ProxyRecord, from: number, to: number): void {
+    for (const term of termsOf(proxy)) {
+      if (from < proxy.maxLeases) this.dropFromLadder(term, proxy, from);
+      if (to < proxy.maxLeases) this.ladder(term).insert(proxy, to);
+    }
+  }
+
+  has(proxyID: string): boolean {
+    return this.leasable.get(ALL)?.has(proxyID) ?? false;
+  }
+
+  /**
+   * Free proxies matching every selector pair in selection order: fewest leases, then lowest
+   * latency, then id. Walks the ladder of the rarest term and checks the others per proxy.
+   */
+  *free(selector: Readonly<Record<string, string>>): Generator<Candidate> {
+    const terms = selectorTerms(selector);
+    let ladder = terms.length === 0 ? this.ladders.get(ALL) : undefined;
+    for (const term of terms) {
+      const candidate = this.ladders.get(term);
+      if (candidate === undefined) return;
+      if (ladder === undefined || candidate.size < ladder.size) ladder = candidate;
+    }
+    if (ladder === undefined) return;
+    const matches = terms.length > 1 ? selectorMatcher(selector) : () => true;
+    for (const entry of ladder.entries()) if (matches(entry.proxy.attributes)) yield entry;
+  }
+
+  /** Leasable proxies (free or full) matching the selector; used only to explain a refusal. */
+  countLeasable(selector: Readonly<Record<string, string>>): number {
+    const terms = selectorTerms(selector);
+    if (terms.length === 0) return this.leasable.get(ALL)?.size ?? 0;
+    let smallest: Map<string, ProxyRecord> | undefined;
+    for (const term of terms) {
+      const members = this.leasable.get(term);
+      if (members === undefined) return 0;
+      if (smallest === undefined || members.size < smallest.size) smallest = members;
+    }
+    if (terms.length === 1) return smallest!.size;
+    const matches = selectorMatcher(selector);
+    let count = 0;
+    for (const proxy of smallest!.values()) if (matches(proxy.attributes)) count++;
+    return count;
+  }
+
+  private ladder(term: string): Ladder {
+    let ladder = this.ladders.get(term);
+    if (ladder === undefined) {
+      ladder = new Ladder();
+      this.ladders.set(term, ladder);
+    }
+    return ladder;
+  }
+
+  private dropFromLadder(term: string, proxy: ProxyRecord, load: number): void {
+    const ladder = this.ladders.get(term);
+    if (ladder === undefined) return;
+    ladder.remove(proxy, load);
+    if (ladder.size === 0) this.ladders.delete(term);
+  }
+}
+
+/** Records are immutable, so each one's index terms are computed once. */
+const termsCache = new WeakMap<ProxyRecord, readonly string[]>();
+
+function termsOf(proxy: ProxyRecord): readonly string[] {
+  let terms = termsCache.get(proxy);
+  if (terms === undefined) {
+    terms = [ALL, ...Object.entries(proxy.attributes).map(([key, value]) => attributeTerm(key, value))];
+    termsCache.set(proxy, terms);
+  }
+  return terms;
+}
+
+/** Free proxies by load level, each level sorted by (latency, id). */
+class Ladder {
+  private readonly levels: SortedBlocks<ProxyRecord>[] = [];
+  size = 0;
+
+  insert(proxy: ProxyRecord, load: number): void {
+    while (this.levels.length <= load) this.levels.push(new SortedBlocks(before));
+    this.levels[load].insert(proxy);
+    this.size++;
+  }
+
+  remove(proxy: ProxyRecord, load: number): void {
+    if (this.levels[load]?.remove(proxy) !== true) return;
+    this.size--;
+    while (this.levels.length > 0 && this.levels[this.levels.length - 1].size === 0) this.levels.pop();
+  }
+
+  *entries(): Generator<Candidate> {
+    for (let load = 0; load < this.levels.length; load++) {
+      for (const proxy of this.levels[load]) yield { proxy, load };
+    }
+  }
+}
+
+function before(a: ProxyRecord, b: ProxyRecord): boolean {
+  if (a.latencyMillis !== b.latencyMillis) return a.latencyMillis < b.latencyMillis;
+  return a.id < b.id;
+}

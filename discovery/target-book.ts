@@ -1,0 +1,173 @@
+// What the in-memory store remembers per (proxy, target): the running cooldown, the streak of
+// consecutive bad reports that sets the next cooldown's length, and recent report counts for
+// that target. The target-less "global pool" is a target of its own (key ''). Targets are
+// client-supplied, so memory is capped per proxy and overall; at a cap the least recently
+// reported entry is forgotten.
+import { cooldownMillis, type CooldownPolicy } from './cooldown-policy.js';
+import type { OutcomeCounts, ReportResult } from './lease-store.js';
+import { failures, OutcomeWindow } from './outcome-window.js';
+
+/** Distinct targets remembered per proxy. */
+export const MAX_TARGETS_PER_PROXY = 1000;
+/** (proxy, target) entries remembered across all proxies. */
+export const MAX_TARGET_ENTRIES = 100_000;
+
+export interface TargetEntry {
+  readonly proxyID: string;
+  readonly target: string;
+  /** Consecutive banned/rate_limited reports; an ok report resets it. */
+  streak: number;
+  /** End of the running cooldown (ms since the epoch); 0 = none yet. */
+  until: number;
+  readonly window: OutcomeWindow;
+}
+
+export interface TargetBookOptions {
+  policy: CooldownPolicy;
+  bucketMillis: number;
+  random: () => number;
+  maxTargetsPerProxy?: number;
+  maxEntries?: number;
+}
+
+export class TargetBook {
+  /** Every entry, least recently reported first. */
+  private readonly entries = new Map<string, TargetEntry>();
+  /** proxyID → target → entry, least recently reported first. */
+  private readonly byProxy = new Map<string, Map<string, TargetEntry>>();
+  /** target → proxyID → entry: the proxies with a record for one target. */
+  private readonly byTarget = new Map<string, Map<string, TargetEntry>>();
+  private readonly maxTargetsPerProxy: number;
+  private readonly maxEntries: number;
+  evictions = 0;
+
+  constructor(private readonly options: TargetBookOptions) {
+    this.maxTargetsPerProxy = options.maxTargetsPerProxy ?? MAX_TARGETS_PER_PROXY;
+    this.maxEntries = options.maxEntries ?? MAX_TARGET_ENTRIES;
+  }
+
+  /**
+   * Records a report. banned/rate_limited lengthen the streak and start (or extend, never
+   * shorten) the cooldown; ok resets the streak and leaves a running cooldown alone. Returns
+   * the cooldown's end when the report started one.
+   */
+  report(proxyID: string, target: string, result: ReportResult, now: number): number | undefined {
+    let entry = this.touch(proxyID, target);
+    if (result === 'ok') {
+      // An ok for a pair we know nothing bad about needs no memory.
+      if (entry === undefined) return undefined;
+      entry.streak = 0;
+      entry.window.add(result, now);
+      return undefined;
+    }
+    entry ??= this.create(proxyID, target);
+    // A streak goes cold when no bad report came for a whole maximum cooldown after the last ended.
+    if (entry.until + this.options.policy.maxMillis <= now) entry.streak = 0;
+    entry.streak++;
+    entry.window.add(result, now);
+    const rest = cooldownMillis(entry.streak, this.options.policy, this.options.random());
+    entry.until = Math.max(entry.until, now + rest);
+    return entry.until;
+  }
+
+  coolingDown(proxyID: string, target: string, now: number): boolean {
+    return (this.byProxy.get(proxyID)?.get(target)?.until ?? 0) > now;
+  }
+
+  /** Recent counts for (proxy, target) when it has had a bad report in the window. */
+  failingRecord(proxyID: string, target: string, now: number): OutcomeCounts | undefined {
+    const entry = this.byProxy.get(proxyID)?.get(target);
+    if (entry === undefined) return undefined;
+    const counts = entry.window.totals(now);
+    return failures(counts) > 0 ? counts : undefined;
+  }
+
+  /** Entries for one target (any order): the only proxies that can be cooling down for it. */
+  forTarget(target: string): Iterable<TargetEntry> {
+    return this.byTarget.get(target)?.values() ?? [];
+  }
+
+  activeCooldowns(now: number): number {
+    let count = 0;
+    for (const entry of this.entries.values()) if (entry.until > now) count++;
+    return count;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Forgets entries that no longer matter: no running cooldown, no report in the window, and
+   * a streak that has gone cold (no bad report for a whole maximum cooldown after the last
+   * one ended). Correctness never waits for this; it only bounds memory.
+   */
+  sweep(now: number): void {
+    for (const entry of this.entries.values()) {
+      if (entry.until + this.options.policy.maxMillis > now || !entry.window.isEmpty(now)) continue;
+      this.forget(entry);
+    }
+  }
+
+  private touch(proxyID: string, target: string): TargetEntry | undefined {
+    const perProxy = this.byProxy.get(proxyID);
+    const entry = perProxy?.get(target);
+    if (entry === undefined) return undefined;
+    // Move to the most recently reported end of both LRU orders.
+    const id = entryKey(proxyID, target);
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    perProxy!.delete(target);
+    perProxy!.set(target, entry);
+    return entry;
+  }
+
+  private create(proxyID: string, target: string): TargetEntry {
+    let perProxy = this.byProxy.get(proxyID);
+    if (perProxy !== undefined && perProxy.size >= this.maxTargetsPerProxy) {
+      this.evict(perProxy.values().next().value!);
+    }
+    if (this.entries.size >= this.maxEntries) this.evict(this.entries.values().next().value!);
+    const entry: TargetEntry = {
+      proxyID,
+      target,
+      streak: 0,
+      until: 0,
+      window: new OutcomeWindow(this.options.bucketMillis),
+    };
+    this.entries.set(entryKey(proxyID, target), entry);
+    perProxy = this.byProxy.get(proxyID);
+    if (perProxy === undefined) {
+      perProxy = new Map();
+      this.byProxy.set(proxyID, perProxy);
+    }
+    perProxy.set(target, entry);
+    let perTarget = this.byTarget.get(target);
+    if (perTarget === undefined) {
+      perTarget = new Map();
+      this.byTarget.set(target, perTarget);
+    }
+    perTarget.set(proxyID, entry);
+    return entry;
+  }
+
+  private evict(entry: TargetEntry): void {
+    this.evictions++;
+    this.forget(entry);
+  }
+
+  private forget(entry: TargetEntry): void {
+    this.entries.delete(entryKey(entry.proxyID, entry.target));
+    const perProxy = this.byProxy.get(entry.proxyID);
+    perProxy?.delete(entry.target);
+    if (perProxy?.size === 0) this.byProxy.delete(entry.proxyID);
+    const perTarget = this.byTarget.get(entry.target);
+    perTarget?.delete(entry.proxyID);
+    if (perTarget?.size === 0) this.byTarget.delete(entry.target);
+  }
+}
+
+function entryKey(proxyID: string, target: string): string {
+  // proxyIDs are namespace/name (no NUL); targets are printable ASCII (no NUL).
+  return `${proxyID}\u0000${target}`;
+}

@@ -1,0 +1,1 @@
+export { AwsProvider } from './aws-provider.js';

@@ -1,0 +1,1 @@
+export { GcpProvider } from './gcp-provider.js';

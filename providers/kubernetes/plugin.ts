@@ -1,0 +1,1 @@
+export { KubernetesProvider } from './kubernetes-provider.js';

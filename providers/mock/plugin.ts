@@ -1,0 +1,1 @@
+export { MockProvider } from './mock-provider.js';

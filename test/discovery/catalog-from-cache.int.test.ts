@@ -1,0 +1,126 @@
+// The discovery API follows each Proxy through the operator's cache events (no re-listing):
+// a real operator against the real API server, real mock forward proxies on loopback.
+import { request } from 'undici';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  deleteProxy,
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from '../handlers/operator-fixture.js';
+
+const kc = testKubeConfig();
+const namespace = uniqueName('discovery');
+let proxies: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let op: RunningOperator;
+let baseURL: string;
+
+beforeAll(async () => {
+  ({ api: proxies, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider();
+  const port = await freePort();
+  baseURL = `http://127.0.0.1:${port}`;
+  op = await startOperator(kc, { mock }, namespace, {
+    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
+  });
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+async function call(method: string, path: string, body?: unknown) {
+  const response = await request(`${baseURL}${path}`, {
+    method: method as 'GET',
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.body.text();
+  return {
+    status: response.statusCode,
+    body: (text === '' ? undefined : JSON.parse(text)) as Record<string, unknown>,
+  };
+}
+
+const one = (name: string) => call('GET', `/v1/proxies/${namespace}/${name}`);
+
+describe('the discovery catalog over the cache', () => {
+  it('follows a Proxy from creation through spec and status changes to deletion', async () => {
+    await proxies.create('eu-1', { spec: managedSpec(target, { attributes: { geo: 'eu' }, maxLeases: 2 }) });
+    await proxies.create('us-1', { spec: managedSpec(target, { attributes: { geo: 'us' } }) });
+
+    // Listed as soon as the cache has it, leasable once its status says Ready and Healthy.
+    await eventually('eu-1 listed', async () => ((await one('eu-1')).status === 200 ? true : undefined));
+    const healthy = (name: string) =>
+      eventually(`${name} healthy in the API`, async () => {
+        const p = await one(name);
+        return p.body.healthy === true ? p.body : undefined;
+      });
+    const ready = await healthy('eu-1');
+    await healthy('us-1');
+    const status = await proxies.get('eu-1');
+    expect(ready).toMatchObject({
+      id: `${namespace}/eu-1`,
+      ip: status.status?.ip,
+      port: 3128,
+      phase: 'Ready',
+      attributes: { geo: 'eu' },
+      maxLeases: 2,
+      activeLeases: 0,
+    });
+
+    const leased = await call('POST', '/v1/leases', { selector: { geo: 'eu' }, session: 'job-1' });
+    expect(leased.status).toBe(201);
+    expect(leased.body).toMatchObject({
+      proxy: { id: `${namespace}/eu-1`, url: `http://${status.status?.ip}:3128` },
+      session: { key: 'job-1', moved: false },
+    });
+    const leaseID = leased.body.leaseID as string;
+
+    // A spec change reaches the catalog through the update event: the attribute index follows.
+    await proxies.patchSpec('eu-1', { attributes: { geo: 'apac' } });
+    await eventually('eu-1 re-indexed', async () => {
+      const listed = await call('GET', '/v1/proxies?attr.geo=apac');
+      return (listed.body.items as { id: string }[]).some((p) => p.id === `${namespace}/eu-1`)
+        ? true
+        : undefined;
+    });
+    expect((await call('POST', '/v1/leases', { selector: { geo: 'eu' } })).body).toMatchObject({
+      error: 'no_match',
+    });
+    // The session's proxy no longer matches its selector: it moves, and says so.
+    const moved = await call('POST', '/v1/leases', { selector: { geo: 'us' }, session: 'job-1' });
+    expect(moved.body).toMatchObject({ proxy: { id: `${namespace}/us-1` }, session: { moved: true } });
+
+    await proxies.patchSpec('eu-1', { maxLeases: 0 });
+    await eventually('eu-1 list-only', async () =>
+      (await one('eu-1')).body.maxLeases === 0 ? true : undefined,
+    );
+    expect((await call('POST', '/v1/leases', { selector: { geo: 'apac' } })).body).toMatchObject({
+      error: 'no_match',
+    });
+
+    // Deleted: gone from the API (from the moment deletion starts), its lease still usable.
+    await deleteProxy(kc, namespace, 'eu-1');
+    await eventually('eu-1 gone', async () => ((await one('eu-1')).status === 404 ? true : undefined));
+    expect((await one('eu-1')).body).toMatchObject({ error: 'proxy_not_found' });
+    expect((await call('POST', `/v1/leases/${leaseID}/report`, { result: 'ok' })).status).toBe(200);
+    const renewed = await call('POST', `/v1/leases/${leaseID}/renew`);
+    expect(renewed.body).toMatchObject({
+      proxy: { id: `${namespace}/eu-1`, healthy: false, phase: 'Deleting' },
+    });
+    expect((await call('DELETE', `/v1/leases/${leaseID}`)).status).toBe(204);
+  });
+});

@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process';
+import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { request } from 'undici';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { installProxyCrd } from '../crd/install-proxy-crd.js';
+import { ProxyApi } from '../crd/proxy-api.js';
+import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+
+// Out-of-tree plugins in the real operator process (cmd/operator.ts through the harness's
+// TypeScript hooks, as `npm start` runs it): loaded from the providers file at start-up,
+// reconciling a Proxy, closed on SIGTERM; a broken plugin stops start-up.
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const kc = testKubeConfig();
+const namespace = uniqueName('plugins');
+let dir: string;
+
+function runOperator(args: string[]) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--no-warnings',
+      '--import',
+      join(root, 'test/harness/ts-hooks.ts'),
+      join(root, 'cmd/operator.ts'),
+      ...args,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (b: Buffer) => (output += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (output += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, output: () => output };
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+beforeAll(async () => {
+  await installProxyCrd(kc);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  dir = await mkdtemp(join(tmpdir(), 'plugin-process-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+describe('provider plugins in the operator process', () => {
+  it('loads the plugins the providers file lists, reconciles a Proxy on one, and closes them on SIGTERM', async () => {
+    // The example plugin as an init container would deliver it: a folder outside the
+    // operator's tree, with no node_modules of its own.
+    const pluginDir = join(dir, 'plugins/directory');
+    await cp(join(root, 'examples/provider-plugin/src'), pluginDir, { recursive: true });
+    const state = join(dir, 'instances');
+    const closed = join(dir, 'closed.log');
+    const providers = join(dir, 'providers.yaml');
+    await writeFile(
+      providers,
+      [
+        'plugins:',
+        '  - ./plugins/directory/index.ts',
+        `  - ${join(root, 'test/providers/plugins/close-recorder.ts')}`,
+        'providers:',
+        '  - name: files',
+        '    type: directory',
+        `    directory: { path: ${state}, provisioningSeconds: 0 }`,
+        '  - name: recorder',
+        '    type: close-recorder',
+        `    close-recorder: { file: ${closed} }`,
+        '',
+      ].join('\n'),
+    );
+    const metrics = await freePort();
+    const op = runOperator([
+      '--providers-config',
+      providers,
+      '--kubeconfig',
+      process.env[KUBECONFIG_ENV]!,
+      '--watch-namespace',
+      namespace,
+      '--leader-elect=false',
+      '--metrics-address',
+      `127.0.0.1:${metrics}`,
+      '--discovery-address',
+      `127.0.0.1:${await freePort()}`,
+    ]);
+    try {
+      await until('/readyz 200', async () => {
+        const res = await request(`http://127.0.0.1:${metrics}/readyz`);
+        await res.body.dump();
+        return res.statusCode === 200 ? true : undefined;
+      });
+      expect(op.output()).toMatch(/"providers":\["files","recorder"\][^\n]*providers configured/);
+
+      const api = new ProxyApi(kc, namespace);
+      await api.create('on-a-plugin', { spec: { mode: 'Managed', provider: 'files' } });
+      const providerID = await until('the plugin to create the instance', async () => {
+        const p = await api.get('on-a-plugin');
+        return p.status?.providerID ?? undefined;
+      });
+      expect(await readdir(state)).toContain(`${providerID}.json`);
+
+      op.child.kill('SIGTERM');
+      expect(await op.exited).toBe(0);
+      expect(await readFile(closed, 'utf8')).toBe('closed recorder\n');
+    } finally {
+      op.child.kill('SIGKILL');
+    }
+  });
+
+  it('refuses to start when a listed plugin is missing, naming it (exit 2)', async () => {
+    const providers = join(dir, 'broken.yaml');
+    await writeFile(providers, 'plugins:\n  - ./plugins/hetzner.js\nproviders: []\n');
+    const op = runOperator(['--providers-config', providers]);
+    expect(await op.exited).toBe(2);
+    expect(op.output()).toContain(
+      `${providers}: plugins[0] "./plugins/hetzner.js": not found: no file or folder at ${join(dir, 'plugins/hetzner.js')}`,
+    );
+  });
+});

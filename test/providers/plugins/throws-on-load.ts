@@ -1,0 +1,2 @@
+// A plugin whose module fails while loading.
+throw new Error('plugin exploded while loading');
