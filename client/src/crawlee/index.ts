@@ -1,0 +1,14 @@
+// @proxy-operator/client/crawlee: the Crawlee 3 integration (crawlee is a peer dependency).
+export {
+  ProxyOperatorConfiguration,
+  hostOf,
+  type NavigationContext,
+  type ProxyOperatorConfigurationOptions,
+} from './proxy-configuration.js';
+export {
+  SessionLeases,
+  sessionKey,
+  type LeaseLog,
+  type SessionLeasesOptions,
+  type SessionLeasesStats,
+} from './session-leases.js';
