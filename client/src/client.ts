@@ -208,6 +208,7 @@ function seg(value: string): string {
 }
 
 function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number, got ${value}`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new TypeError(`${name} must be a positive number, got ${value}`);
   return value;
 }

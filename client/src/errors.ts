@@ -48,7 +48,11 @@ export class DiscoveryTransportError extends DiscoveryError {
   }
 }
 
-const NO_LEASE_CODES: readonly string[] = ['no_match', 'all_busy', 'all_cooling_down'] satisfies NoLeaseCode[];
+const NO_LEASE_CODES: readonly string[] = [
+  'no_match',
+  'all_busy',
+  'all_cooling_down',
+] satisfies NoLeaseCode[];
 
 /** True for the 409 answers of POST /v1/leases: nothing was leasable (and why, in `code`). */
 export function isNoLease(err: unknown): err is DiscoveryApiError & { code: NoLeaseCode } {

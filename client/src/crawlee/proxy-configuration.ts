@@ -52,7 +52,10 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const leases = new SessionLeases({ log: crawleeLog.child({ prefix: 'ProxyOperator' }), ...options });
     super({
       newUrlFunction: (sessionId, newUrlOptions) =>
-        leases.proxyUrl(sessionId === undefined ? undefined : String(sessionId), hostOf(newUrlOptions?.request?.url)),
+        leases.proxyUrl(
+          sessionId === undefined ? undefined : String(sessionId),
+          hostOf(newUrlOptions?.request?.url),
+        ),
     });
     this.leases = leases;
     this.banned = new Set(options.bannedStatusCodes ?? [401, 403]);
@@ -87,7 +90,7 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   async close(): Promise<void> {
     if (!this.hooked && this.leases.stats.leased > 0) {
       crawleeLog.warning(
-        'ProxyOperatorConfiguration.postNavigationHook was never called: add it to the crawler\'s ' +
+        "ProxyOperatorConfiguration.postNavigationHook was never called: add it to the crawler's " +
           'postNavigationHooks, or no bans are reported and retired sessions keep their leases until close()',
       );
     }

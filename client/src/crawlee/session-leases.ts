@@ -172,7 +172,9 @@ export class SessionLeases {
     }
     // Synchronously, before any await: no request after this line gets this proxy for host.
     this.bans.set(banKey(proxyID, host), this.now() + FALLBACK_BAN_MS);
-    const affected = [...this.bindings.values()].filter((b) => b.lease.proxy.id === proxyID && b.host === host);
+    const affected = [...this.bindings.values()].filter(
+      (b) => b.lease.proxy.id === proxyID && b.host === host,
+    );
     for (const b of affected) this.unbind(b);
     const via = own ?? affected[0];
     const work = (async () => {
@@ -322,7 +324,10 @@ export class SessionLeases {
         return;
       }
       const left = binding.expiresAt - this.now();
-      this.log.warning('lease renewal failed; retrying', { leaseID: binding.lease.leaseID, error: String(err) });
+      this.log.warning('lease renewal failed; retrying', {
+        leaseID: binding.lease.leaseID,
+        error: String(err),
+      });
       if (left > 0) this.scheduleRenewal(binding, Math.min(1_000, left / 2));
       else this.unbind(binding);
     }
@@ -380,7 +385,9 @@ export class SessionLeases {
   }
 
   private track(work: Promise<unknown>): void {
-    const settled = work.catch((err: unknown) => this.log.warning('background work failed', { error: String(err) }));
+    const settled = work.catch((err: unknown) =>
+      this.log.warning('background work failed', { error: String(err) }),
+    );
     this.pending.add(settled);
     void settled.finally(() => this.pending.delete(settled));
   }
