@@ -22,8 +22,8 @@ export interface TestDiscoveryServer {
   baseUrl: string;
   catalog: FakeCatalog;
   store: MemoryLeaseStore;
-  /** Every request the API received, in order: `METHOD /path` and the JSON body. */
-  requests: { call: string; body: unknown }[];
+  /** Every request the API received, in order: `METHOD /path`, the JSON body, the JSON answer. */
+  requests: { call: string; body: unknown; response?: unknown }[];
   stop(): Promise<void>;
 }
 
@@ -46,8 +46,17 @@ export async function startDiscoveryServer(
   const requests: TestDiscoveryServer['requests'] = [];
   const app = express();
   app.use(express.json({ type: () => true }));
-  app.use((req, _res, next) => {
-    requests.push({ call: `${req.method} ${req.path}`, body: structuredClone(req.body) as unknown });
+  app.use((req, res, next) => {
+    const entry: TestDiscoveryServer['requests'][number] = {
+      call: `${req.method} ${req.path}`,
+      body: structuredClone(req.body) as unknown,
+    };
+    requests.push(entry);
+    const json = res.json.bind(res);
+    res.json = (body: unknown) => {
+      entry.response = body;
+      return json(body);
+    };
     next();
   });
   if (CONTRACT_SHIM) contractShim(app, catalog, store, options.token);

@@ -22,6 +22,7 @@ export interface NavigationContext {
 
 interface SessionEvents {
   on(event: string, listener: (session: { id: string }) => void): unknown;
+  off(event: string, listener: (session: { id: string }) => void): unknown;
 }
 
 /** Crawlee's SessionPool event, emitted by Session.retire() (blocked, used up, or too many errors). */
@@ -45,7 +46,8 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   readonly leases: SessionLeases;
   private readonly banned: ReadonlySet<number>;
   private readonly rateLimited: ReadonlySet<number>;
-  private readonly watchedPools = new WeakSet<object>();
+  private readonly watchedPools = new Set<SessionEvents>();
+  private readonly onRetired = (session: { id: string }) => void this.leases.sessionEnded(session.id);
   private hooked = false;
 
   constructor(options: ProxyOperatorConfigurationOptions) {
@@ -94,13 +96,15 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
           'postNavigationHooks, or no bans are reported and retired sessions keep their leases until close()',
       );
     }
+    for (const pool of this.watchedPools) pool.off(SESSION_RETIRED, this.onRetired);
+    this.watchedPools.clear();
     await this.leases.close();
   }
 
   private watch(pool: SessionEvents | undefined): void {
     if (pool === undefined || this.watchedPools.has(pool)) return;
     this.watchedPools.add(pool);
-    pool.on(SESSION_RETIRED, (session) => void this.leases.sessionEnded(session.id));
+    pool.on(SESSION_RETIRED, this.onRetired);
   }
 }
 

@@ -204,6 +204,7 @@ export class SessionLeases {
 
   /** The session ended (Crawlee retired it): release its leases and forget it on the server. */
   async sessionEnded(session: string): Promise<void> {
+    if (this.closed) return;
     const mine = [...this.bindings.values()].filter((b) => b.session === session);
     for (const b of mine) this.unbind(b);
     const work = (async () => {
