@@ -15,10 +15,12 @@ describe('ProxyOperatorConfiguration', () => {
   let config: ProxyOperatorConfiguration;
   let pool: SessionPool;
 
+  let warnings: string[];
   const make = (options: Partial<ConstructorParameters<typeof ProxyOperatorConfiguration>[0]> = {}) =>
     new ProxyOperatorConfiguration({
       client: new DiscoveryClient({ baseUrl: server.baseUrl }),
       okReportIntervalMs: 60_000,
+      log: { debug: () => undefined, warning: (message) => void warnings.push(message) },
       ...options,
     });
   const calls = (call: string) => server.requests.filter((r) => r.call === call);
@@ -42,6 +44,7 @@ describe('ProxyOperatorConfiguration', () => {
     );
   });
   beforeEach(async () => {
+    warnings = [];
     server = await startDiscoveryServer({ proxies: [A, B] });
     config = make();
   });
@@ -163,8 +166,9 @@ describe('ProxyOperatorConfiguration', () => {
     await navigated(session.id, 'https://one.example/', url!, 200); // the hook subscribes to the pool
     expect(await active()).toBe(3);
     session.retire();
-    await eventually(async () => (await active()) === 1);
-    expect(calls(`DELETE /v1/sessions/${session.id}`)).toHaveLength(1);
+    await eventually(
+      async () => (await active()) === 1 && calls(`DELETE /v1/sessions/${session.id}`).length === 1,
+    );
     expect(callsMatching(/^DELETE \/v1\/leases\//)).toHaveLength(2);
     expect(config.leases.activeLeases).toBe(1);
   });
@@ -232,6 +236,23 @@ describe('ProxyOperatorConfiguration', () => {
     await config.close();
     expect(await active()).toBe(0);
     await expect(config.newUrl('s3', request('https://one.example/'))).rejects.toThrow(/closed/);
+  });
+
+  it('warns on close when leases were taken but the hook was never installed', async () => {
+    await config.newUrl('s1', request('https://one.example/'));
+    await config.close();
+    expect(warnings).toEqual([expect.stringMatching(/postNavigationHook was never called/)]);
+  });
+
+  it('stops following the session pool once closed', async () => {
+    const session = await pool.getSession();
+    const url = await config.newUrl(session.id, request('https://one.example/'));
+    await navigated(session.id, 'https://one.example/', url!, 200);
+    await config.close();
+    session.retire();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(calls(`DELETE /v1/sessions/${session.id}`)).toHaveLength(0);
+    expect(warnings).toEqual([]);
   });
 });
 

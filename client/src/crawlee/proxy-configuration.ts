@@ -2,7 +2,12 @@
 // post-navigation hook that turns responses into reports and session retirements into
 // releases. All the lease logic lives in SessionLeases; this file only translates events.
 import { log as crawleeLog, ProxyConfiguration } from 'crawlee';
-import { SessionLeases, type SessionLeasesOptions, type SessionLeasesStats } from './session-leases.js';
+import {
+  SessionLeases,
+  type LeaseLog,
+  type SessionLeasesOptions,
+  type SessionLeasesStats,
+} from './session-leases.js';
 
 export interface ProxyOperatorConfigurationOptions extends SessionLeasesOptions {
   /** Responses reported as `banned`. Default [401, 403] (Crawlee's default blocked codes). */
@@ -44,6 +49,7 @@ const SESSION_RETIRED = 'sessionRetired';
  */
 export class ProxyOperatorConfiguration extends ProxyConfiguration {
   readonly leases: SessionLeases;
+  private readonly leaseLog: LeaseLog;
   private readonly banned: ReadonlySet<number>;
   private readonly rateLimited: ReadonlySet<number>;
   private readonly watchedPools = new Set<SessionEvents>();
@@ -51,7 +57,8 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   private hooked = false;
 
   constructor(options: ProxyOperatorConfigurationOptions) {
-    const leases = new SessionLeases({ log: crawleeLog.child({ prefix: 'ProxyOperator' }), ...options });
+    const log = options.log ?? crawleeLog.child({ prefix: 'ProxyOperator' });
+    const leases = new SessionLeases({ ...options, log });
     super({
       newUrlFunction: (sessionId, newUrlOptions) =>
         leases.proxyUrl(
@@ -60,6 +67,7 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
         ),
     });
     this.leases = leases;
+    this.leaseLog = log;
     this.banned = new Set(options.bannedStatusCodes ?? [401, 403]);
     this.rateLimited = new Set(options.rateLimitedStatusCodes ?? [429]);
   }
@@ -91,7 +99,7 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   /** After `crawler.run()`: sends the batched ok reports and releases every lease. */
   async close(): Promise<void> {
     if (!this.hooked && this.leases.stats.leased > 0) {
-      crawleeLog.warning(
+      this.leaseLog.warning(
         "ProxyOperatorConfiguration.postNavigationHook was never called: add it to the crawler's " +
           'postNavigationHooks, or no bans are reported and retired sessions keep their leases until close()',
       );
