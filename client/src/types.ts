@@ -19,6 +19,8 @@ export type ApiErrorCode =
   | 'all_cooling_down'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'headers_too_large'
+  | 'request_timeout'
   | 'internal';
 
 /** The 409 codes of POST /v1/leases: why nothing was leased. */
@@ -63,7 +65,7 @@ export interface Proxy extends ProxyFields {
 }
 
 /** The proxy inside a lease: ready to use through `url`. */
-export interface LeasedProxy extends ProxyFields {
+export interface LeasedProxy extends Proxy {
   /** `http://ip:port`, ready to hand to an HTTP client as its proxy. */
   url: string;
 }

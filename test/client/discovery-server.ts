@@ -22,8 +22,10 @@ export interface TestDiscoveryServer {
   baseUrl: string;
   catalog: FakeCatalog;
   store: MemoryLeaseStore;
-  /** Every request the API received, in order: `METHOD /path`, the JSON body, the JSON answer. */
-  requests: { call: string; body: unknown; response?: unknown }[];
+  /** Every request the API received, in order: `METHOD /path` and the JSON answer. */
+  requests: { call: string; response?: unknown }[];
+  /** Live leases across all proxies. */
+  activeLeases(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -45,12 +47,8 @@ export async function startDiscoveryServer(
   });
   const requests: TestDiscoveryServer['requests'] = [];
   const app = express();
-  app.use(express.json({ type: () => true }));
   app.use((req, res, next) => {
-    const entry: TestDiscoveryServer['requests'][number] = {
-      call: `${req.method} ${req.path}`,
-      body: structuredClone(req.body) as unknown,
-    };
+    const entry: TestDiscoveryServer['requests'][number] = { call: `${req.method} ${req.path}` };
     requests.push(entry);
     const json = res.json.bind(res);
     res.json = (body: unknown) => {
@@ -59,7 +57,10 @@ export async function startDiscoveryServer(
     };
     next();
   });
-  if (CONTRACT_SHIM) contractShim(app, catalog, store, options.token);
+  if (CONTRACT_SHIM) {
+    app.use(express.json({ type: () => true }));
+    contractShim(app, catalog, store, options.token);
+  }
   app.use(real);
   const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, silentLogger);
   await server.start();
@@ -69,6 +70,7 @@ export async function startDiscoveryServer(
     catalog,
     store,
     requests,
+    activeLeases: () => store.activeTotal(),
     stop: async () => {
       await store.stop();
       await server.stop();

@@ -54,6 +54,7 @@ const leasedProxyShape = {
   latencyMillis: 'required',
   activeLeases: 'required',
   maxLeases: 'required',
+  stats: 'required',
   url: 'required',
 } as const satisfies Shape<LeasedProxy>;
 const leaseShape = {
@@ -95,6 +96,8 @@ const errorCodes = {
   all_cooling_down: true,
   payload_too_large: true,
   unsupported_media_type: true,
+  headers_too_large: true,
+  request_timeout: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
 const reportResults = { ok: true, banned: true, rate_limited: true } satisfies Members<ReportResult>;
@@ -235,7 +238,7 @@ describe("the client's types against the served /openapi.json", () => {
         pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+').replace(/\./g, '\\.')}$`),
       })),
     );
-    const calls = server.requests.map((r) => r.call);
+    const calls = server.requests.map((r) => r.call).filter((c) => c !== 'GET /openapi.json');
     expect(calls).toHaveLength(7);
     for (const call of calls) {
       const [method, path] = call.split(' ');

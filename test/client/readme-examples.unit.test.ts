@@ -81,16 +81,18 @@ describe('the README examples for plain HTTP', () => {
       expect(stdout.trim().split('\n').pop()).toBe(printed.replace('PORT', String(forward.port)));
       const calls = server.requests.map((r) => r.call);
       expect(calls.filter((c) => c === 'POST /v1/leases')).toHaveLength(1);
-      expect(server.requests.find((r) => r.call === 'POST /v1/leases')?.body).toMatchObject({
+      expect(server.requests.find((r) => r.call === 'POST /v1/leases')?.response).toMatchObject({
         target: '127.0.0.1',
-        session: 'checkout-42',
+        session: { key: 'checkout-42' },
       });
-      expect(server.requests.find((r) => /\/report$/.test(r.call))?.body).toEqual({
+      expect(server.requests.find((r) => /\/report$/.test(r.call))?.response).toMatchObject({
         result: refused ? 'banned' : 'ok',
         target: '127.0.0.1',
       });
+      const leaseID = (server.requests[0].response as { leaseID: string }).leaseID;
+      if (example === 'curl') expect(calls).toContain(`POST /v1/leases/${leaseID}/renew`);
       expect(calls.some((c) => /^DELETE \/v1\/leases\//.test(c))).toBe(true);
-      expect(await server.store.activeTotal()).toBe(0);
+      expect(await server.activeLeases()).toBe(0);
     },
   );
 });
