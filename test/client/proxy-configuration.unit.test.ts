@@ -2,7 +2,13 @@
 // one lease per (session, host), reports, renewals, releases and going direct.
 import { Configuration, Request, SessionPool } from 'crawlee';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
-import { hostOf, ProxyOperatorConfiguration, sessionKey } from '../../client/src/crawlee/index.js';
+import {
+  hostOf,
+  outcomeOf,
+  ProxyOperatorConfiguration,
+  renewalDelayMs,
+  sessionKey,
+} from '../../client/src/crawlee/index.js';
 import { eventually, proxy } from '../discovery/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 
@@ -269,7 +275,33 @@ describe('ProxyOperatorConfiguration', () => {
   });
 });
 
-describe('hostOf and sessionKey', () => {
+describe('the pure rules', () => {
+  const banned = new Set([401, 403]);
+  const rateLimited = new Set([429]);
+  it.each([
+    [200, 'ok'],
+    [204, 'ok'],
+    [301, 'ok'],
+    [401, 'banned'],
+    [403, 'banned'],
+    [429, 'rate_limited'],
+    [404, undefined],
+    [500, undefined],
+    [502, undefined],
+  ])('a %p response means %p', (status, outcome) => {
+    expect(outcomeOf(status, banned, rateLimited)).toBe(outcome);
+  });
+
+  it.each([
+    { ttlS: 300, leftS: 300, dueS: 200 },
+    { ttlS: 300, leftS: 150, dueS: 50 },
+    { ttlS: 300, leftS: 90, dueS: 0 },
+    { ttlS: 3, leftS: 3, dueS: 2 },
+  ])('a $ttlS s lease with $leftS s left is renewed in $dueS s', ({ ttlS, leftS, dueS }) => {
+    const now = 1_000_000;
+    expect(renewalDelayMs(now + leftS * 1000, ttlS * 1000, now)).toBe(dueS * 1000);
+  });
+
   it.each([
     ['https://Shop.Example:8443/x', 'shop.example'],
     ['http://[::1]:8080/', '::1'],

@@ -2,11 +2,13 @@
 export {
   ProxyOperatorConfiguration,
   hostOf,
+  outcomeOf,
   type NavigationContext,
   type ProxyOperatorConfigurationOptions,
 } from './proxy-configuration.js';
 export {
   SessionLeases,
+  renewalDelayMs,
   sessionKey,
   type LeaseLog,
   type SessionLeasesOptions,

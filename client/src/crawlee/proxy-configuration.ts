@@ -2,6 +2,7 @@
 // post-navigation hook that turns responses into reports and session retirements into
 // releases. All the lease logic lives in SessionLeases; this file only translates events.
 import { log as crawleeLog, ProxyConfiguration } from 'crawlee';
+import type { ReportResult } from '../types.js';
 import {
   SessionLeases,
   type LeaseLog,
@@ -86,9 +87,9 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     if (!proxyUrl || status === undefined) return;
     const host = hostOf(ctx.request.url);
     const session = ctx.session?.id;
-    if (this.banned.has(status)) await this.leases.blocked(session, host, proxyUrl, 'banned');
-    else if (this.rateLimited.has(status)) await this.leases.blocked(session, host, proxyUrl, 'rate_limited');
-    else if (status < 400) this.leases.succeeded(session, host, proxyUrl);
+    const outcome = outcomeOf(status, this.banned, this.rateLimited);
+    if (outcome === 'ok') this.leases.succeeded(session, host, proxyUrl);
+    else if (outcome !== undefined) await this.leases.blocked(session, host, proxyUrl, outcome);
   };
 
   /** Counts of what the integration did (leases, renewals, reports, releases). */
@@ -114,6 +115,21 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     this.watchedPools.add(pool);
     pool.on(SESSION_RETIRED, this.onRetired);
   }
+}
+
+/**
+ * What a response says about the proxy it came through: the banned and rate-limited codes
+ * are reports, any other status below 400 is a success, and other 4xx/5xx say nothing about
+ * the proxy (a missing page, a broken site).
+ */
+export function outcomeOf(
+  status: number,
+  banned: ReadonlySet<number>,
+  rateLimited: ReadonlySet<number>,
+): ReportResult | undefined {
+  if (banned.has(status)) return 'banned';
+  if (rateLimited.has(status)) return 'rate_limited';
+  return status < 400 ? 'ok' : undefined;
 }
 
 /** The lower-cased host name of a URL (IPv6 without brackets), or undefined. */

@@ -296,7 +296,7 @@ export class SessionLeases {
   /** Renews when a third of the TTL is left, if the lease was used since; otherwise lets it go. */
   private scheduleRenewal(binding: Binding, delayMs?: number): void {
     clearTimeout(binding.timer);
-    const due = delayMs ?? Math.max(0, binding.expiresAt - binding.ttlMs / 3 - this.now());
+    const due = delayMs ?? renewalDelayMs(binding.expiresAt, binding.ttlMs, this.now());
     binding.timer = setTimeout(() => this.track(this.renewOrLetGo(binding)), due);
     binding.timer.unref();
   }
@@ -392,6 +392,11 @@ export class SessionLeases {
     this.pending.add(settled);
     void settled.finally(() => this.pending.delete(settled));
   }
+}
+
+/** How long until a lease granted for `ttlMs` and ending at `expiresAt` is due for renewal. */
+export function renewalDelayMs(expiresAt: number, ttlMs: number, now: number): number {
+  return Math.max(0, expiresAt - ttlMs / 3 - now);
 }
 
 function bindingKey(session: string | undefined, host: string | undefined): string {
