@@ -102,6 +102,15 @@ describe('ProxyOperatorConfiguration', () => {
     expect(config.leases.activeLeases).toBe(3);
   });
 
+  it('without a session pool, shares one lease per host and names no session', async () => {
+    const urls = await Promise.all([
+      config.newUrl(undefined, request('https://one.example/a')),
+      config.newUrl(undefined, request('https://one.example/b')),
+    ]);
+    expect(urls).toEqual([urlOf(A), urlOf(A)]);
+    expect(granted()).toEqual([{ target: 'one.example', session: undefined, proxy: 'ns/a' }]);
+  });
+
   it('passes the selector and TTL', async () => {
     server.catalog.proxies = [A, proxy('ns/eu', { ip: '10.0.0.9', attributes: { geo: 'eu' } })];
     config = make({ selector: { geo: 'eu' }, ttlSeconds: 42 });
