@@ -71,15 +71,34 @@ export async function startDiscoveryServer(
   });
   const requests: TestDiscoveryServer['requests'] = [];
   const app = express();
-  // Records the call and its JSON answer; the request stream is left to the real app.
+  // Records the call and its JSON answer (from the bytes written, however the app serializes);
+  // the request stream is left to the real app.
   app.use((req, res, next) => {
     const entry: TestDiscoveryServer['requests'][number] = { call: `${req.method} ${req.path}` };
     requests.push(entry);
-    const json = res.json.bind(res);
-    res.json = (body: unknown) => {
-      entry.response = body;
-      return json(body);
+    const chunks: Buffer[] = [];
+    const keep = (chunk: unknown, encoding?: unknown) => {
+      if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, encoding as BufferEncoding | undefined));
+      else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk));
     };
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.write = ((chunk: unknown, ...rest: unknown[]) => {
+      keep(chunk, typeof rest[0] === 'string' ? rest[0] : undefined);
+      return write(chunk, ...rest);
+    }) as Response['write'];
+    res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+      if (typeof chunk !== 'function') keep(chunk, typeof rest[0] === 'string' ? rest[0] : undefined);
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (String(res.getHeader('content-type') ?? '').startsWith('application/json') && text !== '') {
+        try {
+          entry.response = JSON.parse(text) as unknown;
+        } catch {
+          entry.response = text;
+        }
+      }
+      return end(chunk, ...rest);
+    }) as Response['end'];
     next();
   });
   if (CONTRACT_SHIM) {
