@@ -17,7 +17,9 @@ export const LAYERS = {
   cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'handlers', 'charts'],
   // Benchmarks use the product, never the tests' harness.
   bench: [...PRODUCT],
-  test: [...PRODUCT, 'bench', 'test', 'eslint'],
+  // The client package is published on its own: it may import nothing of the operator's.
+  client: [],
+  test: [...PRODUCT, 'bench', 'test', 'eslint', 'client'],
   eslint: [],
 };
 

@@ -1,5 +1,5 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 export interface ForwardProxyStats {
@@ -42,8 +42,26 @@ function parseAuthority(authority: string | undefined): { host: string; port: nu
 }
 
 /**
+ * Where an upstream connection to `target` starts from: the proxy's own listen address, so a
+ * target sees each mock proxy as its own client address, as it would see a separate VM
+ * (sites refuse or throttle per source address). Only towards loopback targets, the only
+ * ones a loopback source can reach; a wildcard listen address keeps the kernel's choice.
+ */
+function sourceFor(listenHost: string, target: string): { localAddress: string; family: 4 | 6 } | undefined {
+  const family = isIP(listenHost);
+  if (family === 0 || listenHost === '0.0.0.0' || listenHost === '::') return undefined;
+  const loopback =
+    family === 4
+      ? target === 'localhost' || (isIP(target) === 4 && target.startsWith('127.'))
+      : target === 'localhost' || target === '::1';
+  // The family pins name resolution to the source's ('localhost' may resolve to ::1 first).
+  return loopback ? { localAddress: listenHost, family: family as 4 | 6 } : undefined;
+}
+
+/**
  * A small real forward proxy: absolute-URI HTTP requests and CONNECT tunnels, which is all
  * a crawler (and the health probe) uses. The mock provider serves one per Running instance.
+ * Upstream connections to loopback leave from the proxy's own address (see sourceFor).
  */
 export async function startForwardProxy(opts: { host: string; port: number }): Promise<ForwardProxy> {
   const stats: ForwardProxyStats = { connects: 0, requests: 0 };
@@ -70,14 +88,16 @@ export async function startForwardProxy(opts: { host: string; port: number }): P
       return;
     }
     stats.requests++;
+    const upstreamHost = target.hostname.replace(/^\[|\]$/g, '');
     const upstream = httpRequest(
       {
-        host: target.hostname.replace(/^\[|\]$/g, ''),
+        host: upstreamHost,
         port: target.port || 80,
         method: req.method,
         path: `${target.pathname}${target.search}`,
         headers: endToEnd(req.headers),
         agent: false,
+        ...sourceFor(opts.host, upstreamHost),
       },
       (up) => {
         res.writeHead(up.statusCode ?? 502, endToEnd(up.headers));
@@ -101,12 +121,15 @@ export async function startForwardProxy(opts: { host: string; port: number }): P
       return;
     }
     stats.connects++;
-    const upstream: Socket = connect(target.port, target.host, () => {
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
+    const upstream: Socket = connect(
+      { port: target.port, host: target.host, ...sourceFor(opts.host, target.host) },
+      () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      },
+    );
     track(upstream);
     upstream.on('error', () => {
       if (client.writable) client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');

@@ -1,0 +1,214 @@
+// A typed client for the proxy-operator discovery API, on undici.
+import { request, type Dispatcher } from 'undici';
+import { backoffDelayMs, sleep, type BackoffOptions } from './backoff.js';
+import { DiscoveryApiError, DiscoveryTimeoutError, DiscoveryTransportError } from './errors.js';
+import type {
+  ApiErrorBody,
+  Attributes,
+  Lease,
+  LeaseRequest,
+  Proxy,
+  ProxyList,
+  RenewRequest,
+  ReportResponse,
+  ReportResult,
+} from './types.js';
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface DiscoveryClientOptions {
+  /** Where the API is served, e.g. `http://proxy-operator-discovery.proxy-operator-system:8090`. */
+  baseUrl: string;
+  /** The bearer token (the operator's DISCOVERY_TOKEN); omit when the API runs without auth. */
+  token?: string;
+  /** Default per-call timeout: connect, headers and body together. Default 10,000 ms. */
+  timeoutMs?: number;
+  /** Retry `lease()` on `all_busy` with jittered exponential backoff. Default: no retry. */
+  retryAllBusy?: BackoffOptions | false;
+  /** undici dispatcher (connection pool, TLS options). Default: undici's global dispatcher. */
+  dispatcher?: Dispatcher;
+}
+
+export interface CallOptions {
+  /** Cancels the call; it rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Overrides the client's timeout for this call (for `lease`, per attempt). */
+  timeoutMs?: number;
+}
+
+export interface LeaseCallOptions extends CallOptions {
+  /** Overrides the client's `retryAllBusy` for this call. */
+  retryAllBusy?: BackoffOptions | false;
+}
+
+export interface ListOptions {
+  /** Keep proxies whose attributes hold every given key with exactly that value. */
+  selector?: Attributes;
+  /** Only healthy (true) or only unhealthy (false) proxies; absent = both. */
+  healthy?: boolean;
+}
+
+/** A proxy's id (`namespace/name`) or its two parts. */
+export type ProxyRef = string | { namespace: string; name: string };
+
+type Method = 'GET' | 'POST' | 'DELETE';
+
+export class DiscoveryClient {
+  private readonly baseUrl: string;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly options: DiscoveryClientOptions) {
+    let url: URL;
+    try {
+      url = new URL(options.baseUrl);
+    } catch {
+      throw new TypeError(`baseUrl must be an absolute http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+    }
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.timeoutMs = positive('timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  }
+
+  /** GET /v1/proxies: proxies matching the selector (and health), sorted by id. */
+  async listProxies(query: ListOptions = {}, options: CallOptions = {}): Promise<Proxy[]> {
+    const params = new URLSearchParams();
+    if (query.healthy !== undefined) params.set('healthy', String(query.healthy));
+    for (const [key, value] of Object.entries(query.selector ?? {})) params.set(`attr.${key}`, value);
+    const search = params.size > 0 ? `?${params}` : '';
+    const list = await this.call<ProxyList>('GET', `/v1/proxies${search}`, undefined, options);
+    return list.items;
+  }
+
+  /** GET /v1/proxies/{namespace}/{name}; a missing proxy throws `proxy_not_found`. */
+  async getProxy(proxy: ProxyRef, options: CallOptions = {}): Promise<Proxy> {
+    const { namespace, name } = typeof proxy === 'string' ? splitProxyID(proxy) : proxy;
+    return this.call<Proxy>('GET', `/v1/proxies/${seg(namespace)}/${seg(name)}`, undefined, options);
+  }
+
+  /**
+   * POST /v1/leases. Nothing leasable throws a DiscoveryApiError with code `no_match`,
+   * `all_busy` or `all_cooling_down` (see `isNoLease`); `all_busy` is retried first when
+   * `retryAllBusy` is set.
+   */
+  async lease(body: LeaseRequest = {}, options: LeaseCallOptions = {}): Promise<Lease> {
+    const retry = options.retryAllBusy ?? this.options.retryAllBusy ?? false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.call<Lease>('POST', '/v1/leases', body, options);
+      } catch (err) {
+        if (!retry || attempt >= retry.retries || !(err instanceof DiscoveryApiError)) throw err;
+        if (err.code !== 'all_busy') throw err;
+        await sleep(backoffDelayMs(attempt, retry), options.signal);
+      }
+    }
+  }
+
+  /** POST /v1/leases/{id}/renew: a new expiry (default: the original TTL from now). */
+  async renew(leaseID: string, body: RenewRequest = {}, options: CallOptions = {}): Promise<Lease> {
+    return this.call<Lease>('POST', `/v1/leases/${seg(leaseID)}/renew`, body, options);
+  }
+
+  /** DELETE /v1/leases/{id}: idempotent, succeeds for unknown and ended leases too. */
+  async release(leaseID: string, options: CallOptions = {}): Promise<void> {
+    await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
+  }
+
+  /** POST /v1/leases/{id}/report: `banned`/`rate_limited` start a cooldown for the target. */
+  async report(
+    leaseID: string,
+    result: ReportResult,
+    report: { target?: string } = {},
+    options: CallOptions = {},
+  ): Promise<ReportResponse> {
+    return this.call<ReportResponse>(
+      'POST',
+      `/v1/leases/${seg(leaseID)}/report`,
+      { result, ...report },
+      options,
+    );
+  }
+
+  /** DELETE /v1/sessions/{key}: forgets the session's proxy binding; idempotent. */
+  async endSession(key: string, options: CallOptions = {}): Promise<void> {
+    await this.call<undefined>('DELETE', `/v1/sessions/${seg(key)}`, undefined, options);
+  }
+
+  private async call<T>(method: Method, path: string, body: unknown, options: CallOptions): Promise<T> {
+    const name = `${method} ${path.split('?')[0]}`;
+    const timeoutMs = positive('timeoutMs', options.timeoutMs ?? this.timeoutMs);
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      const response = await request(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+        ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
+      });
+      const text = await response.body.text();
+      return decode<T>(name, response.statusCode, text);
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (timeout.aborted) throw new DiscoveryTimeoutError(name, timeoutMs);
+      if (err instanceof DiscoveryApiError || err instanceof DiscoveryTransportError) throw err;
+      throw new DiscoveryTransportError(name, (err as Error).message ?? String(err), err);
+    }
+  }
+}
+
+function decode<T>(call: string, status: number, text: string): T {
+  if (status >= 200 && status < 300) {
+    if (text === '') return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw new DiscoveryTransportError(call, `HTTP ${status} with a body that is not JSON`, err);
+    }
+  }
+  const error = parseErrorBody(text);
+  if (error === undefined) {
+    throw new DiscoveryTransportError(
+      call,
+      `HTTP ${status} without an API error body (is baseUrl the discovery API?): ${text.slice(0, 200)}`,
+    );
+  }
+  throw new DiscoveryApiError(status, error.error, error.message, call);
+}
+
+function parseErrorBody(text: string): ApiErrorBody | undefined {
+  try {
+    const body: unknown = JSON.parse(text);
+    if (typeof body !== 'object' || body === null) return undefined;
+    const { error, message } = body as Record<string, unknown>;
+    return typeof error === 'string' && typeof message === 'string'
+      ? { error: error as ApiErrorBody['error'], message }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function splitProxyID(id: string): { namespace: string; name: string } {
+  const at = id.indexOf('/');
+  if (at <= 0 || at === id.length - 1 || id.indexOf('/', at + 1) !== -1) {
+    throw new TypeError(`a proxy id is "namespace/name", got ${JSON.stringify(id)}`);
+  }
+  return { namespace: id.slice(0, at), name: id.slice(at + 1) };
+}
+
+function seg(value: string): string {
+  if (value === '') throw new TypeError('a path parameter must not be empty');
+  return encodeURIComponent(value);
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0)
+    throw new TypeError(`${name} must be a positive number, got ${value}`);
+  return value;
+}

@@ -1,0 +1,16 @@
+// @proxy-operator/client/crawlee: the Crawlee 3 integration (crawlee is a peer dependency).
+export {
+  ProxyOperatorConfiguration,
+  hostOf,
+  outcomeOf,
+  type NavigationContext,
+  type ProxyOperatorConfigurationOptions,
+} from './proxy-configuration.js';
+export {
+  SessionLeases,
+  renewalDelayMs,
+  sessionKey,
+  type LeaseLog,
+  type SessionLeasesOptions,
+  type SessionLeasesStats,
+} from './session-leases.js';

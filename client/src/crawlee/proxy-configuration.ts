@@ -1,0 +1,151 @@
+// Crawlee 3 glue: a ProxyConfiguration whose newUrlFunction leases per Crawlee session, and a
+// post-navigation hook that turns responses into reports and session retirements into
+// releases. All the lease logic lives in SessionLeases; this file only translates events.
+import { log as crawleeLog, ProxyConfiguration } from 'crawlee';
+import type { ReportResult } from '../types.js';
+import {
+  SessionLeases,
+  type LeaseLog,
+  type SessionLeasesOptions,
+  type SessionLeasesStats,
+} from './session-leases.js';
+
+export interface ProxyOperatorConfigurationOptions extends SessionLeasesOptions {
+  /** Responses reported as `banned`. Default [401, 403] (Crawlee's default blocked codes). */
+  bannedStatusCodes?: number[];
+  /** Responses reported as `rate_limited`. Default [429] (Crawlee's default blocked code). */
+  rateLimitedStatusCodes?: number[];
+}
+
+/** The parts of a Crawlee crawling context the hook reads (HTTP and browser crawlers alike). */
+export interface NavigationContext {
+  request: { url: string };
+  session?: { id: string };
+  proxyInfo?: { url?: string };
+  response?: { statusCode?: number; status?: number | (() => number) } | null;
+  crawler?: { sessionPool?: SessionEvents };
+}
+
+interface SessionEvents {
+  on(event: string, listener: (session: { id: string }) => void): unknown;
+  off(event: string, listener: (session: { id: string }) => void): unknown;
+}
+
+/** Crawlee's SessionPool event, emitted by Session.retire() (blocked, used up, or too many errors). */
+const SESSION_RETIRED = 'sessionRetired';
+
+/**
+ * A Crawlee `ProxyConfiguration` backed by the proxy-operator discovery API.
+ *
+ * ```ts
+ * const proxyConfiguration = new ProxyOperatorConfiguration({ client, selector: { geo: 'eu' } });
+ * const crawler = new HttpCrawler({
+ *   proxyConfiguration,
+ *   postNavigationHooks: [proxyConfiguration.postNavigationHook],
+ *   requestHandler,
+ * });
+ * await crawler.run(urls);
+ * await proxyConfiguration.close();
+ * ```
+ */
+export class ProxyOperatorConfiguration extends ProxyConfiguration {
+  readonly leases: SessionLeases;
+  private readonly leaseLog: LeaseLog;
+  private readonly banned: ReadonlySet<number>;
+  private readonly rateLimited: ReadonlySet<number>;
+  private readonly watchedPools = new Set<SessionEvents>();
+  private readonly onRetired = (session: { id: string }) => void this.leases.sessionEnded(session.id);
+  private hooked = false;
+
+  constructor(options: ProxyOperatorConfigurationOptions) {
+    const log = options.log ?? crawleeLog.child({ prefix: 'ProxyOperator' });
+    const leases = new SessionLeases({ ...options, log });
+    super({
+      newUrlFunction: (sessionId, newUrlOptions) =>
+        leases.proxyUrl(
+          sessionId === undefined ? undefined : String(sessionId),
+          hostOf(newUrlOptions?.request?.url),
+        ),
+    });
+    this.leases = leases;
+    this.leaseLog = log;
+    this.banned = new Set(options.bannedStatusCodes ?? [401, 403]);
+    this.rateLimited = new Set(options.rateLimitedStatusCodes ?? [429]);
+  }
+
+  /**
+   * Add to the crawler's `postNavigationHooks`. Reports `banned`/`rate_limited` for the
+   * blocked status codes (awaited, so the retry of the request never gets the same proxy for
+   * that host) and counts successes for batched `ok` reports; on first use it subscribes to
+   * the session pool's retirements to release their leases.
+   */
+  readonly postNavigationHook = async (ctx: NavigationContext): Promise<void> => {
+    this.hooked = true;
+    this.watch(ctx.crawler?.sessionPool);
+    const proxyUrl = ctx.proxyInfo?.url;
+    const status = statusOf(ctx.response);
+    if (!proxyUrl || status === undefined) return;
+    const host = hostOf(ctx.request.url);
+    const session = ctx.session?.id;
+    const outcome = outcomeOf(status, this.banned, this.rateLimited);
+    if (outcome === 'ok') this.leases.succeeded(session, host, proxyUrl);
+    else if (outcome !== undefined) await this.leases.blocked(session, host, proxyUrl, outcome);
+  };
+
+  /** Counts of what the integration did (leases, renewals, reports, releases). */
+  get stats(): Readonly<SessionLeasesStats> {
+    return this.leases.stats;
+  }
+
+  /** After `crawler.run()`: sends the batched ok reports and releases every lease. */
+  async close(): Promise<void> {
+    if (!this.hooked && this.leases.stats.leased > 0) {
+      this.leaseLog.warning(
+        "ProxyOperatorConfiguration.postNavigationHook was never called: add it to the crawler's " +
+          'postNavigationHooks, or no bans are reported and retired sessions keep their leases until close()',
+      );
+    }
+    for (const pool of this.watchedPools) pool.off(SESSION_RETIRED, this.onRetired);
+    this.watchedPools.clear();
+    await this.leases.close();
+  }
+
+  private watch(pool: SessionEvents | undefined): void {
+    if (pool === undefined || this.watchedPools.has(pool)) return;
+    this.watchedPools.add(pool);
+    pool.on(SESSION_RETIRED, this.onRetired);
+  }
+}
+
+/**
+ * What a response says about the proxy it came through: the banned and rate-limited codes
+ * are reports, any other status below 400 is a success, and other 4xx/5xx say nothing about
+ * the proxy (a missing page, a broken site).
+ */
+export function outcomeOf(
+  status: number,
+  banned: ReadonlySet<number>,
+  rateLimited: ReadonlySet<number>,
+): ReportResult | undefined {
+  if (banned.has(status)) return 'banned';
+  if (rateLimited.has(status)) return 'rate_limited';
+  return status < 400 ? 'ok' : undefined;
+}
+
+/** The lower-cased host name of a URL (IPv6 without brackets), or undefined. */
+export function hostOf(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    return host === '' ? undefined : host;
+  } catch {
+    return undefined;
+  }
+}
+
+function statusOf(response: NavigationContext['response']): number | undefined {
+  if (!response) return undefined;
+  if (typeof response.statusCode === 'number') return response.statusCode;
+  const status = typeof response.status === 'function' ? response.status() : response.status;
+  return typeof status === 'number' ? status : undefined;
+}

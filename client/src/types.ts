@@ -1,0 +1,130 @@
+// The discovery API's JSON shapes, as the server sends and accepts them. A test holds these
+// against the server's /openapi.json (property names, which are required, enums), so a
+// change on either side fails the build instead of a crawler in production.
+
+/** Attribute equality filter / attribute map: `{ geo: 'eu' }`. */
+export type Attributes = Record<string, string>;
+
+/** The stable codes of every non-2xx answer's `error` field. */
+export type ApiErrorCode =
+  | 'invalid_request'
+  | 'invalid_json'
+  | 'unauthorized'
+  | 'not_found'
+  | 'lease_not_found'
+  | 'proxy_not_found'
+  | 'method_not_allowed'
+  | 'no_match'
+  | 'all_busy'
+  | 'all_cooling_down'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'headers_too_large'
+  | 'request_timeout'
+  | 'internal';
+
+/** The 409 codes of POST /v1/leases: why nothing was leased. */
+export type NoLeaseCode = 'no_match' | 'all_busy' | 'all_cooling_down';
+
+/** How a proxy fared against a target. */
+export type ReportResult = 'ok' | 'banned' | 'rate_limited';
+
+/** Every non-2xx body. */
+export interface ApiErrorBody {
+  error: ApiErrorCode;
+  message: string;
+}
+
+/** Report counts over a sliding window, all targets together. */
+export interface ProxyStats {
+  windowSeconds: number;
+  ok: number;
+  banned: number;
+  rate_limited: number;
+}
+
+/** The fields every proxy view shares. */
+export interface ProxyFields {
+  /** `namespace/name` of the Proxy resource: stable across replacements, unlike the IP. */
+  id: string;
+  /** Empty until the proxy has an address. */
+  ip: string;
+  port: number;
+  attributes: Attributes;
+  phase: string;
+  healthy: boolean;
+  latencyMillis: number;
+  activeLeases: number;
+  /** 0 = listed but never leased. */
+  maxLeases: number;
+}
+
+/** A list item of GET /v1/proxies and the answer of GET /v1/proxies/{namespace}/{name}. */
+export interface Proxy extends ProxyFields {
+  stats: ProxyStats;
+}
+
+/** The proxy inside a lease: ready to use through `url`. */
+export interface LeasedProxy extends Proxy {
+  /** `http://ip:port`, ready to hand to an HTTP client as its proxy. */
+  url: string;
+}
+
+/** Present on a lease iff the request named a session. */
+export interface LeaseSession {
+  key: string;
+  /** True when the session was bound to another proxy that stopped being leasable. */
+  moved: boolean;
+}
+
+/** The answer of POST /v1/leases (201) and POST /v1/leases/{id}/renew (200). */
+export interface Lease {
+  leaseID: string;
+  proxy: LeasedProxy;
+  /** RFC 3339 date-time. */
+  expiresAt: string;
+  /** The lease's cooldown key, lower-cased; null = the global pool. */
+  target: string | null;
+  session?: LeaseSession;
+}
+
+/** The body of POST /v1/leases. */
+export interface LeaseRequest {
+  /** Attribute equality filter; default {} (any proxy). */
+  selector?: Attributes;
+  /** Default 300 on the server; at most its --max-lease-ttl. */
+  ttlSeconds?: number;
+  /** The site the proxy will be used against (a host name). */
+  target?: string;
+  /** Sticky-session key: 1..128 of [A-Za-z0-9._:@-]. */
+  session?: string;
+}
+
+/** The body of POST /v1/leases/{id}/renew. */
+export interface RenewRequest {
+  /** Default: the lease's original TTL. */
+  ttlSeconds?: number;
+}
+
+/** The body of POST /v1/leases/{id}/report. */
+export interface ReportRequest {
+  result: ReportResult;
+  /** Overrides the lease's own target. */
+  target?: string;
+}
+
+/** The answer of POST /v1/leases/{id}/report. */
+export interface ReportResponse {
+  leaseID: string;
+  proxyID: string;
+  result: ReportResult;
+  /** The cooldown key used; null = the global pool. */
+  target: string | null;
+  /** null when no cooldown started (ok). */
+  cooldownUntil: string | null;
+}
+
+/** GET /v1/proxies answers `{items}`. */
+export interface ProxyList {
+  items: Proxy[];
+}

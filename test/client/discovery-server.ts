@@ -1,0 +1,89 @@
+// The real discovery API (createDiscoveryApp + MemoryLeaseStore + DiscoveryServer, real clock)
+// on loopback over a catalog the test controls, for the client's suites. It records every
+// call and its JSON answer, so tests can assert what the server understood.
+import express, { type Response } from 'express';
+import { Registry } from 'prom-client';
+import { createDiscoveryApp } from '../../discovery/app.js';
+import type { ProxyRecord } from '../../discovery/catalog.js';
+import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { DiscoveryServer } from '../../discovery/server.js';
+import * as fixtures from '../discovery/fixtures.js';
+import { TestCatalog } from '../discovery/fixtures.js';
+
+export interface TestDiscoveryServer {
+  baseUrl: string;
+  catalog: TestCatalog;
+  store: MemoryLeaseStore;
+  /** Every request the API received, in order: `METHOD /path` and the JSON answer. */
+  requests: { call: string; response?: unknown }[];
+  /** Live leases across all proxies. */
+  activeLeases(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function startDiscoveryServer(
+  options: { proxies?: ProxyRecord[]; token?: string; cooldownSeconds?: number; maxTTLSeconds?: number } = {},
+): Promise<TestDiscoveryServer> {
+  const catalog = new TestCatalog(options.proxies ?? []);
+  const store = new MemoryLeaseStore({
+    catalog,
+    logger: fixtures.silentLogger,
+    cooldownSeconds: options.cooldownSeconds ?? 900,
+  });
+  const real = createDiscoveryApp({
+    catalog,
+    leases: store,
+    token: options.token,
+    logger: fixtures.silentLogger,
+    registry: new Registry(),
+    maxTTLSeconds: options.maxTTLSeconds ?? 3600,
+  });
+  const requests: TestDiscoveryServer['requests'] = [];
+  const app = express();
+  // Records the call and its JSON answer (from the bytes written, however the app serializes);
+  // the request stream is left to the real app.
+  app.use((req, res, next) => {
+    const entry: TestDiscoveryServer['requests'][number] = { call: `${req.method} ${req.path}` };
+    requests.push(entry);
+    const chunks: Buffer[] = [];
+    const keep = (chunk: unknown, encoding?: unknown) => {
+      if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, encoding as BufferEncoding | undefined));
+      else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk));
+    };
+    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...args: unknown[]) => Response;
+    res.write = ((chunk: unknown, ...rest: unknown[]) => {
+      keep(chunk, typeof rest[0] === 'string' ? rest[0] : undefined);
+      return write(chunk, ...rest);
+    }) as Response['write'];
+    res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+      if (typeof chunk !== 'function') keep(chunk, typeof rest[0] === 'string' ? rest[0] : undefined);
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (String(res.getHeader('content-type') ?? '').startsWith('application/json') && text !== '') {
+        try {
+          entry.response = JSON.parse(text) as unknown;
+        } catch {
+          entry.response = text;
+        }
+      }
+      return end(chunk, ...rest);
+    }) as Response['end'];
+    next();
+  });
+  app.use(real);
+  const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, fixtures.silentLogger);
+  await server.start();
+  await store.start();
+  return {
+    baseUrl: server.url,
+    catalog,
+    store,
+    requests,
+    activeLeases: async () => (await store.totals()).activeLeases,
+    stop: async () => {
+      await store.stop();
+      store.close();
+      await server.stop();
+    },
+  };
+}

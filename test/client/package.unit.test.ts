@@ -1,0 +1,87 @@
+// The client as its users get it: the workspace package builds with its own tsconfig, a
+// separate Node process imports it by name through its exports map, and it depends on
+// nothing beyond undici (Crawlee only as an optional peer, only from the crawlee entry).
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const clientDir = join(root, 'client');
+const pkg = JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8')) as {
+  name: string;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+  exports: Record<string, { types: string; default: string }>;
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+function importedPackages(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/^(?:import|export)[^'"]*from\s+'([^']+)'/gm)]
+    .map((m) => m[1])
+    .filter((spec) => !spec.startsWith('.'));
+}
+
+describe('the @proxy-operator/client package', () => {
+  it('depends on undici only, with Crawlee an optional peer', () => {
+    expect(pkg.name).toBe('@proxy-operator/client');
+    expect(Object.keys(pkg.dependencies)).toEqual(['undici']);
+    expect(pkg.peerDependencies).toEqual({ crawlee: expect.stringMatching(/^\^3\./) });
+    expect(pkg.peerDependenciesMeta.crawlee.optional).toBe(true);
+  });
+
+  it.each(sourceFiles(join(clientDir, 'src')).map((f) => [f.slice(clientDir.length + 1), f]))(
+    '%s imports only node:, undici and (in crawlee/) crawlee',
+    (name, file) => {
+      const allowed = (spec: string) =>
+        spec.startsWith('node:') ||
+        spec === 'undici' ||
+        (name.startsWith('src/crawlee/') && spec === 'crawlee');
+      expect(importedPackages(file).filter((spec) => !allowed(spec))).toEqual([]);
+    },
+  );
+
+  it('builds, and a consumer imports both entry points by package name', async () => {
+    await run(
+      process.execPath,
+      [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(clientDir, 'tsconfig.json')],
+      {
+        cwd: root,
+      },
+    );
+    for (const entry of Object.values(pkg.exports)) {
+      expect(existsSync(join(clientDir, entry.types))).toBe(true);
+      expect(existsSync(join(clientDir, entry.default))).toBe(true);
+    }
+    const consumer = `
+      import { DiscoveryClient, DiscoveryApiError, isNoLease } from '@proxy-operator/client';
+      import { ProxyOperatorConfiguration } from '@proxy-operator/client/crawlee';
+      import { ProxyConfiguration } from 'crawlee';
+      const client = new DiscoveryClient({ baseUrl: 'http://127.0.0.1:9' });
+      const config = new ProxyOperatorConfiguration({ client });
+      console.log(JSON.stringify({
+        client: typeof client.lease,
+        error: isNoLease(new DiscoveryApiError(409, 'all_busy', 'busy', 'POST /v1/leases')),
+        crawlee: config instanceof ProxyConfiguration,
+        hook: typeof config.postNavigationHook,
+      }));
+      await config.close();
+    `;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', consumer], { cwd: root });
+    expect(JSON.parse(stdout.trim().split('\n').pop()!)).toEqual({
+      client: 'function',
+      error: true,
+      crawlee: true,
+      hook: 'function',
+    });
+  });
+});

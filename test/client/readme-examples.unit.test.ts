@@ -1,0 +1,98 @@
+// Runs the README's plain-HTTP examples (the blocks marked `<!-- checked: curl -->` and
+// `<!-- checked: python -->` in "Using it from a crawler") against the real discovery API, a
+// real forward proxy and a local site, so the documentation cannot rot. Needs bash, curl,
+// and python3 with requests (README, Requirements).
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
+import { proxy } from '../discovery/fixtures.js';
+import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
+import { startLinkedSite, type LinkedSite } from './linked-site.js';
+
+const run = promisify(execFile);
+const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+const TOKEN = 'readme-token';
+
+/** The code of the fenced block right after `<!-- checked: <name> ... -->`. */
+function checkedBlock(name: string): string {
+  const text = readFileSync(README, 'utf8');
+  const match = new RegExp(`<!-- checked: ${name}\\b[^>]*-->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\``).exec(
+    text,
+  );
+  if (!match) throw new Error(`README.md has no block marked <!-- checked: ${name} -->`);
+  return match[1];
+}
+
+/** This process's environment without proxy variables (the examples must reach loopback directly). */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/_proxy$/i.test(k)));
+  return { ...env, ...extra };
+}
+
+const EXAMPLES = {
+  curl: (code: string, env: NodeJS.ProcessEnv) => run('bash', ['-euo', 'pipefail', '-c', code], { env }),
+  python: (code: string, env: NodeJS.ProcessEnv) =>
+    run('python3', ['-c', code], { env }).catch((err: { stderr?: string }) => {
+      if (/No module named 'requests'/.test(err.stderr ?? '')) {
+        throw new Error('the README Python example needs requests: python3 -m pip install requests', {
+          cause: err,
+        });
+      }
+      throw err;
+    }),
+};
+
+describe('the README examples for plain HTTP', () => {
+  let server: TestDiscoveryServer;
+  let forward: ForwardProxy;
+  let site: LinkedSite;
+
+  beforeAll(async () => {
+    forward = await startForwardProxy({ host: '127.0.0.45', port: 0 });
+  });
+  afterAll(async () => {
+    await forward.close();
+  });
+  beforeEach(async () => {
+    site = await startLinkedSite({ pages: 3, hostname: '127.0.0.1' });
+    server = await startDiscoveryServer({
+      token: TOKEN,
+      proxies: [proxy('ns/readme', { ip: forward.host, port: forward.port })],
+    });
+  });
+  afterEach(async () => {
+    await server.stop();
+    await site.close();
+  });
+
+  it.each([
+    { example: 'curl' as const, refused: false, printed: `200 ok via http://127.0.0.45:PORT` },
+    { example: 'curl' as const, refused: true, printed: `403 banned via http://127.0.0.45:PORT` },
+    { example: 'python' as const, refused: false, printed: '200 ok via ns/readme' },
+    { example: 'python' as const, refused: true, printed: '403 banned via ns/readme' },
+  ])(
+    '$example: leases, fetches through the proxy, reports, releases (site refuses: $refused)',
+    async ({ example, refused, printed }) => {
+      if (refused) site.refuse(forward.host);
+      const env = cleanEnv({ DISCOVERY: server.baseUrl, TOKEN, SITE: site.pages[1], HOST: '127.0.0.1' });
+      const { stdout } = await EXAMPLES[example](checkedBlock(example), env);
+      expect(stdout.trim().split('\n').pop()).toBe(printed.replace('PORT', String(forward.port)));
+      const calls = server.requests.map((r) => r.call);
+      expect(calls.filter((c) => c === 'POST /v1/leases')).toHaveLength(1);
+      expect(server.requests.find((r) => r.call === 'POST /v1/leases')?.response).toMatchObject({
+        target: '127.0.0.1',
+        session: { key: 'checkout-42' },
+      });
+      expect(server.requests.find((r) => /\/report$/.test(r.call))?.response).toMatchObject({
+        result: refused ? 'banned' : 'ok',
+        target: '127.0.0.1',
+      });
+      const leaseID = (server.requests[0].response as { leaseID: string }).leaseID;
+      if (example === 'curl') expect(calls).toContain(`POST /v1/leases/${leaseID}/renew`);
+      expect(calls.some((c) => /^DELETE \/v1\/leases\//.test(c))).toBe(true);
+      expect(await server.activeLeases()).toBe(0);
+    },
+  );
+});
