@@ -69,7 +69,7 @@ describe('a plugin listed in the providers file', () => {
     expect(registry.types()).toContain('close-recorder');
   });
 
-  it('is loaded by npm package name from the operator\'s own node_modules', async () => {
+  it("is loaded by npm package name from the operator's own node_modules", async () => {
     // What `npm install <plugin>` in the operator's folder (or image) leaves behind.
     const name = `proxy-operator-provider-fixture-${process.pid}`;
     const installed = join(root, 'node_modules', name);
