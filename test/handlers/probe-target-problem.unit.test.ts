@@ -21,6 +21,16 @@ describe('a probe target the prober cannot use is recognised before probing', ()
     ['a DNS-named proxy', { host: 'proxy.example.com' }, undefined],
     ['an IPv6 zone id', { host: 'fe80::1%eth0' }, /not a usable URL host and port/],
     ['a host with a space', { host: 'a b' }, /not a usable URL host and port/],
+    // Issue 12 item 1: a URL parser would probe another address than the one handed out.
+    [
+      'a zero-padded IPv4 host',
+      { host: '127.0.0.010' },
+      /the proxy host "127\.0\.0\.010" is not an IPv4 address in dotted decimal/,
+    ],
+    ['an octal IPv4 host', { host: '0177.0.0.1' }, /the proxy host "0177\.0\.0\.1" is not/],
+    ['a bare integer host', { host: '2130706433' }, /is not an IPv4 address/],
+    ['a short-form host', { host: '127.1' }, /is not an IPv4 address/],
+    ['an IPv4-mapped IPv6 host', { host: '::ffff:127.0.0.1' }, /is not an IPv4 address/],
     ['a port out of range', { port: 70000 }, /port must be an integer in 1\.\.65535/],
     ['a probe URL port out of range', { probeURL: 'http://127.0.0.1:99999/' }, /probeURL is not a valid URL/],
     ['a probe URL that is not http(s)', { probeURL: 'ftp://127.0.0.1/' }, /probeURL must be http or https/],

@@ -1,0 +1,83 @@
+// What a proxy host may be: one spelling for one address. The CRD states the rule in CEL
+// (proxy-spec-schema.ts builds it from the patterns below) and the operator checks it again
+// in TypeScript before it probes a host or hands it out, for objects stored before the rule
+// and for addresses a provider reports. URL parsers read numeric forms such as 0177.0.0.1,
+// 0x7f.1, 127.1 or 2130706433 as IPv4 addresses (here all 127.0.0.1), so a name-shaped host
+// that ends in a numeric label would be probed at one address and handed out as another.
+
+/** A DNS subdomain whose labels are 1-63 lower-case letters, digits or '-'. */
+export const HOST_NAME_PATTERN =
+  '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$';
+/**
+ * A last label a URL parser takes for an IPv4 number (WHATWG "ends in a number": decimal,
+ * or 0x-prefixed hexadecimal, "0x" alone included).
+ */
+export const NUMERIC_LAST_LABEL_PATTERN = '(^|\\.)([0-9]+|0x[0-9a-f]*)$';
+
+/** The CEL rule over a host string (`self`): the same decision as `isProxyHost`. */
+export const HOST_CEL_RULE = `isIP(self) || (self.matches(r'${HOST_NAME_PATTERN}') && !self.matches(r'${NUMERIC_LAST_LABEL_PATTERN}'))`;
+
+export const HOST_RULE_TEXT =
+  'an IPv4 address in dotted decimal without leading zeros (e.g. 203.0.113.7), an IPv6 address ' +
+  'without brackets or zone, or a lower-case DNS name whose labels are at most 63 characters and ' +
+  'whose last label is not a number';
+
+const HOST_NAME = new RegExp(HOST_NAME_PATTERN);
+const NUMERIC_LAST_LABEL = new RegExp(NUMERIC_LAST_LABEL_PATTERN);
+const IPV4 = /^(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})$/;
+const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
+
+/** Canonical dotted-decimal IPv4, as Go's netip.ParseAddr accepts it (no leading zeros, octets ≤ 255). */
+function ipv4Bytes(s: string): number[] | undefined {
+  const m = IPV4.exec(s);
+  if (!m) return undefined;
+  const bytes = m.slice(1, 5).map(Number);
+  return bytes.every((b) => b <= 255) ? bytes : undefined;
+}
+
+/** Groups of an IPv6 half ("" → none); an embedded IPv4 tail counts as two groups. */
+function groupsOf(half: string, last: boolean): number[] | undefined {
+  if (half === '') return [];
+  const parts = half.split(':');
+  const groups: number[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i];
+    if (last && i === parts.length - 1 && part.includes('.')) {
+      const v4 = ipv4Bytes(part);
+      if (!v4) return undefined;
+      groups.push((v4[0] << 8) | v4[1], (v4[2] << 8) | v4[3]);
+    } else if (HEX_GROUP.test(part)) groups.push(parseInt(part, 16));
+    else return undefined;
+  }
+  return groups;
+}
+
+/** The 8 groups of an IPv6 address without zone, as Go's netip.ParseAddr reads it, or undefined. */
+function ipv6Groups(s: string): number[] | undefined {
+  const halves = s.split('::');
+  if (halves.length > 2) return undefined;
+  if (halves.length === 1) {
+    const groups = groupsOf(s, true);
+    return groups?.length === 8 ? groups : undefined;
+  }
+  const head = groupsOf(halves[0], false);
+  const tail = groupsOf(halves[1], true);
+  // "::" stands for at least one zero group.
+  if (!head || !tail || head.length + tail.length > 7) return undefined;
+  return [...head, ...Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+}
+
+/** Kubernetes' CEL isIP(): netip.ParseAddr, without a zone and not an IPv4-mapped IPv6 address. */
+export function isIP(s: string): boolean {
+  if (ipv4Bytes(s)) return true;
+  const g = ipv6Groups(s);
+  if (!g) return false;
+  const mapped = g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff;
+  return !mapped;
+}
+
+/** Whether `host` names exactly one address: the CEL rule of spec.endpoint.host, in TypeScript. */
+export function isProxyHost(host: string): boolean {
+  if (isIP(host)) return true;
+  return host.length <= 253 && HOST_NAME.test(host) && !NUMERIC_LAST_LABEL.test(host);
+}
