@@ -73,7 +73,9 @@ describe('the local demo, end to end', () => {
       ['demo-external', 'External', ''],
     ]) {
       const ready = printed.find((l) => l.startsWith(`${name} `) && / Ready /.test(l));
-      expect(ready?.split(/\s{3,}/).slice(0, provider ? 3 : 2)).toEqual(provider ? [name, mode, provider] : [name, mode]);
+      expect(ready?.split(/\s{3,}/).slice(0, provider ? 3 : 2)).toEqual(
+        provider ? [name, mode, provider] : [name, mode],
+      );
       expect(ready).toMatch(/ Ready {3,}127\.0\.0\.\d+ {3,}True {3,}\d+[smhd]\S*$/);
     }
   });
