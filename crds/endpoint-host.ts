@@ -14,6 +14,23 @@ export const HOST_NAME_PATTERN =
  */
 export const NUMERIC_LAST_LABEL_PATTERN = '(^|\\.)([0-9]+|0x[0-9a-f]*)$';
 
+// Probe URLs, as RE2 patterns over the whole URL: scheme, "://", then the authority
+// ([userinfo@]host[:port]) up to the first '/', '?' or '#'.
+const AUTHORITY_START = '^[^:/?#]+://';
+const USERINFO = '([^@/?#]*@)?';
+const AUTHORITY_END = '(:[0-9]*)?([/?#]|$)';
+const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+/** A URL with an explicit, non-empty port (the last ':' of the authority, digits, its end). */
+export const URL_HAS_PORT = `${AUTHORITY_START}[^/?#]*:[0-9]+([/?#]|$)`;
+/** ... whose port is 1-65535 written without leading zeros. */
+export const URL_GOOD_PORT = `${AUTHORITY_START}[^/?#]*:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])([/?#]|$)`;
+/** A '%' inside the brackets of an IPv6 host: a zone id, which no WHATWG URL can carry. */
+export const URL_ZONE = `${AUTHORITY_START}[^/?#]*\\[[^\\]/?#]*%`;
+/** A host whose last label (a trailing dot aside) a URL parser takes for an IPv4 number; case-blind like URL hosts. */
+export const URL_NUMERIC_HOST = `(?i)${AUTHORITY_START}${USERINFO}([^:/?#@\\[\\]]*\\.)?([0-9]+|0x[0-9a-f]*)\\.?${AUTHORITY_END}`;
+/** A host in canonical dotted decimal. */
+export const URL_IPV4_HOST = `${AUTHORITY_START}${USERINFO}${OCTET}(\\.${OCTET}){3}${AUTHORITY_END}`;
+
 /** The CEL rule over a host string (`self`): the same decision as `isProxyHost`. */
 export const HOST_CEL_RULE = `isIP(self) || (self.matches(r'${HOST_NAME_PATTERN}') && !self.matches(r'${NUMERIC_LAST_LABEL_PATTERN}'))`;
 

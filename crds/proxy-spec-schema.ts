@@ -1,7 +1,15 @@
 // The OpenAPI v3 schema of Proxy.spec, enforced by the API server (no admission webhooks).
 // `satisfies Record<keyof X, …>` makes the compiler reject a property the TypeScript types in
 // proxy-types.ts lack, or a type property missing here.
-import { HOST_CEL_RULE, HOST_RULE_TEXT, NUMERIC_LAST_LABEL_PATTERN } from './endpoint-host.js';
+import {
+  HOST_CEL_RULE,
+  HOST_RULE_TEXT,
+  URL_GOOD_PORT,
+  URL_HAS_PORT,
+  URL_IPV4_HOST,
+  URL_NUMERIC_HOST,
+  URL_ZONE,
+} from './endpoint-host.js';
 import type { JSONSchemaProps, ValidationRule } from './openapi-schema.js';
 import type {
   CloudInitSpec,
@@ -145,21 +153,20 @@ const healthCheckProperties = {
         message: 'spec.healthCheck.probeURL must be an absolute http:// or https:// URL with a host',
       },
       // Go's URL parser (CEL's url()) takes what the operator's WHATWG parser refuses or reads
-      // differently: any run of port digits, an IPv6 zone id. Each rule guards with isURL so a
-      // malformed URL gets only the message above.
+      // differently: any run of port digits, an IPv6 zone id, numeric hosts. These rules read
+      // `self` (bounded by maxLength) with regexes over the URL's authority, because strings
+      // that url() returns have no size bound and the cost estimate of a regex over them exceeds
+      // the budget. Each is guarded by isURL, so a malformed URL gets only the message above.
       {
-        rule: "!isURL(self) || url(self).getPort() == '' || url(self).getPort().matches(r'^[1-9][0-9]{0,4}$') && int(url(self).getPort()) <= 65535",
+        rule: `!isURL(self) || !self.matches(r'${URL_HAS_PORT}') || self.matches(r'${URL_GOOD_PORT}')`,
         message: 'spec.healthCheck.probeURL port must be 1-65535 without leading zeros',
       },
       {
-        rule: "!isURL(self) || !url(self).getHostname().contains('%')",
+        rule: `!isURL(self) || !self.matches(r'${URL_ZONE}')`,
         message: 'spec.healthCheck.probeURL must not carry an IPv6 zone id',
       },
       {
-        // A numeric-looking host (0177.0.0.1, 0x7f.1, 127.1) is an IPv4 address to the
-        // operator's URL parser, and not the one written; the host rule of endpoint.host, case-blind
-        // because URL hosts are.
-        rule: `!isURL(self) || isIP(url(self).getHostname()) || !url(self).getHostname().matches(r'(?i)${NUMERIC_LAST_LABEL_PATTERN}')`,
+        rule: `!isURL(self) || !self.matches(r'${URL_NUMERIC_HOST}') || self.matches(r'${URL_IPV4_HOST}')`,
         message:
           'spec.healthCheck.probeURL host must be an IP address in canonical form or a DNS name whose last label is not a number',
       },

@@ -79,7 +79,7 @@ describe('updating a Proxy', () => {
     const name = uniqueName('mode');
     await proxies.create(name, { spec });
     const message = await rejectionOf(proxies.patchSpec(name, patch));
-    expect(message).toMatch(/: spec\.mode: Invalid value: "string": spec\.mode is immutable$/);
+    expect(message).toMatch(/: spec\.mode: Invalid value: "(Managed|External)": spec\.mode is immutable$/);
     expect(message).not.toMatch(/spec\.(provider|endpoint|placement|cloudInit)/);
   });
 

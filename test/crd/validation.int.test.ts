@@ -89,7 +89,7 @@ describe('the API server rejects an invalid Proxy', () => {
     [
       'an endpoint host with spaces',
       { mode: 'External', endpoint: { host: 'bad host', port: 1 } },
-      'spec.endpoint.host: Invalid value: "string": spec.endpoint.host must be an IPv4 address in dotted decimal',
+      'spec.endpoint.host: Invalid value: "bad host": spec.endpoint.host must be an IPv4 address in dotted decimal',
     ],
     [
       'an endpoint host over 253 characters',
@@ -197,7 +197,7 @@ describe('the API server rejects an invalid Proxy', () => {
     [
       'a probe URL port over 65535',
       { ...managed, healthCheck: { probeURL: 'http://example.com:65536/' } },
-      'spec.healthCheck.probeURL: Invalid value: "string": spec.healthCheck.probeURL port must be 1-65535',
+      'spec.healthCheck.probeURL: Invalid value: "http://example.com:65536/": spec.healthCheck.probeURL port must be 1-65535',
     ],
     [
       'a probe URL port 0',
