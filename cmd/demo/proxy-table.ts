@@ -36,7 +36,10 @@ export async function proxyTable(kc: KubeConfig, namespace: string): Promise<Pro
   const columns = table.columnDefinitions;
   const cell = (value: unknown, i: number): string => {
     if (value === null || value === undefined) return '';
-    if (columns[i].type === 'date' && typeof value === 'string') return shortAge(value);
+    // The API server already renders a CRD's date column as an age ("5s"); a timestamp is
+    // turned into one the way kubectl would.
+    if (columns[i].type === 'date' && typeof value === 'string' && !Number.isNaN(Date.parse(value)))
+      return shortAge(value);
     return String(value);
   };
   return {
