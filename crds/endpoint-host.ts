@@ -26,6 +26,8 @@ export const URL_HAS_PORT = `${AUTHORITY_START}[^/?#]*:[0-9]+([/?#]|$)`;
 export const URL_GOOD_PORT = `${AUTHORITY_START}[^/?#]*:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])([/?#]|$)`;
 /** A '%' inside the brackets of an IPv6 host: a zone id, which no WHATWG URL can carry. */
 export const URL_ZONE = `${AUTHORITY_START}[^/?#]*\\[[^\\]/?#]*%`;
+/** '<' or '>' in the authority: Go's parser takes them in a host, a WHATWG parser refuses the URL. */
+export const URL_ANGLE_BRACKET = `${AUTHORITY_START}[^/?#]*[<>]`;
 /** A host whose last label (a trailing dot aside) a URL parser takes for an IPv4 number; case-blind like URL hosts. */
 export const URL_NUMERIC_HOST = `(?i)${AUTHORITY_START}${USERINFO}([^:/?#@\\[\\]]*\\.)?([0-9]+|0x[0-9a-f]*)\\.?${AUTHORITY_END}`;
 /** A host in canonical dotted decimal. */

@@ -4,6 +4,7 @@
 import {
   HOST_CEL_RULE,
   HOST_RULE_TEXT,
+  URL_ANGLE_BRACKET,
   URL_GOOD_PORT,
   URL_HAS_PORT,
   URL_IPV4_HOST,
@@ -164,6 +165,10 @@ const healthCheckProperties = {
       {
         rule: `!isURL(self) || !self.matches(r'${URL_ZONE}')`,
         message: 'spec.healthCheck.probeURL must not carry an IPv6 zone id',
+      },
+      {
+        rule: `!isURL(self) || !self.matches(r'${URL_ANGLE_BRACKET}')`,
+        message: "spec.healthCheck.probeURL host must not contain '<' or '>'",
       },
       {
         rule: `!isURL(self) || !self.matches(r'${URL_NUMERIC_HOST}') || self.matches(r'${URL_IPV4_HOST}')`,

@@ -1,6 +1,7 @@
 import {
   isIP,
   isProxyHost,
+  URL_ANGLE_BRACKET,
   URL_GOOD_PORT,
   URL_HAS_PORT,
   URL_IPV4_HOST,
@@ -42,7 +43,7 @@ describe('the probe URL patterns the CRD applies to spec.healthCheck.probeURL (i
   const re = (pattern: string) =>
     pattern.startsWith('(?i)') ? new RegExp(pattern.slice(4), 'i') : new RegExp(pattern);
   const portOK = (url: string) => !re(URL_HAS_PORT).test(url) || re(URL_GOOD_PORT).test(url);
-  const zoneOK = (url: string) => !re(URL_ZONE).test(url);
+  const zoneOK = (url: string) => !re(URL_ZONE).test(url) && !re(URL_ANGLE_BRACKET).test(url);
   const hostOK = (url: string) => !re(URL_NUMERIC_HOST).test(url) || re(URL_IPV4_HOST).test(url);
 
   it.each([
@@ -59,13 +60,16 @@ describe('the probe URL patterns the CRD applies to spec.healthCheck.probeURL (i
     ['http://example.com:080/', false, true, true],
     ['http://example.com:99999999999999999999', false, true, true],
     ['http://[fe80::1%25eth0]:8080/', true, false, true],
+    ['http://a<b/', true, false, true],
+    ['http://a>b:8080/', true, false, true],
+    ['http://example.com/?q=<x>', true, true, true],
     ['http://0177.0.0.1/', true, true, false],
     ['https://0X7F.1/', true, true, false],
     ['http://2130706433:8080/', true, true, false],
     ['http://u:p@127.1/', true, true, false],
     ['http://127.0.0.1./', true, true, false],
     ['http://256.0.0.1/', true, true, false],
-  ])('%s: port %s, zone %s, host %s', (url, port, zone, host) => {
+  ])('%s: port %s, zone/brackets %s, host %s', (url, port, zone, host) => {
     expect([portOK(url), zoneOK(url), hostOK(url)]).toEqual([port, zone, host]);
   });
 });

@@ -220,6 +220,11 @@ describe('the API server rejects an invalid Proxy', () => {
       'spec.healthCheck.probeURL must not carry an IPv6 zone id',
     ],
     [
+      'a probe URL whose host has a <',
+      { ...managed, healthCheck: { probeURL: 'http://a<b/' } },
+      "spec.healthCheck.probeURL host must not contain '<' or '>'",
+    ],
+    [
       'a probe URL at an octal IPv4 host',
       { ...managed, healthCheck: { probeURL: 'http://0177.0.0.1/generate_204' } },
       'spec.healthCheck.probeURL host must be an IP address in canonical form',
