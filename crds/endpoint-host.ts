@@ -100,3 +100,15 @@ export function isProxyHost(host: string): boolean {
   if (isIP(host)) return true;
   return host.length <= 253 && HOST_NAME.test(host) && !NUMERIC_LAST_LABEL.test(host);
 }
+
+/** RE2's leading (?i) as a JavaScript flag; the rest of these patterns' syntax is common to both. */
+function jsRegExp(pattern: string): RegExp {
+  return pattern.startsWith('(?i)') ? new RegExp(pattern.slice(4), 'i') : new RegExp(pattern);
+}
+const NUMERIC_URL_HOST = jsRegExp(URL_NUMERIC_HOST);
+const IPV4_URL_HOST = jsRegExp(URL_IPV4_HOST);
+
+/** Whether a probe URL's host, as written, is read as itself: the CRD's numeric-host rule in TypeScript. */
+export function probeURLHostIsLiteral(url: string): boolean {
+  return !NUMERIC_URL_HOST.test(url) || IPV4_URL_HOST.test(url);
+}

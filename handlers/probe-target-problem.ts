@@ -1,4 +1,4 @@
-import { HOST_RULE_TEXT, isProxyHost } from '../crds/endpoint-host.js';
+import { HOST_RULE_TEXT, isProxyHost, probeURLHostIsLiteral } from '../crds/endpoint-host.js';
 import { validateProbeTarget, type ProbeTarget } from '../health/index.js';
 
 /**
@@ -20,5 +20,7 @@ export function probeTargetProblem(target: ProbeTarget): string | undefined {
   if (!isProxyHost(target.host))
     return `the proxy host ${JSON.stringify(target.host)} is not ${HOST_RULE_TEXT}`;
   if (new URL(target.probeURL).hostname === '') return `probeURL ${target.probeURL} has no host`;
+  if (!probeURLHostIsLiteral(target.probeURL))
+    return `probeURL ${target.probeURL} has a numeric host a URL parser reads as another IPv4 address`;
   return undefined;
 }

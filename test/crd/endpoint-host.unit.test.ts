@@ -1,6 +1,7 @@
 import {
   isIP,
   isProxyHost,
+  probeURLHostIsLiteral,
   URL_ANGLE_BRACKET,
   URL_GOOD_PORT,
   URL_HAS_PORT,
@@ -71,5 +72,6 @@ describe('the probe URL patterns the CRD applies to spec.healthCheck.probeURL (i
     ['http://256.0.0.1/', true, true, false],
   ])('%s: port %s, zone/brackets %s, host %s', (url, port, zone, host) => {
     expect([portOK(url), zoneOK(url), hostOK(url)]).toEqual([port, zone, host]);
+    expect(probeURLHostIsLiteral(url)).toBe(host);
   });
 });
