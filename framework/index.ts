@@ -26,7 +26,7 @@ export { Operator, type OperatorOptions, type HandlerClass } from './core/operat
 export type { LeaderElectionOptions } from './core/leader-election.js';
 export type { QueueOptions } from './core/queue.js';
 export { setCondition } from './core/status-writer.js';
-export { decideCause, stateAnnotations } from './core/dispatcher.js';
+export { decideCause, failureMemory, stateAnnotations } from './core/cause.js';
 export { KubeApiError, isStatus } from './utils/kube-client.js';
 export type {
   KindRef,
@@ -36,6 +36,8 @@ export type {
   Cause,
   HandlerResult,
   HandlerContext,
+  RequeueOptions,
+  Stoppable,
   OperatorContext,
   CacheReader,
   CacheListener,
