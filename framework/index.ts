@@ -1,5 +1,9 @@
 // The framework's public surface. Everything a handler author needs is exported here; the
-// modules under core/ and utils/ are implementation details.
+// modules under core/ and utils/ are implementation details. docs/framework.md is the guide.
+//
+// @controller and @background already apply tsyringe's @injectable() to the class: handler
+// classes do not repeat it (their constructor arguments still need @inject(TOKEN) when
+// typed by an interface).
 import 'reflect-metadata';
 
 export {
