@@ -13,10 +13,10 @@ import { testKubeConfig } from '../harness/kube.js';
 import { eventually, FINALIZER, HANDLED, WIDGET, WidgetWorld, type Widget } from './widget-world.js';
 
 const OBJECTS = 2000;
-const BATCH = 50;
+const BATCH = 100;
 
 /** Every kind of per-object state: a finalizer, a handled marker, a timer and a daemon. */
-@controller({ ...WIDGET, finalizer: FINALIZER, maxConcurrentReconciles: 8 })
+@controller({ ...WIDGET, finalizer: FINALIZER, maxConcurrentReconciles: 16 })
 class Remembering {
   @onCreate() async created(_ctx: HandlerContext<Widget>) {}
   @onDelete() async deleted(_ctx: HandlerContext<Widget>) {}
