@@ -1,12 +1,12 @@
 import { Counter, type Registry } from 'prom-client';
-import { inject, injectable } from 'tsyringe';
+import { inject } from 'tsyringe';
 import { background, daemon, type OperatorContext } from '../framework/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
-import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import type { ProviderSet } from '../providers/registry.js';
 import { PROXY_KIND } from './kinds.js';
 import { findOrphans, orphanReason, wantedBy } from './orphans.js';
-import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
-import { METRICS_REGISTRY } from './tokens.js';
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS } from './tokens.js';
 
 /**
  * Leader-only safety net for crashes mid-create: deletes tagged instances whose Proxy is
@@ -14,7 +14,6 @@ import { METRICS_REGISTRY } from './tokens.js';
  * its instance is spared.
  */
 @background()
-@injectable()
 export class OrphanSweep {
   private readonly deleted: Counter<'provider'>;
 
@@ -35,10 +34,7 @@ export class OrphanSweep {
   async run(ctx: OperatorContext): Promise<void> {
     while (!ctx.signal.aborted) {
       await this.sweepOnce(ctx);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.settings.orphanSweepIntervalSeconds * 1000);
-        ctx.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await ctx.sleep(this.settings.orphanSweepIntervalSeconds * 1000);
     }
   }
 
