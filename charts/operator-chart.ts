@@ -41,6 +41,9 @@ export const PLUGINS_USAGE =
   `plugins: in ${PROVIDERS_CONFIG_KEY}. npm-packaged plugins can instead be installed into a ` +
   `derived image (FROM this image; RUN npm install <package>). See the README, "Provider plugins".`;
 
+/** The Node and libc settings the operator's container runs with (bench/memory.ts measures with them). */
+export const OPERATOR_RUNTIME_ENV: Readonly<Record<string, string>> = {};
+
 /**
  * The operator itself (dist/operator.yaml): its namespaces, ServiceAccount, RBAC, providers
  * ConfigMap, Deployment and the discovery and metrics Services.
@@ -128,6 +131,12 @@ export class OperatorChart extends Chart {
         DISCOVERY_TOKEN: kplus.EnvValue.fromSecretValue(
           { secret: token, key: DISCOVERY_TOKEN_SECRET_KEY },
           { optional: true },
+        ),
+        ...Object.fromEntries(
+          Object.entries(OPERATOR_RUNTIME_ENV).map(([name, value]) => [
+            name,
+            kplus.EnvValue.fromValue(value),
+          ]),
         ),
       },
       securityContext: {
