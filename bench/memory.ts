@@ -312,14 +312,6 @@ async function watch(label: string, op: OperatorUnderTest, seconds: number, extr
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--fleet')) {
-    process.once('message', (msg) => {
-      const { cert, count } = msg as { cert: Cert; count: number };
-      void runFleet(cert, count).then((ready) => process.send?.(ready));
-    });
-    process.on('disconnect', () => process.exit(0));
-    return;
-  }
   const s = settings();
   console.log(
     `memory benchmark: node ${process.version}, ${s.proxies} External proxies on ${s.listeners} loopback listeners, ` +
@@ -444,10 +436,19 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+if (process.argv.includes('--fleet')) {
+  process.once('message', (msg) => {
+    const { cert, count } = msg as { cert: Cert; count: number };
+    void runFleet(cert, count).then((ready) => process.send?.(ready));
+  });
+  process.on('disconnect', () => process.exit(0));
+} else {
+  // Exits explicitly: the kube client's keep-alive sockets would hold the process open.
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
