@@ -7,6 +7,8 @@
 //   flags: --proxies=N --seconds=S (steady window) --interval=S (probe interval) --baseline-seconds=S
 //          --restart-seconds=S (0 skips the cold start) --listeners=N (proxy listeners; proxies share them)
 //          --node-options="..." (replaces the Deployment's NODE_OPTIONS for the operator, to compare)
+//          --no-runtime-env (runs the operator without the Deployment's env: NODE_OPTIONS, MALLOC_ARENA_MAX)
+//          --operator=path/to/build/cmd/operator.js (another build, e.g. an older commit's)
 //
 // Real parts only: a real etcd + kube-apiserver (framework/testing), the real operator
 // (build/cmd/operator.js) as a child process with the Deployment's runtime environment, real
@@ -41,7 +43,9 @@ interface Settings {
   baselineSeconds: number;
   restartSeconds: number;
   listeners: number;
-  nodeOptions: string;
+  /** The Deployment's runtime env, or none (--no-runtime-env); NODE_OPTIONS as given. */
+  runtimeEnv: Record<string, string>;
+  operator: string;
 }
 
 function flag(name: string): string | undefined {
@@ -67,8 +71,18 @@ function settings(): Settings {
     baselineSeconds: number('baseline-seconds', 30),
     restartSeconds: number('restart-seconds', 60, 0),
     listeners: Math.round(number('listeners', Math.min(proxies, 250))),
-    nodeOptions: flag('node-options') ?? OPERATOR_RUNTIME_ENV.NODE_OPTIONS ?? '',
+    runtimeEnv: runtimeEnv(),
+    operator: flag('operator') ?? join(root, 'build/cmd/operator.js'),
   };
+}
+
+function runtimeEnv(): Record<string, string> {
+  const env: Record<string, string> = process.argv.includes('--no-runtime-env')
+    ? {}
+    : { ...OPERATOR_RUNTIME_ENV };
+  const nodeOptions = flag('node-options');
+  if (nodeOptions !== undefined) env.NODE_OPTIONS = nodeOptions;
+  return env;
 }
 
 // ---------------------------------------------------------------- child: the fleet
@@ -141,10 +155,11 @@ class OperatorUnderTest {
 
   constructor(
     readonly metricsPort: number,
+    operator: string,
     args: string[],
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, [join(root, 'build/cmd/operator.js'), ...args], {
+    this.child = spawn(process.execPath, [operator, ...args], {
       env: { ...process.env, ...env },
       // Logs go through a pipe that is read, as a container runtime reads stdout.
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -315,8 +330,8 @@ async function main(): Promise<void> {
   const s = settings();
   console.log(
     `memory benchmark: node ${process.version}, ${s.proxies} External proxies on ${s.listeners} loopback listeners, ` +
-      `https probes every ${s.intervalSeconds}s; operator NODE_OPTIONS="${s.nodeOptions}" ` +
-      `MALLOC_ARENA_MAX=${OPERATOR_RUNTIME_ENV.MALLOC_ARENA_MAX ?? '(unset)'}; load average before: ${load()}`,
+      `https probes every ${s.intervalSeconds}s; operator ${s.operator} with env ${JSON.stringify(s.runtimeEnv)}; ` +
+      `load average before: ${load()}`,
   );
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -340,6 +355,7 @@ async function main(): Promise<void> {
       const metricsPort = await freePort();
       const op = new OperatorUnderTest(
         metricsPort,
+        s.operator,
         [
           `--kubeconfig=${cp.kubeconfigPath}`,
           '--leader-elect=false',
@@ -347,7 +363,7 @@ async function main(): Promise<void> {
           `--metrics-address=127.0.0.1:${metricsPort}`,
           `--discovery-address=127.0.0.1:${await freePort()}`,
         ],
-        { ...OPERATOR_RUNTIME_ENV, NODE_OPTIONS: s.nodeOptions, PROBE_CA_FILE: caFile },
+        { ...s.runtimeEnv, PROBE_CA_FILE: caFile },
       );
       cleanups.push(() => op.stop());
       await op.ready();
