@@ -236,7 +236,7 @@ function readStatus(pid: number | undefined): { rssMiB: number; hwmMiB: number }
 interface Window {
   name: string;
   seconds: number;
-  /** Highest RSS the kernel saw (VmHWM at the window's end, minus nothing: it only grows). */
+  /** Highest RSS the kernel saw in the process's life so far (VmHWM only grows). */
   peakMiB: number;
   medianMiB: number;
   maxMiB: number;
@@ -253,7 +253,8 @@ function window(name: string, op: OperatorUnderTest, from: number, to: number, h
   return {
     name,
     seconds: (to - from) / 1000,
-    peakMiB: last?.hwmMiB ?? Number.NaN,
+    // VmHWM as of the last sample; a later sample's RSS may already be above it.
+    peakMiB: Math.max(last?.hwmMiB ?? Number.NaN, rss.at(-1) ?? 0),
     medianMiB: rss[Math.floor(rss.length / 2)] ?? Number.NaN,
     maxMiB: rss.at(-1) ?? Number.NaN,
     minMiB: rss[0] ?? Number.NaN,
