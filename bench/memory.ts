@@ -278,7 +278,12 @@ async function createProxies(kc: KubeConfig, s: Settings, fleet: FleetReady): Pr
           mode: 'External',
           endpoint: { host: '127.0.0.1', port: fleet.ports[i % fleet.ports.length] },
           attributes: { geo: ['us', 'de', 'jp', 'br'][i % 4] },
-          healthCheck: { probeURL: fleet.probeURL, intervalSeconds: s.intervalSeconds, timeoutSeconds: 5 },
+          healthCheck: {
+            probeURL: fleet.probeURL,
+            intervalSeconds: s.intervalSeconds,
+            // The CRD wants the timeout below the interval.
+            timeoutSeconds: Math.min(5, Math.max(1, Math.ceil(s.intervalSeconds) - 1)),
+          },
         },
       };
       await api.createNamespacedCustomObject({
