@@ -12,27 +12,26 @@ export interface UndiciProberOptions {
   userAgent?: string;
 }
 
-interface AgentEntry {
-  proxyURI: string;
-  agent: ProxyAgent;
-}
-
 function proxyURI(target: ProbeTarget): string {
   const host = target.host.includes(':') && !target.host.startsWith('[') ? `[${target.host}]` : target.host;
   return `http://${host}:${target.port}`;
 }
 
 /**
- * Fetches the probe URL THROUGH the proxy with one undici ProxyAgent per proxy, reused
- * between probes. An https probe URL goes through a CONNECT tunnel; an http one is sent as
- * an absolute-URI request to the proxy.
+ * Fetches the probe URL THROUGH the proxy with an undici ProxyAgent built for that one
+ * probe and destroyed after it. An https probe URL goes through a CONNECT tunnel; an http
+ * one is sent as an absolute-URI request to the proxy.
  *
  * Every probe uses a fresh connection (`reset: true`): a kept-alive tunnel would let a
  * proxy that can no longer open NEW connections look healthy, and at a 10 s interval the
- * target would mostly have closed the idle connection anyway.
+ * target would mostly have closed the idle connection anyway. So an agent kept between
+ * probes would hold nothing worth keeping, yet cost ~40 KB of heap per proxy (its pools'
+ * 2,048-slot request queues, connectors, session caches): agents live only while probing,
+ * so their number follows probes in flight, not the fleet.
  */
 export class UndiciProber implements Prober {
-  private readonly agents = new Map<string, AgentEntry>();
+  /** The agents of probes in flight, by proxy key; an entry lives exactly as long as its probe. */
+  private readonly agents = new Map<string, ProxyAgent>();
   /** Built once: passing `ca` per connection would re-parse it on every TLS handshake. */
   private readonly secureContext: SecureContext | undefined;
 
@@ -59,6 +58,7 @@ export class UndiciProber implements Prober {
     try {
       const url = new URL(target.probeURL);
       agent = this.agentFor(target);
+      this.agents.set(target.key, agent);
       const response = await agent.request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
@@ -87,51 +87,50 @@ export class UndiciProber implements Prober {
         durationMillis,
       };
     } catch (err) {
-      // An aborted CONNECT leaves its socket to the proxy open (undici does not close it), and
-      // a black-holed proxy would never close it either: discard the agent so nothing leaks.
-      if (agent) this.discard(target.key, agent);
       const { reason, message } = classifyProbeError(err, timedOut && !cancel.aborted);
       return { success: false, reason, message, durationMillis: elapsed() };
     } finally {
       clearTimeout(deadline);
       cancel.removeEventListener('abort', onCancel);
+      // Destroyed, not closed, after every probe: an aborted CONNECT leaves its socket to the
+      // proxy open (undici does not close it), and a black-holed proxy would never close it.
+      if (agent) this.discard(target.key, agent);
     }
   }
 
-  /** Closes the proxy's agent (its connections); the next probe builds a new one. */
+  /** Closes the connections of the proxy's probe in flight, if any. */
   async release(key: string): Promise<void> {
-    const entry = this.agents.get(key);
-    if (!entry) return;
+    const agent = this.agents.get(key);
+    if (!agent) return;
     this.agents.delete(key);
-    await closeQuietly(entry.agent);
+    await closeQuietly(agent);
   }
 
-  /** Drops `agent` — but never a newer agent built for the key meanwhile (endpoint changed). */
+  /** Drops `agent` — but never a newer probe's agent for the key (endpoint changed meanwhile). */
   private discard(key: string, agent: ProxyAgent): void {
-    if (this.agents.get(key)?.agent === agent) this.agents.delete(key);
+    if (this.agents.get(key) === agent) this.agents.delete(key);
     void closeQuietly(agent);
   }
 
   async close(): Promise<void> {
     const all = [...this.agents.values()];
     this.agents.clear();
-    await Promise.all(all.map((e) => closeQuietly(e.agent)));
+    await Promise.all(all.map(closeQuietly));
+  }
+
+  /** Agents in flight (tests and benchmarks: it must follow probes in flight, not the fleet). */
+  get liveAgents(): number {
+    return this.agents.size;
   }
 
   private agentFor(target: ProbeTarget): ProxyAgent {
-    const uri = proxyURI(target);
-    const existing = this.agents.get(target.key);
-    if (existing?.proxyURI === uri) return existing.agent;
-    if (existing) void closeQuietly(existing.agent);
-    const agent = new ProxyAgent({
-      uri,
-      // One probe at a time per proxy, so one connection is all it ever needs.
+    return new ProxyAgent({
+      uri: proxyURI(target),
+      // One probe per agent, so one connection is all it ever needs.
       connections: 1,
       connectTimeout: target.timeoutSeconds * 1000,
       requestTls: this.secureContext ? { secureContext: this.secureContext } : undefined,
     });
-    this.agents.set(target.key, { proxyURI: uri, agent });
-    return agent;
   }
 }
 

@@ -117,7 +117,7 @@ export class Informer {
       });
       for (const item of page.items) {
         // List items carry no apiVersion/kind; handlers expect whole objects.
-        const obj = { ...item, apiVersion: this.apiVersion(), kind: this.kind.kind };
+        const obj = withoutManagedFields({ ...item, apiVersion: this.apiVersion(), kind: this.kind.kind });
         seen.set(keyOf(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
       }
       cont = page.metadata.continue || undefined;
@@ -188,8 +188,20 @@ export class Informer {
     if (event.type === 'BOOKMARK') return;
     const key = keyOf(obj.metadata.namespace, obj.metadata.name ?? '');
     if (event.type === 'DELETED') this.store.delete(key);
-    else if (event.type === 'ADDED' || event.type === 'MODIFIED') this.store.set(key, obj);
+    else if (event.type === 'ADDED' || event.type === 'MODIFIED')
+      this.store.set(key, withoutManagedFields(obj));
     else return;
     this.hooks.onChange(key, obj);
   }
+}
+
+/**
+ * Server-side-apply bookkeeping is never read by handlers, yet it is the largest part of a
+ * stored object (a tree of empty objects per field, per manager): dropped on the way in,
+ * as controller-runtime's TransformStripManagedFields does. Mutates: the object is ours,
+ * freshly parsed from the API answer.
+ */
+function withoutManagedFields<T extends KubeObject>(obj: T): T {
+  delete (obj.metadata as { managedFields?: unknown } | undefined)?.managedFields;
+  return obj;
 }

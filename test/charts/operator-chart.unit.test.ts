@@ -9,6 +9,8 @@ import {
   PROXIES_NAMESPACE,
   SERVICE_ACCOUNT_NAME,
 } from '../../charts/names.js';
+import { spawnSync } from 'node:child_process';
+import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
 import { parseSettings } from '../../cmd/settings.js';
 import { builtinProviderRegistry } from '../../providers/builtin.js';
 import { chartObjects, find, type Manifest } from './manifests.js';
@@ -59,7 +61,7 @@ describe('the operator Deployment', () => {
     [
       'requests and limits CPU and memory',
       () => container.resources,
-      { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
+      { requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '500m', memory: '384Mi' } },
     ],
     [
       'is live while /healthz answers on the metrics port',
@@ -89,6 +91,7 @@ describe('the operator Deployment', () => {
       () => env('POD_NAME').valueFrom,
       { fieldRef: { fieldPath: 'metadata.name' } },
     ],
+    ['keeps glibc to two malloc arenas', () => env('MALLOC_ARENA_MAX').value, '2'],
     [
       'reads the discovery token from an optional Secret',
       () => env('DISCOVERY_TOKEN').valueFrom,
@@ -107,6 +110,26 @@ describe('the operator Deployment', () => {
     expect(mount).toBeDefined();
     if (path !== '/tmp') expect(mount!.readOnly).toBe(true);
     expect(pod.volumes?.find((v) => v.name === mount!.name)).toEqual({ name: mount!.name, ...source });
+  });
+
+  it("caps Node's heap well inside the memory limit, leaving room for what lives outside it", () => {
+    // Node itself, run with the container's NODE_OPTIONS: the flags must parse, and the heap
+    // V8 will grow to plus what bench:memory measured outside the heap (binary, TLS, malloc)
+    // must fit under the limit, so V8 collects harder before the kernel would OOM-kill.
+    const run = spawnSync(
+      process.execPath,
+      ['-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().heap_size_limit))'],
+      { env: { PATH: process.env.PATH, NODE_OPTIONS: env('NODE_OPTIONS').value }, encoding: 'utf8' },
+    );
+    expect(run.stderr).toBe('');
+    const heapLimitMiB = Number(run.stdout) / 2 ** 20;
+    const limitMiB = OPERATOR_MEMORY.limitMiB;
+    expect(container.resources!.limits!.memory).toBe(`${limitMiB}Mi`);
+    expect(heapLimitMiB).toBeGreaterThan(OPERATOR_MEMORY.oldSpaceMiB);
+    expect(heapLimitMiB + OPERATOR_MEMORY.measuredOutsideHeapMiB).toBeLessThanOrEqual(limitMiB);
+    // The request covers the measured steady state at 1,000 proxies, the limit its peak.
+    expect(OPERATOR_MEMORY.requestMiB).toBeGreaterThanOrEqual(OPERATOR_MEMORY.measuredSteadyMiB);
+    expect(limitMiB).toBeGreaterThanOrEqual(1.5 * OPERATOR_MEMORY.measuredPeakMiB);
   });
 
   it('takes another image from the synth options ($IMAGE of npm run synth)', () => {

@@ -97,6 +97,23 @@ describe('UndiciProber sends the probe through the proxy', () => {
     expect(httpsTarget.hits - hitsBefore).toBe(3);
   });
 
+  it('holds an agent only while a probe is in flight, so memory follows probes in flight, not the fleet', async () => {
+    const modes: ProxyMode[] = ['healthy', 'cannot-egress', 'closes', 'healthy'];
+    const fleet = await Promise.all(modes.map((mode) => proxy(mode)));
+    const outcomes = await Promise.all(
+      fleet.map((p) => prober.probe(target(p.port, 'https'), new AbortController().signal)),
+    );
+    expect(outcomes.map((o) => o.success)).toEqual([true, false, false, true]);
+    expect(prober.liveAgents).toBe(0);
+    const hole = await proxy('black-hole');
+    const pending = prober.probe(target(hole.port, 'https'), new AbortController().signal);
+    await waitFor(() => hole.openSockets === 1, 'the probe to reach the proxy');
+    expect(prober.liveAgents).toBe(1);
+    await pending;
+    expect(prober.liveAgents).toBe(0);
+    await waitFor(() => hole.openSockets === 0, 'the timed-out connection to close');
+  });
+
   it('an http probe is forwarded as an absolute-URI request, not tunnelled', async () => {
     const p = await proxy('healthy');
     expect(await prober.probe(target(p.port, 'http'), new AbortController().signal)).toMatchObject({
