@@ -7,6 +7,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinProviderRegistry } from '../providers/builtin.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
+import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
 import {
   checkMaxUnavailableProviders,
   parseSettings,
@@ -70,6 +71,19 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  let clusterName: string;
+  try {
+    clusterName = await resolveClusterName(settings.clusterName, () => kubeSystemUID(kubeConfig));
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'no owner identity');
+    process.stderr.write(`proxy-operator: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  logger.info(
+    { clusterName, from: settings.clusterName === undefined ? 'kube-system Namespace UID' : '--cluster-name' },
+    'owner identity',
+  );
+
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
@@ -80,6 +94,7 @@ async function main(): Promise<void> {
     registry,
     settings: {
       ...DEFAULT_HANDLER_SETTINGS,
+      ownerID: clusterName,
       orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
       orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
       healthConcurrency: settings.healthConcurrency,
