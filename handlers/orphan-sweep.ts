@@ -43,10 +43,7 @@ export class OrphanSweep {
   async run(ctx: OperatorContext): Promise<void> {
     while (!ctx.signal.aborted) {
       await this.sweepOnce(ctx);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.settings.orphanSweepIntervalSeconds * 1000);
-        ctx.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await pause(this.settings.orphanSweepIntervalSeconds * 1000, ctx.signal);
     }
   }
 
@@ -90,4 +87,22 @@ export class OrphanSweep {
     }
     return killed;
   }
+}
+
+/**
+ * Waits `ms`, or less when `signal` aborts, including when it aborted already: a stop that
+ * lands during a sweep must not then wait out the whole interval (it held SIGTERM for the
+ * sweep interval, 10 minutes by default, before this check).
+ */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
