@@ -80,7 +80,10 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   logger.info(
-    { clusterName, from: settings.clusterName === undefined ? 'kube-system Namespace UID' : '--cluster-name' },
+    {
+      clusterName,
+      from: settings.clusterName === undefined ? 'kube-system Namespace UID' : '--cluster-name',
+    },
     'owner identity',
   );
 

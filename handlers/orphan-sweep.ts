@@ -4,7 +4,14 @@ import { background, daemon, type OperatorContext } from '../framework/index.js'
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
 import { PROXY_KIND } from './kinds.js';
-import { explainOrphan, sweepVerdict, wantedBy, SPARE_REASONS, type SpareReason, type SweepScope } from './orphans.js';
+import {
+  explainOrphan,
+  sweepVerdict,
+  wantedBy,
+  SPARE_REASONS,
+  type SpareReason,
+  type SweepScope,
+} from './orphans.js';
 import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
 import { METRICS_REGISTRY } from './tokens.js';
 
@@ -79,7 +86,8 @@ export class OrphanSweep {
           this.deleted.inc({ provider: name });
           killed++;
         }
-        for (const reason of SPARE_REASONS) this.spared.set({ provider: name, reason }, spared.get(reason) ?? 0);
+        for (const reason of SPARE_REASONS)
+          this.spared.set({ provider: name, reason }, spared.get(reason) ?? 0);
       } catch (err) {
         if (ctx.signal.aborted) break;
         ctx.logger.error({ provider: name, err: (err as Error).message }, 'orphan sweep failed for provider');

@@ -27,7 +27,13 @@ export type OrphanReason = 'ProxyGone' | 'StaleRevision';
  * cannot be told apart from the wanted one. TooYoung: a create may be in flight (instance
  * made, Proxy not yet written).
  */
-export const SPARE_REASONS = ['OtherOwner', 'UnwatchedNamespace', 'Wanted', 'Unrevisioned', 'TooYoung'] as const;
+export const SPARE_REASONS = [
+  'OtherOwner',
+  'UnwatchedNamespace',
+  'Wanted',
+  'Unrevisioned',
+  'TooYoung',
+] as const;
 export type SpareReason = (typeof SPARE_REASONS)[number];
 
 export type SweepVerdict = { collect: true; reason: OrphanReason } | { collect: false; reason: SpareReason };

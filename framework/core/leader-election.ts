@@ -25,12 +25,7 @@ interface Lease {
 
 /** Why an acquire/renew attempt failed (not "another replica leads", which is no failure). */
 export type LeaderElectionErrorReason =
-  | 'NamespaceNotFound'
-  | 'Forbidden'
-  | 'Unauthorized'
-  | 'Timeout'
-  | 'ApiError'
-  | 'Unreachable';
+  'NamespaceNotFound' | 'Forbidden' | 'Unauthorized' | 'Timeout' | 'ApiError' | 'Unreachable';
 
 export interface LeaderElectionCallbacks {
   onStartedLeading(): void;
@@ -271,7 +266,10 @@ export class LeaderElector {
     lease.spec.leaseDurationSeconds = this.duration;
     lease.spec.renewTime = microTime(wallNow);
     // PUT with the read resourceVersion: a concurrent candidate's write makes ours fail (409).
-    await this.client.request('PUT', this.path(this.opts.name), { body: lease, signal: this.attemptSignal() });
+    await this.client.request('PUT', this.path(this.opts.name), {
+      body: lease,
+      signal: this.attemptSignal(),
+    });
     this.observed = { record: recordOf(lease), at: this.now() };
     return true;
   }

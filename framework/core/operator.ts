@@ -355,7 +355,10 @@ export class Operator {
     ]);
     timeUp.abort();
     if (!finished)
-      this.logger.error({ what, waitedSeconds: seconds }, 'stopping went on without it: it did not finish in time');
+      this.logger.error(
+        { what, waitedSeconds: seconds },
+        'stopping went on without it: it did not finish in time',
+      );
   }
 
   /**

@@ -66,7 +66,8 @@ const name = (providerID: string) => providerID.split('/')[1];
 
 beforeAll(async () => {
   await installProxyCrd(kc);
-  for (const n of [...Object.values(ns), pods]) await core.createNamespace({ body: { metadata: { name: n } } });
+  for (const n of [...Object.values(ns), pods])
+    await core.createNamespace({ body: { metadata: { name: n } } });
   dir = await mkdtemp(join(tmpdir(), 'owners-'));
   providersFile = join(dir, 'providers.yaml');
   await writeFile(
@@ -138,7 +139,13 @@ describe('operators sharing one provider backend', () => {
 
     const left = await podNames();
     expect(left).toEqual(
-      expect.arrayContaining([name(live.a), name(live.b), name(live.c), name(orphans.prodD), name(orphans.legacy)]),
+      expect.arrayContaining([
+        name(live.a),
+        name(live.b),
+        name(live.c),
+        name(orphans.prodD),
+        name(orphans.legacy),
+      ]),
     );
     for (const o of operators) {
       expect([o.name, o.process.child.exitCode]).toEqual([o.name, null]);
