@@ -121,8 +121,37 @@ async function main(): Promise<void> {
     namespace: settings.watchNamespace,
   });
   operator.installSignalHandlers();
-  await operator.start();
+  try {
+    await operator.start();
+  } catch (err) {
+    const message = startFailure(err, settings);
+    logger.fatal({ err: (err as Error).message }, message);
+    process.stderr.write(`proxy-operator: ${message}\n`);
+    process.exit(2);
+  }
   logger.info('operator started');
+}
+
+/**
+ * A listening port the process cannot have is fatal at start-up, said with the flag that
+ * chose it; any other start-up failure keeps its own message.
+ */
+function startFailure(err: unknown, settings: Settings): string {
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
+  if (e?.syscall === 'listen' || e?.code === 'EADDRINUSE') {
+    const flag =
+      e.port === settings.metrics.port
+        ? 'metrics-address'
+        : e.port === settings.discovery.port
+          ? 'discovery-address'
+          : undefined;
+    const where = `${e.address ?? '?'}:${e.port ?? '?'}`;
+    const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : `${e.code ?? e.message}`;
+    return flag
+      ? `--${flag}: cannot listen on ${where}: ${why}; stop what holds it or choose another with --${flag}`
+      : `cannot listen on ${where}: ${why}`;
+  }
+  return `start-up failed: ${err instanceof Error ? err.message : String(err)}`;
 }
 
 main().catch((err: unknown) => {
