@@ -35,6 +35,14 @@ async function main(): Promise<void> {
     return;
   }
   const logger = pino({ level: settings.logLevel, base: { app: 'proxy-operator' } });
+  // From here on a SIGTERM always ends in a clean exit: before the operator exists there is
+  // nothing to release; after, it stops gracefully (its own handlers replace this one).
+  const early = (signal: NodeJS.Signals) => {
+    logger.info({ signal }, 'shutting down before start-up finished');
+    process.exit(0);
+  };
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -120,6 +128,8 @@ async function main(): Promise<void> {
     probeAddress: settings.metrics,
     namespace: settings.watchNamespace,
   });
+  process.off('SIGTERM', early);
+  process.off('SIGINT', early);
   operator.installSignalHandlers();
   try {
     await operator.start();
