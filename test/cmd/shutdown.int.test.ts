@@ -79,7 +79,7 @@ afterAll(async () => {
 describe('SIGTERM', () => {
   it.each<[string, (op: OperatorProcess, metrics: number, namespace: string) => Promise<void>]>([
     [
-      'during start-up, before the informers synced',
+      'during start-up',
       async (op) => {
         await until('the first log line', async () =>
           op.output().includes('providers configured') ? true : undefined,
