@@ -366,6 +366,7 @@ export class Operator {
    * still-running handler attempts through its context fails. For tests of crash recovery.
    */
   async kill(): Promise<void> {
+    this.stopping.abort(); // a later stop() finds nothing left to do
     this.state = 'stopped';
     this.shutdown.abort();
     for (const d of this.dispatchers.values()) d.queue.shutDown();
