@@ -52,6 +52,14 @@ export interface OperatorOptions {
 
 type Listener = (key: string, obj: KubeObject) => void;
 
+/** Resolves when `signal` aborts (a timer cannot stand in: Node clamps delays over 2^31 - 1 ms to 1 ms). */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
 /** How long stop() lets in-flight handlers finish (and daemons close) before aborting them. */
 export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
 
@@ -283,7 +291,7 @@ export class Operator {
     for (const i of this.informerCache.all()) i.start();
     await Promise.race([
       Promise.all(this.informerCache.all().map((i) => i.synced)),
-      sleep(Number.MAX_SAFE_INTEGER / 2, this.stopping.signal),
+      aborted(this.stopping.signal),
     ]);
     if (this.stopping.signal.aborted) return;
     try {
