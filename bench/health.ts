@@ -17,7 +17,8 @@ import { selfSignedCert, type SelfSignedCert as Cert } from '../framework/testin
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { ProxyAgent } from 'undici';
-import { HealthEngine, type Prober } from '../health/health-engine.js';
+import { HealthEngine } from '../health/health-engine.js';
+import type { Prober } from '../health/prober.js';
 import { UndiciProber } from '../health/undici-prober.js';
 import { percentile } from '../health/scheduling-stats.js';
 import type { ProbeTarget } from '../health/probe-target.js';

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { App, YamlOutputType } from 'cdk8s';
 import { stringify } from 'yaml';
 import { CrdChart } from './crd-chart.js';
+import { NetworkPolicyChart } from './network-policy-chart.js';
 import { OperatorChart } from './operator-chart.js';
 import { SamplesChart } from './samples-chart.js';
 
@@ -10,7 +11,7 @@ import { SamplesChart } from './samples-chart.js';
 export const CHART_FILE_EXTENSION = '.yaml';
 
 /** The charts a GitOps tool deploys, in apply order; samples are for trying things out, not deploying. */
-export const DEPLOYED_CHARTS = ['crds', 'operator'] as const;
+export const DEPLOYED_CHARTS = ['crds', 'operator', 'network-policy'] as const;
 export const SAMPLES_CHART = 'samples';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 
@@ -26,9 +27,10 @@ export function buildApp(outdir: string, options: AppOptions = {}): App {
     outputFileExtension: CHART_FILE_EXTENSION,
     yamlOutputType: YamlOutputType.FILE_PER_CHART,
   });
-  const [crds, operator] = DEPLOYED_CHARTS;
+  const [crds, operator, networkPolicy] = DEPLOYED_CHARTS;
   new CrdChart(app, crds);
   new OperatorChart(app, operator, { image: options.image });
+  new NetworkPolicyChart(app, networkPolicy);
   new SamplesChart(app, SAMPLES_CHART);
   return app;
 }

@@ -13,6 +13,8 @@ export interface ValidationRule {
   /** Relative JSON path (e.g. `.provider`) the error is reported at, instead of the rule's own node. */
   fieldPath?: string;
   reason?: ValidationReason;
+  /** Also evaluate the rule on create, with `oldSelf` an optional (empty on create). */
+  optionalOldSelf?: boolean;
 }
 
 export type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };

@@ -1,7 +1,17 @@
 // The OpenAPI v3 schema of Proxy.spec, enforced by the API server (no admission webhooks).
 // `satisfies Record<keyof X, …>` makes the compiler reject a property the TypeScript types in
 // proxy-types.ts lack, or a type property missing here.
-import type { JSONSchemaProps } from './openapi-schema.js';
+import {
+  HOST_CEL_RULE,
+  HOST_RULE_TEXT,
+  URL_ANGLE_BRACKET,
+  URL_GOOD_PORT,
+  URL_HAS_PORT,
+  URL_IPV4_HOST,
+  URL_NUMERIC_HOST,
+  URL_ZONE,
+} from './endpoint-host.js';
+import type { JSONSchemaProps, ValidationRule } from './openapi-schema.js';
 import type {
   CloudInitSpec,
   EndpointSpec,
@@ -122,12 +132,9 @@ const endpointProperties = {
     type: 'string',
     minLength: 1,
     maxLength: LIMITS.hostMaxLength,
-    description: 'DNS name or IP address (IPv4, or IPv6 without brackets) of the external proxy.',
+    description: `Address of the external proxy: ${HOST_RULE_TEXT}.`,
     'x-kubernetes-validations': [
-      {
-        rule: `self.matches(r'${DNS_SUBDOMAIN}') || isIP(self)`,
-        message: 'spec.endpoint.host must be a lower-case DNS name or an IP address',
-      },
+      { rule: HOST_CEL_RULE, message: `spec.endpoint.host must be ${HOST_RULE_TEXT}` },
     ],
   },
   port: port('TCP port the external proxy listens on, 1-65535.'),
@@ -145,6 +152,28 @@ const healthCheckProperties = {
       {
         rule: "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",
         message: 'spec.healthCheck.probeURL must be an absolute http:// or https:// URL with a host',
+      },
+      // Go's URL parser (CEL's url()) takes what the operator's WHATWG parser refuses or reads
+      // differently: any run of port digits, an IPv6 zone id, numeric hosts. These rules read
+      // `self` (bounded by maxLength) with regexes over the URL's authority, because strings
+      // that url() returns have no size bound and the cost estimate of a regex over them exceeds
+      // the budget. Each is guarded by isURL, so a malformed URL gets only the message above.
+      {
+        rule: `!isURL(self) || !self.matches(r'${URL_HAS_PORT}') || self.matches(r'${URL_GOOD_PORT}')`,
+        message: 'spec.healthCheck.probeURL port must be 1-65535 without leading zeros',
+      },
+      {
+        rule: `!isURL(self) || !self.matches(r'${URL_ZONE}')`,
+        message: 'spec.healthCheck.probeURL must not carry an IPv6 zone id',
+      },
+      {
+        rule: `!isURL(self) || !self.matches(r'${URL_ANGLE_BRACKET}')`,
+        message: "spec.healthCheck.probeURL host must not contain '<' or '>'",
+      },
+      {
+        rule: `!isURL(self) || !self.matches(r'${URL_NUMERIC_HOST}') || self.matches(r'${URL_IPV4_HOST}')`,
+        message:
+          'spec.healthCheck.probeURL host must be an IP address in canonical form or a DNS name whose last label is not a number',
       },
     ],
   },
@@ -291,6 +320,15 @@ const specProperties = {
 // "Unless Managed" / "unless External": each rule states one implication of the mode.
 const notManaged = "self.mode != 'Managed'";
 const notExternal = "self.mode != 'External'";
+// On an update that changes the mode, spec.mode's own rule is the one mistake to report: the
+// fields that go with the new mode are not a second and third one. `optionalOldSelf` makes
+// these rules run on create too, where oldSelf has no value.
+const modeChanged = 'oldSelf.hasValue() && oldSelf.value().mode != self.mode';
+const modeRule = (rule: Omit<ValidationRule, 'optionalOldSelf'>): ValidationRule => ({
+  ...rule,
+  rule: `${modeChanged} || ${rule.rule}`,
+  optionalOldSelf: true,
+});
 
 export const proxySpecSchema: JSONSchemaProps = {
   type: 'object',
@@ -300,46 +338,48 @@ export const proxySpecSchema: JSONSchemaProps = {
     'Managed proxy deletes its VM and creates a new one with a new IP; mode and provider never change.',
   properties: specProperties,
   'x-kubernetes-validations': [
-    {
+    modeRule({
       rule: `${notManaged} || has(self.provider)`,
       message: 'spec.provider is required when spec.mode is Managed',
       fieldPath: '.provider',
       reason: 'FieldValueRequired',
-    },
-    {
+    }),
+    modeRule({
       rule: `${notExternal} || !has(self.provider)`,
       message:
         'spec.provider must not be set when spec.mode is External (the operator does not provision it)',
       fieldPath: '.provider',
       reason: 'FieldValueForbidden',
-    },
-    {
+    }),
+    modeRule({
       rule: `${notExternal} || has(self.endpoint)`,
       message: 'spec.endpoint is required when spec.mode is External',
       fieldPath: '.endpoint',
       reason: 'FieldValueRequired',
-    },
-    {
+    }),
+    modeRule({
       rule: `${notManaged} || !has(self.endpoint)`,
       message: 'spec.endpoint must not be set when spec.mode is Managed (the provider assigns the address)',
       fieldPath: '.endpoint',
       reason: 'FieldValueForbidden',
-    },
-    {
+    }),
+    modeRule({
       rule: `${notExternal} || !has(self.placement)`,
       message: 'spec.placement applies only when spec.mode is Managed',
       fieldPath: '.placement',
       reason: 'FieldValueForbidden',
-    },
-    {
+    }),
+    modeRule({
       rule: `${notExternal} || !has(self.cloudInit)`,
       message: 'spec.cloudInit applies only when spec.mode is Managed',
       fieldPath: '.cloudInit',
       reason: 'FieldValueForbidden',
-    },
+    }),
     {
+      // A mode change is reported by spec.mode's own rule; it brings or drops the provider,
+      // which is not a second mistake.
       rule:
-        'has(self.provider) == has(oldSelf.provider) && ' +
+        'self.mode != oldSelf.mode || has(self.provider) == has(oldSelf.provider) && ' +
         '(!has(self.provider) || self.provider == oldSelf.provider)',
       message: 'spec.provider is immutable: create a new Proxy to use another provider',
       fieldPath: '.provider',

@@ -1,5 +1,9 @@
 // The framework's public surface. Everything a handler author needs is exported here; the
-// modules under core/ and utils/ are implementation details.
+// modules under core/ and utils/ are implementation details. docs/framework.md is the guide.
+//
+// @controller and @background already apply tsyringe's @injectable() to the class: handler
+// classes do not repeat it (their constructor arguments still need @inject(TOKEN) when
+// typed by an interface).
 import 'reflect-metadata';
 
 export {
@@ -26,7 +30,7 @@ export { Operator, type OperatorOptions, type HandlerClass } from './core/operat
 export type { LeaderElectionOptions } from './core/leader-election.js';
 export type { QueueOptions } from './core/queue.js';
 export { setCondition } from './core/status-writer.js';
-export { decideCause, stateAnnotations } from './core/dispatcher.js';
+export { decideCause, failureMemory, stateAnnotations } from './core/cause.js';
 export { KubeApiError, isStatus } from './utils/kube-client.js';
 export type {
   KindRef,
@@ -36,6 +40,8 @@ export type {
   Cause,
   HandlerResult,
   HandlerContext,
+  RequeueOptions,
+  Stoppable,
   OperatorContext,
   CacheReader,
   CacheListener,

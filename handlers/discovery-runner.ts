@@ -1,20 +1,19 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { inject, injectable } from 'tsyringe';
+import { inject } from 'tsyringe';
 import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { createDiscoveryApp } from '../discovery/app.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import { CachedProxyCatalog } from './proxy-catalog.js';
-import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
-import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
 
 /**
  * Serves the discovery/lease API on every replica (not only the leader), reading proxies
  * from this replica's cache. Leases live in this process's memory.
  */
 @background()
-@injectable()
 export class DiscoveryRunner {
   private readonly proxies = new CachedProxyCatalog();
   private readonly leases: MemoryLeaseStore;
@@ -70,10 +69,7 @@ export class DiscoveryRunner {
   /** Serves until the operator stops (on every replica), then closes the API. */
   @daemon({ everyReplica: true })
   async serve(ctx: OperatorContext): Promise<void> {
-    await new Promise<void>((resolve) => {
-      if (ctx.signal.aborted) return resolve();
-      ctx.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
+    await ctx.stopped;
     await this.close();
   }
 

@@ -1,22 +1,21 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { inject, injectable } from 'tsyringe';
+import { inject } from 'tsyringe';
 import { background, daemon, type OperatorContext } from '../framework/index.js';
 import { HealthEngine, type ProbeTarget } from '../health/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { probeTargetOf, sameTarget } from './probe-target.js';
 import { probeTargetProblem } from './probe-target-problem.js';
-import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
-import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
-import { VERDICTS, type VerdictBoard } from './verdict-board.js';
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, METRICS_REGISTRY, ROOT_LOGGER, VERDICTS } from './tokens.js';
+import type { VerdictBoard } from './verdict-board.js';
 
 /**
  * Leader-only: keeps the probe engine's targets in step with the Proxy cache and hands
  * status-affecting verdicts to the reconciler (the single writer of Proxy status).
  */
 @background()
-@injectable()
 export class HealthRunner {
   private readonly engine: HealthEngine;
   private readonly targets = new Map<string, ProbeTarget>();
@@ -51,7 +50,7 @@ export class HealthRunner {
     try {
       while (!ctx.signal.aborted) {
         this.sync(ctx);
-        await sleep(this.settings.healthSyncSeconds * 1000, ctx.signal);
+        await ctx.sleep(this.settings.healthSyncSeconds * 1000);
       }
     } finally {
       unsubscribe();
@@ -109,17 +108,4 @@ export class HealthRunner {
     const slash = target.key.indexOf('/');
     ctx.trigger(PROXY_KIND, target.key.slice(0, slash), target.key.slice(slash + 1));
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

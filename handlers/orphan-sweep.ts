@@ -1,8 +1,8 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { inject, injectable } from 'tsyringe';
+import { inject } from 'tsyringe';
 import { background, daemon, type OperatorContext } from '../framework/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
-import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import type { ProviderSet } from '../providers/registry.js';
 import { PROXY_KIND } from './kinds.js';
 import {
   explainOrphan,
@@ -12,8 +12,8 @@ import {
   type SpareReason,
   type SweepScope,
 } from './orphans.js';
-import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
-import { METRICS_REGISTRY } from './tokens.js';
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS } from './tokens.js';
 
 /**
  * Leader-only safety net for crashes mid-create: deletes tagged instances whose Proxy is
@@ -22,7 +22,6 @@ import { METRICS_REGISTRY } from './tokens.js';
  * namespaces it watches are judged; everything else is left alone. Aborts between calls.
  */
 @background()
-@injectable()
 export class OrphanSweep {
   private readonly deleted: Counter<'provider'>;
   private readonly spared: Gauge<'provider' | 'reason'>;
@@ -50,7 +49,7 @@ export class OrphanSweep {
   async run(ctx: OperatorContext): Promise<void> {
     while (!ctx.signal.aborted) {
       await this.sweepOnce(ctx);
-      await pause(this.settings.orphanSweepIntervalSeconds * 1000, ctx.signal);
+      await ctx.sleep(this.settings.orphanSweepIntervalSeconds * 1000);
     }
   }
 
@@ -95,22 +94,4 @@ export class OrphanSweep {
     }
     return killed;
   }
-}
-
-/**
- * Waits `ms`, or less when `signal` aborts, including when it aborted already: a stop that
- * lands during a sweep must not then wait out the whole interval (it held SIGTERM for the
- * sweep interval, 10 minutes by default, before this check).
- */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,6 +1,7 @@
-import { inject, injectable } from 'tsyringe';
+import { inject } from 'tsyringe';
 import { background, onCleanup } from '../framework/index.js';
-import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import type { ProviderSet } from '../providers/registry.js';
+import { PROVIDERS } from './tokens.js';
 
 /**
  * Closes the providers (SDK clients, sockets, mock proxies) when the operator stops: its
@@ -8,7 +9,6 @@ import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
  * replica, so a SIGTERM releases them before the process exits.
  */
 @background()
-@injectable()
 export class ProviderShutdown {
   constructor(@inject(PROVIDERS) private readonly providers: ProviderSet) {}
 

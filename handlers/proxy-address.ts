@@ -1,3 +1,4 @@
+import { isProxyHost } from '../crds/endpoint-host.js';
 import type { Proxy } from '../crds/proxy-types.js';
 
 export function proxyKey(p: Proxy): string {
@@ -14,4 +15,13 @@ export function proxyEndpoint(p: Proxy): { host: string; port: number } | undefi
 export function proxyAddress(p: Proxy): string {
   const e = proxyEndpoint(p);
   return e ? `${e.host}:${e.port}` : '';
+}
+
+/**
+ * The endpoint discovery may hand out: the declared one, if its host names exactly one address
+ * (the CRD's host rule; objects stored before it and addresses a provider reports may not).
+ */
+export function servedEndpoint(p: Proxy): { host: string; port: number } | undefined {
+  const e = proxyEndpoint(p);
+  return e && isProxyHost(e.host) ? e : undefined;
 }

@@ -3,7 +3,7 @@ import type { ProxyRecord } from '../discovery/catalog.js';
 import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { CONDITION_HEALTHY, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
-import { proxyEndpoint, proxyKey } from './proxy-address.js';
+import { proxyEndpoint, proxyKey, servedEndpoint } from './proxy-address.js';
 
 /**
  * The discovery API's view of the Proxy cache, kept up to date change by change from the
@@ -37,8 +37,11 @@ function isListed(p: Proxy): boolean {
 }
 
 export function toRecord(p: Proxy): ProxyRecord {
-  const endpoint = proxyEndpoint(p);
-  const healthy = p.status?.conditions?.find((c) => c.type === CONDITION_HEALTHY)?.status === 'True';
+  // A host that is not one address is never handed out: listed without one, unhealthy, never leased.
+  const endpoint = servedEndpoint(p);
+  const misread = endpoint === undefined && proxyEndpoint(p) !== undefined;
+  const healthy =
+    !misread && p.status?.conditions?.find((c) => c.type === CONDITION_HEALTHY)?.status === 'True';
   return {
     id: proxyKey(p),
     ip: endpoint?.host ?? '',

@@ -1,4 +1,4 @@
-import { inject, injectable } from 'tsyringe';
+import { inject } from 'tsyringe';
 import {
   controller,
   onCreate,
@@ -15,7 +15,7 @@ import {
 import { FINALIZER, CLOUD_INIT_SECRET_LABEL, SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js';
 import type { Instance, Provider } from '../providers/contract.js';
 import { isNotFound, isProviderError, type ProviderError } from '../providers/errors.js';
-import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import type { ProviderSet } from '../providers/registry.js';
 import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-init.js';
 import { PROXY_KIND, SECRET_KIND } from './kinds.js';
 import {
@@ -34,14 +34,11 @@ import {
 } from './proxy-state-machine.js';
 import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
-import { VERDICTS, type VerdictBoard } from './verdict-board.js';
+import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
-import { PROXY_TRIGGER, type ProxyTrigger } from './proxy-trigger.js';
 import { ReplacementBudget } from './replacement-budget.js';
-import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
-
-/** Seconds between drift checks of a steady Managed proxy. */
-export const DRIFT_CHECK_SECONDS = 60;
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, PROVIDERS, VERDICTS } from './tokens.js';
 
 function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
   return proxiesUsingSecret(secret, cache.list<Proxy>(PROXY_KIND)).map((p) => ({
@@ -58,14 +55,12 @@ function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
  */
 @controller({ ...PROXY_KIND, finalizer: FINALIZER, maxConcurrentReconciles: 3 })
 @watches({ ...SECRET_KIND, labelSelector: `${CLOUD_INIT_SECRET_LABEL}=true`, map: mapSecretToProxies })
-@injectable()
 export class ProxyController {
   private readonly budget: ReplacementBudget;
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
     @inject(VERDICTS) private readonly verdicts: VerdictBoard,
-    @inject(PROXY_TRIGGER) private readonly trigger: ProxyTrigger,
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
   ) {
     this.budget = new ReplacementBudget(settings.maxUnavailable);
@@ -114,17 +109,19 @@ export class ProxyController {
   }
 
   /**
-   * Notices an instance deleted or stopped behind the operator's back. Timers do not
-   * requeue, so when the state machine wants to come back soon the object is handed to
-   * the work queue.
+   * Notices an instance deleted or stopped behind the operator's back. A requeue the state
+   * machine asks for goes to the work queue (the timer's result); so does any failure, with
+   * the object's backoff: drift detection must never switch itself off on one error.
    */
-  @timer({ interval: DRIFT_CHECK_SECONDS, jitter: 0.2 })
-  async checkDrift(ctx: HandlerContext<Proxy>): Promise<void> {
-    const p = ctx.object;
-    if (!wantsDriftCheck(p)) return;
-    const result = await this.reconcile(ctx);
-    if (result?.requeueAfter !== undefined)
-      this.trigger.fire(PROXY_KIND, p.metadata.namespace, p.metadata.name);
+  @timer({ interval: (_p, self: ProxyController) => self.settings.driftCheckSeconds, jitter: 0.2 })
+  async checkDrift(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
+    if (!wantsDriftCheck(ctx.object)) return;
+    try {
+      return await this.reconcile(ctx);
+    } catch (err) {
+      ctx.requeue({ backoff: true });
+      throw err;
+    }
   }
 
   @onDelete({ when: (p: Proxy) => p.spec.mode === 'Managed' })

@@ -4,17 +4,16 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { container as rootContainer } from 'tsyringe';
 import { Operator } from '../framework/index.js';
-import { PROVIDERS, type ProviderSet } from '../providers/registry.js';
+import type { ProviderSet } from '../providers/registry.js';
 import { DiscoveryRunner } from './discovery-runner.js';
 import { HealthRunner } from './health-runner.js';
 import { OrphanSweep } from './orphan-sweep.js';
 import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
 import { registerProxyGauge } from './proxy-gauge.js';
-import { HANDLER_SETTINGS, type HandlerSettings } from './settings.js';
-import { METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
-import { VERDICTS, VerdictBoard } from './verdict-board.js';
-import { PROXY_TRIGGER, ProxyTrigger } from './proxy-trigger.js';
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS, ROOT_LOGGER, VERDICTS } from './tokens.js';
+import { VerdictBoard } from './verdict-board.js';
 
 /** Every handler class the proxy operator runs (ProviderShutdown last: its cleanup closes the providers). */
 export const PROXY_HANDLERS = [ProxyController, HealthRunner, DiscoveryRunner, OrphanSweep, ProviderShutdown];
@@ -47,8 +46,6 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   container.register(METRICS_REGISTRY, { useValue: options.registry });
   container.register(ROOT_LOGGER, { useValue: options.logger });
   container.register(VERDICTS, { useValue: new VerdictBoard() });
-  const trigger = new ProxyTrigger();
-  container.register(PROXY_TRIGGER, { useValue: trigger });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
     container,
@@ -61,7 +58,6 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     shutdownGraceSeconds: options.shutdownGraceSeconds,
     namespace: options.namespace,
   });
-  trigger.bind(operator);
   registerProxyGauge(options.registry, () => operator.cache);
   return operator;
 }

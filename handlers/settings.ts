@@ -1,8 +1,5 @@
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 
-/** DI token for the handlers' tunables (the entry point fills them from flags). */
-export const HANDLER_SETTINGS = Symbol('HandlerSettings');
-
 export interface HandlerSettings {
   /**
    * This operator's owner identity (`--cluster-name`; the entry point defaults it to the
@@ -17,6 +14,8 @@ export interface HandlerSettings {
   healthConcurrency: number;
   /** How often the health runner re-reads the cache for added, changed and deleted proxies. */
   healthSyncSeconds: number;
+  /** Seconds between drift checks of a steady Managed proxy (no flag: tests shorten it). */
+  driftCheckSeconds: number;
   discovery: {
     host: string;
     port: number;
@@ -39,6 +38,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   orphanMinAgeSeconds: 600,
   healthConcurrency: 64,
   healthSyncSeconds: 2,
+  driftCheckSeconds: 60,
   maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
   discovery: {
     host: '0.0.0.0',

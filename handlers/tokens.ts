@@ -1,3 +1,15 @@
-/** DI tokens for the process-wide pieces the entry point creates once. */
+/**
+ * The DI tokens of the handler classes, in one place: each names a process-wide piece the
+ * entry point (createProxyOperator) creates once and registers in the operator's container.
+ */
+
+/** The ProviderSet built at startup from the providers config. */
+export const PROVIDERS = Symbol('ProviderSet');
+/** The handlers' tunables (HandlerSettings; the entry point fills them from flags). */
+export const HANDLER_SETTINGS = Symbol('HandlerSettings');
+/** The VerdictBoard the health runner writes and the reconciler reads. */
+export const VERDICTS = Symbol('VerdictBoard');
+/** The prom-client Registry every metric registers in. */
 export const METRICS_REGISTRY = Symbol('MetricsRegistry');
+/** The root pino Logger. */
 export const ROOT_LOGGER = Symbol('RootLogger');

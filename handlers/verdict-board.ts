@@ -1,8 +1,5 @@
 import type { HealthVerdict } from './proxy-state-machine.js';
 
-/** DI token for the VerdictBoard. */
-export const VERDICTS = Symbol('VerdictBoard');
-
 /**
  * The last status-affecting verdict per proxy (namespace/name), written by the health
  * runner on transitions and read by the reconciler. Only transitions land here, so a

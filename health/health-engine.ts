@@ -6,6 +6,7 @@ import { HealthMetrics } from './health-metrics.js';
 import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
 import { sameEndpoint, validateProbeTarget, type ProbeTarget } from './probe-target.js';
 import { SchedulingStats, type SchedulingSnapshot } from './scheduling-stats.js';
+import type { Prober } from './prober.js';
 import { Semaphore } from './semaphore.js';
 import { UndiciProber, type UndiciProberOptions } from './undici-prober.js';
 import {
@@ -16,14 +17,6 @@ import {
   type LatencyPolicy,
   type Verdict,
 } from './verdict.js';
-
-/** Sends one probe through a proxy. Must resolve (not reject) with an outcome, and promptly once `cancel` aborts. */
-export interface Prober {
-  probe(target: ProbeTarget, cancel: AbortSignal): Promise<ProbeOutcome>;
-  /** Frees what the prober holds for `key` (its agent and connections). */
-  release(key: string): Promise<void>;
-  close(): Promise<void>;
-}
 
 export type TransitionListener = (key: string, verdict: Verdict) => void;
 

@@ -1,5 +1,6 @@
 export { HealthEngine, DEFAULT_CONCURRENCY, DEFAULT_JITTER } from './health-engine.js';
-export type { HealthEngineOptions, Prober, TransitionListener } from './health-engine.js';
+export type { HealthEngineOptions, TransitionListener } from './health-engine.js';
+export type { Prober } from './prober.js';
 export { UndiciProber } from './undici-prober.js';
 export type { UndiciProberOptions } from './undici-prober.js';
 export { validateProbeTarget, sameEndpoint, InvalidProbeTargetError } from './probe-target.js';

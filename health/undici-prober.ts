@@ -4,7 +4,7 @@ import { ProxyAgent } from 'undici';
 import type { ProbeTarget } from './probe-target.js';
 import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
 import { classifyProbeError } from './classify-probe-error.js';
-import type { Prober } from './health-engine.js';
+import type { Prober } from './prober.js';
 
 export interface UndiciProberOptions {
   /** Extra trust for the TARGET's certificate (tests); production uses the system CAs. */

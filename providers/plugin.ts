@@ -44,4 +44,5 @@ export {
 } from './errors.js';
 export { instanceName } from './naming.js';
 export { withSignal, isAbortOf } from './abort.js';
+export { AbortableProvider } from './abortable-provider.js';
 export { ConfigObject, ProvidersConfigError } from './config-reader.js';

@@ -29,9 +29,6 @@ import {
 
 export type { OwnedProvider } from './provider-class.js';
 
-/** DI token for the ProviderSet built at startup. */
-export const PROVIDERS = Symbol('ProviderSet');
-
 /** What every provider may be given, shared by all configured instances. */
 export interface ProviderDeps {
   logger: Logger;

@@ -1,7 +1,9 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { ProxyAgent, request } from 'undici';
+import { stringify } from 'yaml';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type Proxy } from '../../crds/proxy-types.js';
 import type { DemoEnvironment } from './environment.js';
+import { proxyTable, tableLine } from './proxy-table.js';
 
 export type Print = (line: string) => void;
 
@@ -66,48 +68,77 @@ async function api(
   method: 'GET' | 'POST' | 'DELETE',
   path: string,
   body?: unknown,
-): Promise<{ status: number; json: unknown }> {
+): Promise<{ status: number; json: unknown; text: string }> {
   const res = await request(`${env.discoveryURL}${path}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.body.text();
-  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined };
+  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined, text };
 }
+
+/** Makes curl print the status after the body, as `answer()` shows every API answer. */
+const STATUS_LINE = ` -w '\\nHTTP %{http_code}\\n'`;
 
 function curl(env: DemoEnvironment, method: string, path: string, body?: unknown): string {
   const data = body === undefined ? '' : ` -d '${JSON.stringify(body)}'`;
   const m = method === 'GET' ? '' : ` -X${method}`;
-  return `$ curl -s${m} '${env.discoveryURL}${path}'${data}`;
+  return `$ curl -s${m} '${env.discoveryURL}${path}'${data}${STATUS_LINE}`;
 }
 
-async function waitForReady(kc: KubeConfig, names: string[], print: Print, timeoutMs: number): Promise<void> {
-  const client = kc.makeApiClient(CustomObjectsApi);
+/** What the printed curl command prints: the body as the server sent it, then the status. */
+function answer(print: Print, status: number, body: string): void {
+  print(body);
+  print(`HTTP ${status}`);
+}
+
+/** The manifests step 1 applies, as a heredoc a person can paste. */
+function applyCommand(k: string, proxies: readonly Proxy[]): string {
+  const docs = proxies.map((p) => stringify(p).trimEnd()).join('\n---\n');
+  return `$ ${k} apply -f - <<'EOF'\n${docs}\nEOF`;
+}
+
+/**
+ * Prints `kubectl get px -w` as kubectl would: the API server's table of the CRD's printer
+ * columns, a header, then a row whenever a proxy's row changes (its age aside).
+ */
+async function watchUntilReady(
+  kc: KubeConfig,
+  names: string[],
+  print: Print,
+  timeoutMs: number,
+): Promise<void> {
   const seen = new Map<string, string>();
   const deadline = Date.now() + timeoutMs;
+  let widths: number[] | undefined;
+  let phases = new Map<string, string>();
   while (Date.now() < deadline) {
-    let ready = 0;
-    for (const name of names) {
-      const p = (await client.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: NAMESPACE,
-        plural: PLURAL,
-        name,
-      })) as Proxy;
-      const phase = p.status?.phase ?? '-';
-      if (seen.get(name) !== phase) {
-        seen.set(name, phase);
-        print(`  ${name.padEnd(14)} ${p.spec.mode.padEnd(9)} ${phase.padEnd(13)} ${p.status?.ip ?? ''}`);
-      }
-      if (phase === 'Ready') ready++;
+    const table = await proxyTable(kc, NAMESPACE);
+    const phase = table.header.indexOf('PHASE');
+    if (widths === undefined) {
+      // Wide enough for the longest phase and a loopback address, like kubectl's first batch.
+      const least: Record<string, number> = { PHASE: 'Provisioning'.length, IP: '127.0.0.255'.length };
+      widths = table.header.map((h, i) =>
+        Math.max(h.length, least[h] ?? 0, ...[...table.rows.values()].map((r) => r[i].length)),
+      );
+      print(tableLine(table.header, widths));
     }
-    if (ready === names.length) return;
+    phases = new Map(names.map((n) => [n, table.rows.get(n)?.[phase] ?? '']));
+    for (const name of names) {
+      const row = table.rows.get(name);
+      if (!row) continue;
+      const key = row.slice(0, -1).join('\t');
+      if (seen.get(name) !== key) {
+        seen.set(name, key);
+        print(tableLine(row, widths));
+      }
+    }
+    if (names.every((n) => phases.get(n) === 'Ready')) return;
     await new Promise((r) => setTimeout(r, 300));
   }
   throw new Error(
-    `proxies not Ready within ${timeoutMs / 1000} s: ${[...seen].map(([n, p]) => `${n}=${p}`).join(', ')}`,
+    `proxies not Ready within ${timeoutMs / 1000} s: ${[...phases].map(([n, p]) => `${n}=${p || '-'}`).join(', ')}`,
   );
 }
 
@@ -118,10 +149,9 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   const k = `${kubectl} --kubeconfig ${env.controlPlane.kubeconfigPath}`;
 
   print('\n== 1. Apply two Proxy resources: one Managed by the mock provider, one External ==');
-  print(
-    `$ ${k} apply -f - <<EOF   (demo-managed: mode Managed, provider mock; demo-external: mode External, endpoint ${env.externalProxy.host}:${env.externalProxy.port})`,
-  );
-  for (const p of sampleProxies(env)) {
+  const proxies = sampleProxies(env);
+  print(applyCommand(k, proxies));
+  for (const p of proxies) {
     await objects.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
@@ -133,30 +163,29 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
 
   print(`\n== 2. Watch them become Ready (probes go THROUGH each proxy to ${env.target.probeURL}) ==`);
   print(`$ ${k} get px -w`);
-  print(`  ${'NAME'.padEnd(14)} ${'MODE'.padEnd(9)} ${'PHASE'.padEnd(13)} IP`);
-  const names = ['demo-managed', 'demo-external'];
-  await waitForReady(kc, names, print, 90_000);
+  const names = proxies.map((p) => p.metadata.name);
+  await watchUntilReady(kc, names, print, 90_000);
 
   print('\n== 3. List healthy proxies through the discovery API ==');
   print(curl(env, 'GET', '/v1/proxies?healthy=true&attr.geo=local'));
   const list = await api(env, 'GET', '/v1/proxies?healthy=true&attr.geo=local');
-  print(JSON.stringify(list.json, null, 2));
+  answer(print, list.status, list.text);
   const listed = ((list.json as { items?: unknown[] }).items ?? (list.json as unknown[])).length;
 
   print('\n== 4. Lease one (least-loaded first) ==');
   const leaseBody = { selector: { geo: 'local' }, ttlSeconds: 300, target: TARGET };
   print(curl(env, 'POST', '/v1/leases', leaseBody));
   const lease1 = await api(env, 'POST', '/v1/leases', leaseBody);
-  print(JSON.stringify(lease1.json, null, 2));
+  answer(print, lease1.status, lease1.text);
   const l1 = lease1.json as { leaseID: string; proxy: { id: string; ip: string; port: number } };
 
   print('\n== 5. Fetch a page THROUGH the leased proxy ==');
-  print(`$ curl -s -x http://${l1.proxy.ip}:${l1.proxy.port} ${env.target.url}`);
+  print(`$ curl -s -x http://${l1.proxy.ip}:${l1.proxy.port} ${env.target.url}${STATUS_LINE}`);
   const agent = new ProxyAgent(`http://${l1.proxy.ip}:${l1.proxy.port}`);
   const page = await request(env.target.url, { dispatcher: agent });
   const fetchedBody = await page.body.text();
   await agent.close();
-  print(`${page.statusCode} ${fetchedBody.trim()}`);
+  answer(print, page.statusCode, fetchedBody.trimEnd());
 
   print(`\n== 6. Report a ban on ${TARGET}: that proxy now cools down for that target ==`);
   print(curl(env, 'POST', `/v1/leases/${l1.leaseID}/report`, { result: 'banned', target: TARGET }));
@@ -164,17 +193,20 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     result: 'banned',
     target: TARGET,
   });
-  print(`${report.status} ${report.json === undefined ? '' : JSON.stringify(report.json)}`);
+  answer(print, report.status, report.text);
   print(curl(env, 'POST', '/v1/leases', leaseBody));
   const lease2 = await api(env, 'POST', '/v1/leases', leaseBody);
-  print(JSON.stringify(lease2.json, null, 2));
+  answer(print, lease2.status, lease2.text);
   const l2 = lease2.json as { leaseID: string; proxy: { id: string } };
   print(`-> the banned proxy is skipped for ${TARGET}: this lease went to ${l2.proxy.id}`);
-  await api(env, 'POST', `/v1/leases/${l2.leaseID}/report`, { result: 'rate_limited', target: TARGET });
-  print(`(the second proxy reports rate_limited on ${TARGET} too)`);
+  print(`-> the second proxy reports rate_limited on ${TARGET} too:`);
+  const rateLimited = { result: 'rate_limited', target: TARGET };
+  print(curl(env, 'POST', `/v1/leases/${l2.leaseID}/report`, rateLimited));
+  const report2 = await api(env, 'POST', `/v1/leases/${l2.leaseID}/report`, rateLimited);
+  answer(print, report2.status, report2.text);
   print(curl(env, 'POST', '/v1/leases', leaseBody));
   const lease3 = await api(env, 'POST', '/v1/leases', leaseBody);
-  print(`${lease3.status} ${JSON.stringify(lease3.json)}`);
+  answer(print, lease3.status, lease3.text);
 
   print('\n== 7. Release the leases (idempotent: 204 both times) ==');
   const releaseStatuses: number[] = [];
@@ -182,7 +214,7 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     print(curl(env, 'DELETE', `/v1/leases/${id}`));
     const r = await api(env, 'DELETE', `/v1/leases/${id}`);
     releaseStatuses.push(r.status);
-    print(`${r.status}`);
+    answer(print, r.status, r.text);
   }
 
   return {

@@ -6,56 +6,19 @@ import { PermanentError, TemporaryError } from './errors.js';
 import { handlerContext, type ContextDeps } from './handler-context.js';
 import type { Informer } from './informer.js';
 import type { FrameworkMetrics } from './metrics.js';
+import { decideCause, failureMemory, type StateAnnotations } from './cause.js';
+import { ObjectMemories, type ObjectMemory } from './object-memory.js';
 import { ObjectTasks } from './object-tasks.js';
 import { WorkQueue, type QueueOptions } from './queue.js';
 import type { ClassMetadata, ControllerOptions, DeleteOptions } from './registry.js';
-import { apiPath, type Cause, type HandlerResult, type KubeObject } from './types.js';
-
-export interface StateAnnotations {
-  /** Generation whose create/update handlers all succeeded. */
-  handled: string;
-  /** Generation whose handlers failed with PermanentError (not retried until it changes). */
-  permanentFailure: string;
-}
-
-export function stateAnnotations(prefix: string): StateAnnotations {
-  return {
-    handled: `${prefix}/last-handled-generation`,
-    permanentFailure: `${prefix}/permanent-failure-generation`,
-  };
-}
-
-/**
- * The level-triggered decision: which change cause (if any) the object's current state calls
- * for. `seen` says whether this process already handled (or resumed) this object; `triggered`
- * whether a watched object or OperatorContext.trigger() asked for an update run.
- */
-export function decideCause(
-  object: KubeObject,
-  annotations: StateAnnotations,
-  state: { seen: boolean; triggered: boolean; handledHere?: number; failedHere?: number },
-): 'create' | 'update' | 'resume' | undefined {
-  const marks = object.metadata.annotations ?? {};
-  const generation = object.metadata.generation ?? 0;
-  // The *Here values are this process's own writes, which the cache may not show yet; the
-  // annotations stay the truth across restarts.
-  if (marks[annotations.permanentFailure] === String(generation) || state.failedHere === generation)
-    return undefined;
-  const annotated = marks[annotations.handled];
-  const handled = Math.max(annotated === undefined ? -1 : Number(annotated), state.handledHere ?? -1);
-  if (handled < 0) return 'create';
-  if (handled < generation) return 'update';
-  // First sight wins over a trigger: the resume run already looks at the current state.
-  if (!state.seen) return 'resume';
-  return state.triggered ? 'update' : undefined;
-}
+import { apiPath, type Cause, type HandlerResult, type KubeObject, type RequeueOptions } from './types.js';
 
 export interface DispatcherDeps {
   client: KubeClient;
   informer: Informer;
   instance: object;
   metadata: ClassMetadata & { controller: ControllerOptions };
-  contextDeps: ContextDeps;
+  contextDeps: Omit<ContextDeps, 'requeue'>;
   metrics: FrameworkMetrics;
   logger: Logger;
   annotations: StateAnnotations;
@@ -72,34 +35,22 @@ type Method = (ctx: unknown) => Promise<HandlerResult | void> | HandlerResult | 
 
 /**
  * Runs one @controller class: a work queue of its objects' keys, each dispatched to the
- * handlers its current state calls for, plus the objects' timers and daemons.
+ * handlers its current state calls for, plus the objects' timers and daemons. What it
+ * remembers about each object lives in one record (ObjectMemories), forgotten with the object.
  */
 export class Dispatcher {
   readonly queue: WorkQueue;
-  private readonly triggered = new Set<string>();
-  /**
-   * Keys waiting out a requeue delay or a backoff, with the generation and deletion state
-   * they failed or asked to wait at. A watch event that changes neither (typically the
-   * handler's own status write) does not cut the wait short: otherwise a handler that
-   * records its error in status would defeat its own backoff and slow requeue.
-   */
-  private readonly waiting = new Map<string, { generation: number; deleting: boolean }>();
-  /** Keys whose handlers are running, and the last watch event each received meanwhile. */
-  private readonly active = new Set<string>();
-  private readonly missed = new Map<string, KubeObject>();
-  private readonly seen = new Set<string>();
-  // Generations this process handled (or failed permanently), per uid: guards against re-running
-  // handlers on a cache that has not caught up with our own marker write yet.
-  private readonly handledHere = new Map<string, number>();
-  private readonly failedHere = new Map<string, number>();
+  private readonly memory = new ObjectMemories();
   private readonly lock = new KeyedMutex();
   private readonly tasks: ObjectTasks;
   private readonly options: ControllerOptions;
+  private readonly contextDeps: ContextDeps;
   private workers?: Promise<void>;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.options = deps.metadata.controller;
     this.queue = new WorkQueue(deps.queue);
+    this.contextDeps = { ...deps.contextDeps, requeue: (key, options) => this.requeue(key, options) };
     const timers = deps.metadata.methods.flatMap((m) => (m.type === 'timer' ? [m] : []));
     const daemons = deps.metadata.methods.flatMap((m) => (m.type === 'daemon' ? [m] : []));
     this.tasks = new ObjectTasks(
@@ -112,6 +63,7 @@ export class Dispatcher {
       this.lock,
       deps.signal,
       deps.logger,
+      { handler: deps.instance, requeue: (key, seconds) => this.requeue(key, { after: seconds }) },
     );
     const needsFinalizer = deps.metadata.methods.some((m) => m.type === 'delete' && !m.options.optional);
     if (needsFinalizer && !this.options.finalizer) {
@@ -125,32 +77,26 @@ export class Dispatcher {
     return this.options.kind;
   }
 
+  /** Objects this controller holds any state for: its memory, the queue's per-key state, running tasks. */
+  get tracked(): number {
+    return new Set([...this.memory.keys(), ...this.queue.trackedKeys(), ...this.tasks.keys()]).size;
+  }
+
   /** A watch event for `key`: enqueue unless it only repeats a state that is waiting out a delay. */
   changed(key: string, obj: KubeObject): void {
+    const m = this.memory.peek(key);
     // Seen while its handlers run: decided once they finish, when we know whether they wait.
-    if (this.active.has(key)) {
-      this.missed.set(key, obj);
+    if (m?.active) {
+      m.missed = obj;
       return;
     }
-    if (this.waitsAt(key, obj)) return;
-    this.waiting.delete(key);
+    if (m && waitsAt(m, obj)) return;
+    if (m) m.waiting = undefined;
     this.enqueue(key);
   }
 
-  private waitsAt(key: string, obj: KubeObject): boolean {
-    const w = this.waiting.get(key);
-    return (
-      !!w &&
-      w.generation === (obj.metadata.generation ?? 0) &&
-      w.deleting === !!obj.metadata.deletionTimestamp
-    );
-  }
-
-  private wait(key: string, obj: KubeObject, ms: number): void {
-    this.waiting.set(key, {
-      generation: obj.metadata.generation ?? 0,
-      deleting: !!obj.metadata.deletionTimestamp,
-    });
+  private wait(m: ObjectMemory, key: string, obj: KubeObject, ms: number): void {
+    m.waiting = { generation: obj.metadata.generation ?? 0, deleting: !!obj.metadata.deletionTimestamp };
     this.queue.addAfter(key, ms);
   }
 
@@ -161,8 +107,17 @@ export class Dispatcher {
 
   /** Dispatches the update handlers of `key` even though its generation did not change. */
   trigger(key: string): void {
-    this.triggered.add(key);
+    this.memory.of(key).triggered = true;
     this.enqueue(key);
+  }
+
+  /** A handler's (or timer's) request to run the update handlers of `key` again, now, later or after its backoff. */
+  requeue(key: string, options: RequeueOptions = {}): void {
+    if (this.deps.signal.aborted) return;
+    this.memory.of(key).triggered = true;
+    if (options.backoff) this.queue.addRateLimited(key);
+    else if (options.after) this.queue.addAfter(key, options.after * 1000);
+    else this.enqueue(key);
   }
 
   start(): void {
@@ -205,7 +160,7 @@ export class Dispatcher {
     signal: AbortSignal,
   ): Promise<HandlerResult | void> {
     const fn = (this.deps.instance as Record<string, Method>)[method];
-    return await fn.call(this.deps.instance, handlerContext(this.deps.contextDeps, object, cause, signal));
+    return await fn.call(this.deps.instance, handlerContext(this.contextDeps, object, cause, signal));
   }
 
   private async patch(obj: KubeObject, metadata: Record<string, unknown>): Promise<KubeObject> {
@@ -228,21 +183,32 @@ export class Dispatcher {
   }
 
   private async process(key: string): Promise<void> {
-    this.active.add(key);
+    const m = this.memory.of(key, this.deps.informer.get(key)?.metadata.uid);
+    m.active = true;
     try {
-      await this.processOnce(key);
+      await this.processOnce(key, m);
     } finally {
-      this.active.delete(key);
-      const missed = this.missed.get(key);
-      this.missed.delete(key);
-      if (missed && !this.waitsAt(key, missed)) {
-        this.waiting.delete(key);
+      m.active = false;
+      const missed = m.missed;
+      m.missed = undefined;
+      if (missed && !waitsAt(m, missed)) {
+        m.waiting = undefined;
         this.enqueue(key);
       }
+      this.forgetIfGone(key);
     }
   }
 
-  private async processOnce(key: string): Promise<void> {
+  /** The object left the cache (deleted, or no longer selected): nothing about it is kept. */
+  private forgetIfGone(key: string): void {
+    const m = this.memory.peek(key);
+    if (this.deps.informer.get(key) === undefined && !m?.active && m?.missed === undefined) {
+      this.memory.forget(key);
+      this.queue.drop(key);
+    } else this.memory.prune(key);
+  }
+
+  private async processOnce(key: string, m: ObjectMemory): Promise<void> {
     if (!this.deps.isLeader() || this.deps.signal.aborted) return;
     const obj = this.deps.informer.get(key);
     // An object the filter rejects is left alone, unless it still holds our finalizer while being
@@ -253,26 +219,27 @@ export class Dispatcher {
       !obj ||
       (!this.applies(this.options.when, obj) && !(obj.metadata.deletionTimestamp && holdsFinalizer))
     ) {
-      this.triggered.delete(key);
+      m.triggered = false;
       await this.tasks.stop(key);
       return;
     }
     const started = performance.now();
-    const triggered = this.triggered.delete(key);
-    this.waiting.delete(key);
+    const triggered = m.triggered;
+    m.triggered = false;
+    m.waiting = undefined;
     let cause: Cause | undefined = obj.metadata.deletionTimestamp ? 'delete' : undefined;
     try {
       let result: HandlerResult | undefined;
       if (cause === 'delete') {
         await this.tasks.stop(key);
-        result = await this.handleDelete(obj);
+        result = await this.handleDelete(m, obj);
       } else {
-        [cause, result] = await this.handleChange(key, obj, triggered);
+        [cause, result] = await this.handleChange(key, m, obj, triggered);
       }
       if (cause === undefined) return;
       if (result?.requeueAfter !== undefined) {
-        if (triggered) this.triggered.add(key);
-        this.wait(key, obj, result.requeueAfter * 1000);
+        if (triggered) m.triggered = true;
+        this.wait(m, key, obj, result.requeueAfter * 1000);
         this.deps.metrics.retries.inc({ kind: this.kind });
         this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'requeue' });
       } else {
@@ -280,7 +247,7 @@ export class Dispatcher {
         this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'success' });
       }
     } catch (err) {
-      await this.handleError(key, obj, cause ?? 'update', triggered, err);
+      await this.handleError(key, m, obj, cause ?? 'update', triggered, err);
     } finally {
       if (cause)
         this.deps.metrics.duration.observe({ kind: this.kind, cause }, (performance.now() - started) / 1000);
@@ -290,6 +257,7 @@ export class Dispatcher {
 
   private async handleChange(
     key: string,
+    m: ObjectMemory,
     original: KubeObject,
     triggered: boolean,
   ): Promise<[Cause | undefined, HandlerResult | undefined]> {
@@ -304,19 +272,20 @@ export class Dispatcher {
       });
     }
     await this.tasks.ensure(key, obj);
-    const uid = obj.metadata.uid ?? key;
+    // A person who removed the permanent-failure annotation asks for a retry.
+    m.failed = failureMemory(obj, this.deps.annotations, m.failed);
     const cause = decideCause(obj, this.deps.annotations, {
-      seen: this.seen.has(uid),
+      seen: m.seen,
       triggered,
-      handledHere: this.handledHere.get(uid),
-      failedHere: this.failedHere.get(uid),
+      handledHere: m.handledGeneration,
+      failedHere: m.failed?.generation,
     });
     if (cause === undefined) {
-      this.seen.add(uid);
+      m.seen = true;
       return [undefined, undefined];
     }
-    const methods = this.deps.metadata.methods.flatMap((m) =>
-      m.type === 'change' && m.cause === cause ? [m.method] : [],
+    const methods = this.deps.metadata.methods.flatMap((x) =>
+      x.type === 'change' && x.cause === cause ? [x.method] : [],
     );
     const result = await this.runAll(methods, obj, cause);
     if (result.requeueAfter !== undefined) return [cause, result];
@@ -333,9 +302,9 @@ export class Dispatcher {
         },
       });
     }
-    this.handledHere.set(uid, Number(generation));
-    this.failedHere.delete(uid);
-    this.seen.add(uid);
+    m.handledGeneration = Number(generation);
+    m.failed = undefined;
+    m.seen = true;
     return [cause, undefined];
   }
 
@@ -349,15 +318,14 @@ export class Dispatcher {
     return requeueAfter === undefined ? {} : { requeueAfter };
   }
 
-  private async handleDelete(obj: KubeObject): Promise<HandlerResult | undefined> {
+  private async handleDelete(m: ObjectMemory, obj: KubeObject): Promise<HandlerResult | undefined> {
     const finalizer = this.options.finalizer;
     const holding = finalizer !== undefined && (obj.metadata.finalizers ?? []).includes(finalizer);
-    const uid = obj.metadata.uid ?? '';
     // Without our finalizer, only optional handlers run, and once per process: the object may vanish any moment.
-    if (!holding && this.seen.has(`delete:${uid}`)) return undefined;
+    if (!holding && m.deleteHandled) return undefined;
     // We released it already: a cache that has not caught up with that patch must not run
     // the delete handlers a second time.
-    if (this.seen.has(`released:${uid}`)) return undefined;
+    if (m.released) return undefined;
     const handlers = this.deleteHandlers(obj).filter((h) => holding || h.options.optional);
     const result = await this.runAll(
       handlers.map((h) => h.method),
@@ -365,7 +333,7 @@ export class Dispatcher {
       'delete',
     );
     if (result.requeueAfter !== undefined) return result;
-    this.seen.add(`delete:${uid}`);
+    m.deleteHandled = true;
     if (holding) {
       try {
         await this.patch(obj, {
@@ -375,13 +343,14 @@ export class Dispatcher {
       } catch (err) {
         if (!isStatus(err, 404)) throw err;
       }
-      this.seen.add(`released:${uid}`);
+      m.released = true;
     }
     return undefined;
   }
 
   private async handleError(
     key: string,
+    m: ObjectMemory,
     obj: KubeObject,
     cause: Cause,
     triggered: boolean,
@@ -396,11 +365,11 @@ export class Dispatcher {
         { err: err.message },
         'handler failed permanently; not retrying until the generation changes',
       );
-      const ctx = handlerContext(this.deps.contextDeps, obj, cause, this.deps.signal);
+      const ctx = handlerContext(this.contextDeps, obj, cause, this.deps.signal);
       await ctx.events.warning('HandlerFailed', `${cause} handler failed permanently: ${err.message}`);
       if (cause === 'delete') return;
-      this.seen.add(obj.metadata.uid ?? key);
-      this.failedHere.set(obj.metadata.uid ?? key, obj.metadata.generation ?? 0);
+      m.seen = true;
+      m.failed = { generation: obj.metadata.generation ?? 0, confirmed: false };
       try {
         await this.patch(obj, {
           annotations: { [this.deps.annotations.permanentFailure]: String(obj.metadata.generation ?? 0) },
@@ -410,12 +379,12 @@ export class Dispatcher {
       }
       return;
     }
-    if (triggered) this.triggered.add(key);
+    if (triggered) m.triggered = true;
     this.deps.metrics.retries.inc({ kind: this.kind });
     if (err instanceof TemporaryError) {
       this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'temporary_error' });
       log.info({ err: err.message, retryInSeconds: err.delaySeconds }, 'handler asked to retry');
-      this.wait(key, obj, err.delaySeconds * 1000);
+      this.wait(m, key, obj, err.delaySeconds * 1000);
       return;
     }
     if (err instanceof StaleObject) {
@@ -426,13 +395,18 @@ export class Dispatcher {
     }
     this.deps.metrics.reconciles.inc({ kind: this.kind, cause, result: 'error' });
     const delay = this.queue.addRateLimited(key);
-    this.waiting.set(key, {
-      generation: obj.metadata.generation ?? 0,
-      deleting: !!obj.metadata.deletionTimestamp,
-    });
+    m.waiting = { generation: obj.metadata.generation ?? 0, deleting: !!obj.metadata.deletionTimestamp };
     log.error(
       { err: errorMessage(err), retryInMs: delay, retries: this.queue.retries(key) },
       'handler failed; backing off',
     );
   }
+}
+
+/** The object's state is the one its memory waits at: the event does not end the wait. */
+function waitsAt(m: ObjectMemory, obj: KubeObject): boolean {
+  const w = m.waiting;
+  return (
+    !!w && w.generation === (obj.metadata.generation ?? 0) && w.deleting === !!obj.metadata.deletionTimestamp
+  );
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { MERGE_PATCH, type KubeClient } from '../utils/kube-client.js';
 import { objectLogger } from '../utils/logger.js';
+import { stoppable } from '../utils/sleep.js';
 import { ObjectEventRecorder } from './event-recorder.js';
 import { ObjectStatusWriter } from './status-writer.js';
 import {
@@ -8,9 +9,11 @@ import {
   type CacheReader,
   type Cause,
   type HandlerContext,
+  keyOf,
   type KindRef,
   type KubeObject,
   type MetadataPatch,
+  type RequeueOptions,
 } from './types.js';
 
 export interface ContextDeps {
@@ -19,6 +22,8 @@ export interface ContextDeps {
   cache: CacheReader;
   logger: Logger;
   component: string;
+  /** Hands the object of `key` to the controller's work queue. */
+  requeue: (key: string, options: RequeueOptions) => void;
 }
 
 /**
@@ -34,11 +39,17 @@ export function handlerContext<T extends KubeObject>(
   const copy = structuredClone(object);
   const { namespace, name } = copy.metadata;
   const logger = objectLogger(deps.logger, deps.kind.kind, namespace, name ?? '').child({ cause });
+  // Not spread: that would read the lazy `stopped` getter, adding a listener per dispatch.
+  const waits = stoppable(signal);
   return {
+    signal,
+    get stopped() {
+      return waits.stopped;
+    },
+    sleep: waits.sleep,
     object: copy,
     cause,
     logger,
-    signal,
     status: new ObjectStatusWriter(deps.client, deps.kind, copy, signal),
     events: new ObjectEventRecorder(deps.client, copy, deps.component, logger, signal),
     cache: deps.cache,
@@ -48,5 +59,6 @@ export function handlerContext<T extends KubeObject>(
         contentType: MERGE_PATCH,
         signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
       }),
+    requeue: (options: RequeueOptions = {}) => deps.requeue(keyOf(namespace, name ?? ''), options),
   };
 }

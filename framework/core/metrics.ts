@@ -9,6 +9,8 @@ export class FrameworkMetrics {
   readonly watchRestarts: Counter<'kind' | 'reason'>;
   readonly leader: Gauge;
   readonly leaderElectionErrors: Counter<'reason'>;
+  readonly trackedObjects: Gauge<'kind'>;
+  private readonly trackedSources = new Map<string, () => number>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -43,6 +45,16 @@ export class FrameworkMetrics {
       labelNames: ['kind', 'reason'],
       registers,
     });
+    const sources = this.trackedSources;
+    this.trackedObjects = new Gauge({
+      name: 'operator_framework_tracked_objects',
+      help: 'Objects a controller holds state for in memory (per-object memory, queue backoff, timers and daemons); returns to the number of live objects after deletions.',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        for (const [kind, count] of sources) this.set({ kind }, count());
+      },
+    });
     this.leader = new Gauge({
       name: 'operator_framework_is_leader',
       help: '1 while this replica holds the leader lease.',
@@ -54,5 +66,10 @@ export class FrameworkMetrics {
       labelNames: ['reason'],
       registers,
     });
+  }
+
+  /** Reports `count()` as the tracked objects of `kind`, read at each scrape. */
+  track(kind: string, count: () => number): void {
+    this.trackedSources.set(kind, count);
   }
 }

@@ -4,7 +4,7 @@ import { jittered, sleep } from '../utils/sleep.js';
 import type { KeyedMutex } from '../utils/keyed-mutex.js';
 import { PermanentError, TemporaryError } from './errors.js';
 import type { DaemonOptions, TimerOptions } from './registry.js';
-import type { Cause, KubeObject } from './types.js';
+import type { Cause, HandlerResult, KubeObject } from './types.js';
 
 export type Invoke = (
   method: string,
@@ -12,6 +12,13 @@ export type Invoke = (
   cause: Cause,
   signal: AbortSignal,
 ) => Promise<unknown>;
+
+export interface TaskHooks {
+  /** The handler instance, passed to computed timer intervals. */
+  handler?: object;
+  /** Hands the object of `key` to the work queue after `seconds` (a timer returned requeueAfter). */
+  requeue?: (key: string, seconds: number) => void;
+}
 
 interface Running {
   uid: string | undefined;
@@ -35,6 +42,7 @@ export class ObjectTasks {
     private readonly lock: KeyedMutex,
     private readonly shutdown: AbortSignal,
     private readonly logger: Logger,
+    private readonly hooks: TaskHooks = {},
   ) {}
 
   get empty(): boolean {
@@ -55,6 +63,10 @@ export class ObjectTasks {
       ...this.daemons.map((d) => this.runDaemon(key, object, d.method, d.options, signal)),
     ];
     this.running.set(key, { uid, abort, done });
+  }
+
+  keys(): IterableIterator<string> {
+    return this.running.keys();
   }
 
   async stop(key: string): Promise<void> {
@@ -81,8 +93,9 @@ export class ObjectTasks {
     options: TimerOptions,
     signal: AbortSignal,
   ) {
+    const handler = this.hooks.handler ?? {};
     const seconds = (obj: KubeObject) =>
-      typeof options.interval === 'number' ? options.interval : options.interval(obj);
+      typeof options.interval === 'number' ? options.interval : options.interval(obj, handler);
     const first = this.alive(key, uid);
     if (!first) return;
     await sleep((options.initialDelay ?? seconds(first)) * 1000, signal);
@@ -92,7 +105,9 @@ export class ObjectTasks {
         const obj = this.alive(key, uid);
         if (!obj || signal.aborted) return;
         try {
-          await this.invoke(method, obj, 'timer', signal);
+          const result = (await this.invoke(method, obj, 'timer', signal)) as HandlerResult | void;
+          if (result?.requeueAfter !== undefined && !signal.aborted)
+            this.hooks.requeue?.(key, result.requeueAfter);
         } catch (err) {
           if (err instanceof TemporaryError) delay = err.delaySeconds;
           this.logger.warn({ key, method, err: errorMessage(err) }, 'timer handler failed');

@@ -4,10 +4,11 @@ import type { Registry } from 'prom-client';
 import type { DependencyContainer, InjectionToken } from 'tsyringe';
 import { KubeClient } from '../utils/kube-client.js';
 import { errorMessage } from '../utils/logger.js';
-import { sleep } from '../utils/sleep.js';
+import { sleep, stoppable } from '../utils/sleep.js';
 import { BackgroundRunner } from './background.js';
 import { InformerCache } from './cache.js';
-import { Dispatcher, stateAnnotations } from './dispatcher.js';
+import { stateAnnotations } from './cause.js';
+import { Dispatcher } from './dispatcher.js';
 import { Informer } from './informer.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { FrameworkMetrics } from './metrics.js';
@@ -225,6 +226,7 @@ export class Operator {
       signal: this.shutdown.signal,
     });
     this.dispatchers.set(id, dispatcher);
+    this.metrics.track(kind.kind, () => dispatcher.tracked);
     this.listen(kind, (key, obj) => dispatcher.changed(key, obj));
     for (const w of metadata.watches) this.addWatch(w, dispatcher);
   }
@@ -242,9 +244,14 @@ export class Operator {
   }
 
   private operatorContext(signal: AbortSignal): OperatorContext {
+    const waits = stoppable(signal);
     return {
-      logger: this.logger,
       signal,
+      get stopped() {
+        return waits.stopped;
+      },
+      sleep: waits.sleep,
+      logger: this.logger,
       cache: this.informerCache,
       trigger: (kind, namespace, name) => this.trigger(kind, namespace, name),
       isLeader: () => this.isLeader(),

@@ -78,6 +78,19 @@ export class WorkQueue {
     this.backoff.forget(key);
   }
 
+  /** Forgets everything about `key`: its failures and any pending delayed add (its object is gone). */
+  drop(key: string): void {
+    this.backoff.forget(key);
+    const pending = this.delayed.get(key);
+    if (pending) clearTimeout(pending.timer);
+    this.delayed.delete(key);
+  }
+
+  /** Keys the queue holds any per-key state for (failures, delayed adds): for the tracked-objects gauge. */
+  trackedKeys(): string[] {
+    return [...this.backoff.keys(), ...this.delayed.keys()];
+  }
+
   retries(key: string): number {
     return this.backoff.retries(key);
   }

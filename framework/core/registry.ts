@@ -9,6 +9,7 @@ import type { KindRef, KubeObject, ObjectKey, CacheReader } from './types.js';
 // Method-style (bivariant) signatures, so handlers may declare the concrete type they watch,
 // e.g. `when: (p: Proxy) => ...`, while the framework only knows KubeObject.
 type Bivariant<A, R> = { fn(obj: A): R }['fn'];
+type Bivariant2<A, B, R> = { fn(obj: A, handler: B): R }['fn'];
 export type Filter = Bivariant<KubeObject, boolean>;
 
 export interface ControllerOptions extends KindRef {
@@ -31,8 +32,11 @@ export interface DeleteOptions {
 }
 
 export interface TimerOptions {
-  /** Seconds; for resource timers it may be computed from the object. */
-  interval: number | Bivariant<KubeObject, number>;
+  /**
+   * Seconds. For resource timers it may be computed, at each run, from the object and the
+   * handler instance (e.g. `(_obj, self: MyHandler) => self.settings.checkSeconds`).
+   */
+  interval: number | Bivariant2<KubeObject, object, number>;
   /** Fraction 0..1 of the interval added or removed at random. */
   jitter?: number;
   initialDelay?: number;
@@ -99,6 +103,7 @@ function methodDecorator(entry: (method: string) => MethodEntry): MethodDecorato
   };
 }
 
+/** Marks a class as the controller of one kind. Implies tsyringe's @injectable(). */
 export function controller(options: ControllerOptions): ClassDecorator {
   checkKind(options, '@controller');
   const mcr = options.maxConcurrentReconciles ?? 3;
@@ -122,6 +127,7 @@ export function watches(options: WatchOptions): ClassDecorator {
   };
 }
 
+/** Marks a class of operator-wide hooks, timers and daemons. Implies tsyringe's @injectable(). */
 export function background(): ClassDecorator {
   return (target) => {
     own(target as unknown as Ctor).background = true;

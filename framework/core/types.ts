@@ -35,7 +35,25 @@ export interface ObjectKey {
 
 export type Cause = 'create' | 'update' | 'resume' | 'delete' | 'timer' | 'daemon';
 
+/** What a change, delete or timer handler may return: `requeueAfter` seconds to run again. */
 export type HandlerResult = { requeueAfter?: number };
+
+export interface RequeueOptions {
+  /** Seconds to wait first (default 0). */
+  after?: number;
+  /** Wait out the object's exponential backoff instead, as after a failed handler. */
+  backoff?: boolean;
+}
+
+/** Waiting that ends early when the handler is stopped (object deleted, leadership lost, shutdown). */
+export interface Stoppable {
+  /** Aborts when the handler should stop. */
+  signal: AbortSignal;
+  /** Resolves once `signal` aborts. */
+  readonly stopped: Promise<void>;
+  /** Waits `ms`, or less if stopped meanwhile; resolves true when the whole time passed. */
+  sleep(ms: number): Promise<boolean>;
+}
 
 export interface CacheReader {
   /** A deep copy of the cached object, or undefined. */
@@ -92,20 +110,23 @@ export interface MetadataPatch {
   labels?: Record<string, string | null>;
 }
 
-export interface HandlerContext<T extends KubeObject = KubeObject> {
+export interface HandlerContext<T extends KubeObject = KubeObject> extends Stoppable {
   object: T;
   cause: Cause;
   logger: Logger;
-  signal: AbortSignal;
   status: StatusWriter;
   events: EventRecorder;
   cache: CacheReader;
   patchMetadata(patch: MetadataPatch): Promise<T>;
+  /**
+   * Hands this object to its controller's work queue: its update handlers run again, as a
+   * trigger makes them. For timers and daemons, whose results do not reach the queue.
+   */
+  requeue(options?: RequeueOptions): void;
 }
 
-export interface OperatorContext {
+export interface OperatorContext extends Stoppable {
   logger: Logger;
-  signal: AbortSignal;
   cache: CacheReader;
   trigger(kind: KindRef, namespace: string | undefined, name: string): void;
   isLeader(): boolean;

@@ -26,4 +26,9 @@ export class ExponentialBackoff<K> {
   forget(key: K): void {
     this.failures.delete(key);
   }
+
+  /** The keys with a failure on record. */
+  keys(): IterableIterator<K> {
+    return this.failures.keys();
+  }
 }

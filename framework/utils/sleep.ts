@@ -12,6 +12,28 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** `sleep` and `stopped` bound to one signal; `stopped` adds its listener only when asked for. */
+export function stoppable(signal: AbortSignal): {
+  signal: AbortSignal;
+  readonly stopped: Promise<void>;
+  sleep(ms: number): Promise<boolean>;
+} {
+  let stopped: Promise<void> | undefined;
+  return {
+    signal,
+    get stopped() {
+      stopped ??= signal.aborted
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      return stopped;
+    },
+    sleep: async (ms) => {
+      await sleep(ms, signal);
+      return !signal.aborted;
+    },
+  };
+}
+
 /** Multiplies `ms` by a random factor in [1 - jitter, 1 + jitter]. */
 export function jittered(ms: number, jitter: number, random: () => number = Math.random): number {
   return ms * (1 + jitter * (2 * random() - 1));

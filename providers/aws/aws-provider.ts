@@ -4,6 +4,7 @@ import 'reflect-metadata';
 import type { EC2Client, Instance as Ec2Instance, Filter } from '@aws-sdk/client-ec2';
 import type { Logger } from 'pino';
 import {
+  AbortableProvider,
   inject,
   instanceName,
   NotFoundError,
@@ -14,10 +15,8 @@ import {
   ProviderPermanentError,
   providerError,
   TransientError,
-  withSignal,
   type CreateRequest,
   type Instance,
-  type Provider,
   type ProviderErrorContext,
   type ProviderOperation,
 } from '../plugin.js';
@@ -47,7 +46,7 @@ const RUN_ATTEMPTS = 2;
  * chain. Every call is bounded by requestTimeoutSeconds and cancelled by the caller's signal.
  */
 @provider({ type: 'aws', config: parseAwsConfig })
-export class AwsProvider implements Provider {
+export class AwsProvider extends AbortableProvider {
   private sdk?: Promise<Sdk>;
   private readonly clients = new Map<string, EC2Client>();
 
@@ -55,22 +54,8 @@ export class AwsProvider implements Provider {
     @inject(PROVIDER_NAME) private readonly name: string,
     @inject(PROVIDER_SETTINGS) private readonly settings: AwsSettings,
     @inject(PROVIDER_LOGGER) private readonly logger: Logger,
-  ) {}
-
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return withSignal(signal, (sig) => this.doCreate(req, sig));
-  }
-
-  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    return withSignal(signal, (sig) => this.doGet(providerID, sig));
-  }
-
-  delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    return withSignal(signal, (sig) => this.doDelete(providerID, sig));
-  }
-
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return withSignal(signal, (sig) => this.doListByTag(owner, sig));
+  ) {
+    super();
   }
 
   async close(): Promise<void> {
@@ -78,7 +63,7 @@ export class AwsProvider implements Provider {
     this.clients.clear();
   }
 
-  private async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+  protected async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     const missing = missingField(req, this.settings);
     if (missing) throw new ProviderPermanentError(missing, this.ctx('create'));
     const { region } = this.settings;
@@ -117,7 +102,7 @@ export class AwsProvider implements Provider {
     }
   }
 
-  private async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
+  protected async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
     const { region, instanceId } = this.ref(providerID, 'get');
     const found = await this.describe('get', { InstanceIds: [instanceId] }, signal, providerID, region);
     if (found.length === 0) throw new NotFoundError('no such instance', this.ctx('get', providerID));
@@ -128,7 +113,7 @@ export class AwsProvider implements Provider {
     return toInstance(found[0], region, this.settings.addressType);
   }
 
-  private async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
+  protected async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
     const { region, instanceId } = this.ref(providerID, 'delete');
     const { TerminateInstancesCommand } = await this.sdkModule();
     try {
@@ -147,7 +132,7 @@ export class AwsProvider implements Provider {
     }
   }
 
-  private async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+  protected async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     const found = await this.describe('listByTag', { Filters: ownedFilters(owner) }, signal);
     return found.map((i) => toInstance(i, this.settings.region, this.settings.addressType));
   }

@@ -1,14 +1,8 @@
 import 'reflect-metadata';
 import type { Logger } from 'pino';
 import { inject } from 'tsyringe';
-import { withSignal } from '../abort.js';
-import {
-  gcLabels,
-  ownershipFromLabels,
-  type CreateRequest,
-  type Instance,
-  type Provider,
-} from '../contract.js';
+import { AbortableProvider } from '../abortable-provider.js';
+import { gcLabels, ownershipFromLabels, type CreateRequest, type Instance } from '../contract.js';
 import {
   NotFoundError,
   ProviderPermanentError,
@@ -53,7 +47,7 @@ const DELETE_UNDER_WAY = new Set(['STOPPING']);
  * it is missing, get() reports Provisioning, or the operation's failure once it has one.
  */
 @provider({ type: 'gcp', config: parseGcpConfig })
-export class GcpProvider implements Provider {
+export class GcpProvider extends AbortableProvider {
   private readonly pending = new Map<string, PendingInsert>();
   private readonly deleting = new Map<string, PendingDelete>();
   private readonly now: () => number;
@@ -66,24 +60,9 @@ export class GcpProvider implements Provider {
     @inject(COMPUTE_API, { isOptional: true }) api?: ComputeApi,
     @inject(GCP_CLOCK, { isOptional: true }) now?: () => number,
   ) {
+    super();
     this.now = now ?? Date.now;
     if (api) this.apiPromise = Promise.resolve(api);
-  }
-
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return withSignal(signal, (sig) => this.doCreate(req, sig));
-  }
-
-  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    return withSignal(signal, (sig) => this.doGet(providerID, sig));
-  }
-
-  delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    return withSignal(signal, (sig) => this.doDelete(providerID, sig));
-  }
-
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return withSignal(signal, (sig) => this.doListByTag(owner, sig));
   }
 
   async close(): Promise<void> {
@@ -91,7 +70,7 @@ export class GcpProvider implements Provider {
     await api?.close?.();
   }
 
-  private async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+  protected async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     const missing = missingPlacement(req);
     if (missing) throw new ProviderPermanentError(`${missing} is required for GCP`, this.ctx('create'));
     if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
@@ -120,7 +99,7 @@ export class GcpProvider implements Provider {
     return id;
   }
 
-  private async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
+  protected async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
     const ref = this.ref(providerID, 'get');
     const api = await this.api();
     try {
@@ -143,7 +122,7 @@ export class GcpProvider implements Provider {
    * a VM that is STOPPING or has an operation in flight, so while this process's own delete
    * operation runs, or the VM is STOPPING, nothing is re-issued (the caller polls get()).
    */
-  private async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
+  protected async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
     const ref = this.ref(providerID, 'delete');
     this.pending.delete(providerID);
     const api = await this.api();
@@ -195,7 +174,7 @@ export class GcpProvider implements Provider {
     }
   }
 
-  private async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+  protected async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     const { project } = this.settings;
     const api = await this.api();
     try {

@@ -2,15 +2,8 @@ import 'reflect-metadata';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { inject } from 'tsyringe';
-import { withSignal } from '../abort.js';
-import {
-  LABEL_MANAGED,
-  LABEL_OWNER,
-  LABEL_UID,
-  type CreateRequest,
-  type Instance,
-  type Provider,
-} from '../contract.js';
+import { AbortableProvider } from '../abortable-provider.js';
+import { LABEL_MANAGED, LABEL_OWNER, LABEL_UID, type CreateRequest, type Instance } from '../contract.js';
 import {
   NotFoundError,
   ProviderPermanentError,
@@ -41,7 +34,7 @@ export function ownedSelector(owner: string): string {
  * providerID = "<namespace>/<pod name>". An aborted signal cancels the HTTP request.
  */
 @provider({ type: 'kubernetes', config: parseKubernetesConfig })
-export class KubernetesProvider implements Provider {
+export class KubernetesProvider extends AbortableProvider {
   /** The only provider that talks to Kubernetes, through the core API. */
   private readonly core: CoreV1Api;
 
@@ -51,26 +44,11 @@ export class KubernetesProvider implements Provider {
     @inject(PROVIDER_LOGGER) private readonly logger: Logger,
     @inject(PROVIDER_KUBECONFIG) kubeConfig: KubeConfig,
   ) {
+    super();
     this.core = kubeConfig.makeApiClient(CoreV1Api);
   }
 
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return withSignal(signal, (sig) => this.doCreate(req, sig));
-  }
-
-  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    return withSignal(signal, (sig) => this.doGet(providerID, sig));
-  }
-
-  delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    return withSignal(signal, (sig) => this.doDelete(providerID, sig));
-  }
-
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return withSignal(signal, (sig) => this.doListByTag(owner, sig));
-  }
-
-  private async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+  protected async doCreate(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
       throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
     }
@@ -104,12 +82,12 @@ export class KubernetesProvider implements Provider {
     return id;
   }
 
-  private async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
+  protected async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
     const { namespace, name } = this.ref(providerID, 'get');
     return toInstance(await this.read(namespace, name, 'get', providerID, signal));
   }
 
-  private async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
+  protected async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
     const { namespace, name } = this.ref(providerID, 'delete');
     try {
       await this.core.deleteNamespacedPod({ name, namespace }, withRequestSignal(signal));
@@ -120,7 +98,7 @@ export class KubernetesProvider implements Provider {
     }
   }
 
-  private async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+  protected async doListByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     try {
       const list = await this.core.listNamespacedPod(
         { namespace: this.settings.namespace, labelSelector: ownedSelector(owner) },

@@ -1,14 +1,13 @@
 import 'reflect-metadata';
 import type { Logger } from 'pino';
 import { inject } from 'tsyringe';
-import { withSignal } from '../abort.js';
+import { AbortableProvider } from '../abortable-provider.js';
 import {
   LABEL_OWNER,
   gcLabels,
   ownershipFromLabels,
   type CreateRequest,
   type Instance,
-  type Provider,
 } from '../contract.js';
 import {
   NotFoundError,
@@ -63,7 +62,7 @@ const forever = new Promise<never>(() => undefined);
  * Providers of this type in one operator share one loopback address allocator.
  */
 @provider({ type: 'mock', config: parseMockConfig, shared: [LoopbackAddresses] })
-export class MockProvider implements Provider {
+export class MockProvider extends AbortableProvider {
   private readonly instances = new Map<string, MockInstance>();
   private readonly faults = new FaultPlan();
   private readonly ips: IpRange;
@@ -81,6 +80,7 @@ export class MockProvider implements Provider {
     @inject(LoopbackAddresses) private readonly loopback: LoopbackAddresses = new LoopbackAddresses(),
     @inject(MOCK_CLOCK, { isOptional: true }) clock?: Clock,
   ) {
+    super();
     this.settings = { ...MOCK_DEFAULTS, faults: {}, ...settings };
     this.clock = clock ?? systemClock;
     this.ips = new IpRange(this.settings.ipRange);
@@ -103,23 +103,7 @@ export class MockProvider implements Provider {
     this.faults.clear();
   }
 
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return withSignal(signal, () => this.doCreate(req));
-  }
-
-  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    return withSignal(signal, () => this.doGet(providerID));
-  }
-
-  delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    return withSignal(signal, () => this.doDelete(providerID));
-  }
-
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return withSignal(signal, () => this.doListByTag(owner));
-  }
-
-  private async doCreate(req: CreateRequest): Promise<string> {
+  protected async doCreate(req: CreateRequest): Promise<string> {
     await this.maybeFail('create');
     if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
       throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
@@ -142,14 +126,14 @@ export class MockProvider implements Provider {
     return id;
   }
 
-  private async doGet(providerID: string): Promise<Instance> {
+  protected async doGet(providerID: string): Promise<Instance> {
     await this.maybeFail('get', providerID);
     const inst = this.instances.get(providerID);
     if (!inst) throw new NotFoundError('no such instance', this.ctx('get', providerID));
     return this.view(inst, 'get');
   }
 
-  private async doDelete(providerID: string): Promise<void> {
+  protected async doDelete(providerID: string): Promise<void> {
     await this.maybeFail('delete', providerID);
     const inst = this.instances.get(providerID);
     if (!inst) return;
@@ -158,7 +142,7 @@ export class MockProvider implements Provider {
     this.logger.info({ providerID }, 'mock instance deleted');
   }
 
-  private async doListByTag(owner: string): Promise<Instance[]> {
+  protected async doListByTag(owner: string): Promise<Instance[]> {
     await this.maybeFail('listByTag');
     const views = await Promise.allSettled(
       [...this.instances.values()]

@@ -33,7 +33,18 @@ function namespaceObject(name: string): Manifest {
 
 describe('the committed manifests', () => {
   it('cover the CRDs, the operator and the samples', () => {
-    expect(files).toEqual(expect.arrayContaining(['crds.yaml', 'operator.yaml', 'samples.yaml']));
+    expect(files).toEqual(
+      expect.arrayContaining(['crds.yaml', 'operator.yaml', 'network-policy.yaml', 'samples.yaml']),
+    );
+  });
+
+  // Issue 12 item 8: the API server keeps the Squid policy as written (named port, both peers).
+  it('network-policy.yaml: the Squid NetworkPolicy survives the dry run whole', async () => {
+    const [, policy] = objects.find(
+      ([file, o]) => file === 'network-policy.yaml' && o.kind === 'NetworkPolicy',
+    )!;
+    const applied = await api.apply(policy, { dryRun: true });
+    expect(applied.spec).toEqual(policy.spec);
   });
 
   it.each(

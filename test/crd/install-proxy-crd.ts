@@ -25,11 +25,15 @@ export async function readDistProxyCrd(): Promise<CustomResourceDefinition> {
 }
 
 /**
- * Applies the CRD from dist/ (server-side apply, so suites sharing one control plane can all
+ * Applies the CRD from dist/ (or a variant of it; server-side apply, so suites sharing one control plane can all
  * call it) and waits until the API server serves the Proxy resource.
  */
-export async function installProxyCrd(kc: KubeConfig, timeoutMs = 60_000): Promise<void> {
-  const crd = await readDistProxyCrd();
+export async function installProxyCrd(
+  kc: KubeConfig,
+  timeoutMs = 60_000,
+  crd?: CustomResourceDefinition,
+): Promise<void> {
+  crd ??= await readDistProxyCrd();
   const api = kc.makeApiClient(ApiextensionsV1Api);
   // The generated patch method sends the body untyped. KubernetesObjectApi would instead run it
   // through the V1CustomResourceDefinition model, which silently drops `default` and

@@ -64,6 +64,33 @@ describe('updating a Proxy', () => {
     expect((await proxies.get(name)).spec).toMatchObject(spec);
   });
 
+  // Issue 12 item 3: one mistake, one message. The fields that go with the other mode are not
+  // further mistakes, whether the patch brings them or not.
+  it.each<[string, Record<string, unknown>, Record<string, unknown>]>([
+    ['Managed → External with the External fields', managed, { ...external, provider: null }],
+    ['Managed → External alone', managed, { mode: 'External' }],
+    [
+      'External → Managed with the Managed fields',
+      external,
+      { mode: 'Managed', provider: 'mock', endpoint: null },
+    ],
+    ['External → Managed alone', external, { mode: 'Managed' }],
+  ])('reports only that spec.mode is immutable when changing mode %s', async (_case, spec, patch) => {
+    const name = uniqueName('mode');
+    await proxies.create(name, { spec });
+    const message = await rejectionOf(proxies.patchSpec(name, patch));
+    expect(message).toMatch(/: spec\.mode: Invalid value: "(Managed|External)": spec\.mode is immutable$/);
+    expect(message).not.toMatch(/spec\.(provider|endpoint|placement|cloudInit)/);
+  });
+
+  it('still reports the mode rules on create', async () => {
+    const message = await rejectionOf(
+      proxies.create(uniqueName('mode'), { spec: { mode: 'External', provider: 'mock' } }, { dryRun: true }),
+    );
+    expect(message).toContain('spec.provider: Forbidden');
+    expect(message).toContain('spec.endpoint: Required value');
+  });
+
   it('is accepted for fields whose change means replacement, not rejection (port, placement, cloudInit)', async () => {
     const name = uniqueName('mutable');
     await proxies.create(name, { spec: managed });

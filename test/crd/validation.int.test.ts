@@ -1,7 +1,9 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { DEFAULTS, LIMITS } from '../../crds/proxy-spec-schema.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { isProxyHost } from '../../crds/endpoint-host.js';
 import { rejectionOf } from './api-error.js';
+import { BAD_HOSTS, GOOD_HOSTS } from './host-cases.js';
 import { installProxyCrd } from './install-proxy-crd.js';
 import { ProxyApi } from './proxy-api.js';
 
@@ -87,7 +89,7 @@ describe('the API server rejects an invalid Proxy', () => {
     [
       'an endpoint host with spaces',
       { mode: 'External', endpoint: { host: 'bad host', port: 1 } },
-      'spec.endpoint.host must be a lower-case DNS name or an IP address',
+      'spec.endpoint.host: Invalid value: "bad host": spec.endpoint.host must be an IPv4 address in dotted decimal',
     ],
     [
       'an endpoint host over 253 characters',
@@ -193,6 +195,46 @@ describe('the API server rejects an invalid Proxy', () => {
       'spec.healthCheck.probeURL must be an absolute http:// or https:// URL',
     ],
     [
+      'a probe URL port over 65535',
+      { ...managed, healthCheck: { probeURL: 'http://example.com:65536/' } },
+      'spec.healthCheck.probeURL: Invalid value: "http://example.com:65536/": spec.healthCheck.probeURL port must be 1-65535',
+    ],
+    [
+      'a probe URL port 0',
+      { ...managed, healthCheck: { probeURL: 'http://example.com:0/' } },
+      'spec.healthCheck.probeURL port must be 1-65535',
+    ],
+    [
+      'a probe URL port with 20 digits',
+      { ...managed, healthCheck: { probeURL: 'http://example.com:99999999999999999999/' } },
+      'spec.healthCheck.probeURL port must be 1-65535',
+    ],
+    [
+      'a probe URL port with a leading zero',
+      { ...managed, healthCheck: { probeURL: 'http://example.com:080/' } },
+      'spec.healthCheck.probeURL port must be 1-65535 without leading zeros',
+    ],
+    [
+      'a probe URL with an IPv6 zone id',
+      { ...managed, healthCheck: { probeURL: 'http://[fe80::1%25eth0]:8080/' } },
+      'spec.healthCheck.probeURL must not carry an IPv6 zone id',
+    ],
+    [
+      'a probe URL whose host has a <',
+      { ...managed, healthCheck: { probeURL: 'http://a<b/' } },
+      "spec.healthCheck.probeURL host must not contain '<' or '>'",
+    ],
+    [
+      'a probe URL at an octal IPv4 host',
+      { ...managed, healthCheck: { probeURL: 'http://0177.0.0.1/generate_204' } },
+      'spec.healthCheck.probeURL host must be an IP address in canonical form',
+    ],
+    [
+      'a probe URL at a hex IPv4 host in upper case',
+      { ...managed, healthCheck: { probeURL: 'https://0X7F.1/' } },
+      'spec.healthCheck.probeURL host must be an IP address in canonical form',
+    ],
+    [
       'no expected status codes',
       { ...managed, healthCheck: { expectedStatusCodes: [] } },
       'spec.healthCheck.expectedStatusCodes in body should have at least 1 items',
@@ -232,6 +274,42 @@ describe('the API server rejects an invalid Proxy', () => {
       proxies.create('invalid', spec === undefined ? {} : { spec }, { dryRun: true }),
     );
     expect(message).toContain(expected);
+  });
+});
+
+describe('spec.endpoint.host names exactly one address (issue 12 item 1)', () => {
+  const externalAt = (host: string) => ({ spec: { mode: 'External', endpoint: { host, port: 3128 } } });
+
+  it.each(BAD_HOSTS)('rejects %s (%s), naming spec.endpoint.host once', async (_what, host) => {
+    const message = await rejectionOf(proxies.create('bad-host', externalAt(host), { dryRun: true }));
+    expect(message).toContain('spec.endpoint.host');
+    expect(message).not.toContain('spec.endpoint.host must be an IPv4 address in dotted decimal, spec.');
+    // The operator's own check (crds/endpoint-host.ts) agrees with the API server.
+    expect(isProxyHost(host)).toBe(false);
+  });
+
+  it.each(GOOD_HOSTS)('accepts %s (%s)', async (_what, host) => {
+    const stored = await proxies.create(uniqueName('good-host'), externalAt(host), { dryRun: true });
+    expect(stored.spec.endpoint?.host).toBe(host);
+    expect(isProxyHost(host)).toBe(true);
+  });
+});
+
+describe('probe URLs the operator can use are accepted (issue 12 item 2)', () => {
+  it.each([
+    'https://www.gstatic.com/generate_204',
+    'http://10.0.0.1:65535/healthz',
+    'http://[2001:db8::1]:1/',
+    'http://localhost/',
+    'https://a.7f/ok',
+    'http://user:pw@example.com:8080/?q=%20',
+  ])('%s', async (probeURL) => {
+    const stored = await proxies.create(
+      uniqueName('probe-url'),
+      { spec: { ...managed, healthCheck: { probeURL } } },
+      { dryRun: true },
+    );
+    expect(stored.spec.healthCheck.probeURL).toBe(probeURL);
   });
 });
 

@@ -53,6 +53,20 @@ describe('a Proxy resource as a discovery record', () => {
       },
       { ip: 'proxy.example.net', port: 8080, healthy: true },
     ],
+    // Issue 12 item 1: stored before the CRD's host rule, or reported by a provider.
+    [
+      'an External proxy at a host a URL parser reads as another address: no address, not healthy',
+      {
+        spec: { mode: 'External', provider: undefined, endpoint: { host: '127.0.0.010', port: 8080 } },
+        status: { phase: 'Ready', conditions: healthy('True') },
+      },
+      { ip: '', healthy: false },
+    ],
+    [
+      'a Managed proxy whose provider reported a non-canonical IP: no address, not healthy',
+      { status: { phase: 'Ready', ip: '0x7f.0.0.1', conditions: healthy('True') } },
+      { ip: '', healthy: false },
+    ],
   ])('%s', (_case, resource, expected) => {
     expect(toRecord(proxyResource(resource))).toMatchObject({
       id: 'crawl/p1',

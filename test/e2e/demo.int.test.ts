@@ -1,5 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
+import { parseAllDocuments } from 'yaml';
+import { proxyCrd } from '../../crds/proxy-crd.js';
 import { startDemoEnvironment, type DemoEnvironment } from '../../cmd/demo/environment.js';
 import { runDemoFlow, type DemoSummary } from '../../cmd/demo/flow.js';
 
@@ -46,5 +48,44 @@ describe('the local demo, end to end', () => {
     expect(text).toMatch(/\$ kubectl --kubeconfig \S+ get px -w/);
     expect(text).toMatch(/\$ curl -s -XPOST 'http:\/\/127\.0\.0\.1:\d+\/v1\/leases'/);
     expect(text).toMatch(/\$ curl -s -x http:\/\/127\.\d+\.\d+\.\d+:\d+ http:\/\/127\.0\.0\.1:\d+\//);
+  });
+
+  // Issue 12 item 9: what the demo prints can be pasted and matches what kubectl shows.
+  it('prints the manifests it applies as a heredoc kubectl can take', () => {
+    const apply = printed.find((l) => l.startsWith('$ kubectl --kubeconfig '))!;
+    const m = /^\$ kubectl --kubeconfig \S+ apply -f - <<'EOF'\n([\s\S]*)\nEOF$/.exec(apply);
+    expect(m).not.toBeNull();
+    const docs = parseAllDocuments(m![1]).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string }; spec: { mode: string } },
+    );
+    expect(docs.map((d) => [d.kind, d.metadata.name, d.spec.mode])).toEqual([
+      ['Proxy', 'demo-managed', 'Managed'],
+      ['Proxy', 'demo-external', 'External'],
+    ]);
+  });
+
+  it("prints `kubectl get px -w` with the CRD's printer columns and a Ready, healthy row per proxy", () => {
+    const columns = proxyCrd.spec.versions[0].additionalPrinterColumns!.map((c) => c.name.toUpperCase());
+    const at = printed.findIndex((l) => / get px -w$/.test(l));
+    expect(printed[at + 1].split(/\s+/)).toEqual(['NAME', ...columns]);
+    for (const [name, mode, provider] of [
+      ['demo-managed', 'Managed', 'mock'],
+      ['demo-external', 'External', ''],
+    ]) {
+      const ready = printed.find((l) => l.startsWith(`${name} `) && / Ready /.test(l));
+      expect(ready?.split(/\s{3,}/).slice(0, provider ? 3 : 2)).toEqual(
+        provider ? [name, mode, provider] : [name, mode],
+      );
+      expect(ready).toMatch(/ Ready {3,}127\.0\.0\.\d+ {3,}True {3,}\d+[smhd]\S*$/);
+    }
+  });
+
+  it('prints every API answer the same way: the body curl shows, then the status its -w prints', () => {
+    const curls = printed.filter((l) => l.startsWith('$ curl '));
+    expect(curls.length).toBeGreaterThanOrEqual(9);
+    for (const c of curls) expect(c.endsWith(` -w '\\nHTTP %{http_code}\\n'`)).toBe(true);
+    const statuses = printed.filter((l) => /^HTTP \d{3}$/.test(l));
+    expect(statuses).toHaveLength(curls.length);
+    expect(printed.filter((l) => /^\{/.test(l)).every((l) => JSON.parse(l) !== undefined)).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { pino } from 'pino';
 import { BackgroundRunner } from '../../framework/core/background.js';
+import { stoppable } from '../../framework/utils/sleep.js';
 import {
   background,
   daemon,
@@ -14,8 +15,8 @@ import {
 
 const logger = pino({ level: 'silent' });
 const context = (signal: AbortSignal): OperatorContext => ({
+  ...stoppable(signal),
   logger,
-  signal,
   cache: { get: () => undefined, list: () => [], onChange: () => () => {} },
   trigger: () => {},
   isLeader: () => true,

@@ -16,7 +16,7 @@ import { eventually, GROUP, HANDLED, WIDGET, WidgetWorld, type Widget } from './
 const PERMANENT = `${GROUP}/permanent-failure-generation`;
 
 /**
- * spec.fail picks the failure: 'temporary' (twice), 'permanent', 'plain' (four times),
+ * spec.fail picks the failure: 'temporary' (twice), 'permanent', 'permanent-once', 'plain' (four times),
  * 'requeue' (once), 'status-then-wait' and 'status-then-error' (write status, then fail).
  */
 @controller({ ...WIDGET })
@@ -32,6 +32,9 @@ class Failing {
         return;
       case 'permanent':
         throw new PermanentError('spec.size must be even');
+      case 'permanent-once':
+        if (attempts <= 1) throw new PermanentError('needs a person');
+        return;
       case 'plain':
         if (attempts <= 4) throw new Error('boom');
         return;
@@ -137,5 +140,27 @@ describe('handler errors', () => {
       expect(w.metadata.annotations?.[PERMANENT]).toBeUndefined();
     });
     expect(calls.causes('permanent')).toEqual(['create', 'create']); // never handled, so still a create
+  });
+
+  it('retries the same generation once a person removes the permanent-failure annotation (no restart)', async () => {
+    await world.createWidget('cleared', { fail: 'permanent-once' });
+    await eventually(async () =>
+      expect((await world.getWidget('cleared')).metadata.annotations?.[PERMANENT]).toBe('1'),
+    );
+    // The cache shows the annotation before the person removes it.
+    await eventually(() =>
+      expect(operator.cache.get(WIDGET, world.namespace, 'cleared')?.metadata.annotations?.[PERMANENT]).toBe(
+        '1',
+      ),
+    );
+    expect(calls.of('cleared')).toHaveLength(1);
+
+    await world.patchAnnotations('cleared', { [PERMANENT]: null });
+    await eventually(async () => {
+      const w = await world.getWidget('cleared');
+      expect(w.metadata.annotations?.[HANDLED]).toBe('1');
+      expect(w.metadata.annotations?.[PERMANENT]).toBeUndefined();
+    });
+    expect(calls.causes('cleared')).toEqual(['create', 'create']);
   });
 });

@@ -125,6 +125,14 @@ export class WidgetWorld {
     return this.client.request('PATCH', this.path(name), { body: { spec }, contentType: MERGE_PATCH });
   }
 
+  /** Merge-patches metadata.annotations (null removes one), as a person with kubectl would. */
+  patchAnnotations(name: string, annotations: Record<string, string | null>): Promise<Widget> {
+    return this.client.request('PATCH', this.path(name), {
+      body: { metadata: { annotations } },
+      contentType: MERGE_PATCH,
+    });
+  }
+
   patchStatus(name: string, status: Record<string, unknown>): Promise<Widget> {
     return this.client.request('PATCH', this.path(name, 'status'), {
       body: { status },

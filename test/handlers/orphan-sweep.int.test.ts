@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
 import type { OperatorContext } from '../../framework/index.js';
+import { stoppable } from '../../framework/utils/sleep.js';
 import { OrphanSweep } from '../../handlers/orphan-sweep.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { ProxyController } from '../../handlers/proxy-controller.js';
@@ -43,8 +44,8 @@ afterAll(async () => {
 
 function sweepContext(): OperatorContext {
   return {
+    ...stoppable(new AbortController().signal),
     logger: quiet,
-    signal: new AbortController().signal,
     cache: op.operator.cache,
     trigger: () => {},
     isLeader: () => true,

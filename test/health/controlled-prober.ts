@@ -1,4 +1,4 @@
-import type { Prober } from '../../health/health-engine.js';
+import type { Prober } from '../../health/prober.js';
 import { ProbeReason, type ProbeOutcome } from '../../health/probe-reason.js';
 import type { ProbeTarget } from '../../health/probe-target.js';
 

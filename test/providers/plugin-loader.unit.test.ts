@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,6 +67,25 @@ describe('a plugin listed in the providers file', () => {
     const registry = builtinProviderRegistry();
     await expect(registry.load(path)).resolves.toHaveLength(1);
     expect(registry.types()).toContain('close-recorder');
+  });
+
+  it("is loaded by npm package name from the operator's own node_modules", async () => {
+    // What `npm install <plugin>` in the operator's folder (or image) leaves behind.
+    const name = `proxy-operator-provider-fixture-${process.pid}`;
+    const installed = join(root, 'node_modules', name);
+    await symlink(join(fixtures, 'folder-plugin'), installed, 'dir');
+    try {
+      const registry = builtinProviderRegistry();
+      await registry.load(
+        await providersFile(
+          [name],
+          'providers:\n  - name: rec\n    type: close-recorder\n    close-recorder: { file: /tmp/x }\n',
+        ),
+      );
+      expect(registry.types()).toContain('close-recorder');
+    } finally {
+      await rm(installed, { force: true });
+    }
   });
 
   it('may be given by an absolute path', async () => {

@@ -16,7 +16,7 @@ import {
   provider,
   providerTypeOf,
 } from '../../providers/provider-class.js';
-import { PROVIDERS, ProviderRegistry } from '../../providers/registry.js';
+import { ProviderRegistry } from '../../providers/registry.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -187,10 +187,6 @@ describe('the provider registry', () => {
       /^provider second \(type broken\): .*cannot reach the cloud/,
     );
     expect(closed).toEqual(['first']);
-  });
-
-  it('exports a Symbol DI token for the set', () => {
-    expect(typeof PROVIDERS).toBe('symbol');
   });
 });
 

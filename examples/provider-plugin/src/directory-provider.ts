@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import {
+  AbortableProvider,
   gcLabels,
   inject,
   instanceName,
@@ -19,10 +20,8 @@ import {
   provider,
   providerError,
   ProviderPermanentError,
-  withSignal,
   type CreateRequest,
   type Instance,
-  type Provider,
   type ProviderOperation,
 } from 'proxy-operator/plugin';
 import { parseDirectoryConfig, type DirectorySettings } from './config.js';
@@ -43,10 +42,11 @@ const ID_PATTERN = /^proxy-[0-9a-f]{12}(-[0-9a-z]{1,8})?$/;
  * A complete minimal provider plugin: each instance is a JSON file in a folder. It shows
  * everything a real one does — the decorator, a config reader, injected settings, logger and
  * metrics registry, an idempotent create, the GC labels with the owner scope, the error
- * taxonomy and AbortSignal handling — with a folder standing in for a cloud API.
+ * taxonomy and AbortSignal handling (AbortableProvider makes every call give up when its signal
+ * aborts; the `do*` calls hand the signal on to what can cancel) — with a folder standing in for a cloud API.
  */
 @provider({ type: 'directory', config: parseDirectoryConfig })
-export class DirectoryProvider implements Provider {
+export class DirectoryProvider extends AbortableProvider {
   private readonly created: Counter<'provider'>;
 
   constructor(
@@ -55,6 +55,7 @@ export class DirectoryProvider implements Provider {
     @inject(PROVIDER_LOGGER) private readonly logger: Logger,
     @inject(PROVIDER_METRICS) metrics: Registry,
   ) {
+    super();
     // One counter per registry, shared by every provider of this type.
     this.created =
       (metrics.getSingleMetric('proxy_operator_directory_instances_created_total') as Counter<'provider'>) ??
@@ -66,87 +67,78 @@ export class DirectoryProvider implements Provider {
       });
   }
 
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return withSignal(signal, async (sig) => {
-      await this.apiLatency(sig);
-      if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
-        throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
+  protected async doCreate(req: CreateRequest, sig?: AbortSignal): Promise<string> {
+    await this.apiLatency(sig);
+    if (!Number.isInteger(req.port) || req.port < 1 || req.port > 65535) {
+      throw new ProviderPermanentError(`port must be 1-65535, got ${req.port}`, this.ctx('create'));
+    }
+    // Named from the Proxy UID and revision: a repeated create finds what the first made.
+    const id = instanceName(req.uid, req.revision);
+    const record: InstanceRecord = {
+      id,
+      labels: gcLabels(req),
+      proxy: req.proxy,
+      port: req.port,
+      createdAt: new Date().toISOString(),
+    };
+    const draft = join(this.settings.path, `.${id}.${process.pid}.${Math.random().toString(36).slice(2)}`);
+    try {
+      await mkdir(this.settings.path, { recursive: true });
+      await writeFile(draft, JSON.stringify(record), { signal: sig });
+      // link() never replaces: exactly one of several racing creates makes the instance.
+      await link(draft, this.file(id));
+      this.created.inc({ provider: this.name });
+      this.logger.info({ providerID: id, proxy: req.proxy }, 'instance created');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw this.mapped(err, 'create', id);
+      const existing = await this.read(id, 'create', sig);
+      if (existing.labels[LABEL_UID] !== req.uid) {
+        throw new ProviderPermanentError(`${id} already belongs to another Proxy`, this.ctx('create', id));
       }
-      // Named from the Proxy UID and revision: a repeated create finds what the first made.
-      const id = instanceName(req.uid, req.revision);
-      const record: InstanceRecord = {
-        id,
-        labels: gcLabels(req),
-        proxy: req.proxy,
-        port: req.port,
-        createdAt: new Date().toISOString(),
-      };
-      const draft = join(this.settings.path, `.${id}.${process.pid}.${Math.random().toString(36).slice(2)}`);
-      try {
-        await mkdir(this.settings.path, { recursive: true });
-        await writeFile(draft, JSON.stringify(record), { signal: sig });
-        // link() never replaces: exactly one of several racing creates makes the instance.
-        await link(draft, this.file(id));
-        this.created.inc({ provider: this.name });
-        this.logger.info({ providerID: id, proxy: req.proxy }, 'instance created');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw this.mapped(err, 'create', id);
-        const existing = await this.read(id, 'create', sig);
-        if (existing.labels[LABEL_UID] !== req.uid) {
-          throw new ProviderPermanentError(`${id} already belongs to another Proxy`, this.ctx('create', id));
-        }
-      } finally {
-        await rm(draft, { force: true }).catch(() => undefined);
-      }
-      return id;
-    });
+    } finally {
+      await rm(draft, { force: true }).catch(() => undefined);
+    }
+    return id;
   }
 
-  get(providerID: string, signal?: AbortSignal): Promise<Instance> {
-    return withSignal(signal, async (sig) => {
-      await this.apiLatency(sig);
-      return this.view(await this.read(this.checked(providerID, 'get'), 'get', sig));
-    });
+  protected async doGet(providerID: string, sig?: AbortSignal): Promise<Instance> {
+    await this.apiLatency(sig);
+    return this.view(await this.read(this.checked(providerID, 'get'), 'get', sig));
   }
 
-  delete(providerID: string, signal?: AbortSignal): Promise<void> {
-    return withSignal(signal, async (sig) => {
-      await this.apiLatency(sig);
-      const id = this.checked(providerID, 'delete');
-      try {
-        await rm(this.file(id), { force: true }); // force: deleting what is gone succeeds
-      } catch (err) {
-        throw this.mapped(err, 'delete', id);
-      }
-    });
+  protected async doDelete(providerID: string, sig?: AbortSignal): Promise<void> {
+    await this.apiLatency(sig);
+    const id = this.checked(providerID, 'delete');
+    try {
+      await rm(this.file(id), { force: true }); // force: deleting what is gone succeeds
+    } catch (err) {
+      throw this.mapped(err, 'delete', id);
+    }
   }
 
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return withSignal(signal, async (sig) => {
-      await this.apiLatency(sig);
-      let names: string[];
-      try {
-        names = (await readdir(this.settings.path)).filter((n) => n.endsWith('.json'));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-        throw this.mapped(err, 'listByTag');
-      }
-      const records = await Promise.all(
-        names.map((n) =>
-          readFile(join(this.settings.path, n), { encoding: 'utf8', signal: sig }).then(
-            (text) => parseRecord(text),
-            () => undefined, // deleted meanwhile
-          ),
+  protected async doListByTag(owner: string, sig?: AbortSignal): Promise<Instance[]> {
+    await this.apiLatency(sig);
+    let names: string[];
+    try {
+      names = (await readdir(this.settings.path)).filter((n) => n.endsWith('.json'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw this.mapped(err, 'listByTag');
+    }
+    const records = await Promise.all(
+      names.map((n) =>
+        readFile(join(this.settings.path, n), { encoding: 'utf8', signal: sig }).then(
+          (text) => parseRecord(text),
+          () => undefined, // deleted meanwhile
         ),
-      );
-      // Only this owner's managed instances: never anyone else's, never unowned ones.
-      return records
-        .filter(
-          (r): r is InstanceRecord =>
-            r?.labels?.[LABEL_MANAGED] === 'true' && r.labels[LABEL_OWNER] === owner,
-        )
-        .map((r) => this.view(r));
-    });
+      ),
+    );
+    // Only this owner's managed instances: never anyone else's, never unowned ones.
+    return records
+      .filter(
+        (r): r is InstanceRecord => r?.labels?.[LABEL_MANAGED] === 'true' && r.labels[LABEL_OWNER] === owner,
+      )
+      .map((r) => this.view(r));
   }
 
   private view(record: InstanceRecord): Instance {

@@ -1,4 +1,4 @@
-import { decideCause, stateAnnotations } from '../../framework/core/dispatcher.js';
+import { decideCause, failureMemory, stateAnnotations } from '../../framework/core/cause.js';
 import type { KubeObject } from '../../framework/index.js';
 
 const marks = stateAnnotations('test.example.com');
@@ -103,5 +103,39 @@ describe('decideCause: the cause comes from the object, never from in-memory his
       handled: 'test.example.com/last-handled-generation',
       permanentFailure: 'test.example.com/permanent-failure-generation',
     });
+  });
+});
+
+describe('failureMemory: a permanent failure remembered here, until the object says otherwise', () => {
+  const unconfirmed = { generation: 2, confirmed: false };
+  const confirmed = { generation: 2, confirmed: true };
+  it.each([
+    ['nothing remembered', obj(2), undefined, undefined],
+    ['our annotation not in the cache yet: keep waiting for it', obj(2), unconfirmed, unconfirmed],
+    [
+      'the cache shows our annotation: confirmed',
+      obj(2, { [marks.permanentFailure]: '2' }),
+      unconfirmed,
+      confirmed,
+    ],
+    ['still shown', obj(2, { [marks.permanentFailure]: '2' }), confirmed, confirmed],
+    ['removed by a person after it was shown: forgotten (retry)', obj(2), confirmed, undefined],
+    ['the generation moved on: forgotten', obj(3), unconfirmed, undefined],
+    [
+      'an annotation for another generation does not confirm',
+      obj(2, { [marks.permanentFailure]: '1' }),
+      unconfirmed,
+      unconfirmed,
+    ],
+  ])('%s', (_case, object, failed, expected) => {
+    expect(failureMemory(object, marks, failed)).toEqual(expected);
+  });
+
+  it('together with decideCause: clearing the annotation makes the generation run again', () => {
+    const cleared = obj(2, { [marks.handled]: '1' });
+    const failed = failureMemory(cleared, marks, confirmed);
+    expect(
+      decideCause(cleared, marks, { seen: true, triggered: false, failedHere: failed?.generation }),
+    ).toBe('update');
   });
 });

@@ -1,0 +1,102 @@
+import { pino } from 'pino';
+import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import { ProxyController } from '../../handlers/proxy-controller.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  condition,
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+/** The mock, counting calls: a steady proxy is only polled (`get`) by its drift timer. */
+class Counting implements Provider {
+  readonly gets = new Map<string, number>();
+  creates = 0;
+  constructor(private readonly inner: Provider) {}
+  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    this.creates++;
+    return this.inner.create(req, signal);
+  }
+  get(id: string, signal?: AbortSignal): Promise<Instance> {
+    this.gets.set(id, (this.gets.get(id) ?? 0) + 1);
+    return this.inner.get(id, signal);
+  }
+  delete(id: string, signal?: AbortSignal): Promise<void> {
+    return this.inner.delete(id, signal);
+  }
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return this.inner.listByTag(owner, signal);
+  }
+}
+
+const kc = testKubeConfig();
+const namespace = uniqueName('drift');
+const logs: string[] = [];
+let api: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let counting: Counting;
+let op: RunningOperator;
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider();
+  counting = new Counting(mock);
+  // Only the reconciler: no health verdict may notice the lost instance in the drift timer's place.
+  op = await startOperator(
+    kc,
+    { mock: counting },
+    namespace,
+    { driftCheckSeconds: 1 },
+    [ProxyController],
+    pino({ level: 'warn' }, { write: (line: string) => logs.push(line) }),
+  );
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+describe('drift detection never switches itself off', () => {
+  it('after a transient fault in the drift timer, an instance deleted behind the back is re-provisioned', async () => {
+    await api.create('drifty', { spec: managedSpec(target) });
+    const running = await eventually('InstanceRunning', async () => {
+      const p = await api.get('drifty');
+      return condition(p, 'Provisioned')?.reason === 'InstanceRunning' ? p : undefined;
+    });
+    const first = running.status!.providerID!;
+    // Steady: from here on only the drift timer asks for the instance.
+    const polled = counting.gets.get(first) ?? 0;
+    await eventually('two drift checks', async () =>
+      (counting.gets.get(first) ?? 0) >= polled + 2 ? true : undefined,
+    );
+
+    mock.injectFault('get', 'transient', 1);
+    await eventually('the fault hit the drift timer', async () =>
+      logs.some((l) => l.includes('timer handler failed')) ? true : undefined,
+    );
+    const created = counting.creates;
+    await mock.delete(first);
+
+    // Instance names derive from the Proxy's UID and revision, so the new one has the same ID.
+    const reprovisioned = await eventually(
+      're-provisioned',
+      async () => {
+        const p = await api.get('drifty');
+        const running = condition(p, 'Provisioned')?.reason === 'InstanceRunning';
+        return counting.creates > created && running ? p : undefined;
+      },
+      20_000,
+    );
+    await expect(mock.get(reprovisioned.status!.providerID!)).resolves.toBeDefined();
+  });
+});

@@ -1,0 +1,122 @@
+// Issue 12 item 1, defence in depth: an address a URL parser reads as another one reaches the
+// operator by a path the CRD's host rule never sees — here a provider reporting it (status.ip);
+// an External Proxy stored before the rule is the same case (both go through the same check).
+// The real operator must neither probe it (a WHATWG parser reads 127.0.0.012 as 127.0.0.10, where
+// a real forward proxy answers, so a probe would succeed) nor hand the raw string to crawlers.
+import { request } from 'undici';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { MockProvider } from '../../providers/mock/mock-provider.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  condition,
+  eventsFor,
+  eventually,
+  managedSpec,
+  mockProvider,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from './operator-fixture.js';
+
+/** The mock, reporting its canonical IPv4 addresses with the last octet in octal: 127.0.0.10 → 127.0.0.012. */
+class OctalAddresses implements Provider {
+  constructor(private readonly inner: Provider) {}
+  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    return this.inner.create(req, signal);
+  }
+  async get(id: string, signal?: AbortSignal): Promise<Instance> {
+    const instance = await this.inner.get(id, signal);
+    if (!instance.ip) return instance;
+    const octets = instance.ip.split('.');
+    octets[3] = `0${Number(octets[3]).toString(8)}`;
+    return { ...instance, ip: octets.join('.') };
+  }
+  delete(id: string, signal?: AbortSignal): Promise<void> {
+    return this.inner.delete(id, signal);
+  }
+  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return this.inner.listByTag(owner, signal);
+  }
+}
+
+const kc = testKubeConfig();
+const namespace = uniqueName('misread-host');
+let api: ProxyApi;
+let target: LocalTarget;
+let mock: MockProvider;
+let op: RunningOperator;
+let baseURL: string;
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  mock = mockProvider({ serveTraffic: true });
+  const port = await freePort();
+  baseURL = `http://127.0.0.1:${port}`;
+  op = await startOperator(kc, { mock, octal: new OctalAddresses(mock) }, namespace, {
+    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
+  });
+});
+
+afterAll(async () => {
+  await op?.stop();
+  await mock?.close();
+  await target?.close();
+});
+
+async function call(method: 'GET' | 'POST', path: string, body?: unknown) {
+  const response = await request(`${baseURL}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
+}
+
+describe('a proxy whose address is not written as one address', () => {
+  it('is Healthy=False/InvalidProbeTarget, never probed healthy, listed without an address and never leased', async () => {
+    await api.create('canonical', { spec: managedSpec(target, { attributes: { geo: 'both' } }) });
+    await api.create('octal', {
+      spec: managedSpec(target, { provider: 'octal', attributes: { geo: 'octal' } }),
+    });
+
+    const octal = await eventually('octal InvalidProbeTarget', async () => {
+      const p = await api.get('octal');
+      return condition(p, 'Healthy')?.reason === 'InvalidProbeTarget' ? p : undefined;
+    });
+    expect(octal.status?.ip).toMatch(/^127\.0\.0\.0[0-7]+$/);
+    expect(octal.status?.phase).toBe('Unhealthy');
+    expect(condition(octal, 'Healthy')).toMatchObject({ status: 'False' });
+    expect(condition(octal, 'Healthy')?.message).toContain(
+      `the proxy host "${octal.status?.ip}" is not an IPv4 address in dotted decimal without leading zeros`,
+    );
+
+    // The control: the same mock's canonical address is probed and leased as usual.
+    await eventually('canonical leasable', async () => {
+      const p = await call('GET', `/v1/proxies/${namespace}/canonical`);
+      return p.body.healthy === true ? p : undefined;
+    });
+
+    expect((await call('GET', `/v1/proxies/${namespace}/octal`)).body).toMatchObject({
+      ip: '',
+      healthy: false,
+      phase: 'Unhealthy',
+    });
+    expect(await call('POST', '/v1/leases', { selector: { geo: 'octal' } })).toMatchObject({
+      status: 409,
+      body: { error: 'no_match' },
+    });
+    const listed = (await call('GET', '/v1/proxies')).body.items as Array<{ ip: string }>;
+    expect(listed.map((p) => p.ip)).not.toContain(octal.status?.ip);
+
+    // It stays that way: no verdict from a probe of the address the parser made of it.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const later = await api.get('octal');
+    expect(condition(later, 'Healthy')?.reason).toBe('InvalidProbeTarget');
+    const events = (await eventsFor(kc, namespace, 'octal')).filter((e) => e.reason === 'InvalidProbeTarget');
+    expect(events).toHaveLength(1);
+  });
+});
