@@ -1,4 +1,4 @@
-import { ApiObject, Chart, JsonPatch, Size } from 'cdk8s';
+import { ApiObject, Chart, Duration, JsonPatch, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import type { Construct } from 'constructs';
 import {
@@ -33,6 +33,16 @@ export const REPLICAS_REASON =
   'Leases and cooldowns of the discovery API are kept in memory per replica, so clients of two ' +
   'replicas would see two lease books. Leader election stays on, so the second replica of a ' +
   'rolling update never reconciles at the same time.';
+
+/**
+ * The Pod's terminationGracePeriodSeconds. A graceful stop takes at most: the handlers' drain
+ * (30 s; the discovery API's close, ≤ 10 s, and every daemon stop run alongside it) + 5 s for
+ * what is still running once aborted + 10 s of cleanup hooks (providers closed) + 5 s for the
+ * informers + 5 s for the Lease release = 55 s (the framework's shutdownBudgetSeconds()).
+ * 60 s leaves the kubelet no reason to SIGKILL before the Lease is released;
+ * test/cmd/shutdown-budget.unit.test.ts ties the two together.
+ */
+export const TERMINATION_GRACE_SECONDS = 60;
 
 /** How a provider plugin gets into the Pod without rebuilding the image; shipped as an annotation. */
 export const PLUGINS_USAGE =
@@ -131,6 +141,7 @@ export class OperatorChart extends Chart {
       serviceAccount,
       automountServiceAccountToken: true,
       securityContext: { ensureNonRoot: true, user: 1000, group: 1000 },
+      terminationGracePeriod: Duration.seconds(TERMINATION_GRACE_SECONDS),
     });
     deployment.select(kplus.LabelSelector.of({ labels: APP_LABELS }));
 

@@ -12,6 +12,8 @@ export interface Permission {
   apiGroup: string;
   resource: string;
   verbs: readonly string[];
+  /** Only these objects (RBAC resourceNames); every object of the resource when unset. */
+  resourceName?: string;
   /** The code path that needs it: a verb with no caller does not belong here. */
   why: string;
 }
@@ -50,6 +52,16 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     resource: 'events',
     verbs: ['create'],
     why: 'Events are posted in the namespace of the Proxy they are about, never updated',
+  },
+  {
+    scope: 'cluster',
+    apiGroup: '',
+    resource: 'namespaces',
+    resourceName: 'kube-system',
+    verbs: ['get'],
+    why:
+      'without --cluster-name the operator reads the kube-system Namespace once at start-up: its UID is ' +
+      "the cluster's stable owner identity on every instance it creates (the orphan sweep's owner scope)",
   },
   {
     scope: 'operator-namespace',

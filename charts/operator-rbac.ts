@@ -40,6 +40,9 @@ export class OperatorRbac extends Construct {
   }
 }
 
-function resourceOf(p: Permission): kplus.ApiResource {
-  return kplus.ApiResource.custom({ apiGroup: p.apiGroup, resourceType: p.resource });
+function resourceOf(p: Permission): kplus.IApiResource & kplus.IApiEndpoint {
+  const resource = kplus.ApiResource.custom({ apiGroup: p.apiGroup, resourceType: p.resource });
+  if (p.resourceName === undefined) return resource;
+  const named = { apiGroup: p.apiGroup, resourceType: p.resource, resourceName: p.resourceName };
+  return { ...named, asApiResource: () => named, asNonApiResource: () => undefined };
 }

@@ -7,6 +7,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinProviderRegistry } from '../providers/builtin.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
+import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
 import {
   checkMaxUnavailableProviders,
   parseSettings,
@@ -34,6 +35,14 @@ async function main(): Promise<void> {
     return;
   }
   const logger = pino({ level: settings.logLevel, base: { app: 'proxy-operator' } });
+  // From here on a SIGTERM always ends in a clean exit: before the operator exists there is
+  // nothing to release; after, it stops gracefully (its own handlers replace this one).
+  const early = (signal: NodeJS.Signals) => {
+    logger.info({ signal }, 'shutting down before start-up finished');
+    process.exit(0);
+  };
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -70,6 +79,22 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  let clusterName: string;
+  try {
+    clusterName = await resolveClusterName(settings.clusterName, () => kubeSystemUID(kubeConfig));
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'no owner identity');
+    process.stderr.write(`proxy-operator: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  logger.info(
+    {
+      clusterName,
+      from: settings.clusterName === undefined ? 'kube-system Namespace UID' : '--cluster-name',
+    },
+    'owner identity',
+  );
+
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
@@ -80,6 +105,7 @@ async function main(): Promise<void> {
     registry,
     settings: {
       ...DEFAULT_HANDLER_SETTINGS,
+      ownerID: clusterName,
       orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
       orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
       healthConcurrency: settings.healthConcurrency,
@@ -102,9 +128,40 @@ async function main(): Promise<void> {
     probeAddress: settings.metrics,
     namespace: settings.watchNamespace,
   });
+  process.off('SIGTERM', early);
+  process.off('SIGINT', early);
   operator.installSignalHandlers();
-  await operator.start();
+  try {
+    await operator.start();
+  } catch (err) {
+    const message = startFailure(err, settings);
+    logger.fatal({ err: (err as Error).message }, message);
+    process.stderr.write(`proxy-operator: ${message}\n`);
+    process.exit(2);
+  }
   logger.info('operator started');
+}
+
+/**
+ * A listening port the process cannot have is fatal at start-up, said with the flag that
+ * chose it; any other start-up failure keeps its own message.
+ */
+function startFailure(err: unknown, settings: Settings): string {
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
+  if (e?.syscall === 'listen' || e?.code === 'EADDRINUSE') {
+    const flag =
+      e.port === settings.metrics.port
+        ? 'metrics-address'
+        : e.port === settings.discovery.port
+          ? 'discovery-address'
+          : undefined;
+    const where = `${e.address ?? '?'}:${e.port ?? '?'}`;
+    const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : `${e.code ?? e.message}`;
+    return flag
+      ? `--${flag}: cannot listen on ${where}: ${why}; stop what holds it or choose another with --${flag}`
+      : `cannot listen on ${where}: ${why}`;
+  }
+  return `start-up failed: ${err instanceof Error ? err.message : String(err)}`;
 }
 
 main().catch((err: unknown) => {

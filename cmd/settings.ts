@@ -26,6 +26,8 @@ export interface Settings {
   healthConcurrency: number;
   watchNamespace?: string;
   maxUnavailable: MaxUnavailable;
+  /** The owner identity on every instance it creates; unset = the kube-system Namespace's UID. */
+  clusterName?: string;
 }
 
 export class SettingsError extends Error {}
@@ -135,6 +137,11 @@ const OPTIONS: Option[] = [
     env: 'WATCH_NAMESPACE',
     help: 'watch one namespace only (default: all namespaces)',
   },
+  {
+    flag: 'cluster-name',
+    env: 'CLUSTER_NAME',
+    help: "owner identity labelled on every instance this operator creates; its orphan sweep deletes only instances carrying it. Give every operator sharing a cloud project, account or proxies namespace its own (lower-case letters, digits, '-', '_'; at most 63). Default: the UID of the kube-system Namespace",
+  },
 ];
 
 export function usage(): string {
@@ -179,6 +186,16 @@ function bearerToken(value: string | undefined): string {
   if (/\s/.test(token))
     throw new SettingsError('DISCOVERY_TOKEN: must not contain whitespace inside the token');
   return token;
+}
+
+/** A label value every provider accepts (GCP's are the narrowest: lower case, digits, '-', '_'). */
+function clusterName(flag: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[a-z0-9]([-a-z0-9_]{0,61}[a-z0-9])?$/.test(value))
+    throw new SettingsError(
+      `--${flag}: "${value}" must be 1-63 lower-case letters, digits, '-' or '_', starting and ending with a letter or digit (it is a label value on every instance)`,
+    );
+  return value;
 }
 
 function bool(flag: string, value: string): boolean {
@@ -281,5 +298,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     healthConcurrency: positiveInt('health-concurrency', get('health-concurrency')!),
     watchNamespace: get('watch-namespace'),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
+    clusterName: clusterName('cluster-name', get('cluster-name')),
   };
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { inject } from 'tsyringe';
-import { background, daemon, type OperatorContext } from '../framework/index.js';
+import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { createDiscoveryApp } from '../discovery/app.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
@@ -46,21 +46,41 @@ export class DiscoveryRunner {
     });
   }
 
-  @daemon({ everyReplica: true })
-  async serve(ctx: OperatorContext): Promise<void> {
+  private server?: DiscoveryServer;
+
+  /**
+   * Binds the API before the operator reports itself started: a port that cannot be bound
+   * (EADDRINUSE, EACCES) fails the start-up, and the entry point exits naming the flag,
+   * instead of a daemon retrying every minute while the Pod looks healthy.
+   */
+  @onStartup()
+  async open(ctx: OperatorContext): Promise<void> {
     this.proxies.attach(ctx.cache);
     const server = new DiscoveryServer(
       this.app,
       { host: this.settings.discovery.host, port: this.settings.discovery.port },
       this.logger,
     );
-    await this.leases.start();
     await server.start();
-    try {
-      await ctx.stopped;
-    } finally {
-      await server.stop();
-      await this.leases.stop();
-    }
+    this.server = server;
+    await this.leases.start();
+  }
+
+  /** Serves until the operator stops (on every replica), then closes the API. */
+  @daemon({ everyReplica: true })
+  async serve(ctx: OperatorContext): Promise<void> {
+    await ctx.stopped;
+    await this.close();
+  }
+
+  /** For a stop that came before the daemon ran (a stop during start-up). */
+  @onCleanup()
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    await server.stop();
+    await this.leases.stop();
+    this.proxies.detachFromCache();
   }
 }

@@ -1,21 +1,30 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import { background, daemon, type OperatorContext } from '../framework/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { PROXY_KIND } from './kinds.js';
-import { findOrphans, orphanReason, wantedBy } from './orphans.js';
+import {
+  explainOrphan,
+  sweepVerdict,
+  wantedBy,
+  SPARE_REASONS,
+  type SpareReason,
+  type SweepScope,
+} from './orphans.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS } from './tokens.js';
 
 /**
  * Leader-only safety net for crashes mid-create: deletes tagged instances whose Proxy is
  * gone. A Proxy being deleted is still in the cache until its finalizer is removed, so
- * its instance is spared.
+ * its instance is spared. Only this operator's instances (its owner identity) in the
+ * namespaces it watches are judged; everything else is left alone. Aborts between calls.
  */
 @background()
 export class OrphanSweep {
   private readonly deleted: Counter<'provider'>;
+  private readonly spared: Gauge<'provider' | 'reason'>;
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
@@ -26,6 +35,12 @@ export class OrphanSweep {
       name: 'proxy_operator_orphans_deleted_total',
       help: 'Instances deleted by the orphan sweep because no live Proxy owns them.',
       labelNames: ['provider'],
+      registers: [registry],
+    });
+    this.spared = new Gauge({
+      name: 'proxy_operator_orphan_sweep_spared',
+      help: 'Instances of this operator the last sweep left alone, by reason (Wanted, TooYoung, UnwatchedNamespace, Unrevisioned, OtherOwner).',
+      labelNames: ['provider', 'reason'],
       registers: [registry],
     });
   }
@@ -39,22 +54,41 @@ export class OrphanSweep {
   }
 
   async sweepOnce(ctx: OperatorContext): Promise<number> {
+    const scope: SweepScope = { owner: this.settings.ownerID, namespace: this.settings.watchNamespace };
     let killed = 0;
     for (const [name, provider] of this.providers.entries()) {
+      if (ctx.signal.aborted) break;
       try {
         // Cloud first, Proxies second: a Proxy created in between is then seen as live.
-        const instances = await provider.listByTag(this.settings.ownerID, ctx.signal);
+        const instances = await provider.listByTag(scope.owner, ctx.signal);
         const live = wantedBy(ctx.cache.list<Proxy>(PROXY_KIND));
-        for (const orphan of findOrphans(instances, live, new Date(), this.settings.orphanMinAgeSeconds)) {
+        const spared = new Map<SpareReason, number>();
+        for (const instance of instances) {
+          const verdict = sweepVerdict(instance, live, scope, new Date(), this.settings.orphanMinAgeSeconds);
+          if (!verdict.collect) {
+            spared.set(verdict.reason, (spared.get(verdict.reason) ?? 0) + 1);
+            continue;
+          }
+          // Leadership lost or shutting down: stop between deletes, never mid-list.
+          if (ctx.signal.aborted) break;
           ctx.logger.warn(
-            { provider: name, providerID: orphan.id, uid: orphan.uid, why: orphanReason(orphan, live) },
+            {
+              provider: name,
+              providerID: instance.id,
+              uid: instance.uid,
+              namespace: instance.namespace,
+              why: explainOrphan(verdict.reason),
+            },
             'deleting orphaned instance',
           );
-          await provider.delete(orphan.id, ctx.signal);
+          await provider.delete(instance.id, ctx.signal);
           this.deleted.inc({ provider: name });
           killed++;
         }
+        for (const reason of SPARE_REASONS)
+          this.spared.set({ provider: name, reason }, spared.get(reason) ?? 0);
       } catch (err) {
+        if (ctx.signal.aborted) break;
         ctx.logger.error({ provider: name, err: (err as Error).message }, 'orphan sweep failed for provider');
       }
     }

@@ -8,6 +8,41 @@ export interface Wanted {
   revision?: string;
 }
 
+/** Whose instances this operator may sweep: its own owner identity, in the namespaces it watches. */
+export interface SweepScope {
+  /** `--cluster-name`: the LABEL_OWNER this operator writes at create. */
+  owner: string;
+  /** `--watch-namespace`; every namespace when unset. */
+  namespace?: string;
+}
+
+/** Why the sweep deletes an instance. */
+export type OrphanReason = 'ProxyGone' | 'StaleRevision';
+
+/**
+ * Why the sweep leaves an instance alone. OtherOwner: another operator's (a provider's list
+ * never returns it; checked anyway). UnwatchedNamespace: its Proxy lives where this operator
+ * does not watch, so the cache cannot vouch for it. Wanted: its live Proxy records it or is
+ * creating its revision. Unrevisioned: its live Proxy owns it, but without a revision it
+ * cannot be told apart from the wanted one. TooYoung: a create may be in flight (instance
+ * made, Proxy not yet written).
+ */
+export const SPARE_REASONS = [
+  'OtherOwner',
+  'UnwatchedNamespace',
+  'Wanted',
+  'Unrevisioned',
+  'TooYoung',
+] as const;
+export type SpareReason = (typeof SPARE_REASONS)[number];
+
+export type SweepVerdict = { collect: true; reason: OrphanReason } | { collect: false; reason: SpareReason };
+
+const EXPLAINED: Record<OrphanReason, string> = {
+  ProxyGone: 'no live Proxy has its UID',
+  StaleRevision: 'a stale revision of a live Proxy (left by an interrupted create)',
+};
+
 /** What every Proxy in the cache wants, by UID. Read AFTER listing the instances. */
 export function wantedBy(proxies: readonly Proxy[]): Map<string, Wanted> {
   return new Map(
@@ -18,30 +53,57 @@ export function wantedBy(proxies: readonly Proxy[]): Map<string, Wanted> {
   );
 }
 
-/** Why an instance is collectable, or undefined when a live Proxy wants it. */
-export function orphanReason(instance: Instance, live: ReadonlyMap<string, Wanted>): string | undefined {
-  const wanted = live.get(instance.uid);
-  if (!wanted) return 'no live Proxy has its UID';
-  if (wanted.providerID === instance.id || wanted.revision === instance.revision) return undefined;
-  // Without a revision label it cannot be told apart from the one its Proxy owns: spared.
-  if (instance.revision === '') return undefined;
-  return 'a stale revision of a live Proxy (left by an interrupted create)';
-}
-
 /**
- * Instances to delete: no live Proxy wants them (its UID is gone, or it is a revision its live
- * Proxy neither records nor is creating), and old enough that an in-flight create (instance
- * made, Proxy not yet written) cannot be raced. `live` must be read AFTER the instances were
+ * The sweep's decision for one instance. Scope comes first: an instance of another owner, or
+ * of a namespace this operator does not watch, is never judged against this operator's cache
+ * (its Proxy is simply not in it). Then: collectable when no live Proxy wants it (its UID is
+ * gone, or it is a revision its live Proxy neither records nor is creating), and only once old
+ * enough that an in-flight create cannot be raced. `live` must be read AFTER the instances were
  * listed, so a Proxy created or recorded meanwhile is seen.
  */
+export function sweepVerdict(
+  instance: Instance,
+  live: ReadonlyMap<string, Wanted>,
+  scope: SweepScope,
+  now: Date,
+  minAgeSeconds: number,
+): SweepVerdict {
+  if (instance.owner !== scope.owner) return { collect: false, reason: 'OtherOwner' };
+  if (scope.namespace !== undefined && instance.namespace !== scope.namespace)
+    return { collect: false, reason: 'UnwatchedNamespace' };
+  const verdict = wantedVerdict(instance, live);
+  if (verdict.collect && now.getTime() - instance.createdAt.getTime() < minAgeSeconds * 1000)
+    return { collect: false, reason: 'TooYoung' };
+  return verdict;
+}
+
+/** Whether a live Proxy wants the instance, scope and age aside. */
+function wantedVerdict(instance: Instance, live: ReadonlyMap<string, Wanted>): SweepVerdict {
+  const wanted = live.get(instance.uid);
+  if (!wanted) return { collect: true, reason: 'ProxyGone' };
+  if (wanted.providerID === instance.id || wanted.revision === instance.revision)
+    return { collect: false, reason: 'Wanted' };
+  if (instance.revision === '') return { collect: false, reason: 'Unrevisioned' };
+  return { collect: true, reason: 'StaleRevision' };
+}
+
+/** A person-readable why, for the sweep's log line. */
+export function explainOrphan(reason: OrphanReason): string {
+  return EXPLAINED[reason];
+}
+
+/** The instances to delete, each with why. */
 export function findOrphans(
   instances: readonly Instance[],
   live: ReadonlyMap<string, Wanted>,
+  scope: SweepScope,
   now: Date,
   minAgeSeconds: number,
-): Instance[] {
-  return instances.filter(
-    (i) =>
-      orphanReason(i, live) !== undefined && now.getTime() - i.createdAt.getTime() >= minAgeSeconds * 1000,
-  );
+): Array<{ instance: Instance; reason: OrphanReason }> {
+  const found: Array<{ instance: Instance; reason: OrphanReason }> = [];
+  for (const instance of instances) {
+    const v = sweepVerdict(instance, live, scope, now, minAgeSeconds);
+    if (v.collect) found.push({ instance, reason: v.reason });
+  }
+  return found;
 }

@@ -39,7 +39,10 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   // A child container per operator: two operators in one process (tests) never share state.
   const container = rootContainer.createChildContainer();
   container.register(PROVIDERS, { useValue: options.providers });
-  container.register(HANDLER_SETTINGS, { useValue: options.settings });
+  // The sweep's namespace scope is the informers' own: one setting, never two that disagree.
+  container.register(HANDLER_SETTINGS, {
+    useValue: { ...options.settings, watchNamespace: options.namespace } satisfies HandlerSettings,
+  });
   container.register(METRICS_REGISTRY, { useValue: options.registry });
   container.register(ROOT_LOGGER, { useValue: options.logger });
   container.register(VERDICTS, { useValue: new VerdictBoard() });

@@ -1,8 +1,14 @@
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 
 export interface HandlerSettings {
-  /** This operator's owner identity: the LABEL_OWNER of every instance it creates and sweeps. */
+  /**
+   * This operator's owner identity (`--cluster-name`; the entry point defaults it to the
+   * kube-system Namespace's UID): the LABEL_OWNER of every instance it creates and sweeps. The
+   * constant below is for in-process use (tests, the demo).
+   */
   ownerID: string;
+  /** `--watch-namespace` (filled in by createProxyOperator): the sweep never touches instances of other namespaces. */
+  watchNamespace?: string;
   orphanSweepIntervalSeconds: number;
   orphanMinAgeSeconds: number;
   healthConcurrency: number;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { isStatus, type KubeClient } from '../utils/kube-client.js';
+import { KubeApiError, isStatus, type KubeClient } from '../utils/kube-client.js';
 import { errorMessage } from '../utils/logger.js';
 import { sleep } from '../utils/sleep.js';
 
@@ -23,18 +23,73 @@ interface Lease {
   };
 }
 
+/** Why an acquire/renew attempt failed (not "another replica leads", which is no failure). */
+export type LeaderElectionErrorReason =
+  'NamespaceNotFound' | 'Forbidden' | 'Unauthorized' | 'Timeout' | 'ApiError' | 'Unreachable';
+
+export interface LeaderElectionCallbacks {
+  onStartedLeading(): void;
+  onStoppedLeading(): void;
+  /** Every failed attempt, for a metric. */
+  onError?(reason: LeaderElectionErrorReason): void;
+}
+
+/** A local monotonic clock in milliseconds: immune to wall-clock steps, and to other hosts' clocks. */
+export type MonotonicClock = () => number;
+
 const microTime = (d: Date) => d.toISOString().replace('Z', '000Z');
+
+/** The part of the Lease a holder changes on every renewal: a change in it is a sign of life. */
+function recordOf(lease: Lease): string {
+  const { holderIdentity, leaseDurationSeconds, acquireTime, renewTime, leaseTransitions } = lease.spec;
+  return JSON.stringify([holderIdentity, leaseDurationSeconds, acquireTime, renewTime, leaseTransitions]);
+}
+
+/** Classifies a failed attempt; undefined for a lost optimistic-concurrency race (409). */
+export function leaderElectionErrorReason(err: unknown): LeaderElectionErrorReason | undefined {
+  if (isStatus(err, 409)) return undefined;
+  if (err instanceof KubeApiError) {
+    if (err.statusCode === 404) return 'NamespaceNotFound';
+    if (err.statusCode === 403) return 'Forbidden';
+    if (err.statusCode === 401) return 'Unauthorized';
+    return 'ApiError';
+  }
+  const name = (err as { name?: string } | undefined)?.name;
+  if (name === 'TimeoutError' || name === 'AbortError') return 'Timeout';
+  return 'Unreachable';
+}
+
+/** What a person does about it. */
+function fixFor(reason: LeaderElectionErrorReason, namespace: string): string {
+  switch (reason) {
+    case 'NamespaceNotFound':
+      return `create the namespace "${namespace}" (kubectl create namespace ${namespace}), point --leader-election-namespace at an existing one, or run one replica with --leader-elect=false`;
+    case 'Forbidden':
+    case 'Unauthorized':
+      return `grant the operator get, create and update on leases in "${namespace}" (the chart's Role does), or run one replica with --leader-elect=false`;
+    default:
+      return 'check that the API server is reachable; the operator keeps retrying';
+  }
+}
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go does it: acquire when the
  * lease is free or expired (optimistic concurrency through resourceVersion), renew every
  * retry period, step down when renewals fail past the renew deadline, release on stop.
+ *
+ * Expiry is judged by client-go's rule, never by the holder's timestamps: remember the record
+ * last observed and the local monotonic time it last changed; the lease has expired only when
+ * leaseDuration has passed on the local clock since then. A holder whose clock runs hours
+ * behind or ahead therefore neither loses its lease to nor keeps it from a candidate.
  */
 export class LeaderElector {
   private leading = false;
   private readonly stopper = new AbortController();
   private loop?: Promise<void>;
-  private lastRenew = 0;
+  /** Local monotonic time of our last successful acquire/renew; -Infinity = never. */
+  private lastRenew = -Infinity;
+  private observed?: { record: string; at: number };
+  private lastErrorLog?: { reason: LeaderElectionErrorReason; at: number };
   readonly identity: string;
   private readonly duration: number;
   private readonly renewDeadline: number;
@@ -43,8 +98,9 @@ export class LeaderElector {
   constructor(
     private readonly client: KubeClient,
     private readonly opts: LeaderElectionOptions,
-    private readonly callbacks: { onStartedLeading(): void; onStoppedLeading(): void },
+    private readonly callbacks: LeaderElectionCallbacks,
     private readonly logger: Logger,
+    private readonly now: MonotonicClock = () => performance.now(),
   ) {
     this.identity =
       opts.identity ??
@@ -68,24 +124,29 @@ export class LeaderElector {
    * stalled event loop or a slow API cannot leave us acting as leader after others may take over.
    */
   isLeader(): boolean {
-    return this.leading && Date.now() - this.lastRenew < this.renewDeadline * 1000;
+    return this.leading && this.now() - this.lastRenew < this.renewDeadline * 1000;
   }
 
   start(): void {
     this.loop ??= this.run();
   }
 
-  /** Stops campaigning; with release, clears holderIdentity so a successor need not wait. */
-  async stop(release: boolean): Promise<void> {
+  /**
+   * Stops campaigning (an attempt in flight is cancelled); with release, clears holderIdentity
+   * so a successor need not wait. Each release request has a deadline of `releaseSeconds`.
+   */
+  async stop(release: boolean, releaseSeconds = 5): Promise<void> {
     this.stopper.abort();
     await this.loop;
     if (this.leading && release) {
       try {
-        const lease = await this.get();
+        const signal = AbortSignal.timeout(releaseSeconds * 1000);
+        const lease = await this.get(signal);
         if (lease?.spec.holderIdentity === this.identity) {
           lease.spec.holderIdentity = null;
           lease.spec.leaseDurationSeconds = 1;
-          await this.client.request('PUT', this.path(this.opts.name), { body: lease });
+          await this.client.request('PUT', this.path(this.opts.name), { body: lease, signal });
+          this.logger.info({ identity: this.identity }, 'released the leader lease');
         }
       } catch (err) {
         this.logger.warn({ err: errorMessage(err) }, 'could not release the leader lease');
@@ -98,11 +159,14 @@ export class LeaderElector {
     return `/apis/coordination.k8s.io/v1/namespaces/${this.opts.namespace}/leases${name ? `/${name}` : ''}`;
   }
 
-  private async get(): Promise<Lease | undefined> {
+  /** One request's deadline: a retry period plus slack, and never past stop(). */
+  private attemptSignal(): AbortSignal {
+    return AbortSignal.any([this.stopper.signal, AbortSignal.timeout(this.retryPeriod * 1000 + 2000)]);
+  }
+
+  private async get(signal: AbortSignal): Promise<Lease | undefined> {
     try {
-      return await this.client.request<Lease>('GET', this.path(this.opts.name), {
-        signal: AbortSignal.timeout(this.retryPeriod * 1000 + 2000),
-      });
+      return await this.client.request<Lease>('GET', this.path(this.opts.name), { signal });
     } catch (err) {
       if (isStatus(err, 404)) return undefined;
       throw err;
@@ -120,23 +184,55 @@ export class LeaderElector {
   private async run(): Promise<void> {
     const signal = this.stopper.signal;
     while (!signal.aborted) {
-      // The lease says renewTime = the moment before the request; others count from that, so must we.
-      const attemptedAt = Date.now();
+      // Leadership counts from the moment before the request, as the holder's record does.
+      const attemptedAt = this.now();
       try {
-        if (await this.tryAcquireOrRenew(new Date(attemptedAt))) this.lastRenew = attemptedAt;
+        if (await this.tryAcquireOrRenew(new Date())) this.lastRenew = attemptedAt;
+        if (this.lastErrorLog) {
+          this.logger.info({ namespace: this.opts.namespace }, 'leader election works again');
+          this.lastErrorLog = undefined;
+        }
       } catch (err) {
-        this.logger.debug({ err: errorMessage(err) }, 'lease acquire/renew failed');
+        if (!signal.aborted) this.failed(err);
       }
-      if (Date.now() - this.lastRenew > this.renewDeadline * 1000) this.setLeading(false);
-      else if (this.lastRenew > 0 && !signal.aborted) this.setLeading(true);
+      if (this.now() - this.lastRenew > this.renewDeadline * 1000) this.setLeading(false);
+      else if (!signal.aborted) this.setLeading(true);
       await sleep(this.retryPeriod * 1000, signal);
     }
   }
 
-  private async tryAcquireOrRenew(now: Date): Promise<boolean> {
-    const lease = await this.get();
+  /**
+   * A failed attempt (not "another replica leads"): counted every time, logged at error level
+   * with the fix when the reason changes and then once a minute, so a missing namespace is
+   * never silent and never floods the log.
+   */
+  private failed(err: unknown): void {
+    const reason = leaderElectionErrorReason(err);
+    if (!reason) {
+      this.logger.debug({ err: errorMessage(err) }, 'lost a race for the leader lease');
+      return;
+    }
+    this.callbacks.onError?.(reason);
+    const now = this.now();
+    if (this.lastErrorLog?.reason === reason && now - this.lastErrorLog.at < 60_000) return;
+    this.lastErrorLog = { reason, at: now };
+    this.logger.error(
+      {
+        reason,
+        namespace: this.opts.namespace,
+        lease: this.opts.name,
+        err: errorMessage(err),
+        fix: fixFor(reason, this.opts.namespace),
+      },
+      'leader election failed: this replica cannot lead, so it reconciles nothing',
+    );
+  }
+
+  private async tryAcquireOrRenew(wallNow: Date): Promise<boolean> {
+    const lease = await this.get(this.attemptSignal());
     if (!lease) {
       await this.client.request('POST', this.path(), {
+        signal: this.attemptSignal(),
         body: {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
@@ -144,33 +240,37 @@ export class LeaderElector {
           spec: {
             holderIdentity: this.identity,
             leaseDurationSeconds: this.duration,
-            acquireTime: microTime(now),
-            renewTime: microTime(now),
+            acquireTime: microTime(wallNow),
+            renewTime: microTime(wallNow),
             leaseTransitions: 0,
           },
         },
       });
       return true;
     }
+    // client-go's rule: a record we have not seen before restarts the local expiry clock.
+    const record = recordOf(lease);
+    if (this.observed?.record !== record) this.observed = { record, at: this.now() };
     const holder = lease.spec.holderIdentity;
-    const renewed = lease.spec.renewTime ? Date.parse(lease.spec.renewTime) : 0;
-    const expired = renewed + (lease.spec.leaseDurationSeconds ?? this.duration) * 1000 < now.getTime();
+    const duration = (lease.spec.leaseDurationSeconds ?? this.duration) * 1000;
+    const expired = this.observed.at + duration <= this.now();
     if (holder && holder !== this.identity && !expired) {
-      this.lastRenew = 0;
+      this.lastRenew = -Infinity;
       return false;
     }
     if (holder !== this.identity) {
-      lease.spec.acquireTime = microTime(now);
+      lease.spec.acquireTime = microTime(wallNow);
       lease.spec.leaseTransitions = (lease.spec.leaseTransitions ?? 0) + 1;
     }
     lease.spec.holderIdentity = this.identity;
     lease.spec.leaseDurationSeconds = this.duration;
-    lease.spec.renewTime = microTime(now);
+    lease.spec.renewTime = microTime(wallNow);
     // PUT with the read resourceVersion: a concurrent candidate's write makes ours fail (409).
     await this.client.request('PUT', this.path(this.opts.name), {
       body: lease,
-      signal: AbortSignal.timeout(this.retryPeriod * 1000 + 2000),
+      signal: this.attemptSignal(),
     });
+    this.observed = { record: recordOf(lease), at: this.now() };
     return true;
   }
 }

@@ -8,6 +8,7 @@ export class FrameworkMetrics {
   readonly retries: Counter<'kind'>;
   readonly watchRestarts: Counter<'kind' | 'reason'>;
   readonly leader: Gauge;
+  readonly leaderElectionErrors: Counter<'reason'>;
   readonly trackedObjects: Gauge<'kind'>;
   private readonly trackedSources = new Map<string, () => number>();
 
@@ -57,6 +58,12 @@ export class FrameworkMetrics {
     this.leader = new Gauge({
       name: 'operator_framework_is_leader',
       help: '1 while this replica holds the leader lease.',
+      registers,
+    });
+    this.leaderElectionErrors = new Counter({
+      name: 'operator_framework_leader_election_errors_total',
+      help: 'Failed leader-lease acquire/renew attempts by reason (NamespaceNotFound, Forbidden, Unauthorized, Timeout, ApiError, Unreachable); another replica leading is no error.',
+      labelNames: ['reason'],
       registers,
     });
   }

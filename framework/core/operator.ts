@@ -53,6 +53,42 @@ export interface OperatorOptions {
 
 type Listener = (key: string, obj: KubeObject) => void;
 
+/** Resolves when `signal` aborts (a timer cannot stand in: Node clamps delays over 2^31 - 1 ms to 1 ms). */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/** How long stop() lets in-flight handlers finish (and daemons close) before aborting them. */
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
+
+/** The other bounded steps of stop(), in seconds, after the grace period. */
+export const SHUTDOWN_BOUNDS = {
+  /** Handlers and daemons still running once their signal is aborted. */
+  afterAbort: 5,
+  /** Every @onCleanup hook together (providers are closed there). */
+  cleanup: 10,
+  informers: 5,
+  /** Releasing the leader Lease (a GET and a PUT, each under this deadline). */
+  leaseRelease: 5,
+} as const;
+
+/**
+ * The longest a graceful stop() can take with this grace period: what a Pod's
+ * terminationGracePeriodSeconds must exceed so the Lease is released before the kubelet kills it.
+ */
+export function shutdownBudgetSeconds(shutdownGraceSeconds = DEFAULT_SHUTDOWN_GRACE_SECONDS): number {
+  return (
+    shutdownGraceSeconds +
+    SHUTDOWN_BOUNDS.afterAbort +
+    SHUTDOWN_BOUNDS.cleanup +
+    SHUTDOWN_BOUNDS.informers +
+    SHUTDOWN_BOUNDS.leaseRelease
+  );
+}
+
 /** The runtime: informers and caches everywhere, handlers on the leader only. */
 export class Operator {
   private readonly client: KubeClient;
@@ -69,6 +105,9 @@ export class Operator {
   private readonly logger: Logger;
   private leading = false;
   private state: 'new' | 'started' | 'stopped' = 'new';
+  /** Aborted the moment stop() is called (the shutdown signal only after the handlers' grace). */
+  private readonly stopping = new AbortController();
+  private stopped: Promise<void> = Promise.resolve();
   probePort?: number;
 
   constructor(private readonly opts: OperatorOptions) {
@@ -102,7 +141,11 @@ export class Operator {
       this.elector = new LeaderElector(
         this.client,
         opts.leaderElection,
-        { onStartedLeading: () => this.setLeading(true), onStoppedLeading: () => this.setLeading(false) },
+        {
+          onStartedLeading: () => this.setLeading(true),
+          onStoppedLeading: () => this.setLeading(false),
+          onError: (reason) => this.metrics.leaderElectionErrors.inc({ reason }),
+        },
         this.logger.child({ component: 'leader-election' }),
       );
     }
@@ -227,7 +270,9 @@ export class Operator {
   }
 
   private setLeading(leading: boolean): void {
-    if (leading === this.leading || this.shutdown.signal.aborted) return;
+    // A replica that wins the lease while stopping does not start leader work it would abort at once.
+    if (leading === this.leading || this.shutdown.signal.aborted || (leading && this.stopping.signal.aborted))
+      return;
     this.leading = leading;
     this.metrics.leader.set(leading ? 1 : 0);
     if (leading) {
@@ -239,21 +284,30 @@ export class Operator {
     }
   }
 
-  /** Starts informers, waits for their first list, runs startup hooks, then campaigns (or leads). */
+  /**
+   * Starts informers, waits for their first list, runs startup hooks, then campaigns (or
+   * leads). A stop() that lands meanwhile wins: start() returns without starting anything more.
+   */
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error('Operator.start: already started');
     if (this.opts.probeAddress) {
       const addr = await this.probe.listen(this.opts.probeAddress.host, this.opts.probeAddress.port);
       this.probePort = addr.port;
     }
+    if (this.stopping.signal.aborted) return;
     for (const i of this.informerCache.all()) i.start();
-    await Promise.all(this.informerCache.all().map((i) => i.synced));
+    await Promise.race([
+      Promise.all(this.informerCache.all().map((i) => i.synced)),
+      aborted(this.stopping.signal),
+    ]);
+    if (this.stopping.signal.aborted) return;
     try {
       await this.background.runHooks('startup', this.shutdown.signal);
     } catch (err) {
       await this.stop(); // a failed startup hook leaves nothing running behind
       throw err;
     }
+    if (this.stopping.signal.aborted) return;
     this.state = 'started';
     for (const d of this.dispatchers.values()) d.start();
     this.background.startEveryReplica(this.shutdown.signal);
@@ -262,22 +316,64 @@ export class Operator {
     this.logger.info({ controllers: [...this.dispatchers.values()].map((d) => d.kind) }, 'operator started');
   }
 
-  /** Graceful stop: no new work, in-flight handlers get the grace period, daemons are aborted, the lease is released. */
+  /**
+   * Graceful stop. Daemons and timers are aborted at once (a sweep or a hung cloud call never
+   * holds the stop); in-flight handlers get the grace period, then their signal is aborted too;
+   * cleanup hooks, informers and the lease release are each bounded. The worst case is
+   * `shutdownBudgetSeconds(shutdownGraceSeconds)`, which a Pod's termination grace must exceed.
+   */
   async stop(): Promise<void> {
-    if (this.state === 'stopped') return;
+    if (this.stopping.signal.aborted) return this.stopped;
+    this.stopping.abort();
     this.state = 'stopped';
-    const grace = (this.opts.shutdownGraceSeconds ?? 30) * 1000;
+    this.stopped = this.stopInOrder();
+    return this.stopped;
+  }
+
+  private async stopInOrder(): Promise<void> {
+    const grace = this.opts.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS;
+    const daemons = this.background.stopAll();
     const drained = Promise.all([...this.dispatchers.values()].map((d) => d.drain()));
-    const graceOver = new AbortController();
-    await Promise.race([drained, sleep(grace, graceOver.signal)]);
-    graceOver.abort();
+    const work = Promise.all([drained, daemons]);
+    await this.bounded('draining handlers and stopping daemons', work, grace);
     this.shutdown.abort();
-    await this.background.stopAll();
-    await this.background.runHooks('cleanup', AbortSignal.timeout(grace));
-    await Promise.all(this.informerCache.all().map((i) => i.stop()));
-    await this.elector?.stop(true);
+    await this.bounded('handlers and daemons after their abort', work, SHUTDOWN_BOUNDS.afterAbort);
+    await this.bounded(
+      'cleanup hooks',
+      this.background.runHooks('cleanup', AbortSignal.timeout(SHUTDOWN_BOUNDS.cleanup * 1000)),
+      SHUTDOWN_BOUNDS.cleanup,
+    );
+    await this.bounded(
+      'informers',
+      Promise.all(this.informerCache.all().map((i) => i.stop())),
+      SHUTDOWN_BOUNDS.informers,
+    );
+    await this.bounded(
+      'the leader Lease release',
+      this.elector?.stop(true, SHUTDOWN_BOUNDS.leaseRelease),
+      SHUTDOWN_BOUNDS.leaseRelease,
+    );
     await this.probe.close();
     this.logger.info('operator stopped');
+  }
+
+  /** Waits for `work` at most `seconds`; what does not finish in time is logged and left behind. */
+  private async bounded(what: string, work: Promise<unknown> | undefined, seconds: number): Promise<void> {
+    if (!work) return;
+    const timeUp = new AbortController();
+    const finished = await Promise.race([
+      work.then(
+        () => true,
+        (err: unknown) => (this.logger.warn({ err: errorMessage(err), what }, 'error while stopping'), true),
+      ),
+      sleep(seconds * 1000, timeUp.signal).then(() => false),
+    ]);
+    timeUp.abort();
+    if (!finished)
+      this.logger.error(
+        { what, waitedSeconds: seconds },
+        'stopping went on without it: it did not finish in time',
+      );
   }
 
   /**
@@ -285,6 +381,7 @@ export class Operator {
    * still-running handler attempts through its context fails. For tests of crash recovery.
    */
   async kill(): Promise<void> {
+    this.stopping.abort(); // a later stop() finds nothing left to do
     this.state = 'stopped';
     this.shutdown.abort();
     for (const d of this.dispatchers.values()) d.queue.shutDown();

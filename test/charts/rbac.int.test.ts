@@ -38,12 +38,12 @@ async function operatorMay(attributes: V1ResourceAttributes): Promise<boolean> {
   return review.status?.allowed === true;
 }
 
-// [verb, group, resource (with /subresource), namespace ('' = every namespace)]
-type Request = [string, string, string, string];
+// [verb, group, resource (with /subresource), namespace ('' = every namespace), object name]
+type Request = [string, string, string, string, string?];
 
-function attributes([verb, group, resource, namespace]: Request): V1ResourceAttributes {
+function attributes([verb, group, resource, namespace, object]: Request): V1ResourceAttributes {
   const [name, subresource] = resource.split('/');
-  return { verb, group, resource: name, subresource, namespace: namespace || undefined };
+  return { verb, group, resource: name, subresource, namespace: namespace || undefined, name: object };
 }
 
 beforeAll(async () => {
@@ -78,6 +78,7 @@ describe('the operator ServiceAccount', () => {
     ['get proxy Pods in the provider namespace', ['get', '', 'pods', PROXIES_NAMESPACE]],
     ['list proxy Pods in the provider namespace (orphan sweep)', ['list', '', 'pods', PROXIES_NAMESPACE]],
     ['delete proxy Pods in the provider namespace', ['delete', '', 'pods', PROXIES_NAMESPACE]],
+    ['get the kube-system Namespace (default --cluster-name)', ['get', '', 'namespaces', '', 'kube-system']],
   ])('may %s', async (_what, request) => {
     expect(await operatorMay(attributes(request))).toBe(true);
   });
@@ -102,6 +103,8 @@ describe('the operator ServiceAccount', () => {
     ['get Nodes', ['get', '', 'nodes', '']],
     ['create ClusterRoleBindings', ['create', 'rbac.authorization.k8s.io', 'clusterrolebindings', '']],
     ['create Namespaces', ['create', '', 'namespaces', '']],
+    ['get any other Namespace', ['get', '', 'namespaces', '', 'default']],
+    ['list Namespaces', ['list', '', 'namespaces', '']],
   ])('may not %s', async (_what, request) => {
     expect(await operatorMay(attributes(request))).toBe(false);
   });

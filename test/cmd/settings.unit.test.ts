@@ -52,9 +52,21 @@ describe('operator settings', () => {
     ],
     [['--max-sessions', '9999'], /--max-sessions: "9999" must be an integer >= 10000/],
     [['--session-idle-timeout', '0'], /--session-idle-timeout: "0" must be an integer >= 1/],
+    [['--cluster-name', 'Prod'], /--cluster-name: "Prod" must be 1-63 lower-case letters/],
+    [['--cluster-name', 'eu.prod'], /--cluster-name: "eu.prod" must be 1-63/],
+    [['--cluster-name', 'prod-'], /--cluster-name: "prod-" must be 1-63/],
+    [['--cluster-name', 'x'.repeat(64)], /--cluster-name: "x+" must be 1-63/],
   ])('rejects %j with a message naming the flag', (argv, message) => {
     expect(() => parseSettings(argv, {})).toThrow(SettingsError);
     expect(() => parseSettings(argv, {})).toThrow(message);
+  });
+
+  it('reads --cluster-name or CLUSTER_NAME, and leaves it unset (the kube-system UID) by default', () => {
+    expect(parseSettings([], {})).toMatchObject({ clusterName: undefined });
+    expect(parseSettings([], { CLUSTER_NAME: 'staging' })).toMatchObject({ clusterName: 'staging' });
+    expect(parseSettings(['--cluster-name', 'prod_eu-1'], { CLUSTER_NAME: 'staging' })).toMatchObject({
+      clusterName: 'prod_eu-1',
+    });
   });
 
   it('reads the session and cooldown flags and their environment variables', () => {
