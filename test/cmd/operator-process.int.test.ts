@@ -1,49 +1,18 @@
-import { spawn } from 'node:child_process';
+// The operator's entry point as a real process (cmd/operator.ts through the harness's
+// TypeScript hooks): what `npm start` and the container run.
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { request } from 'undici';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
+import { runOperator, until } from '../harness/operator-process.js';
 
-// The operator's entry point as a real process (cmd/operator.ts, run through the harness's
-// TypeScript hooks): what `npm start` and the container run.
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const kc = testKubeConfig();
 const namespace = uniqueName('entrypoint');
 let dir: string;
-
-function runOperator(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(
-    process.execPath,
-    [
-      '--no-warnings',
-      '--import',
-      join(root, 'test/harness/ts-hooks.ts'),
-      join(root, 'cmd/operator.ts'),
-      ...args,
-    ],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  child.stdout.resume();
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, stderr: () => stderr };
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 beforeAll(async () => {
   await installProxyCrd(kc);
@@ -72,14 +41,14 @@ describe('the operator process', () => {
     await writeFile(file, yaml);
     const op = runOperator(['--providers-config', file]);
     expect(await op.exited).toBe(2);
-    expect(op.stderr()).toContain(file);
-    expect(op.stderr()).toMatch(message);
+    expect(op.output()).toContain(file);
+    expect(op.output()).toMatch(message);
   });
 
   it('refuses an unknown flag with the usage (exit 2)', async () => {
     const op = runOperator(['--no-such-flag', 'x']);
     expect(await op.exited).toBe(2);
-    expect(op.stderr()).toMatch(/Unknown option '--no-such-flag'[\s\S]*Usage: proxy-operator/);
+    expect(op.output()).toMatch(/Unknown option '--no-such-flag'[\s\S]*Usage: proxy-operator/);
   });
 
   it('serves probes and the discovery API, holds the leader Lease, and on SIGTERM releases it and exits 0', async () => {

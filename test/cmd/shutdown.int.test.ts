@@ -5,7 +5,7 @@ import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, until, type OperatorProcess } from '../handlers/operator-process.js';
+import { readyz, runOperator, until, type OperatorProcess } from '../harness/operator-process.js';
 
 // Issue 11 item 10: a SIGTERM is never held hostage by a sweep. The real operator process,
 // with the default 10-minute sweep interval and a provider whose every list hangs until

@@ -6,7 +6,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { runOperator, scrape, until } from '../handlers/operator-process.js';
+import { runOperator, scrape, until } from '../harness/operator-process.js';
 
 // Issue 11 item 7: nothing fails silently at start-up. The real operator process, at the
 // default log level.

@@ -10,7 +10,7 @@ import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, scrape, until, type OperatorProcess } from './operator-process.js';
+import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
 
 // Issue 11 item 12: the real operator process is SIGKILLed at 20+ random moments while 30+
 // Managed proxies on the `kubernetes` provider are created, replaced and deleted; some kills

@@ -9,7 +9,7 @@ import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
 import { quiet } from './operator-fixture.js';
-import { readyz, runOperator, scrape, until, type OperatorProcess } from './operator-process.js';
+import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
 
 // Issue 11 item 4: operators sharing one provider backend (the `kubernetes` provider's Pods
 // in one namespace, real API objects) each sweep every second, and each deletes only its own

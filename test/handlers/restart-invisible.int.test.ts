@@ -6,7 +6,14 @@ import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { LeasePoller, readyz, runOperator, scrape, until, type OperatorProcess } from './operator-process.js';
+import {
+  LeasePoller,
+  readyz,
+  runOperator,
+  scrape,
+  until,
+  type OperatorProcess,
+} from '../harness/operator-process.js';
 
 // Issue 11 item 1: a restart or a leader change is invisible to crawlers. 20 Ready External
 // proxies (real forward proxies on loopback), the real operator process, a crawler leasing all

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+import { runOperator, until } from '../harness/operator-process.js';
 
 // Out-of-tree plugins in the real operator process (cmd/operator.ts through the harness's
 // TypeScript hooks, as `npm start` runs it): loaded from the providers file at start-up,
@@ -17,35 +17,6 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const kc = testKubeConfig();
 const namespace = uniqueName('plugins');
 let dir: string;
-
-function runOperator(args: string[]) {
-  const child = spawn(
-    process.execPath,
-    [
-      '--no-warnings',
-      '--import',
-      join(root, 'test/harness/ts-hooks.ts'),
-      join(root, 'cmd/operator.ts'),
-      ...args,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let output = '';
-  child.stdout.on('data', (b: Buffer) => (output += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (output += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => output };
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 beforeAll(async () => {
   await installProxyCrd(kc);
