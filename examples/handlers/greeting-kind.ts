@@ -1,6 +1,7 @@
 // The kind the handler examples of docs/framework.md reconcile: a Greeting names someone and,
 // optionally, the ConfigMap that holds the salutation.
 import type { KindRef, KubeObject } from '../../framework/index.js';
+import { schemalessCrd } from '../../framework/testing/schemaless-crd.js';
 
 export const GROUP = 'examples.framework.example.com';
 
@@ -33,30 +34,4 @@ export interface SalutationConfigMap extends KubeObject {
 export const SALUTATION_LABEL = `${GROUP}/salutation`;
 
 /** The CustomResourceDefinition to apply before running the examples. */
-export const GREETING_CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: `greetings.${GROUP}` },
-  spec: {
-    group: GROUP,
-    scope: 'Namespaced',
-    names: { plural: 'greetings', singular: 'greeting', kind: 'Greeting', listKind: 'GreetingList' },
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            type: 'object',
-            properties: {
-              spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-              status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-            },
-          },
-        },
-      },
-    ],
-  },
-};
+export const GREETING_CRD = schemalessCrd(GREETING);

@@ -12,6 +12,7 @@ import {
   type OperatorOptions,
 } from '../../framework/index.js';
 import { isStatus, KubeClient, MERGE_PATCH } from '../../framework/utils/kube-client.js';
+import { schemalessCrd } from '../../framework/testing/schemaless-crd.js';
 import { uniqueName } from '../harness/kube.js';
 
 export const GROUP = 'test.framework.example.com';
@@ -58,33 +59,7 @@ export async function eventually<T>(
   }
 }
 
-const CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: `widgets.${GROUP}` },
-  spec: {
-    group: GROUP,
-    scope: 'Namespaced',
-    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            type: 'object',
-            properties: {
-              spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-              status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-            },
-          },
-        },
-      },
-    ],
-  },
-};
+const CRD = schemalessCrd(WIDGET);
 
 /** One suite's view of the cluster: the Widget CRD (shared, created once) and its own namespace. */
 export class WidgetWorld {
