@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
-import type { OperatorContext } from '../../framework/index.js';
+import { BackgroundRunner } from '../../framework/core/background.js';
+import { handlerMetadata, type OperatorContext } from '../../framework/index.js';
 import { stoppable } from '../../framework/utils/sleep.js';
 import { OrphanSweep } from '../../handlers/orphan-sweep.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
@@ -134,5 +135,31 @@ describe('the orphan sweep', () => {
     const left = (await mock.listByTag(DEFAULT_HANDLER_SETTINGS.ownerID)).map((i) => i.id);
     expect(left).not.toContain(stale);
     expect(left).toContain(wanted);
+  });
+
+  it('stops within a second when leadership is lost while a sweep waits on an unresponsive cloud', async () => {
+    const hung = new MockProvider('hung', { provisioningSeconds: 0 }, quiet);
+    hung.injectFault('listByTag', 'hang');
+    const sweep = new OrphanSweep(
+      new ProviderSet(new Map([['hung', hung]])),
+      DEFAULT_HANDLER_SETTINGS, // the default 10-minute pause between sweeps
+      new Registry(),
+    );
+    // The runner the Operator drives: leadership won starts the sweep, leadership lost stops it.
+    const runner = new BackgroundRunner(
+      [{ instance: sweep, metadata: handlerMetadata(OrphanSweep) }],
+      (signal) => ({ ...sweepContext(), ...stoppable(signal) }),
+      quiet,
+    );
+    const listed = new Promise<void>((resolve) => {
+      const listByTag = hung.listByTag.bind(hung);
+      hung.listByTag = (owner, signal) => (resolve(), listByTag(owner, signal));
+    });
+    runner.startLeaderOnly(new AbortController().signal);
+    await listed;
+    const lost = Date.now();
+    await runner.stopLeaderOnly();
+    expect(Date.now() - lost).toBeLessThan(1_000);
+    await hung.close();
   });
 });
