@@ -14,6 +14,7 @@ import {
   suiteSetup,
   type RunningOperator,
 } from './operator-fixture.js';
+import { DelegatingProvider } from './delegating-provider.js';
 
 type Op = 'create' | 'delete';
 
@@ -22,15 +23,16 @@ type Op = 'create' | 'delete';
  * later write of the running handler fails) right after the armed operation succeeded at
  * the provider — the worst moment: the world changed, Kubernetes has not heard of it.
  */
-class CrashAfter implements Provider {
+class CrashAfter extends DelegatingProvider {
   private armed: Op | undefined;
   crashed: Promise<void>;
   private signalCrash!: () => void;
 
   constructor(
-    private readonly inner: Provider,
+    inner: Provider,
     private readonly crash: () => Promise<void>,
   ) {
+    super(inner);
     this.crashed = new Promise((r) => (this.signalCrash = r));
   }
 
@@ -47,17 +49,11 @@ class CrashAfter implements Provider {
     return result;
   }
 
-  async create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+  override async create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     return this.after('create', await this.inner.create(req, signal));
   }
-  get(id: string, signal?: AbortSignal): Promise<Instance> {
-    return this.inner.get(id, signal);
-  }
-  async delete(id: string, signal?: AbortSignal): Promise<void> {
+  override async delete(id: string, signal?: AbortSignal): Promise<void> {
     return this.after('delete', await this.inner.delete(id, signal));
-  }
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return this.inner.listByTag(owner, signal);
   }
 }
 

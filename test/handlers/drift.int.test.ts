@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { CreateRequest, Instance } from '../../providers/contract.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import { ProxyController } from '../../handlers/proxy-controller.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
@@ -14,25 +14,19 @@ import {
   suiteSetup,
   type RunningOperator,
 } from './operator-fixture.js';
+import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, counting calls: a steady proxy is only polled (`get`) by its drift timer. */
-class Counting implements Provider {
+class Counting extends DelegatingProvider {
   readonly gets = new Map<string, number>();
   creates = 0;
-  constructor(private readonly inner: Provider) {}
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+  override create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
     this.creates++;
     return this.inner.create(req, signal);
   }
-  get(id: string, signal?: AbortSignal): Promise<Instance> {
+  override get(id: string, signal?: AbortSignal): Promise<Instance> {
     this.gets.set(id, (this.gets.get(id) ?? 0) + 1);
     return this.inner.get(id, signal);
-  }
-  delete(id: string, signal?: AbortSignal): Promise<void> {
-    return this.inner.delete(id, signal);
-  }
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return this.inner.listByTag(owner, signal);
   }
 }
 

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
-import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { Instance } from '../../providers/contract.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
@@ -16,24 +16,15 @@ import {
   suiteSetup,
   type RunningOperator,
 } from './operator-fixture.js';
+import { DelegatingProvider } from './delegating-provider.js';
 
 // Issue 12 item 2: a proxy that cannot be probed says so, once.
 const BAD_ADDRESS = 'fe80::1%eth0'; // an IPv6 zone id: no URL can carry it
 
 /** The mock, reporting an address the prober cannot build a URL for (a provider CEL never sees). */
-class ZonedAddresses implements Provider {
-  constructor(private readonly inner: Provider) {}
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return this.inner.create(req, signal);
-  }
-  async get(id: string, signal?: AbortSignal): Promise<Instance> {
+class ZonedAddresses extends DelegatingProvider {
+  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
     return { ...(await this.inner.get(id, signal)), ip: BAD_ADDRESS };
-  }
-  delete(id: string, signal?: AbortSignal): Promise<void> {
-    return this.inner.delete(id, signal);
-  }
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return this.inner.listByTag(owner, signal);
   }
 }
 

@@ -7,7 +7,7 @@ import { request } from 'undici';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
-import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { Instance } from '../../providers/contract.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
@@ -21,25 +21,16 @@ import {
   suiteSetup,
   type RunningOperator,
 } from './operator-fixture.js';
+import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, reporting its canonical IPv4 addresses with the last octet in octal: 127.0.0.10 → 127.0.0.012. */
-class OctalAddresses implements Provider {
-  constructor(private readonly inner: Provider) {}
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return this.inner.create(req, signal);
-  }
-  async get(id: string, signal?: AbortSignal): Promise<Instance> {
+class OctalAddresses extends DelegatingProvider {
+  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
     const instance = await this.inner.get(id, signal);
     if (!instance.ip) return instance;
     const octets = instance.ip.split('.');
     octets[3] = `0${Number(octets[3]).toString(8)}`;
     return { ...instance, ip: octets.join('.') };
-  }
-  delete(id: string, signal?: AbortSignal): Promise<void> {
-    return this.inner.delete(id, signal);
-  }
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return this.inner.listByTag(owner, signal);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import type { Instance } from '../../providers/contract.js';
 import { providerError, type ProviderErrorKind, type ProviderOperation } from '../../providers/errors.js';
 import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
@@ -14,12 +14,11 @@ import {
   suiteSetup,
   type RunningOperator,
 } from './operator-fixture.js';
+import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, but calls on one instance fail as a cloud's would (403, 400 resourceNotReady, timeouts). */
-class Faulty implements Provider {
+class Faulty extends DelegatingProvider {
   private readonly faults = new Map<string, { kind: ProviderErrorKind; message: string; left: number }>();
-
-  constructor(private readonly inner: Provider) {}
 
   fail(
     operation: ProviderOperation,
@@ -38,19 +37,13 @@ class Faulty implements Provider {
     throw providerError(f.kind, f.message, { provider: 'mock', operation, providerID });
   }
 
-  create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
-    return this.inner.create(req, signal);
-  }
-  async get(id: string, signal?: AbortSignal): Promise<Instance> {
+  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
     this.check('get', id);
     return this.inner.get(id, signal);
   }
-  async delete(id: string, signal?: AbortSignal): Promise<void> {
+  override async delete(id: string, signal?: AbortSignal): Promise<void> {
     this.check('delete', id);
     return this.inner.delete(id, signal);
-  }
-  listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return this.inner.listByTag(owner, signal);
   }
 }
 
