@@ -7,6 +7,7 @@ import { ApiError, sendError, sendJSON, type ApiErrorCode } from './api-error.js
 import { bearerAuth } from './bearer-auth.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
+import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
 import type { Lease, LeaseStore, NoLeaseReason } from './lease-store.js';
 import { openApiDocument } from './openapi.js';
@@ -40,6 +41,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const { catalog, leases, logger } = options;
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
+  const cooldowns = new TargetCooldownMetrics(options.registry);
   const serializer = new ProxyListSerializer();
   const token = options.token?.trim() ?? '';
   const app = express();
@@ -144,6 +146,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       }
       metrics.countReport(report.result);
       if (outcome.cooldownUntil !== undefined) {
+        cooldowns.countCooldown(outcome.target);
         logger.info(
           {
             leaseID: outcome.lease.id,

@@ -11,6 +11,7 @@ import { OrphanSweep } from './orphan-sweep.js';
 import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
 import { registerProxyGauge } from './proxy-gauge.js';
+import { registerPoolGauges } from './pool-gauges.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS, ROOT_LOGGER, VERDICTS } from './tokens.js';
 import { VerdictBoard } from './verdict-board.js';
@@ -59,5 +60,6 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     namespace: options.namespace,
   });
   registerProxyGauge(options.registry, () => operator.cache);
+  registerPoolGauges(options.registry, () => operator.cache);
   return operator;
 }
