@@ -32,3 +32,6 @@ export const APP_LABELS = {
   'app.kubernetes.io/name': OPERATOR_NAME,
   'app.kubernetes.io/part-of': 'proxy-operator',
 } as const;
+
+/** Tells the metrics Service from the discovery one (both select the operator's Pods): the ServiceMonitor selects it. */
+export const METRICS_COMPONENT_LABELS = { 'app.kubernetes.io/component': 'metrics' } as const;

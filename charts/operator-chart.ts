@@ -8,6 +8,7 @@ import {
   DISCOVERY_SERVICE_NAME,
   DISCOVERY_TOKEN_SECRET_KEY,
   DISCOVERY_TOKEN_SECRET_NAME,
+  METRICS_COMPONENT_LABELS,
   METRICS_PORT,
   METRICS_SERVICE_NAME,
   OPERATOR_NAME,
@@ -108,15 +109,15 @@ export class OperatorChart extends Chart {
 
     this.deployment(props.image ?? DEFAULT_IMAGE, serviceAccount, providers);
 
-    const service = (name: string, port: number, portName: string) => {
+    const service = (name: string, port: number, portName: string, labels: Record<string, string> = {}) => {
       const svc = new kplus.Service(this, name, {
-        metadata: metadata(name),
+        metadata: { ...metadata(name), labels },
         ports: [{ name: portName, port, targetPort: port }],
       });
       for (const [key, value] of Object.entries(APP_LABELS)) svc.selectLabel(key, value);
     };
     service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery');
-    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics');
+    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics', { ...METRICS_COMPONENT_LABELS });
   }
 
   private deployment(image: string, serviceAccount: kplus.ServiceAccount, providers: kplus.ConfigMap): void {
