@@ -3,11 +3,13 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { freePort } from '../../framework/testing/control-plane.js';
+import { KubeClient } from '../../framework/utils/kube-client.js';
 import { createProxyOperator } from '../../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { ProviderSet } from '../../providers/registry.js';
 import type { Operator } from '../../framework/index.js';
 import type { Proxy } from '../../crds/proxy-types.js';
+import { PROXY_KIND } from '../../handlers/kinds.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { TestForwardProxy } from '../health/forward-proxy.js';
 import { condition, eventsFor, eventually, fastHealthCheck, quiet, suiteSetup } from './operator-fixture.js';
@@ -15,6 +17,7 @@ import type { ProxyApi } from '../crd/proxy-api.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 
 const kc = testKubeConfig();
+const client = new KubeClient(kc);
 const namespace = uniqueName('new-term');
 const leaseName = 'new-term-leader';
 let api: ProxyApi;
@@ -43,12 +46,20 @@ async function replica(identity: string): Promise<Operator> {
   return operator;
 }
 
-/** Hands the Lease to `identity` as a rolling update would; the holder steps down at its next renewal. */
+/**
+ * Hands the Lease to `identity`: the holder sees another holder at its next renewal and steps
+ * down; `identity` finds itself the holder and renews. Raw JSON: client-node's Lease type
+ * would send renewTime with millisecond precision, which the API server refuses for MicroTime.
+ */
 async function handLeaseTo(identity: string): Promise<void> {
-  const leases = kc.makeApiClient(CoordinationV1Api);
-  const lease = await leases.readNamespacedLease({ name: leaseName, namespace });
-  lease.spec = { ...lease.spec, holderIdentity: identity, renewTime: new Date() };
-  await leases.replaceNamespacedLease({ name: leaseName, namespace, body: lease });
+  const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${leaseName}`;
+  const lease = await client.request<{ spec: Record<string, unknown> }>('GET', path);
+  lease.spec = {
+    ...lease.spec,
+    holderIdentity: identity,
+    renewTime: new Date().toISOString().replace('Z', '000Z'),
+  };
+  await client.request('PUT', path, { body: lease });
 }
 
 async function leader(): Promise<string | undefined> {
@@ -76,7 +87,8 @@ describe('a replica that leads again starts its term clean', () => {
       spec: {
         mode: 'External',
         endpoint: { host: '127.0.0.1', port: proxy.port },
-        healthCheck: { ...fastHealthCheck(target), intervalSeconds: 1 },
+        // Probes of a black hole last 3 s: replica-b needs one to see the proxy dead.
+        healthCheck: { ...fastHealthCheck(target), intervalSeconds: 4, timeoutSeconds: 3 },
       },
     });
     // Term 1 of replica-a: the proxy is Ready on its verdict.
@@ -84,28 +96,39 @@ describe('a replica that leads again starts its term clean', () => {
       (await api.get('exit-1')).status?.phase === 'Ready' ? true : undefined,
     );
 
-    // replica-b takes over; the proxy loses its egress; replica-b writes it Unhealthy.
+    // replica-b takes over; the proxy stops answering; replica-b writes it Unhealthy.
     await handLeaseTo('replica-b');
     await eventually('replica-a to step down', async () => (a.isLeader() ? undefined : true), 20_000);
-    proxy.mode = 'cannot-egress';
+    // Black-holed: every probe takes its whole timeout, so a new term's first verdict comes
+    // seconds after that term's first reconcile, which has only the board to go by.
+    proxy.mode = 'black-hole';
     const unhealthy = await eventually('Unhealthy under replica-b', async () => {
       const p = await api.get('exit-1');
       return p.status?.phase === 'Unhealthy' ? p : undefined;
     });
-    expect(condition(unhealthy, 'Healthy')?.reason).toBe('TunnelFailed');
+    expect(condition(unhealthy, 'Healthy')?.reason).toBe('ProxyTimeout');
     const readyEvents = async () =>
       (await eventsFor(kc, namespace, 'exit-1'))
         .filter((e) => e.reason === 'Ready')
         .reduce((n, e) => n + ((e as { count?: number }).count ?? 1), 0);
     const readyBefore = await readyEvents();
 
+    // Nobody leads for a moment, and the fleet changes meanwhile (a GitOps edit of the
+    // proxy's attributes): the next leader's first reconcile of it comes before any probe.
+    await handLeaseTo('nobody');
+    await eventually('replica-b to step down', async () => (b.isLeader() ? undefined : true), 20_000);
+    await api.patchSpec('exit-1', { attributes: { geo: 'moved' } });
+    await eventually('replica-a to see the edit', async () =>
+      a.cache.get<Proxy>(PROXY_KIND, namespace, 'exit-1')?.spec.attributes?.geo === 'moved'
+        ? true
+        : undefined,
+    );
+
     // Back to replica-a. Its first term's verdict said healthy; the proxy is dead now.
     await handLeaseTo('replica-a');
-    await eventually('replica-a to lead again', async () =>
-      a.isLeader() && !b.isLeader() ? true : undefined,
-    );
+    await eventually('replica-a to lead again', async () => (a.isLeader() ? true : undefined), 20_000);
     const seen: Array<Proxy['status']> = [];
-    const until = Date.now() + 5_000; // five probe intervals of the new term
+    const until = Date.now() + 10_000; // past the new term's first probes
     while (Date.now() < until) {
       seen.push((await api.get('exit-1')).status);
       await new Promise((r) => setTimeout(r, 50));
