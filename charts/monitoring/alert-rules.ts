@@ -66,13 +66,15 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
   const pool = 'namespace, attributes';
   const serving = 'proxy_operator_pool_proxies{phase!="Deleting"}';
   const ready = 'proxy_operator_pool_proxies{phase="Ready"}';
+  const settled = 'proxy_operator_pool_proxies{phase=~"Ready|Unhealthy|Failed"}';
   return [
     {
       name: 'proxy-operator.fleet',
       rules: [
         {
           alert: 'ProxyPoolNoHealthyProxies',
-          expr: `sum by (${pool}) (${ready}) == 0 and sum by (${pool}) (${serving}) > 0`,
+          // Pools still on their way up (all Pending/Provisioning) are ProxyStuckProvisioning's.
+          expr: `sum by (${pool}) (${ready}) == 0 and sum by (${pool}) (${settled}) > 0`,
           for: '2m',
           severity: 'critical',
           summary: 'A proxy pool has no healthy proxy.',
