@@ -3,7 +3,7 @@ import { createSecureContext, TLSSocket, type SecureContext } from 'node:tls';
 import { Client, ProxyAgent, type buildConnector, type Dispatcher } from 'undici';
 import type { ProbeTarget } from './probe-target.js';
 import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
-import { classifyProbeError } from './classify-probe-error.js';
+import { classifyProbeError, tunnelStatusOf } from './classify-probe-error.js';
 import type { Prober } from './prober.js';
 import { TlsSessionBook, type TlsSessionStore } from './tls-session-book.js';
 
@@ -31,6 +31,17 @@ export interface TlsStats {
   resumed: number;
   /** Probes retried with a full handshake because the attempt that offered a session failed before TLS came up. */
   fallbacks: number;
+}
+
+/**
+ * Whether an attempt that offered a session and failed before TLS came up may have failed
+ * because of the session: not when the proxy refused the connection or the CONNECT, or
+ * never answered (a dead proxy is not retried, it would only fail again).
+ */
+function sessionMayBeAtFault(err: unknown): boolean {
+  if (tunnelStatusOf(err) !== undefined) return false;
+  const { reason } = classifyProbeError(err, false);
+  return reason === ProbeReason.ProbeError || reason === ProbeReason.TunnelFailed;
 }
 
 function proxyURI(target: ProbeTarget): string {
@@ -93,7 +104,7 @@ export class UndiciProber implements Prober {
       try {
         statusCode = await this.attempt(target, url, endpoint, session, tls, signal, timeoutMillis);
       } catch (err) {
-        if (!session || tls.secured || signal.aborted) throw err;
+        if (!session || tls.secured || signal.aborted || !sessionMayBeAtFault(err)) throw err;
         // The offered session may be what failed (a target or middlebox that rejects
         // resumption by closing): forget it and pay the full handshake, once, same deadline.
         this.sessions.forget(target.key);

@@ -240,6 +240,9 @@ describe('UndiciProber resumes TLS sessions across probes, each on a fresh tunne
       success: false,
       reason: ProbeReason.TunnelFailed,
     });
+    // A refused CONNECT is the proxy's answer, not the session's fault: no second tunnel.
+    expect(p.connectCount).toBe(2);
+    expect(subject.tlsStats().fallbacks).toBe(0);
   });
 
   it('release() forgets the proxy’s session, and a changed endpoint never resumes the old one', async () => {
