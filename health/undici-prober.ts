@@ -152,7 +152,12 @@ export class UndiciProber implements Prober {
       if (tls.resumed) this.counts.resumed++;
       // TLS 1.3 sends tickets after the handshake; 1.2 has its session by now.
       const keep = (fresh: Buffer): void => {
-        if (this.agents.get(target.key) === agent) this.sessions.remember(target.key, endpoint, fresh);
+        if (this.agents.get(target.key) !== agent) return;
+        // undici's Agent JSON-clones its options (requestTls included) on every construction;
+        // a session Buffer would serialize as a ~1,000-number array per probe. Hidden from
+        // JSON, it is still passed by reference to tls.connect.
+        Object.defineProperty(fresh, 'toJSON', { value: omitFromJSON });
+        this.sessions.remember(target.key, endpoint, fresh);
       };
       socket.on('session', keep);
       if (socket.getProtocol() !== 'TLSv1.3') {
@@ -161,6 +166,7 @@ export class UndiciProber implements Prober {
       }
     });
     this.agents.set(target.key, agent);
+    let completed = false;
     try {
       const response = await agent.request({
         origin: url.origin,
@@ -174,11 +180,10 @@ export class UndiciProber implements Prober {
       });
       // Always drain: an unread body pins the socket and leaks memory.
       await response.body.dump({ signal, limit: 64 * 1024 });
+      completed = true;
       return response.statusCode;
     } finally {
-      // Destroyed, not closed, after every attempt: an aborted CONNECT leaves its socket to the
-      // proxy open (undici does not close it), and a black-holed proxy would never close it.
-      this.discard(target.key, agent);
+      this.discard(target.key, agent, completed);
     }
   }
 
@@ -191,10 +196,17 @@ export class UndiciProber implements Prober {
     await closeQuietly(agent);
   }
 
-  /** Drops `agent` — but never a newer probe's agent for the key (endpoint changed meanwhile). */
-  private discard(key: string, agent: ProxyAgent): void {
+  /**
+   * Drops `agent` — but never a newer probe's agent for the key (endpoint changed meanwhile).
+   * After any failure it is destroyed, not closed: an aborted CONNECT leaves its socket to the
+   * proxy open (undici does not close it), and a black-holed proxy would never close it. After
+   * a completed exchange nothing is open (`reset: true` closed the connection with the
+   * response), so it is left to the garbage collector: destroying costs each of its
+   * dispatchers an Error with a stack trace, more than the probe's own bookkeeping.
+   */
+  private discard(key: string, agent: ProxyAgent, completed = false): void {
     if (this.agents.get(key) === agent) this.agents.delete(key);
-    void closeQuietly(agent);
+    if (!completed) void closeQuietly(agent);
   }
 
   async close(): Promise<void> {
@@ -243,6 +255,10 @@ export class UndiciProber implements Prober {
       },
     });
   }
+}
+
+function omitFromJSON(): undefined {
+  return undefined;
 }
 
 async function closeQuietly(agent: ProxyAgent): Promise<void> {
