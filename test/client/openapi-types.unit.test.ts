@@ -108,7 +108,12 @@ const errorCodes = {
   request_timeout: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
-const reportResults = { ok: true, banned: true, rate_limited: true, unreachable: true } satisfies Members<ReportResult>;
+const reportResults = {
+  ok: true,
+  banned: true,
+  rate_limited: true,
+  unreachable: true,
+} satisfies Members<ReportResult>;
 
 interface Schema {
   type?: string | string[];
