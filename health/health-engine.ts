@@ -62,9 +62,9 @@ export const DEFAULT_JITTER = 0.1;
 /**
  * Probes due within 200 ms of each other start together (early, keeping their planned times):
  * at 100 probes/s, ~20 share the event loop's turns (connect, CONNECT, handshake, response)
- * where one at a time each paid them alone. npm run bench:health: CPU per probe 1.21x the
- * naive loop's with 100 ms, 1.02x with 500 ms (event-loop delay p99 rising with the batch),
- * 1.26-1.58x without (docs/benchmarks.md).
+ * where one at a time each paid them alone. npm run bench:health (CPU per probe over the
+ * naive loop's, a noisy machine): 1.14-1.24x at 200 ms, 1.21x at 100 ms, 1.02x at 500 ms
+ * (event-loop delay rising with the batch), 1.24-1.58x without (docs/benchmarks.md).
  */
 export const DEFAULT_BATCH_MILLIS = 200;
 
