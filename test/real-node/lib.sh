@@ -1,0 +1,89 @@
+# Helpers of the real-node run (sourced by run.sh): timed steps, an undo journal that puts
+# every system change back in reverse order (also on failure), and waits with a deadline.
+
+RUN_START=$SECONDS
+STEP_NAME=''
+STEP_START=$SECONDS
+declare -a UNDO=()
+declare -a TIMINGS=()
+
+log() { printf '[real-node %4ds] %s\n' "$((SECONDS - RUN_START))" "$*" >&2; }
+
+# step NAME: closes the previous step (printing its duration) and opens the next one.
+step() {
+  end_step
+  STEP_NAME=$1
+  STEP_START=$SECONDS
+  log "== $STEP_NAME"
+}
+end_step() {
+  if [ -n "$STEP_NAME" ]; then
+    local took=$((SECONDS - STEP_START))
+    TIMINGS+=("$(printf '%5ds  %s' "$took" "$STEP_NAME")")
+    log "   done in ${took}s: $STEP_NAME"
+    STEP_NAME=''
+  fi
+}
+print_timings() {
+  end_step
+  log "timings:"
+  local t
+  for t in "${TIMINGS[@]}"; do printf '    %s\n' "$t" >&2; done
+}
+
+# undo CMD...: journal a command that reverts the change about to be made. Registered
+# before the change, so a change interrupted half-way is reverted too (undo steps tolerate
+# finding nothing to revert).
+undo() { UNDO+=("$*"); }
+run_undo() {
+  local i
+  for ((i = ${#UNDO[@]} - 1; i >= 0; i--)); do
+    eval "${UNDO[$i]}" >/dev/null 2>&1 || log "   (undo step failed, continuing: ${UNDO[$i]})"
+  done
+  UNDO=()
+}
+
+# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds; fails the run after SECONDS.
+wait_for() {
+  local what=$1 limit=$2
+  shift 2
+  local deadline=$((SECONDS + limit)) started=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "timed out after ${limit}s waiting for: $what"
+      return 1
+    fi
+    sleep 1
+  done
+  log "   $what ($((SECONDS - started))s)"
+}
+
+fail() {
+  log "FAILED: $*"
+  exit 1
+}
+
+# sysctl_set KEY VALUE: sets a sysctl, journalling its current value.
+sysctl_save() {
+  local key=$1 path="/proc/sys/${1//.//}"
+  [ -e "$path" ] || return 0
+  undo "echo $(cat "$path") > $path"
+}
+
+# restore_firewall iptables|ip6tables SNAPSHOT: the tables as they were, and no chain this
+# run's components added (a table empty before is missing from the snapshot, so a restore
+# alone would leave the kubelet's and kube-proxy's chains in it).
+restore_firewall() {
+  local ipt=$1 before=$2 table chain
+  $ipt-restore <"$before"
+  for table in filter nat mangle raw; do
+    for chain in $($ipt -t "$table" -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
+      grep -q "^:$chain " "$before" && continue
+      $ipt -t "$table" -F "$chain" 2>/dev/null
+    done
+    for chain in $($ipt -t "$table" -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
+      grep -q "^:$chain " "$before" && continue
+      $ipt -t "$table" -X "$chain" 2>/dev/null
+    done
+  done
+}
