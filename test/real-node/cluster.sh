@@ -156,10 +156,10 @@ EOF
 for h in /sys/fs/cgroup/*/; do
   [ -d "$h" ] || continue
   for g in kubepods k8s.io; do
-    [ -e "$h$g" ] || undo "find $h$g -depth -type d -exec rmdir {} \\;"
+    [ -e "$h$g" ] || undo "[ ! -d $h$g ] || find $h$g -depth -type d -exec rmdir {} +"
   done
 done
-undo "umount -R $W/kubelet"
+undo "! mountpoint -q $W/kubelet || umount -R $W/kubelet"
 start kubelet "$STORE/kubelet" --config "$W/kubelet.yaml" --kubeconfig "$W/admin.kubeconfig" \
   --root-dir "$W/kubelet" --cert-dir "$W/kubelet-pki" --hostname-override "$NODE_NAME" --node-ip "$API_IP" -v 1
 wait_for "node $NODE_NAME Ready" 120 sh -c "$KUBECTL get node $NODE_NAME -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True" ||

@@ -131,11 +131,14 @@ async function leaseLoop(seconds) {
   }
   for (const id of [...held, cycling].filter(Boolean))
     await api('DELETE', `/v1/leases/${id}`).catch(() => undefined);
+  const byKind = {};
+  for (const v of violations) byKind[v.what] = (byKind[v.what] ?? 0) + 1;
   const summary = {
     cycles,
     transportErrors: errors,
     violations: violations.length,
-    first: violations.slice(0, 5),
+    byKind,
+    first: violations.slice(0, 3),
   };
   say({ result: violations.length === 0 && cycles > 0 ? 'passed' : 'failed', ...summary });
   process.exit(violations.length === 0 && cycles > 0 ? 0 : 1);

@@ -71,19 +71,16 @@ sysctl_save() {
 }
 
 # restore_firewall iptables|ip6tables SNAPSHOT: the tables as they were, and no chain this
-# run's components added (a table empty before is missing from the snapshot, so a restore
-# alone would leave the kubelet's and kube-proxy's chains in it).
+# run's components added. A table that was empty is missing from the snapshot, so a restore
+# alone would leave the kubelet's and kube-proxy's chains (and the jumps to them) in it: such
+# a table is flushed back to empty instead.
 restore_firewall() {
-  local ipt=$1 before=$2 table chain
-  $ipt-restore <"$before"
+  local ipt=$1 before=$2 table
+  [ -s "$before" ] && $ipt-restore <"$before"
   for table in filter nat mangle raw; do
-    for chain in $($ipt -t "$table" -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
-      grep -q "^:$chain " "$before" && continue
-      $ipt -t "$table" -F "$chain" 2>/dev/null
-    done
-    for chain in $($ipt -t "$table" -S 2>/dev/null | awk '$1 == "-N" {print $2}'); do
-      grep -q "^:$chain " "$before" && continue
-      $ipt -t "$table" -X "$chain" 2>/dev/null
-    done
+    grep -q "^\*$table\$" "$before" 2>/dev/null && continue
+    $ipt -t "$table" -F 2>/dev/null
+    $ipt -t "$table" -X 2>/dev/null
   done
+  return 0
 }
