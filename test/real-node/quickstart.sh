@@ -172,6 +172,31 @@ done
 log "   replacement Ready ${replaced_in}s after the force-delete"
 [ "$not_ready" = 0 ] || fail "a Proxy left Ready $not_ready time(s) while the operator Pod was replaced"
 
+step "a Squid Pod whose image cannot be pulled says so in its Proxy's Provisioned condition, and is replaced past its start bound"
+# The README's way to change providers: edit the ConfigMap, then rollout restart. The image
+# is on no registry this node can reach (and a pull of it stays on loopback).
+$KUBECTL -n proxy-operator-system get configmap proxy-operator-providers -o jsonpath='{.data.providers\.yaml}' >"$W/providers.yaml"
+printf '%s\n' '  - name: kubernetes-unpullable' '    type: kubernetes' \
+  '    kubernetes: {namespace: proxy-operator-proxies, image: "localhost:9/no-such-squid:1", startTimeoutSeconds: 20}' \
+  >>"$W/providers.yaml"
+$KUBECTL -n proxy-operator-system create configmap proxy-operator-providers --from-file=providers.yaml="$W/providers.yaml" \
+  --dry-run=client -o yaml | $KUBECTL apply -f - >/dev/null 2>&1
+$KUBECTL -n proxy-operator-system rollout restart deploy/proxy-operator >/dev/null
+$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=120s >&2 || fail "rollout status after the providers change"
+proxy_manifest proxy-unpullable | sed 's/provider: kubernetes/provider: kubernetes-unpullable/' | $KUBECTL apply -f - >/dev/null
+provisioned() { $KUBECTL get px "$1" -o jsonpath='{range .status.conditions[?(@.type=="Provisioned")]}{.reason}: {.message}{end}'; }
+wait_for "proxy-unpullable: Provisioned=False InstanceNotStarting with the kubelet's reason" 90 \
+  sh -c "$KUBECTL get px proxy-unpullable -o jsonpath='{.status.conditions[?(@.type==\"Provisioned\")].message}' | grep -qE 'ErrImagePull|ImagePullBackOff'" ||
+  { save_operator_logs; fail "proxy-unpullable's Provisioned condition hides the pull failure: $(provisioned proxy-unpullable)"; }
+log "   $(provisioned proxy-unpullable | cut -c1-240)"
+$KUBECTL get events --field-selector involvedObject.name=proxy-unpullable,reason=InstanceNotStarting -o name | grep -q . ||
+  fail "no InstanceNotStarting Event on proxy-unpullable"
+# Past its start bound the Pod is treated like an instance that never boots: replaced.
+wait_for "proxy-unpullable's Pod replaced after its 20 s start bound" 60 \
+  sh -c "$KUBECTL get events --field-selector involvedObject.name=proxy-unpullable,reason=Replacing -o jsonpath='{.items[*].message}' | grep -q 'not started within 20 s'" ||
+  { save_operator_logs; fail "proxy-unpullable was not replaced after its start bound: $(provisioned proxy-unpullable)"; }
+$KUBECTL delete px proxy-unpullable --timeout=60s >/dev/null || fail "deleting proxy-unpullable"
+
 step "kubectl rollout restart under a lease loop: never more than maxLeases, no 409, no lease lost"
 run_crawler crawler-lease-loop 0 lease-loop 60
 wait_for "lease loop running" 60 sh -c "$KUBECTL logs crawler-lease-loop 2>/dev/null | grep -q 'holder lease $((MAX_LEASES - 1))'" ||
