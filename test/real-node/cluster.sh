@@ -97,7 +97,6 @@ EOF
 for d in /run/containerd /var/lib/cni /etc/cni /run/netns /var/lib/kubelet /var/log/containers /var/log/pods; do
   [ -e "$d" ] || undo "rm -rf $d"
 done
-undo "ip link del $BRIDGE"
 start containerd containerd --config "$W/containerd/config.toml" --log-level info
 wait_for "containerd serving" 30 $CTR version || fail "containerd did not start"
 for tar in "$W"/images/*.tar; do
@@ -131,9 +130,30 @@ iptables: {localhostNodePorts: false}
 EOF
 undo "$STORE/kube-proxy --cleanup"
 start kube-proxy "$STORE/kube-proxy" --config "$W/kube-proxy.yaml"
-# The Pods' resolver: a loopback address, so a lookup from a Pod goes nowhere (this node
-# has no cluster DNS; the run addresses everything by IP or Service environment).
+# The node's resolver for Pods that do not use the cluster DNS: a loopback address, so
+# their lookups go nowhere.
 printf 'nameserver 127.0.0.1\n' >"$W/resolv.conf"
+# Cluster DNS for Service names, node-local and closed: dnsmasq on the bridge's gateway
+# address answers <svc>.<ns>.svc.cluster.local from a hosts file kept in step with the
+# Services, NXDOMAIN for anything else (--no-resolv, --local=/#/: it forwards no query).
+undo "ip link del $BRIDGE"
+ip link add "$BRIDGE" type bridge
+ip addr add "$POD_GW/${POD_CIDR#*/}" dev "$BRIDGE"
+ip link set "$BRIDGE" up
+mkdir -p "$W/dns"
+: >"$W/dns/services"
+start dnsmasq dnsmasq --keep-in-foreground --no-resolv --no-hosts --no-poll --addn-hosts="$W/dns/services" \
+  --listen-address="$POD_GW" --bind-interfaces --except-interface=lo --pid-file="$W/dns/dnsmasq.pid" \
+  --log-facility=- --user=root --domain-needed --local=/#/
+sync_service_names() {
+  while sleep 1; do
+    $KUBECTL get svc -A -o jsonpath='{range .items[*]}{.spec.clusterIP} {.metadata.name}.{.metadata.namespace}.svc.cluster.local{"\n"}{end}' \
+      2>/dev/null | grep -v '^None ' >"$W/dns/services.next" || continue
+    cmp -s "$W/dns/services.next" "$W/dns/services" && continue
+    mv "$W/dns/services.next" "$W/dns/services" && kill -HUP "${PIDS[dnsmasq]}"
+  done
+}
+start service-names sync_service_names
 cat >"$W/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -146,6 +166,8 @@ healthzBindAddress: 127.0.0.1
 authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
 authorization: {mode: AlwaysAllow}
 resolvConf: $W/resolv.conf
+clusterDNS: [$POD_GW]
+clusterDomain: cluster.local
 podLogsDir: $W/pod-logs
 failSwapOn: false
 imageGCHighThresholdPercent: 100
@@ -182,7 +204,7 @@ teardown() {
       sleep 1
     done
   fi
-  for c in kubelet kube-proxy kube-scheduler kube-controller-manager; do stop "$c"; done
+  for c in kubelet kube-proxy kube-scheduler kube-controller-manager service-names dnsmasq; do stop "$c"; done
   if [ -n "${PIDS[containerd]:-}" ]; then
     local t
     for t in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done

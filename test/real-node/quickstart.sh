@@ -120,8 +120,8 @@ spec:
       command: [node, /crawler/crawler.mjs]
       args: $args
       env:
-        - {name: DISCOVERY, value: "http://$DISCOVERY_IP:8090"}
-        - {name: TARGET, value: "http://$TARGET_SVC_IP/"}
+        - {name: DISCOVERY, value: "http://proxy-operator-discovery.proxy-operator-system:8090"}
+        - {name: TARGET, value: "http://target.default.svc.cluster.local/"}
         - {name: PROXY, value: "default/proxy-kubernetes"}
         - {name: MAX_LEASES, value: "$MAX_LEASES"}
       volumeMounts: [{name: script, mountPath: /crawler}]

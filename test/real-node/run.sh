@@ -96,7 +96,7 @@ trap 'exit 130' INT TERM
 step "preflight: packages"
 need=()
 for pair in containerd:containerd runc:runc buildah:buildah debootstrap:debootstrap \
-  conntrack:conntrack iptables:iptables openssl:openssl ip:iproute2; do
+  conntrack:conntrack iptables:iptables openssl:openssl ip:iproute2 dnsmasq:dnsmasq-base; do
   command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
