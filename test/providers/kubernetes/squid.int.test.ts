@@ -34,7 +34,10 @@ interface RunningSquid {
 async function startSquid(input: Omit<SquidConfigInput, 'port'>): Promise<RunningSquid> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'proxy-operator-squid-'));
-  const conf = squidConfig({ ...input, port }).replace(`http_port ${port}`, `http_port 127.0.0.1:${port}`);
+  // Loopback only, by construction: the listener, and any lookup Squid might make.
+  const conf =
+    squidConfig({ ...input, port }).replace(`http_port ${port}`, `http_port 127.0.0.1:${port}`) +
+    'visible_hostname localhost\ndns_nameservers 127.0.0.1\n';
   writeFileSync(join(dir, 'squid.conf'), conf);
   const child = spawn(squidBinary(), ['-N', '-d', '1', '-f', join(dir, 'squid.conf')], {
     stdio: ['ignore', 'ignore', 'pipe'],
