@@ -76,9 +76,9 @@ describe('the operator Deployment', () => {
       expect.objectContaining({ path: '/readyz', port: METRICS_PORT }),
     ],
     [
-      'is probed for readiness every second from its start, so a replacement serves at once',
+      'is probed for readiness every second from its start, so a replacement serves at once, and leaves the Service only after 10 slow answers',
       () => container.readinessProbe,
-      expect.objectContaining({ periodSeconds: 1, timeoutSeconds: 1 }),
+      expect.objectContaining({ periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 10 }),
     ],
     [
       'exposes the metrics and discovery ports',

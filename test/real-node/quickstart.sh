@@ -197,6 +197,12 @@ wait_for "proxy-unpullable's Pod replaced after its 20 s start bound" 60 \
   { save_operator_logs; fail "proxy-unpullable was not replaced after its start bound: $(provisioned proxy-unpullable)"; }
 $KUBECTL delete px proxy-unpullable --timeout=60s >/dev/null || fail "deleting proxy-unpullable"
 
+step "the lease loop against a steady operator (the control: the check itself finds nothing)"
+run_crawler crawler-lease-control 60 lease-loop 15 || {
+  save_operator_logs
+  fail "the lease loop found violations with no restart at all (log: $LOGS/crawler-crawler-lease-control.log)"
+}
+
 step "kubectl rollout restart under a lease loop: never more than maxLeases, no 409, no lease lost"
 run_crawler crawler-lease-loop 0 lease-loop 60
 wait_for "lease loop running" 60 sh -c "$KUBECTL logs crawler-lease-loop 2>/dev/null | grep -q 'holder lease $((MAX_LEASES - 1))'" ||
