@@ -10,6 +10,7 @@ import type {
   Proxy,
   ProxyList,
   RenewRequest,
+  ReportRequest,
   ReportResponse,
   ReportResult,
 } from './types.js';
@@ -115,11 +116,11 @@ export class DiscoveryClient {
     await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
   }
 
-  /** POST /v1/leases/{id}/report: `banned`/`rate_limited` start a cooldown for the target. */
+  /** POST /v1/leases/{id}/report: banned/rate_limited bench the proxy for the target; unreachable holds it out until a probe passes. */
   async report(
     leaseID: string,
     result: ReportResult,
-    report: { target?: string } = {},
+    report: Omit<ReportRequest, 'result'> = {},
     options: CallOptions = {},
   ): Promise<ReportResponse> {
     return this.call<ReportResponse>(
