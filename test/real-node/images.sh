@@ -91,7 +91,7 @@ mkdir -p "$W/ctx-pause"
 $BUILDAH bud -q --pull=never -f "$here/images/pause.Containerfile" -t "$PAUSE_REF" "$W/ctx-pause" \
   >"$LOGS/build-pause.log" 2>&1 || fail "pause image (log: $LOGS/build-pause.log)"
 
-step "image: $OPERATOR_IMAGE from the repository's Dockerfile, unchanged"
+step "image: $OPERATOR_IMAGE from the repository's Dockerfile as it stands"
 # npm ci inside the build reaches the registry with this machine's CA bundle and registry
 # setting, mounted into the RUN steps only: nothing of it lands in an image layer.
 printf 'cafile=/run/proxy-operator-ca.crt\nregistry=%s\nfund=false\naudit=false\n' "$(npm config get registry)" >"$W/npmrc"
