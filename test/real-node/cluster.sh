@@ -95,7 +95,7 @@ cat >"$W/cni/net.d/10-proxy-operator.conflist" <<EOF
 EOF
 # Paths the runtime writes outside the work folder, removed afterwards if this run made them.
 for d in /run/containerd /var/lib/cni /etc/cni /run/netns /var/lib/kubelet /var/log/containers /var/log/pods; do
-  [ -e "$d" ] || undo "rm -rf $d"
+  new_path "$d"
 done
 start containerd containerd --config "$W/containerd/config.toml" --log-level info
 wait_for "containerd serving" 30 $CTR version || fail "containerd did not start"

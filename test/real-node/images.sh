@@ -21,9 +21,7 @@ BUILDAH="buildah --root $W/buildah/root --runroot $W/buildah/run --storage-drive
 export BUILDAH_ISOLATION=chroot
 mkdir -p "$W/images"
 # buildah still creates these; remove them afterwards when it was this run that made them.
-for d in /var/lib/containers /run/containers /etc/containers /etc/cni; do
-  [ -e "$d" ] || undo "rm -rf $d"
-done
+for d in /var/lib/containers /run/containers /etc/containers /etc/cni; do new_path "$d"; done
 
 # image_cached NAME KEY: loads $CACHE/NAME-KEY.tar into buildah's storage when present.
 image_cached() {

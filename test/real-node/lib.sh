@@ -5,6 +5,15 @@ RUN_START=$SECONDS
 STEP_NAME=''
 STEP_START=$SECONDS
 declare -a UNDO=()
+# Paths outside the work folder that did not exist before the run: removed at the very end
+# (a runtime process may still write a lock file there while the rest is undone).
+declare -a NEW_PATHS=()
+# new_path PATH: remember PATH for removal at the end when it does not exist yet.
+new_path() { [ -e "$1" ] || NEW_PATHS+=("$1"); }
+remove_new_paths() {
+  local p
+  for p in "${NEW_PATHS[@]}"; do rm -rf "$p"; done
+}
 declare -a TIMINGS=()
 
 log() { printf '[real-node %4ds] %s\n' "$((SECONDS - RUN_START))" "$*" >&2; }

@@ -84,6 +84,7 @@ finish() {
   else
     rm -rf "$W"
   fi
+  remove_new_paths
   [ $rc -eq 0 ] && log "PASSED" || log "FAILED (see above; logs in $LOGS)"
   exit $rc
 }
