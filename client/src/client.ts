@@ -153,7 +153,7 @@ export class DiscoveryClient {
         ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
       });
       const text = await response.body.text();
-      return decode<T>(name, response.statusCode, text);
+      return decode<T>(name, response.statusCode, text, retryAfterOf(response.headers['retry-after']));
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason;
       if (timeout.aborted) throw new DiscoveryTimeoutError(name, timeoutMs);
@@ -163,7 +163,12 @@ export class DiscoveryClient {
   }
 }
 
-function decode<T>(call: string, status: number, text: string): T {
+function retryAfterOf(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  return text !== undefined && /^\d+$/.test(text.trim()) ? Number(text) : undefined;
+}
+
+function decode<T>(call: string, status: number, text: string, retryAfterSeconds?: number): T {
   if (status >= 200 && status < 300) {
     if (text === '') return undefined as T;
     try {
@@ -179,7 +184,7 @@ function decode<T>(call: string, status: number, text: string): T {
       `HTTP ${status} without an API error body (is baseUrl the discovery API?): ${text.slice(0, 200)}`,
     );
   }
-  throw new DiscoveryApiError(status, error.error, error.message, call);
+  throw new DiscoveryApiError(status, error.error, error.message, call, retryAfterSeconds);
 }
 
 function parseErrorBody(text: string): ApiErrorBody | undefined {

@@ -366,6 +366,26 @@ describe('ProxyOperatorConfiguration', () => {
     });
   });
 
+  it('paces instead of failing when every proxy rests for the site after rate limits', async () => {
+    server.catalog.proxies = [A];
+    const url = await config.newUrl('s1', request('https://shop.example/'));
+    await config.postNavigationHook({
+      request: { url: 'https://shop.example/x' },
+      session: { id: 's1' },
+      proxyInfo: { url: url! },
+      response: { statusCode: 429, headers: { 'retry-after': '1' } },
+    });
+    const started = Date.now();
+    // The only proxy rests for a second: the next request waits for it instead of throwing.
+    expect(await config.newUrl('s2', request('https://shop.example/y'))).toBe(urlOf(A));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(config.stats.paced).toBe(1);
+    const refusal = calls('POST /v1/leases').find(
+      (r) => (r.response as { error?: string }).error === 'all_cooling_down',
+    );
+    expect(refusal).toBeDefined();
+  });
+
   it('passes the Retry-After of a 429 with the report', async () => {
     const url = await config.newUrl('s1', request('https://shop.example/'));
     await config.postNavigationHook({

@@ -82,6 +82,8 @@ export interface SessionLeasesStats {
   shared: number;
   /** all_busy answers seen (each one 409). */
   busy: number;
+  /** Waits for a cooldown to end because every proxy was resting for the site. */
+  paced: number;
 }
 
 const SESSION_KEY = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -146,6 +148,7 @@ export class SessionLeases {
     moved: 0,
     shared: 0,
     busy: 0,
+    paced: 0,
   };
 
   constructor(private readonly options: SessionLeasesOptions) {
@@ -377,6 +380,18 @@ export class SessionLeases {
             await sleep(backoffDelayMs(busy++, wait));
             continue;
           }
+        }
+        if (
+          isNoLease(err) &&
+          err.code === 'all_cooling_down' &&
+          err.retryAfterSeconds !== undefined &&
+          this.now() - started + err.retryAfterSeconds * 1000 <= this.maxWaitMs
+        ) {
+          // Every proxy rests for this site (rate limits): the crawl slows down to the site's
+          // pace instead of failing the request. A little jitter spreads the waiters.
+          this.stats.paced++;
+          await sleep(err.retryAfterSeconds * 1000 + Math.floor(Math.random() * 250));
+          continue;
         }
         if (isNoLease(err) && this.options.whenNoneLeasable === 'direct') {
           this.log.debug('nothing leasable; going direct', { session, host, code: err.code });
