@@ -5,8 +5,10 @@ FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # npm ci needs every workspace's manifest (the client package is not part of the image).
+# --ignore-scripts: the client's `prepare` (tsc) would run on a manifest without its sources,
+# and no dependency needs its install script in the image.
 COPY client/package.json client/
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY framework framework
 COPY crds crds
@@ -22,7 +24,7 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY client/package.json client/
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production

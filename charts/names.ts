@@ -5,8 +5,14 @@
 export const OPERATOR_NAMESPACE = 'proxy-operator-system';
 /** The kubernetes provider's Pods live here; the default providers config points at it. */
 export const PROXIES_NAMESPACE = 'proxy-operator-proxies';
-/** The Squid image the shipped `kubernetes` provider runs for each proxy. */
-export const SQUID_IMAGE = 'ubuntu/squid';
+/**
+ * The Squid image the shipped `kubernetes` provider runs for each proxy: a pinned tag (the
+ * Pods use IfNotPresent, so a preloaded image is used without any registry round trip).
+ * The same as the provider's own default (a test holds them equal; charts import only crds).
+ */
+export const SQUID_IMAGE = 'ubuntu/squid:6.6-24.04_beta';
+/** The operator container's readiness probe period. */
+export const READINESS_PERIOD_SECONDS = 1;
 export const OPERATOR_NAME = 'proxy-operator';
 export const SERVICE_ACCOUNT_NAME = OPERATOR_NAME;
 export const PROVIDERS_CONFIGMAP_NAME = 'proxy-operator-providers';

@@ -116,6 +116,8 @@ export const PROVISIONED_REASONS = [
   /** The instance was submitted to the provider. */
   'Creating',
   'InstanceProvisioning',
+  /** The instance exists but is not starting; the message quotes the provider (e.g. ImagePullBackOff). */
+  'InstanceNotStarting',
   'InstanceRunning',
   /** The old instance is being deleted (spec drift or a dead instance); a new one follows. */
   'Replacing',

@@ -79,6 +79,7 @@ export type ProxyEventReason =
   | 'ReplacementPending'
   | 'StaleInstances'
   | 'InstanceGone'
+  | 'InstanceNotStarting'
   | 'Ready'
   | 'Unhealthy'
   | 'InvalidProbeTarget'
@@ -410,7 +411,7 @@ export function managedStep(inp: Inputs): Step {
   if (drifted || dead) {
     const already = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
     const why = dead
-      ? `instance is ${instance.state.toLowerCase()}`
+      ? `instance is ${instance.state.toLowerCase()}${instance.detail ? ` (${instance.detail})` : ''}`
       : 'spec changed (placement, cloud-init or port)';
     return finish(proxy, {
       action: { type: 'delete', providerIDs: [instance.id] },
@@ -445,19 +446,43 @@ export function managedStep(inp: Inputs): Step {
   }
 
   if (instance.state === 'Provisioning' || !instance.ip) {
+    // The provider's reason it is not starting (a Pod's ImagePullBackOff, a crash loop, an
+    // unschedulable Pod) is shown, not hidden behind "starting"; the Event marks the transition.
+    const notStarting = instance.detail
+      ? `instance ${instance.id} is not starting: ${instance.detail}`
+      : undefined;
+    const wasNotStarting = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceNotStarting';
     return finish(proxy, {
       action: { type: 'none' },
       status: {
         phase: 'Provisioning',
         providerID: instance.id,
         ip: instance.ip || null,
-        provisioned: cloudInitProblem ?? {
-          status: 'False',
-          reason: 'InstanceProvisioning',
-          message: `instance ${instance.id} is starting`,
-        },
+        provisioned:
+          cloudInitProblem ??
+          (notStarting
+            ? { status: 'False', reason: 'InstanceNotStarting', message: notStarting }
+            : {
+                status: 'False',
+                reason: 'InstanceProvisioning',
+                message: `instance ${instance.id} is starting`,
+              }),
         healthy: AWAITING_PROBE,
       },
+      events:
+        notStarting && !wasNotStarting
+          ? [{ type: 'Warning', reason: 'InstanceNotStarting', message: notStarting }]
+          : [],
+      logs:
+        notStarting && !wasNotStarting
+          ? [
+              {
+                level: 'warn',
+                message: 'instance is not starting',
+                fields: { providerID: instance.id, detail: instance.detail },
+              },
+            ]
+          : [],
       next: { kind: 'requeue', seconds: POLL_SECONDS },
     });
   }

@@ -52,6 +52,12 @@ export interface Instance {
   revision: string;
   /** When the provider created it: the orphan sweep spares young instances. */
   createdAt: Date;
+  /**
+   * Why it is in this state, in the provider's own words, when that is not simply "starting"
+   * or "running": a Pod's ImagePullBackOff and the kubelet's message, a cloud's stop reason.
+   * Shown in the Provisioned condition; absent when there is nothing to say.
+   */
+  detail?: string;
 }
 
 export interface CreateRequest {

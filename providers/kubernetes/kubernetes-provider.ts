@@ -21,7 +21,7 @@ import {
 import { parseKubernetesConfig, type KubernetesSettings } from './config.js';
 import { classifyKubeError, messageOf, statusOf, type KubeErrorMeaning } from './error-mapping.js';
 import { buildPod } from './pod-spec.js';
-import { toInstance } from './pod-view.js';
+import { toInstance, type PodViewOptions } from './pod-view.js';
 import { withRequestSignal } from './request-options.js';
 
 /** The label selector for one owner's managed Pods. */
@@ -84,14 +84,29 @@ export class KubernetesProvider extends AbortableProvider {
 
   protected async doGet(providerID: string, signal?: AbortSignal): Promise<Instance> {
     const { namespace, name } = this.ref(providerID, 'get');
-    return toInstance(await this.read(namespace, name, 'get', providerID, signal));
+    return toInstance(await this.read(namespace, name, 'get', providerID, signal), this.view());
   }
 
+  /**
+   * The reconciler calls delete again at every poll until the Pod is gone; a Pod already
+   * terminating is left alone, so the request (and its log line) happens once per deletion.
+   */
   protected async doDelete(providerID: string, signal?: AbortSignal): Promise<void> {
     const { namespace, name } = this.ref(providerID, 'delete');
+    let pod;
+    try {
+      pod = await this.read(namespace, name, 'delete', providerID, signal);
+    } catch (err) {
+      if (err instanceof NotFoundError) return;
+      throw err;
+    }
+    if (pod.metadata?.deletionTimestamp) return;
     try {
       await this.core.deleteNamespacedPod({ name, namespace }, withRequestSignal(signal));
-      this.logger.info({ providerID }, 'proxy pod deleted');
+      this.logger.info(
+        { providerID, graceSeconds: pod.spec?.terminationGracePeriodSeconds },
+        'proxy pod deletion requested',
+      );
     } catch (err) {
       const meaning = classifyKubeError(err, 'delete');
       if (meaning !== 'NotFound') throw this.mapped(meaning, err, 'delete', providerID);
@@ -104,10 +119,16 @@ export class KubernetesProvider extends AbortableProvider {
         { namespace: this.settings.namespace, labelSelector: ownedSelector(owner) },
         withRequestSignal(signal),
       );
-      return list.items.map(toInstance);
+      const view = this.view();
+      return list.items.map((pod) => toInstance(pod, view));
     } catch (err) {
       throw this.mapped(classifyKubeError(err, 'list'), err, 'listByTag');
     }
+  }
+
+  /** How Pods are judged now: the start bound is measured from each Pod's creation. */
+  private view(): PodViewOptions {
+    return { now: new Date(), startTimeoutSeconds: this.settings.startTimeoutSeconds };
   }
 
   private async read(

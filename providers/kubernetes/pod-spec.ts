@@ -1,31 +1,26 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { gcLabels, type CreateRequest } from '../contract.js';
 import { instanceName } from '../naming.js';
-import type { KubernetesSettings } from './config.js';
+import { KUBERNETES_DEFAULTS, type KubernetesSettings } from './config.js';
+import { SQUID_GRACE_SECONDS, squidConfig } from './squid-config.js';
 
 /** Annotation naming the owning Proxy, for humans: label values cannot hold "/". */
 export const OWNER_ANNOTATION = 'crawl.example.com/owner';
-/** Squid's default port in ubuntu/squid's stock configuration. */
-export const SQUID_DEFAULT_PORT = 3128;
+/** Where the generated squid.conf is written inside the Pod (an emptyDir). */
+export const SQUID_CONFIG_DIR = '/etc/proxy-operator';
+/** The environment variable carrying squid.conf into the container. */
+export const SQUID_CONFIG_ENV = 'SQUID_CONF';
 
 /**
- * The Squid command for a port other than the image's default: append an http_port line,
- * then run the image's own entrypoint the way its CMD does.
+ * Write the configuration the provider generated, then become Squid: `exec` makes squid PID 1
+ * so the kubelet's SIGTERM reaches it (a shell or an entrypoint script in between would sit
+ * on the signal until the grace ran out). -N: stay in the foreground; -d 1: log to stderr.
  */
-function squidCommand(
-  port: number,
-): Pick<NonNullable<V1Pod['spec']>['containers'][number], 'command' | 'args'> {
-  if (port === SQUID_DEFAULT_PORT) return {};
-  return {
-    command: ['/bin/sh', '-c'],
-    args: [
-      `echo "http_port ${port}" >> /etc/squid/squid.conf && exec entrypoint.sh -f /etc/squid/squid.conf -NYC`,
-    ],
-  };
-}
+const SQUID_START = `printf '%s' "$${SQUID_CONFIG_ENV}" > ${SQUID_CONFIG_DIR}/squid.conf && exec squid -N -d 1 -f ${SQUID_CONFIG_DIR}/squid.conf`;
 
 /** The Pod for a Proxy: named from its UID, GC-labelled, Ready once Squid accepts on the port. */
 export function buildPod(req: CreateRequest, settings: KubernetesSettings): V1Pod {
+  const config = squidConfig({ port: req.port, clients: settings.clients ?? KUBERNETES_DEFAULTS.clients });
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -41,16 +36,25 @@ export function buildPod(req: CreateRequest, settings: KubernetesSettings): V1Po
     },
     spec: {
       restartPolicy: 'Always',
+      terminationGracePeriodSeconds: SQUID_GRACE_SECONDS,
+      // Squid Pods never talk to the API server.
+      automountServiceAccountToken: false,
       containers: [
         {
           name: 'squid',
           image: settings.image,
-          ...squidCommand(req.port),
+          // Never a registry round trip for an image the node has (kind load, a mirror, an
+          // air-gapped node); an untagged image would otherwise default to Always.
+          imagePullPolicy: 'IfNotPresent',
+          command: ['/bin/sh', '-c', SQUID_START],
+          env: [{ name: SQUID_CONFIG_ENV, value: config }],
           ports: [{ name: 'proxy', containerPort: req.port, protocol: 'TCP' }],
-          readinessProbe: { tcpSocket: { port: req.port }, periodSeconds: 5 },
+          readinessProbe: { tcpSocket: { port: req.port }, periodSeconds: 2 },
           resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+          volumeMounts: [{ name: 'squid-config', mountPath: SQUID_CONFIG_DIR }],
         },
       ],
+      volumes: [{ name: 'squid-config', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
     },
   };
 }

@@ -8,11 +8,13 @@ import {
   PROVIDERS_CONFIGMAP_NAME,
   PROXIES_NAMESPACE,
   SERVICE_ACCOUNT_NAME,
+  SQUID_IMAGE,
 } from '../../charts/names.js';
 import { spawnSync } from 'node:child_process';
 import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
 import { parseSettings } from '../../cmd/settings.js';
 import { builtinProviderRegistry } from '../../providers/builtin.js';
+import { KUBERNETES_DEFAULTS } from '../../providers/kubernetes/config.js';
 import { chartObjects, find, type Manifest } from './manifests.js';
 
 const operator = chartObjects().get('operator')!;
@@ -72,6 +74,11 @@ describe('the operator Deployment', () => {
       'is ready once /readyz answers on the metrics port',
       () => container.readinessProbe!.httpGet,
       expect.objectContaining({ path: '/readyz', port: METRICS_PORT }),
+    ],
+    [
+      'is probed for readiness every second from its start, so a replacement serves at once, and leaves the Service only after 10 slow answers',
+      () => container.readinessProbe,
+      expect.objectContaining({ periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 10 }),
     ],
     [
       'exposes the metrics and discovery ports',
@@ -179,7 +186,15 @@ describe('the providers ConfigMap', () => {
   });
 
   it('runs Squid Pods in the namespace the operator may create Pods in', () => {
-    expect(entries[0].settings.config).toEqual({ namespace: PROXIES_NAMESPACE, image: 'ubuntu/squid' });
+    expect(entries[0].settings.config).toEqual({
+      ...KUBERNETES_DEFAULTS,
+      namespace: PROXIES_NAMESPACE,
+      image: SQUID_IMAGE,
+    });
+  });
+
+  it("runs the provider's own pinned Squid image", () => {
+    expect(SQUID_IMAGE).toBe(KUBERNETES_DEFAULTS.image);
   });
 });
 

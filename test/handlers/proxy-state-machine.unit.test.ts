@@ -303,6 +303,55 @@ describe('the Managed state machine derives one action from spec, status and the
   });
 });
 
+describe("an instance that is not starting says why, in the provider's words", () => {
+  const detail = 'ImagePullBackOff: Back-off pulling image "ubuntu/squid:6.6-24.04_beta"';
+  const stuck: Observation = { kind: 'found', instance: inst('Provisioning', '', { detail }) };
+
+  it('shows the reason in the Provisioned condition instead of "starting", and warns once', () => {
+    const first = managedStep({
+      proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+      desiredHash: 'h1',
+      observation: stuck,
+    });
+    expect(first.status?.provisioned).toEqual({
+      status: 'False',
+      reason: 'InstanceNotStarting',
+      message: `instance i-1 is not starting: ${detail}`,
+    });
+    expect(first.events).toEqual([
+      { type: 'Warning', reason: 'InstanceNotStarting', message: `instance i-1 is not starting: ${detail}` },
+    ]);
+    expect(first.logs).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ level: 'warn', message: 'instance is not starting' }),
+      ]),
+    );
+    expect(next(first)).toBe('requeue 5');
+    const again = managedStep({
+      proxy: proxy({ hash: 'h1', providerID: 'i-1', reason: 'InstanceNotStarting' }),
+      desiredHash: 'h1',
+      observation: stuck,
+    });
+    expect(again.events).toEqual([]);
+    expect(again.logs.filter((l) => l.level === 'warn')).toEqual([]);
+  });
+
+  it('a provider giving up on a start (a Pod past its start bound) replaces the instance, saying why', () => {
+    const step = managedStep({
+      proxy: proxy({ hash: 'h1', providerID: 'i-1', reason: 'InstanceNotStarting' }),
+      desiredHash: 'h1',
+      observation: {
+        kind: 'found',
+        instance: inst('Terminated', '', { detail: `not started within 300 s of its creation (${detail})` }),
+      },
+    });
+    expect(step.action).toEqual({ type: 'delete', providerIDs: ['i-1'] });
+    expect(step.status?.provisioned?.message).toContain(
+      `instance is terminated (not started within 300 s of its creation (${detail}))`,
+    );
+  });
+});
+
 describe('a restart or a new leader (no verdict in memory) carries the stored health forward while the address is unchanged', () => {
   const running = (stored: Stored) => ({
     proxy: proxy({ hash: 'h1', providerID: 'i-1', reason: 'InstanceRunning', ...stored }),

@@ -90,7 +90,20 @@ providers:
       {
         name: 'kubernetes',
         type: 'kubernetes',
-        config: { namespace: 'proxy-operator-proxies', image: 'ubuntu/squid:6.1' },
+        config: {
+          namespace: 'proxy-operator-proxies',
+          image: 'ubuntu/squid:6.1',
+          clients: [
+            '10.0.0.0/8',
+            '172.16.0.0/12',
+            '192.168.0.0/16',
+            '127.0.0.0/8',
+            'fc00::/7',
+            'fe80::/10',
+            '::1/128',
+          ],
+          startTimeoutSeconds: 300,
+        },
       },
       {
         name: 'aws-us',
@@ -279,6 +292,21 @@ providers:
       'a bad namespace',
       'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { namespace: Proxies }',
       'providers.yaml: providers[0] (k): kubernetes.namespace: "Proxies" is not a valid namespace name',
+    ],
+    [
+      'a Squid client range that is not a CIDR',
+      'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { clients: [10.0.0.0/8, 10.1.0.0/33] }',
+      'providers.yaml: providers[0] (k): kubernetes.clients[1]: "10.1.0.0/33" is not an address or CIDR range',
+    ],
+    [
+      'an empty Squid client list (nobody could use the proxies)',
+      'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { clients: [] }',
+      'providers.yaml: providers[0] (k): kubernetes.clients: must list at least one source range',
+    ],
+    [
+      'a start bound too short for any Pod to start',
+      'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { startTimeoutSeconds: 2 }',
+      'providers.yaml: providers[0] (k): kubernetes.startTimeoutSeconds: must be an integer >= 10, got 2',
     ],
   ])('rejects %s, naming file, entry and key', (_case, text, message) => {
     let thrown: unknown;

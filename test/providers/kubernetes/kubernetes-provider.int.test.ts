@@ -5,6 +5,7 @@ import { isNotFound, isPermanent } from '../../../providers/errors.js';
 import { instanceName } from '../../../providers/naming.js';
 import { testKubeConfig, uniqueName } from '../../harness/kube.js';
 import { caught } from '../caught.js';
+import { SQUID_GRACE_SECONDS } from '../../../providers/kubernetes/squid-config.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -100,6 +101,95 @@ describe('the kubernetes provider against a real API server', () => {
       'the deleted Pod to be gone',
     );
     await expect(provider.delete(id)).resolves.toBeUndefined();
+  });
+
+  it('asks for an image already on the node, even an untagged one, and brings its own squid.conf', async () => {
+    const uid = '21212121-2222-4333-8444-555555555555';
+    const id = await provider.create(request(uid));
+    const pod = await core.readNamespacedPod({ name: instanceName(uid), namespace });
+    const [container] = pod.spec!.containers;
+    // The API server would default an untagged image to Always: a registry pull at every start.
+    expect(container.imagePullPolicy).toBe('IfNotPresent');
+    expect(container.env?.find((e) => e.name === 'SQUID_CONF')?.value).toContain('http_access allow clients');
+    expect(pod.spec!.terminationGracePeriodSeconds).toBe(SQUID_GRACE_SECONDS);
+    await provider.delete(id);
+  });
+
+  it.each<[string, string, V1PodStatus, string]>([
+    [
+      'an image that cannot be pulled',
+      '31313131-2222-4333-8444-555555555555',
+      {
+        phase: 'Pending',
+        containerStatuses: [
+          {
+            name: 'squid',
+            image: 'ubuntu/squid',
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            state: {
+              waiting: {
+                reason: 'ErrImagePull',
+                message: 'failed to resolve reference "docker.io/ubuntu/squid:latest"',
+              },
+            },
+          },
+        ],
+      },
+      'ErrImagePull: failed to resolve reference "docker.io/ubuntu/squid:latest"',
+    ],
+    [
+      'a Pod no node can take',
+      '41414141-2222-4333-8444-555555555555',
+      {
+        phase: 'Pending',
+        conditions: [
+          {
+            type: 'PodScheduled',
+            status: 'False',
+            reason: 'Unschedulable',
+            message: '0/1 nodes are available: 1 Insufficient memory.',
+            lastTransitionTime: new Date(),
+          },
+        ],
+      },
+      'Unschedulable: 0/1 nodes are available: 1 Insufficient memory.',
+    ],
+  ])("reports %s with the kubelet's reason and message", async (_case, uid, status, detail) => {
+    const id = await provider.create(request(uid));
+    await setPodStatus(instanceName(uid), status);
+    expect(await provider.get(id)).toMatchObject({ state: 'Provisioning', detail });
+    await provider.delete(id);
+  });
+
+  it('deletes a Pod once: repeated deletes while it terminates send nothing and log nothing', async () => {
+    const lines: string[] = [];
+    const logged = new KubernetesProvider(
+      'kubernetes',
+      { namespace, image: 'ubuntu/squid' },
+      pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
+      testKubeConfig(),
+    );
+    const uid = '51515151-2222-4333-8444-555555555555';
+    const name = instanceName(uid);
+    const id = await logged.create(request(uid));
+    // Bound to a node, a Pod waits for its kubelet to confirm termination (an unbound one goes at once).
+    await core.createNamespacedBinding({
+      namespace,
+      body: {
+        metadata: { name },
+        target: { apiVersion: 'v1', kind: 'Node', name: 'node-that-never-answers' },
+      },
+    });
+    for (let i = 0; i < 3; i++) await logged.delete(id);
+    const deleting = await core.readNamespacedPod({ name, namespace });
+    expect(deleting.metadata?.deletionTimestamp).toBeDefined();
+    expect((await logged.get(id)).state).toBe('Terminated');
+    const deletions = lines.filter((l) => l.includes('proxy pod deletion requested'));
+    expect(deletions).toHaveLength(1);
+    expect(JSON.parse(deletions[0])).toMatchObject({ providerID: id, graceSeconds: SQUID_GRACE_SECONDS });
+    await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
   });
 
   it("lists only the Pods it labelled with its own owner identity, never another operator's", async () => {

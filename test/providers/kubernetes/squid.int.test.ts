@@ -1,0 +1,152 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProxyAgent, request } from 'undici';
+import { freePort } from '../../../framework/testing/control-plane.js';
+import {
+  SQUID_GRACE_SECONDS,
+  SQUID_SHUTDOWN_SECONDS,
+  squidConfig,
+  type SquidConfigInput,
+} from '../../../providers/kubernetes/squid-config.js';
+
+// The configuration the kubernetes provider ships, run by a real Squid (Debian's `squid`
+// package; .ci/run installs it) on loopback, against a real HTTP server.
+
+function squidBinary(): string {
+  const which = spawnSync('/bin/sh', ['-c', 'command -v squid || ls /usr/sbin/squid'], { encoding: 'utf8' });
+  const found = (which.stdout ?? '').trim().split('\n')[0];
+  if (which.status !== 0 || !found)
+    throw new Error('squid is not installed: apt-get install squid (.ci/run does this)');
+  return found;
+}
+
+interface RunningSquid {
+  port: number;
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+/** Runs squid in the foreground with the generated config, bound to loopback only. */
+async function startSquid(input: Omit<SquidConfigInput, 'port'>): Promise<RunningSquid> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-operator-squid-'));
+  // Loopback only, by construction: the listener, and any lookup Squid might make.
+  const conf =
+    squidConfig({ ...input, port }).replace(`http_port ${port}`, `http_port 127.0.0.1:${port}`) +
+    'visible_hostname localhost\ndns_nameservers 127.0.0.1\n';
+  writeFileSync(join(dir, 'squid.conf'), conf);
+  const child = spawn(squidBinary(), ['-N', '-d', '1', '-f', join(dir, 'squid.conf')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const up = await request(`http://127.0.0.1:${port}/`).then(
+      async (r) => (await r.body.dump(), true),
+      () => false,
+    );
+    if (up) break;
+    if (child.exitCode !== null) throw new Error(`squid exited with ${child.exitCode}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`squid did not listen on ${port}: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    port,
+    child,
+    exited,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe("the kubernetes provider's squid.conf, run by a real Squid", () => {
+  let origin: Server;
+  let originPort: number;
+  /** Requests the origin is holding open (a slow download) until the test lets go. */
+  const held: Array<() => void> = [];
+
+  beforeAll(async () => {
+    origin = createServer((req, res) => {
+      if (req.url === '/slow') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('first byte');
+        held.push(() => res.end());
+        return;
+      }
+      res.end('hello from the origin');
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    originPort = (origin.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    held.forEach((release) => release());
+    origin.closeAllConnections();
+    await new Promise((r) => origin.close(r));
+  });
+
+  const fetchThrough = async (proxyPort: number, path = '/') => {
+    const dispatcher = new ProxyAgent(`http://127.0.0.1:${proxyPort}`);
+    try {
+      const res = await request(`http://127.0.0.1:${originPort}${path}`, { dispatcher });
+      return { status: res.statusCode, body: await res.body.text() };
+    } finally {
+      await dispatcher.close();
+    }
+  };
+
+  it.each([
+    ['a client in the allowed ranges is proxied', ['127.0.0.0/8'], 200],
+    ['a client outside them is refused', ['10.0.0.0/8', '192.168.0.0/16'], 403],
+  ])('%s', async (_case, clients, status) => {
+    const squid = await startSquid({ clients });
+    try {
+      const res = await fetchThrough(squid.port);
+      expect(res.status).toBe(status);
+      if (status === 200) expect(res.body).toBe('hello from the origin');
+    } finally {
+      await squid.stop();
+    }
+  });
+
+  it('refuses a denied destination even to an allowed client', async () => {
+    const squid = await startSquid({
+      clients: ['127.0.0.0/8'],
+      denyDestinations: { addresses: ['127.0.0.1/32'] },
+    });
+    try {
+      expect((await fetchThrough(squid.port)).status).toBe(403);
+    } finally {
+      await squid.stop();
+    }
+  });
+
+  it("exits on SIGTERM within its shutdown lifetime, inside the Pod's grace, even with a download open", async () => {
+    const squid = await startSquid({ clients: ['127.0.0.0/8'] });
+    try {
+      const dispatcher = new ProxyAgent(`http://127.0.0.1:${squid.port}`);
+      const res = await request(`http://127.0.0.1:${originPort}/slow`, { dispatcher });
+      expect(res.statusCode).toBe(200);
+      const started = Date.now();
+      squid.child.kill('SIGTERM');
+      await squid.exited;
+      const seconds = (Date.now() - started) / 1000;
+      res.body.destroy();
+      await dispatcher.destroy();
+      expect(seconds).toBeLessThan(SQUID_SHUTDOWN_SECONDS + 2);
+      expect(seconds).toBeLessThan(SQUID_GRACE_SECONDS);
+    } finally {
+      await squid.stop();
+    }
+  });
+});

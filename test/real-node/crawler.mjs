@@ -1,0 +1,153 @@
+// A crawler Pod of the real-node run (plain Node, no dependencies): it uses the discovery
+// API through its Service and fetches through the leased Squid Pod, as the README shows.
+// Prints one JSON line per event and a final {"result": ...} line; exits 1 on a failure.
+//
+//   node crawler.mjs quickstart         list, lease, fetch through the proxy, report, release
+//   node crawler.mjs lease-loop SECONDS hold maxLeases-1 leases, cycle one more, probe the limit
+//
+// Environment: DISCOVERY (http://<ClusterIP>:8090), TARGET (http://<ClusterIP>/ of the
+// in-cluster target), PROXY (namespace/name of the kubernetes Proxy), MAX_LEASES.
+/* global console, fetch, AbortSignal, setTimeout */
+import http from 'node:http';
+import process from 'node:process';
+import { URL } from 'node:url';
+
+const discovery = process.env.DISCOVERY;
+const target = process.env.TARGET;
+const proxyID = process.env.PROXY;
+const say = (event) => console.log(JSON.stringify({ at: new Date().toISOString(), ...event }));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function api(method, path, body) {
+  const res = await fetch(`${discovery}${path}`, {
+    method,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(5000),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** GET `url` through an HTTP forward proxy (absolute-form request line). */
+function fetchVia(proxyHost, proxyPort, url) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: proxyHost, port: proxyPort, path: url, headers: { host: new URL(url).host } },
+      (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      },
+    );
+    req.setTimeout(5000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function expect(ok, what, detail) {
+  if (!ok) {
+    say({ result: 'failed', what, detail });
+    process.exit(1);
+  }
+  say({ ok: what });
+}
+
+async function quickstart() {
+  const list = await api('GET', '/v1/proxies?healthy=true');
+  expect(list.status === 200, 'list healthy proxies', list);
+  const ids = list.body.items.map((p) => p.id);
+  expect(ids.includes(proxyID), `the kubernetes Proxy ${proxyID} is listed healthy`, ids);
+  const lease = await api('POST', '/v1/leases', {
+    selector: { run: 'real-node' },
+    ttlSeconds: 300,
+    target: 'target.local',
+  });
+  expect(lease.status === 201, 'lease', lease);
+  const { leaseID, proxy } = lease.body;
+  expect(proxy.id === proxyID, 'the lease names the kubernetes Proxy', proxy);
+  const fetched = await fetchVia(proxy.ip, proxy.port, target);
+  expect(
+    fetched.status === 200 && fetched.body.includes('hello from the in-cluster target'),
+    `fetch ${target} through the leased Squid Pod ${proxy.ip}:${proxy.port}`,
+    fetched,
+  );
+  const report = await api('POST', `/v1/leases/${leaseID}/report`, { result: 'ok', target: 'target.local' });
+  expect(report.status === 200 && report.body.result === 'ok', 'report', report);
+  const first = await api('DELETE', `/v1/leases/${leaseID}`);
+  const again = await api('DELETE', `/v1/leases/${leaseID}`);
+  expect(first.status === 204 && again.status === 204, 'release (204, and 204 again)', [
+    first.status,
+    again.status,
+  ]);
+  say({ result: 'passed' });
+}
+
+/**
+ * Holds maxLeases-1 leases (renewing them), cycles one more lease (release, then lease
+ * again) and, after each cycle, asks for one lease too many. Over a rollout restart of the
+ * operator: no renewal may find its lease gone, no cycling lease may get a 409, and the
+ * lease too many must always be refused (else the proxy carries more than maxLeases).
+ */
+async function leaseLoop(seconds) {
+  const max = Number(process.env.MAX_LEASES);
+  const selector = { run: 'real-node' };
+  const ask = () => api('POST', '/v1/leases', { selector, ttlSeconds: 120 });
+  const held = [];
+  for (let i = 0; i < max - 1; i++) {
+    const l = await ask();
+    expect(l.status === 201, `holder lease ${i + 1} of ${max - 1}`, l);
+    held.push(l.body.leaseID);
+  }
+  const violations = [];
+  let cycles = 0;
+  let errors = 0;
+  let cycling;
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end) {
+    try {
+      if (cycling) await api('DELETE', `/v1/leases/${cycling}`);
+      cycling = undefined;
+      const l = await ask();
+      if (l.status === 201) cycling = l.body.leaseID;
+      else violations.push({ what: 'the cycling lease was refused', status: l.status, body: l.body });
+      const extra = await ask();
+      if (extra.status === 201) {
+        violations.push({ what: `a lease beyond maxLeases (${max}) was granted`, lease: extra.body.leaseID });
+        await api('DELETE', `/v1/leases/${extra.body.leaseID}`);
+      }
+      for (const id of held) {
+        const r = await api('POST', `/v1/leases/${id}/renew`, {});
+        if (r.status !== 200) violations.push({ what: 'a held lease was lost', lease: id, status: r.status });
+      }
+      cycles++;
+    } catch (err) {
+      // The Service between two Pods (a connection cut mid-request) is not a lease-book fault.
+      errors++;
+      say({ transportError: String(err) });
+    }
+    await sleep(250);
+  }
+  for (const id of [...held, cycling].filter(Boolean))
+    await api('DELETE', `/v1/leases/${id}`).catch(() => undefined);
+  const byKind = {};
+  for (const v of violations) byKind[v.what] = (byKind[v.what] ?? 0) + 1;
+  const summary = {
+    cycles,
+    transportErrors: errors,
+    violations: violations.length,
+    byKind,
+    first: violations.slice(0, 3),
+  };
+  say({ result: violations.length === 0 && cycles > 0 ? 'passed' : 'failed', ...summary });
+  process.exit(violations.length === 0 && cycles > 0 ? 0 : 1);
+}
+
+const [mode, arg] = process.argv.slice(2);
+if (mode === 'quickstart') await quickstart();
+else if (mode === 'lease-loop') await leaseLoop(Number(arg ?? 60));
+else {
+  say({ result: 'failed', what: `unknown mode ${mode}` });
+  process.exit(2);
+}

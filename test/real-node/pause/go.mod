@@ -1,0 +1,3 @@
+module proxyoperator.local/pause
+
+go 1.26

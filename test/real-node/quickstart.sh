@@ -1,0 +1,217 @@
+# Sourced by run.sh: the README's "Quickstart on kind" on this node. Substituted: cluster
+# creation (cluster.sh instead of `kind create cluster`) and image loading (images.sh and
+# `ctr images import` instead of `docker build` + `kind load`). The samples are not applied
+# as they are: their kubernetes Proxy probes a public URL, and nothing here may leave the
+# machine; the run's Proxies are the same kinds with in-cluster probe targets.
+
+pods_ready() { # NAMESPACE SELECTOR
+  $KUBECTL -n "$1" wait pod -l "$2" --for=condition=Ready --timeout=2s
+}
+px_phase() { $KUBECTL get px "$1" -o jsonpath='{.status.phase}'; }
+px_ready() { [ "$(px_phase "$1")" = Ready ]; }
+operator_logs() { $KUBECTL -n proxy-operator-system logs deploy/proxy-operator --tail=-1 2>/dev/null; }
+# Everything the operator logged, across its Pods (kept with the component logs).
+save_operator_logs() {
+  local p
+  for p in $($KUBECTL -n proxy-operator-system get pods -o name 2>/dev/null); do
+    $KUBECTL -n proxy-operator-system logs "$p" >"$LOGS/operator-${p#pod/}.log" 2>&1
+  done
+}
+
+step "quickstart: kubectl apply -k dist/ and rollout status"
+$KUBECTL apply -k "$root/dist/" >"$LOGS/apply.log" 2>&1 || fail "kubectl apply -k dist/ (log: $LOGS/apply.log)"
+$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=180s >&2 ||
+  { save_operator_logs; fail "rollout status"; }
+$KUBECTL label namespace default crawl.example.com/proxy-client=true --overwrite >/dev/null
+
+step "quickstart: an in-cluster target, a Squid Pod for the External Proxy, the crawler script"
+squid_conf=$(cd "$root" && node -e "import('./build/providers/kubernetes/squid-config.js').then(m => process.stdout.write(m.squidConfig({ port: 3128, clients: ['$POD_CIDR'] })))")
+$KUBECTL create configmap crawler --from-file=crawler.mjs="$here/crawler.mjs" >/dev/null
+$KUBECTL apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: target, labels: {app: target}}
+spec:
+  containers:
+    - name: http
+      image: $BASE_REF
+      imagePullPolicy: IfNotPresent
+      command: [node, -e, "require('http').createServer((q, s) => { if (q.url === '/generate_204') { s.writeHead(204); return s.end(); } s.end('hello from the in-cluster target'); }).listen(8080)"]
+      ports: [{containerPort: 8080}]
+      readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: target}
+spec:
+  selector: {app: target}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: external-squid, labels: {app: external-squid}}
+spec:
+  containers:
+    - name: squid
+      image: $SQUID_REF
+      imagePullPolicy: IfNotPresent
+      command: [/bin/sh, -c, 'mkdir -p /tmp/squid && printf "%s" "\$SQUID_CONF" > /tmp/squid/squid.conf && exec squid -N -d 1 -f /tmp/squid/squid.conf']
+      env: [{name: SQUID_CONF, value: $(node -e 'process.stdout.write(JSON.stringify(process.argv[1]))' "$squid_conf")}]
+      readinessProbe: {tcpSocket: {port: 3128}, periodSeconds: 1}
+EOF
+wait_for "target and external-squid Pods Ready" 90 sh -c "$KUBECTL wait pod target external-squid --for=condition=Ready --timeout=2s" ||
+  fail "target/external-squid Pods (kubectl describe below)"$'\n'"$($KUBECTL describe pod target external-squid | tail -30)"
+TARGET_POD_IP=$($KUBECTL get pod target -o jsonpath='{.status.podIP}')
+TARGET_SVC_IP=$($KUBECTL get svc target -o jsonpath='{.spec.clusterIP}')
+EXTERNAL_IP=$($KUBECTL get pod external-squid -o jsonpath='{.status.podIP}')
+DISCOVERY_IP=$($KUBECTL -n proxy-operator-system get svc proxy-operator-discovery -o jsonpath='{.spec.clusterIP}')
+PROBE_URL=http://$TARGET_POD_IP:8080/generate_204
+log "   target $TARGET_POD_IP (Service $TARGET_SVC_IP), External Squid $EXTERNAL_IP, discovery Service $DISCOVERY_IP"
+
+MAX_LEASES=4
+proxy_manifest() { # NAME [provider]
+  cat <<EOF
+apiVersion: crawl.example.com/v1alpha1
+kind: Proxy
+metadata: {name: $1}
+spec:
+  mode: Managed
+  provider: kubernetes
+  maxLeases: $MAX_LEASES
+  attributes: {run: real-node}
+  healthCheck: {probeURL: "$PROBE_URL", expectedStatusCodes: [204], intervalSeconds: 5, timeoutSeconds: 3}
+EOF
+}
+
+step "quickstart: a kubernetes-provider Proxy and an External one become Ready (probes across the Pod network)"
+proxy_manifest proxy-kubernetes | $KUBECTL apply -f - >/dev/null
+$KUBECTL apply -f - >/dev/null <<EOF
+apiVersion: crawl.example.com/v1alpha1
+kind: Proxy
+metadata: {name: proxy-external}
+spec:
+  mode: External
+  endpoint: {host: "$EXTERNAL_IP", port: 3128}
+  attributes: {run: real-node-external}
+  healthCheck: {probeURL: "$PROBE_URL", expectedStatusCodes: [204], intervalSeconds: 5, timeoutSeconds: 3}
+EOF
+wait_for "proxy-kubernetes Ready" 120 px_ready proxy-kubernetes ||
+  { save_operator_logs; fail "proxy-kubernetes is $(px_phase proxy-kubernetes): $($KUBECTL get px proxy-kubernetes -o jsonpath='{.status.conditions}')"; }
+wait_for "proxy-external Ready" 60 px_ready proxy-external ||
+  { save_operator_logs; fail "proxy-external is $(px_phase proxy-external): $($KUBECTL get px proxy-external -o jsonpath='{.status.conditions}')"; }
+$KUBECTL get px >&2
+
+# run_crawler NAME ARGS...: the crawler script in a Pod of the labelled namespace; waits for it.
+run_crawler() {
+  local name=$1 limit=$2
+  shift 2
+  local args
+  args=$(node -e 'process.stdout.write(JSON.stringify(process.argv.slice(1)))' "$@")
+  $KUBECTL apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name}
+spec:
+  restartPolicy: Never
+  containers:
+    - name: crawler
+      image: $BASE_REF
+      imagePullPolicy: IfNotPresent
+      command: [node, /crawler/crawler.mjs]
+      args: $args
+      env:
+        - {name: DISCOVERY, value: "http://proxy-operator-discovery.proxy-operator-system:8090"}
+        - {name: TARGET, value: "http://target.default.svc.cluster.local/"}
+        - {name: PROXY, value: "default/proxy-kubernetes"}
+        - {name: MAX_LEASES, value: "$MAX_LEASES"}
+      volumeMounts: [{name: script, mountPath: /crawler}]
+  volumes: [{name: script, configMap: {name: crawler}}]
+EOF
+  [ "$limit" = 0 ] && return 0
+  crawler_wait "$name" "$limit"
+}
+crawler_wait() {
+  local name=$1 limit=$2 phase
+  wait_for "crawler $name finished" "$limit" sh -c "$KUBECTL get pod $name -o jsonpath='{.status.phase}' | grep -qE 'Succeeded|Failed'" || true
+  $KUBECTL logs "$name" >"$LOGS/crawler-$name.log" 2>&1
+  phase=$($KUBECTL get pod "$name" -o jsonpath='{.status.phase}')
+  sed 's/^/     /' "$LOGS/crawler-$name.log" | tail -12 >&2
+  [ "$phase" = Succeeded ]
+}
+
+step "quickstart: discovery through its Service: list, lease, fetch through the leased Squid Pod, report, release"
+run_crawler crawler-quickstart 90 quickstart || { save_operator_logs; fail "the discovery flow (log: $LOGS/crawler-crawler-quickstart.log)"; }
+
+step "a deleted Proxy's Squid Pod goes promptly, and its deletion is logged once"
+proxy_manifest proxy-deleted | $KUBECTL apply -f - >/dev/null
+wait_for "proxy-deleted Ready" 120 px_ready proxy-deleted || fail "proxy-deleted did not become Ready"
+deleted_pod=$($KUBECTL get px proxy-deleted -o jsonpath='{.status.providerID}')
+t0=$SECONDS
+$KUBECTL delete px proxy-deleted --timeout=60s >/dev/null || fail "deleting proxy-deleted"
+took=$((SECONDS - t0))
+$KUBECTL -n "${deleted_pod%%/*}" get pod "${deleted_pod#*/}" >/dev/null 2>&1 && fail "Pod $deleted_pod still exists after its Proxy was deleted"
+log "   Proxy and its Pod $deleted_pod gone in ${took}s"
+[ "$took" -le 15 ] || fail "deleting a Ready Proxy took ${took}s (Squid's shutdown must fit the Pod's grace)"
+deletions=$(operator_logs | grep -c "\"providerID\":\"$deleted_pod\".*proxy pod deletion requested\|proxy pod deletion requested.*\"providerID\":\"$deleted_pod\"" || true)
+[ "$deletions" = 1 ] || fail "the deletion of $deleted_pod was logged $deletions times (want once)"
+
+step "a force-deleted operator Pod is replaced; the fleet stays Ready"
+old_pod=$($KUBECTL -n proxy-operator-system get pods -l app.kubernetes.io/name=proxy-operator -o jsonpath='{.items[0].metadata.name}')
+$KUBECTL -n proxy-operator-system delete pod "$old_pod" --force --grace-period=0 >/dev/null 2>&1
+t0=$SECONDS
+not_ready=0
+while [ $((SECONDS - t0)) -lt 60 ]; do
+  for px in proxy-kubernetes proxy-external; do px_ready "$px" || not_ready=$((not_ready + 1)); done
+  new_ready=$($KUBECTL -n proxy-operator-system get pods -l app.kubernetes.io/name=proxy-operator \
+    -o jsonpath='{range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -v "^$old_pod=" | grep -c '=True' || true)
+  [ "$new_ready" -ge 1 ] && [ -z "${replaced_in:-}" ] && replaced_in=$((SECONDS - t0))
+  [ -n "${replaced_in:-}" ] && [ $((SECONDS - t0)) -ge $((replaced_in + 15)) ] && break
+  sleep 1
+done
+[ -n "${replaced_in:-}" ] || { save_operator_logs; fail "no replacement operator Pod became Ready within 60s"; }
+log "   replacement Ready ${replaced_in}s after the force-delete"
+[ "$not_ready" = 0 ] || fail "a Proxy left Ready $not_ready time(s) while the operator Pod was replaced"
+
+step "a Squid Pod whose image cannot be pulled says so in its Proxy's Provisioned condition, and is replaced past its start bound"
+# The README's way to change providers: edit the ConfigMap, then rollout restart. The image
+# is on no registry this node can reach (and a pull of it stays on loopback).
+$KUBECTL -n proxy-operator-system get configmap proxy-operator-providers -o jsonpath='{.data.providers\.yaml}' >"$W/providers.yaml"
+printf '%s\n' '  - name: kubernetes-unpullable' '    type: kubernetes' \
+  '    kubernetes: {namespace: proxy-operator-proxies, image: "localhost:9/no-such-squid:1", startTimeoutSeconds: 20}' \
+  >>"$W/providers.yaml"
+$KUBECTL -n proxy-operator-system create configmap proxy-operator-providers --from-file=providers.yaml="$W/providers.yaml" \
+  --dry-run=client -o yaml | $KUBECTL apply -f - >/dev/null 2>&1
+$KUBECTL -n proxy-operator-system rollout restart deploy/proxy-operator >/dev/null
+$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=120s >&2 || fail "rollout status after the providers change"
+proxy_manifest proxy-unpullable | sed 's/provider: kubernetes/provider: kubernetes-unpullable/' | $KUBECTL apply -f - >/dev/null
+provisioned() { $KUBECTL get px "$1" -o jsonpath='{range .status.conditions[?(@.type=="Provisioned")]}{.reason}: {.message}{end}'; }
+wait_for "proxy-unpullable: Provisioned=False InstanceNotStarting with the kubelet's reason" 90 \
+  sh -c "$KUBECTL get px proxy-unpullable -o jsonpath='{.status.conditions[?(@.type==\"Provisioned\")].message}' | grep -qE 'ErrImagePull|ImagePullBackOff'" ||
+  { save_operator_logs; fail "proxy-unpullable's Provisioned condition hides the pull failure: $(provisioned proxy-unpullable)"; }
+log "   $(provisioned proxy-unpullable | cut -c1-240)"
+$KUBECTL get events --field-selector involvedObject.name=proxy-unpullable,reason=InstanceNotStarting -o name | grep -q . ||
+  fail "no InstanceNotStarting Event on proxy-unpullable"
+# Past its start bound the Pod is treated like an instance that never boots: replaced.
+wait_for "proxy-unpullable's Pod replaced after its 20 s start bound" 60 \
+  sh -c "$KUBECTL get events --field-selector involvedObject.name=proxy-unpullable,reason=Replacing -o jsonpath='{.items[*].message}' | grep -q 'not started within 20 s'" ||
+  { save_operator_logs; fail "proxy-unpullable was not replaced after its start bound: $(provisioned proxy-unpullable)"; }
+$KUBECTL delete px proxy-unpullable --timeout=60s >/dev/null || fail "deleting proxy-unpullable"
+
+step "the lease loop against a steady operator (the control: the check itself finds nothing)"
+run_crawler crawler-lease-control 60 lease-loop 15 || {
+  save_operator_logs
+  fail "the lease loop found violations with no restart at all (log: $LOGS/crawler-crawler-lease-control.log)"
+}
+
+step "kubectl rollout restart under a lease loop: never more than maxLeases, no 409, no lease lost"
+run_crawler crawler-lease-loop 0 lease-loop 60
+wait_for "lease loop running" 60 sh -c "$KUBECTL logs crawler-lease-loop 2>/dev/null | grep -q 'holder lease $((MAX_LEASES - 1))'" ||
+  fail "the lease loop did not start (log: $($KUBECTL logs crawler-lease-loop 2>&1 | tail -5))"
+sleep 5
+$KUBECTL -n proxy-operator-system rollout restart deploy/proxy-operator >/dev/null
+$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=120s >&2 || fail "rollout status after restart"
+crawler_wait crawler-lease-loop 120 || {
+  save_operator_logs
+  fail "the lease loop over a rollout restart (log: $LOGS/crawler-crawler-lease-loop.log)"
+}
+save_operator_logs
