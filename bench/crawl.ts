@@ -197,7 +197,11 @@ async function scenario(
         if (healthy.length === proxies) break;
         await sleep(1000);
       }
-      const conflicts0 = await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"');
+      const refusals = async () =>
+        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"')) +
+        (await op.metric('proxy_operator_lease_requests_total', 'outcome="no_match"')) +
+        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_cooling_down"'));
+      const conflicts0 = await refusals();
       const cpu0 = op.cpuSeconds();
       progress('crawling through the operator (ProxyOperatorConfiguration at Crawlee defaults)');
       const figures = await crawl({
@@ -211,18 +215,24 @@ async function scenario(
           selector: { run: namespace },
         },
       });
-      const all409 =
-        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"')) +
-        (await op.metric('proxy_operator_lease_requests_total', 'outcome="no_match"')) +
-        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_cooling_down"'));
-      return {
+      const row: Row = {
         figures,
-        conflicts: all409 - conflicts0,
+        conflicts: (await refusals()) - conflicts0,
         leasesLeft: await op.metric('proxy_operator_leases_active'),
         sessionsLeft: await op.metric('proxy_operator_sessions_active'),
         cpuSeconds: op.cpuSeconds() - cpu0,
         peakRssMiB: op.peakRssMiB(),
       };
+      // This round's fleet dies with its processes: its Proxies go too, so no later round
+      // (either side) shares the machine with an operator probing and writing a dead fleet.
+      await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+      });
+      while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(500);
+      return row;
     } finally {
       await fleet.close();
       await site.close();
