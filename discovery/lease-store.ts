@@ -43,15 +43,39 @@ export interface RenewResult {
   usage: ProxyUsage;
 }
 
-export type ReportResult = 'ok' | 'rate_limited' | 'banned';
-export const REPORT_RESULTS: readonly ReportResult[] = ['ok', 'rate_limited', 'banned'];
+/**
+ * What using a lease's proxy taught the client: `ok`; `banned` (the target refused this
+ * proxy: a long, doubling cooldown for that target); `rate_limited` (the target asked it to
+ * slow down: a short cooldown of its own); `unreachable` (the proxy itself could not carry
+ * the request: refused, reset, timed out connecting, or a CONNECT it answered with a non-2xx):
+ * the proxy becomes suspect, leased to nobody until the health engine has probed it again.
+ */
+export type ReportResult = 'ok' | 'rate_limited' | 'banned' | 'unreachable';
+export const REPORT_RESULTS: readonly ReportResult[] = ['ok', 'rate_limited', 'banned', 'unreachable'];
+
+export interface ReportDetails {
+  /** Overrides the lease's own target. Already normalized. */
+  target?: string;
+  /** A rate_limited response's Retry-After, in seconds: that cooldown lasts at least this long. */
+  retryAfterSeconds?: number;
+}
 
 export interface ReportOutcome {
   lease: Lease;
   /** The cooldown key the report applied to: a target, or undefined for the global pool. */
   target?: string;
-  /** When the cooldown ends, if the report started or extended one ('ok' never does). */
+  /** When the cooldown ends, if the report started or extended one (ok and unreachable never do). */
   cooldownUntil?: Date;
+  /** unreachable only: whether the proxy is suspect now (false: the report was not believed). */
+  suspect?: boolean;
+  /** unreachable only: whether this report asked the health engine for an out-of-schedule probe. */
+  probeRequested?: boolean;
+  /**
+   * banned/rate_limited only: the target was not recorded because the book is at a cap and
+   * every cooldown there still runs (eviction never lifts a running cooldown). The report
+   * still counts in the proxy's statistics.
+   */
+  capped?: true;
 }
 
 /** Report counts by result. */
@@ -59,6 +83,7 @@ export interface OutcomeCounts {
   ok: number;
   banned: number;
   rate_limited: number;
+  unreachable: number;
 }
 
 /** Report counts over the store's sliding window. */
@@ -70,7 +95,31 @@ export interface OutcomeStats extends OutcomeCounts {
 export interface ProxyUsage {
   activeLeases: number;
   stats: OutcomeStats;
+  /**
+   * Why the book keeps a proxy out of every lease, ahead of its status: `suspect` (an
+   * unreachable report awaits a probe) or `down` (the health engine's verdict is unhealthy).
+   * Absent when the book has nothing against it.
+   */
+  held?: HoldReason;
 }
+
+export type HoldReason = 'suspect' | 'down';
+
+/**
+ * What the health engine learnt about a proxy at an address, handed to the book as it
+ * happens (the Proxy's status follows later, and not at all while the API server is away).
+ * An observation about another address than the proxy's current one is ignored.
+ */
+export type HealthObservation =
+  /** A probe that started at `startedAt` (ms since the epoch) passed: ends a suspicion raised before it. */
+  | { kind: 'probe_passed'; address: string; startedAt: number }
+  /** The verdict turned unhealthy: held out of every lease until `up` or another address. */
+  | { kind: 'down'; address: string }
+  /** The verdict turned healthy: the Proxy's status decides again. */
+  | { kind: 'up'; address: string };
+
+/** Called with each proxy an unreachable report made suspect (id, and the address reported). */
+export type ProbeRequestListener = (proxyID: string, address: string) => void;
 
 /** Gauges and counters for the metrics endpoint. */
 export interface StoreTotals {
@@ -81,6 +130,12 @@ export interface StoreTotals {
   sessionsEvicted: number;
   /** (proxy, target) cooldown entries forgotten at their caps (monotonic). */
   cooldownsEvicted: number;
+  /** Proxies held out of leases right now because an unreachable report awaits a probe. */
+  suspectProxies: number;
+  /** Proxies made suspect by an unreachable report (monotonic). */
+  suspicionsRaised: number;
+  /** Suspicions that ended without a probe answering them within the bound (monotonic). */
+  suspicionsExpired: number;
 }
 
 export interface LeaseStore {
@@ -97,10 +152,19 @@ export interface LeaseStore {
   /** Ends a lease early. Idempotent: releasing an unknown or ended lease succeeds. */
   release(leaseID: string): Promise<void>;
   /**
-   * Records the outcome of using a lease's proxy. `target` overrides the lease's own target.
-   * Resolves undefined when the lease is unknown, expired or released.
+   * Records the outcome of using a lease's proxy. Resolves undefined when the lease is
+   * unknown, expired or released. `unreachable` makes the proxy suspect (see ReportOutcome)
+   * and, unless it is suspect already, asks the health engine for a probe (onProbeRequest).
    */
-  report(leaseID: string, result: ReportResult, target?: string): Promise<ReportOutcome | undefined>;
+  report(leaseID: string, result: ReportResult, details?: ReportDetails): Promise<ReportOutcome | undefined>;
+  /** The health engine's news about a proxy (see HealthObservation). */
+  observeHealth(proxyID: string, observation: HealthObservation): Promise<void>;
+  /**
+   * Subscribes to probe requests raised by unreachable reports, from every replica sharing
+   * this book: the seam through which the health engine (the leader's) hears of them.
+   * Returns the unsubscribe function.
+   */
+  onProbeRequest(listener: ProbeRequestListener): () => void;
   /** Forgets a session's binding; its leases stay valid. Idempotent. */
   endSession(key: string): Promise<void>;
   /** Live leases and recent report counts, for many proxies in one call (one round trip). */
