@@ -54,6 +54,7 @@ export async function startRedisServer(extraConfig: string[] = []): Promise<Redi
   const clients: Redis[] = [];
 
   const launch = async (): Promise<void> => {
+    if (child !== undefined && child.exitCode === null) return;
     const args = [
       '--bind',
       '127.0.0.1',
@@ -77,7 +78,6 @@ export async function startRedisServer(extraConfig: string[] = []): Promise<Redi
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, LC_ALL: 'C' },
     });
-    child = proc;
     let output = '';
     proc.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     proc.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -100,6 +100,7 @@ export async function startRedisServer(extraConfig: string[] = []): Promise<Redi
       });
     });
     proc.removeAllListeners('exit');
+    child = proc;
   };
 
   const killChild = async (): Promise<void> => {
