@@ -109,6 +109,7 @@ async function main(): Promise<void> {
       orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
       orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
       healthConcurrency: settings.healthConcurrency,
+      recheckIntervalMillis: settings.recheckIntervalMillis,
       maxUnavailable: settings.maxUnavailable,
       probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
       discovery: {

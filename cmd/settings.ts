@@ -10,9 +10,15 @@ export interface Settings {
     host: string;
     port: number;
     maxCooldownSeconds: number;
+    rateLimitCooldownSeconds: number;
+    maxRateLimitCooldownSeconds: number;
+    singleCooldownWindow: boolean;
+    suspicionTimeoutSeconds: number;
+    suspicionHoldoffSeconds: number;
     sessionIdleSeconds: number;
     maxSessions: number;
   };
+  recheckIntervalMillis: number;
   discoveryToken: string;
   metrics: { host: string; port: number };
   leaderElect: boolean;
@@ -111,13 +117,50 @@ const OPTIONS: Option[] = [
     flag: 'cooldown',
     env: 'COOLDOWN_SECONDS',
     default: '900',
-    help: 'seconds a banned/rate-limited proxy rests for that target',
+    help: 'seconds a banned proxy rests for that target',
   },
   {
     flag: 'max-cooldown',
     env: 'MAX_COOLDOWN_SECONDS',
     default: '3600',
-    help: 'longest cooldown: each consecutive ban/rate limit of a proxy on a target doubles it from --cooldown up to this',
+    help: 'longest cooldown: each consecutive ban of a proxy on a target doubles it from --cooldown up to this',
+  },
+  {
+    flag: 'rate-limit-cooldown',
+    env: 'RATE_LIMIT_COOLDOWN_SECONDS',
+    default: '10',
+    help: 'seconds a rate-limited proxy rests for that target (at least the Retry-After the client passed)',
+  },
+  {
+    flag: 'max-rate-limit-cooldown',
+    env: 'MAX_RATE_LIMIT_COOLDOWN_SECONDS',
+    default: '120',
+    help: 'longest rate-limit cooldown: consecutive rate limits double it from --rate-limit-cooldown up to this',
+  },
+  {
+    flag: 'single-cooldown-window',
+    env: 'SINGLE_COOLDOWN_WINDOW',
+    default: 'false',
+    boolean: true,
+    help: "rate_limited rests like banned (--cooldown/--max-cooldown, one streak): the specification's rule",
+  },
+  {
+    flag: 'suspicion-timeout',
+    env: 'SUSPICION_TIMEOUT_SECONDS',
+    default: '60',
+    help: 'a proxy reported unreachable is leasable again after this long if no probe answered (error log, metric)',
+  },
+  {
+    flag: 'suspicion-holdoff',
+    env: 'SUSPICION_HOLDOFF_SECONDS',
+    default: '5',
+    help: 'unreachable reports this soon after a passing re-probe of that proxy are not believed (abuse guard)',
+  },
+  {
+    flag: 'recheck-interval',
+    env: 'RECHECK_INTERVAL_MS',
+    default: '1000',
+    help: 'milliseconds between the probes of a recheck after an unreachable report',
   },
   {
     flag: 'session-idle-timeout',
@@ -406,12 +449,24 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       `--max-cooldown: "${maxCooldownSeconds}" must be at least --cooldown (${cooldownSeconds})`,
     );
   }
+  const rateLimitCooldownSeconds = positiveInt('rate-limit-cooldown', get('rate-limit-cooldown')!);
+  const maxRateLimitCooldownSeconds = positiveInt('max-rate-limit-cooldown', get('max-rate-limit-cooldown')!);
+  if (maxRateLimitCooldownSeconds < rateLimitCooldownSeconds) {
+    throw new SettingsError(
+      `--max-rate-limit-cooldown: "${maxRateLimitCooldownSeconds}" must be at least --rate-limit-cooldown (${rateLimitCooldownSeconds})`,
+    );
+  }
   return {
     kubeconfig: get('kubeconfig'),
     providersConfig: get('providers-config'),
     discovery: {
       ...address('discovery-address', get('discovery-address')!),
       maxCooldownSeconds,
+      rateLimitCooldownSeconds,
+      maxRateLimitCooldownSeconds,
+      singleCooldownWindow: bool('single-cooldown-window', get('single-cooldown-window')!),
+      suspicionTimeoutSeconds: positiveInt('suspicion-timeout', get('suspicion-timeout')!),
+      suspicionHoldoffSeconds: positiveInt('suspicion-holdoff', get('suspicion-holdoff')!, 0),
       sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
       maxSessions: positiveInt('max-sessions', get('max-sessions')!, 10_000),
     },
@@ -426,6 +481,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     orphanSweepIntervalSeconds: positiveInt('orphan-sweep-interval', get('orphan-sweep-interval')!),
     orphanMinAgeSeconds: positiveInt('orphan-min-age', get('orphan-min-age')!, 0),
     healthConcurrency: positiveInt('health-concurrency', get('health-concurrency')!),
+    recheckIntervalMillis: positiveInt('recheck-interval', get('recheck-interval')!, 50),
     watchNamespace: get('watch-namespace'),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
     clusterName: clusterName('cluster-name', get('cluster-name')),

@@ -136,19 +136,25 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/leases/:id/report')
     .all(guard)
     .post(body, async (req, res) => {
-      const report = parseReportBody(req.body);
-      const outcome = await leases.report(req.params.id, report.result, report.target);
+      const { result, ...details } = parseReportBody(req.body);
+      const outcome = await leases.report(req.params.id, result, details);
       if (outcome === undefined) {
         leaseNotFound(res, req.params.id);
         return;
       }
-      metrics.countReport(report.result);
+      metrics.countReport(result);
+      if (outcome.probeRequested) {
+        logger.info(
+          { leaseID: outcome.lease.id, proxyID: outcome.lease.proxyID },
+          'proxy reported unreachable: held out of leases until a probe passes',
+        );
+      }
       if (outcome.cooldownUntil !== undefined) {
         logger.info(
           {
             leaseID: outcome.lease.id,
             proxyID: outcome.lease.proxyID,
-            result: report.result,
+            result,
             target: outcome.target ?? null,
             cooldownUntil: outcome.cooldownUntil.toISOString(),
           },
@@ -158,9 +164,10 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       sendJSON(res, 200, {
         leaseID: outcome.lease.id,
         proxyID: outcome.lease.proxyID,
-        result: report.result,
+        result,
         target: outcome.target ?? null,
         cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
+        ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
       });
     })
     .all(methodNotAllowed('POST'));

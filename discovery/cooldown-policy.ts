@@ -1,4 +1,5 @@
 // How long a proxy rests for a target after consecutive bad reports: pure, table-tested.
+import type { ReportResult } from './lease-store.js';
 
 export interface CooldownPolicy {
   /** The first cooldown (`--cooldown`). */
@@ -20,4 +21,46 @@ export function cooldownMillis(streak: number, policy: CooldownPolicy, random: n
   const doubled = policy.baseMillis * 2 ** Math.min(Math.max(streak, 1) - 1, 40);
   const spread = Math.min(doubled, policy.maxMillis) * (1 + policy.jitter * (2 * random - 1));
   return Math.round(Math.min(spread, policy.maxMillis));
+}
+
+/**
+ * A ban and a rate limit rest a proxy differently: a ban means the site has learnt this
+ * address (minutes, doubling), a 429 asks the client to slow down (seconds, doubling, at least
+ * the site's Retry-After). `single` restores the specification's one window for both.
+ */
+export interface CooldownRules {
+  banned: CooldownPolicy;
+  rateLimited: CooldownPolicy;
+  /** true: rate_limited shares banned's policy and streak (the specification's rule). */
+  single: boolean;
+}
+
+export const DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS = 10;
+export const DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS = 120;
+
+/** Which cooldown (and streak) a bad report feeds. */
+export type CooldownKind = 'ban' | 'rate';
+
+export function cooldownKindOf(
+  result: Exclude<ReportResult, 'ok' | 'unreachable'>,
+  rules: CooldownRules,
+): CooldownKind {
+  return result === 'rate_limited' && !rules.single ? 'rate' : 'ban';
+}
+
+/**
+ * The rest a bad report earns: the kind's policy at its streak, and never shorter than a
+ * Retry-After the site sent (itself capped by the ban maximum, the longest rest there is).
+ */
+export function restMillis(
+  kind: CooldownKind,
+  streak: number,
+  rules: CooldownRules,
+  random: number,
+  retryAfterMillis?: number,
+): number {
+  const policy = kind === 'rate' ? rules.rateLimited : rules.banned;
+  const rest = cooldownMillis(streak, policy, random);
+  if (retryAfterMillis === undefined) return rest;
+  return Math.max(rest, Math.min(retryAfterMillis, rules.banned.maxMillis));
 }

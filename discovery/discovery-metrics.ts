@@ -35,7 +35,28 @@ export class DiscoveryMetrics {
       'Running cooldowns: (proxy, target) pairs benched after banned/rate_limited reports.',
       (t) => t.activeCooldowns,
     );
-    // The store counts evictions itself (it may be shared); this counter follows its totals.
+    gauge(
+      'proxy_operator_suspect_proxies',
+      'Proxies held out of every lease because an unreachable report awaits a probe.',
+      (t) => t.suspectProxies,
+    );
+    // The store counts these itself (it may be shared); the counters follow its totals.
+    const suspicions = { raised: 0, expired: 0 };
+    new Counter({
+      name: 'proxy_operator_suspicions_total',
+      help:
+        'Suspicions raised by unreachable reports (raised), and those no probe answered within --suspicion-timeout ' +
+        '(expired: nothing is re-probing).',
+      labelNames: ['outcome'],
+      registers: [registry],
+      async collect() {
+        const totals = await leases.totals();
+        this.inc({ outcome: 'raised' }, Math.max(0, totals.suspicionsRaised - suspicions.raised));
+        this.inc({ outcome: 'expired' }, Math.max(0, totals.suspicionsExpired - suspicions.expired));
+        suspicions.raised = Math.max(suspicions.raised, totals.suspicionsRaised);
+        suspicions.expired = Math.max(suspicions.expired, totals.suspicionsExpired);
+      },
+    });
     const counted = { session: 0, cooldown: 0 };
     new Counter({
       name: 'proxy_operator_discovery_evictions_total',
@@ -58,7 +79,7 @@ export class DiscoveryMetrics {
     });
     this.reports = new Counter({
       name: 'proxy_operator_lease_reports_total',
-      help: 'Reports on leases by result (ok, banned, rate_limited).',
+      help: 'Reports on leases by result (ok, banned, rate_limited, unreachable).',
       labelNames: ['result'],
       registers: [registry],
     });

@@ -5,27 +5,48 @@
 //
 // Nothing here scans the fleet per request: the FreeProxyIndex follows the catalog's change
 // events and every load change; leases expire from a deadline heap as each call begins, so
-// loads are exact at every read. Prototype limitation (accepted by the specification): a
-// restart drops all leases, sessions, cooldowns and statistics.
+// loads are exact at every read. A proxy the book holds (suspect or down, proxy-holds.ts)
+// leaves the index as the catalog's unhealthy proxies do. Limitation of this store (the Redis
+// store has none): a restart drops all leases, sessions, cooldowns, holds and statistics.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
-import { COOLDOWN_JITTER } from './cooldown-policy.js';
+import {
+  COOLDOWN_JITTER,
+  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+} from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
 import { isLeasable, refusal, selectProxy, type SelectionState } from './lease-selection.js';
 import type {
   AcquireResult,
+  HealthObservation,
+  HoldReason,
   Lease,
   LeaseRequest,
   LeaseStore,
   NoLeaseReason,
+  ProbeRequestListener,
   ProxyUsage,
+  ReportDetails,
   ReportOutcome,
   RenewResult,
   ReportResult,
   StoreTotals,
 } from './lease-store.js';
+import {
+  DEFAULT_SUSPICION_HOLDOFF_SECONDS,
+  DEFAULT_SUSPICION_TIMEOUT_SECONDS,
+  holdOf,
+  isForgettable,
+  isSuspect,
+  onObservation,
+  onRecordChanged,
+  onUnreachable,
+  type HoldState,
+  type SuspicionPolicy,
+} from './proxy-holds.js';
 import { OutcomeWindow, WINDOW_BUCKETS } from './outcome-window.js';
 import { selectorMatcher } from './selector.js';
 import {
@@ -56,6 +77,16 @@ export interface MemoryLeaseStoreOptions {
   cooldownSeconds?: number;
   /** The longest cooldown a streak of bad reports can reach (`--max-cooldown`). */
   maxCooldownSeconds?: number;
+  /** The first cooldown after a rate_limited report (`--rate-limit-cooldown`). */
+  rateLimitCooldownSeconds?: number;
+  /** The longest rate-limit cooldown a streak can reach (`--max-rate-limit-cooldown`). */
+  maxRateLimitCooldownSeconds?: number;
+  /** rate_limited rests like banned, on one streak (`--single-cooldown-window`: the specification's rule). */
+  singleCooldownWindow?: boolean;
+  /** An unanswered suspicion ends after this long (`--suspicion-timeout`). */
+  suspicionTimeoutSeconds?: number;
+  /** Reports this soon after a passing re-probe are not believed (`--suspicion-holdoff`). */
+  suspicionHoldoffSeconds?: number;
   /** Uniform in [0, 1): spreads cooldowns (tests pin it). */
   random?: () => number;
   sessionIdleSeconds?: number;
@@ -94,6 +125,11 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly newID: () => string;
   private readonly unsubscribe: () => void;
   private readonly idle: ProxyUsage;
+  private readonly holds = new Map<string, HoldState>();
+  private readonly suspicion: SuspicionPolicy;
+  private readonly probeListeners = new Set<ProbeRequestListener>();
+  private suspicionsRaised = 0;
+  private suspicionsExpired = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: MemoryLeaseStoreOptions) {
@@ -102,6 +138,20 @@ export class MemoryLeaseStore implements LeaseStore {
       options.maxCooldownSeconds ?? Math.max(DEFAULT_MAX_COOLDOWN_SECONDS, cooldownSeconds);
     requireNumber('cooldownSeconds', cooldownSeconds, 0);
     requireNumber('maxCooldownSeconds', maxCooldownSeconds, cooldownSeconds);
+    const rateLimitCooldownSeconds = options.rateLimitCooldownSeconds ?? DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS;
+    const maxRateLimitCooldownSeconds =
+      options.maxRateLimitCooldownSeconds ??
+      Math.max(DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS, rateLimitCooldownSeconds);
+    requireNumber('rateLimitCooldownSeconds', rateLimitCooldownSeconds, 0);
+    requireNumber('maxRateLimitCooldownSeconds', maxRateLimitCooldownSeconds, rateLimitCooldownSeconds);
+    const suspicionTimeoutSeconds = options.suspicionTimeoutSeconds ?? DEFAULT_SUSPICION_TIMEOUT_SECONDS;
+    requireNumber('suspicionTimeoutSeconds', suspicionTimeoutSeconds, 1);
+    const suspicionHoldoffSeconds = options.suspicionHoldoffSeconds ?? DEFAULT_SUSPICION_HOLDOFF_SECONDS;
+    requireNumber('suspicionHoldoffSeconds', suspicionHoldoffSeconds, 0);
+    this.suspicion = {
+      timeoutMillis: suspicionTimeoutSeconds * 1000,
+      holdoffMillis: suspicionHoldoffSeconds * 1000,
+    };
     const sessionIdleSeconds = options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS;
     requireNumber('sessionIdleSeconds', sessionIdleSeconds, 1);
     const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
@@ -118,14 +168,28 @@ export class MemoryLeaseStore implements LeaseStore {
     this.bucketMillis = (this.statsWindowSeconds * 1000) / WINDOW_BUCKETS;
     this.idle = Object.freeze({
       activeLeases: 0,
-      stats: Object.freeze({ windowSeconds: this.statsWindowSeconds, ok: 0, banned: 0, rate_limited: 0 }),
+      stats: Object.freeze({
+        windowSeconds: this.statsWindowSeconds,
+        ok: 0,
+        banned: 0,
+        rate_limited: 0,
+        unreachable: 0,
+      }),
     });
     this.sessions = new SessionBook(sessionIdleSeconds * 1000, maxSessions);
     this.targets = new TargetBook({
-      policy: {
-        baseMillis: cooldownSeconds * 1000,
-        maxMillis: maxCooldownSeconds * 1000,
-        jitter: COOLDOWN_JITTER,
+      rules: {
+        banned: {
+          baseMillis: cooldownSeconds * 1000,
+          maxMillis: maxCooldownSeconds * 1000,
+          jitter: COOLDOWN_JITTER,
+        },
+        rateLimited: {
+          baseMillis: rateLimitCooldownSeconds * 1000,
+          maxMillis: maxRateLimitCooldownSeconds * 1000,
+          jitter: COOLDOWN_JITTER,
+        },
+        single: options.singleCooldownWindow ?? false,
       },
       bucketMillis: this.bucketMillis,
       random: options.random ?? Math.random,
@@ -196,24 +260,56 @@ export class MemoryLeaseStore implements LeaseStore {
     if (live !== undefined) this.end(live);
   }
 
-  async report(leaseID: string, result: ReportResult, target?: string): Promise<ReportOutcome | undefined> {
+  async report(
+    leaseID: string,
+    result: ReportResult,
+    details: ReportDetails = {},
+  ): Promise<ReportOutcome | undefined> {
     const now = this.expireDue();
     const live = this.leases.get(leaseID);
     if (live === undefined) return undefined;
     const { lease } = live;
-    const key = target ?? lease.target;
+    const key = details.target ?? lease.target;
     let window = this.stats.get(lease.proxyID);
     if (window === undefined) {
       window = new OutcomeWindow(this.bucketMillis);
       this.stats.set(lease.proxyID, window);
     }
     window.add(result, now);
-    const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now);
-    return {
-      lease,
-      ...(key === undefined ? {} : { target: key }),
-      ...(until === undefined ? {} : { cooldownUntil: new Date(until) }),
-    };
+    const target = key === undefined ? {} : { target: key };
+    if (result === 'unreachable') return { lease, ...target, ...this.suspect(lease, now) };
+    const retryAfter = details.retryAfterSeconds === undefined ? undefined : details.retryAfterSeconds * 1000;
+    const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter);
+    return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
+  }
+
+  async observeHealth(proxyID: string, observation: HealthObservation): Promise<void> {
+    const now = this.expireDue();
+    this.setHold(proxyID, onObservation(this.holds.get(proxyID), observation, now));
+  }
+
+  onProbeRequest(listener: ProbeRequestListener): () => void {
+    this.probeListeners.add(listener);
+    return () => this.probeListeners.delete(listener);
+  }
+
+  /** An unreachable report on a lease: the proxy at the leased address becomes suspect, once. */
+  private suspect(lease: Lease, now: number): { suspect: boolean; probeRequested: boolean } {
+    const address = addressOf(lease.proxy);
+    const { verdict, state } = onUnreachable(this.holds.get(lease.proxyID), address, now, this.suspicion);
+    if (verdict !== 'raised') {
+      return { suspect: verdict === 'already_suspect', probeRequested: false };
+    }
+    this.suspicionsRaised++;
+    this.setHold(lease.proxyID, state);
+    for (const listener of [...this.probeListeners]) {
+      try {
+        listener(lease.proxyID, address);
+      } catch (err) {
+        this.logger.error({ err, proxyID: lease.proxyID }, 'probe request listener threw');
+      }
+    }
+    return { suspect: true, probeRequested: true };
   }
 
   async endSession(key: string): Promise<void> {
@@ -234,12 +330,22 @@ export class MemoryLeaseStore implements LeaseStore {
 
   async totals(): Promise<StoreTotals> {
     const now = this.expireDue();
+    this.sweepHolds(now);
+    let suspectProxies = 0;
+    for (const [id, state] of this.holds) {
+      if (isSuspect(state, state.address, now, this.suspicion) && this.catalog.get(id) !== undefined) {
+        suspectProxies++;
+      }
+    }
     return {
       activeLeases: this.leases.size,
       activeSessions: this.sessions.sweep(now),
       activeCooldowns: this.targets.activeCooldowns(now),
       sessionsEvicted: this.sessions.evictions,
       cooldownsEvicted: this.targets.evictions,
+      suspectProxies,
+      suspicionsRaised: this.suspicionsRaised,
+      suspicionsExpired: this.suspicionsExpired,
     };
   }
 
@@ -268,16 +374,65 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.expireDue();
     this.sessions.sweep(now);
     this.targets.sweep(now);
+    this.sweepHolds(now);
     for (const [id, window] of this.stats) if (window.isEmpty(now)) this.stats.delete(id);
   }
 
   private usageOf(proxyID: string, now: number): ProxyUsage {
     const activeLeases = this.loads.get(proxyID) ?? 0;
     const window = this.stats.get(proxyID);
+    const held = this.heldNow(proxyID, now);
     // Most of a large fleet is idle at any moment: one shared answer, no allocation.
-    if (activeLeases === 0 && window === undefined) return this.idle;
-    const counts = window?.totals(now) ?? { ok: 0, banned: 0, rate_limited: 0 };
-    return { activeLeases, stats: { windowSeconds: this.statsWindowSeconds, ...counts } };
+    if (activeLeases === 0 && window === undefined && held === undefined) return this.idle;
+    const counts = window?.totals(now) ?? { ok: 0, banned: 0, rate_limited: 0, unreachable: 0 };
+    return {
+      activeLeases,
+      stats: { windowSeconds: this.statsWindowSeconds, ...counts },
+      ...(held === undefined ? {} : { held }),
+    };
+  }
+
+  private heldNow(proxyID: string, now: number): HoldReason | undefined {
+    const state = this.holds.get(proxyID);
+    const record = state === undefined ? undefined : this.catalog.get(proxyID);
+    return record === undefined ? undefined : holdOf(state, addressOf(record), now, this.suspicion);
+  }
+
+  /** Replaces a proxy's hold state and moves it into or out of the index to match. */
+  private setHold(proxyID: string, state: HoldState | undefined): void {
+    const record = this.catalog.get(proxyID);
+    const wasIndexed = this.index.has(proxyID);
+    if (state === undefined) this.holds.delete(proxyID);
+    else this.holds.set(proxyID, state);
+    if (record === undefined) return;
+    const load = this.loads.get(proxyID) ?? 0;
+    const indexed = this.indexable(record, this.clock.now());
+    if (wasIndexed && !indexed) this.index.delete(record, load);
+    else if (!wasIndexed && indexed) this.index.add(record, load);
+  }
+
+  private indexable(record: ProxyRecord, now: number): boolean {
+    return (
+      isLeasable(record) &&
+      holdOf(this.holds.get(record.id), addressOf(record), now, this.suspicion) === undefined
+    );
+  }
+
+  /** Ends suspicions no probe answered in time (loudly: nothing is re-probing) and forgets the rest. */
+  private sweepHolds(now: number): void {
+    for (const [id, state] of this.holds) {
+      if (state.suspectSince !== undefined && !isSuspect(state, state.address, now, this.suspicion)) {
+        this.suspicionsExpired++;
+        this.logger.error(
+          { proxyID: id, address: state.address, suspectSince: new Date(state.suspectSince).toISOString() },
+          'no probe answered an unreachable report in time: the proxy is leasable again; is the health engine running?',
+        );
+        const { suspectSince: _ended, ...rest } = state;
+        this.setHold(id, isForgettable(rest, now, this.suspicion) ? undefined : rest);
+      } else if (isForgettable(state, now, this.suspicion)) {
+        this.holds.delete(id);
+      }
+    }
   }
 
   /** Whether a session's bound proxy can take this request's lease. */
@@ -330,10 +485,24 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   private catalogChanged({ before, after }: CatalogChange): void {
-    const load = this.loads.get((before ?? after)!.id) ?? 0;
+    const id = (before ?? after)!.id;
+    const load = this.loads.get(id) ?? 0;
     if (before !== undefined && this.index.has(before.id)) this.index.delete(before, load);
-    if (after !== undefined && isLeasable(after)) this.index.add(after, load);
+    if (after === undefined) {
+      this.holds.delete(id);
+      return;
+    }
+    const held = this.holds.get(id);
+    const caughtUp = onRecordChanged(held, { address: addressOf(after), healthy: after.healthy });
+    if (caughtUp === undefined) this.holds.delete(id);
+    else if (caughtUp !== held) this.holds.set(id, caughtUp);
+    if (this.indexable(after, this.clock.now())) this.index.add(after, load);
   }
+}
+
+/** The address a hold is about: where the proxy listens. */
+function addressOf(proxy: ProxyRecord): string {
+  return `${proxy.ip}:${proxy.port}`;
 }
 
 function requireNumber(name: string, value: number, min: number): void {

@@ -2,7 +2,8 @@
 // it against the implementation in both directions, so keep the two in step.
 import { API_ERROR_CODES } from './api-error.js';
 import { BODY_LIMIT_BYTES } from './json-body.js';
-import { MAX_SESSION_LENGTH } from './request-parsing.js';
+import { REPORT_RESULTS } from './lease-store.js';
+import { MAX_RETRY_AFTER_SECONDS, MAX_SESSION_LENGTH } from './request-parsing.js';
 import { SERVER_DEFAULTS } from './server.js';
 
 export interface SchemaObject {
@@ -114,6 +115,13 @@ const proxySchema = {
     activeLeases: { type: 'integer', minimum: 0 },
     maxLeases: { type: 'integer', minimum: 0, description: '0 = list-only, never leased.' },
     stats: ref('OutcomeStats'),
+    held: {
+      type: 'string',
+      enum: ['suspect', 'down'],
+      description:
+        'Present while the lease book holds the proxy out of every lease ahead of its status: suspect (an ' +
+        'unreachable report awaits a probe) or down (the health engine found it unhealthy; status follows).',
+    },
   },
 } satisfies SchemaObject;
 
@@ -271,10 +279,18 @@ export const openApiDocument: OpenApiDocument = {
         operationId: 'reportLease',
         summary: "Report how the lease's proxy fared against a target.",
         description:
-          "rate_limited and banned keep the proxy out of new leases for the target (default: the lease's own " +
-          'target; none = the global pool, which only target-less leases use). Consecutive bad reports for the ' +
-          'same proxy and target double the cooldown (first: --cooldown, at most --max-cooldown, ±10 % jitter); ' +
-          "ok resets that streak. A running cooldown is never shortened. Every report counts in the proxy's stats.",
+          "banned and rate_limited keep the proxy out of new leases for the target (default: the lease's own " +
+          'target; none = the global pool, which only target-less leases use). Each has its own cooldown and ' +
+          'streak: consecutive banned reports for the same proxy and target double a long rest (first ' +
+          '--cooldown, at most --max-cooldown), consecutive rate_limited ones a short one (first ' +
+          '--rate-limit-cooldown, at most --max-rate-limit-cooldown, never shorter than retryAfterSeconds); ' +
+          '±10 % jitter; ok resets both streaks; a running cooldown is never shortened. unreachable says the proxy ' +
+          'itself could not carry the request (connection refused or reset by the proxy, a timeout connecting to ' +
+          'it, a CONNECT it answered with a non-2xx): the proxy becomes suspect, leased to nobody (any target, any ' +
+          'session) until the health engine, asked at once, has probed it again: a passing probe ends the ' +
+          'suspicion, failureThreshold failing ones make it Unhealthy. A report on a proxy already suspect, or ' +
+          'within --suspicion-holdoff of a passing re-probe, starts nothing (suspect tells which). Every report ' +
+          "counts in the proxy's stats.",
         parameters: [leaseID],
         requestBody: { required: true, content: json(ref('ReportRequest')) },
         responses: {
@@ -357,13 +373,14 @@ export const openApiDocument: OpenApiDocument = {
         type: 'object',
         description:
           'Reports on leases of this proxy over a sliding window (all targets), in 1/15-window steps.',
-        required: ['windowSeconds', 'ok', 'banned', 'rate_limited'],
+        required: ['windowSeconds', 'ok', 'banned', 'rate_limited', 'unreachable'],
         additionalProperties: false,
         properties: {
           windowSeconds: { type: 'integer', minimum: 1 },
           ok: { type: 'integer', minimum: 0 },
           banned: { type: 'integer', minimum: 0 },
           rate_limited: { type: 'integer', minimum: 0 },
+          unreachable: { type: 'integer', minimum: 0 },
         },
       },
       Proxy: proxySchema,
@@ -430,7 +447,18 @@ export const openApiDocument: OpenApiDocument = {
         type: 'object',
         required: ['result'],
         additionalProperties: false,
-        properties: { result: { type: 'string', enum: ['ok', 'rate_limited', 'banned'] }, target },
+        properties: {
+          result: { type: 'string', enum: [...REPORT_RESULTS] },
+          target,
+          retryAfterSeconds: {
+            type: 'integer',
+            minimum: 0,
+            maximum: MAX_RETRY_AFTER_SECONDS,
+            description:
+              "rate_limited only: the response's Retry-After in seconds; the cooldown lasts at least this long " +
+              '(at most --max-cooldown).',
+          },
+        },
       },
       ReportResponse: {
         type: 'object',
@@ -439,12 +467,18 @@ export const openApiDocument: OpenApiDocument = {
         properties: {
           leaseID: { type: 'string' },
           proxyID: { type: 'string' },
-          result: { type: 'string', enum: ['ok', 'rate_limited', 'banned'] },
+          result: { type: 'string', enum: [...REPORT_RESULTS] },
           target: { type: ['string', 'null'], description: 'The cooldown key used; null = the global pool.' },
           cooldownUntil: {
             type: ['string', 'null'],
             format: 'date-time',
-            description: 'When the cooldown ends; null when the report started none (ok).',
+            description: 'When the cooldown ends; null when the report started none (ok, unreachable).',
+          },
+          suspect: {
+            type: 'boolean',
+            description:
+              'unreachable only: true when the proxy is held out as suspect (now or already); false when the report ' +
+              'was not believed (a probe passed within --suspicion-holdoff).',
           },
         },
       },

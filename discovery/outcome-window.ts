@@ -5,7 +5,7 @@ import type { OutcomeCounts, ReportResult } from './lease-store.js';
 /** Buckets per window: counts are exact to one bucket (a 900 s window moves in 60 s steps). */
 export const WINDOW_BUCKETS = 15;
 
-const KINDS: readonly ReportResult[] = ['ok', 'banned', 'rate_limited'];
+const KINDS: readonly ReportResult[] = ['ok', 'banned', 'rate_limited', 'unreachable'];
 
 export class OutcomeWindow {
   /** The absolute bucket number each ring slot currently holds (-1 = empty). */
@@ -25,13 +25,14 @@ export class OutcomeWindow {
   }
 
   totals(now: number): OutcomeCounts {
-    const totals = { ok: 0, banned: 0, rate_limited: 0 };
+    const totals = { ok: 0, banned: 0, rate_limited: 0, unreachable: 0 };
     const oldest = Math.floor(now / this.bucketMillis) - WINDOW_BUCKETS + 1;
     for (let slot = 0; slot < WINDOW_BUCKETS; slot++) {
       if (this.slots[slot] < oldest) continue;
       totals.ok += this.counts[slot * KINDS.length];
       totals.banned += this.counts[slot * KINDS.length + 1];
       totals.rate_limited += this.counts[slot * KINDS.length + 2];
+      totals.unreachable += this.counts[slot * KINDS.length + 3];
     }
     return totals;
   }
@@ -43,6 +44,7 @@ export class OutcomeWindow {
   }
 }
 
+/** Reports that say the proxy failed the target (an unreachable proxy is held out instead). */
 export function failures(counts: OutcomeCounts): number {
   return counts.banned + counts.rate_limited;
 }

@@ -1,6 +1,6 @@
 // The JSON shapes of proxies and leases on the wire.
 import type { ProxyRecord } from './catalog.js';
-import type { Lease, OutcomeStats, ProxyUsage, SessionOutcome } from './lease-store.js';
+import type { HoldReason, Lease, OutcomeStats, ProxyUsage, SessionOutcome } from './lease-store.js';
 
 export interface ProxyView {
   id: string;
@@ -13,6 +13,8 @@ export interface ProxyView {
   activeLeases: number;
   maxLeases: number;
   stats: OutcomeStats;
+  /** Present while the lease book holds the proxy out of every lease (see ProxyUsage.held). */
+  held?: HoldReason;
 }
 
 export interface LeasedProxyView extends ProxyView {
@@ -41,6 +43,7 @@ export function toProxyView(proxy: ProxyRecord, usage: ProxyUsage): ProxyView {
     activeLeases: usage.activeLeases,
     maxLeases,
     stats: usage.stats,
+    ...(usage.held === undefined ? {} : { held: usage.held }),
   };
 }
 
@@ -100,13 +103,15 @@ export class ProxyListSerializer {
       );
       this.fragments.set(proxy, fragment);
     }
-    const { windowSeconds, ok, banned, rate_limited } = usage.stats;
-    return `${fragment},"activeLeases":${usage.activeLeases},"stats":{"windowSeconds":${windowSeconds},"ok":${ok},"banned":${banned},"rate_limited":${rate_limited}}}`;
+    const { windowSeconds, ok, banned, rate_limited, unreachable } = usage.stats;
+    const held = usage.held === undefined ? '' : `,"held":"${usage.held}"`;
+    return `${fragment},"activeLeases":${usage.activeLeases},"stats":{"windowSeconds":${windowSeconds},"ok":${ok},"banned":${banned},"rate_limited":${rate_limited},"unreachable":${unreachable}}${held}}`;
   }
 
   private itemBytes(proxy: ProxyRecord, usage: ProxyUsage): Buffer {
-    const { windowSeconds, ok, banned, rate_limited } = usage.stats;
-    if (usage.activeLeases !== 0 || ok !== 0 || banned !== 0 || rate_limited !== 0) {
+    const { windowSeconds, ok, banned, rate_limited, unreachable } = usage.stats;
+    const busy = usage.activeLeases !== 0 || usage.held !== undefined;
+    if (busy || ok !== 0 || banned !== 0 || rate_limited !== 0 || unreachable !== 0) {
       return Buffer.from(this.item(proxy, usage));
     }
     const cached = this.idleItems.get(proxy);

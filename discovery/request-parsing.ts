@@ -24,7 +24,12 @@ export interface RenewBody {
 export interface ReportBody {
   result: ReportResult;
   target?: string;
+  /** rate_limited only: the response's Retry-After, in whole seconds. */
+  retryAfterSeconds?: number;
 }
+
+/** A day: longer Retry-After values are client bugs (or a site asking for more than any cooldown gives). */
+export const MAX_RETRY_AFTER_SECONDS = 86_400;
 
 export interface TTLLimits {
   defaultTTLSeconds: number;
@@ -118,7 +123,7 @@ function parseTTL(ttlSeconds: unknown, limits: TTLLimits): number {
 
 /** Parses the body of POST /v1/leases/{id}/report. */
 export function parseReportBody(body: unknown): ReportBody {
-  const fields = objectBody(body ?? {}, ['result', 'target']);
+  const fields = objectBody(body ?? {}, ['result', 'target', 'retryAfterSeconds']);
   const result = fields.result;
   if (!REPORT_RESULTS.includes(result as ReportResult)) {
     throw invalid(
@@ -126,9 +131,25 @@ export function parseReportBody(body: unknown): ReportBody {
     );
   }
   const target = parseTarget(fields.target);
-  return target === undefined
-    ? { result: result as ReportResult }
-    : { result: result as ReportResult, target };
+  const retryAfterSeconds = parseRetryAfter(fields.retryAfterSeconds, result as ReportResult);
+  return {
+    result: result as ReportResult,
+    ...(target === undefined ? {} : { target }),
+    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+  };
+}
+
+function parseRetryAfter(value: unknown, result: ReportResult): number | undefined {
+  if (value === undefined) return undefined;
+  if (result !== 'rate_limited') {
+    throw invalid(`retryAfterSeconds goes only with result rate_limited, got result ${result}`);
+  }
+  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > MAX_RETRY_AFTER_SECONDS) {
+    throw invalid(
+      `retryAfterSeconds must be an integer from 0 to ${MAX_RETRY_AFTER_SECONDS}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value as number;
 }
 
 function objectBody(body: unknown, allowed: readonly string[]): Record<string, unknown> {

@@ -3,7 +3,7 @@
 // that target. The target-less "global pool" is a target of its own (key ''). Targets are
 // client-supplied, so memory is capped per proxy and overall; at a cap the least recently
 // reported entry is forgotten.
-import { cooldownMillis, type CooldownPolicy } from './cooldown-policy.js';
+import { cooldownKindOf, restMillis, type CooldownRules } from './cooldown-policy.js';
 import type { OutcomeCounts, ReportResult } from './lease-store.js';
 import { failures, OutcomeWindow } from './outcome-window.js';
 
@@ -12,18 +12,29 @@ export const MAX_TARGETS_PER_PROXY = 1000;
 /** (proxy, target) entries remembered across all proxies. */
 export const MAX_TARGET_ENTRIES = 100_000;
 
+/** One kind of rest (ban or rate limit) for one (proxy, target). */
+interface Rest {
+  /** Consecutive reports of this kind; an ok report resets it. */
+  streak: number;
+  /** End of this kind's cooldown (ms since the epoch); 0 = none yet. */
+  until: number;
+}
+
 export interface TargetEntry {
   readonly proxyID: string;
   readonly target: string;
-  /** Consecutive banned/rate_limited reports; an ok report resets it. */
-  streak: number;
-  /** End of the running cooldown (ms since the epoch); 0 = none yet. */
+  readonly ban: Rest;
+  readonly rate: Rest;
+  /** End of the running cooldown, whichever kind (ms since the epoch); 0 = none yet. */
   until: number;
   readonly window: OutcomeWindow;
 }
 
+/** The report results the book keeps per target (unreachable is about the proxy, not a target). */
+export type TargetReport = Exclude<ReportResult, 'unreachable'>;
+
 export interface TargetBookOptions {
-  policy: CooldownPolicy;
+  rules: CooldownRules;
   bucketMillis: number;
   random: () => number;
   maxTargetsPerProxy?: number;
@@ -47,27 +58,41 @@ export class TargetBook {
   }
 
   /**
-   * Records a report. banned/rate_limited lengthen the streak and start (or extend, never
-   * shorten) the cooldown; ok resets the streak and leaves a running cooldown alone. Returns
-   * the cooldown's end when the report started one.
+   * Records a report. banned/rate_limited lengthen their own streak and start (or extend,
+   * never shorten) their own cooldown (see CooldownRules); ok resets both streaks and leaves a
+   * running cooldown alone. Returns the cooldown's end when the report started one.
    */
-  report(proxyID: string, target: string, result: ReportResult, now: number): number | undefined {
+  report(
+    proxyID: string,
+    target: string,
+    result: TargetReport,
+    now: number,
+    retryAfterMillis?: number,
+  ): number | undefined {
     let entry = this.touch(proxyID, target);
     if (result === 'ok') {
       // An ok for a pair we know nothing bad about needs no memory.
       if (entry === undefined) return undefined;
-      entry.streak = 0;
+      entry.ban.streak = 0;
+      entry.rate.streak = 0;
       entry.window.add(result, now);
       return undefined;
     }
     entry ??= this.create(proxyID, target);
+    const { rules } = this.options;
+    const kind = cooldownKindOf(result, rules);
+    const rest = kind === 'rate' ? entry.rate : entry.ban;
+    const maxMillis = (kind === 'rate' ? rules.rateLimited : rules.banned).maxMillis;
     // A streak goes cold when no bad report came for a whole maximum cooldown after the last ended.
-    if (entry.until + this.options.policy.maxMillis <= now) entry.streak = 0;
-    entry.streak++;
+    if (rest.until + maxMillis <= now) rest.streak = 0;
+    rest.streak++;
     entry.window.add(result, now);
-    const rest = cooldownMillis(entry.streak, this.options.policy, this.options.random());
-    entry.until = Math.max(entry.until, now + rest);
-    return entry.until;
+    rest.until = Math.max(
+      rest.until,
+      now + restMillis(kind, rest.streak, rules, this.options.random(), retryAfterMillis),
+    );
+    entry.until = Math.max(entry.ban.until, entry.rate.until);
+    return rest.until;
   }
 
   coolingDown(proxyID: string, target: string, now: number): boolean {
@@ -103,8 +128,10 @@ export class TargetBook {
    * one ended). Correctness never waits for this; it only bounds memory.
    */
   sweep(now: number): void {
+    const { rules } = this.options;
     for (const entry of this.entries.values()) {
-      if (entry.until + this.options.policy.maxMillis > now || !entry.window.isEmpty(now)) continue;
+      if (entry.ban.until + rules.banned.maxMillis > now || !entry.window.isEmpty(now)) continue;
+      if (entry.rate.until + rules.rateLimited.maxMillis > now) continue;
       this.forget(entry);
     }
   }
@@ -131,7 +158,8 @@ export class TargetBook {
     const entry: TargetEntry = {
       proxyID,
       target,
-      streak: 0,
+      ban: { streak: 0, until: 0 },
+      rate: { streak: 0, until: 0 },
       until: 0,
       window: new OutcomeWindow(this.options.bucketMillis),
     };

@@ -3,38 +3,34 @@ import type { Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { createDiscoveryApp } from '../discovery/app.js';
-import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import type { LeaseStore } from '../discovery/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
-import { CachedProxyCatalog } from './proxy-catalog.js';
+import type { LeaseBook } from './lease-book.js';
+import type { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
 
 /**
  * Serves the discovery/lease API on every replica (not only the leader), reading proxies
- * from this replica's cache. Leases live in this process's memory.
+ * from this replica's cache and leases from the process's lease book.
  */
 @background()
 export class DiscoveryRunner {
-  private readonly proxies = new CachedProxyCatalog();
-  private readonly leases: MemoryLeaseStore;
+  private readonly proxies: CachedProxyCatalog;
+  private readonly leases: LeaseStore;
   private readonly app: ReturnType<typeof createDiscoveryApp>;
   private readonly logger: Logger;
 
   constructor(
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(LEASE_BOOK) book: LeaseBook,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
     this.logger = logger.child({ component: 'discovery' });
+    this.proxies = book.proxies;
+    this.leases = book.store;
     const { catalog } = this.proxies;
-    this.leases = new MemoryLeaseStore({
-      catalog,
-      logger: this.logger,
-      cooldownSeconds: settings.discovery.cooldownSeconds,
-      maxCooldownSeconds: settings.discovery.maxCooldownSeconds,
-      sessionIdleSeconds: settings.discovery.sessionIdleSeconds,
-      maxSessions: settings.discovery.maxSessions,
-    });
     // Built once so its metrics register once, even if the daemon restarts.
     this.app = createDiscoveryApp({
       catalog,

@@ -7,13 +7,18 @@ import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { probeTargetOf, sameTarget } from './probe-target.js';
 import { probeTargetProblem } from './probe-target-problem.js';
+import type { HealthObservation } from '../discovery/lease-store.js';
+import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, METRICS_REGISTRY, ROOT_LOGGER, VERDICTS } from './tokens.js';
+import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER, VERDICTS } from './tokens.js';
 import type { VerdictBoard } from './verdict-board.js';
 
 /**
  * Leader-only: keeps the probe engine's targets in step with the Proxy cache and hands
- * status-affecting verdicts to the reconciler (the single writer of Proxy status).
+ * status-affecting verdicts to the reconciler (the single writer of Proxy status). It is
+ * also the seam between the engine and the lease book: the book's re-probe requests (from
+ * unreachable reports, on any replica sharing the book) become rechecks, and the engine's
+ * verdicts and recheck passes reach the book at once, not only through the Proxy status.
  */
 @background()
 export class HealthRunner {
@@ -25,6 +30,7 @@ export class HealthRunner {
   constructor(
     @inject(VERDICTS) private readonly board: VerdictBoard,
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(LEASE_BOOK) private readonly book: LeaseBook,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -34,6 +40,7 @@ export class HealthRunner {
       registry,
       concurrency: settings.healthConcurrency,
       tls: settings.probeCA ? { ca: settings.probeCA } : undefined,
+      recheckIntervalMillis: settings.recheckIntervalMillis,
     });
   }
 
@@ -42,9 +49,28 @@ export class HealthRunner {
     const unsubscribe = this.engine.onTransition((key, verdict) => {
       const target = this.targets.get(key);
       if (!target) return;
-      this.board.set(key, `${target.host}:${target.port}`, verdict);
+      const address = `${target.host}:${target.port}`;
+      this.board.set(key, address, verdict);
+      this.tellBook(ctx, key, { kind: verdict.healthy ? 'up' : 'down', address });
       const slash = key.indexOf('/');
       ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
+    });
+    const stopRechecks = this.engine.onRecheck((key, result) => {
+      const target = this.targets.get(key);
+      if (!target) return;
+      const address = `${target.host}:${target.port}`;
+      this.tellBook(
+        ctx,
+        key,
+        result.passed
+          ? { kind: 'probe_passed', address, startedAt: result.startedAt }
+          : { kind: 'down', address },
+      );
+    });
+    const stopRequests = this.book.store.onProbeRequest((key, address) => {
+      const target = this.targets.get(key);
+      // A request about an address the engine no longer probes describes nothing current.
+      if (target && `${target.host}:${target.port}` === address) this.engine.recheck(key);
     });
     this.engine.start();
     try {
@@ -53,11 +79,23 @@ export class HealthRunner {
         await ctx.sleep(this.settings.healthSyncSeconds * 1000);
       }
     } finally {
+      stopRequests();
+      stopRechecks();
       unsubscribe();
       for (const key of this.targets.keys()) this.engine.remove(key);
       this.targets.clear();
       await this.engine.stop();
     }
+  }
+
+  private tellBook(ctx: OperatorContext, key: string, observation: HealthObservation): void {
+    this.book.store.observeHealth(key, observation).catch((err: unknown) => {
+      // The status still carries the verdict; only the head start is lost.
+      ctx.logger.error(
+        { err, proxy: key, observation: observation.kind },
+        'could not hand a health verdict to the lease book',
+      );
+    });
   }
 
   /** Level-triggered: diff the cache against the engine's targets. Cheap in memory. */

@@ -7,12 +7,20 @@ import { Operator } from '../framework/index.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { DiscoveryRunner } from './discovery-runner.js';
 import { HealthRunner } from './health-runner.js';
+import { createLeaseBook, memoryLeaseStore, type LeaseStoreFactory } from './lease-book.js';
 import { OrphanSweep } from './orphan-sweep.js';
 import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS, ROOT_LOGGER, VERDICTS } from './tokens.js';
+import {
+  HANDLER_SETTINGS,
+  LEASE_BOOK,
+  METRICS_REGISTRY,
+  PROVIDERS,
+  ROOT_LOGGER,
+  VERDICTS,
+} from './tokens.js';
 import { VerdictBoard } from './verdict-board.js';
 
 /** Every handler class the proxy operator runs (ProviderShutdown last: its cleanup closes the providers). */
@@ -32,6 +40,8 @@ export interface ProxyOperatorOptions {
   shutdownGraceSeconds?: number;
   /** Watch Proxies (and Secrets) in this namespace only; all namespaces when unset. */
   namespace?: string;
+  /** The lease store; the in-memory one (from settings.discovery) when unset. */
+  leaseStore?: LeaseStoreFactory;
 }
 
 /** Wires providers, settings and the handler classes into one framework Operator. */
@@ -46,6 +56,9 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   container.register(METRICS_REGISTRY, { useValue: options.registry });
   container.register(ROOT_LOGGER, { useValue: options.logger });
   container.register(VERDICTS, { useValue: new VerdictBoard() });
+  const storeFactory = options.leaseStore ?? memoryLeaseStore(options.settings.discovery);
+  const book = createLeaseBook(storeFactory, options.logger.child({ component: 'discovery' }));
+  container.register(LEASE_BOOK, { useValue: book });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
     container,

@@ -1,3 +1,12 @@
+import {
+  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+} from '../discovery/cooldown-policy.js';
+import {
+  DEFAULT_SUSPICION_HOLDOFF_SECONDS,
+  DEFAULT_SUSPICION_TIMEOUT_SECONDS,
+} from '../discovery/proxy-holds.js';
+import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 
 export interface HandlerSettings {
@@ -22,6 +31,12 @@ export interface HandlerSettings {
     token: string;
     cooldownSeconds: number;
     maxCooldownSeconds: number;
+    rateLimitCooldownSeconds: number;
+    maxRateLimitCooldownSeconds: number;
+    /** rate_limited rests like banned (the specification's single window). */
+    singleCooldownWindow: boolean;
+    suspicionTimeoutSeconds: number;
+    suspicionHoldoffSeconds: number;
     sessionIdleSeconds: number;
     maxSessions: number;
     maxLeaseTTLSeconds: number;
@@ -30,6 +45,8 @@ export interface HandlerSettings {
   maxUnavailable: MaxUnavailable;
   /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
   probeCA?: string;
+  /** Between the probes of a recheck after an unreachable report. */
+  recheckIntervalMillis: number;
 }
 
 export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
@@ -40,12 +57,18 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   healthSyncSeconds: 2,
   driftCheckSeconds: 60,
   maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
+  recheckIntervalMillis: DEFAULT_RECHECK_INTERVAL_MILLIS,
   discovery: {
     host: '0.0.0.0',
     port: 8090,
     token: '',
     cooldownSeconds: 900,
     maxCooldownSeconds: 3600,
+    rateLimitCooldownSeconds: DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+    maxRateLimitCooldownSeconds: DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+    singleCooldownWindow: false,
+    suspicionTimeoutSeconds: DEFAULT_SUSPICION_TIMEOUT_SECONDS,
+    suspicionHoldoffSeconds: DEFAULT_SUSPICION_HOLDOFF_SECONDS,
     sessionIdleSeconds: 1800,
     maxSessions: 100_000,
     maxLeaseTTLSeconds: 3600,

@@ -13,3 +13,5 @@ export const VERDICTS = Symbol('VerdictBoard');
 export const METRICS_REGISTRY = Symbol('MetricsRegistry');
 /** The root pino Logger. */
 export const ROOT_LOGGER = Symbol('RootLogger');
+/** The LeaseBook (catalog + lease store) discovery serves from and the health runner feeds. */
+export const LEASE_BOOK = Symbol('LeaseBook');

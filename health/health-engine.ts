@@ -7,6 +7,7 @@ import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
 import { sameEndpoint, validateProbeTarget, type ProbeTarget } from './probe-target.js';
 import { SchedulingStats, type SchedulingSnapshot } from './scheduling-stats.js';
 import type { Prober } from './prober.js';
+import { recheckStep, type Recheck } from './recheck.js';
 import { Semaphore } from './semaphore.js';
 import { UndiciProber, type UndiciProberOptions } from './undici-prober.js';
 import {
@@ -19,6 +20,14 @@ import {
 } from './verdict.js';
 
 export type TransitionListener = (key: string, verdict: Verdict) => void;
+
+/** The end of a recheck: `passed` by a probe that started at `startedAt`, or failed the threshold. */
+export interface RecheckResult {
+  passed: boolean;
+  startedAt: number;
+}
+
+export type RecheckListener = (key: string, result: RecheckResult) => void;
 
 export interface HealthEngineOptions {
   logger: Logger;
@@ -35,7 +44,11 @@ export interface HealthEngineOptions {
   prober?: Prober;
   /** Extra CA for https probe URLs, passed to the default prober. */
   tls?: UndiciProberOptions['tls'];
+  /** Between the probes of a recheck (after an unreachable report). */
+  recheckIntervalMillis?: number;
 }
+
+export const DEFAULT_RECHECK_INTERVAL_MILLIS = 1000;
 
 /**
  * Permits needed ~ probe rate x probe duration: 1000 proxies every 10 s at ~0.3 s is ~30,
@@ -50,6 +63,8 @@ interface Entry {
   state: HealthState;
   /** Set while the probe is queued for a permit or running; never two at once. */
   inFlight: AbortController | undefined;
+  /** Set while a recheck runs: probes follow its short interval instead of the schedule. */
+  recheck?: Recheck;
 }
 
 /**
@@ -59,6 +74,7 @@ interface Entry {
 export class HealthEngine {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners: TransitionListener[] = [];
+  private readonly recheckListeners = new Set<RecheckListener>();
   private readonly queue: DueQueue;
   private readonly semaphore: Semaphore;
   private readonly metrics: HealthMetrics;
@@ -69,6 +85,7 @@ export class HealthEngine {
   private readonly jitter: number;
   private readonly latencyPolicy: LatencyPolicy;
   private readonly prober: Prober;
+  private readonly recheckIntervalMillis: number;
   private running = false;
 
   constructor(options: HealthEngineOptions) {
@@ -81,6 +98,10 @@ export class HealthEngine {
     this.random = options.random ?? Math.random;
     this.latencyPolicy = options.latencyPolicy ?? DEFAULT_LATENCY_POLICY;
     this.prober = options.prober ?? new UndiciProber({ tls: options.tls });
+    this.recheckIntervalMillis = options.recheckIntervalMillis ?? DEFAULT_RECHECK_INTERVAL_MILLIS;
+    if (!(this.recheckIntervalMillis > 0)) {
+      throw new RangeError(`recheckIntervalMillis must be > 0, got ${this.recheckIntervalMillis}`);
+    }
     this.metrics = new HealthMetrics(options.registry);
     this.queue = new DueQueue(this.clock, (key, plannedAt) => this.due(key, plannedAt));
   }
@@ -143,6 +164,27 @@ export class HealthEngine {
     };
   }
 
+  /**
+   * Probes a proxy out of schedule (a client found it unreachable): at once — or right after
+   * a probe already in flight, which started too early to count — then every recheck interval
+   * until a probe passes or failureThreshold fail; the end goes to onRecheck listeners. A
+   * proxy already being rechecked starts nothing: returns false then, and for unknown keys.
+   */
+  recheck(key: string): boolean {
+    const entry = this.entries.get(key);
+    if (!entry || entry.recheck) return false;
+    entry.recheck = { requestedAt: this.clock.now(), failures: 0 };
+    this.metrics.countRecheck();
+    if (!entry.inFlight) this.queue.schedule(key, this.clock.now());
+    return true;
+  }
+
+  /** Registers a listener for the end of each recheck; returns an unsubscribe function. */
+  onRecheck(listener: RecheckListener): () => void {
+    this.recheckListeners.add(listener);
+    return () => this.recheckListeners.delete(listener);
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
@@ -161,6 +203,8 @@ export class HealthEngine {
     for (const entry of this.entries.values()) {
       entry.inFlight?.abort();
       entry.inFlight = undefined;
+      // The next term's book asks again if it still suspects the proxy.
+      entry.recheck = undefined;
     }
     await this.prober.close();
   }
@@ -193,6 +237,7 @@ export class HealthEngine {
   private async run(entry: Entry, controller: AbortController, plannedAt: number): Promise<void> {
     if (!(await this.semaphore.acquire(controller.signal))) return;
     const target = entry.target;
+    const startedAt = this.clock.now();
     let outcome: ProbeOutcome;
     try {
       this.schedulingStats.recordLateness(this.clock.now() - plannedAt);
@@ -211,8 +256,33 @@ export class HealthEngine {
     entry.inFlight = undefined;
     this.schedulingStats.probesCompleted++;
     this.record(entry, outcome);
+    if (entry.recheck && this.entries.get(target.key) === entry) {
+      this.followRecheck(entry, entry.recheck, startedAt, outcome.success);
+      return;
+    }
     // Overran its interval (timeout > interval): next probe right away, still never overlapping.
     this.queue.schedule(target.key, Math.max(plannedAt + this.jitteredInterval(target), this.clock.now()));
+  }
+
+  private followRecheck(entry: Entry, recheck: Recheck, startedAt: number, success: boolean): void {
+    const { key } = entry.target;
+    const step = recheckStep(recheck, { startedAt, success }, entry.target.failureThreshold);
+    const now = this.clock.now();
+    if (step.kind !== 'done') {
+      entry.recheck = step.recheck;
+      this.queue.schedule(key, step.kind === 'probe_now' ? now : now + this.recheckIntervalMillis);
+      return;
+    }
+    entry.recheck = undefined;
+    this.queue.schedule(key, now + this.jitteredInterval(entry.target));
+    this.logger.info({ proxy: key, passed: step.passed }, 'recheck after an unreachable report ended');
+    for (const listener of [...this.recheckListeners]) {
+      try {
+        listener(key, { passed: step.passed, startedAt });
+      } catch (err) {
+        this.logger.error({ proxy: key, err }, 'recheck listener threw');
+      }
+    }
   }
 
   private record(entry: Entry, outcome: ProbeOutcome): void {

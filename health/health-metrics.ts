@@ -2,6 +2,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 
 export const DURATION_METRIC = 'proxy_operator_healthcheck_duration_seconds';
 export const FAILURES_METRIC = 'proxy_operator_healthcheck_failures_total';
+export const RECHECKS_METRIC = 'proxy_operator_healthcheck_rechecks_total';
 
 /**
  * The engine's Prometheus series, registered on the caller's registry. Failures carry both
@@ -12,6 +13,7 @@ export class HealthMetrics {
   private readonly duration: Histogram<'proxy'>;
   private readonly failures: Counter<'proxy' | 'reason'>;
   private readonly reasonsSeen = new Map<string, Set<string>>();
+  private readonly rechecks: Counter;
 
   constructor(registry: Registry) {
     this.duration = new Histogram({
@@ -27,6 +29,15 @@ export class HealthMetrics {
       labelNames: ['proxy', 'reason'],
       registers: [registry],
     });
+    this.rechecks = new Counter({
+      name: RECHECKS_METRIC,
+      help: 'Out-of-schedule rechecks started because a client reported a proxy unreachable.',
+      registers: [registry],
+    });
+  }
+
+  countRecheck(): void {
+    this.rechecks.inc();
   }
 
   observe(proxy: string, durationMillis: number, failureReason: string | undefined): void {

@@ -1,5 +1,17 @@
-export { HealthEngine, DEFAULT_CONCURRENCY, DEFAULT_JITTER } from './health-engine.js';
-export type { HealthEngineOptions, TransitionListener } from './health-engine.js';
+export {
+  HealthEngine,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_JITTER,
+  DEFAULT_RECHECK_INTERVAL_MILLIS,
+} from './health-engine.js';
+export type {
+  HealthEngineOptions,
+  TransitionListener,
+  RecheckListener,
+  RecheckResult,
+} from './health-engine.js';
+export { recheckStep } from './recheck.js';
+export type { Recheck, RecheckStep } from './recheck.js';
 export type { Prober } from './prober.js';
 export { UndiciProber } from './undici-prober.js';
 export type { UndiciProberOptions } from './undici-prober.js';
@@ -18,5 +30,5 @@ export type {
 } from './verdict.js';
 export { percentile } from './scheduling-stats.js';
 export type { SchedulingSnapshot } from './scheduling-stats.js';
-export { DURATION_METRIC, FAILURES_METRIC } from './health-metrics.js';
+export { DURATION_METRIC, FAILURES_METRIC, RECHECKS_METRIC } from './health-metrics.js';
 export type { Clock } from './clock.js';

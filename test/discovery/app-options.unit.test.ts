@@ -38,6 +38,8 @@ describe('createDiscoveryApp configuration', () => {
       'proxy_operator_lease_requests_total',
       'proxy_operator_leases_active',
       'proxy_operator_sessions_active',
+      'proxy_operator_suspect_proxies',
+      'proxy_operator_suspicions_total',
     ]);
   });
 });

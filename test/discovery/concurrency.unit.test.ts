@@ -8,7 +8,10 @@ import type {
   AcquireResult,
   Lease,
   LeaseRequest,
+  HealthObservation,
   LeaseStore,
+  ProbeRequestListener,
+  ReportDetails,
   ReportResult,
 } from '../../discovery/lease-store.js';
 import type { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
@@ -159,8 +162,16 @@ class InvariantWatch implements LeaseStore {
     return result;
   }
 
-  async report(leaseID: string, result: ReportResult, target?: string) {
-    const outcome = await this.inner.report(leaseID, result, target);
+  observeHealth(proxyID: string, observation: HealthObservation) {
+    return this.inner.observeHealth(proxyID, observation);
+  }
+
+  onProbeRequest(listener: ProbeRequestListener) {
+    return this.inner.onProbeRequest(listener);
+  }
+
+  async report(leaseID: string, result: ReportResult, details?: ReportDetails) {
+    const outcome = await this.inner.report(leaseID, result, details);
     if (outcome?.cooldownUntil !== undefined) {
       const key = `${outcome.lease.proxyID} ${outcome.target ?? ''}`;
       this.cooling.set(key, Math.max(this.cooling.get(key) ?? 0, outcome.cooldownUntil.getTime()));

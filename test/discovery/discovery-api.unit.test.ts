@@ -16,7 +16,7 @@ const fleet = (): ProxyRecord[] => [
   proxy('ns/list-only', { ip: '10.0.0.5', attributes: { geo: 'ap' }, maxLeases: 0 }),
 ];
 
-const NO_REPORTS = { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0 };
+const NO_REPORTS = { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0, unreachable: 0 };
 
 interface LeaseBody {
   leaseID: string;
@@ -302,7 +302,7 @@ describe('discovery API', () => {
       expect(one.body).toMatchObject({
         id: 'ns/us-crawl',
         activeLeases: 1,
-        stats: { windowSeconds: 900, ok: 1, banned: 0, rate_limited: 0 },
+        stats: { windowSeconds: 900, ok: 1, banned: 0, rate_limited: 0, unreachable: 0 },
       });
     });
 
@@ -330,7 +330,13 @@ describe('discovery API', () => {
       await report('ok', 'c.example');
       const stats = async () =>
         ((await h.call('GET', '/v1/proxies/ns/us-crawl')).body as { stats: unknown }).stats;
-      expect(await stats()).toEqual({ windowSeconds: 900, ok: 2, banned: 1, rate_limited: 1 });
+      expect(await stats()).toEqual({
+        windowSeconds: 900,
+        ok: 2,
+        banned: 1,
+        rate_limited: 1,
+        unreachable: 0,
+      });
       h.clock.advanceSeconds(900);
       expect(await stats()).toEqual(NO_REPORTS);
     });
@@ -371,6 +377,42 @@ describe('discovery API', () => {
     ])('400 for %s', async (_case, body, message) => {
       const held = await lease();
       const response = await h.call('POST', `/v1/leases/${held.leaseID}/renew`, { body });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+    });
+
+    it('a rate limit paces: seconds doubling on its own streak, at least Retry-After, never lengthening a ban', async () => {
+      h.catalog.proxies = [proxy('ns/one', { maxLeases: 10 })];
+      const held = await lease({ target: 'example.com', ttlSeconds: 3600 });
+      const rest = async (body: Record<string, unknown>) => {
+        const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body });
+        const until = (response.body as { cooldownUntil: string | null }).cooldownUntil;
+        return until === null ? null : (Date.parse(until) - h.clock.now()) / 1000;
+      };
+      expect(await rest({ result: 'rate_limited' })).toBe(10);
+      h.clock.advanceSeconds(10);
+      expect(await rest({ result: 'rate_limited' })).toBe(20);
+      h.clock.advanceSeconds(20);
+      expect(await rest({ result: 'rate_limited', retryAfterSeconds: 90 })).toBe(90);
+      h.clock.advanceSeconds(90);
+      // The ban streak is its own: the first ban after three rate limits is still the first.
+      expect(await rest({ result: 'banned' })).toBe(900);
+      expect(await rest({ result: 'ok' })).toBe(null);
+      h.clock.advanceSeconds(900);
+      expect(await rest({ result: 'rate_limited' })).toBe(10);
+    });
+
+    it.each([
+      [{ result: 'banned', retryAfterSeconds: 5 }, /retryAfterSeconds goes only with result rate_limited/],
+      [
+        { result: 'rate_limited', retryAfterSeconds: -1 },
+        /retryAfterSeconds must be an integer from 0 to 86400/,
+      ],
+      [{ result: 'rate_limited', retryAfterSeconds: 1.5 }, /retryAfterSeconds must be an integer/],
+      [{ result: 'rate_limited', retryAfterSeconds: '30' }, /retryAfterSeconds must be an integer/],
+    ])('400 for %j', async (body, message) => {
+      const held = await lease();
+      const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body });
       expect(response.status).toBe(400);
       expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
     });
@@ -513,27 +555,31 @@ describe('discovery API', () => {
   });
 
   describe('POST /v1/leases/{id}/report', () => {
-    it.each<[string, string | null, Record<string, unknown>, string | null, boolean]>([
-      // [result, lease target, report body extra, cooldown key, cooldown started]
-      ['banned', 'example.com', {}, 'example.com', true],
-      ['rate_limited', null, { target: 'Shop.example' }, 'shop.example', true],
-      ['banned', 'example.com', { target: 'other.org' }, 'other.org', true],
-      ['banned', null, {}, null, true],
-      ['ok', 'example.com', {}, 'example.com', false],
-    ])('%s on a lease for %s (%j) cools down key %s: %s', async (result, leaseTarget, extra, key, cooled) => {
-      const held = await lease(leaseTarget === null ? {} : { target: leaseTarget });
-      const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
-        body: { result, ...extra },
-      });
-      expect(response.status).toBe(200);
-      expect(response.body).toEqual({
-        leaseID: held.leaseID,
-        proxyID: held.proxy.id,
-        result,
-        target: key,
-        cooldownUntil: cooled ? new Date(h.clock.now() + 900_000).toISOString() : null,
-      });
-    });
+    it.each<[string, string | null, Record<string, unknown>, string | null, number | null]>([
+      // [result, lease target, report body extra, cooldown key, cooldown seconds]
+      ['banned', 'example.com', {}, 'example.com', 900],
+      ['rate_limited', null, { target: 'Shop.example' }, 'shop.example', 10],
+      ['rate_limited', 'example.com', { retryAfterSeconds: 42 }, 'example.com', 42],
+      ['banned', 'example.com', { target: 'other.org' }, 'other.org', 900],
+      ['banned', null, {}, null, 900],
+      ['ok', 'example.com', {}, 'example.com', null],
+    ])(
+      '%s on a lease for %s (%j) cools down key %s for %s s',
+      async (result, leaseTarget, extra, key, seconds) => {
+        const held = await lease(leaseTarget === null ? {} : { target: leaseTarget });
+        const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+          body: { result, ...extra },
+        });
+        expect(response.status).toBe(200);
+        expect(response.body).toEqual({
+          leaseID: held.leaseID,
+          proxyID: held.proxy.id,
+          result,
+          target: key,
+          cooldownUntil: seconds === null ? null : new Date(h.clock.now() + seconds * 1000).toISOString(),
+        });
+      },
+    );
 
     it('a ban without any target benches the proxy only for leases that name no target', async () => {
       h.catalog.proxies = [proxy('ns/one')];
@@ -559,7 +605,7 @@ describe('discovery API', () => {
       };
       expect(await rest('banned')).toBe(900);
       h.clock.advanceSeconds(900);
-      expect(await rest('rate_limited')).toBe(1800);
+      expect(await rest('banned')).toBe(1800);
       h.clock.advanceSeconds(1800);
       expect(await rest('banned')).toBe(3600);
       expect(await rest('ok')).toBe(null);
@@ -569,6 +615,42 @@ describe('discovery API', () => {
       expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(200);
       h.clock.advanceSeconds(1800);
       expect(await rest('banned')).toBe(900);
+    });
+
+    it('a rate limit paces: seconds doubling on its own streak, at least Retry-After, never lengthening a ban', async () => {
+      h.catalog.proxies = [proxy('ns/one', { maxLeases: 10 })];
+      const held = await lease({ target: 'example.com', ttlSeconds: 3600 });
+      const rest = async (body: Record<string, unknown>) => {
+        const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body });
+        const until = (response.body as { cooldownUntil: string | null }).cooldownUntil;
+        return until === null ? null : (Date.parse(until) - h.clock.now()) / 1000;
+      };
+      expect(await rest({ result: 'rate_limited' })).toBe(10);
+      h.clock.advanceSeconds(10);
+      expect(await rest({ result: 'rate_limited' })).toBe(20);
+      h.clock.advanceSeconds(20);
+      expect(await rest({ result: 'rate_limited', retryAfterSeconds: 90 })).toBe(90);
+      h.clock.advanceSeconds(90);
+      // The ban streak is its own: the first ban after three rate limits is still the first.
+      expect(await rest({ result: 'banned' })).toBe(900);
+      expect(await rest({ result: 'ok' })).toBe(null);
+      h.clock.advanceSeconds(900);
+      expect(await rest({ result: 'rate_limited' })).toBe(10);
+    });
+
+    it.each([
+      [{ result: 'banned', retryAfterSeconds: 5 }, /retryAfterSeconds goes only with result rate_limited/],
+      [
+        { result: 'rate_limited', retryAfterSeconds: -1 },
+        /retryAfterSeconds must be an integer from 0 to 86400/,
+      ],
+      [{ result: 'rate_limited', retryAfterSeconds: 1.5 }, /retryAfterSeconds must be an integer/],
+      [{ result: 'rate_limited', retryAfterSeconds: '30' }, /retryAfterSeconds must be an integer/],
+    ])('400 for %j', async (body, message) => {
+      const held = await lease();
+      const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
     });
 
     it('404 for an unknown, expired or released lease', async () => {
@@ -590,7 +672,7 @@ describe('discovery API', () => {
       [
         'an unknown result',
         { result: 'blocked' },
-        /result must be one of ok, rate_limited, banned, got "blocked"/,
+        /result must be one of ok, rate_limited, banned, unreachable, got "blocked"/,
       ],
       ['a missing result', {}, /result must be one of .* got nothing/],
       ['an unknown field', { result: 'ok', reason: 'x' }, /unknown field\(s\) 'reason'/],
@@ -722,6 +804,7 @@ describe('discovery API', () => {
         ok: 2,
         banned: 1,
         rate_limited: 1,
+        unreachable: 0,
       });
       expect(await values('proxy_operator_cooldowns_active')).toEqual({ '': 2 });
       expect(await values('proxy_operator_sessions_active')).toEqual({ '': 2 });

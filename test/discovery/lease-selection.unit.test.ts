@@ -60,6 +60,7 @@ const failed = (ok: number, banned: number, rateLimited = 0): OutcomeCounts => (
   ok,
   banned,
   rate_limited: rateLimited,
+  unreachable: 0,
 });
 
 describe('selection', () => {

@@ -52,7 +52,10 @@ describe('MemoryLeaseStore', () => {
           acquiredAt: new Date(clock.now()),
           expiresAt: new Date(clock.now() + 60_000),
         },
-        usage: { activeLeases: 1, stats: { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0 } },
+        usage: {
+          activeLeases: 1,
+          stats: { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0, unreachable: 0 },
+        },
       });
       expect(await store.get('lease-1')).toEqual(granted(result));
       expect(await load('ns/a')).toBe(1);
@@ -443,7 +446,7 @@ describe('MemoryLeaseStore', () => {
       async (result, reportTarget, leaseTarget, acquireTarget, cooling) => {
         const { store, lease } = setup();
         const held = await lease({ target: leaseTarget });
-        await store.report(held.id, result, reportTarget);
+        await store.report(held.id, result, { target: reportTarget });
         const outcome = await store.acquire(request({ target: acquireTarget }));
         expect(outcome).toEqual(
           cooling
@@ -456,7 +459,7 @@ describe('MemoryLeaseStore', () => {
     it('lasts the configured cooldown, then the proxy is leasable again', async () => {
       const { clock, store, lease } = setup({ cooldownSeconds: 60 });
       const held = await lease();
-      const outcome = await store.report(held.id, 'banned', 'example.com');
+      const outcome = await store.report(held.id, 'banned', { target: 'example.com' });
       expect(outcome).toEqual({
         lease: held,
         target: 'example.com',
@@ -485,11 +488,11 @@ describe('MemoryLeaseStore', () => {
 
     it('is never shortened by a later report', async () => {
       const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 });
-      const first = await store.report((await lease()).id, 'banned', 'example.com');
+      const first = await store.report((await lease()).id, 'banned', { target: 'example.com' });
       clock.advanceSeconds(30);
-      const second = await store.report((await lease()).id, 'banned', 'example.com');
+      const second = await store.report((await lease()).id, 'banned', { target: 'example.com' });
       expect(second!.cooldownUntil!.getTime()).toBe(first!.cooldownUntil!.getTime() + 30_000);
-      const third = await store.report((await lease()).id, 'ok', 'example.com');
+      const third = await store.report((await lease()).id, 'ok', { target: 'example.com' });
       expect(third!.cooldownUntil).toBeUndefined();
       expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
         reason: 'all_cooling_down',
@@ -498,7 +501,7 @@ describe('MemoryLeaseStore', () => {
 
     it('reports on unknown leases change nothing', async () => {
       const { store, lease } = setup();
-      expect(await store.report('nope', 'banned', 'example.com')).toBeUndefined();
+      expect(await store.report('nope', 'banned', { target: 'example.com' })).toBeUndefined();
       expect((await lease({ target: 'example.com' })).proxyID).toBe('ns/a');
     });
   });
@@ -509,7 +512,7 @@ describe('MemoryLeaseStore', () => {
       const out: (number | null)[] = [];
       for (const result of results) {
         const held = await s.lease();
-        const outcome = await s.store.report(held.id, result, target);
+        const outcome = await s.store.report(held.id, result, { target });
         await s.store.release(held.id);
         const length = outcome?.cooldownUntil
           ? (outcome.cooldownUntil.getTime() - s.clock.now()) / 1000
@@ -523,13 +526,47 @@ describe('MemoryLeaseStore', () => {
 
     it.each<[string, ReportResult[], (number | null)[]]>([
       [
-        'doubles with each consecutive bad report, up to the maximum',
-        ['banned', 'rate_limited', 'banned', 'banned', 'banned'],
-        [900, 1800, 3600, 3600, 3600],
+        'doubles with each consecutive ban, up to the maximum',
+        ['banned', 'banned', 'banned', 'banned'],
+        [900, 1800, 3600, 3600],
+      ],
+      [
+        // The rate streak goes cold after each 15-minute ban (120 s without a 429); the ban streak holds.
+        'a rate limit rests seconds on a streak of its own, beside the ban streak',
+        ['rate_limited', 'banned', 'rate_limited', 'banned', 'rate_limited', 'rate_limited'],
+        [10, 900, 10, 1800, 10, 20],
+      ],
+      [
+        'a rate-limit streak stops at its own maximum',
+        Array(6).fill('rate_limited'),
+        [10, 20, 40, 80, 120, 120],
       ],
       ['an ok report resets the streak', ['banned', 'banned', 'ok', 'banned'], [900, 1800, null, 900]],
     ])('%s', async (_case, results, expected) => {
       expect(await lengths(setup(), results)).toEqual(expected);
+    });
+
+    it('--single-cooldown-window restores one window and one streak for both (the specification)', async () => {
+      const s = setup({ singleCooldownWindow: true });
+      expect(await lengths(s, ['banned', 'rate_limited', 'banned', 'rate_limited'])).toEqual([
+        900, 1800, 3600, 3600,
+      ]);
+    });
+
+    it('a Retry-After lengthens a rate-limit rest, never past the longest ban', async () => {
+      const s = setup();
+      const rest = async (retryAfterSeconds: number) => {
+        const held = await s.lease();
+        const outcome = await s.store.report(held.id, 'rate_limited', {
+          target: 'example.com',
+          retryAfterSeconds,
+        });
+        await s.store.release(held.id);
+        return (outcome!.cooldownUntil!.getTime() - s.clock.now()) / 1000;
+      };
+      expect(await rest(3)).toBe(10);
+      expect(await rest(300)).toBe(300);
+      expect(await rest(86_400)).toBe(3600);
     });
 
     it('keeps a streak per (proxy, target)', async () => {
@@ -561,7 +598,7 @@ describe('MemoryLeaseStore', () => {
     it('20,000 distinct targets on one lease keep at most 1,000 entries for that proxy', async () => {
       const { store, lease } = setup();
       const held = await lease({ ttlSeconds: 3600 });
-      for (let i = 0; i < 20_000; i++) await store.report(held.id, 'banned', `site-${i}.example`);
+      for (let i = 0; i < 20_000; i++) await store.report(held.id, 'banned', { target: `site-${i}.example` });
       const totals = await store.totals();
       expect(totals.activeCooldowns).toBe(1000);
       expect(totals.cooldownsEvicted).toBe(19_000);
@@ -577,8 +614,8 @@ describe('MemoryLeaseStore', () => {
       const { store } = setup({ maxTargetEntries: 6, maxTargetsPerProxy: 4 }, proxies);
       for (let i = 0; i < 5; i++) {
         const held = granted(await store.acquire(request({ selector: {} })));
-        await store.report(held.id, 'banned', `t${i}.example`);
-        await store.report(held.id, 'banned', `u${i}.example`);
+        await store.report(held.id, 'banned', { target: `t${i}.example` });
+        await store.report(held.id, 'banned', { target: `u${i}.example` });
       }
       const totals = await store.totals();
       expect(totals.activeCooldowns).toBe(6);
@@ -588,7 +625,7 @@ describe('MemoryLeaseStore', () => {
     it('ok reports for targets with nothing bad on record take no memory', async () => {
       const { store, lease } = setup();
       const held = await lease({ ttlSeconds: 3600 });
-      for (let i = 0; i < 5000; i++) await store.report(held.id, 'ok', `site-${i}.example`);
+      for (let i = 0; i < 5000; i++) await store.report(held.id, 'ok', { target: `site-${i}.example` });
       expect((await store.totals()).cooldownsEvicted).toBe(0);
       expect((await store.usage(['ns/a'])).get('ns/a')!.stats.ok).toBe(5000);
     });
@@ -600,18 +637,36 @@ describe('MemoryLeaseStore', () => {
         proxy('ns/a', { maxLeases: 10 }),
       ]);
       const held = await lease({ ttlSeconds: 3600 });
-      await store.report(held.id, 'ok', 'a.example');
-      await store.report(held.id, 'banned', 'b.example');
+      await store.report(held.id, 'ok', { target: 'a.example' });
+      await store.report(held.id, 'banned', { target: 'b.example' });
       clock.advanceSeconds(300);
       await store.report(held.id, 'rate_limited');
       await store.report(held.id, 'ok');
       const stats = async () => (await store.usage(['ns/a'])).get('ns/a')!.stats;
-      expect(await stats()).toEqual({ windowSeconds: 900, ok: 2, banned: 1, rate_limited: 0 + 1 });
+      expect(await stats()).toEqual({
+        windowSeconds: 900,
+        ok: 2,
+        banned: 1,
+        rate_limited: 0 + 1,
+        unreachable: 0,
+      });
       clock.advanceSeconds(600);
       // The first two reports have left the window (900 s in 60 s steps).
-      expect(await stats()).toEqual({ windowSeconds: 900, ok: 1, banned: 0, rate_limited: 1 });
+      expect(await stats()).toEqual({
+        windowSeconds: 900,
+        ok: 1,
+        banned: 0,
+        rate_limited: 1,
+        unreachable: 0,
+      });
       clock.advanceSeconds(300);
-      expect(await stats()).toEqual({ windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0 });
+      expect(await stats()).toEqual({
+        windowSeconds: 900,
+        ok: 0,
+        banned: 0,
+        rate_limited: 0,
+        unreachable: 0,
+      });
     });
 
     it('among equally loaded proxies, prefers the one without recent failures for the requested target', async () => {
@@ -657,8 +712,8 @@ describe('MemoryLeaseStore', () => {
       const a = await lease({ session: 's1' });
       await lease({ session: 's2' });
       await lease();
-      await store.report(a.id, 'banned', 'x.example');
-      await store.report(a.id, 'banned', 'y.example');
+      await store.report(a.id, 'banned', { target: 'x.example' });
+      await store.report(a.id, 'banned', { target: 'y.example' });
       expect(await store.usage(['ns/a', 'ns/b', 'ns/c'])).toEqual(
         new Map([
           ['ns/a', expect.objectContaining({ activeLeases: 2 })],
@@ -672,9 +727,155 @@ describe('MemoryLeaseStore', () => {
         activeCooldowns: 2,
         sessionsEvicted: 0,
         cooldownsEvicted: 0,
+        suspectProxies: 0,
+        suspicionsRaised: 0,
+        suspicionsExpired: 0,
       });
       clock.advanceSeconds(60);
       expect((await store.totals()).activeCooldowns).toBe(0);
+    });
+  });
+
+  describe('unreachable reports: a dead proxy leaves the pool within one report', () => {
+    const two = () => [
+      proxy('ns/a', { latencyMillis: 1 }),
+      proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 2 }),
+    ];
+    const A = '10.0.0.1:3128';
+
+    /** ns/a leased, reported unreachable and released: its load is the lowest again. */
+    async function reportedDead(options: Partial<MemoryLeaseStoreOptions> = {}) {
+      const s = setup(options, two());
+      const requests: [string, string][] = [];
+      s.store.onProbeRequest((id, address) => requests.push([id, address]));
+      const held = await s.lease({ session: 'crawl-1' });
+      expect(held.proxyID).toBe('ns/a');
+      const reportedAt = s.clock.now();
+      const outcome = await s.store.report(held.id, 'unreachable', { target: 'shop.example' });
+      await s.store.release(held.id);
+      return { ...s, requests, outcome, reportedAt };
+    }
+
+    // The issue's rule, as a table: after an unreachable report ended its last lease, a proxy is
+    // leased again only once a probe that started after the report has passed.
+    it.each<[string, (s: Awaited<ReturnType<typeof reportedDead>>) => Promise<void>, string]>([
+      ['no probe yet', async () => undefined, 'ns/b'],
+      [
+        'a probe that started before the report passed',
+        async (s) =>
+          s.store.observeHealth('ns/a', { kind: 'probe_passed', address: A, startedAt: s.reportedAt - 1 }),
+        'ns/b',
+      ],
+      [
+        'a probe of an old address passed',
+        async (s) =>
+          s.store.observeHealth('ns/a', {
+            kind: 'probe_passed',
+            address: '10.9.9.9:3128',
+            startedAt: s.reportedAt,
+          }),
+        'ns/b',
+      ],
+      [
+        'the engine found it unhealthy',
+        async (s) => s.store.observeHealth('ns/a', { kind: 'down', address: A }),
+        'ns/b',
+      ],
+      [
+        'a probe that started after the report passed',
+        async (s) =>
+          s.store.observeHealth('ns/a', { kind: 'probe_passed', address: A, startedAt: s.reportedAt }),
+        'ns/a',
+      ],
+    ])('%s → the next lease goes to %s', async (_case, then, expected) => {
+      const s = await reportedDead();
+      await then(s);
+      for (const target of [undefined, 'shop.example', 'other.example']) {
+        const next = await s.lease(target === undefined ? {} : { target });
+        expect(next.proxyID).toBe(expected);
+        await s.store.release(next.id);
+      }
+    });
+
+    it('holds the proxy out for every target and session, moves its sessions, and asks for one probe', async () => {
+      const s = await reportedDead();
+      expect(s.outcome).toEqual(expect.objectContaining({ suspect: true, probeRequested: true }));
+      expect(s.requests).toEqual([['ns/a', A]]);
+      const again = await s.store.acquire(request({ session: 'crawl-1' }));
+      expect(again).toEqual(
+        expect.objectContaining({ granted: true, session: { key: 'crawl-1', moved: true } }),
+      );
+      expect((await s.store.usage(['ns/a'])).get('ns/a')).toEqual(
+        expect.objectContaining({ held: 'suspect' }),
+      );
+      expect((await s.store.totals()).suspectProxies).toBe(1);
+    });
+
+    it('a second report on a suspect proxy starts no second probe', async () => {
+      // Two leases taken before the proxy died: both report.
+      const s2 = setup({}, [proxy('ns/a')]);
+      const requests: string[] = [];
+      s2.store.onProbeRequest((id) => requests.push(id));
+      const [one, two] = [await s2.lease(), await s2.lease()];
+      expect((await s2.store.report(one.id, 'unreachable'))?.probeRequested).toBe(true);
+      expect(await s2.store.report(two.id, 'unreachable')).toEqual(
+        expect.objectContaining({ suspect: true, probeRequested: false }),
+      );
+      expect(requests).toEqual(['ns/a']);
+    });
+
+    it('a report moments after a passing re-probe is not believed; after the holdoff it is', async () => {
+      const s = setup({ suspicionHoldoffSeconds: 5 }, [proxy('ns/a')]);
+      const leases = [await s.lease(), await s.lease(), await s.lease()];
+      await s.store.report(leases[0].id, 'unreachable');
+      await s.store.observeHealth('ns/a', { kind: 'probe_passed', address: A, startedAt: s.clock.now() });
+      s.clock.advanceSeconds(4);
+      expect(await s.store.report(leases[1].id, 'unreachable')).toEqual(
+        expect.objectContaining({ suspect: false, probeRequested: false }),
+      );
+      expect((await s.lease()).proxyID).toBe('ns/a');
+      s.clock.advanceSeconds(1);
+      expect((await s.store.report(leases[2].id, 'unreachable'))?.probeRequested).toBe(true);
+      expect(await s.store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
+    });
+
+    it('a suspicion no probe answers ends after the timeout, loudly', async () => {
+      const { logger, lines } = capturingLogger('info');
+      const s = await reportedDead({ suspicionTimeoutSeconds: 30, logger });
+      s.clock.advanceSeconds(29);
+      s.store.sweep();
+      expect((await s.lease()).proxyID).toBe('ns/b');
+      s.clock.advanceSeconds(1);
+      s.store.sweep();
+      expect((await s.lease()).proxyID).toBe('ns/a');
+      expect(await s.store.totals()).toEqual(
+        expect.objectContaining({ suspicionsRaised: 1, suspicionsExpired: 1 }),
+      );
+      expect(lines()).toContainEqual(expect.objectContaining({ level: 50, proxyID: 'ns/a' }));
+    });
+
+    it('a down verdict holds the proxy until the engine says up or the status catches up', async () => {
+      const s = setup({}, two());
+      await s.store.observeHealth('ns/a', { kind: 'down', address: A });
+      expect((await s.lease()).proxyID).toBe('ns/b');
+      expect((await s.store.usage(['ns/a'])).get('ns/a')).toEqual(expect.objectContaining({ held: 'down' }));
+      await s.store.observeHealth('ns/a', { kind: 'up', address: A });
+      expect((await s.lease()).proxyID).toBe('ns/a');
+      // Down again; then the status says unhealthy, then healthy: the status decides from there.
+      await s.store.observeHealth('ns/a', { kind: 'down', address: A });
+      s.catalog.proxies = [proxy('ns/a', { latencyMillis: 1, healthy: false }), two()[1]];
+      s.catalog.proxies = two();
+      expect((await s.store.usage(['ns/a'])).get('ns/a')?.held).toBeUndefined();
+      const fresh = await s.store.acquire(request());
+      expect(fresh.granted && fresh.lease.proxyID).toBe('ns/a');
+    });
+
+    it('counts unreachable reports in the statistics without benching any target', async () => {
+      const s = await reportedDead();
+      expect((await s.store.usage(['ns/a'])).get('ns/a')?.stats).toEqual(
+        expect.objectContaining({ unreachable: 1, banned: 0, rate_limited: 0 }),
+      );
+      expect((await s.store.totals()).activeCooldowns).toBe(0);
     });
   });
 
