@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { Component } from '../handlers/components.js';
 import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
 
 /** Everything the operator's entry point can be told, from flags or environment. */
@@ -53,11 +54,7 @@ export type LeaseStoreSettings =
       timeoutMs: number;
     };
 
-/**
- * controller: the reconciler, the orphan sweep and the health engine (leader-elected);
- * discovery: the lease API (every replica serves).
- */
-export type Component = 'controller' | 'discovery';
+export type { Component };
 export const COMPONENTS: readonly Component[] = ['controller', 'discovery'];
 
 export class SettingsError extends Error {}

@@ -12,7 +12,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
-import { COOLDOWN_JITTER } from './cooldown-policy.js';
+import {
+  COOLDOWN_JITTER,
+  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+} from './cooldown-policy.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
@@ -35,10 +39,10 @@ import {
   DEFAULT_MAX_COOLDOWN_SECONDS,
   DEFAULT_STATS_WINDOW_SECONDS,
   DEFAULT_SWEEP_INTERVAL_MS,
-  systemClock,
   type Clock,
 } from './memory-lease-store.js';
 import { WINDOW_BUCKETS } from './outcome-window.js';
+import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
 import { SCRIPTS, type LuaScript } from './redis-scripts.js';
 import { selectorMatcher } from './selector.js';
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
@@ -46,10 +50,6 @@ import { StoreUnavailableError } from './store-unavailable.js';
 import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from './target-book.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
-export const DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS = 10;
-export const DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS = 120;
-export const DEFAULT_SUSPICION_TIMEOUT_SECONDS = 60;
-export const DEFAULT_SUSPICION_HOLDOFF_SECONDS = 5;
 /** What a 503 store_unavailable tells the client to wait. */
 export const STORE_RETRY_AFTER_SECONDS = 1;
 
