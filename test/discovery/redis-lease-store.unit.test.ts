@@ -178,6 +178,29 @@ describe('the Redis lease store', () => {
       expect((await a2.store.totals()).activeLeases).toBe(2);
     });
 
+    it('a session bound through one replica is honoured through another, and moves there when its proxy is full', async () => {
+      const a = open({ keyPrefix: 'sessions', proxies: 3 });
+      const b = open({ keyPrefix: 'sessions', proxies: 3 });
+      await connected(a.redis);
+      const first = await a.store.acquire(request({ session: 'k1' }));
+      if (!first.granted) throw new Error('expected a lease');
+      expect(first.lease.proxyID).toBe('ns/p0');
+      // b never saw k1: it still leases on ns/p0 (one slot left), then moves when it is full.
+      expect(await b.store.acquire(request({ session: 'k1' }))).toMatchObject({
+        lease: { proxyID: 'ns/p0' },
+        session: { key: 'k1', moved: false },
+      });
+      expect(await b.store.acquire(request({ session: 'k1' }))).toMatchObject({
+        lease: { proxyID: 'ns/p1' },
+        session: { key: 'k1', moved: true },
+      });
+      // a's memory of the binding is stale now; Redis's answer wins.
+      expect(await a.store.acquire(request({ session: 'k1' }))).toMatchObject({
+        lease: { proxyID: 'ns/p1' },
+        session: { key: 'k1', moved: false },
+      });
+    });
+
     it('refuses a key prefix that is not a plain name, naming the option', () => {
       expect(() => open({ keyPrefix: '{x}' })).toThrow(/keyPrefix must match/);
     });
