@@ -45,3 +45,15 @@ export function connectRedis(options: RedisConnectionOptions): Redis {
   });
   return redis;
 }
+
+/** Resolves once the connection is ready (commands fail at once before: no offline queue). */
+export async function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Redis not ready within ${timeoutMs} ms`)), timeoutMs);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

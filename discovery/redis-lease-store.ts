@@ -57,7 +57,7 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
 export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Candidates sent per round trip: the first chunk is small (the common case), then larger. */
-const CHUNKS = [16, 128, 1024, 8192];
+const CHUNKS = [8, 64, 512, 4096];
 /** Session → proxy bindings this replica remembers, so a sticky lease is one round trip. */
 const SESSION_HINTS = 10_000;
 const NO_TARGET = '\u0000';

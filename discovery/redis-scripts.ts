@@ -75,10 +75,13 @@ local function count(name, n)
   redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
 end
 
+-- Live leases of a proxy: one call, no write (ended ones are pruned where the set is written).
 local function load_of(id)
-  local key = k_load(id)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', NOW)
-  return redis.call('ZCARD', key)
+  return redis.call('ZCOUNT', k_load(id), '(' .. NOW, '+inf')
+end
+
+local function prune_load(id)
+  redis.call('ZREMRANGEBYSCORE', k_load(id), '-inf', NOW)
 end
 
 -- base x 2^(streak - 1), capped, spread by +-JITTER, capped again (cooldown-policy.ts).
@@ -342,9 +345,10 @@ local function live_lease(id)
 end
 
 -- activeLeases, 4 counts, hold reason ('' = none): a proxy's usage, flattened.
-local function usage_of(id, addr, load)
+local function usage_of(id, addr, load, hold)
   local c = stats_of(id)
-  return { load or load_of(id), c[1], c[2], c[3], c[4], held(hold_get(id), addr) or '' }
+  if hold == nil then hold = held(hold_get(id), addr) or '' end
+  return { load or load_of(id), c[1], c[2], c[3], c[4], hold }
 end
 `;
 
@@ -376,21 +380,28 @@ for i = 1, n do
   end
 end
 
+-- Everything the choice needs, a fixed number of calls for the whole chunk: the holds
+-- (HMGET) and the cooldowns for the target (ZMSCORE), then one ZCOUNT per candidate not held.
 local hints = {}
-local function examine(c)
-  if c.checked then return c end
-  c.checked = true
-  c.held = held(hold_get(c.id), c.addr) ~= nil
-  if c.held then return c end
-  c.load = load_of(c.id)
-  hints[#hints + 1] = c.id
-  hints[#hints + 1] = c.load
-  local ends = redis.call('ZSCORE', K_TARGETS, member(c.id, target))
-  c.cooling = ends ~= false and tonumber(ends) > NOW
-  c.has_entry = ends ~= false
-  return c
+if #cands > 0 then
+  local ids, members = {}, {}
+  for i, c in ipairs(cands) do
+    ids[i] = c.id
+    members[i] = member(c.id, target)
+  end
+  local holds = redis.call('HMGET', K_HOLDS, unpack(ids))
+  local ends = redis.call('ZMSCORE', K_TARGETS, unpack(members))
+  for i, c in ipairs(cands) do
+    c.held = holds[i] and held(cjson.decode(holds[i]), c.addr) ~= nil
+    if not c.held then
+      c.load = load_of(c.id)
+      hints[#hints + 1] = c.id
+      hints[#hints + 1] = c.load
+      c.has_entry = ends[i] ~= false
+      c.cooling = c.has_entry and tonumber(ends[i]) > NOW
+    end
+  end
 end
-
 local moved = false
 local chosen
 if session ~= '' and mode == 'check' then
@@ -401,7 +412,6 @@ if session ~= '' and mode == 'check' then
     else
       local c = by_id[bound]
       if not c then return { 'need', bound } end
-      examine(c)
       if not c.held and not c.cooling and c.load < c.max then chosen = c else moved = true end
     end
   end
@@ -425,7 +435,6 @@ if not chosen then
   end
   local best
   for _, c in ipairs(cands) do
-    examine(c)
     if not c.held then
       leasable = leasable + 1
       if c.cooling then
@@ -449,13 +458,15 @@ local key = k_lease(lease_id)
 redis.call('HSET', key, 'proxy', chosen.id, 'rec', chosen.rec, 'addr', chosen.addr, 'target', target,
   'session', session, 'sel', sel, 'ttl', ARGV[A + 2], 'at', NOW, 'exp', exp)
 redis.call('PEXPIRE', key, ttl * 1000 + 60000)
+prune_load(chosen.id)
 redis.call('ZADD', k_load(chosen.id), exp, lease_id)
 keep(k_load(chosen.id), ttl * 1000 + 60000)
 redis.call('ZADD', K_LEASES, exp, lease_id)
 keep(K_LEASES, ttl * 1000 + 60000)
 if session ~= '' then bind(session, chosen.id) end
 local out = { 'ok', chosen.id, NOW, exp, moved and 1 or 0 }
-for _, v in ipairs(usage_of(chosen.id, chosen.addr, chosen.load + 1)) do out[#out + 1] = v end
+-- Chosen, so not held: no second look at its hold.
+for _, v in ipairs(usage_of(chosen.id, chosen.addr, chosen.load + 1, '')) do out[#out + 1] = v end
 for _, h in ipairs(hints) do out[#out + 1] = h end
 return out
 `;
