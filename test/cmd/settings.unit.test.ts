@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   checkMaxUnavailableProviders,
   parseMaxUnavailable,
@@ -239,6 +241,13 @@ describe('the lease store and components flags', () => {
     ],
   ])('reads %j', (argv, want) => {
     expect(parseSettings(argv, {})).toMatchObject({ components: want });
+  });
+
+  it('every flag of --help is in the README', () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const flags = [...usage().matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]).filter((f) => f !== '--help');
+    expect(flags.length).toBeGreaterThan(20);
+    expect(flags.filter((flag) => !readme.includes(flag))).toEqual([]);
   });
 
   it('documents the flags and the env-only secrets in --help', () => {
