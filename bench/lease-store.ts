@@ -10,11 +10,8 @@
 // Phases run in short slices, round-robin, so a change in the machine's load touches them
 // alike; each figure is the median of its slices. redis-server runs on loopback with no
 // persistence (the bench measures the book, not the disk).
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { fork, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { IndexedCatalog } from '../discovery/indexed-catalog.js';
@@ -23,6 +20,7 @@ import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { connectRedis, whenReady } from '../discovery/redis-connection.js';
 import { RedisLeaseStore } from '../discovery/redis-lease-store.js';
 import { fleet } from './discovery-fleet.js';
+import { startRedis } from './redis-process.js';
 
 const ROUNDS = positive('BENCH_STORE_ROUNDS', 5);
 const SLICE_SECONDS = positive('BENCH_STORE_SLICE_SECONDS', 1);
@@ -138,53 +136,6 @@ class Worker {
       this.child.send({ stop: true });
     });
   }
-}
-
-// --- redis-server on loopback
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(): Promise<{ url: string; stop(): Promise<void>; kill(): void }> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-redis-'));
-  const port = await freePort();
-  const child = spawn(
-    process.env.REDIS_SERVER ?? 'redis-server',
-    ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C' } },
-  );
-  child.once('error', (err) => {
-    console.error(`cannot start redis-server (apt-get install -y redis-server): ${err.message}`);
-    process.exit(2);
-  });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('Ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
-  });
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    kill() {
-      child.kill('SIGKILL');
-    },
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 // --- the run
