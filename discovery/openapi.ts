@@ -197,6 +197,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'Matching proxies.', content: json(ref('ProxyList')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
         },
       },
     },
@@ -209,6 +210,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'The proxy.', content: json(ref('Proxy')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '404': errorResponse('proxy_not_found: no Proxy with this namespace and name.'),
         },
       },
@@ -232,6 +234,7 @@ export const openApiDocument: OpenApiDocument = {
           '201': leaseResponse('Lease granted.'),
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '409': errorResponse(
             'No lease: error is no_match (no healthy leasable proxy matches), all_busy (all matches are at maxLeases; ' +
               'retry soon) or all_cooling_down (all matches are cooling down for this target).',
@@ -251,6 +254,7 @@ export const openApiDocument: OpenApiDocument = {
           '204': { description: 'Released (or already gone).' },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
         },
       },
     },
@@ -268,6 +272,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': leaseResponse('Renewed.'),
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
@@ -297,6 +302,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'Report recorded.', content: json(ref('ReportResponse')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
@@ -314,6 +320,7 @@ export const openApiDocument: OpenApiDocument = {
           '204': { description: 'Ended (or already unknown).' },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
         },
       },
     },
@@ -354,6 +361,15 @@ export const openApiDocument: OpenApiDocument = {
       UnsupportedMediaType: errorResponse(
         'unsupported_media_type: a charset other than UTF-8, or a compressed body.',
       ),
+      StoreUnavailable: {
+        description:
+          'store_unavailable: the shared lease store (Redis) did not answer in time. Nothing was changed; retry ' +
+          'the same request after Retry-After seconds.',
+        headers: {
+          'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+        },
+        content: json(ref('Error')),
+      },
       HeadersTooLarge: errorResponse(
         `headers_too_large: request line and headers exceed ${maxHeaderSize} bytes. Closes the connection.`,
       ),
