@@ -15,7 +15,7 @@ const progress = (line: string) => process.stderr.write(`[demo] ${line}\n`);
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2));
 
 progress('starting a local control plane (the first run builds kube-apiserver and etcd: minutes)');
-const env = await startDemoEnvironment({ root, logger, progress, discoveryPort: 8090 });
+const env = await startDemoEnvironment({ root, logger, progress, discoveryPort: 8090, sitePort: 8091 });
 let exitCode = 0;
 try {
   const kubectl = env.controlPlane.binaries.kubectl ?? 'kubectl';
@@ -28,6 +28,7 @@ try {
     print(
       `$ curl -s '${env.discoveryURL}/v1/proxies?healthy=true' ; curl -s ${env.metricsURL}/metrics | grep proxy_operator_`,
     );
+    print(`Crawl ${env.site.url} through the proxies: the README's Crawlee recipe (README.md, "Crawlee").`);
     print('Press Ctrl-C to stop and clean everything up.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

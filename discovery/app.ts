@@ -95,6 +95,10 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       const result = await leases.acquire(request);
       if (!result.granted) {
         metrics.countLeaseRequest(result.reason);
+        // When the first cooldown ends: a client can wait exactly that long instead of polling.
+        if (result.retryAfterMs !== undefined) {
+          res.setHeader('Retry-After', String(Math.max(1, Math.ceil(result.retryAfterMs / 1000))));
+        }
         sendError(res, 409, result.reason, noLeaseMessage(result.reason, request.selector, request.target));
         return;
       }

@@ -49,8 +49,9 @@ export function cooldownKindOf(
 }
 
 /**
- * The rest a bad report earns: the kind's policy at its streak, and never shorter than a
- * Retry-After the site sent (itself capped by the ban maximum, the longest rest there is).
+ * The rest a bad report earns: the kind's policy at its streak, or, for a rate limit whose
+ * response said when to come back, exactly that Retry-After (at least a second, at most the
+ * ban maximum): the site knows its own window, and resting longer only idles the proxy.
  */
 export function restMillis(
   kind: CooldownKind,
@@ -61,6 +62,6 @@ export function restMillis(
 ): number {
   const policy = kind === 'rate' ? rules.rateLimited : rules.banned;
   const rest = cooldownMillis(streak, policy, random);
-  if (retryAfterMillis === undefined) return rest;
-  return Math.max(rest, Math.min(retryAfterMillis, rules.banned.maxMillis));
+  if (retryAfterMillis === undefined || kind !== 'rate') return rest;
+  return Math.min(Math.max(retryAfterMillis, 1000), rules.banned.maxMillis);
 }

@@ -36,7 +36,8 @@ export interface SessionOutcome {
 
 export type AcquireResult =
   | { granted: true; lease: Lease; usage: ProxyUsage; session?: SessionOutcome }
-  | { granted: false; reason: NoLeaseReason };
+  /** `retryAfterMs` (all_cooling_down only): until the first matching proxy's cooldown for the target ends. */
+  | { granted: false; reason: NoLeaseReason; retryAfterMs?: number };
 
 export interface RenewResult {
   lease: Lease;

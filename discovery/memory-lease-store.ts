@@ -218,7 +218,7 @@ export class MemoryLeaseStore implements LeaseStore {
       }
     }
     proxy ??= selectProxy(this.index.free(request.selector), state)?.proxy;
-    if (proxy === undefined) return { granted: false, reason: this.refusal(request, target, now) };
+    if (proxy === undefined) return this.refusal(request, target, now);
 
     const lease: Lease = {
       id: this.newID(),
@@ -446,17 +446,23 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   /** Explains a refusal; runs only when nothing was free, so it may count. */
-  private refusal(request: LeaseRequest, target: string, now: number): NoLeaseReason {
+  private refusal(request: LeaseRequest, target: string, now: number): AcquireResult & { granted: false } {
     const leasable = this.index.countLeasable(request.selector);
     let cooling = 0;
+    let firstEnd = Infinity;
     if (leasable > 0) {
       const matches = selectorMatcher(request.selector);
       for (const entry of this.targets.forTarget(target)) {
         if (entry.until <= now || !this.index.has(entry.proxyID)) continue;
-        if (matches(this.catalog.get(entry.proxyID)!.attributes)) cooling++;
+        if (!matches(this.catalog.get(entry.proxyID)!.attributes)) continue;
+        cooling++;
+        firstEnd = Math.min(firstEnd, entry.until);
       }
     }
-    return refusal(leasable, cooling);
+    const reason: NoLeaseReason = refusal(leasable, cooling);
+    return reason === 'all_cooling_down'
+      ? { granted: false, reason, retryAfterMs: firstEnd - now }
+      : { granted: false, reason };
   }
 
   /** Ends every lease whose deadline has passed; returns the time it used. */

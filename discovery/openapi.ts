@@ -237,7 +237,8 @@ export const openApiDocument: OpenApiDocument = {
           '503': shared('StoreUnavailable'),
           '409': errorResponse(
             'No lease: error is no_match (no healthy leasable proxy matches), all_busy (all matches are at maxLeases; ' +
-              'retry soon) or all_cooling_down (all matches are cooling down for this target).',
+              'retry soon) or all_cooling_down (all matches are cooling down for this target; the Retry-After header ' +
+              'then says in how many seconds the first of those cooldowns ends).',
           ),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
@@ -288,7 +289,7 @@ export const openApiDocument: OpenApiDocument = {
           'target; none = the global pool, which only target-less leases use). Each has its own cooldown and ' +
           'streak: consecutive banned reports for the same proxy and target double a long rest (first ' +
           '--cooldown, at most --max-cooldown), consecutive rate_limited ones a short one (first ' +
-          '--rate-limit-cooldown, at most --max-rate-limit-cooldown, never shorter than retryAfterSeconds); ' +
+          '--rate-limit-cooldown, at most --max-rate-limit-cooldown; exactly retryAfterSeconds when given); ' +
           '±10 % jitter; ok resets both streaks; a running cooldown is never shortened. unreachable says the proxy ' +
           'itself could not carry the request (connection refused or reset by the proxy, a timeout connecting to ' +
           'it, a CONNECT it answered with a non-2xx): the proxy becomes suspect, leased to nobody (any target, any ' +
@@ -471,8 +472,8 @@ export const openApiDocument: OpenApiDocument = {
             minimum: 0,
             maximum: MAX_RETRY_AFTER_SECONDS,
             description:
-              "rate_limited only: the response's Retry-After in seconds; the cooldown lasts at least this long " +
-              '(at most --max-cooldown).',
+              "rate_limited only: the response's Retry-After in seconds; the cooldown lasts exactly this long " +
+              '(at least 1 s, at most --max-cooldown).',
           },
         },
       },

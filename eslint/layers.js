@@ -16,7 +16,7 @@ export const LAYERS = {
   charts: ['crds'],
   cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'handlers', 'charts'],
   // Benchmarks use the product, never the tests' harness.
-  bench: [...PRODUCT],
+  bench: [...PRODUCT, 'client'],
   // The client package is published on its own: it may import nothing of the operator's.
   client: [],
   test: [...PRODUCT, 'bench', 'test', 'eslint', 'client'],

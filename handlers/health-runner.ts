@@ -68,6 +68,8 @@ export class HealthRunner {
       );
     });
     const stopRequests = this.book.store.onProbeRequest((key, address) => {
+      // A proxy the cache has and the last sync did not yet see: sync now rather than drop it.
+      if (!this.targets.has(key)) this.sync(ctx);
       const target = this.targets.get(key);
       // A request about an address the engine no longer probes describes nothing current.
       if (target && `${target.host}:${target.port}` === address) this.engine.recheck(key);

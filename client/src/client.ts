@@ -10,6 +10,7 @@ import type {
   Proxy,
   ProxyList,
   RenewRequest,
+  ReportRequest,
   ReportResponse,
   ReportResult,
 } from './types.js';
@@ -115,11 +116,11 @@ export class DiscoveryClient {
     await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
   }
 
-  /** POST /v1/leases/{id}/report: `banned`/`rate_limited` start a cooldown for the target. */
+  /** POST /v1/leases/{id}/report: banned/rate_limited bench the proxy for the target; unreachable holds it out until a probe passes. */
   async report(
     leaseID: string,
     result: ReportResult,
-    report: { target?: string } = {},
+    report: Omit<ReportRequest, 'result'> = {},
     options: CallOptions = {},
   ): Promise<ReportResponse> {
     return this.call<ReportResponse>(
@@ -152,7 +153,7 @@ export class DiscoveryClient {
         ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
       });
       const text = await response.body.text();
-      return decode<T>(name, response.statusCode, text);
+      return decode<T>(name, response.statusCode, text, retryAfterOf(response.headers['retry-after']));
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason;
       if (timeout.aborted) throw new DiscoveryTimeoutError(name, timeoutMs);
@@ -162,7 +163,12 @@ export class DiscoveryClient {
   }
 }
 
-function decode<T>(call: string, status: number, text: string): T {
+function retryAfterOf(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  return text !== undefined && /^\d+$/.test(text.trim()) ? Number(text) : undefined;
+}
+
+function decode<T>(call: string, status: number, text: string, retryAfterSeconds?: number): T {
   if (status >= 200 && status < 300) {
     if (text === '') return undefined as T;
     try {
@@ -178,7 +184,7 @@ function decode<T>(call: string, status: number, text: string): T {
       `HTTP ${status} without an API error body (is baseUrl the discovery API?): ${text.slice(0, 200)}`,
     );
   }
-  throw new DiscoveryApiError(status, error.error, error.message, call);
+  throw new DiscoveryApiError(status, error.error, error.message, call, retryAfterSeconds);
 }
 
 function parseErrorBody(text: string): ApiErrorBody | undefined {

@@ -22,6 +22,8 @@ export class DiscoveryApiError extends DiscoveryError {
     readonly serverMessage: string,
     /** `METHOD /path` of the call. */
     readonly call: string,
+    /** The answer's Retry-After in seconds (a 409 all_cooling_down says when the first cooldown ends). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(`${call}: ${status} ${code}: ${serverMessage}`);
   }

@@ -26,8 +26,16 @@ export type ApiErrorCode =
 /** The 409 codes of POST /v1/leases: why nothing was leased. */
 export type NoLeaseCode = 'no_match' | 'all_busy' | 'all_cooling_down';
 
-/** How a proxy fared against a target. */
-export type ReportResult = 'ok' | 'banned' | 'rate_limited';
+/**
+ * How a proxy fared: `ok`; `banned` by the target (a long rest for that target);
+ * `rate_limited` by the target (a short rest, at least `retryAfterSeconds`); `unreachable`:
+ * the proxy itself could not carry the request (refused, reset, timed out connecting, a
+ * CONNECT answered with a non-2xx): leased to nobody until a probe has passed again.
+ */
+export type ReportResult = 'ok' | 'banned' | 'rate_limited' | 'unreachable';
+
+/** Why the lease book holds a proxy out of every lease ahead of its status. */
+export type HoldReason = 'suspect' | 'down';
 
 /** Every non-2xx body. */
 export interface ApiErrorBody {
@@ -41,6 +49,7 @@ export interface ProxyStats {
   ok: number;
   banned: number;
   rate_limited: number;
+  unreachable: number;
 }
 
 /** The fields every proxy view shares. */
@@ -62,6 +71,8 @@ export interface ProxyFields {
 /** A list item of GET /v1/proxies and the answer of GET /v1/proxies/{namespace}/{name}. */
 export interface Proxy extends ProxyFields {
   stats: ProxyStats;
+  /** Present while the lease book holds the proxy out of every lease (suspect or down). */
+  held?: HoldReason;
 }
 
 /** The proxy inside a lease: ready to use through `url`. */
@@ -111,6 +122,8 @@ export interface ReportRequest {
   result: ReportResult;
   /** Overrides the lease's own target. */
   target?: string;
+  /** rate_limited only: the response's Retry-After in seconds (0..86400). */
+  retryAfterSeconds?: number;
 }
 
 /** The answer of POST /v1/leases/{id}/report. */
@@ -120,8 +133,10 @@ export interface ReportResponse {
   result: ReportResult;
   /** The cooldown key used; null = the global pool. */
   target: string | null;
-  /** null when no cooldown started (ok). */
+  /** null when no cooldown started (ok, unreachable). */
   cooldownUntil: string | null;
+  /** unreachable only: true when the proxy is held out as suspect; false when the report was not believed. */
+  suspect?: boolean;
 }
 
 /** GET /v1/proxies answers `{items}`. */

@@ -19,6 +19,7 @@ import type { ProviderSet } from '../../providers/registry.js';
 import type { Operator } from '../../framework/index.js';
 import { createProxyOperator } from '../../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import { startDemoSite, type DemoSite } from './demo-site.js';
 import { startLocalTarget, type LocalTarget } from './local-target.js';
 
 export interface DemoEnvironment {
@@ -28,6 +29,8 @@ export interface DemoEnvironment {
   providers: ProviderSet;
   target: LocalTarget;
   externalProxy: ForwardProxy;
+  /** Linked pages to crawl through the proxies (the README's Crawlee recipe). */
+  site: DemoSite;
   discoveryURL: string;
   metricsURL: string;
   close(): Promise<void>;
@@ -39,6 +42,8 @@ export interface DemoEnvironmentOptions {
   progress: Progress;
   /** Preferred discovery port; a free one is used when it is taken. */
   discoveryPort?: number;
+  /** Preferred port of the demo site; a free one is used when it is taken. */
+  sitePort?: number;
 }
 
 async function portOr(preferred: number | undefined): Promise<number> {
@@ -89,6 +94,8 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     cleanups.push(() => target.close());
     const externalProxy = await startForwardProxy({ host: '127.0.0.2', port: await freePort() });
     cleanups.push(() => externalProxy.close());
+    const site = await startDemoSite(await portOr(opts.sitePort));
+    cleanups.push(() => site.close());
 
     const registry = new Registry();
     const providerRegistry = builtinProviderRegistry();
@@ -129,6 +136,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
       providers,
       target,
       externalProxy,
+      site,
       discoveryURL: `http://127.0.0.1:${discoveryPort}`,
       metricsURL: `http://127.0.0.1:${metricsPort}`,
       close,

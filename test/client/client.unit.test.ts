@@ -86,7 +86,7 @@ describe('DiscoveryClient against the real discovery API', () => {
         latencyMillis: 10,
         activeLeases: 0,
         maxLeases: 5,
-        stats: { windowSeconds: expect.any(Number), ok: 0, banned: 0, rate_limited: 0 },
+        stats: { windowSeconds: expect.any(Number), ok: 0, banned: 0, rate_limited: 0, unreachable: 0 },
       });
     });
   });

@@ -37,12 +37,14 @@ const proxyShape = {
   activeLeases: 'required',
   maxLeases: 'required',
   stats: 'required',
+  held: 'optional',
 } as const satisfies Shape<Proxy>;
 const statsShape = {
   windowSeconds: 'required',
   ok: 'required',
   banned: 'required',
   rate_limited: 'required',
+  unreachable: 'required',
 } as const satisfies Shape<ProxyStats>;
 const leasedProxyShape = {
   id: 'required',
@@ -55,6 +57,7 @@ const leasedProxyShape = {
   activeLeases: 'required',
   maxLeases: 'required',
   stats: 'required',
+  held: 'optional',
   url: 'required',
 } as const satisfies Shape<LeasedProxy>;
 const leaseShape = {
@@ -72,13 +75,18 @@ const leaseRequestShape = {
   session: 'optional',
 } as const satisfies Shape<LeaseRequest>;
 const renewRequestShape = { ttlSeconds: 'optional' } as const satisfies Shape<RenewRequest>;
-const reportRequestShape = { result: 'required', target: 'optional' } as const satisfies Shape<ReportRequest>;
+const reportRequestShape = {
+  result: 'required',
+  target: 'optional',
+  retryAfterSeconds: 'optional',
+} as const satisfies Shape<ReportRequest>;
 const reportResponseShape = {
   leaseID: 'required',
   proxyID: 'required',
   result: 'required',
   target: 'required',
   cooldownUntil: 'required',
+  suspect: 'optional',
 } as const satisfies Shape<ReportResponse>;
 const proxyListShape = { items: 'required' } as const satisfies Shape<ProxyList>;
 const errorShape = { error: 'required', message: 'required' } as const satisfies Shape<ApiErrorBody>;
@@ -100,7 +108,12 @@ const errorCodes = {
   request_timeout: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
-const reportResults = { ok: true, banned: true, rate_limited: true } satisfies Members<ReportResult>;
+const reportResults = {
+  ok: true,
+  banned: true,
+  rate_limited: true,
+  unreachable: true,
+} satisfies Members<ReportResult>;
 
 interface Schema {
   type?: string | string[];

@@ -3,6 +3,8 @@
 // nothing beyond undici (Crawlee only as an optional peer, only from the crawlee entry).
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -84,4 +86,33 @@ describe('the @proxy-operator/client package', () => {
       hook: 'function',
     });
   });
+
+  it('installs from the tarball `npm run client:pack` writes, built, into a project outside the repository', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'client-consumer-'));
+    try {
+      await run('npm', ['pack', '--workspace', 'client', '--pack-destination', outside], { cwd: root });
+      const tarball = readdirSync(outside).find((f) => f.endsWith('.tgz'));
+      expect(tarball).toBe(
+        `proxy-operator-client-${JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8')).version}.tgz`,
+      );
+      await writeFile(
+        join(outside, 'package.json'),
+        JSON.stringify({ name: 'consumer', type: 'module', private: true }),
+      );
+      await run('npm', ['install', '--no-audit', '--no-fund', join(outside, tarball!)], { cwd: outside });
+      const consumer = `
+        import { DiscoveryClient } from '@proxy-operator/client';
+        console.log(typeof new DiscoveryClient({ baseUrl: 'http://127.0.0.1:9' }).lease);
+      `;
+      const { stdout } = await run(process.execPath, ['--input-type=module', '-e', consumer], {
+        cwd: outside,
+      });
+      expect(stdout.trim()).toBe('function');
+      expect(existsSync(join(outside, 'node_modules/@proxy-operator/client/build/crawlee/index.js'))).toBe(
+        true,
+      );
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -4,8 +4,10 @@ import { Configuration, Request, SessionPool } from 'crawlee';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
 import {
   hostOf,
+  isProxyFailure,
   outcomeOf,
   ProxyOperatorConfiguration,
+  retryAfterSeconds,
   renewalDelayMs,
   sessionKey,
 } from '../../client/src/crawlee/index.js';
@@ -248,13 +250,169 @@ describe('ProxyOperatorConfiguration', () => {
       expect(err).toMatchObject({ code: 'no_match' });
     });
 
-    it('retries all_busy before giving up', async () => {
+    it('waits for a free slot when every proxy is full and there is no lease of that host to share', async () => {
       server.catalog.proxies = [proxy('ns/one', { ip: '10.0.0.7', maxLeases: 1 })];
       config = make({ retryAllBusy: { retries: 20, baseDelayMs: 10, maxDelayMs: 30 } });
       await config.newUrl('holder', request('https://shop.example/'));
       setTimeout(() => void config.leases.sessionEnded('holder'), 100);
-      expect(await config.newUrl('waiter', request('https://shop.example/'))).toBe('http://10.0.0.7:3128');
+      expect(await config.newUrl('waiter', request('https://other.example/'))).toBe('http://10.0.0.7:3128');
     });
+
+    it('fails with all_busy once the wait is over', async () => {
+      server.catalog.proxies = [proxy('ns/one', { ip: '10.0.0.7', maxLeases: 1 })];
+      config = make({ maxWaitMs: 50, retryAllBusy: { retries: 100, baseDelayMs: 5, maxDelayMs: 10 } });
+      await config.newUrl('holder', request('https://shop.example/'));
+      const err = await config.newUrl('waiter', request('https://other.example/')).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'all_busy' });
+    });
+  });
+
+  describe('fewer slots than sessions (Crawlee defaults: 1,000 sessions)', () => {
+    it('new sessions share live leases of the host instead of failing, with one 409 per second at most', async () => {
+      server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 2 }));
+      const urls = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => config.newUrl(`s${i}`, request('https://shop.example/'))),
+      );
+      expect(new Set(urls)).toEqual(new Set([urlOf(A), urlOf(B)]));
+      expect(await active()).toBe(4);
+      expect(config.stats.shared).toBe(36);
+      // At most four lease requests per host are out at once, and a refusal is remembered for a
+      // second: one round of 409s, then the other sessions share without asking.
+      const refusals = server.requests.filter((r) => r.call === 'POST /v1/leases').length - 4;
+      expect(refusals).toBeGreaterThan(0);
+      expect(refusals).toBeLessThanOrEqual(5);
+      expect(config.stats.busy).toBe(refusals);
+      // Shared leases are spread evenly: each of the four carries ten sessions.
+      const perURL = new Map<string, number>();
+      for (const url of urls) perURL.set(url!, (perURL.get(url!) ?? 0) + 1);
+      expect([...perURL.values()]).toEqual([20, 20]);
+    });
+
+    it('a lease stays while any session on it lives, and goes with the last', async () => {
+      server.catalog.proxies = [{ ...A, maxLeases: 1 }];
+      await config.newUrl('first', request('https://shop.example/'));
+      await config.newUrl('second', request('https://shop.example/'));
+      expect(config.stats.shared).toBe(1);
+      await config.leases.sessionEnded('first');
+      expect(await active()).toBe(1);
+      expect(await config.newUrl('second', request('https://shop.example/'))).toBe(urlOf(A));
+      await config.leases.sessionEnded('second');
+      expect(await active()).toBe(0);
+    });
+
+    it('maxLeases caps the leases one configuration takes; the rest share', async () => {
+      config = make({ maxLeases: 1 });
+      await config.newUrl('s1', request('https://shop.example/'));
+      await config.newUrl('s2', request('https://shop.example/'));
+      expect(await active()).toBe(1);
+      expect(calls('POST /v1/leases')).toHaveLength(1);
+    });
+  });
+
+  describe('a proxy that cannot carry the request (errorHandler)', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:3128'), { code: 'ECONNREFUSED' });
+    const failed = (sessionId: string, url: string, proxyUrl: string, error: unknown) =>
+      config.errorHandler(
+        {
+          request: { url },
+          session: { id: sessionId },
+          proxyInfo: { url: proxyUrl },
+          crawler: { sessionPool: pool },
+        },
+        error,
+      );
+
+    it('reports unreachable once, moves every session off it, and the retry never lands on it', async () => {
+      expect(await config.newUrl('s1', request('https://one.example/'))).toBe(urlOf(A));
+      expect(await config.newUrl('s2', request('https://two.example/'))).toBe(urlOf(B));
+      expect(await config.newUrl('s3', request('https://two.example/'))).toBe(urlOf(A));
+      await Promise.all([
+        failed('s1', 'https://one.example/', urlOf(A), refused),
+        failed('s3', 'https://two.example/', urlOf(A), refused),
+      ]);
+      expect(reported()).toEqual([{ result: 'unreachable', target: 'one.example' }]);
+      expect(config.stats.reportedUnreachable).toBe(1);
+      // Every lease on A is gone, for every host; new sessions and old ones land on B.
+      expect(await active()).toBe(1);
+      for (const [session, url] of [
+        ['s1', 'one'],
+        ['s3', 'two'],
+        ['s9', 'three'],
+      ] as const) {
+        expect(await config.newUrl(session, request(`https://${url}.example/`))).toBe(urlOf(B));
+      }
+    });
+
+    it.each([
+      ['a timeout', new Error('request timed out after 30 seconds.')],
+      ['an HTTP error of the site', new Error('Request blocked - received 500 status code.')],
+    ])('ignores %s', async (_case, error) => {
+      await config.newUrl('s1', request('https://one.example/'));
+      await failed('s1', 'https://one.example/', urlOf(A), error);
+      expect(reported()).toEqual([]);
+      expect(await active()).toBe(1);
+    });
+
+    it('a proxy the server leases back after the report is believed again (a probe passed)', async () => {
+      server.catalog.proxies = [A];
+      await config.newUrl('s1', request('https://one.example/'));
+      await failed('s1', 'https://one.example/', urlOf(A), refused);
+      await server.store.observeHealth('ns/a', {
+        kind: 'probe_passed',
+        address: '10.0.0.1:3128',
+        startedAt: Date.now(),
+      });
+      expect(await config.newUrl('s2', request('https://one.example/'))).toBe(urlOf(A));
+    });
+  });
+
+  it('paces instead of failing when every proxy rests for the site after rate limits', async () => {
+    server.catalog.proxies = [A];
+    const url = await config.newUrl('s1', request('https://shop.example/'));
+    await config.postNavigationHook({
+      request: { url: 'https://shop.example/x' },
+      session: { id: 's1' },
+      proxyInfo: { url: url! },
+      response: { statusCode: 429, headers: { 'retry-after': '1' } },
+    });
+    const started = Date.now();
+    // The only proxy rests for a second: the next request waits for it instead of throwing.
+    expect(await config.newUrl('s2', request('https://shop.example/y'))).toBe(urlOf(A));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(config.stats.paced).toBe(1);
+    const refusal = calls('POST /v1/leases').find(
+      (r) => (r.response as { error?: string }).error === 'all_cooling_down',
+    );
+    expect(refusal).toBeDefined();
+  });
+
+  it('passes the Retry-After of a 429 with the report', async () => {
+    const url = await config.newUrl('s1', request('https://shop.example/'));
+    await config.postNavigationHook({
+      request: { url: 'https://shop.example/x' },
+      session: { id: 's1' },
+      proxyInfo: { url: url! },
+      response: { statusCode: 429, headers: { 'retry-after': '45' } },
+    });
+    const report = callsMatching(/report$/)[0].response as { cooldownUntil: string };
+    expect(Date.parse(report.cooldownUntil) - Date.now()).toBeGreaterThan(40_000);
+  });
+
+  it('counts a success whose lease ended mid-request', async () => {
+    const url = await config.newUrl('s1', request('https://shop.example/'));
+    await config.leases.sessionEnded('s1');
+    await navigated('s1', 'https://shop.example/', url!, 200);
+    expect(config.stats.successes).toBe(1);
+  });
+
+  it('close() leaves no lease and no session on the server', async () => {
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) => config.newUrl(`s${i}`, request(`https://h${i % 2}.example/`))),
+    );
+    await config.close();
+    expect(await active()).toBe(0);
+    expect((await server.store.totals()).activeSessions).toBe(0);
+    expect(config.leases.activeServerSessions).toBe(0);
   });
 
   it('releases everything on close and refuses to lease afterwards', async () => {
@@ -277,14 +435,51 @@ describe('ProxyOperatorConfiguration', () => {
     const url = await config.newUrl(session.id, request('https://one.example/'));
     await navigated(session.id, 'https://one.example/', url!, 200);
     await config.close();
+    // close() ends the server-side session it started; a retirement after it sends nothing more.
+    expect(calls(`DELETE /v1/sessions/${session.id}`)).toHaveLength(1);
     session.retire();
     await new Promise((r) => setTimeout(r, 100));
-    expect(calls(`DELETE /v1/sessions/${session.id}`)).toHaveLength(0);
+    expect(calls(`DELETE /v1/sessions/${session.id}`)).toHaveLength(1);
     expect(warnings).toEqual([]);
   });
 });
 
 describe('the pure rules', () => {
+  it.each<[string, unknown, boolean]>([
+    ['a refused connection (code)', Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), true],
+    [
+      'a reset (cause)',
+      new Error('wrapped', { cause: Object.assign(new Error('y'), { code: 'ECONNRESET' }) }),
+      true,
+    ],
+    ["Crawlee's SessionError text", new Error('Proxy responded with 502 Bad Gateway: 0 bytes'), true],
+    ['a tunnel failure', new Error('ERR_TUNNEL_CONNECTION_FAILED'), true],
+    ['a socket hang up', new Error('socket hang up'), true],
+    ['a navigation timeout', new Error('request timed out after 30 seconds.'), false],
+    [
+      'a DNS failure of the site',
+      Object.assign(new Error('getaddrinfo ENOTFOUND shop.example'), { code: 'ENOTFOUND' }),
+      false,
+    ],
+    ['nothing', undefined, false],
+  ])('isProxyFailure: %s → %s', (_case, error, expected) => {
+    expect(isProxyFailure(error)).toBe(expected);
+  });
+
+  it.each<[string | undefined, number | undefined]>([
+    ['120', 120],
+    [' 7 ', 7],
+    ['0', 0],
+    ['999999', 86_400],
+    ['Wed, 01 Jan 2025 00:01:30 GMT', 90],
+    ['Wed, 01 Jan 2025 00:00:00 GMT', 0],
+    ['soon', undefined],
+    [undefined, undefined],
+  ])('retryAfterSeconds(%j) = %j', (value, expected) => {
+    const now = Date.parse('2025-01-01T00:00:00Z');
+    expect(retryAfterSeconds(value === undefined ? {} : { 'retry-after': value }, now)).toBe(expected);
+  });
+
   const banned = new Set([401, 403]);
   const rateLimited = new Set([429]);
   it.each([

@@ -49,13 +49,8 @@ describe('the README examples for plain HTTP', () => {
   let forward: ForwardProxy;
   let site: LinkedSite;
 
-  beforeAll(async () => {
-    forward = await startForwardProxy({ host: '127.0.0.45', port: 0 });
-  });
-  afterAll(async () => {
-    await forward.close();
-  });
   beforeEach(async () => {
+    forward = await startForwardProxy({ host: '127.0.0.45', port: 0 });
     site = await startLinkedSite({ pages: 3, hostname: '127.0.0.1' });
     server = await startDiscoveryServer({
       token: TOKEN,
@@ -65,17 +60,58 @@ describe('the README examples for plain HTTP', () => {
   afterEach(async () => {
     await server.stop();
     await site.close();
+    await forward.close();
   });
 
   it.each([
-    { example: 'curl' as const, refused: false, printed: `200 ok via http://127.0.0.45:PORT` },
-    { example: 'curl' as const, refused: true, printed: `403 banned via http://127.0.0.45:PORT` },
-    { example: 'python' as const, refused: false, printed: '200 ok via ns/readme' },
-    { example: 'python' as const, refused: true, printed: '403 banned via ns/readme' },
+    {
+      example: 'curl' as const,
+      refused: false,
+      dead: false,
+      result: 'ok',
+      printed: `200 ok via http://127.0.0.45:PORT`,
+    },
+    {
+      example: 'curl' as const,
+      refused: true,
+      dead: false,
+      result: 'banned',
+      printed: `403 banned via http://127.0.0.45:PORT`,
+    },
+    {
+      example: 'curl' as const,
+      refused: false,
+      dead: true,
+      result: 'unreachable',
+      printed: `000 unreachable via http://127.0.0.45:PORT`,
+    },
+    {
+      example: 'python' as const,
+      refused: false,
+      dead: false,
+      result: 'ok',
+      printed: '200 ok via ns/readme',
+    },
+    {
+      example: 'python' as const,
+      refused: true,
+      dead: false,
+      result: 'banned',
+      printed: '403 banned via ns/readme',
+    },
+    {
+      example: 'python' as const,
+      refused: false,
+      dead: true,
+      result: 'unreachable',
+      printed: '0 unreachable via ns/readme',
+    },
   ])(
-    '$example: leases, fetches through the proxy, reports, releases (site refuses: $refused)',
-    async ({ example, refused, printed }) => {
+    '$example: leases, fetches through the proxy, reports $result, releases',
+    async ({ example, refused, dead, result, printed }) => {
       if (refused) site.refuse(forward.host);
+      // A dead proxy: the address the lease names refuses connections.
+      if (dead) await forward.close();
       const env = cleanEnv({ DISCOVERY: server.baseUrl, TOKEN, SITE: site.pages[1], HOST: '127.0.0.1' });
       const { stdout } = await EXAMPLES[example](checkedBlock(example), env);
       expect(stdout.trim().split('\n').pop()).toBe(printed.replace('PORT', String(forward.port)));
@@ -86,7 +122,7 @@ describe('the README examples for plain HTTP', () => {
         session: { key: 'checkout-42' },
       });
       expect(server.requests.find((r) => /\/report$/.test(r.call))?.response).toMatchObject({
-        result: refused ? 'banned' : 'ok',
+        result,
         target: '127.0.0.1',
       });
       const leaseID = (server.requests[0].response as { leaseID: string }).leaseID;

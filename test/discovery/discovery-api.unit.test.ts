@@ -581,6 +581,24 @@ describe('discovery API', () => {
       },
     );
 
+    it('409 all_cooling_down says in Retry-After when the first cooldown for the target ends', async () => {
+      h.catalog.proxies = [proxy('ns/one'), proxy('ns/two', { ip: '10.0.0.2' })];
+      const one = await lease({ target: 'shop.example' });
+      const two = await lease({ target: 'shop.example' });
+      await h.call('POST', `/v1/leases/${one.leaseID}/report`, {
+        body: { result: 'rate_limited', retryAfterSeconds: 30 },
+      });
+      await h.call('POST', `/v1/leases/${two.leaseID}/report`, {
+        body: { result: 'rate_limited', retryAfterSeconds: 7 },
+      });
+      const refused = await h.call('POST', '/v1/leases', { body: { target: 'shop.example' } });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ error: 'all_cooling_down' });
+      expect(refused.headers['retry-after']).toBe('7');
+      h.clock.advanceSeconds(7);
+      expect((await lease({ target: 'shop.example' })).proxy.id).toBe('ns/two');
+    });
+
     it('a ban without any target benches the proxy only for leases that name no target', async () => {
       h.catalog.proxies = [proxy('ns/one')];
       const held = await lease();

@@ -450,7 +450,7 @@ describe('MemoryLeaseStore', () => {
         const outcome = await store.acquire(request({ target: acquireTarget }));
         expect(outcome).toEqual(
           cooling
-            ? { granted: false, reason: 'all_cooling_down' }
+            ? { granted: false, reason: 'all_cooling_down', retryAfterMs: expect.any(Number) }
             : expect.objectContaining({ granted: true }),
         );
       },
@@ -469,6 +469,7 @@ describe('MemoryLeaseStore', () => {
       expect(await store.acquire(request({ target: 'example.com' }))).toEqual({
         granted: false,
         reason: 'all_cooling_down',
+        retryAfterMs: 1000,
       });
       clock.advanceSeconds(1);
       expect((await lease({ target: 'example.com' })).proxyID).toBe('ns/a');
@@ -553,7 +554,7 @@ describe('MemoryLeaseStore', () => {
       ]);
     });
 
-    it('a Retry-After lengthens a rate-limit rest, never past the longest ban', async () => {
+    it("a rate limit's Retry-After sets its rest exactly (at least 1 s, at most the longest ban)", async () => {
       const s = setup();
       const rest = async (retryAfterSeconds: number) => {
         const held = await s.lease();
@@ -564,7 +565,8 @@ describe('MemoryLeaseStore', () => {
         await s.store.release(held.id);
         return (outcome!.cooldownUntil!.getTime() - s.clock.now()) / 1000;
       };
-      expect(await rest(3)).toBe(10);
+      expect(await rest(0)).toBe(1);
+      expect(await rest(3)).toBe(3);
       expect(await rest(300)).toBe(300);
       expect(await rest(86_400)).toBe(3600);
     });

@@ -1,4 +1,10 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { parseAllDocuments } from 'yaml';
 import { proxyCrd } from '../../crds/proxy-crd.js';
@@ -88,4 +94,51 @@ describe('the local demo, end to end', () => {
     expect(statuses).toHaveLength(curls.length);
     expect(printed.filter((l) => /^\{/.test(l)).every((l) => JSON.parse(l) !== undefined)).toBe(true);
   });
+
+  // Issue 20 item 8: the README's Crawlee recipe, pasted unchanged, crawls every page of the
+  // demo's site through the demo's proxies (its defaults point at the demo; the test's demo
+  // may sit on other ports, which the recipe's two environment variables carry).
+  it("runs the README's Crawlee recipe unchanged: every page of the demo site, no lease left", async () => {
+    const run = promisify(execFile);
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const block = /<!-- checked: crawlee\b[^>]*-->\n```ts\n([\s\S]*?)\n```/.exec(readme);
+    expect(block).not.toBeNull();
+    // The client as a workspace consumer imports it: built, by package name.
+    await run(process.execPath, [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'client/tsconfig.json'),
+    ]);
+    await mkdir(join(root, 'build'), { recursive: true });
+    const script = join(root, 'build', 'readme-crawlee.mjs');
+    await writeFile(script, block![1]);
+    const storage = await mkdtemp(join(tmpdir(), 'readme-crawlee-'));
+    try {
+      const { stdout } = await run(process.execPath, [script], {
+        cwd: storage,
+        env: {
+          ...process.env,
+          DISCOVERY_URL: env.discoveryURL,
+          START_URL: env.site.url,
+          CRAWLEE_STORAGE_DIR: storage,
+        },
+        timeout: 120_000,
+      });
+      const fetched = new Set(stdout.split('\n').filter((l) => l.startsWith('fetched ')));
+      expect([...fetched].sort()).toEqual(
+        [
+          env.site.url,
+          ...Array.from({ length: env.site.pages - 1 }, (_, i) => `${env.site.url}page/${i + 1}`),
+        ]
+          .map((u) => `fetched ${u}`)
+          .sort(),
+      );
+    } finally {
+      await rm(storage, { recursive: true, force: true });
+    }
+    const proxies = (await (await fetch(`${env.discoveryURL}/v1/proxies`)).json()) as {
+      items: { activeLeases: number }[];
+    };
+    expect(proxies.items.map((p) => p.activeLeases)).toEqual(proxies.items.map(() => 0));
+  }, 180_000);
 });

@@ -2,7 +2,9 @@
 export {
   ProxyOperatorConfiguration,
   hostOf,
+  isProxyFailure,
   outcomeOf,
+  retryAfterSeconds,
   type NavigationContext,
   type ProxyOperatorConfigurationOptions,
 } from './proxy-configuration.js';

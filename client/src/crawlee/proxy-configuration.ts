@@ -1,6 +1,7 @@
-// Crawlee 3 glue: a ProxyConfiguration whose newUrlFunction leases per Crawlee session, and a
+// Crawlee 3 glue: a ProxyConfiguration whose newUrlFunction leases per Crawlee session, a
 // post-navigation hook that turns responses into reports and session retirements into
-// releases. All the lease logic lives in SessionLeases; this file only translates events.
+// releases, and an error handler that turns proxy connection failures into unreachable
+// reports. All the lease logic lives in SessionLeases; this file only translates events.
 import { log as crawleeLog, ProxyConfiguration } from 'crawlee';
 import type { ReportResult } from '../types.js';
 import {
@@ -17,12 +18,16 @@ export interface ProxyOperatorConfigurationOptions extends SessionLeasesOptions 
   rateLimitedStatusCodes?: number[];
 }
 
-/** The parts of a Crawlee crawling context the hook reads (HTTP and browser crawlers alike). */
+/** The parts of a Crawlee crawling context the hooks read (HTTP and browser crawlers alike). */
 export interface NavigationContext {
   request: { url: string };
   session?: { id: string };
   proxyInfo?: { url?: string };
-  response?: { statusCode?: number; status?: number | (() => number) } | null;
+  response?: {
+    statusCode?: number;
+    status?: number | (() => number);
+    headers?: Record<string, string | string[] | undefined> | (() => Record<string, string>);
+  } | null;
   crawler?: { sessionPool?: SessionEvents };
 }
 
@@ -42,6 +47,7 @@ const SESSION_RETIRED = 'sessionRetired';
  * const crawler = new HttpCrawler({
  *   proxyConfiguration,
  *   postNavigationHooks: [proxyConfiguration.postNavigationHook],
+ *   errorHandler: proxyConfiguration.errorHandler,
  *   requestHandler,
  * });
  * await crawler.run(urls);
@@ -89,7 +95,22 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const session = ctx.session?.id;
     const outcome = outcomeOf(status, this.banned, this.rateLimited);
     if (outcome === 'ok') this.leases.succeeded(session, host, proxyUrl);
-    else if (outcome !== undefined) await this.leases.blocked(session, host, proxyUrl, outcome);
+    else if (outcome !== undefined) {
+      const retryAfter = outcome === 'rate_limited' ? retryAfterSeconds(headersOf(ctx.response)) : undefined;
+      await this.leases.blocked(session, host, proxyUrl, outcome, retryAfter);
+    }
+  };
+
+  /**
+   * Set as the crawler's `errorHandler` (or call it from yours): a request that failed
+   * because its proxy could not carry it (refused, reset, a CONNECT answered with a non-2xx)
+   * is reported `unreachable`, awaited, before Crawlee retries the request with a new session,
+   * so the retry never lands on that proxy; every lease on the proxy is released.
+   */
+  readonly errorHandler = async (ctx: NavigationContext, error: unknown): Promise<void> => {
+    this.watch(ctx.crawler?.sessionPool);
+    const proxyUrl = ctx.proxyInfo?.url;
+    if (proxyUrl && isProxyFailure(error)) await this.leases.unreachable(proxyUrl);
   };
 
   /** Counts of what the integration did (leases, renewals, reports, releases). */
@@ -126,7 +147,7 @@ export function outcomeOf(
   status: number,
   banned: ReadonlySet<number>,
   rateLimited: ReadonlySet<number>,
-): ReportResult | undefined {
+): Exclude<ReportResult, 'unreachable'> | undefined {
   if (banned.has(status)) return 'banned';
   if (rateLimited.has(status)) return 'rate_limited';
   return status < 400 ? 'ok' : undefined;
@@ -148,4 +169,58 @@ function statusOf(response: NavigationContext['response']): number | undefined {
   if (typeof response.statusCode === 'number') return response.statusCode;
   const status = typeof response.status === 'function' ? response.status() : response.status;
   return typeof status === 'number' ? status : undefined;
+}
+
+/**
+ * Errors that say the proxy itself could not carry the request, as Crawlee's own list of
+ * proxy errors names them (ROTATE_PROXY_ERRORS) plus the other ways a TCP connection to the
+ * proxy fails. A timeout is not one of them: a slow site times out the same way.
+ */
+const PROXY_FAILURES = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ERR_PROXY_CONNECTION_FAILED',
+  'ERR_TUNNEL_CONNECTION_FAILED',
+  'Proxy responded with',
+  'socket hang up',
+];
+
+/** Whether an error (or its cause, or its message: Crawlee re-wraps errors as text) is a proxy failure. */
+export function isProxyFailure(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    if (typeof e === 'object') {
+      const { code, message, cause } = e as { code?: unknown; message?: unknown; cause?: unknown };
+      if (typeof code === 'string' && PROXY_FAILURES.includes(code)) return true;
+      if (typeof message === 'string' && PROXY_FAILURES.some((text) => message.includes(text))) return true;
+      e = cause;
+    } else {
+      return (
+        typeof e === 'string' && PROXY_FAILURES.some((text) => e === text || (e as string).includes(text))
+      );
+    }
+  }
+  return false;
+}
+
+/** A Retry-After header in whole seconds (delta-seconds or an HTTP date), or undefined. */
+export function retryAfterSeconds(
+  headers: Record<string, string | string[] | undefined> | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  const raw = headers?.['retry-after'];
+  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  if (!value) return undefined;
+  const seconds = /^\d+$/.test(value) ? Number(value) : Math.ceil((Date.parse(value) - now) / 1000);
+  if (!Number.isFinite(seconds)) return undefined;
+  return Math.min(Math.max(seconds, 0), 86_400);
+}
+
+function headersOf(
+  response: NavigationContext['response'],
+): Record<string, string | string[] | undefined> | undefined {
+  if (!response?.headers) return undefined;
+  return typeof response.headers === 'function' ? response.headers() : response.headers;
 }

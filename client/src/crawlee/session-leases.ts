@@ -1,12 +1,16 @@
-// The lease bookkeeping behind the Crawlee integration, knowing nothing about Crawlee: one
-// lease per (session, target host), renewed before it expires while in use, released when
-// idle, when its session ends or when its proxy is banned for that host; ban reports at
-// once, ok reports batched. The Crawlee glue (proxy-configuration.ts) only feeds it events.
+// The lease bookkeeping behind the Crawlee integration, knowing nothing about Crawlee. Each
+// (session, target host) uses one lease; a lease is renewed while in use and released when
+// idle, when the last session on it ends, or when its proxy is banned for that host or
+// unreachable. When the fleet has fewer free slots than the crawler has sessions, a new
+// session shares a live lease of the same host instead of failing: Crawlee's default pool of
+// 1,000 sessions works over any fleet. Ban and unreachable reports go out at once (awaited,
+// so the retried request never meets the same proxy), ok reports in batches. The Crawlee glue
+// (proxy-configuration.ts) only feeds it events.
 import { createHash } from 'node:crypto';
-import type { BackoffOptions } from '../backoff.js';
+import { sleep, type BackoffOptions, backoffDelayMs } from '../backoff.js';
 import type { DiscoveryClient } from '../client.js';
 import { isLeaseGone, isNoLease } from '../errors.js';
-import type { Attributes, Lease, ReportResult } from '../types.js';
+import type { Attributes, Lease } from '../types.js';
 
 /** Where the integration says what it did and what went wrong (Crawlee's `log` fits). */
 export interface LeaseLog {
@@ -21,13 +25,20 @@ export interface SessionLeasesOptions {
   /** TTL asked for each lease. Default 300 s. */
   ttlSeconds?: number;
   /**
-   * When the server has nothing to lease (`no_match`, `all_busy` after retries,
-   * `all_cooling_down`): `'throw'` fails the request (Crawlee retries it later) or `'direct'`
-   * returns null, which Crawlee takes as "no proxy". Default `'throw'`.
+   * When the server has nothing to lease (`no_match`, `all_cooling_down`, or `all_busy` with
+   * no lease to share until `maxWaitMs`): `'throw'` fails the request (Crawlee retries it
+   * later) or `'direct'` returns null, which Crawlee takes as "no proxy". Default `'throw'`.
    */
   whenNoneLeasable?: 'throw' | 'direct';
-  /** Retry `all_busy` with backoff before giving up. Default: 5 retries, 100 ms .. 2 s. */
+  /** How long to wait for a free slot when every proxy is full and no lease can be shared. Default 60 s. */
+  maxWaitMs?: number;
+  /**
+   * Backoff between waits for a free slot (`retries`: at most this many waits, within
+   * `maxWaitMs`); `false` fails at once. Default: 100 ms .. 2 s, as many as `maxWaitMs` allows.
+   */
   retryAllBusy?: BackoffOptions | false;
+  /** At most this many leases at once (then sessions share). Default: as many as the server grants. */
+  maxLeases?: number;
   /** At most one `ok` report per lease per this many ms (plus one at release). Default 30,000. */
   okReportIntervalMs?: number;
   /** Forget a session on the server (DELETE /v1/sessions/{key}) when it retires. Default true. */
@@ -37,12 +48,12 @@ export interface SessionLeasesOptions {
   now?: () => number;
 }
 
-/** What one lease is doing for one (session, host). */
-interface Binding {
-  key: string;
-  session: string | undefined;
+/** One server lease and the sessions using it, for one host. */
+interface SharedLease {
   host: string | undefined;
   lease: Lease;
+  /** The sessions (binding keys) using it; the first one's key is the server session. */
+  bindings: Set<string>;
   /** ms since epoch the lease ends, by the server's clock as we read it. */
   expiresAt: number;
   /** The TTL the server granted last; renewal comes when a third of it is left. */
@@ -60,45 +71,84 @@ export interface SessionLeasesStats {
   released: number;
   reportedBanned: number;
   reportedRateLimited: number;
+  reportedUnreachable: number;
   /** ok reports sent; each stands for one or more successes. */
   okReports: number;
-  /** Successes counted (what the ok reports summarise). */
+  /** Successes counted (what the ok reports summarise), also those whose lease ended mid-request. */
   successes: number;
   /** Times a session's next lease landed on another proxy (the server said `moved`). */
   moved: number;
+  /** Times a new session shared a live lease because every proxy was full. */
+  shared: number;
+  /** all_busy answers seen (each one 409). */
+  busy: number;
+  /** Waits for a cooldown to end because every proxy was resting for the site. */
+  paced: number;
 }
 
 const SESSION_KEY = /^[A-Za-z0-9._:@-]{1,128}$/;
 /** Used when a ban report fails: the proxy stays away from the host locally this long. */
 const FALLBACK_BAN_MS = 15 * 60_000;
+/** Used when an unreachable report fails: the proxy stays away locally this long. */
+const FALLBACK_DEAD_MS = 60_000;
+/** After an all_busy, new sessions share without asking the server for this long (no 409 flood). */
+const FULL_MEMORY_MS = 1_000;
 const MAX_LEASE_ATTEMPTS = 4;
+/** Lease requests in flight per host at once: a burst of new sessions waits for their answers. */
+const LEASE_REQUESTS_PER_HOST = 4;
+const DEFAULT_WAIT = { retries: Infinity, baseDelayMs: 100, maxDelayMs: 2_000 };
 
 const silentLog: LeaseLog = { debug: () => undefined, warning: () => undefined };
 
+/** What the client knows about a proxy it reported unreachable. */
+interface DeadProxy {
+  /** Until when to avoid it when the report did not reach the server. */
+  until: number;
+  /** The server took the report: a lease on this proxy from now on means a probe passed since. */
+  acknowledged: boolean;
+}
+
 export class SessionLeases {
-  private readonly bindings = new Map<string, Binding>();
-  /** In-flight acquisitions per binding key: concurrent requests of a session share one lease. */
-  private readonly acquiring = new Map<string, Promise<Binding | null>>();
+  /** binding key (session, host) → the lease it uses. */
+  private readonly bindings = new Map<string, SharedLease>();
+  /** Every live lease, by host key, in no particular order. */
+  private readonly byHost = new Map<string, Set<SharedLease>>();
+  /** In-flight acquisitions per binding key: concurrent requests of a session share one. */
+  private readonly acquiring = new Map<string, Promise<SharedLease | null>>();
   /** `proxyID \0 host` → ms until which that proxy must not be used for that host. */
   private readonly bans = new Map<string, number>();
+  /** Proxies reported unreachable, by id. */
+  private readonly dead = new Map<string, DeadProxy>();
   /** Proxy URL → proxy id, to attribute a response to a proxy after its lease is gone. */
   private readonly proxyIDs = new Map<string, string>();
+  /** Host key → until when the server is believed full for it. */
+  private readonly fullUntil = new Map<string, number>();
+  /** Host key → lease requests in flight, and the acquisitions waiting for one to answer. */
+  private readonly asking = new Map<string, { count: number; waiters: (() => void)[] }>();
+  /** Server-side session keys this client started (ended on retire and on close). */
+  private readonly serverSessions = new Set<string>();
   private readonly pending = new Set<Promise<unknown>>();
   private readonly client: DiscoveryClient;
   private readonly ttlSeconds: number;
   private readonly okReportIntervalMs: number;
+  private readonly maxWaitMs: number;
   private readonly log: LeaseLog;
   private readonly now: () => number;
   private closed = false;
+  private leaseCount = 0;
   readonly stats: SessionLeasesStats = {
     leased: 0,
     renewed: 0,
     released: 0,
     reportedBanned: 0,
     reportedRateLimited: 0,
+    reportedUnreachable: 0,
     okReports: 0,
     successes: 0,
     moved: 0,
+    shared: 0,
+    busy: 0,
+    paced: 0,
   };
 
   constructor(private readonly options: SessionLeasesOptions) {
@@ -111,23 +161,28 @@ export class SessionLeases {
     if (!(this.okReportIntervalMs >= 0)) {
       throw new TypeError(`okReportIntervalMs must be >= 0, got ${options.okReportIntervalMs}`);
     }
+    this.maxWaitMs = options.maxWaitMs ?? 60_000;
+    if (!(this.maxWaitMs >= 0)) throw new TypeError(`maxWaitMs must be >= 0, got ${options.maxWaitMs}`);
+    if (options.maxLeases !== undefined && !(Number.isInteger(options.maxLeases) && options.maxLeases >= 1)) {
+      throw new TypeError(`maxLeases must be a positive integer, got ${options.maxLeases}`);
+    }
     this.log = options.log ?? silentLog;
     this.now = options.now ?? Date.now;
   }
 
   /**
-   * The proxy URL for a request of `session` to `host`, leasing on first use; null means
-   * "go direct" (only with `whenNoneLeasable: 'direct'`).
+   * The proxy URL for a request of `session` to `host`, leasing (or sharing a lease) on first
+   * use; null means "go direct" (only with `whenNoneLeasable: 'direct'`).
    */
   async proxyUrl(session: string | undefined, host: string | undefined): Promise<string | null> {
     if (this.closed) throw new Error('the proxy-operator lease manager is closed');
     const key = bindingKey(session, host);
-    let binding = this.bindings.get(key);
-    if (binding && (this.isBanned(binding.lease.proxy.id, host) || binding.expiresAt <= this.now())) {
-      this.drop(binding, 'banned or expired');
-      binding = undefined;
+    let shared = this.bindings.get(key);
+    if (shared && !this.usable(shared)) {
+      this.detach(key, shared, 'banned, unreachable or expired');
+      shared = undefined;
     }
-    if (binding === undefined) {
+    if (shared === undefined) {
       let acquiring = this.acquiring.get(key);
       if (acquiring === undefined) {
         acquiring = this.acquire(key, session, host).finally(() => this.acquiring.delete(key));
@@ -135,52 +190,57 @@ export class SessionLeases {
       }
       const acquired = await acquiring;
       if (acquired === null) return null;
-      binding = acquired;
+      shared = acquired;
     }
-    binding.usedSinceRenewal = true;
-    return binding.lease.proxy.url;
+    shared.usedSinceRenewal = true;
+    return shared.lease.proxy.url;
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
   succeeded(session: string | undefined, host: string | undefined, proxyUrl: string): void {
-    const binding = this.bindingFor(session, host, proxyUrl);
-    if (binding === undefined) return;
     this.stats.successes++;
-    binding.unreportedOk++;
-    if (this.now() - binding.lastOkReportAt >= this.okReportIntervalMs) this.track(this.reportOk(binding));
+    // The lease may have ended mid-request (renewal, ban, session retired): count the success
+    // on another live lease of the same proxy and host, if there is one.
+    const shared = this.sharedFor(session, host, proxyUrl) ?? this.anyLeaseOn(proxyUrl, host);
+    if (shared === undefined) return;
+    shared.unreportedOk++;
+    if (this.now() - shared.lastOkReportAt >= this.okReportIntervalMs) this.track(this.reportOk(shared));
   }
 
   /**
    * A request through `proxyUrl` to `host` was refused (`banned`) or throttled
-   * (`rate_limited`). From this call on the proxy is never handed out for `host` again
-   * while its cooldown runs; the server is told once per cooldown, and every lease on that
-   * proxy for that host is released (their sessions lease elsewhere on their next request).
+   * (`rate_limited`, with the response's Retry-After in seconds when it had one). From this
+   * call on the proxy is never handed out for `host` again while its cooldown runs; the
+   * server is told once per cooldown, and every lease on that proxy for that host is released
+   * (their sessions lease elsewhere on their next request).
    */
   async blocked(
     session: string | undefined,
     host: string | undefined,
     proxyUrl: string,
-    result: Exclude<ReportResult, 'ok'>,
+    result: 'banned' | 'rate_limited',
+    retryAfterSeconds?: number,
   ): Promise<void> {
     const proxyID = this.proxyIDs.get(proxyUrl);
     if (proxyID === undefined) return;
-    const own = this.bindingFor(session, host, proxyUrl);
+    const own = this.sharedFor(session, host, proxyUrl);
     if (this.isBanned(proxyID, host)) {
       // Another request already reported this proxy for this host; just move this session.
-      if (own) this.drop(own, 'proxy banned for host');
+      if (own) this.detach(bindingKey(session, host), own, 'proxy banned for host');
       return;
     }
     // Synchronously, before any await: no request after this line gets this proxy for host.
     this.bans.set(banKey(proxyID, host), this.now() + FALLBACK_BAN_MS);
-    const affected = [...this.bindings.values()].filter(
-      (b) => b.lease.proxy.id === proxyID && b.host === host,
-    );
-    for (const b of affected) this.unbind(b);
+    const affected = this.leasesOn(proxyID).filter((s) => s.host === host);
+    for (const s of affected) this.forget(s);
     const via = own ?? affected[0];
     const work = (async () => {
       if (via !== undefined) {
         try {
-          const report = await this.client.report(via.lease.leaseID, result, host ? { target: host } : {});
+          const report = await this.client.report(via.lease.leaseID, result, {
+            ...(host ? { target: host } : {}),
+            ...(retryAfterSeconds === undefined || result !== 'rate_limited' ? {} : { retryAfterSeconds }),
+          });
           if (result === 'banned') this.stats.reportedBanned++;
           else this.stats.reportedRateLimited++;
           if (report.cooldownUntil !== null) {
@@ -196,7 +256,47 @@ export class SessionLeases {
           });
         }
       }
-      await Promise.all(affected.map((b) => this.release(b, 'proxy banned for host')));
+      await Promise.all(affected.map((s) => this.release(s, 'proxy banned for host')));
+    })();
+    this.track(work);
+    await work;
+  }
+
+  /**
+   * A request through `proxyUrl` failed because the proxy could not carry it (refused, reset,
+   * timed out connecting, a CONNECT it answered with a non-2xx). From this call on no session
+   * gets that proxy; the server is told once (it holds the proxy out until a probe passes),
+   * and every lease on it is released.
+   */
+  async unreachable(proxyUrl: string): Promise<void> {
+    const proxyID = this.proxyIDs.get(proxyUrl);
+    if (proxyID === undefined) return;
+    const affected = this.leasesOn(proxyID);
+    // Synchronously, before any await: no request after this line gets this proxy.
+    for (const s of affected) this.forget(s);
+    if (this.isDead(proxyID)) {
+      // Already reported (or being reported): the leases above just go.
+      await Promise.all(affected.map((s) => this.release(s, 'proxy unreachable')));
+      return;
+    }
+    const dead: DeadProxy = { until: this.now() + FALLBACK_DEAD_MS, acknowledged: false };
+    this.dead.set(proxyID, dead);
+    const via = affected[0];
+    const work = (async () => {
+      if (via !== undefined) {
+        try {
+          await this.client.report(via.lease.leaseID, 'unreachable');
+          this.stats.reportedUnreachable++;
+          dead.acknowledged = true;
+          this.log.debug('reported proxy unreachable', { proxyID });
+        } catch (err) {
+          this.log.warning('could not report an unreachable proxy; avoiding it locally', {
+            proxyID,
+            error: String(err),
+          });
+        }
+      }
+      await Promise.all(affected.map((s) => this.release(s, 'proxy unreachable')));
     })();
     this.track(work);
     await work;
@@ -205,16 +305,13 @@ export class SessionLeases {
   /** The session ended (Crawlee retired it): release its leases and forget it on the server. */
   async sessionEnded(session: string): Promise<void> {
     if (this.closed) return;
-    const mine = [...this.bindings.values()].filter((b) => b.session === session);
-    for (const b of mine) this.unbind(b);
+    const mine = [...this.bindings].filter(([key]) => sessionOf(key) === session);
+    const released = mine.map(([key, shared]) => this.detach(key, shared, 'session retired'));
     const work = (async () => {
-      await Promise.all(mine.map((b) => this.release(b, 'session retired')));
-      if (this.options.endSessionOnRetire !== false) {
-        try {
-          await this.client.endSession(sessionKey(session));
-        } catch (err) {
-          this.log.warning('could not end the session on the server', { session, error: String(err) });
-        }
+      await Promise.all(released);
+      const serverKey = sessionKey(session);
+      if (this.options.endSessionOnRetire !== false && this.serverSessions.delete(serverKey)) {
+        await this.endServerSession(serverKey);
       }
     })();
     this.track(work);
@@ -223,33 +320,79 @@ export class SessionLeases {
 
   /** Leases held right now. */
   get activeLeases(): number {
-    return this.bindings.size;
+    return this.leaseCount;
   }
 
-  /** Stops renewing, sends the batched ok reports, releases every lease. Idempotent. */
+  /** Server-side sessions started and not yet ended. */
+  get activeServerSessions(): number {
+    return this.serverSessions.size;
+  }
+
+  /** Stops renewing, sends the batched ok reports, releases every lease, ends every server session. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.allSettled([...this.acquiring.values()]);
-    const all = [...this.bindings.values()];
-    for (const b of all) this.unbind(b);
-    await Promise.all(all.map((b) => this.release(b, 'closing')));
+    const all = [...this.byHost.values()].flatMap((set) => [...set]);
+    for (const s of all) this.forget(s);
+    await Promise.all(all.map((s) => this.release(s, 'closing')));
+    const sessions = [...this.serverSessions];
+    this.serverSessions.clear();
+    await Promise.all(sessions.map((key) => this.endServerSession(key)));
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
   private async acquire(key: string, session: string | undefined, host: string | undefined) {
-    for (let attempt = 1; ; attempt++) {
+    const started = this.now();
+    const wait = this.options.retryAllBusy ?? DEFAULT_WAIT;
+    const mayWait = (waits: number) =>
+      wait !== false && waits < wait.retries && this.now() - started < this.maxWaitMs;
+    for (let attempt = 0, busy = 0; ; attempt++) {
+      if (this.closed) throw new Error('the proxy-operator lease manager is closed');
+      // Full (by the server's last word, or by our own cap): share a live lease of this host.
+      if (this.believedFull(host)) {
+        const shared = this.shareable(host);
+        if (shared !== undefined) return this.attach(key, shared, true);
+      }
+      if (!this.mayAsk(host)) {
+        // Enough requests for this host are out: their answer decides (share, or ask again).
+        await this.nextAnswer(host);
+        continue;
+      }
       let lease: Lease;
       try {
-        lease = await this.client.lease(
-          {
+        lease = await this.asked(
+          host,
+          this.client.lease({
             ...(this.options.selector ? { selector: this.options.selector } : {}),
             ttlSeconds: this.ttlSeconds,
             ...(host ? { target: host } : {}),
             ...(session !== undefined ? { session: sessionKey(session) } : {}),
-          },
-          { retryAllBusy: this.options.retryAllBusy ?? { retries: 5, baseDelayMs: 100, maxDelayMs: 2_000 } },
+          }),
         );
       } catch (err) {
+        if (isNoLease(err) && err.code === 'all_busy') {
+          this.stats.busy++;
+          this.fullUntil.set(hostKey(host), this.now() + FULL_MEMORY_MS);
+          const shared = this.shareable(host);
+          if (shared !== undefined) return this.attach(key, shared, true);
+          if (wait !== false && mayWait(busy)) {
+            // Nothing to share yet: wait for a slot instead of failing the request.
+            await sleep(backoffDelayMs(busy++, wait));
+            continue;
+          }
+        }
+        if (
+          isNoLease(err) &&
+          err.code === 'all_cooling_down' &&
+          err.retryAfterSeconds !== undefined &&
+          this.now() - started + err.retryAfterSeconds * 1000 <= this.maxWaitMs
+        ) {
+          // Every proxy rests for this site (rate limits): the crawl slows down to the site's
+          // pace instead of failing the request. A little jitter spreads the waiters.
+          this.stats.paced++;
+          await sleep(err.retryAfterSeconds * 1000 + Math.floor(Math.random() * 250));
+          continue;
+        }
         if (isNoLease(err) && this.options.whenNoneLeasable === 'direct') {
           this.log.debug('nothing leasable; going direct', { session, host, code: err.code });
           return null;
@@ -258,34 +401,111 @@ export class SessionLeases {
       }
       this.stats.leased++;
       if (lease.session?.moved) this.stats.moved++;
+      if (session !== undefined) this.serverSessions.add(sessionKey(session));
       this.proxyIDs.set(lease.proxy.url, lease.proxy.id);
       if (this.closed) {
         await this.client.release(lease.leaseID).catch(() => undefined);
         throw new Error('the proxy-operator lease manager is closed');
       }
-      if (this.isBanned(lease.proxy.id, host) && attempt < MAX_LEASE_ATTEMPTS) {
-        // Our earlier ban report did not reach the server: tell it through this lease, retry.
+      const refusal = this.localRefusal(lease.proxy.id, host);
+      if (refusal !== undefined && attempt < MAX_LEASE_ATTEMPTS) {
+        // Our earlier report did not reach the server: tell it through this lease, retry.
         await this.client
-          .report(lease.leaseID, 'banned', host ? { target: host } : {})
+          .report(lease.leaseID, refusal, refusal === 'banned' && host ? { target: host } : {})
           .catch(() => undefined);
         await this.client.release(lease.leaseID).catch(() => undefined);
         continue;
       }
-      const binding: Binding = {
-        key,
-        session,
+      const shared: SharedLease = {
         host,
         lease,
+        bindings: new Set(),
         ...this.expiry(lease),
         usedSinceRenewal: false,
         unreportedOk: 0,
         lastOkReportAt: this.now(),
       };
-      this.bindings.set(key, binding);
-      this.scheduleRenewal(binding);
+      let forHost = this.byHost.get(hostKey(host));
+      if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new Set()));
+      forHost.add(shared);
+      this.leaseCount++;
+      this.scheduleRenewal(shared);
       this.log.debug('leased', { session, host, proxyID: lease.proxy.id, leaseID: lease.leaseID });
-      return binding;
+      return this.attach(key, shared, false);
     }
+  }
+
+  private mayAsk(host: string | undefined): boolean {
+    return (this.asking.get(hostKey(host))?.count ?? 0) < LEASE_REQUESTS_PER_HOST;
+  }
+
+  private nextAnswer(host: string | undefined): Promise<void> {
+    return new Promise((resolve) => this.asking.get(hostKey(host))!.waiters.push(resolve));
+  }
+
+  /** Counts a lease request for its host while it is out; wakes every waiter when it answers (each looks again). */
+  private async asked<T>(host: string | undefined, request: Promise<T>): Promise<T> {
+    const key = hostKey(host);
+    let entry = this.asking.get(key);
+    if (entry === undefined) this.asking.set(key, (entry = { count: 0, waiters: [] }));
+    entry.count++;
+    try {
+      return await request;
+    } finally {
+      entry.count--;
+      for (const wake of entry.waiters.splice(0)) wake();
+      if (entry.count === 0) this.asking.delete(key);
+    }
+  }
+
+  private attach(key: string, shared: SharedLease, sharing: boolean): SharedLease {
+    if (sharing) this.stats.shared++;
+    shared.bindings.add(key);
+    this.bindings.set(key, shared);
+    return shared;
+  }
+
+  /** Whether a binding's lease may still carry requests. */
+  private usable(shared: SharedLease): boolean {
+    const id = shared.lease.proxy.id;
+    return (
+      this.isLive(shared) &&
+      !this.isBanned(id, shared.host) &&
+      !this.isDead(id) &&
+      shared.expiresAt > this.now()
+    );
+  }
+
+  private isLive(shared: SharedLease): boolean {
+    return this.byHost.get(hostKey(shared.host))?.has(shared) ?? false;
+  }
+
+  private believedFull(host: string | undefined): boolean {
+    if (this.options.maxLeases !== undefined && this.leaseCount >= this.options.maxLeases) return true;
+    return (this.fullUntil.get(hostKey(host)) ?? 0) > this.now();
+  }
+
+  /** The live lease of `host` with the fewest sessions on it, if any may still be used. */
+  private shareable(host: string | undefined): SharedLease | undefined {
+    let best: SharedLease | undefined;
+    for (const shared of this.byHost.get(hostKey(host)) ?? []) {
+      if (!this.usable(shared)) continue;
+      if (best === undefined || shared.bindings.size < best.bindings.size) best = shared;
+    }
+    return best;
+  }
+
+  /** Why a lease the server just granted must not be used: our own report it has not heard. */
+  private localRefusal(proxyID: string, host: string | undefined): 'banned' | 'unreachable' | undefined {
+    if (this.isBanned(proxyID, host)) return 'banned';
+    const dead = this.dead.get(proxyID);
+    if (dead === undefined) return undefined;
+    // The server heard us and leases it again: a probe passed since. Believe the server.
+    if (dead.acknowledged || dead.until <= this.now()) {
+      this.dead.delete(proxyID);
+      return undefined;
+    }
+    return 'unreachable';
   }
 
   private expiry(lease: Lease): { expiresAt: number; ttlMs: number } {
@@ -294,86 +514,118 @@ export class SessionLeases {
   }
 
   /** Renews when a third of the TTL is left, if the lease was used since; otherwise lets it go. */
-  private scheduleRenewal(binding: Binding, delayMs?: number): void {
-    clearTimeout(binding.timer);
-    const due = delayMs ?? renewalDelayMs(binding.expiresAt, binding.ttlMs, this.now());
-    binding.timer = setTimeout(() => this.track(this.renewOrLetGo(binding)), due);
-    binding.timer.unref();
+  private scheduleRenewal(shared: SharedLease, delayMs?: number): void {
+    clearTimeout(shared.timer);
+    const due = delayMs ?? renewalDelayMs(shared.expiresAt, shared.ttlMs, this.now());
+    shared.timer = setTimeout(() => this.track(this.renewOrLetGo(shared)), due);
+    shared.timer.unref();
   }
 
-  private async renewOrLetGo(binding: Binding): Promise<void> {
-    if (this.bindings.get(binding.key) !== binding) return;
-    if (!binding.usedSinceRenewal) {
-      this.unbind(binding);
-      await this.release(binding, 'idle');
+  private async renewOrLetGo(shared: SharedLease): Promise<void> {
+    if (!this.isLive(shared)) return;
+    if (!shared.usedSinceRenewal) {
+      this.forget(shared);
+      await this.release(shared, 'idle');
       return;
     }
     try {
-      const lease = await this.client.renew(binding.lease.leaseID, { ttlSeconds: this.ttlSeconds });
-      if (this.bindings.get(binding.key) !== binding) return;
-      binding.lease = lease;
-      Object.assign(binding, this.expiry(lease));
-      binding.usedSinceRenewal = false;
+      const lease = await this.client.renew(shared.lease.leaseID, { ttlSeconds: this.ttlSeconds });
+      if (!this.isLive(shared)) return;
+      shared.lease = lease;
+      Object.assign(shared, this.expiry(lease));
+      shared.usedSinceRenewal = false;
       this.stats.renewed++;
-      this.scheduleRenewal(binding);
+      this.scheduleRenewal(shared);
     } catch (err) {
-      if (this.bindings.get(binding.key) !== binding) return;
+      if (!this.isLive(shared)) return;
       if (isLeaseGone(err)) {
         // Expired or dropped by a restarted operator: the next request leases again.
-        this.unbind(binding);
-        this.log.debug('lease gone on renewal', { leaseID: binding.lease.leaseID });
+        this.forget(shared);
+        this.log.debug('lease gone on renewal', { leaseID: shared.lease.leaseID });
         return;
       }
-      const left = binding.expiresAt - this.now();
+      const left = shared.expiresAt - this.now();
       this.log.warning('lease renewal failed; retrying', {
-        leaseID: binding.lease.leaseID,
+        leaseID: shared.lease.leaseID,
         error: String(err),
       });
-      if (left > 0) this.scheduleRenewal(binding, Math.min(1_000, left / 2));
-      else this.unbind(binding);
+      if (left > 0) this.scheduleRenewal(shared, Math.min(1_000, left / 2));
+      else this.forget(shared);
     }
   }
 
-  private async reportOk(binding: Binding): Promise<void> {
-    if (binding.unreportedOk === 0) return;
-    binding.unreportedOk = 0;
-    binding.lastOkReportAt = this.now();
+  private async reportOk(shared: SharedLease): Promise<void> {
+    if (shared.unreportedOk === 0) return;
+    shared.unreportedOk = 0;
+    shared.lastOkReportAt = this.now();
     try {
-      await this.client.report(binding.lease.leaseID, 'ok', binding.host ? { target: binding.host } : {});
+      await this.client.report(shared.lease.leaseID, 'ok', shared.host ? { target: shared.host } : {});
       this.stats.okReports++;
     } catch (err) {
       if (!isLeaseGone(err)) this.log.debug('ok report failed', { error: String(err) });
     }
   }
 
-  private async release(binding: Binding, why: string): Promise<void> {
-    await this.reportOk(binding);
+  private async release(shared: SharedLease, why: string): Promise<void> {
+    await this.reportOk(shared);
     try {
-      await this.client.release(binding.lease.leaseID);
+      await this.client.release(shared.lease.leaseID);
       this.stats.released++;
-      this.log.debug('released', { leaseID: binding.lease.leaseID, why });
+      this.log.debug('released', { leaseID: shared.lease.leaseID, why });
     } catch (err) {
       this.log.warning('could not release a lease (it expires by itself)', {
-        leaseID: binding.lease.leaseID,
+        leaseID: shared.lease.leaseID,
         error: String(err),
       });
     }
   }
 
-  /** Forgets a binding locally (no server call): no request gets its lease any more. */
-  private unbind(binding: Binding): void {
-    clearTimeout(binding.timer);
-    if (this.bindings.get(binding.key) === binding) this.bindings.delete(binding.key);
+  /** One session stops using a lease; the lease goes when no session is left on it. */
+  private detach(key: string, shared: SharedLease, why: string): Promise<void> {
+    if (this.bindings.get(key) === shared) this.bindings.delete(key);
+    shared.bindings.delete(key);
+    if (shared.bindings.size > 0 || !this.isLive(shared)) return Promise.resolve();
+    this.forget(shared);
+    const work = this.release(shared, why);
+    this.track(work);
+    return work;
   }
 
-  private drop(binding: Binding, why: string): void {
-    this.unbind(binding);
-    this.track(this.release(binding, why));
+  /** Forgets a lease locally (no server call): no request gets it any more, nor any of its sessions. */
+  private forget(shared: SharedLease): void {
+    clearTimeout(shared.timer);
+    for (const key of shared.bindings) if (this.bindings.get(key) === shared) this.bindings.delete(key);
+    shared.bindings.clear();
+    const forHost = this.byHost.get(hostKey(shared.host));
+    if (forHost?.delete(shared)) {
+      this.leaseCount--;
+      // A slot of ours came free: the next new session may ask the server again.
+      this.fullUntil.delete(hostKey(shared.host));
+      if (forHost.size === 0) this.byHost.delete(hostKey(shared.host));
+    }
   }
 
-  private bindingFor(session: string | undefined, host: string | undefined, proxyUrl: string) {
-    const binding = this.bindings.get(bindingKey(session, host));
-    return binding?.lease.proxy.url === proxyUrl ? binding : undefined;
+  private async endServerSession(key: string): Promise<void> {
+    try {
+      await this.client.endSession(key);
+    } catch (err) {
+      this.log.warning('could not end the session on the server', { session: key, error: String(err) });
+    }
+  }
+
+  private leasesOn(proxyID: string): SharedLease[] {
+    return [...this.byHost.values()].flatMap((set) => [...set].filter((s) => s.lease.proxy.id === proxyID));
+  }
+
+  private sharedFor(session: string | undefined, host: string | undefined, proxyUrl: string) {
+    const shared = this.bindings.get(bindingKey(session, host));
+    return shared?.lease.proxy.url === proxyUrl ? shared : undefined;
+  }
+
+  private anyLeaseOn(proxyUrl: string, host: string | undefined): SharedLease | undefined {
+    for (const shared of this.byHost.get(hostKey(host)) ?? [])
+      if (shared.lease.proxy.url === proxyUrl) return shared;
+    return undefined;
   }
 
   private isBanned(proxyID: string, host: string | undefined): boolean {
@@ -382,6 +634,15 @@ export class SessionLeases {
     if (until === undefined) return false;
     if (until > this.now()) return true;
     this.bans.delete(key);
+    return false;
+  }
+
+  /** Reported unreachable and not yet leased back by the server. */
+  private isDead(proxyID: string): boolean {
+    const dead = this.dead.get(proxyID);
+    if (dead === undefined) return false;
+    if (dead.acknowledged || dead.until > this.now()) return true;
+    this.dead.delete(proxyID);
     return false;
   }
 
@@ -401,6 +662,14 @@ export function renewalDelayMs(expiresAt: number, ttlMs: number, now: number): n
 
 function bindingKey(session: string | undefined, host: string | undefined): string {
   return `${session ?? ''}\0${host ?? ''}`;
+}
+
+function sessionOf(key: string): string {
+  return key.slice(0, key.indexOf('\0'));
+}
+
+function hostKey(host: string | undefined): string {
+  return host ?? '';
 }
 
 function banKey(proxyID: string, host: string | undefined): string {

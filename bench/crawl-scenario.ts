@@ -1,0 +1,217 @@
+// One crawl under churn, shared by `npm run bench:crawl` and its smaller test: a real Crawlee
+// HttpCrawler at Crawlee's defaults crawls a local site of linked pages through real forward
+// proxies on loopback, while the site bans some proxies (403 by source address), throttles
+// sources above a rate (429), and some proxies die mid-crawl (listener closed, sockets
+// destroyed). The proxies come either from the operator (ProxyOperatorConfiguration) or from
+// Crawlee's own static list (the baseline); the faults are the same, seeded.
+import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
+import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
+import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
+import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
+import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
+import { startCrawlSite, type CrawlSite } from './crawl-site.js';
+
+export interface FaultPlan {
+  /** Proxies (by index) the site answers 403. */
+  banned: number[];
+  /** Proxies (by index) that die once `dieAtFraction` of the pages are fetched. */
+  dying: number[];
+  dieAtFraction: number;
+}
+
+/** A seeded choice of `bans` banned and `deaths` dying proxies among `count`, disjoint. */
+export function planFaults(count: number, bans: number, deaths: number, seed: number): FaultPlan {
+  let s = seed >>> 0 || 1;
+  const random = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const order = Array.from({ length: count }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return { banned: order.slice(0, bans), dying: order.slice(bans, bans + deaths), dieAtFraction: 0.3 };
+}
+
+export interface Fleet {
+  proxies: ForwardProxy[];
+  urls: string[];
+  close(): Promise<void>;
+}
+
+/** N real forward proxies, each on its own loopback address (the site tells them apart by it). */
+export async function startFleet(count: number, first = '127.0.4.1'): Promise<Fleet> {
+  const addresses = new LoopbackAddresses(first);
+  const proxies: ForwardProxy[] = [];
+  for (let i = 0; i < count; i++) {
+    proxies.push(await addresses.bind((host) => startForwardProxy({ host, port: 0 })));
+  }
+  return {
+    proxies,
+    urls: proxies.map((p) => `http://${p.host}:${p.port}`),
+    close: async () => void (await Promise.allSettled(proxies.map((p) => p.close()))),
+  };
+}
+
+/** A DiscoveryClient that notes when each unreachable report was sent, per proxy. */
+class ReportingClient extends DiscoveryClient {
+  readonly firstUnreachable = new Map<string, number>();
+  override async report(
+    leaseID: string,
+    result: ReportResult,
+    report?: { target?: string; retryAfterSeconds?: number },
+  ): Promise<ReportResponse> {
+    const sentAt = Date.now();
+    const response = await super.report(leaseID, result, report);
+    if (result === 'unreachable' && !this.firstUnreachable.has(response.proxyID)) {
+      this.firstUnreachable.set(response.proxyID, sentAt);
+    }
+    return response;
+  }
+}
+
+export interface OperatorSide {
+  discoveryURL: string;
+  token?: string;
+  /** The discovery proxy id (namespace/name) of fleet proxy i. */
+  proxyID(i: number): string;
+  selector?: Record<string, string>;
+}
+
+export interface Attempt {
+  proxy: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface CrawlFigures {
+  mode: 'operator' | 'list';
+  pages: number;
+  fetched: number;
+  failedRequests: number;
+  seconds: number;
+  pagesPerSecond: number;
+  /** Requests reaching the site through a banned proxy more than 2 s after its first 403. */
+  bannedLate: number;
+  /** Per dying proxy: attempts started after its death. */
+  attemptsAfterDeath: number[];
+  /** Per dying proxy: attempts started after its first unreachable report (operator only). */
+  attemptsAfterReport: number[];
+  /** Per dying proxy: attempts in flight on it when the first report was sent (operator only). */
+  inFlightAtReport: number[];
+  /** 429s the site sent. */
+  rateLimited: number;
+  /** What the integration counted (operator only). */
+  integration?: Record<string, number>;
+}
+
+export interface CrawlOptions {
+  site: CrawlSite;
+  fleet: Fleet;
+  faults: FaultPlan;
+  /** The operator's discovery API; absent = Crawlee's own static list (the baseline). */
+  operator?: OperatorSide;
+  /** Progress lines (pages fetched so far). */
+  progress?: (message: string) => void;
+}
+
+/** One crawl of the whole site at Crawlee's defaults; the faults are injected as it goes. */
+export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
+  const { site, fleet, faults, operator } = options;
+  for (const i of faults.banned) site.ban(fleet.proxies[i].host);
+  const client = operator
+    ? new ReportingClient({ baseUrl: operator.discoveryURL, token: operator.token })
+    : undefined;
+  const integration = client
+    ? new ProxyOperatorConfiguration({
+        client,
+        ...(operator?.selector ? { selector: operator.selector } : {}),
+      })
+    : undefined;
+  const proxyConfiguration = integration ?? new ProxyConfiguration({ proxyUrls: fleet.urls });
+
+  const attempts: Attempt[] = [];
+  const open = new Map<string, Attempt>();
+  const diedAt = new Map<number, number>();
+  const fetched = new Set<string>();
+  let failedRequests = 0;
+  const end = (id: string) => {
+    const attempt = open.get(id);
+    if (attempt) attempt.endedAt = Date.now();
+    open.delete(id);
+  };
+  const dieAt = Math.ceil(site.pages.length * faults.dieAtFraction);
+  crawleeLog.setLevel(LogLevel.OFF);
+  const crawler = new HttpCrawler(
+    {
+      proxyConfiguration,
+      preNavigationHooks: [
+        ({ id, proxyInfo }) => {
+          const attempt: Attempt = { proxy: proxyInfo?.url ?? '', startedAt: Date.now() };
+          attempts.push(attempt);
+          open.set(id, attempt);
+        },
+      ],
+      postNavigationHooks: [
+        async (ctx) => {
+          end(ctx.id);
+          if (integration) await integration.postNavigationHook(ctx);
+        },
+      ],
+      errorHandler: async (ctx, error) => {
+        end(ctx.id);
+        if (integration) await integration.errorHandler(ctx, error);
+      },
+      requestHandler: async ({ request, body, enqueueLinks }) => {
+        fetched.add(request.url);
+        if (fetched.size === dieAt) {
+          for (const i of faults.dying) {
+            diedAt.set(i, Date.now());
+            void fleet.proxies[i].close();
+          }
+          options.progress?.(`${fetched.size} pages fetched: ${faults.dying.length} proxies die now`);
+        } else if (fetched.size % 1000 === 0) options.progress?.(`${fetched.size} pages fetched`);
+        const hrefs = [...String(body).matchAll(/href="([^"]+)"/g)].map(
+          (m) => new URL(m[1], request.url).href,
+        );
+        await enqueueLinks({ urls: hrefs });
+      },
+      failedRequestHandler: () => void failedRequests++,
+    },
+    new Configuration({ persistStorage: false, purgeOnStart: true }),
+  );
+  const started = Date.now();
+  await crawler.run([site.start]);
+  const seconds = (Date.now() - started) / 1000;
+  await integration?.close();
+
+  const urlOf = (i: number) => fleet.urls[i];
+  const bannedHosts = new Set(faults.banned.map((i) => fleet.proxies[i].host));
+  const bannedLate = site.hits.filter((h) => {
+    const first = site.firstRefusal.get(h.from);
+    return bannedHosts.has(h.from) && first !== undefined && h.at > first + 2000;
+  }).length;
+  const attemptsAfter = (i: number, at: number | undefined) =>
+    at === undefined ? 0 : attempts.filter((a) => a.proxy === urlOf(i) && a.startedAt > at).length;
+  const reportAt = (i: number) => (operator ? client!.firstUnreachable.get(operator.proxyID(i)) : undefined);
+  return {
+    mode: operator ? 'operator' : 'list',
+    pages: site.pages.length,
+    fetched: fetched.size,
+    failedRequests,
+    seconds,
+    pagesPerSecond: fetched.size / seconds,
+    bannedLate,
+    attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt.get(i))),
+    attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),
+    inFlightAtReport: faults.dying.map((i) => {
+      const at = reportAt(i);
+      if (at === undefined) return 0;
+      return attempts.filter(
+        (a) => a.proxy === urlOf(i) && a.startedAt <= at && (a.endedAt ?? Infinity) >= at,
+      ).length;
+    }),
+    rateLimited: site.hits.filter((h) => h.status === 429).length,
+    ...(integration ? { integration: { ...integration.stats } } : {}),
+  };
+}
+
+export { startCrawlSite };

@@ -1,0 +1,331 @@
+// Benchmark: a crawl under churn through the operator, beside the baseline a Crawlee user
+// would pick instead (Crawlee's own `new ProxyConfiguration({ proxyUrls })` over the same
+// proxies), same site, same seeded faults, in the same run.
+//
+//   npm run bench:crawl                                   # 10,000 pages, 100 proxies; then 20 proxies rate-limited
+//   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
+//   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
+//          --churn-rate-limit=R (scenario 1: requests/s per source before 429s)
+//          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
+//
+// Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
+// child process (its CPU seconds and peak RSS come from /proc), real forward proxies on their
+// own loopback addresses, a real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions,
+// maxRequestRetries 3). External Proxies probe a loopback target every 30 s (the CRD default).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { request } from 'undici';
+import { DiscoveryClient } from '../client/src/index.js';
+import { applyCRDs } from '../cmd/demo/environment.js';
+import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
+import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
+import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
+import {
+  crawl,
+  planFaults,
+  startCrawlSite,
+  startFleet,
+  type CrawlFigures,
+  type FaultPlan,
+} from './crawl-scenario.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function flag(name: string, fallback: number): number {
+  const raw = process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} must be a number >= 0, got ${raw}`);
+  return value;
+}
+
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The operator as a child process, with its CPU time and peak RSS read from /proc. */
+class OperatorProcess {
+  readonly child: ChildProcess;
+  private readonly exited: Promise<void>;
+
+  constructor(
+    readonly metricsPort: number,
+    readonly discoveryPort: number,
+    kubeconfig: string,
+  ) {
+    this.child = spawn(
+      process.execPath,
+      [
+        join(root, 'build/cmd/operator.js'),
+        `--kubeconfig=${kubeconfig}`,
+        '--leader-elect=false',
+        `--metrics-address=127.0.0.1:${metricsPort}`,
+        `--discovery-address=127.0.0.1:${discoveryPort}`,
+        '--log-level=warn',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let tail = '';
+    this.child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-4096)));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        if (code !== 0 && signal !== 'SIGTERM' && code !== null)
+          process.stderr.write(`operator exited ${code}: ${tail}\n`);
+        resolve();
+      }),
+    );
+  }
+
+  async ready(): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const ok = await request(`http://127.0.0.1:${this.metricsPort}/readyz`)
+        .then(async (r) => (await r.body.dump(), r.statusCode === 200))
+        .catch(() => false);
+      if (ok) return;
+      if (Date.now() > deadline || this.child.exitCode !== null)
+        throw new Error('operator never became ready');
+      await sleep(250);
+    }
+  }
+
+  /** User + system CPU seconds so far. */
+  cpuSeconds(): number {
+    const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
+  peakRssMiB(): number {
+    const text = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    return Number(/^VmHWM:\s+(\d+) kB/m.exec(text)?.[1] ?? NaN) / 1024;
+  }
+
+  /** One series' value from /metrics (the sum over its label sets matching `labels`). */
+  async metric(name: string, labels = ''): Promise<number> {
+    const text = await (await request(`http://127.0.0.1:${this.metricsPort}/metrics`)).body.text();
+    let sum = 0;
+    for (const m of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? ([0-9.e+-]+)$`, 'gm'))) {
+      if ((m[1] ?? '').includes(labels)) sum += Number(m[2]);
+    }
+    return sum;
+  }
+
+  async stop(): Promise<void> {
+    this.child.kill('SIGTERM');
+    await this.exited;
+  }
+}
+
+interface Row {
+  figures: CrawlFigures;
+  conflicts?: number;
+  leasesLeft?: number;
+  sessionsLeft?: number;
+  cpuSeconds?: number;
+  peakRssMiB?: number;
+}
+
+async function createProxies(
+  kc: KubeConfig,
+  namespace: string,
+  endpoints: { host: string; port: number }[],
+  probeURL: string,
+) {
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  const api = kc.makeApiClient(CustomObjectsApi);
+  for (const [i, endpoint] of endpoints.entries()) {
+    await api.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: PLURAL,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'Proxy',
+        metadata: { name: `proxy-${i}`, namespace },
+        spec: {
+          mode: 'External',
+          endpoint,
+          maxLeases: 5,
+          attributes: { run: namespace },
+          healthCheck: { probeURL },
+        },
+      },
+    });
+  }
+}
+
+/** One scenario: the operator's crawl, then the baseline's, each on a fresh fleet and site. */
+async function scenario(
+  label: string,
+  kc: KubeConfig,
+  op: OperatorProcess,
+  target: LocalTarget,
+  pages: number,
+  proxies: number,
+  faults: FaultPlan,
+  rateLimitPerSecond: number | undefined,
+): Promise<{ operator: Row; list: Row }> {
+  const namespace = `crawl-${label}`;
+  const progress = (m: string) => console.log(`  [${label}] ${m}`);
+  const run = async (withOperator: boolean, first: string): Promise<Row> => {
+    const fleet = await startFleet(proxies, first);
+    const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
+    try {
+      if (!withOperator) {
+        progress(`baseline: Crawlee's ProxyConfiguration({ proxyUrls }) over the same ${proxies} proxies`);
+        return { figures: await crawl({ site, fleet, faults, progress }) };
+      }
+      await createProxies(
+        kc,
+        namespace,
+        fleet.proxies.map((p) => ({ host: p.host, port: p.port })),
+        target.probeURL,
+      );
+      const admin = new DiscoveryClient({ baseUrl: `http://127.0.0.1:${op.discoveryPort}` });
+      progress(`waiting until ${proxies} proxies are healthy in the discovery API ...`);
+      for (;;) {
+        const healthy = await admin.listProxies({ selector: { run: namespace }, healthy: true });
+        if (healthy.length === proxies) break;
+        await sleep(1000);
+      }
+      const conflicts0 = await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"');
+      const cpu0 = op.cpuSeconds();
+      progress('crawling through the operator (ProxyOperatorConfiguration at Crawlee defaults)');
+      const figures = await crawl({
+        site,
+        fleet,
+        faults,
+        progress,
+        operator: {
+          discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
+          proxyID: (i) => `${namespace}/proxy-${i}`,
+          selector: { run: namespace },
+        },
+      });
+      const all409 =
+        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"')) +
+        (await op.metric('proxy_operator_lease_requests_total', 'outcome="no_match"')) +
+        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_cooling_down"'));
+      return {
+        figures,
+        conflicts: all409 - conflicts0,
+        leasesLeft: await op.metric('proxy_operator_leases_active'),
+        sessionsLeft: await op.metric('proxy_operator_sessions_active'),
+        cpuSeconds: op.cpuSeconds() - cpu0,
+        peakRssMiB: op.peakRssMiB(),
+      };
+    } finally {
+      await fleet.close();
+      await site.close();
+    }
+  };
+  const operator = await run(true, label === 'churn' ? '127.0.8.1' : '127.0.9.1');
+  const list = await run(false, label === 'churn' ? '127.0.10.1' : '127.0.11.1');
+  return { operator, list };
+}
+
+function table(title: string, { operator, list }: { operator: Row; list: Row }): string {
+  const o = operator.figures;
+  const l = list.figures;
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const rows: [string, string, string][] = [
+    [
+      'pages fetched / P',
+      `${o.fetched}/${o.pages} (${((100 * o.fetched) / o.pages).toFixed(2)} %)`,
+      `${l.fetched}/${l.pages} (${((100 * l.fetched) / l.pages).toFixed(2)} %)`,
+    ],
+    ['failed requests', String(o.failedRequests), String(l.failedRequests)],
+    ['pages/s', o.pagesPerSecond.toFixed(1), l.pagesPerSecond.toFixed(1)],
+    ['requests via a banned proxy > 2 s after its first 403', String(o.bannedLate), String(l.bannedLate)],
+    [
+      'attempts via each dead proxy after its death',
+      JSON.stringify(o.attemptsAfterDeath),
+      JSON.stringify(l.attemptsAfterDeath),
+    ],
+    [
+      'attempts via each dead proxy after its first report (in flight then)',
+      `${JSON.stringify(o.attemptsAfterReport)} (${JSON.stringify(o.inFlightAtReport)})`,
+      'n/a (no reports)',
+    ],
+    ['429s from the site', String(o.rateLimited), String(l.rateLimited)],
+    ['409s from discovery', String(operator.conflicts ?? 0), 'n/a'],
+    ['leases / sessions left after close()', `${operator.leasesLeft} / ${operator.sessionsLeft}`, 'n/a'],
+    ['operator CPU seconds during the crawl', (operator.cpuSeconds ?? 0).toFixed(2), 'n/a'],
+    ['operator peak RSS', `${(operator.peakRssMiB ?? 0).toFixed(0)} MiB`, 'n/a'],
+  ];
+  const ratio = o.pagesPerSecond / l.pagesPerSecond;
+  const width = Math.max(...rows.map((r) => r[0].length));
+  return [
+    `${title}`,
+    `  ${'figure'.padEnd(width)} | operator | Crawlee proxyUrls (baseline)`,
+    ...rows.map(([name, a, b]) => `  ${name.padEnd(width)} | ${a} | ${b}`),
+    `  pages/s ratio operator / baseline: ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
+    `  integration: ${JSON.stringify(o.integration)}`,
+    `  targets: fetched >= 99.9 % ${o.fetched / o.pages >= 0.999 ? 'met' : 'NOT met'}; banned-late 0 ${o.bannedLate === 0 ? 'met' : 'NOT met'}; ` +
+      `dead after report <= in flight ${o.attemptsAfterReport.every((a, i) => a <= o.inFlightAtReport[i]) ? 'met' : 'NOT met'}; ` +
+      `0 leases/sessions left ${operator.leasesLeft === 0 && operator.sessionsLeft === 0 ? 'met' : 'NOT met'}; ` +
+      `pages/s >= 1.0x ${ratio >= 1 ? 'met' : 'NOT met'}`,
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const pages = flag('pages', 10_000);
+  const proxies = flag('proxies', 100);
+  const seed = flag('seed', 1);
+  const faults = planFaults(
+    proxies,
+    Math.round(proxies * flag('bans', 0.1)),
+    Math.round(proxies * flag('deaths', 0.05)),
+    seed,
+  );
+  const ratePages = flag('rate-pages', 3000);
+  const rateProxies = flag('rate-proxies', 20);
+  const churnRateLimit = flag('churn-rate-limit', 50);
+  const rateLimit = flag('rate-limit', 3);
+  console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
+  const cleanups: Array<() => Promise<unknown>> = [];
+  try {
+    const cp = await ControlPlane.start({ progress: (m) => console.log(`  ${m}`) });
+    cleanups.push(() => cp.stop());
+    const kc = cp.kubeConfig();
+    await applyCRDs(kc, join(root, 'dist', 'crds.yaml'));
+    await sleep(2000);
+    const target = await startLocalTarget();
+    cleanups.push(() => target.close());
+    const op = new OperatorProcess(await freePort(), await freePort(), cp.kubeconfigPath);
+    cleanups.push(() => op.stop());
+    await op.ready();
+
+    console.log(
+      `scenario 1: ${pages} pages, ${proxies} proxies, ${faults.banned.length} banned, ${faults.dying.length} die at 30 %, site rate limit ${churnRateLimit}/s per source`,
+    );
+    const churn = await scenario('churn', kc, op, target, pages, proxies, faults, churnRateLimit);
+    const out = [table(`scenario 1 (load average now ${load()})`, churn)];
+    if (ratePages > 0) {
+      console.log(
+        `scenario 2: ${ratePages} pages, ${rateProxies} proxies, site rate limit ${rateLimit}/s per source, no other faults`,
+      );
+      const none: FaultPlan = { banned: [], dying: [], dieAtFraction: 1 };
+      const rated = await scenario('rate', kc, op, target, ratePages, rateProxies, none, rateLimit);
+      out.push(table(`scenario 2 (load average now ${load()})`, rated));
+    }
+    console.log(`\n${out.join('\n\n')}\nload average after: ${load()}`);
+  } finally {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,127 @@
+// The crawl under churn, small (bench:crawl runs it large, beside Crawlee's own proxy list): a
+// real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions, more than the fleet's lease
+// slots) crawls 1,000 linked pages through 20 real forward proxies leased from a running
+// operator (real control plane, health engine, discovery API). The site bans two proxies and
+// throttles busy sources; one proxy dies mid-crawl. Every invariant of the benchmark holds.
+import {
+  crawl,
+  planFaults,
+  startCrawlSite,
+  startFleet,
+  type CrawlFigures,
+  type Fleet,
+} from '../../bench/crawl-scenario.js';
+import type { CrawlSite } from '../../bench/crawl-site.js';
+import { CONDITION_HEALTHY } from '../../crds/proxy-types.js';
+import type { LocalTarget } from '../../cmd/demo/local-target.js';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import type { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  condition,
+  eventually,
+  startOperator,
+  suiteSetup,
+  type RunningOperator,
+} from '../handlers/operator-fixture.js';
+import { DiscoveryClient } from '../../client/src/index.js';
+
+const PAGES = 1000;
+const PROXIES = 20;
+const MAX_LEASES = 5;
+
+const kc = testKubeConfig();
+const namespace = uniqueName('churn');
+let api: ProxyApi;
+let target: LocalTarget;
+let op: RunningOperator;
+let site: CrawlSite;
+let fleet: Fleet;
+let discoveryURL: string;
+const faults = planFaults(PROXIES, 2, 1, 7);
+const name = (i: number) => `churn-${i}`;
+
+beforeAll(async () => {
+  ({ api, target } = await suiteSetup(kc, namespace));
+  const port = await freePort();
+  discoveryURL = `http://127.0.0.1:${port}`;
+  op = await startOperator(kc, {}, namespace, {
+    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
+  });
+  fleet = await startFleet(PROXIES, '127.0.5.1');
+  site = await startCrawlSite({ pages: PAGES, rateLimitPerSecond: 40, retryAfterSeconds: 1 });
+  for (let i = 0; i < PROXIES; i++) {
+    await api.create(name(i), {
+      spec: {
+        mode: 'External',
+        endpoint: { host: fleet.proxies[i].host, port: fleet.proxies[i].port },
+        maxLeases: MAX_LEASES,
+        attributes: { pool: 'churn' },
+        // A slow schedule: only the unreachable report can take the dead proxy out in time.
+        healthCheck: {
+          probeURL: target.probeURL,
+          intervalSeconds: 10,
+          timeoutSeconds: 2,
+          failureThreshold: 3,
+        },
+      },
+    });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await op?.stop();
+  await fleet?.close();
+  await site?.close();
+  await target?.close();
+});
+
+it(`crawls every page at Crawlee's defaults, never through a banned proxy after its ban or a dead one after its report`, async () => {
+  const admin = new DiscoveryClient({ baseUrl: discoveryURL });
+  await eventually(
+    'every proxy healthy in the discovery API',
+    async () =>
+      (await admin.listProxies({ selector: { pool: 'churn' }, healthy: true })).length === PROXIES
+        ? true
+        : undefined,
+    60_000,
+  );
+  const figures: CrawlFigures = await crawl({
+    site,
+    fleet,
+    faults,
+    operator: { discoveryURL, proxyID: (i) => `${namespace}/${name(i)}`, selector: { pool: 'churn' } },
+  });
+  console.log(`crawl under churn: ${JSON.stringify(figures)}`);
+
+  // Every page, no failed request, at Crawlee's defaults.
+  expect(figures.fetched).toBe(PAGES);
+  expect(figures.failedRequests).toBe(0);
+  // Bans: nothing through a banned proxy later than 2 s after its first 403.
+  expect(figures.bannedLate).toBe(0);
+  // The dead proxy: reported, and no attempt through it began after the report beyond what was in flight.
+  expect(figures.integration?.reportedUnreachable).toBeGreaterThanOrEqual(1);
+  figures.attemptsAfterReport.forEach((after, i) =>
+    expect(after).toBeLessThanOrEqual(figures.inFlightAtReport[i]),
+  );
+  // Fewer slots than sessions: no request failed with all_busy and the 409s stayed few.
+  const requests = await op.registry.getSingleMetric('proxy_operator_lease_requests_total')!.get();
+  const busy = requests.values.find((v) => v.labels.outcome === 'all_busy')?.value ?? 0;
+  expect(busy).toBeLessThan(PAGES / 10);
+  // Nothing left behind by close().
+  const gauge = async (metric: string) => (await op.registry.getSingleMetric(metric)!.get()).values[0].value;
+  expect(await gauge('proxy_operator_leases_active')).toBe(0);
+  expect(await gauge('proxy_operator_sessions_active')).toBe(0);
+  // The health engine rechecked the dead proxy at once: Unhealthy long before its 30 s of probes.
+  const dead = name(faults.dying[0]);
+  const proxy = await eventually(
+    `${dead} Unhealthy`,
+    async () => {
+      const p = await api.get(dead);
+      return condition(p, CONDITION_HEALTHY)?.status === 'False' ? p : undefined;
+    },
+    15_000,
+  );
+  expect(proxy.status?.phase).toBe('Unhealthy');
+}, 300_000);
