@@ -231,6 +231,7 @@ export class RedisLeaseStore implements LeaseStore {
     const sent = new Set<string>();
     let leasable = 0;
     let cooling = 0;
+    let firstEnd = -1;
     const free = this.index.free(request.selector);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
@@ -281,12 +282,17 @@ export class RedisLeaseStore implements LeaseStore {
       // 'none': nothing in this chunk could take it; the session's fate is settled.
       leasable += Number(reply[1]);
       cooling += Number(reply[2]);
+      const wait = Number(reply[4]);
+      if (wait >= 0 && (firstEnd < 0 || wait < firstEnd)) firstEnd = wait;
       if (mode === 'check') mode = Number(reply[3]) === 1 ? 'moved' : 'none';
       gone = '';
-      this.learn(reply, 4);
+      this.learn(reply, 5);
       if (chunk.length < size) break;
     }
-    return { granted: false, reason: refusal(leasable, cooling) };
+    const reason = refusal(leasable, cooling);
+    return reason === 'all_cooling_down'
+      ? { granted: false, reason, retryAfterMs: Math.max(firstEnd, 0) }
+      : { granted: false, reason };
   }
 
   async renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined> {

@@ -233,9 +233,9 @@ local function target_report(id, target, result, retry_after)
   else
     if e.ru + RL_MAX <= NOW then e.rs = 0 end
     e.rs = e.rs + 1
+    -- The site said when to come back: exactly that (1 s .. the longest ban), else the policy.
     local rest = cooldown(e.rs, RL_BASE, RL_MAX)
-    if retry_after > rest then rest = retry_after end
-    if rest > BAN_MAX then rest = BAN_MAX end
+    if retry_after >= 0 then rest = math.min(math.max(retry_after, 1000), BAN_MAX) end
     e.ru = math.max(e.ru, NOW + rest)
     ends = e.ru
   end
@@ -359,7 +359,8 @@ end
  * candidate: id, maxLeases, address, rank (its place in (latency, id) order), record JSON.
  * Answers {'ok', proxyID, acquiredAt, expiresAt, moved, usage..., hints...}, {'need',
  * boundProxyID} (the session's proxy was not among the candidates), or {'none', leasable,
- * cooling, moved, hints...}; hints are (id, load) pairs of the candidates it looked at.
+ * cooling, moved, ms until the first cooldown among them ends (-1: none), hints...}; hints
+ * are (id, load) pairs of the candidates it looked at.
  */
 const ACQUIRE = String.raw`
 local lease_id = ARGV[A + 1]
@@ -399,6 +400,7 @@ if #cands > 0 then
       hints[#hints + 1] = c.load
       c.has_entry = ends[i] ~= false
       c.cooling = c.has_entry and tonumber(ends[i]) > NOW
+      if c.cooling then c.ends = tonumber(ends[i]) end
     end
   end
 end
@@ -419,7 +421,7 @@ elseif mode == 'moved' then
   moved = true
 end
 
-local leasable, cooling = 0, 0
+local leasable, cooling, first_end = 0, 0, -1
 if not chosen then
   -- Least loaded; among equals one without recent failures for the target, else the lowest
   -- failure ratio; then the replica's (latency, id) rank (lease-selection.ts's rule).
@@ -439,6 +441,7 @@ if not chosen then
       leasable = leasable + 1
       if c.cooling then
         cooling = cooling + 1
+        if first_end < 0 or c.ends < first_end then first_end = c.ends end
       elseif c.load < c.max and (best == nil or before(c, best)) then
         best = c
       end
@@ -448,7 +451,9 @@ if not chosen then
 end
 
 if not chosen then
-  local out = { 'none', leasable, cooling, moved and 1 or 0 }
+  local wait = -1
+  if first_end >= 0 then wait = first_end - NOW end
+  local out = { 'none', leasable, cooling, moved and 1 or 0, wait }
   for _, h in ipairs(hints) do out[#out + 1] = h end
   return out
 end
@@ -518,7 +523,7 @@ local f = live_lease(id)
 if not f then return false end
 local target = ARGV[A + 3]
 if target == '\0' then target = f[3] end
-local retry_after = 0
+local retry_after = -1
 if ARGV[A + 4] ~= '' then retry_after = tonumber(ARGV[A + 4]) * 1000 end
 local proxy, addr = f[1], f[9]
 stats_add(proxy, result)

@@ -489,7 +489,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           const outcome = await store.acquire(request({ target: acquireTarget }));
           expect(outcome).toEqual(
             cooling
-              ? { granted: false, reason: 'all_cooling_down' }
+              ? { granted: false, reason: 'all_cooling_down', retryAfterMs: expect.any(Number) }
               : expect.objectContaining({ granted: true }),
           );
         },
@@ -505,9 +505,11 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           cooldownUntil: new Date(clock.now() + 60_000),
         });
         clock.advanceSeconds(59);
+        // The refusal says when to come back: when the first matching cooldown ends.
         expect(await store.acquire(request({ target: 'example.com' }))).toEqual({
           granted: false,
           reason: 'all_cooling_down',
+          retryAfterMs: 1000,
         });
         clock.advanceSeconds(1);
         expect((await lease({ target: 'example.com' })).proxyID).toBe('ns/a');
@@ -617,7 +619,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           outcomes.push(await store.report(held.id, 'banned', { target: `junk-${i}.example` }));
         expect(outcomes.filter((o) => o!.capped === true)).toHaveLength(991);
         expect(outcomes.filter((o) => o!.cooldownUntil !== undefined)).toHaveLength(9);
-        expect(await store.acquire(request({ target: 'shop.example' }))).toEqual({
+        expect(await store.acquire(request({ target: 'shop.example' }))).toMatchObject({
           granted: false,
           reason: 'all_cooling_down',
         });
@@ -818,13 +820,14 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           [10, 20, 40, 80, 120],
         ],
         [
-          'lasts at least the Retry-After',
+          'lasts exactly the Retry-After the site sent (at least 1 s)',
           {},
           [
             ['rate_limited', 45],
             ['rate_limited', 5],
+            ['rate_limited', 0.2],
           ],
-          [45, 20],
+          [45, 5, 1],
         ],
         [
           'a Retry-After past the ban maximum is capped by it',
@@ -862,11 +865,17 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
 
       it('a proxy is cooling down for a target while either cooldown runs', async () => {
-        const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 });
+        const { clock, store, lease } = setup({ cooldownSeconds: 30, maxCooldownSeconds: 120 });
         const held = await lease({ ttlSeconds: 3600 });
         await store.report(held.id, 'banned', { target: 'example.com' });
-        await store.report(held.id, 'rate_limited', { target: 'example.com', retryAfterSeconds: 50 });
-        clock.advanceSeconds(59);
+        await store.report(held.id, 'rate_limited', { target: 'example.com', retryAfterSeconds: 70 });
+        clock.advanceSeconds(60);
+        // The ban has ended, the rate limit has not.
+        expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
+          reason: 'all_cooling_down',
+          retryAfterMs: 10_000,
+        });
+        clock.advanceSeconds(9);
         expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
           reason: 'all_cooling_down',
         });
