@@ -173,6 +173,8 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         target: outcome.target ?? null,
         cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
         ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
+        // The target was not recorded: every cooldown at the book's cap still runs.
+        ...(outcome.capped === true ? { capped: true } : {}),
       });
     })
     .all(methodNotAllowed('POST'));

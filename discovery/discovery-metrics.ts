@@ -27,9 +27,14 @@ export class DiscoveryMetrics {
           throw err;
         },
       );
-      // The next scrape reads again.
-      setImmediate(() => (scrape = undefined));
-      return scrape;
+      // Shared by the gauges of one scrape (they collect at once); the next scrape reads again.
+      const current = scrape;
+      current
+        .finally(() => {
+          if (scrape === current) scrape = undefined;
+        })
+        .catch(() => undefined);
+      return current;
     };
     new Gauge({
       name: 'proxy_operator_lease_store_up',

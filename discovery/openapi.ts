@@ -497,6 +497,14 @@ export const openApiDocument: OpenApiDocument = {
               'unreachable only: true when the proxy is held out as suspect (now or already); false when the report ' +
               'was not believed (a probe passed within --suspicion-holdoff).',
           },
+          capped: {
+            type: 'boolean',
+            enum: [true],
+            description:
+              'banned/rate_limited only, present when true: this target was not recorded (no cooldown started) ' +
+              'because the book is at its cap of (proxy, target) entries and every one of them still cools down: ' +
+              "eviction never lifts a running cooldown. The report still counts in the proxy's statistics.",
+          },
         },
       },
     },
