@@ -13,9 +13,9 @@ import { failures, OutcomeWindow } from './outcome-window.js';
 export const MAX_TARGETS_PER_PROXY = 1000;
 /**
  * (proxy, target) entries remembered across all proxies: ~1 KiB each, so a client filling the
- * cap costs ~20 MiB of the Deployment's 160 MiB heap (test/discovery/memory-caps.unit.test.ts).
+ * cap costs ~12 MiB of the Deployment's 160 MiB heap (test/discovery/memory-caps.unit.test.ts).
  */
-export const MAX_TARGET_ENTRIES = 20_000;
+export const MAX_TARGET_ENTRIES = 10_000;
 
 /** An entry's place in a heap ordered by its cooldown's end. */
 interface EndNode extends HeapEntry {
