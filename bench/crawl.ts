@@ -5,6 +5,7 @@
 //   npm run bench:crawl                                   # 10,000 pages, 100 proxies; then 20 proxies rate-limited
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
+//          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //
@@ -171,10 +172,11 @@ async function scenario(
   proxies: number,
   faults: FaultPlan,
   rateLimitPerSecond: number | undefined,
-): Promise<{ operator: Row; list: Row }> {
-  const namespace = `crawl-${label}`;
+  repeat: number,
+): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
-  const run = async (withOperator: boolean, first: string): Promise<Row> => {
+  const run = async (withOperator: boolean, first: string, round: number): Promise<Row> => {
+    const namespace = `crawl-${label}-${round}`;
     const fleet = await startFleet(proxies, first);
     const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
     try {
@@ -226,12 +228,35 @@ async function scenario(
       await site.close();
     }
   };
-  const operator = await run(true, label === 'churn' ? '127.0.8.1' : '127.0.9.1');
-  const list = await run(false, label === 'churn' ? '127.0.10.1' : '127.0.11.1');
-  return { operator, list };
+  // Rounds alternate which side goes first, so a machine that gets busier or quieter during
+  // the run does not favour one side; pages/s is compared by the median of the rounds.
+  const operators: Row[] = [];
+  const lists: Row[] = [];
+  for (let round = 0; round < repeat; round++) {
+    const base = label === 'churn' ? 8 : 40;
+    const operatorRun = () => run(true, `127.0.${base + 2 * round}.1`, round);
+    const listRun = () => run(false, `127.0.${base + 2 * round + 1}.1`, round);
+    if (round % 2 === 0) {
+      operators.push(await operatorRun());
+      lists.push(await listRun());
+    } else {
+      lists.push(await listRun());
+      operators.push(await operatorRun());
+    }
+  }
+  return { operator: operators[0], list: lists[0], operators, lists };
 }
 
-function table(title: string, { operator, list }: { operator: Row; list: Row }): string {
+interface Rounds {
+  operator: Row;
+  list: Row;
+  operators: Row[];
+  lists: Row[];
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function table(title: string, { operator, list, operators, lists }: Rounds): string {
   const o = operator.figures;
   const l = list.figures;
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -260,13 +285,16 @@ function table(title: string, { operator, list }: { operator: Row; list: Row }):
     ['operator CPU seconds during the crawl', (operator.cpuSeconds ?? 0).toFixed(2), 'n/a'],
     ['operator peak RSS', `${(operator.peakRssMiB ?? 0).toFixed(0)} MiB`, 'n/a'],
   ];
-  const ratio = o.pagesPerSecond / l.pagesPerSecond;
+  const opRates = operators.map((r) => r.figures.pagesPerSecond);
+  const listRates = lists.map((r) => r.figures.pagesPerSecond);
+  const ratio = median(opRates) / median(listRates);
   const width = Math.max(...rows.map((r) => r[0].length));
   return [
     `${title}`,
     `  ${'figure'.padEnd(width)} | operator | Crawlee proxyUrls (baseline)`,
     ...rows.map(([name, a, b]) => `  ${name.padEnd(width)} | ${a} | ${b}`),
-    `  pages/s ratio operator / baseline: ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
+    `  pages/s per round: operator ${opRates.map((r) => r.toFixed(1)).join(', ')}; baseline ${listRates.map((r) => r.toFixed(1)).join(', ')}`,
+    `  pages/s ratio operator / baseline (medians): ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
     `  integration: ${JSON.stringify(o.integration)}`,
     `  targets: fetched >= 99.9 % ${o.fetched / o.pages >= 0.999 ? 'met' : 'NOT met'}; banned-late 0 ${o.bannedLate === 0 ? 'met' : 'NOT met'}; ` +
       `dead after report <= in flight ${o.attemptsAfterReport.every((a, i) => a <= o.inFlightAtReport[i]) ? 'met' : 'NOT met'}; ` +
@@ -289,6 +317,7 @@ async function main(): Promise<void> {
   const rateProxies = flag('rate-proxies', 20);
   const churnRateLimit = flag('churn-rate-limit', 50);
   const rateLimit = flag('rate-limit', 3);
+  const repeat = Math.max(1, Math.round(flag('repeat', 1)));
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -306,14 +335,14 @@ async function main(): Promise<void> {
     console.log(
       `scenario 1: ${pages} pages, ${proxies} proxies, ${faults.banned.length} banned, ${faults.dying.length} die at 30 %, site rate limit ${churnRateLimit}/s per source`,
     );
-    const churn = await scenario('churn', kc, op, target, pages, proxies, faults, churnRateLimit);
+    const churn = await scenario('churn', kc, op, target, pages, proxies, faults, churnRateLimit, repeat);
     const out = [table(`scenario 1 (load average now ${load()})`, churn)];
     if (ratePages > 0) {
       console.log(
         `scenario 2: ${ratePages} pages, ${rateProxies} proxies, site rate limit ${rateLimit}/s per source, no other faults`,
       );
       const none: FaultPlan = { banned: [], dying: [], dieAtFraction: 1 };
-      const rated = await scenario('rate', kc, op, target, ratePages, rateProxies, none, rateLimit);
+      const rated = await scenario('rate', kc, op, target, ratePages, rateProxies, none, rateLimit, repeat);
       out.push(table(`scenario 2 (load average now ${load()})`, rated));
     }
     console.log(`\n${out.join('\n\n')}\nload average after: ${load()}`);

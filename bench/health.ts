@@ -213,6 +213,10 @@ async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<Ph
     steadyWrites: () => steadyWrites,
     lateness: () => engine.stats().latenessMillis,
   });
+  const tls = undici.tlsStats();
+  console.log(
+    `  [engine] TLS handshakes=${tls.handshakes} resumed=${tls.resumed} (${((tls.resumed / Math.max(1, tls.handshakes)) * 100).toFixed(1)}%) fallbacks=${tls.fallbacks}`,
+  );
   await engine.stop();
   return result;
 }

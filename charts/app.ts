@@ -1,8 +1,11 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, YamlOutputType } from 'cdk8s';
 import { stringify } from 'yaml';
 import { CrdChart } from './crd-chart.js';
+import { ruleGroupsSpec } from './monitoring/alert-rules.js';
+import { grafanaDashboard } from './monitoring/grafana-dashboard.js';
+import { MonitoringChart } from './monitoring/monitoring-chart.js';
 import { NetworkPolicyChart } from './network-policy-chart.js';
 import { OperatorChart } from './operator-chart.js';
 import { REDIS_SAMPLE_URL } from './names.js';
@@ -23,10 +26,23 @@ export const SAMPLES_CHART = 'samples';
 export const OPERATOR_REDIS_CHART = 'operator-redis';
 export const REDIS_SAMPLE_CHART = 'redis-sample';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
+/**
+ * dist/monitoring/: what needs a Prometheus (Operator) and Grafana, apart from the deployed
+ * charts so `kubectl apply -k dist/` never meets a kind the cluster lacks.
+ */
+export const MONITORING_DIR = 'monitoring';
+/** The PrometheusRule, ServiceMonitor and dashboard ConfigMap (needs the Prometheus Operator's CRDs). */
+export const MONITORING_CHART = 'prometheus-operator';
+/** The same alerts as a plain Prometheus rules file (rule_files:, promtool). */
+export const RULES_FILE = 'prometheus-rules.yaml';
+/** The dashboard for Grafana's "Import dashboard". */
+export const DASHBOARD_FILE = 'grafana-dashboard.json';
 
 export interface AppOptions {
   /** The operator image; `npm run synth` takes it from $IMAGE. */
   image?: string;
+  /** Where the alerts' runbook_url points (docs/runbooks.md); `npm run synth` takes it from $RUNBOOK_BASE_URL. */
+  runbookBaseURL?: string;
 }
 
 /** Every chart of the deployment. */
@@ -58,8 +74,27 @@ export function kustomizationYaml(): string {
   });
 }
 
+/** The monitoring chart, in its own app: it is written to <outdir>/monitoring/. */
+export function buildMonitoringApp(outdir: string, options: AppOptions = {}): App {
+  const app = new App({
+    outdir,
+    outputFileExtension: CHART_FILE_EXTENSION,
+    yamlOutputType: YamlOutputType.FILE_PER_CHART,
+  });
+  new MonitoringChart(app, MONITORING_CHART, { runbookBaseURL: options.runbookBaseURL });
+  return app;
+}
+
 /** Writes every chart and the kustomization into `outdir`: what `npm run synth` does. */
 export function synthesize(outdir: string, options: AppOptions = {}): void {
   buildApp(outdir, options).synth();
   writeFileSync(join(outdir, KUSTOMIZATION_FILE), kustomizationYaml());
+  const monitoring = join(outdir, MONITORING_DIR);
+  mkdirSync(monitoring, { recursive: true });
+  buildMonitoringApp(monitoring, options).synth();
+  writeFileSync(
+    join(monitoring, RULES_FILE),
+    stringify({ groups: ruleGroupsSpec(options.runbookBaseURL) }, { lineWidth: 0 }),
+  );
+  writeFileSync(join(monitoring, DASHBOARD_FILE), `${JSON.stringify(grafanaDashboard(), null, 2)}\n`);
 }

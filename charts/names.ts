@@ -46,3 +46,5 @@ export const REDIS_SAMPLE_NAME = 'proxy-operator-redis';
 export const REDIS_PORT = 6379;
 export const REDIS_SAMPLE_URL = `redis://${REDIS_SAMPLE_NAME}.${OPERATOR_NAMESPACE}.svc:${REDIS_PORT}`;
 export const REDIS_IMAGE = 'redis:7.2';
+/** Tells the metrics Service from the discovery one (both select the operator's Pods): the ServiceMonitor selects it. */
+export const METRICS_COMPONENT_LABELS = { 'app.kubernetes.io/component': 'metrics' } as const;

@@ -8,6 +8,7 @@ import {
   DISCOVERY_SERVICE_NAME,
   DISCOVERY_TOKEN_SECRET_KEY,
   DISCOVERY_TOKEN_SECRET_NAME,
+  METRICS_COMPONENT_LABELS,
   METRICS_PORT,
   METRICS_SERVICE_NAME,
   OPERATOR_NAME,
@@ -141,9 +142,15 @@ export class OperatorChart extends Chart {
 
     const image = props.image ?? DEFAULT_IMAGE;
     const store = props.leaseStore ?? { kind: 'memory' };
-    const service = (name: string, port: number, portName: string, selector: Record<string, string>) => {
+    const service = (
+      name: string,
+      port: number,
+      portName: string,
+      selector: Record<string, string>,
+      labels: Record<string, string> = {},
+    ) => {
       const svc = new kplus.Service(this, name, {
-        metadata: metadata(name),
+        metadata: { ...metadata(name), labels },
         ports: [{ name: portName, port, targetPort: port }],
       });
       for (const [key, value] of Object.entries(selector)) svc.selectLabel(key, value);
@@ -213,7 +220,7 @@ export class OperatorChart extends Chart {
       void discovery;
       service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery', DISCOVERY_LABELS);
     }
-    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics', APP_LABELS);
+    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics', APP_LABELS, { ...METRICS_COMPONENT_LABELS });
   }
 
   private deployment(spec: DeploymentSpec): kplus.Deployment {

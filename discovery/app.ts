@@ -8,6 +8,7 @@ import { StoreUnavailableError } from './store-unavailable.js';
 import { bearerAuth } from './bearer-auth.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
+import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
 import type { Lease, LeaseStore, NoLeaseReason } from './lease-store.js';
 import { openApiDocument } from './openapi.js';
@@ -41,6 +42,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const { catalog, leases, logger } = options;
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
+  const cooldowns = new TargetCooldownMetrics(options.registry);
   const serializer = new ProxyListSerializer();
   const token = options.token?.trim() ?? '';
   const app = express();
@@ -155,6 +157,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         );
       }
       if (outcome.cooldownUntil !== undefined) {
+        cooldowns.countCooldown(outcome.target);
         logger.info(
           {
             leaseID: outcome.lease.id,

@@ -46,6 +46,11 @@ export class HealthRunner {
 
   @daemon()
   async run(ctx: OperatorContext): Promise<void> {
+    // A new term starts clean: verdicts of an earlier term predate whatever changed while
+    // another replica led (a proxy that died would be written Ready again). Synchronous,
+    // before the first await, so before the new term's resync reconciles anything.
+    this.board.clear();
+    this.invalid.clear();
     const unsubscribe = this.engine.onTransition((key, verdict) => {
       const target = this.targets.get(key);
       if (!target) return;

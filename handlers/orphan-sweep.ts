@@ -59,6 +59,9 @@ export class OrphanSweep {
     for (const [name, provider] of this.providers.entries()) {
       if (ctx.signal.aborted) break;
       try {
+        // A series from the first sweep on: increase() cannot see a counter's first value, so
+        // the ProxyOrphansSwept alert would miss a process's first deletions without the 0.
+        this.deleted.inc({ provider: name }, 0);
         // Cloud first, Proxies second: a Proxy created in between is then seen as live.
         const instances = await provider.listByTag(scope.owner, ctx.signal);
         const live = wantedBy(ctx.cache.list<Proxy>(PROXY_KIND));

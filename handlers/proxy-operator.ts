@@ -13,6 +13,7 @@ import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
 import { PROXY_KIND } from './kinds.js';
 import { registerProxyGauge } from './proxy-gauge.js';
+import { registerPoolGauges } from './pool-gauges.js';
 import type { HandlerSettings } from './settings.js';
 import {
   HANDLER_SETTINGS,
@@ -75,5 +76,6 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     cacheKinds: [PROXY_KIND],
   });
   registerProxyGauge(options.registry, () => operator.cache);
+  registerPoolGauges(options.registry, () => operator.cache);
   return operator;
 }

@@ -28,4 +28,9 @@ export class VerdictBoard {
   delete(key: string): void {
     this.verdicts.delete(key);
   }
+
+  /** Forgets every verdict: a new leadership term must not act on what an earlier one saw. */
+  clear(): void {
+    this.verdicts.clear();
+  }
 }

@@ -25,6 +25,14 @@ function chain(err: unknown): ErrorLike[] {
 
 const TUNNEL_STATUS = /Proxy response \((\d{3})\) !== 200/;
 
+/** The status the proxy answered CONNECT with, when that is why the probe failed. */
+export function tunnelStatusOf(err: unknown): number | undefined {
+  const match = chain(err)
+    .map((e) => TUNNEL_STATUS.exec(e.message ?? ''))
+    .find(Boolean);
+  return match ? Number(match[1]) : undefined;
+}
+
 /**
  * Maps whatever undici threw to a condition reason. `timedOut` is decided by the caller
  * (its deadline signal fired), because an abort surfaces as a generic AbortError/TimeoutError.

@@ -21,10 +21,18 @@ export class DueQueue {
   private armedFor = Infinity;
   private running = false;
 
+  /**
+   * @param batchMillis keys due within this long after the one the timer fired for are handed
+   *   out with it (early, with their planned time): a few probes started together share the
+   *   event loop's turns, where one at a time each pays them alone.
+   */
   constructor(
     private readonly clock: Clock,
     private readonly onDue: (key: string, plannedAt: number) => void,
-  ) {}
+    private readonly batchMillis = 0,
+  ) {
+    if (!(batchMillis >= 0)) throw new RangeError(`batchMillis must be >= 0, got ${batchMillis}`);
+  }
 
   get size(): number {
     return this.live.size;
@@ -93,9 +101,9 @@ export class DueQueue {
   private fire(): void {
     this.cancelTimer = undefined;
     this.armedFor = Infinity;
-    const now = this.clock.now();
+    const horizon = this.clock.now() + this.batchMillis;
     let top = this.heap.peek();
-    while (this.running && top && (top.dueAt <= now || !this.isLive(top))) {
+    while (this.running && top && (top.dueAt <= horizon || !this.isLive(top))) {
       this.heap.pop();
       if (this.isLive(top)) {
         this.live.delete(top.key);

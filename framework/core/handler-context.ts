@@ -22,6 +22,8 @@ export interface ContextDeps {
   cache: CacheReader;
   logger: Logger;
   component: string;
+  /** Called after every status write that reached the API server (a metric). */
+  onStatusWrite?: () => void;
   /** Hands the object of `key` to the controller's work queue. */
   requeue: (key: string, options: RequeueOptions) => void;
 }
@@ -50,7 +52,7 @@ export function handlerContext<T extends KubeObject>(
     object: copy,
     cause,
     logger,
-    status: new ObjectStatusWriter(deps.client, deps.kind, copy, signal),
+    status: new ObjectStatusWriter(deps.client, deps.kind, copy, signal, deps.onStatusWrite),
     events: new ObjectEventRecorder(deps.client, copy, deps.component, logger, signal),
     cache: deps.cache,
     patchMetadata: (patch: MetadataPatch) =>

@@ -10,6 +10,7 @@ export class FrameworkMetrics {
   readonly leader: Gauge;
   readonly leaderElectionErrors: Counter<'reason'>;
   readonly trackedObjects: Gauge<'kind'>;
+  readonly statusWrites: Counter<'kind'>;
   private readonly trackedSources = new Map<string, () => number>();
 
   constructor(registry: Registry) {
@@ -43,6 +44,12 @@ export class FrameworkMetrics {
       name: 'operator_framework_watch_restarts_total',
       help: 'Watch restarts by kind and reason (gone, error, watchdog).',
       labelNames: ['kind', 'reason'],
+      registers,
+    });
+    this.statusWrites = new Counter({
+      name: 'operator_framework_status_writes_total',
+      help: 'Status subresource writes sent by handlers, by kind (patches that would change nothing are skipped, not counted).',
+      labelNames: ['kind'],
       registers,
     });
     const sources = this.trackedSources;

@@ -223,6 +223,7 @@ export class Operator {
         cache: this.informerCache,
         logger: this.logger,
         component: this.opts.component ?? 'operator',
+        onStatusWrite: () => this.metrics.statusWrites.inc({ kind: kind.kind }),
       },
       metrics: this.metrics,
       logger: this.logger,
@@ -233,6 +234,8 @@ export class Operator {
     });
     this.dispatchers.set(id, dispatcher);
     this.metrics.track(kind.kind, () => dispatcher.tracked);
+    // Zero from the start, so rate() over status writes works before the first one.
+    this.metrics.statusWrites.inc({ kind: kind.kind }, 0);
     this.listen(kind, (key, obj) => dispatcher.changed(key, obj));
     for (const w of metadata.watches) this.addWatch(w, dispatcher);
   }

@@ -34,6 +34,7 @@ export class ObjectStatusWriter implements StatusWriter {
     private readonly kind: KindRef,
     private readonly object: KubeObject & { status?: Record<string, unknown> },
     private readonly signal: AbortSignal,
+    private readonly onWrite: () => void = () => {},
   ) {}
 
   async patch(partialStatus: Record<string, unknown>): Promise<boolean> {
@@ -48,6 +49,7 @@ export class ObjectStatusWriter implements StatusWriter {
         signal: AbortSignal.any([this.signal, AbortSignal.timeout(30_000)]),
       },
     );
+    this.onWrite();
     // Later patches in the same handler compare against what the server now holds.
     this.object.status = updated.status;
     return true;

@@ -3,6 +3,7 @@
 // and refuses, with 403, the addresses it is told to.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { linksOf } from '../../bench/crawl-site.js';
 
 export interface SiteHit {
   path: string;
@@ -22,11 +23,6 @@ export interface LinkedSite {
   /** From now on, answer 403 to requests from this address. */
   refuse(address: string): void;
   close(): Promise<void>;
-}
-
-/** Page i links to i+1 (so every page is reachable from page 0) and to two pseudo-random others. */
-export function linksOf(i: number, count: number): number[] {
-  return [...new Set([(i + 1) % count, (i * 7 + 3) % count, (i * 13 + 5) % count])].filter((j) => j !== i);
 }
 
 export async function startLinkedSite(options: { pages: number; hostname: string }): Promise<LinkedSite> {

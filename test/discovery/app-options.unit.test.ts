@@ -41,6 +41,7 @@ describe('createDiscoveryApp configuration', () => {
       'proxy_operator_sessions_active',
       'proxy_operator_suspect_proxies',
       'proxy_operator_suspicions_total',
+      'proxy_operator_target_cooldowns_total',
     ]);
   });
 });

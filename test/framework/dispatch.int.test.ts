@@ -152,6 +152,8 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
     );
     expect(metrics).toContain('operator_framework_reconcile_duration_seconds_bucket');
     expect(metrics).toContain('operator_framework_queue_depth');
+    // Handlers above patched status (observedGeneration): each write that reached the server counts.
+    expect(metrics).toMatch(/operator_framework_status_writes_total\{kind="Widget"\} [1-9]\d*/);
   });
 });
 

@@ -137,6 +137,20 @@ describe('the orphan sweep', () => {
     expect(left).toContain(wanted);
   });
 
+  it('a sweep that deletes nothing still shows proxy_operator_orphans_deleted_total at 0 (so increase() sees the first deletion)', async () => {
+    const empty = new MockProvider('empty', { provisioningSeconds: 0 }, quiet);
+    const registry = new Registry();
+    const sweep = new OrphanSweep(
+      new ProviderSet(new Map([['empty', empty]])),
+      DEFAULT_HANDLER_SETTINGS,
+      registry,
+    );
+    expect(await sweep.sweepOnce(sweepContext())).toBe(0);
+    const counted = await registry.getSingleMetric('proxy_operator_orphans_deleted_total')!.get();
+    expect(counted.values).toEqual([expect.objectContaining({ labels: { provider: 'empty' }, value: 0 })]);
+    await empty.close();
+  });
+
   it('stops within a second when leadership is lost while a sweep waits on an unresponsive cloud', async () => {
     const hung = new MockProvider('hung', { provisioningSeconds: 0 }, quiet);
     hung.injectFault('listByTag', 'hang');

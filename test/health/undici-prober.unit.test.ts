@@ -114,6 +114,19 @@ describe('UndiciProber sends the probe through the proxy', () => {
     await waitFor(() => hole.openSockets === 0, 'the timed-out connection to close');
   });
 
+  it.each(['http', 'https'] as const)(
+    'completed %s probes (any status) leave no connection open behind them',
+    async (scheme) => {
+      const p = await proxy('healthy');
+      for (const status of [204, 503]) {
+        (scheme === 'http' ? httpTarget : httpsTarget).status = status;
+        for (let i = 0; i < 3; i++) await prober.probe(target(p.port, scheme), new AbortController().signal);
+      }
+      expect(p.requestCount + p.connectCount).toBe(6);
+      await waitFor(() => p.openSockets === 0, 'the probes’ connections to close');
+    },
+  );
+
   it('an http probe is forwarded as an absolute-URI request, not tunnelled', async () => {
     const p = await proxy('healthy');
     expect(await prober.probe(target(p.port, 'http'), new AbortController().signal)).toMatchObject({

@@ -1,0 +1,60 @@
+import { Registry } from 'prom-client';
+import {
+  MAX_TARGET_SERIES,
+  NO_TARGET,
+  OTHER_TARGETS,
+  TARGET_COOLDOWNS_METRIC,
+  TargetCooldownMetrics,
+} from '../../discovery/target-cooldown-metrics.js';
+import { startHarness } from './api-harness.js';
+import { proxy } from './fixtures.js';
+
+async function series(registry: Registry): Promise<Record<string, number>> {
+  const metric = await registry.getSingleMetric(TARGET_COOLDOWNS_METRIC)!.get();
+  return Object.fromEntries(metric.values.map((v) => [String(v.labels.target), v.value]));
+}
+
+describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', () => {
+  it.each<[string, Array<string | undefined>, Record<string, number>]>([
+    [
+      'a named target gets its own series',
+      ['a.example', 'a.example', 'b.example'],
+      { 'a.example': 2, 'b.example': 1 },
+    ],
+    ['no target is the global pool', [undefined, undefined], { [NO_TARGET]: 2 }],
+  ])('%s', async (_what, targets, expected) => {
+    const registry = new Registry();
+    const metrics = new TargetCooldownMetrics(registry);
+    for (const t of targets) metrics.countCooldown(t);
+    expect(await series(registry)).toEqual(expected);
+  });
+
+  it(`past ${MAX_TARGET_SERIES} targets, new ones share "${OTHER_TARGETS}"; the first ones keep theirs`, async () => {
+    const registry = new Registry();
+    const metrics = new TargetCooldownMetrics(registry);
+    for (let i = 0; i < MAX_TARGET_SERIES + 10; i++) metrics.countCooldown(`site-${i}.example`);
+    metrics.countCooldown('site-0.example');
+    const seen = await series(registry);
+    expect(Object.keys(seen)).toHaveLength(MAX_TARGET_SERIES + 1);
+    expect(seen[OTHER_TARGETS]).toBe(10);
+    expect(seen['site-0.example']).toBe(2);
+  });
+
+  it('counts the cooldowns reports start through the API, not ok reports', async () => {
+    const h = await startHarness({ proxies: [proxy('ns/a', { ip: '10.0.0.1', maxLeases: 5 })] });
+    try {
+      const lease = (await h.call('POST', '/v1/leases', { body: { ttlSeconds: 60 } })).body as {
+        leaseID: string;
+      };
+      const report = (result: string, target?: string) =>
+        h.call('POST', `/v1/leases/${lease.leaseID}/report`, { body: { result, target } });
+      expect((await report('banned', 'shop.example')).status).toBe(200);
+      expect((await report('rate_limited', 'shop.example')).status).toBe(200);
+      expect((await report('ok', 'news.example')).status).toBe(200);
+      expect((await report('banned')).status).toBe(200);
+      expect(await series(h.registry)).toEqual({ 'shop.example': 2, [NO_TARGET]: 1 });
+    } finally {
+      await h.stop();
+    }
+  });
+});
