@@ -4,7 +4,7 @@ import type { ProxyRecord } from '../discovery/catalog.js';
 export type ServeCommand =
   | { serve: 'node-hello' }
   | { serve: 'express-hello' }
-  | { serve: 'discovery'; proxies: number; sessions: number; token: string };
+  | { serve: 'discovery'; proxies: number; sessions: number; token: string; redisUrl?: string };
 
 export type ServerReply =
   { ready: true; port: number; sessionsBound?: number } | { cpuMicros: number } | { error: string };

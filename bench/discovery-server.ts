@@ -2,7 +2,8 @@
 // bench/discovery.ts) so that the load generator never shares its event loop. Each command
 // starts one more server, all kept until `stop`: a bare node:http hello world, an express
 // hello world (POST with a JSON body, the discovery server's own framework and server
-// wrapper), or the discovery API over a fleet of N proxies with S sessions bound. Only the
+// wrapper), or the discovery API over a fleet of N proxies with S sessions bound, its book in
+// memory or in the bench's redis-server. Only the
 // server under load does work at any moment.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +12,10 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../discovery/app.js';
 import { IndexedCatalog } from '../discovery/indexed-catalog.js';
+import type { LeaseStore } from '../discovery/lease-store.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import { connectRedis, whenReady } from '../discovery/redis-connection.js';
+import { RedisLeaseStore } from '../discovery/redis-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import { fleet, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 
@@ -41,7 +45,14 @@ async function serve(command: ServeCommand): Promise<ServerReply> {
     case 'discovery': {
       const catalog = new IndexedCatalog();
       catalog.replaceAll(fleet(command.proxies));
-      const leases = new MemoryLeaseStore({ catalog, logger });
+      let leases: LeaseStore;
+      if (command.redisUrl === undefined) {
+        leases = new MemoryLeaseStore({ catalog, logger });
+      } else {
+        const redis = connectRedis({ url: command.redisUrl, logger, timeoutMs: 5000 });
+        await whenReady(redis);
+        leases = new RedisLeaseStore({ redis, catalog, logger, keyPrefix: `bench-http-${command.proxies}` });
+      }
       await leases.start();
       const sessionsBound = await bindSessions(leases, command.sessions);
       const app = createDiscoveryApp({
@@ -67,7 +78,7 @@ async function serve(command: ServeCommand): Promise<ServerReply> {
  * their leases (so least-loaded selection spreads them), then releases every lease. The
  * bindings stay (sessions live 30 minutes idle).
  */
-async function bindSessions(leases: MemoryLeaseStore, count: number): Promise<number> {
+async function bindSessions(leases: LeaseStore, count: number): Promise<number> {
   const held: string[] = [];
   for (let i = 0; i < count; i++) {
     const result = await leases.acquire({ selector: {}, ttlSeconds: 600, session: `session-${i}` });

@@ -15,6 +15,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Pool } from 'undici';
 import { GEOS, type ServeCommand, type ServerReply } from './discovery-fleet.js';
+import { startRedis } from './redis-process.js';
 
 const ROUNDS = positiveNumber('BENCH_ROUNDS', 10);
 const SLICE_SECONDS = positiveNumber('BENCH_SLICE_SECONDS', 1);
@@ -210,6 +211,21 @@ async function main(): Promise<void> {
     token: TOKEN,
   });
   console.log(`${withSessions.sessionsBound} bound`);
+  const redisServer = await startRedis();
+  const redisSmall = await server.serve({
+    serve: 'discovery',
+    proxies: SMALL,
+    sessions: 0,
+    token: TOKEN,
+    redisUrl: redisServer.url,
+  });
+  const redisLarge = await server.serve({
+    serve: 'discovery',
+    proxies: LARGE,
+    sessions: 0,
+    token: TOKEN,
+    redisUrl: redisServer.url,
+  });
 
   let geo = 0;
   let session = 0;
@@ -271,6 +287,17 @@ async function main(): Promise<void> {
       },
     );
   }
+  for (const [fleet, { url }] of [
+    [SMALL, redisSmall],
+    [LARGE, redisLarge],
+  ] as const) {
+    phases.push({
+      name: `${fleet} proxies, Redis store: lease + release (no selector)`,
+      url,
+      requestsPerOp: 2,
+      op: leaseAndRelease(() => ({ ttlSeconds: 60 })),
+    });
+  }
   phases.push({
     name: `${LARGE} proxies, ${SESSIONS} sessions: lease + release in a session`,
     url: withSessions.url,
@@ -303,6 +330,7 @@ async function main(): Promise<void> {
   }
   await Promise.all(pools.map((pool) => pool.close()));
   await server.stop();
+  await redisServer.stop();
 
   report(
     phases.map((phase, i) => {
@@ -376,6 +404,13 @@ function report(results: PhaseResult[]): void {
       '(info)',
       true,
     ],
+    ...[SMALL, LARGE].map((fleet): [string, number, string, boolean] => {
+      const ratio = rate(
+        byName(`${fleet} proxies, Redis store: lease + release`),
+        byName(`${fleet} proxies: lease + release (no selector`),
+      );
+      return [`lease+release at ${fleet}, Redis store vs memory store`, ratio, '>= 0.5', ratio >= 0.5];
+    }),
     [`p99 ms, lease+release at ${SMALL} (${CONCURRENCY} concurrent)`, small.p99, '< 5', small.p99 < 5],
     [`p99 ms, lease+release at ${LARGE} (${CONCURRENCY} concurrent)`, large.p99, '< 5', large.p99 < 5],
     [`p99 ms, express hello (${CONCURRENCY} concurrent), for reference`, expressHello.p99, '(info)', true],

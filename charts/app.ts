@@ -8,6 +8,8 @@ import { grafanaDashboard } from './monitoring/grafana-dashboard.js';
 import { MonitoringChart } from './monitoring/monitoring-chart.js';
 import { NetworkPolicyChart } from './network-policy-chart.js';
 import { OperatorChart } from './operator-chart.js';
+import { REDIS_SAMPLE_URL } from './names.js';
+import { RedisSampleChart } from './redis-sample-chart.js';
 import { SamplesChart } from './samples-chart.js';
 
 /** Each chart is written to <outdir>/<chart id>.yaml: `crds` → dist/crds.yaml. */
@@ -16,6 +18,13 @@ export const CHART_FILE_EXTENSION = '.yaml';
 /** The charts a GitOps tool deploys, in apply order; samples are for trying things out, not deploying. */
 export const DEPLOYED_CHARTS = ['crds', 'operator', 'network-policy'] as const;
 export const SAMPLES_CHART = 'samples';
+/**
+ * The Redis lease store's alternative to the operator chart (apply one or the other): the
+ * controller and a scaled-out discovery Deployment sharing the book in Redis, pointed at the
+ * kind quickstart's Redis (REDIS_SAMPLE_URL; edit --redis-url for another).
+ */
+export const OPERATOR_REDIS_CHART = 'operator-redis';
+export const REDIS_SAMPLE_CHART = 'redis-sample';
 export const KUSTOMIZATION_FILE = 'kustomization.yaml';
 /**
  * dist/monitoring/: what needs a Prometheus (Operator) and Grafana, apart from the deployed
@@ -48,6 +57,11 @@ export function buildApp(outdir: string, options: AppOptions = {}): App {
   new OperatorChart(app, operator, { image: options.image });
   new NetworkPolicyChart(app, networkPolicy);
   new SamplesChart(app, SAMPLES_CHART);
+  new OperatorChart(app, OPERATOR_REDIS_CHART, {
+    image: options.image,
+    leaseStore: { kind: 'redis', url: REDIS_SAMPLE_URL },
+  });
+  new RedisSampleChart(app, REDIS_SAMPLE_CHART);
   return app;
 }
 

@@ -39,5 +39,18 @@ export const APP_LABELS = {
   'app.kubernetes.io/part-of': 'proxy-operator',
 } as const;
 
+/** With the Redis lease store: the discovery API's own Deployment (and its PodDisruptionBudget). */
+export const DISCOVERY_DEPLOYMENT_NAME = 'proxy-operator-discovery';
+/** The Pods of each component (Redis store); the memory store's one Deployment keeps APP_LABELS. */
+export const CONTROLLER_LABELS = { ...APP_LABELS, 'app.kubernetes.io/component': 'controller' } as const;
+export const DISCOVERY_LABELS = { ...APP_LABELS, 'app.kubernetes.io/component': 'discovery' } as const;
+/** The Secret REDIS_PASSWORD comes from (optional: a Redis without a password needs none). */
+export const REDIS_SECRET_NAME = 'proxy-operator-redis';
+export const REDIS_SECRET_PASSWORD_KEY = 'password';
+/** The kind quickstart's Redis (dist/redis-sample.yaml): its Service, in the operator's namespace. */
+export const REDIS_SAMPLE_NAME = 'proxy-operator-redis';
+export const REDIS_PORT = 6379;
+export const REDIS_SAMPLE_URL = `redis://${REDIS_SAMPLE_NAME}.${OPERATOR_NAMESPACE}.svc:${REDIS_PORT}`;
+export const REDIS_IMAGE = 'redis:7.2';
 /** Tells the metrics Service from the discovery one (both select the operator's Pods): the ServiceMonitor selects it. */
 export const METRICS_COMPONENT_LABELS = { 'app.kubernetes.io/component': 'metrics' } as const;

@@ -20,21 +20,54 @@ import {
   PROXIES_NAMESPACE,
   READINESS_PERIOD_SECONDS,
   SERVICE_ACCOUNT_NAME,
+  CONTROLLER_LABELS,
+  DISCOVERY_DEPLOYMENT_NAME,
+  DISCOVERY_LABELS,
+  REDIS_SECRET_NAME,
+  REDIS_SECRET_PASSWORD_KEY,
 } from './names.js';
 import { OperatorRbac } from './operator-rbac.js';
 import { DEFAULT_PROVIDERS, providersYaml, type ProviderConfigEntry } from './providers-config.js';
+
+/**
+ * Where the lease book lives. memory: one Deployment running every component, one replica,
+ * replaced with Recreate (two books never serve at once). redis: the controller and the
+ * discovery API as two Deployments, the discovery API with DISCOVERY_REPLICAS replicas, all
+ * sharing one book in the Redis at `url` (password from the REDIS_SECRET_NAME Secret).
+ */
+export type LeaseStoreChoice = { kind: 'memory' } | { kind: 'redis'; url: string; keyPrefix?: string };
 
 export interface OperatorChartProps {
   /** The operator image built by the repository's Dockerfile. */
   image?: string;
   providers?: readonly ProviderConfigEntry[];
+  leaseStore?: LeaseStoreChoice;
 }
 
-/** Why the Deployment runs one replica; shipped as an annotation so it travels with the object. */
+/** Why the memory-store Deployment runs one replica; shipped as an annotation so it travels with the object. */
 export const REPLICAS_REASON =
   'Leases and cooldowns of the discovery API are kept in memory per replica, so clients of two ' +
-  'replicas would see two lease books. Leader election stays on, so the second replica of a ' +
-  'rolling update never reconciles at the same time.';
+  'replicas would see two lease books. Rollouts use Recreate: the old Pod is gone before the new ' +
+  "one serves, so two books never serve at once (the API is down for the new Pod's start-up). " +
+  'For more replicas and rollouts without a gap, use the Redis lease store (dist/operator-redis.yaml).';
+
+/** Replicas of the discovery Deployment with the Redis store; the PDB keeps one of them up. */
+export const DISCOVERY_REPLICAS = 2;
+/**
+ * The discovery Pods' preStop pause: the Pod leaves the Service's endpoints as soon as it is
+ * told to stop, but kube-proxies and load balancers learn it a few seconds later; serving
+ * meanwhile (SIGTERM comes after the pause) means no client meets a closed port.
+ */
+export const PRE_STOP_SECONDS = 5;
+/**
+ * The readiness rule with the Redis store, shipped as an annotation: a discovery replica
+ * stays Ready while Redis is unreachable, and answers 503 store_unavailable with Retry-After.
+ */
+export const STORE_READINESS_RULE =
+  'Readiness does not follow Redis: every replica shares the one Redis, so taking them out of ' +
+  'the Service when it is unreachable would turn a clear, retryable 503 store_unavailable ' +
+  '(Retry-After: 1) into connection errors, and bring nothing back sooner. /readyz reports the ' +
+  'process and its cache; proxy_operator_lease_store_up and the logs report the store.';
 
 /**
  * The Pod's terminationGracePeriodSeconds. A graceful stop takes at most: the handlers' drain
@@ -108,49 +141,123 @@ export class OperatorChart extends Chart {
       data: { [PROVIDERS_CONFIG_KEY]: providersYaml(props.providers ?? DEFAULT_PROVIDERS) },
     });
 
-    this.deployment(props.image ?? DEFAULT_IMAGE, serviceAccount, providers);
-
-    const service = (name: string, port: number, portName: string, labels: Record<string, string> = {}) => {
+    const image = props.image ?? DEFAULT_IMAGE;
+    const store = props.leaseStore ?? { kind: 'memory' };
+    const service = (
+      name: string,
+      port: number,
+      portName: string,
+      selector: Record<string, string>,
+      labels: Record<string, string> = {},
+    ) => {
       const svc = new kplus.Service(this, name, {
         metadata: { ...metadata(name), labels },
         ports: [{ name: portName, port, targetPort: port }],
       });
-      for (const [key, value] of Object.entries(APP_LABELS)) svc.selectLabel(key, value);
+      for (const [key, value] of Object.entries(selector)) svc.selectLabel(key, value);
     };
-    service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery');
-    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics', { ...METRICS_COMPONENT_LABELS });
+    if (store.kind === 'memory') {
+      this.deployment({
+        id: 'deployment',
+        name: OPERATOR_NAME,
+        image,
+        serviceAccount,
+        providers,
+        labels: APP_LABELS,
+        replicas: 1,
+        args: [],
+        annotations: { 'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON },
+        // Never two Pods (two lease books) at once: the old one stops before the new one starts.
+        strategy: kplus.DeploymentStrategy.recreate(),
+      });
+      service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery', APP_LABELS);
+    } else {
+      const storeArgs = [
+        '--lease-store=redis',
+        `--redis-url=${store.url}`,
+        ...(store.keyPrefix === undefined ? [] : [`--redis-key-prefix=${store.keyPrefix}`]),
+      ];
+      this.deployment({
+        id: 'deployment',
+        name: OPERATOR_NAME,
+        image,
+        serviceAccount,
+        providers,
+        labels: CONTROLLER_LABELS,
+        replicas: 1,
+        args: ['--components=controller', ...storeArgs],
+        annotations: {},
+        // Leader election keeps the surge Pod from reconciling until the old one lets go.
+        strategy: kplus.DeploymentStrategy.rollingUpdate({
+          maxSurge: kplus.PercentOrAbsolute.absolute(1),
+          maxUnavailable: kplus.PercentOrAbsolute.absolute(0),
+        }),
+        redis: true,
+      });
+      const discovery = this.deployment({
+        id: 'discovery-deployment',
+        name: DISCOVERY_DEPLOYMENT_NAME,
+        image,
+        serviceAccount,
+        providers,
+        labels: DISCOVERY_LABELS,
+        replicas: DISCOVERY_REPLICAS,
+        args: ['--components=discovery', ...storeArgs],
+        annotations: { 'proxy-operator.crawl.example.com/store-readiness': STORE_READINESS_RULE },
+        strategy: kplus.DeploymentStrategy.rollingUpdate({
+          maxSurge: kplus.PercentOrAbsolute.absolute(1),
+          maxUnavailable: kplus.PercentOrAbsolute.absolute(0),
+        }),
+        redis: true,
+        preStopSeconds: PRE_STOP_SECONDS,
+      });
+      new kplus.k8s.KubePodDisruptionBudget(this, 'discovery-pdb', {
+        metadata: metadata(DISCOVERY_DEPLOYMENT_NAME),
+        spec: {
+          minAvailable: kplus.k8s.IntOrString.fromNumber(1),
+          selector: { matchLabels: { ...DISCOVERY_LABELS } },
+        },
+      });
+      void discovery;
+      service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery', DISCOVERY_LABELS);
+    }
+    service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics', APP_LABELS, { ...METRICS_COMPONENT_LABELS });
   }
 
-  private deployment(image: string, serviceAccount: kplus.ServiceAccount, providers: kplus.ConfigMap): void {
-    const deployment = new kplus.Deployment(this, 'deployment', {
+  private deployment(spec: DeploymentSpec): kplus.Deployment {
+    const { image, serviceAccount, providers } = spec;
+    const deployment = new kplus.Deployment(this, spec.id, {
       metadata: {
-        name: OPERATOR_NAME,
+        name: spec.name,
         namespace: OPERATOR_NAMESPACE,
         annotations: {
-          'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON,
+          ...spec.annotations,
           'proxy-operator.crawl.example.com/plugins': PLUGINS_USAGE,
         },
       },
-      replicas: 1,
-      // One replica: the new Pod starts before the old one stops, and waits for the Lease.
-      strategy: kplus.DeploymentStrategy.rollingUpdate({
-        maxSurge: kplus.PercentOrAbsolute.absolute(1),
-        maxUnavailable: kplus.PercentOrAbsolute.absolute(0),
-      }),
+      replicas: spec.replicas,
+      strategy: spec.strategy,
       // Select by the app labels rather than a generated hash label, so Services are readable.
       select: false,
-      podMetadata: { labels: APP_LABELS },
+      podMetadata: { labels: spec.labels },
       serviceAccount,
       automountServiceAccountToken: true,
       securityContext: { ensureNonRoot: true, user: 1000, group: 1000 },
-      terminationGracePeriod: Duration.seconds(TERMINATION_GRACE_SECONDS),
+      terminationGracePeriod: Duration.seconds(TERMINATION_GRACE_SECONDS + (spec.preStopSeconds ?? 0)),
     });
-    deployment.select(kplus.LabelSelector.of({ labels: APP_LABELS }));
+    deployment.select(kplus.LabelSelector.of({ labels: spec.labels }));
 
-    const tmp = kplus.Volume.fromEmptyDir(this, 'tmp', 'tmp');
-    const plugins = kplus.Volume.fromEmptyDir(this, 'plugins', 'plugins');
-    const config = kplus.Volume.fromConfigMap(this, 'providers-config', providers, { name: 'providers' });
-    const token = kplus.Secret.fromSecretName(this, 'discovery-token', DISCOVERY_TOKEN_SECRET_NAME);
+    const tmp = kplus.Volume.fromEmptyDir(this, `${spec.id}-tmp`, 'tmp');
+    const plugins = kplus.Volume.fromEmptyDir(this, `${spec.id}-plugins`, 'plugins');
+    const config = kplus.Volume.fromConfigMap(this, `${spec.id}-providers-config`, providers, {
+      name: 'providers',
+    });
+    const token = kplus.Secret.fromSecretName(
+      this,
+      `${spec.id}-discovery-token`,
+      DISCOVERY_TOKEN_SECRET_NAME,
+    );
+    const redisSecret = kplus.Secret.fromSecretName(this, `${spec.id}-redis`, REDIS_SECRET_NAME);
     const probe = (path: string) => kplus.Probe.fromHttpGet(path, { port: METRICS_PORT });
 
     deployment.addContainer({
@@ -158,7 +265,7 @@ export class OperatorChart extends Chart {
       image,
       // `kind load docker-image` puts the image on the node; Always would try a registry first.
       imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT,
-      args: [`--providers-config=${PROVIDERS_CONFIG_DIR}/${PROVIDERS_CONFIG_KEY}`],
+      args: [`--providers-config=${PROVIDERS_CONFIG_DIR}/${PROVIDERS_CONFIG_KEY}`, ...spec.args],
       ports: [
         { name: 'metrics', number: METRICS_PORT },
         { name: 'discovery', number: DISCOVERY_PORT },
@@ -172,6 +279,15 @@ export class OperatorChart extends Chart {
           { secret: token, key: DISCOVERY_TOKEN_SECRET_KEY },
           { optional: true },
         ),
+        // From a Secret, never a flag: optional, for a Redis without a password (the sample).
+        ...(spec.redis === true
+          ? {
+              REDIS_PASSWORD: kplus.EnvValue.fromSecretValue(
+                { secret: redisSecret, key: REDIS_SECRET_PASSWORD_KEY },
+                { optional: true },
+              ),
+            }
+          : {}),
         ...Object.fromEntries(
           Object.entries(OPERATOR_RUNTIME_ENV).map(([name, value]) => [
             name,
@@ -196,6 +312,10 @@ export class OperatorChart extends Chart {
           limit: Size.mebibytes(OPERATOR_MEMORY.limitMiB),
         },
       },
+      // The image's own sleep (coreutils): works on every Kubernetes, unlike the kubelet's sleep action.
+      ...(spec.preStopSeconds === undefined
+        ? {}
+        : { lifecycle: { preStop: kplus.Handler.fromCommand(['sleep', String(spec.preStopSeconds)]) } }),
       liveness: probe('/healthz'),
       // Discovery is down from a Pod's start until it is Ready: probe every second, so a new
       // or replacement Pod (a crash, a force-delete, a rollout) serves within a second of
@@ -220,5 +340,22 @@ export class OperatorChart extends Chart {
     ApiObject.of(deployment).addJsonPatch(
       JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'),
     );
+    return deployment;
   }
+}
+
+interface DeploymentSpec {
+  id: string;
+  name: string;
+  image: string;
+  serviceAccount: kplus.ServiceAccount;
+  providers: kplus.ConfigMap;
+  labels: Readonly<Record<string, string>>;
+  replicas: number;
+  args: string[];
+  annotations: Record<string, string>;
+  strategy: kplus.DeploymentStrategy;
+  /** Reads REDIS_PASSWORD from the Redis Secret. */
+  redis?: boolean;
+  preStopSeconds?: number;
 }

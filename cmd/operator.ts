@@ -5,7 +5,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinProviderRegistry } from '../providers/builtin.js';
+import { connectRedis } from '../discovery/redis-connection.js';
+import { handlersFor, needsLeader } from '../handlers/components.js';
+import type { LeaseStoreFactory } from '../handlers/lease-book.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
+import { redisLeaseStore } from '../handlers/redis-lease-book.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
 import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
 import {
@@ -98,34 +102,60 @@ async function main(): Promise<void> {
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
+  const handlerSettings = {
+    ...DEFAULT_HANDLER_SETTINGS,
+    ownerID: clusterName,
+    orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
+    orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
+    healthConcurrency: settings.healthConcurrency,
+    recheckIntervalMillis: settings.recheckIntervalMillis,
+    maxUnavailable: settings.maxUnavailable,
+    probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
+    discovery: {
+      ...settings.discovery,
+      token: settings.discoveryToken,
+      cooldownSeconds: settings.cooldownSeconds,
+      maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
+    },
+  };
+  const store = settings.leaseStore;
+  let leaseStore: LeaseStoreFactory | undefined;
+  if (store.kind === 'redis') {
+    // Connects in the background: a Redis that is down at start-up means 503 store_unavailable
+    // until it is up, not a crash loop.
+    const redis = connectRedis({
+      url: store.url,
+      password: store.password,
+      username: store.username,
+      timeoutMs: store.timeoutMs,
+      logger: logger.child({ component: 'lease-store' }),
+    });
+    leaseStore = redisLeaseStore(handlerSettings.discovery, redis, store.keyPrefix);
+    logger.info(
+      { url: redactedURL(store.url), keyPrefix: store.keyPrefix, tls: store.url.startsWith('rediss:') },
+      'lease store: Redis',
+    );
+  }
+  logger.info({ components: settings.components, leaseStore: store.kind }, 'components');
+  const leader = needsLeader(settings.components);
+
   const operator = createProxyOperator({
     kubeConfig,
     providers,
     logger,
     registry,
-    settings: {
-      ...DEFAULT_HANDLER_SETTINGS,
-      ownerID: clusterName,
-      orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
-      orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
-      healthConcurrency: settings.healthConcurrency,
-      recheckIntervalMillis: settings.recheckIntervalMillis,
-      maxUnavailable: settings.maxUnavailable,
-      probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
-      discovery: {
-        ...settings.discovery,
-        token: settings.discoveryToken,
-        cooldownSeconds: settings.cooldownSeconds,
-        maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
-      },
-    },
-    leaderElection: settings.leaderElect
-      ? {
-          namespace: settings.leaderElectionNamespace,
-          name: settings.leaderElectionID,
-          identity: process.env.POD_NAME ?? hostname(),
-        }
-      : false,
+    handlers: handlersFor(settings.components),
+    ...(leaseStore === undefined ? {} : { leaseStore }),
+    settings: handlerSettings,
+    // A discovery-only process runs nothing leader-only: it campaigns for nothing.
+    leaderElection:
+      settings.leaderElect && leader
+        ? {
+            namespace: settings.leaderElectionNamespace,
+            name: settings.leaderElectionID,
+            identity: process.env.POD_NAME ?? hostname(),
+          }
+        : false,
     probeAddress: settings.metrics,
     namespace: settings.watchNamespace,
   });
@@ -147,6 +177,12 @@ async function main(): Promise<void> {
  * A listening port the process cannot have is fatal at start-up, said with the flag that
  * chose it; any other start-up failure keeps its own message.
  */
+function redactedURL(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
+}
+
 function startFailure(err: unknown, settings: Settings): string {
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
   if (e?.syscall === 'listen' || e?.code === 'EADDRINUSE') {

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { Component } from '../handlers/components.js';
 import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
 
 /** Everything the operator's entry point can be told, from flags or environment. */
@@ -34,7 +35,27 @@ export interface Settings {
   maxUnavailable: MaxUnavailable;
   /** The owner identity on every instance it creates; unset = the kube-system Namespace's UID. */
   clusterName?: string;
+  /** Where leases, sessions and cooldowns live. */
+  leaseStore: LeaseStoreSettings;
+  /** The parts this process runs (`--components`). */
+  components: readonly Component[];
 }
+
+export type LeaseStoreSettings =
+  | { kind: 'memory' }
+  | {
+      kind: 'redis';
+      /** redis:// or rediss:// (TLS); a password in it only from the environment, never a flag. */
+      url: string;
+      /** REDIS_PASSWORD / REDIS_USERNAME (env only: a Secret's keys). */
+      password?: string;
+      username?: string;
+      keyPrefix: string;
+      timeoutMs: number;
+    };
+
+export type { Component };
+export const COMPONENTS: readonly Component[] = ['controller', 'discovery'];
 
 export class SettingsError extends Error {}
 
@@ -181,6 +202,35 @@ const OPTIONS: Option[] = [
     help: 'watch one namespace only (default: all namespaces)',
   },
   {
+    flag: 'lease-store',
+    env: 'LEASE_STORE',
+    default: 'memory',
+    help: 'where leases, sessions and cooldowns live: memory (this process; a restart forgets them; one discovery replica) or redis (one book shared by every replica, kept across restarts; needs --redis-url)',
+  },
+  {
+    flag: 'redis-url',
+    env: 'REDIS_URL',
+    help: 'the Redis of --lease-store=redis: redis://host:port[/db] or rediss://host:port[/db] (TLS). The password goes in REDIS_PASSWORD (env only, from a Secret), never in this flag',
+  },
+  {
+    flag: 'redis-key-prefix',
+    env: 'REDIS_KEY_PREFIX',
+    default: 'proxy-operator',
+    help: "prefix of every key of the lease book (letters, digits, '.', '_', '-'; at most 64): operators sharing one Redis need different ones",
+  },
+  {
+    flag: 'redis-timeout',
+    env: 'REDIS_TIMEOUT_MS',
+    default: '1000',
+    help: 'milliseconds a Redis call may take before the request fails with 503 store_unavailable (and Retry-After)',
+  },
+  {
+    flag: 'components',
+    env: 'COMPONENTS',
+    default: 'controller,discovery',
+    help: 'the parts this process runs, comma-separated: controller (reconciler, orphan sweep, health engine; leader-elected) and discovery (the lease API, on every replica). discovery without controller needs --lease-store=redis',
+  },
+  {
     flag: 'cluster-name',
     env: 'CLUSTER_NAME',
     help: "owner identity labelled on every instance this operator creates; its orphan sweep deletes only instances carrying it. Give every operator sharing a cloud project, account or proxies namespace its own (lower-case letters, digits, '-', '_'; at most 63). Default: the UID of the kube-system Namespace",
@@ -191,7 +241,7 @@ export function usage(): string {
   const lines = [
     'Usage: proxy-operator [flags]',
     '',
-    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token, surrounding whitespace ignored; empty disables auth. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token, surrounding whitespace ignored; empty disables auth. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
     '',
   ];
   for (const o of OPTIONS) {
@@ -239,6 +289,80 @@ function clusterName(flag: string, value: string | undefined): string | undefine
       `--${flag}: "${value}" must be 1-63 lower-case letters, digits, '-' or '_', starting and ending with a letter or digit (it is a label value on every instance)`,
     );
   return value;
+}
+
+/** The lease store flags: a bad combination stops start-up naming the flag. */
+function leaseStore(
+  get: (flag: string) => string | undefined,
+  fromFlag: (flag: string) => boolean,
+  env: NodeJS.ProcessEnv,
+): LeaseStoreSettings {
+  const kind = get('lease-store')!;
+  if (kind !== 'memory' && kind !== 'redis')
+    throw new SettingsError(`--lease-store: "${kind}" must be memory or redis`);
+  const url = get('redis-url');
+  if (kind === 'memory') {
+    if (url !== undefined)
+      throw new SettingsError(
+        '--redis-url: given, but --lease-store is memory; add --lease-store=redis to use it',
+      );
+    return { kind };
+  }
+  if (url === undefined)
+    throw new SettingsError(
+      '--redis-url: required with --lease-store=redis (redis://host:port or rediss://host:port)',
+    );
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new SettingsError(
+      `--redis-url: "${url}" is not a URL (redis://host:port[/db] or rediss://host:port[/db])`,
+    );
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
+    throw new SettingsError(`--redis-url: "${parsed.protocol}" must be redis: or rediss: (TLS)`);
+  if (parsed.hostname === '') throw new SettingsError(`--redis-url: "${url}" names no host`);
+  if (parsed.pathname !== '' && parsed.pathname !== '/' && !/^\/\d+$/.test(parsed.pathname))
+    throw new SettingsError(`--redis-url: path "${parsed.pathname}" must be a database number, e.g. /0`);
+  // A flag value shows in the Pod spec and in ps: the password belongs in a Secret.
+  if (parsed.password !== '' && fromFlag('redis-url'))
+    throw new SettingsError(
+      '--redis-url: holds a password; pass it in REDIS_PASSWORD (env, from a Secret) instead of the flag',
+    );
+  const keyPrefix = get('redis-key-prefix')!;
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(keyPrefix))
+    throw new SettingsError(
+      `--redis-key-prefix: "${keyPrefix}" must be 1-64 letters, digits, '.', '_' or '-'`,
+    );
+  return {
+    kind,
+    url,
+    ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD.trim() } : {}),
+    ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME.trim() } : {}),
+    keyPrefix,
+    timeoutMs: positiveInt('redis-timeout', get('redis-timeout')!, 10),
+  };
+}
+
+function components(flag: string, value: string, store: LeaseStoreSettings): Component[] {
+  const names = value
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  const out: Component[] = [];
+  for (const name of names) {
+    if (!COMPONENTS.includes(name as Component))
+      throw new SettingsError(`--${flag}: "${name}" is not a component (controller, discovery)`);
+    if (!out.includes(name as Component)) out.push(name as Component);
+  }
+  if (out.length === 0)
+    throw new SettingsError(`--${flag}: "${value}" names no component (controller, discovery)`);
+  if (out.includes('discovery') && !out.includes('controller') && store.kind === 'memory')
+    throw new SettingsError(
+      `--${flag}: discovery without controller needs --lease-store=redis (a memory book would not be the health engine's, and each replica would keep its own)`,
+    );
+  return out;
 }
 
 function bool(flag: string, value: string): boolean {
@@ -312,6 +436,9 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   if (!['trace', 'debug', 'info', 'warn', 'error'].includes(level)) {
     throw new SettingsError(`--log-level: "${level}" must be one of trace, debug, info, warn, error`);
   }
+  const fromFlag = (flag: string): boolean =>
+    typeof (parsed.values as Record<string, unknown>)[flag] === 'string';
+  const store = leaseStore(get, fromFlag, env);
   const cooldownSeconds = positiveInt('cooldown', get('cooldown')!);
   const maxCooldownSeconds = positiveInt('max-cooldown', get('max-cooldown')!);
   if (maxCooldownSeconds < cooldownSeconds) {
@@ -355,5 +482,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     watchNamespace: get('watch-namespace'),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
     clusterName: clusterName('cluster-name', get('cluster-name')),
+    leaseStore: store,
+    components: components('components', get('components')!, store),
   };
 }

@@ -17,6 +17,7 @@ export const API_ERROR_CODES = [
   'payload_too_large',
   'unsupported_media_type',
   'headers_too_large',
+  'store_unavailable',
   'internal',
 ] as const;
 

@@ -4,6 +4,7 @@ import express, { type ErrorRequestHandler, type Express, type Request, type Req
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiError, sendError, sendJSON, type ApiErrorCode } from './api-error.js';
+import { StoreUnavailableError } from './store-unavailable.js';
 import { bearerAuth } from './bearer-auth.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
@@ -175,6 +176,8 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         target: outcome.target ?? null,
         cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
         ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
+        // The target was not recorded: every cooldown at the book's cap still runs.
+        ...(outcome.capped === true ? { capped: true } : {}),
       });
     })
     .all(methodNotAllowed('POST'));
@@ -257,6 +260,17 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) return next(err);
     if (err instanceof ApiError) return sendError(res, err.status, err.code, err.message);
+    if (err instanceof StoreUnavailableError) {
+      // Nothing was changed: the client retries the same request (the store logs the outage once).
+      logger.debug({ err: err.message, method: req.method, path: req.path }, 'lease store unavailable');
+      res.setHeader('Retry-After', String(err.retryAfterSeconds));
+      return sendError(
+        res,
+        503,
+        'store_unavailable',
+        `the lease store is unavailable (${err.message}); retry after ${err.retryAfterSeconds} s`,
+      );
+    }
     const status = clientErrorStatus(err);
     if (status !== undefined) {
       // express raises these itself, e.g. a path parameter that is not valid percent-encoding.

@@ -2,6 +2,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { LeaseStore, NoLeaseReason, ReportResult, StoreTotals } from './lease-store.js';
 import { REPORT_RESULTS } from './lease-store.js';
+import { StoreUnavailableError } from './store-unavailable.js';
 
 export type LeaseRequestOutcome = 'granted' | NoLeaseReason;
 const OUTCOMES: readonly LeaseRequestOutcome[] = ['granted', 'no_match', 'all_busy', 'all_cooling_down'];
@@ -14,14 +15,43 @@ export class DiscoveryMetrics {
   private readonly byResult = new Map<ReportResult, { inc(): void }>();
 
   constructor(registry: Registry, leases: LeaseStore) {
-    // Gauges are read from the store at scrape time, so expiries show without bookkeeping here.
+    // One read of the store per scrape, shared by every gauge; a store that cannot be reached
+    // (Redis down) leaves the gauges at their last values and says so in lease_store_up,
+    // instead of failing the whole scrape.
+    let scrape: Promise<StoreTotals | undefined> | undefined;
+    const readTotals = (): Promise<StoreTotals | undefined> => {
+      scrape ??= leases.totals().then(
+        (t) => t,
+        (err: unknown) => {
+          if (err instanceof StoreUnavailableError) return undefined;
+          throw err;
+        },
+      );
+      // Shared by the gauges of one scrape (they collect at once); the next scrape reads again.
+      const current = scrape;
+      current
+        .finally(() => {
+          if (scrape === current) scrape = undefined;
+        })
+        .catch(() => undefined);
+      return current;
+    };
+    new Gauge({
+      name: 'proxy_operator_lease_store_up',
+      help: 'Whether the lease store answered at the last scrape (1) or could not be reached (0: discovery answers 503 store_unavailable).',
+      registers: [registry],
+      async collect() {
+        this.set((await readTotals()) === undefined ? 0 : 1);
+      },
+    });
     const gauge = (name: string, help: string, read: (totals: StoreTotals) => number) =>
       new Gauge({
         name,
         help,
         registers: [registry],
         async collect() {
-          this.set(read(await leases.totals()));
+          const t = await readTotals();
+          if (t !== undefined) this.set(read(t));
         },
       });
     gauge('proxy_operator_leases_active', 'Leases currently held by clients.', (t) => t.activeLeases);
@@ -50,7 +80,8 @@ export class DiscoveryMetrics {
       labelNames: ['outcome'],
       registers: [registry],
       async collect() {
-        const totals = await leases.totals();
+        const totals = await readTotals();
+        if (totals === undefined) return;
         this.inc({ outcome: 'raised' }, Math.max(0, totals.suspicionsRaised - suspicions.raised));
         this.inc({ outcome: 'expired' }, Math.max(0, totals.suspicionsExpired - suspicions.expired));
         suspicions.raised = Math.max(suspicions.raised, totals.suspicionsRaised);
@@ -64,7 +95,8 @@ export class DiscoveryMetrics {
       labelNames: ['kind'],
       registers: [registry],
       async collect() {
-        const totals = await leases.totals();
+        const totals = await readTotals();
+        if (totals === undefined) return;
         this.inc({ kind: 'session' }, Math.max(0, totals.sessionsEvicted - counted.session));
         this.inc({ kind: 'cooldown' }, Math.max(0, totals.cooldownsEvicted - counted.cooldown));
         counted.session = Math.max(counted.session, totals.sessionsEvicted);

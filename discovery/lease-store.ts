@@ -71,6 +71,12 @@ export interface ReportOutcome {
   suspect?: boolean;
   /** unreachable only: whether this report asked the health engine for an out-of-schedule probe. */
   probeRequested?: boolean;
+  /**
+   * banned/rate_limited only: the target was not recorded because the book is at a cap and
+   * every cooldown there still runs (eviction never lifts a running cooldown). The report
+   * still counts in the proxy's statistics.
+   */
+  capped?: true;
 }
 
 /** Report counts by result. */

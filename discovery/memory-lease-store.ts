@@ -129,6 +129,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly suspicion: SuspicionPolicy;
   private readonly probeListeners = new Set<ProbeRequestListener>();
   private suspicionsRaised = 0;
+  /** When the earliest running suspicion times out (Infinity: none). */
+  private nextSuspicionEnd = Number.POSITIVE_INFINITY;
   private suspicionsExpired = 0;
   private timer: NodeJS.Timeout | undefined;
 
@@ -280,6 +282,7 @@ export class MemoryLeaseStore implements LeaseStore {
     if (result === 'unreachable') return { lease, ...target, ...this.suspect(lease, now) };
     const retryAfter = details.retryAfterSeconds === undefined ? undefined : details.retryAfterSeconds * 1000;
     const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter);
+    if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
   }
 
@@ -302,6 +305,7 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     this.suspicionsRaised++;
     this.setHold(lease.proxyID, state);
+    this.nextSuspicionEnd = Math.min(this.nextSuspicionEnd, now + this.suspicion.timeoutMillis);
     for (const listener of [...this.probeListeners]) {
       try {
         listener(lease.proxyID, address);
@@ -465,9 +469,22 @@ export class MemoryLeaseStore implements LeaseStore {
       : { granted: false, reason };
   }
 
-  /** Ends every lease whose deadline has passed; returns the time it used. */
+  /** Ends every lease whose deadline has passed, and suspicions past theirs; returns the time it used. */
   private expireDue(): number {
     const now = this.clock.now();
+    // A suspicion that timed out makes its proxy leasable at once, not at the next sweep.
+    if (now >= this.nextSuspicionEnd) {
+      this.nextSuspicionEnd = Number.POSITIVE_INFINITY;
+      this.sweepHolds(now);
+      for (const state of this.holds.values()) {
+        if (state.suspectSince !== undefined) {
+          this.nextSuspicionEnd = Math.min(
+            this.nextSuspicionEnd,
+            state.suspectSince + this.suspicion.timeoutMillis,
+          );
+        }
+      }
+    }
     for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now;) {
       this.logger.debug({ leaseID: next.lease.id, proxyID: next.lease.proxyID }, 'lease expired');
       this.end(next);

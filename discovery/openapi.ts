@@ -197,6 +197,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'Matching proxies.', content: json(ref('ProxyList')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
         },
       },
     },
@@ -209,6 +210,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'The proxy.', content: json(ref('Proxy')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '404': errorResponse('proxy_not_found: no Proxy with this namespace and name.'),
         },
       },
@@ -232,6 +234,7 @@ export const openApiDocument: OpenApiDocument = {
           '201': leaseResponse('Lease granted.'),
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '409': errorResponse(
             'No lease: error is no_match (no healthy leasable proxy matches), all_busy (all matches are at maxLeases; ' +
               'retry soon) or all_cooling_down (all matches are cooling down for this target; the Retry-After header ' +
@@ -252,6 +255,7 @@ export const openApiDocument: OpenApiDocument = {
           '204': { description: 'Released (or already gone).' },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
         },
       },
     },
@@ -269,6 +273,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': leaseResponse('Renewed.'),
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
@@ -298,6 +303,7 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'Report recorded.', content: json(ref('ReportResponse')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
           '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
@@ -315,6 +321,7 @@ export const openApiDocument: OpenApiDocument = {
           '204': { description: 'Ended (or already unknown).' },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
         },
       },
     },
@@ -355,6 +362,15 @@ export const openApiDocument: OpenApiDocument = {
       UnsupportedMediaType: errorResponse(
         'unsupported_media_type: a charset other than UTF-8, or a compressed body.',
       ),
+      StoreUnavailable: {
+        description:
+          'store_unavailable: the shared lease store (Redis) did not answer in time. Nothing was changed; retry ' +
+          'the same request after Retry-After seconds.',
+        headers: {
+          'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+        },
+        content: json(ref('Error')),
+      },
       HeadersTooLarge: errorResponse(
         `headers_too_large: request line and headers exceed ${maxHeaderSize} bytes. Closes the connection.`,
       ),
@@ -480,6 +496,14 @@ export const openApiDocument: OpenApiDocument = {
             description:
               'unreachable only: true when the proxy is held out as suspect (now or already); false when the report ' +
               'was not believed (a probe passed within --suspicion-holdoff).',
+          },
+          capped: {
+            type: 'boolean',
+            enum: [true],
+            description:
+              'banned/rate_limited only, present when true: this target was not recorded (no cooldown started) ' +
+              'because the book is at its cap of (proxy, target) entries and every one of them still cools down: ' +
+              "eviction never lifts a running cooldown. The report still counts in the proxy's statistics.",
           },
         },
       },

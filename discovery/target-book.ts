@@ -1,16 +1,26 @@
 // What the in-memory store remembers per (proxy, target): the running cooldown, the streak of
 // consecutive bad reports that sets the next cooldown's length, and recent report counts for
 // that target. The target-less "global pool" is a target of its own (key ''). Targets are
-// client-supplied, so memory is capped per proxy and overall; at a cap the least recently
-// reported entry is forgotten.
+// client-supplied, so memory is capped per proxy and overall. At a cap the entry whose
+// cooldown ended longest ago is forgotten (a streak, an ended cooldown), never a running
+// one: when every entry there still runs, the new target is not recorded ('capped').
 import { cooldownKindOf, restMillis, type CooldownRules } from './cooldown-policy.js';
 import type { OutcomeCounts, ReportResult } from './lease-store.js';
+import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { failures, OutcomeWindow } from './outcome-window.js';
 
 /** Distinct targets remembered per proxy. */
 export const MAX_TARGETS_PER_PROXY = 1000;
-/** (proxy, target) entries remembered across all proxies. */
-export const MAX_TARGET_ENTRIES = 100_000;
+/**
+ * (proxy, target) entries remembered across all proxies: ~1 KiB each, so a client filling the
+ * cap costs ~12 MiB of the Deployment's 160 MiB heap (test/discovery/memory-caps.unit.test.ts).
+ */
+export const MAX_TARGET_ENTRIES = 10_000;
+
+/** An entry's place in a heap ordered by its cooldown's end. */
+interface EndNode extends HeapEntry {
+  readonly entry: TargetEntry;
+}
 
 /** One kind of rest (ban or rate limit) for one (proxy, target). */
 interface Rest {
@@ -28,6 +38,8 @@ export interface TargetEntry {
   /** End of the running cooldown, whichever kind (ms since the epoch); 0 = none yet. */
   until: number;
   readonly window: OutcomeWindow;
+  /** Its places in the book-wide and the per-proxy heaps of cooldown ends. */
+  ends?: { all: EndNode; proxy: EndNode };
 }
 
 /** The report results the book keeps per target (unreachable is about the proxy, not a target). */
@@ -48,6 +60,9 @@ export class TargetBook {
   private readonly byProxy = new Map<string, Map<string, TargetEntry>>();
   /** target → proxyID → entry: the proxies with a record for one target. */
   private readonly byTarget = new Map<string, Map<string, TargetEntry>>();
+  /** Every entry by its cooldown's end, earliest first: what a cap may forget. */
+  private readonly ends = new DeadlineHeap<EndNode>();
+  private readonly endsByProxy = new Map<string, DeadlineHeap<EndNode>>();
   private readonly maxTargetsPerProxy: number;
   private readonly maxEntries: number;
   evictions = 0;
@@ -60,7 +75,8 @@ export class TargetBook {
   /**
    * Records a report. banned/rate_limited lengthen their own streak and start (or extend,
    * never shorten) their own cooldown (see CooldownRules); ok resets both streaks and leaves a
-   * running cooldown alone. Returns the cooldown's end when the report started one.
+   * running cooldown alone. Returns the cooldown's end when the report started one, or
+   * 'capped' when a new target could not be recorded (every entry at a cap still runs).
    */
   report(
     proxyID: string,
@@ -68,7 +84,7 @@ export class TargetBook {
     result: TargetReport,
     now: number,
     retryAfterMillis?: number,
-  ): number | undefined {
+  ): number | 'capped' | undefined {
     let entry = this.touch(proxyID, target);
     if (result === 'ok') {
       // An ok for a pair we know nothing bad about needs no memory.
@@ -78,7 +94,8 @@ export class TargetBook {
       entry.window.add(result, now);
       return undefined;
     }
-    entry ??= this.create(proxyID, target);
+    entry ??= this.create(proxyID, target, now);
+    if (entry === undefined) return 'capped';
     const { rules } = this.options;
     const kind = cooldownKindOf(result, rules);
     const rest = kind === 'rate' ? entry.rate : entry.ban;
@@ -92,6 +109,10 @@ export class TargetBook {
       now + restMillis(kind, rest.streak, rules, this.options.random(), retryAfterMillis),
     );
     entry.until = Math.max(entry.ban.until, entry.rate.until);
+    entry.ends!.all.deadline = entry.until;
+    entry.ends!.proxy.deadline = entry.until;
+    this.ends.update(entry.ends!.all);
+    this.endsByProxy.get(proxyID)!.update(entry.ends!.proxy);
     return rest.until;
   }
 
@@ -149,12 +170,19 @@ export class TargetBook {
     return entry;
   }
 
-  private create(proxyID: string, target: string): TargetEntry {
+  /** A new entry, making room at a cap from an ended cooldown; undefined when none has ended. */
+  private create(proxyID: string, target: string, now: number): TargetEntry | undefined {
     let perProxy = this.byProxy.get(proxyID);
     if (perProxy !== undefined && perProxy.size >= this.maxTargetsPerProxy) {
-      this.evict(perProxy.values().next().value!);
+      const earliest = this.endsByProxy.get(proxyID)!.peek()!;
+      if (earliest.deadline > now) return undefined;
+      this.evict(earliest.entry);
     }
-    if (this.entries.size >= this.maxEntries) this.evict(this.entries.values().next().value!);
+    if (this.entries.size >= this.maxEntries) {
+      const earliest = this.ends.peek()!;
+      if (earliest.deadline > now) return undefined;
+      this.evict(earliest.entry);
+    }
     const entry: TargetEntry = {
       proxyID,
       target,
@@ -163,6 +191,15 @@ export class TargetBook {
       until: 0,
       window: new OutcomeWindow(this.options.bucketMillis),
     };
+    const ends = { all: { entry, deadline: 0, heapIndex: -1 }, proxy: { entry, deadline: 0, heapIndex: -1 } };
+    entry.ends = ends;
+    this.ends.push(ends.all);
+    let heap = this.endsByProxy.get(proxyID);
+    if (heap === undefined) {
+      heap = new DeadlineHeap<EndNode>();
+      this.endsByProxy.set(proxyID, heap);
+    }
+    heap.push(ends.proxy);
     this.entries.set(entryKey(proxyID, target), entry);
     perProxy = this.byProxy.get(proxyID);
     if (perProxy === undefined) {
@@ -186,6 +223,12 @@ export class TargetBook {
 
   private forget(entry: TargetEntry): void {
     this.entries.delete(entryKey(entry.proxyID, entry.target));
+    if (entry.ends !== undefined) {
+      this.ends.remove(entry.ends.all);
+      const heap = this.endsByProxy.get(entry.proxyID);
+      heap?.remove(entry.ends.proxy);
+      if (heap?.size === 0) this.endsByProxy.delete(entry.proxyID);
+    }
     const perProxy = this.byProxy.get(entry.proxyID);
     perProxy?.delete(entry.target);
     if (perProxy?.size === 0) this.byProxy.delete(entry.proxyID);

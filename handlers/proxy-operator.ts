@@ -11,6 +11,7 @@ import { createLeaseBook, memoryLeaseStore, type LeaseStoreFactory } from './lea
 import { OrphanSweep } from './orphan-sweep.js';
 import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
+import { PROXY_KIND } from './kinds.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
 import type { HandlerSettings } from './settings.js';
@@ -71,6 +72,8 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     stateAnnotationPrefix: 'crawl.example.com',
     shutdownGraceSeconds: options.shutdownGraceSeconds,
     namespace: options.namespace,
+    // The discovery catalog reads Proxies even in a process without the controller.
+    cacheKinds: [PROXY_KIND],
   });
   registerProxyGauge(options.registry, () => operator.cache);
   registerPoolGauges(options.registry, () => operator.cache);

@@ -49,6 +49,11 @@ export interface OperatorOptions {
   namespace?: string;
   /** Source component named in posted Events (default 'operator'). */
   component?: string;
+  /**
+   * Kinds to list and watch into the cache even when no @controller or @watches names them:
+   * what a process running only @background classes reads (a replica that only serves).
+   */
+  cacheKinds?: KindRef[];
 }
 
 type Listener = (key: string, obj: KubeObject) => void;
@@ -132,6 +137,7 @@ export class Operator {
       if (metadata.background) backgroundClasses.push({ instance, metadata });
       if (metadata.controller) this.addController(instance, { ...metadata, controller: metadata.controller });
     }
+    for (const kind of opts.cacheKinds ?? []) this.informerFor(kind, undefined);
     this.background = new BackgroundRunner(
       backgroundClasses,
       (signal) => this.operatorContext(signal),

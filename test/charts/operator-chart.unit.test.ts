@@ -34,12 +34,13 @@ describe('the operator Deployment', () => {
     [
       'says why it runs one replica',
       () => deployment.metadata!.annotations!['proxy-operator.crawl.example.com/replicas-reason'],
-      expect.stringMatching(/in memory per replica.*Leader election stays on/s),
+      expect.stringMatching(/in memory per replica.*Recreate.*two books never serve at once/s),
     ],
     [
-      'starts the new Pod before stopping the old one on a rollout',
-      () => deployment.spec!.strategy!.rollingUpdate,
-      { maxSurge: 1, maxUnavailable: 0 },
+      // With the memory store, two Pods would be two lease books behind one Service.
+      'stops the old Pod before starting the new one on a rollout (Recreate)',
+      () => deployment.spec!.strategy,
+      { type: 'Recreate' },
     ],
     ['runs the image built by the Dockerfile', () => container.image, 'proxy-operator:dev'],
     ['uses the image already on the node (kind load)', () => container.imagePullPolicy, 'IfNotPresent'],
@@ -220,5 +221,113 @@ describe('the operator chart', () => {
     }
     for (const o of operator.filter((x) => cluster.includes(x.kind)))
       expect(o.metadata.namespace).toBeUndefined();
+  });
+});
+
+describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
+  const objects = chartObjects().get('operator-redis')!;
+  const deploymentOf = (name: string) =>
+    find(objects, 'Deployment', name, OPERATOR_NAMESPACE) as unknown as V1Deployment;
+  const controller = deploymentOf(OPERATOR_NAME);
+  const discovery = deploymentOf('proxy-operator-discovery');
+  const containerOf = (d: V1Deployment) => d.spec!.template.spec!.containers[0];
+  const settingsOf = (d: V1Deployment) => {
+    const s = parseSettings(containerOf(d).args ?? [], { POD_NAMESPACE: OPERATOR_NAMESPACE });
+    if (s === 'help') throw new Error('asks for --help');
+    return s;
+  };
+
+  it.each<[string, () => unknown, unknown]>([
+    ['the controller runs the controller only', () => settingsOf(controller).components, ['controller']],
+    [
+      'the discovery Deployment runs the discovery API only',
+      () => settingsOf(discovery).components,
+      ['discovery'],
+    ],
+    [
+      'both share the book in the sample Redis',
+      () => [settingsOf(controller).leaseStore, settingsOf(discovery).leaseStore],
+      Array(2).fill(
+        expect.objectContaining({
+          kind: 'redis',
+          url: 'redis://proxy-operator-redis.proxy-operator-system.svc:6379',
+        }),
+      ),
+    ],
+    ['the discovery API runs two replicas', () => discovery.spec!.replicas, 2],
+    [
+      'a discovery rollout starts a new Pod before stopping an old one',
+      () => discovery.spec!.strategy,
+      { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+    ],
+    [
+      'a discovery Pod keeps serving 5 s after it is told to stop (endpoints drain first)',
+      () => containerOf(discovery).lifecycle,
+      { preStop: { exec: { command: ['sleep', '5'] } } },
+    ],
+    [
+      'its grace period covers the pause and the graceful stop',
+      () => discovery.spec!.template.spec!.terminationGracePeriodSeconds,
+      65,
+    ],
+    [
+      'says why readiness does not follow Redis',
+      () => discovery.metadata!.annotations!['proxy-operator.crawl.example.com/store-readiness'],
+      expect.stringMatching(/503 store_unavailable/),
+    ],
+    [
+      'reads REDIS_PASSWORD from an optional Secret, never from a flag',
+      () =>
+        [controller, discovery].map(
+          (d) => containerOf(d).env!.find((e) => e.name === 'REDIS_PASSWORD')!.valueFrom,
+        ),
+      Array(2).fill({ secretKeyRef: { name: 'proxy-operator-redis', key: 'password', optional: true } }),
+    ],
+  ])('%s', (_what, actual, expected) => {
+    expect(actual()).toEqual(expected);
+  });
+
+  it('keeps one discovery Pod through voluntary disruptions (a PodDisruptionBudget)', () => {
+    const pdb = find(objects, 'PodDisruptionBudget', 'proxy-operator-discovery', OPERATOR_NAMESPACE) as {
+      spec: { minAvailable: number; selector: { matchLabels: Record<string, string> } };
+    } & Manifest;
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(discovery.spec!.template.metadata!.labels).toEqual(
+      expect.objectContaining(pdb.spec.selector.matchLabels),
+    );
+    expect(controller.spec!.template.metadata!.labels).not.toEqual(
+      expect.objectContaining(pdb.spec.selector.matchLabels),
+    );
+  });
+
+  it('sends discovery traffic to the discovery Pods only, metrics from both', () => {
+    const selectorOf = (name: string) =>
+      (find(objects, 'Service', name, OPERATOR_NAMESPACE) as unknown as V1Service).spec!.selector!;
+    const labels = (d: V1Deployment) => d.spec!.template.metadata!.labels!;
+    expect(labels(discovery)).toEqual(expect.objectContaining(selectorOf('proxy-operator-discovery')));
+    expect(labels(controller)).not.toEqual(expect.objectContaining(selectorOf('proxy-operator-discovery')));
+    for (const d of [controller, discovery])
+      expect(labels(d)).toEqual(expect.objectContaining(selectorOf('proxy-operator-metrics')));
+  });
+
+  it('a Redis for the quickstart: a Service at the URL both Deployments use, with no eviction', () => {
+    const sample = chartObjects().get('redis-sample')!;
+    const service = find(
+      sample,
+      'Service',
+      'proxy-operator-redis',
+      OPERATOR_NAMESPACE,
+    ) as unknown as V1Service;
+    expect(service.spec!.ports).toEqual([expect.objectContaining({ port: 6379 })]);
+    const redis = find(
+      sample,
+      'Deployment',
+      'proxy-operator-redis',
+      OPERATOR_NAMESPACE,
+    ) as unknown as V1Deployment;
+    expect(redis.spec!.template.metadata!.labels).toEqual(expect.objectContaining(service.spec!.selector));
+    expect(redis.spec!.template.spec!.containers[0].args).toEqual(
+      expect.arrayContaining(['--maxmemory-policy', 'noeviction']),
+    );
   });
 });

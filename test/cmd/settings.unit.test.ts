@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   checkMaxUnavailableProviders,
   parseMaxUnavailable,
@@ -141,5 +143,123 @@ describe('--max-unavailable', () => {
       '--max-unavailable: provider "gcp-us" is not configured (configured: mock, gcp-eu)',
     );
     expect(() => checkMaxUnavailableProviders(setting, ['gcp-us'])).not.toThrow();
+  });
+});
+
+describe('the lease store and components flags', () => {
+  it('defaults to the memory store and both components', () => {
+    expect(parseSettings([], {})).toMatchObject({
+      leaseStore: { kind: 'memory' },
+      components: ['controller', 'discovery'],
+    });
+  });
+
+  it.each<[string, string[], NodeJS.ProcessEnv, object]>([
+    [
+      'redis:// with the defaults',
+      ['--lease-store=redis', '--redis-url=redis://redis.proxy-operator-system:6379'],
+      {},
+      {
+        kind: 'redis',
+        url: 'redis://redis.proxy-operator-system:6379',
+        keyPrefix: 'proxy-operator',
+        timeoutMs: 1000,
+      },
+    ],
+    [
+      'rediss:// (TLS), a database, a prefix and a timeout',
+      [
+        '--lease-store',
+        'redis',
+        '--redis-url',
+        'rediss://cache.example:6380/2',
+        '--redis-key-prefix',
+        'eu.crawl',
+        '--redis-timeout',
+        '250',
+      ],
+      {},
+      { kind: 'redis', url: 'rediss://cache.example:6380/2', keyPrefix: 'eu.crawl', timeoutMs: 250 },
+    ],
+    [
+      'everything from the environment, the password from a Secret',
+      [],
+      {
+        LEASE_STORE: 'redis',
+        REDIS_URL: 'redis://r:6379',
+        REDIS_PASSWORD: 's3cret\n',
+        REDIS_USERNAME: 'crawl',
+      },
+      { kind: 'redis', url: 'redis://r:6379', password: 's3cret', username: 'crawl' },
+    ],
+    [
+      'a password inside REDIS_URL (env, from a Secret) is accepted',
+      [],
+      { LEASE_STORE: 'redis', REDIS_URL: 'redis://:pw@r:6379' },
+      { kind: 'redis', url: 'redis://:pw@r:6379' },
+    ],
+  ])('reads %s', (_case, argv, env, want) => {
+    expect(parseSettings(argv, env)).toMatchObject({ leaseStore: want });
+  });
+
+  it.each<[string[], RegExp]>([
+    [['--lease-store=etcd'], /--lease-store: "etcd" must be memory or redis/],
+    [['--lease-store=redis'], /--redis-url: required with --lease-store=redis/],
+    [['--redis-url=redis://r:6379'], /--redis-url: given, but --lease-store is memory/],
+    [['--lease-store=redis', '--redis-url=http://r:6379'], /--redis-url: "http:" must be redis: or rediss:/],
+    [['--lease-store=redis', '--redis-url=not a url'], /--redis-url: "not a url" is not a URL/],
+    [
+      ['--lease-store=redis', '--redis-url=redis://r:6379/x'],
+      /--redis-url: path "\/x" must be a database number/,
+    ],
+    [
+      ['--lease-store=redis', '--redis-url=redis://:pw@r:6379'],
+      /--redis-url: holds a password; pass it in REDIS_PASSWORD/,
+    ],
+    [
+      ['--lease-store=redis', '--redis-url=redis://r', '--redis-key-prefix={x}'],
+      /--redis-key-prefix: "\{x\}" must be 1-64/,
+    ],
+    [
+      ['--lease-store=redis', '--redis-url=redis://r', '--redis-timeout=5'],
+      /--redis-timeout: "5" must be an integer >= 10/,
+    ],
+    [['--components=api'], /--components: "api" is not a component/],
+    [['--components=,'], /--components: "," names no component/],
+    [['--components=discovery'], /--components: discovery without controller needs --lease-store=redis/],
+  ])('rejects %j naming the flag', (argv, message) => {
+    expect(() => parseSettings(argv, {})).toThrow(SettingsError);
+    expect(() => parseSettings(argv, {})).toThrow(message);
+  });
+
+  it.each<[string[], string[]]>([
+    [['--components=controller'], ['controller']],
+    [['--components=discovery', '--lease-store=redis', '--redis-url=redis://r'], ['discovery']],
+    [
+      ['--components', 'discovery, controller,discovery'],
+      ['discovery', 'controller'],
+    ],
+  ])('reads %j', (argv, want) => {
+    expect(parseSettings(argv, {})).toMatchObject({ components: want });
+  });
+
+  it('every flag of --help is in the README', () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const flags = [...usage().matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]).filter((f) => f !== '--help');
+    expect(flags.length).toBeGreaterThan(20);
+    expect(flags.filter((flag) => !readme.includes(flag))).toEqual([]);
+  });
+
+  it('documents the flags and the env-only secrets in --help', () => {
+    for (const text of [
+      '--lease-store',
+      '--redis-url',
+      '--redis-key-prefix',
+      '--redis-timeout',
+      '--components',
+      'REDIS_PASSWORD',
+    ]) {
+      expect(usage()).toContain(text);
+    }
   });
 });

@@ -36,6 +36,7 @@ describe('createDiscoveryApp configuration', () => {
       'proxy_operator_discovery_evictions_total',
       'proxy_operator_lease_reports_total',
       'proxy_operator_lease_requests_total',
+      'proxy_operator_lease_store_up',
       'proxy_operator_leases_active',
       'proxy_operator_sessions_active',
       'proxy_operator_suspect_proxies',

@@ -597,31 +597,39 @@ describe('MemoryLeaseStore', () => {
   });
 
   describe('bounded memory for client-supplied targets', () => {
-    it('20,000 distinct targets on one lease keep at most 1,000 entries for that proxy', async () => {
+    it('20,000 distinct targets on one lease keep at most 1,000 entries for that proxy, none of them a running ban lifted', async () => {
       const { store, lease } = setup();
       const held = await lease({ ttlSeconds: 3600 });
-      for (let i = 0; i < 20_000; i++) await store.report(held.id, 'banned', { target: `site-${i}.example` });
+      let capped = 0;
+      for (let i = 0; i < 20_000; i++) {
+        if ((await store.report(held.id, 'banned', { target: `site-${i}.example` }))!.capped === true)
+          capped++;
+      }
       const totals = await store.totals();
       expect(totals.activeCooldowns).toBe(1000);
-      expect(totals.cooldownsEvicted).toBe(19_000);
-      // The most recent targets are the ones kept.
-      expect(await store.acquire(request({ target: 'site-19999.example' }))).toMatchObject({
+      // Every cooldown at the cap still runs: nothing is forgotten, the later targets are refused.
+      expect(totals.cooldownsEvicted).toBe(0);
+      expect(capped).toBe(19_000);
+      expect(await store.acquire(request({ target: 'site-0.example' }))).toMatchObject({
         reason: 'all_cooling_down',
       });
-      expect(await store.acquire(request({ target: 'site-0.example' }))).toMatchObject({ granted: true });
+      expect(await store.acquire(request({ target: 'site-19999.example' }))).toMatchObject({ granted: true });
     });
 
-    it('caps entries across all proxies too, forgetting the least recently reported', async () => {
+    it('caps entries across all proxies too, never lifting a running cooldown', async () => {
       const proxies = Array.from({ length: 5 }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 100 }));
       const { store } = setup({ maxTargetEntries: 6, maxTargetsPerProxy: 4 }, proxies);
+      let capped = 0;
       for (let i = 0; i < 5; i++) {
         const held = granted(await store.acquire(request({ selector: {} })));
-        await store.report(held.id, 'banned', { target: `t${i}.example` });
-        await store.report(held.id, 'banned', { target: `u${i}.example` });
+        for (const target of [`t${i}.example`, `u${i}.example`]) {
+          if ((await store.report(held.id, 'banned', { target }))!.capped === true) capped++;
+        }
       }
       const totals = await store.totals();
       expect(totals.activeCooldowns).toBe(6);
-      expect(totals.cooldownsEvicted).toBe(4);
+      expect(totals.cooldownsEvicted).toBe(0);
+      expect(capped).toBe(4);
     });
 
     it('ok reports for targets with nothing bad on record take no memory', async () => {

@@ -4,6 +4,9 @@ import type { Express } from 'express';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../../discovery/app.js';
 import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { connectRedis } from '../../discovery/redis-connection.js';
+import { RedisLeaseStore } from '../../discovery/redis-lease-store.js';
+import { freePort } from '../../framework/testing/control-plane.js';
 import { openApiDocument, type OperationObject, type SchemaObject } from '../../discovery/openapi.js';
 import { startHarness, type CallOptions, type CallResult, type Harness } from './api-harness.js';
 import { TestCatalog, proxy, silentLogger } from './fixtures.js';
@@ -102,8 +105,16 @@ describe('the OpenAPI document', () => {
     });
 
     const seen = new Set<string>();
-    async function check(method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
-      const response = await h.call(method, path, { ...options, headers: { ...auth, ...options.headers } });
+    async function check(
+      method: string,
+      path: string,
+      options: CallOptions = {},
+      via?: Harness,
+    ): Promise<CallResult> {
+      const response = await (via ?? h).call(method, path, {
+        ...options,
+        headers: { ...auth, ...options.headers },
+      });
       const hit = operationFor(method, path);
       expect(hit).toBeDefined();
       const schema = responseSchema(hit!.operation, response.status);
@@ -164,6 +175,33 @@ describe('the OpenAPI document', () => {
       await check('DELETE', '/v1/sessions/not%20valid');
       await check('DELETE', '/v1/sessions/crawl-1', { headers: { authorization: 'Bearer wrong' } });
       await check('DELETE', `/v1/leases/${sessionLease}`);
+
+      // A shared store that cannot be reached (a Redis store whose Redis is not there): every
+      // call on the book answers 503 store_unavailable.
+      const redis = connectRedis({ url: `redis://127.0.0.1:${await freePort()}`, logger: silentLogger });
+      const unreachable = await startHarness({
+        token: TOKEN,
+        proxies: [proxy('ns/a')],
+        wrapStore: () =>
+          new RedisLeaseStore({ redis, catalog: new TestCatalog([proxy('ns/a')]), logger: silentLogger }),
+      });
+      try {
+        for (const [method, path, body] of [
+          ['GET', '/v1/proxies', undefined],
+          ['GET', '/v1/proxies/ns/a', undefined],
+          ['POST', '/v1/leases', {}],
+          ['POST', '/v1/leases/some-lease/renew', {}],
+          ['POST', '/v1/leases/some-lease/report', { result: 'ok' }],
+          ['DELETE', '/v1/leases/some-lease', undefined],
+          ['DELETE', '/v1/sessions/crawl-1', undefined],
+        ] as const) {
+          const response = await check(method, path, body === undefined ? {} : { body }, unreachable);
+          expect([response.status, response.headers['retry-after']]).toEqual([503, '1']);
+        }
+      } finally {
+        await unreachable.stop();
+        redis.disconnect();
+      }
 
       const documented = Object.entries(openApiDocument.paths).flatMap(([path, operations]) =>
         Object.entries(operations).flatMap(([method, operation]) =>

@@ -1,0 +1,252 @@
+// Lease store benchmark (the second half of `npm run bench:discovery`): lease+release per
+// second straight on the store, at 1,000 and 10,000 proxies, for the in-memory store, the
+// Redis store from one process and from two processes at once (one book), beside the raw
+// ceiling measured in the same run against the same redis-server with the same client
+// library and concurrency: EVALSHA of a script that does nothing, and PING.
+//
+//   node build/bench/lease-store.js
+//   BENCH_STORE_ROUNDS=5 BENCH_STORE_SLICE_SECONDS=2 BENCH_CONCURRENCY=32 node build/bench/lease-store.js
+//
+// Phases run in short slices, round-robin, so a change in the machine's load touches them
+// alike; each figure is the median of its slices. redis-server runs on loopback with no
+// persistence (the bench measures the book, not the disk).
+import { fork, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { IndexedCatalog } from '../discovery/indexed-catalog.js';
+import type { LeaseStore } from '../discovery/lease-store.js';
+import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import { connectRedis, whenReady } from '../discovery/redis-connection.js';
+import { RedisLeaseStore } from '../discovery/redis-lease-store.js';
+import { fleet } from './discovery-fleet.js';
+import { startRedis } from './redis-process.js';
+
+const ROUNDS = positive('BENCH_STORE_ROUNDS', 5);
+const SLICE_SECONDS = positive('BENCH_STORE_SLICE_SECONDS', 1);
+const CONCURRENCY = positive('BENCH_CONCURRENCY', 32);
+const FLEETS = [positive('BENCH_SMALL_FLEET', 1000), positive('BENCH_LARGE_FLEET', 10_000)];
+const logger = pino({ level: 'silent' });
+
+function positive(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`${name} must be a positive number, got '${raw}'`);
+  return value;
+}
+
+/** Runs `op` from CONCURRENCY workers for `seconds`; returns completed ops per second. */
+async function measure(op: () => Promise<void>, seconds: number): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let ops = 0;
+  const worker = async () => {
+    while (performance.now() < end) {
+      await op();
+      ops++;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return ops / ((performance.now() - started) / 1000);
+}
+
+function leaseRelease(store: LeaseStore): () => Promise<void> {
+  return async () => {
+    const result = await store.acquire({ selector: {}, ttlSeconds: 60 });
+    if (!result.granted) throw new Error(`no lease: ${result.reason}`);
+    await store.release(result.lease.id);
+  };
+}
+
+function catalogOf(proxies: number): IndexedCatalog {
+  const catalog = new IndexedCatalog();
+  catalog.replaceAll(fleet(proxies));
+  return catalog;
+}
+
+// --- a worker process: one Redis store, measured on the parent's signal
+
+interface WorkerCommand {
+  url: string;
+  prefix: string;
+  proxies: number;
+  seconds: number;
+}
+
+async function worker(): Promise<void> {
+  const stores = new Map<string, { store: RedisLeaseStore; redis: Redis }>();
+  process.on('message', (command: WorkerCommand | { stop: true }) => {
+    void (async () => {
+      if ('stop' in command) {
+        for (const { store, redis } of stores.values()) {
+          store.close();
+          redis.disconnect();
+        }
+        process.exit(0);
+      }
+      const key = `${command.prefix}/${command.proxies}`;
+      let entry = stores.get(key);
+      if (entry === undefined) {
+        const redis = connectRedis({ url: command.url, logger, timeoutMs: 5000 });
+        await whenReady(redis);
+        const store = new RedisLeaseStore({
+          redis,
+          catalog: catalogOf(command.proxies),
+          logger,
+          keyPrefix: command.prefix,
+        });
+        entry = { store, redis };
+        stores.set(key, entry);
+      }
+      process.send!({ ready: true });
+      const rate = await measure(leaseRelease(entry.store), command.seconds);
+      process.send!({ rate });
+    })();
+  });
+  process.send!({ started: true });
+}
+
+class Worker {
+  private readonly child: ChildProcess;
+  private readonly waiting: ((message: { rate?: number; ready?: boolean }) => void)[] = [];
+  readonly started: Promise<void>;
+  constructor() {
+    this.child = fork(new URL(import.meta.url), ['worker'], { stdio: 'inherit' });
+    this.started = new Promise((resolve) => {
+      this.child.on('message', (message: { started?: true; ready?: true; rate?: number }) => {
+        if (message.started) resolve();
+        else this.waiting.shift()?.(message);
+      });
+    });
+  }
+  /** Starts a measurement; resolves once the worker is connected, then `done` with its rate. */
+  async run(command: WorkerCommand): Promise<{ done: Promise<number> }> {
+    await this.started;
+    const ready = new Promise<void>((resolve) => this.waiting.push(() => resolve()));
+    const done = new Promise<number>((resolve) => this.waiting.push((m) => resolve(m.rate!)));
+    this.child.send(command);
+    await ready;
+    return { done };
+  }
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.child.once('exit', () => resolve());
+      this.child.send({ stop: true });
+    });
+  }
+}
+
+// --- the run
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `lease store bench: ${ROUNDS} rounds × ${SLICE_SECONDS} s per phase, concurrency ${CONCURRENCY}, fleets ${FLEETS.join(' and ')}; load average before: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  const redisServer = await startRedis();
+  // The bench's redis-server goes with it, whatever ends the run.
+  process.once('exit', () => redisServer.kill());
+  const redis = connectRedis({ url: redisServer.url, logger, timeoutMs: 5000 });
+  await whenReady(redis);
+  const noop = await redis.script('LOAD', 'return 1');
+  const workers = [new Worker(), new Worker()];
+
+  type PhaseFn = () => Promise<number>;
+  const phases = new Map<string, PhaseFn>();
+  const cleanups: (() => void)[] = [];
+  phases.set('raw PING (round trips/s)', () => measure(async () => void (await redis.ping()), SLICE_SECONDS));
+  phases.set('raw EVALSHA of `return 1` (round trips/s)', () =>
+    measure(async () => void (await redis.evalsha(noop as string, 0)), SLICE_SECONDS),
+  );
+  for (const proxies of FLEETS) {
+    const memory = new MemoryLeaseStore({ catalog: catalogOf(proxies), logger });
+    cleanups.push(() => memory.close());
+    const store = new RedisLeaseStore({
+      redis,
+      catalog: catalogOf(proxies),
+      logger,
+      keyPrefix: `bench-${proxies}`,
+    });
+    cleanups.push(() => store.close());
+    phases.set(`memory store, ${proxies} proxies (lease+release/s)`, () =>
+      measure(leaseRelease(memory), SLICE_SECONDS),
+    );
+    phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, () =>
+      measure(leaseRelease(store), SLICE_SECONDS),
+    );
+    phases.set(`Redis store, 2 processes, ${proxies} proxies (lease+release/s, sum)`, async () => {
+      const runs = await Promise.all(
+        workers.map((w) =>
+          w.run({ url: redisServer.url, prefix: `bench-shared-${proxies}`, proxies, seconds: SLICE_SECONDS }),
+        ),
+      );
+      const rates = await Promise.all(runs.map((r) => r.done));
+      return rates.reduce((a, b) => a + b, 0);
+    });
+  }
+
+  const results = new Map<string, number[]>([...phases.keys()].map((name) => [name, []]));
+  process.stdout.write('warming up ');
+  for (const phase of phases.values()) {
+    await phase();
+    process.stdout.write('.');
+  }
+  console.log();
+  for (let round = 1; round <= ROUNDS; round++) {
+    process.stdout.write(`round ${round}/${ROUNDS} `);
+    for (const [name, phase] of phases) {
+      results.get(name)!.push(await phase());
+      process.stdout.write('.');
+    }
+    console.log(` load average ${loadavg()[0].toFixed(2)}`);
+  }
+  const rate = (name: string) => median(results.get(name)!);
+  console.log(`\n${'phase'.padEnd(70)} median/s`);
+  for (const name of phases.keys()) console.log(`${name.padEnd(70)} ${rate(name).toFixed(0).padStart(8)}`);
+
+  const ceiling = rate('raw EVALSHA of `return 1` (round trips/s)');
+  console.log(`\n${'ratio'.padEnd(78)} measured  target  met`);
+  const ratio = (label: string, value: number, target?: number) =>
+    console.log(
+      `${label.padEnd(78)} ${value.toFixed(2).padStart(8)}  ${target === undefined ? '     -' : `≥ ${target.toFixed(2)}`}  ${target === undefined ? '' : value >= target ? 'yes' : 'NO'}`,
+    );
+  for (const proxies of FLEETS) {
+    const one = rate(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`);
+    const two = rate(`Redis store, 2 processes, ${proxies} proxies (lease+release/s, sum)`);
+    const memory = rate(`memory store, ${proxies} proxies (lease+release/s)`);
+    ratio(`${proxies} proxies: Redis store (1 process) / memory store`, one / memory, 0.5);
+    // Each lease+release is two round trips (one EVALSHA each).
+    ratio(
+      `${proxies} proxies: Redis store round trips (1 process) / raw EVALSHA ceiling`,
+      (2 * one) / ceiling,
+      0.5,
+    );
+    ratio(`${proxies} proxies: Redis store, 2 processes / 1 process`, two / one);
+  }
+  console.log(
+    `load average after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  for (const cleanup of cleanups) cleanup();
+  await Promise.all(workers.map((w) => w.stop()));
+  redis.disconnect();
+  await redisServer.stop();
+}
+
+if (process.argv[2] === 'worker') {
+  void worker();
+} else {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

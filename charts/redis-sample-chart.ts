@@ -1,0 +1,84 @@
+import { Chart } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
+import type { Construct } from 'constructs';
+import { APP_LABELS, OPERATOR_NAMESPACE, REDIS_IMAGE, REDIS_PORT, REDIS_SAMPLE_NAME } from './names.js';
+
+const REDIS_LABELS = {
+  'app.kubernetes.io/name': 'redis',
+  'app.kubernetes.io/part-of': 'proxy-operator',
+} as const;
+
+/**
+ * dist/redis-sample.yaml: a single Redis for the kind quickstart of the Redis lease store
+ * (dist/operator-redis.yaml points at it). Not for production: one replica, no password, an
+ * append-only file on an emptyDir (it survives a container restart, not the Pod's deletion).
+ * Production uses a managed Redis or a Redis operator: persistence and failover are its job.
+ */
+export class RedisSampleChart extends Chart {
+  constructor(scope: Construct, id: string) {
+    super(scope, id, { labels: APP_LABELS });
+    const metadata = { name: REDIS_SAMPLE_NAME, namespace: OPERATOR_NAMESPACE };
+    new kplus.k8s.KubeDeployment(this, 'redis', {
+      metadata,
+      spec: {
+        replicas: 1,
+        // One Redis: the old Pod goes before the new one takes the volume's place.
+        strategy: { type: 'Recreate' },
+        selector: { matchLabels: { ...REDIS_LABELS } },
+        template: {
+          metadata: { labels: { ...REDIS_LABELS } },
+          spec: {
+            securityContext: { runAsNonRoot: true, runAsUser: 999, runAsGroup: 999, fsGroup: 999 },
+            containers: [
+              {
+                name: 'redis',
+                image: REDIS_IMAGE,
+                args: [
+                  '--appendonly',
+                  'yes',
+                  '--dir',
+                  '/data',
+                  // A lease book wants no eviction: an evicted lease key is a lost lease.
+                  '--maxmemory',
+                  '200mb',
+                  '--maxmemory-policy',
+                  'noeviction',
+                ],
+                ports: [{ name: 'redis', containerPort: REDIS_PORT }],
+                readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 5 },
+                livenessProbe: {
+                  tcpSocket: { port: kplus.k8s.IntOrString.fromNumber(REDIS_PORT) },
+                  periodSeconds: 10,
+                },
+                resources: {
+                  requests: {
+                    cpu: kplus.k8s.Quantity.fromString('50m'),
+                    memory: kplus.k8s.Quantity.fromString('64Mi'),
+                  },
+                  limits: { memory: kplus.k8s.Quantity.fromString('256Mi') },
+                },
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ['ALL'] },
+                  seccompProfile: { type: 'RuntimeDefault' },
+                },
+                volumeMounts: [{ name: 'data', mountPath: '/data' }],
+              },
+            ],
+            volumes: [{ name: 'data', emptyDir: {} }],
+          },
+        },
+      },
+    });
+    new kplus.k8s.KubeService(this, 'redis-service', {
+      metadata,
+      spec: {
+        selector: { ...REDIS_LABELS },
+        ports: [
+          { name: 'redis', port: REDIS_PORT, targetPort: kplus.k8s.IntOrString.fromNumber(REDIS_PORT) },
+        ],
+      },
+    });
+  }
+}

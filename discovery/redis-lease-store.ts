@@ -1,0 +1,686 @@
+// The Redis-backed LeaseStore: one book shared by every replica of the discovery API, and
+// kept across restarts. Every operation is one Lua script (redis-scripts.ts) run with
+// EVALSHA: atomic on the server, one round trip in the common case.
+//
+// The replica ranks; Redis decides. Each replica keeps its own catalog (the informer cache)
+// and, for ranking only, a hint of every proxy's load learnt from Redis's answers. A lease
+// request sends the first few candidates in (hinted load, latency, id) order; the script
+// reads their true loads, cooldowns and holds and claims the best one under its cap. When
+// none of them can take it (all full, cooling or held), the next, larger chunk goes, so a
+// stale hint costs a round trip, never a wrong answer.
+import { createHash, randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
+import {
+  COOLDOWN_JITTER,
+  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+} from './cooldown-policy.js';
+import { FreeProxyIndex } from './free-proxy-index.js';
+import { isLeasable, refusal } from './lease-selection.js';
+import type {
+  AcquireResult,
+  HealthObservation,
+  HoldReason,
+  Lease,
+  LeaseRequest,
+  LeaseStore,
+  ProbeRequestListener,
+  ProxyUsage,
+  RenewResult,
+  ReportDetails,
+  ReportOutcome,
+  ReportResult,
+  StoreTotals,
+} from './lease-store.js';
+import {
+  DEFAULT_COOLDOWN_SECONDS,
+  DEFAULT_MAX_COOLDOWN_SECONDS,
+  DEFAULT_STATS_WINDOW_SECONDS,
+  DEFAULT_SWEEP_INTERVAL_MS,
+  type Clock,
+} from './memory-lease-store.js';
+import { WINDOW_BUCKETS } from './outcome-window.js';
+import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
+import { SCRIPTS, type LuaScript } from './redis-scripts.js';
+import { selectorMatcher } from './selector.js';
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
+import { StoreUnavailableError } from './store-unavailable.js';
+import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from './target-book.js';
+
+export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
+/** What a 503 store_unavailable tells the client to wait. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/** A key prefix is a plain name: it goes inside a hash tag, `{prefix}`, in every key. */
+export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Candidates sent per round trip: the first chunk is small (the common case), then larger. */
+const CHUNKS = [8, 64, 512, 4096];
+/** Session → proxy bindings this replica remembers, so a sticky lease is one round trip. */
+const SESSION_HINTS = 10_000;
+const NO_TARGET = '\u0000';
+/** The report script's cooldownUntil when the target could not be recorded at a cap. */
+const CAPPED = -2;
+
+export interface RedisLeaseStoreOptions {
+  /** A connected (or connecting) client; the store owns it from here (stop() leaves it open). */
+  redis: Redis;
+  catalog: ProxyCatalog;
+  logger: Logger;
+  /** Two operators sharing one Redis need different prefixes. */
+  keyPrefix?: string;
+  /** A test's clock; absent: Redis's own TIME, one clock for every replica. */
+  clock?: Clock;
+  cooldownSeconds?: number;
+  maxCooldownSeconds?: number;
+  rateLimitCooldownSeconds?: number;
+  maxRateLimitCooldownSeconds?: number;
+  /** rate_limited counts like banned (the rule before rate limits had a cooldown of their own). */
+  singleCooldownWindow?: boolean;
+  suspicionTimeoutSeconds?: number;
+  suspicionHoldoffSeconds?: number;
+  random?: () => number;
+  sessionIdleSeconds?: number;
+  maxSessions?: number;
+  statsWindowSeconds?: number;
+  maxTargetsPerProxy?: number;
+  maxTargetEntries?: number;
+  sweepIntervalMs?: number;
+  newID?: () => string;
+}
+
+interface Tracked {
+  record: ProxyRecord;
+  /** The record as the ranking index holds it: never "full", so every proxy stays a candidate. */
+  ranked: ProxyRecord;
+}
+
+/** Fields of a lease hash, in the scripts' LEASE_FIELDS order. */
+type LeaseFields = [string, string, string, string, string, string, string, string, string];
+
+export class RedisLeaseStore implements LeaseStore {
+  private readonly redis: Redis;
+  private readonly catalog: ProxyCatalog;
+  private readonly logger: Logger;
+  private readonly clock: Clock | undefined;
+  private readonly random: () => number;
+  private readonly newID: () => string;
+  private readonly prefix: string;
+  private readonly countersKey: string;
+  private readonly channel: string;
+  private readonly settings: readonly string[];
+  private readonly statsWindowSeconds: number;
+  private readonly bucketMillis: number;
+  private readonly sweepIntervalMs: number;
+  private readonly shas = new Map<LuaScript, string>();
+  private readonly index = new FreeProxyIndex();
+  private readonly tracked = new Map<string, Tracked>();
+  private readonly hints = new Map<string, number>();
+  private readonly sessionHints = new Map<string, string>();
+  private readonly listeners = new Set<ProbeRequestListener>();
+  private readonly unsubscribe: () => void;
+  private subscriber: Redis | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(options: RedisLeaseStoreOptions) {
+    const prefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
+    if (!KEY_PREFIX_PATTERN.test(prefix)) {
+      throw new Error(`keyPrefix must match ${KEY_PREFIX_PATTERN.source}, got ${JSON.stringify(prefix)}`);
+    }
+    const cooldownSeconds = options.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS;
+    const maxCooldownSeconds =
+      options.maxCooldownSeconds ?? Math.max(DEFAULT_MAX_COOLDOWN_SECONDS, cooldownSeconds);
+    requireNumber('cooldownSeconds', cooldownSeconds, 0);
+    requireNumber('maxCooldownSeconds', maxCooldownSeconds, cooldownSeconds);
+    const rateLimitSeconds = options.rateLimitCooldownSeconds ?? DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS;
+    const maxRateLimitSeconds =
+      options.maxRateLimitCooldownSeconds ??
+      Math.max(DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS, rateLimitSeconds);
+    requireNumber('rateLimitCooldownSeconds', rateLimitSeconds, 0);
+    requireNumber('maxRateLimitCooldownSeconds', maxRateLimitSeconds, rateLimitSeconds);
+    const suspicionSeconds = options.suspicionTimeoutSeconds ?? DEFAULT_SUSPICION_TIMEOUT_SECONDS;
+    requireNumber('suspicionTimeoutSeconds', suspicionSeconds, 1);
+    const holdoffSeconds = options.suspicionHoldoffSeconds ?? DEFAULT_SUSPICION_HOLDOFF_SECONDS;
+    requireNumber('suspicionHoldoffSeconds', holdoffSeconds, 0);
+    const sessionIdleSeconds = options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS;
+    requireNumber('sessionIdleSeconds', sessionIdleSeconds, 1);
+    const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    requireNumber('maxSessions', maxSessions, MIN_MAX_SESSIONS);
+    this.statsWindowSeconds = options.statsWindowSeconds ?? DEFAULT_STATS_WINDOW_SECONDS;
+    requireNumber('statsWindowSeconds', this.statsWindowSeconds, WINDOW_BUCKETS);
+    this.sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+    requireNumber('sweepIntervalMs', this.sweepIntervalMs, 1);
+    const maxTargetsPerProxy = options.maxTargetsPerProxy ?? MAX_TARGETS_PER_PROXY;
+    requireNumber('maxTargetsPerProxy', maxTargetsPerProxy, 1);
+    const maxTargetEntries = options.maxTargetEntries ?? MAX_TARGET_ENTRIES;
+    requireNumber('maxTargetEntries', maxTargetEntries, 1);
+
+    this.redis = options.redis;
+    this.catalog = options.catalog;
+    this.logger = options.logger;
+    this.clock = options.clock;
+    this.random = options.random ?? Math.random;
+    this.newID = options.newID ?? randomUUID;
+    this.prefix = `{${prefix}}`;
+    this.countersKey = `${this.prefix}:counters`;
+    this.channel = `${this.prefix}:probe-requests`;
+    this.bucketMillis = (this.statsWindowSeconds * 1000) / WINDOW_BUCKETS;
+    // ARGV[3..17] of every script (see PRELUDE); ARGV[2] (now) and [16] (random) vary per call.
+    this.settings = [
+      String(this.statsWindowSeconds * 1000),
+      String(this.bucketMillis),
+      String(sessionIdleSeconds * 1000),
+      String(maxSessions),
+      String(cooldownSeconds * 1000),
+      String(maxCooldownSeconds * 1000),
+      String(rateLimitSeconds * 1000),
+      String(maxRateLimitSeconds * 1000),
+      options.singleCooldownWindow === true ? '1' : '0',
+      String(suspicionSeconds * 1000),
+      String(holdoffSeconds * 1000),
+      String(maxTargetsPerProxy),
+      String(maxTargetEntries),
+    ];
+    for (const script of Object.values(SCRIPTS)) {
+      this.shas.set(script, createHash('sha1').update(script.source).digest('hex'));
+    }
+    for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
+    this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
+  }
+
+  async acquire(request: LeaseRequest): Promise<AcquireResult> {
+    const matches = selectorMatcher(request.selector);
+    const leaseID = this.newID();
+    // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
+    let bound: ProxyRecord | undefined;
+    if (request.session !== undefined) {
+      const hinted = this.sessionHints.get(request.session);
+      const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
+      if (record !== undefined && matches(record.attributes)) bound = record;
+    }
+    let gone = '';
+    // A session bound (by another replica, or before a restart) to a proxy not sent: send it,
+    // or tell the script this replica cannot lease it. Bounded: a binding that keeps changing
+    // under us (another replica moving it each time) is an error, not a loop.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const outcome = await this.tryAcquire(request, leaseID, bound, gone);
+      if (!('need' in outcome)) return outcome;
+      const record = this.tracked.get(outcome.need)?.record;
+      if (record !== undefined && matches(record.attributes)) {
+        bound = record;
+        gone = '';
+      } else {
+        bound = undefined;
+        gone = outcome.need;
+      }
+    }
+    throw new Error(`session ${JSON.stringify(request.session)} kept moving while it was being leased`);
+  }
+
+  private async tryAcquire(
+    request: LeaseRequest,
+    leaseID: string,
+    bound: ProxyRecord | undefined,
+    gone: string,
+  ): Promise<AcquireResult | { need: string }> {
+    const fixed = [leaseID, String(request.ttlSeconds), request.target ?? '', request.session ?? ''];
+    const selector = JSON.stringify(request.selector);
+    let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
+    const sent = new Set<string>();
+    let leasable = 0;
+    let cooling = 0;
+    let firstEnd = -1;
+    const free = this.index.free(request.selector);
+    for (let round = 0; ; round++) {
+      const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
+      const chunk: ProxyRecord[] = [];
+      if (round === 0 && bound !== undefined) chunk.push(bound);
+      while (chunk.length < size) {
+        const next = free.next();
+        if (next.done === true) break;
+        const record = this.tracked.get(next.value.proxy.id)!.record;
+        if (record !== bound) chunk.push(record);
+      }
+      // An empty first chunk still runs when a session may need moving (and to say no_match).
+      if (chunk.length === 0 && round > 0) break;
+      for (const record of chunk) sent.add(record.id);
+      const reply = (await this.eval(SCRIPTS.acquire, [
+        ...fixed,
+        mode,
+        gone,
+        selector,
+        ...candidateArgs(chunk),
+      ])) as (string | number)[];
+      if (reply[0] === 'need') return { need: String(reply[1]) };
+      if (reply[0] === 'ok') {
+        const proxyID = String(reply[1]);
+        this.learn(reply, 11);
+        this.hint(proxyID, Number(reply[5]));
+        const lease: Lease = {
+          id: leaseID,
+          proxyID,
+          proxy: chunk.find((r) => r.id === proxyID)!,
+          selector: { ...request.selector },
+          ...(request.target === undefined ? {} : { target: request.target }),
+          ...(request.session === undefined ? {} : { session: request.session }),
+          ttlSeconds: request.ttlSeconds,
+          acquiredAt: new Date(Number(reply[2])),
+          expiresAt: new Date(Number(reply[3])),
+        };
+        const usage = this.usageFrom(reply.slice(5, 11));
+        if (request.session === undefined) return { granted: true, lease, usage };
+        this.rememberSession(request.session, proxyID);
+        return {
+          granted: true,
+          lease,
+          usage,
+          session: { key: request.session, moved: Number(reply[4]) === 1 },
+        };
+      }
+      // 'none': nothing in this chunk could take it; the session's fate is settled.
+      leasable += Number(reply[1]);
+      cooling += Number(reply[2]);
+      const wait = Number(reply[4]);
+      if (wait >= 0 && (firstEnd < 0 || wait < firstEnd)) firstEnd = wait;
+      if (mode === 'check') mode = Number(reply[3]) === 1 ? 'moved' : 'none';
+      gone = '';
+      this.learn(reply, 5);
+      if (chunk.length < size) break;
+    }
+    const reason = refusal(leasable, cooling);
+    return reason === 'all_cooling_down'
+      ? { granted: false, reason, retryAfterMs: Math.max(firstEnd, 0) }
+      : { granted: false, reason };
+  }
+
+  async renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined> {
+    const reply = (await this.eval(SCRIPTS.renew, [
+      leaseID,
+      ttlSeconds === undefined ? '' : String(ttlSeconds),
+    ])) as (string | number)[] | null;
+    if (reply === null) return undefined;
+    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields);
+    this.hint(lease.proxyID, Number(reply[9]));
+    if (lease.session !== undefined) this.rememberSession(lease.session, lease.proxyID);
+    return { lease, usage: this.usageFrom(reply.slice(9, 15)) };
+  }
+
+  async release(leaseID: string): Promise<void> {
+    const reply = (await this.eval(SCRIPTS.release, [leaseID])) as [string, number] | null;
+    if (reply !== null) this.hint(reply[0], Number(reply[1]));
+  }
+
+  async report(
+    leaseID: string,
+    result: ReportResult,
+    details: ReportDetails = {},
+  ): Promise<ReportOutcome | undefined> {
+    const reply = (await this.eval(SCRIPTS.report, [
+      leaseID,
+      result,
+      details.target ?? NO_TARGET,
+      details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
+    ])) as (string | number)[] | null;
+    if (reply === null) return undefined;
+    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields);
+    const target = String(reply[9]);
+    const until = Number(reply[10]);
+    const suspect = Number(reply[11]);
+    const probe = Number(reply[12]);
+    return {
+      lease,
+      ...(target === '' ? {} : { target }),
+      ...(until >= 0 ? { cooldownUntil: new Date(until) } : {}),
+      ...(until === CAPPED ? { capped: true as const } : {}),
+      ...(suspect >= 0 ? { suspect: suspect === 1, probeRequested: probe === 1 } : {}),
+    };
+  }
+
+  async observeHealth(proxyID: string, observation: HealthObservation): Promise<void> {
+    const current = this.catalog.get(proxyID);
+    // About another address than the proxy's current one: news of a proxy that is gone.
+    if (current !== undefined && addressOf(current) !== observation.address) return;
+    const startedAt = observation.kind === 'probe_passed' ? String(observation.startedAt) : '';
+    await this.eval(SCRIPTS.observe, [proxyID, observation.kind, observation.address, startedAt]);
+  }
+
+  onProbeRequest(listener: ProbeRequestListener): () => void {
+    this.listeners.add(listener);
+    this.subscribe();
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  async endSession(key: string): Promise<void> {
+    this.sessionHints.delete(key);
+    await this.eval(SCRIPTS.endSession, [key]);
+  }
+
+  async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
+    const usage = new Map<string, ProxyUsage>();
+    if (proxyIDs.length === 0) return usage;
+    // Reads only: one pipeline (one round trip), no script holding the server for a long list.
+    const now = this.clock?.now() ?? Date.now();
+    const pipeline = this.redis.pipeline();
+    for (const id of proxyIDs) {
+      pipeline.zcount(`${this.prefix}:load:${id}`, `(${now}`, '+inf');
+      pipeline.hgetall(`${this.prefix}:stats:${id}`);
+    }
+    pipeline.hmget(`${this.prefix}:holds`, ...proxyIDs);
+    const replies = await this.guard(() => pipeline.exec());
+    const value = (i: number): unknown => {
+      const [err, reply] = replies![i];
+      if (err) throw translate(err);
+      return reply;
+    };
+    const holds = value(proxyIDs.length * 2) as (string | null)[];
+    const oldest = Math.floor(now / this.bucketMillis) - WINDOW_BUCKETS + 1;
+    proxyIDs.forEach((id, i) => {
+      const activeLeases = Number(value(i * 2));
+      const counts = [0, 0, 0, 0];
+      for (const slot of Object.values(value(i * 2 + 1) as Record<string, string>)) {
+        const [bucket, ...rest] = slot.split(' ').map(Number);
+        if (bucket >= oldest) rest.forEach((n, j) => (counts[j] += n));
+      }
+      const record = this.catalog.get(id);
+      const held = holdReason(holds[i], record === undefined ? '' : addressOf(record), now);
+      this.hint(id, activeLeases);
+      usage.set(id, {
+        activeLeases,
+        stats: {
+          windowSeconds: this.statsWindowSeconds,
+          ok: counts[0],
+          banned: counts[1],
+          rate_limited: counts[2],
+          unreachable: counts[3],
+        },
+        ...(held === undefined ? {} : { held }),
+      });
+    });
+    return usage;
+  }
+
+  async get(leaseID: string): Promise<Lease | undefined> {
+    const reply = (await this.eval(SCRIPTS.get, [leaseID])) as LeaseFields | null;
+    return reply === null ? undefined : this.leaseFrom(leaseID, reply);
+  }
+
+  async totals(): Promise<StoreTotals> {
+    const t = ((await this.eval(SCRIPTS.totals, [])) as number[]).map(Number);
+    return {
+      activeLeases: t[0],
+      activeSessions: t[1],
+      activeCooldowns: t[2],
+      sessionsEvicted: t[3],
+      cooldownsEvicted: t[4],
+      suspectProxies: t[5],
+      suspicionsRaised: t[6],
+      suspicionsExpired: t[7],
+    };
+  }
+
+  async start(): Promise<void> {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.sweep(), this.sweepIntervalMs);
+    // The loop only frees memory; it must not keep the process alive on shutdown.
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Stops following the catalog and closes the subscriber (a store that is thrown away). */
+  close(): void {
+    this.unsubscribe();
+    this.subscriber?.disconnect();
+    this.subscriber = undefined;
+  }
+
+  /**
+   * Frees Redis memory of ended state (a bounded amount per call) and refreshes the load
+   * hints of proxies this replica believes busy (other replicas' releases and expiries).
+   * Correctness never waits for it.
+   */
+  async sweep(): Promise<void> {
+    try {
+      await this.eval(SCRIPTS.sweep, []);
+      const busy = [...this.hints.keys()];
+      for (let i = 0; i < busy.length; i += 1000) await this.usage(busy.slice(i, i + 1000));
+    } catch (err) {
+      this.logger.warn({ err }, 'lease store sweep failed; retrying on the next interval');
+    }
+  }
+
+  // --- internals
+
+  private leaseFrom(id: string, f: LeaseFields): Lease {
+    const [proxyID, rec, target, session, sel, ttl, at, exp] = f;
+    return {
+      id,
+      proxyID,
+      proxy: JSON.parse(rec) as ProxyRecord,
+      selector: JSON.parse(sel) as Record<string, string>,
+      ...(target === '' ? {} : { target }),
+      ...(session === '' ? {} : { session }),
+      ttlSeconds: Number(ttl),
+      acquiredAt: new Date(Number(at)),
+      expiresAt: new Date(Number(exp)),
+    };
+  }
+
+  private usageFrom(u: (string | number)[]): ProxyUsage {
+    const held = u[5] === '' ? undefined : (String(u[5]) as HoldReason);
+    return {
+      activeLeases: Number(u[0]),
+      stats: {
+        windowSeconds: this.statsWindowSeconds,
+        ok: Number(u[1]),
+        banned: Number(u[2]),
+        rate_limited: Number(u[3]),
+        unreachable: Number(u[4]),
+      },
+      ...(held === undefined ? {} : { held }),
+    };
+  }
+
+  /** Reads (id, load) pairs from a reply, from position `from`. */
+  private learn(reply: (string | number)[], from: number): void {
+    for (let i = from; i + 1 < reply.length; i += 2) this.hint(String(reply[i]), Number(reply[i + 1]));
+  }
+
+  private hint(proxyID: string, load: number): void {
+    const before = this.hints.get(proxyID) ?? 0;
+    if (before === load) return;
+    if (load === 0) this.hints.delete(proxyID);
+    else this.hints.set(proxyID, load);
+    const tracked = this.tracked.get(proxyID);
+    if (tracked !== undefined) this.index.move(tracked.ranked, before, load);
+  }
+
+  private rememberSession(key: string, proxyID: string): void {
+    this.sessionHints.delete(key);
+    this.sessionHints.set(key, proxyID);
+    if (this.sessionHints.size > SESSION_HINTS)
+      this.sessionHints.delete(this.sessionHints.keys().next().value!);
+  }
+
+  private catalogChanged({ before, after }: CatalogChange): void {
+    const id = (before ?? after)!.id;
+    const load = this.hints.get(id) ?? 0;
+    const old = this.tracked.get(id);
+    if (old !== undefined) {
+      this.index.delete(old.ranked, load);
+      this.tracked.delete(id);
+    }
+    if (after !== undefined && isLeasable(after)) {
+      const ranked = { ...after, maxLeases: Number.MAX_SAFE_INTEGER };
+      this.tracked.set(id, { record: after, ranked });
+      this.index.add(ranked, load);
+    }
+    // The book's down hold ends when the status caught up or the proxy moved (in the background:
+    // a catalog event cannot wait for Redis; every replica sends the same idempotent update).
+    if (before !== undefined && after !== undefined) {
+      const moved = addressOf(before) !== addressOf(after);
+      if (moved || (before.healthy && !after.healthy)) {
+        this.eval(SCRIPTS.observe, [id, 'catalog', addressOf(after), after.healthy ? '1' : '0']).catch(
+          (err: unknown) =>
+            this.logger.warn({ err, proxyID: id }, 'could not update the shared book after a catalog change'),
+        );
+      }
+    }
+  }
+
+  private subscribe(): void {
+    if (this.subscriber !== undefined) return;
+    // A connection of its own (a subscribed connection runs nothing else), which queues the
+    // SUBSCRIBE until it is connected and re-subscribes after every reconnect.
+    const subscriber = this.redis.duplicate({
+      enableOfflineQueue: true,
+      autoResubscribe: true,
+      commandTimeout: undefined,
+    });
+    this.subscriber = subscriber;
+    subscriber.on('error', (err: Error) =>
+      this.logger.debug({ err }, 'probe-request subscriber: connection error'),
+    );
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel !== this.channel) return;
+      let parsed: { proxyID?: unknown; address?: unknown };
+      try {
+        parsed = JSON.parse(message) as typeof parsed;
+      } catch {
+        return;
+      }
+      if (typeof parsed.proxyID !== 'string' || typeof parsed.address !== 'string') return;
+      for (const listener of this.listeners) {
+        try {
+          listener(parsed.proxyID, parsed.address);
+        } catch (err) {
+          this.logger.error({ err }, 'probe-request listener failed');
+        }
+      }
+    });
+    subscriber.subscribe(this.channel).catch((err: unknown) => {
+      this.logger.warn({ err }, 'could not subscribe to probe requests; will retry on reconnect');
+    });
+  }
+
+  /** Whether the probe-request subscription is live (tests wait for it). */
+  async subscribed(): Promise<void> {
+    this.subscribe();
+    const subscriber = this.subscriber!;
+    if (subscriber.status !== 'ready')
+      await new Promise<void>((resolve) => subscriber.once('ready', () => resolve()));
+    await subscriber.subscribe(this.channel);
+  }
+
+  private async eval(script: LuaScript, args: string[]): Promise<unknown> {
+    const now = this.clock === undefined ? '' : String(this.clock.now());
+    const argv = [
+      this.prefix,
+      now,
+      ...this.settings,
+      String(this.random()),
+      String(COOLDOWN_JITTER),
+      ...args,
+    ];
+    const sha = this.shas.get(script)!;
+    return this.guard(async () => {
+      try {
+        return await this.redis.evalsha(sha, 1, this.countersKey, ...argv);
+      } catch (err) {
+        // A restarted Redis has an empty script cache: the source goes once, then EVALSHA again.
+        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+        return await this.redis.eval(script.source, 1, this.countersKey, ...argv);
+      }
+    });
+  }
+
+  private async guard<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      throw translate(err);
+    }
+  }
+}
+
+/** Redis errors that mean "not now" rather than a bug in a script. */
+const TRANSIENT_REPLIES = [
+  'LOADING',
+  'BUSY',
+  'MASTERDOWN',
+  'CLUSTERDOWN',
+  'READONLY',
+  'TRYAGAIN',
+  'OOM',
+  'NOREPLICAS',
+];
+
+function translate(err: unknown): unknown {
+  if (err instanceof StoreUnavailableError) return err;
+  if (!(err instanceof Error)) return err;
+  if (err.name === 'ReplyError' && !TRANSIENT_REPLIES.some((code) => err.message.startsWith(code)))
+    return err;
+  return new StoreUnavailableError(`lease store unavailable: ${err.message}`, STORE_RETRY_AFTER_SECONDS, {
+    cause: err,
+  });
+}
+
+function candidateArgs(chunk: readonly ProxyRecord[]): string[] {
+  const ranked = [...chunk].sort((a, b) =>
+    a.latencyMillis !== b.latencyMillis
+      ? a.latencyMillis - b.latencyMillis
+      : a.id < b.id
+        ? -1
+        : a.id > b.id
+          ? 1
+          : 0,
+  );
+  const rank = new Map(ranked.map((r, i) => [r, i]));
+  const args = [String(chunk.length)];
+  for (const record of chunk) {
+    args.push(
+      record.id,
+      String(record.maxLeases),
+      addressOf(record),
+      String(rank.get(record)),
+      recordJSON(record),
+    );
+  }
+  return args;
+}
+
+/** Records are immutable: each one's JSON is computed once. */
+const jsonCache = new WeakMap<ProxyRecord, string>();
+function recordJSON(record: ProxyRecord): string {
+  let json = jsonCache.get(record);
+  if (json === undefined) {
+    json = JSON.stringify(record);
+    jsonCache.set(record, json);
+  }
+  return json;
+}
+
+export function addressOf(record: Pick<ProxyRecord, 'ip' | 'port'>): string {
+  return `${record.ip}:${record.port}`;
+}
+
+function holdReason(raw: string | null, address: string, now: number): HoldReason | undefined {
+  if (raw === null) return undefined;
+  const hold = JSON.parse(raw) as { sa?: string; su?: number; da?: string };
+  if (hold.sa === address && (hold.su ?? 0) > now) return 'suspect';
+  if (hold.da === address) return 'down';
+  return undefined;
+}
+
+function requireNumber(name: string, value: number, min: number): void {
+  if (!Number.isFinite(value) || value < min) {
+    throw new Error(`${name} must be a number >= ${min}, got ${value}`);
+  }
+}

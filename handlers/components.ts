@@ -1,0 +1,29 @@
+import { DiscoveryRunner } from './discovery-runner.js';
+import { HealthRunner } from './health-runner.js';
+import { OrphanSweep } from './orphan-sweep.js';
+import { ProviderShutdown } from './provider-shutdown.js';
+import { ProxyController } from './proxy-controller.js';
+
+/**
+ * The parts one image can run. controller: the reconciler, the orphan sweep and the health
+ * engine (leader-elected: one replica acts); discovery: the lease API (every replica serves,
+ * no leader needed). A process runs one or both.
+ */
+export type Component = 'controller' | 'discovery';
+
+/** The handler classes of the given components, in PROXY_HANDLERS order (ProviderShutdown last). */
+export function handlersFor(components: readonly Component[]): Array<new (...args: never[]) => unknown> {
+  const controller = components.includes('controller');
+  const discovery = components.includes('discovery');
+  return [
+    ...(controller ? [ProxyController, HealthRunner] : []),
+    ...(discovery ? [DiscoveryRunner] : []),
+    ...(controller ? [OrphanSweep] : []),
+    ProviderShutdown,
+  ];
+}
+
+/** Whether the components need a leader (only the controller's parts act on one replica). */
+export function needsLeader(components: readonly Component[]): boolean {
+  return components.includes('controller');
+}

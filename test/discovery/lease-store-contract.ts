@@ -1,0 +1,1176 @@
+// The LeaseStore contract as a reusable suite (the pattern of the provider conformance kit):
+// every store, in-memory or shared, must pass it unchanged. A subject builds its store from
+// the options each case needs; time is the case's FakeClock, randomness the case's.
+import { describe, expect, it, afterEach } from '@jest/globals';
+import type { Logger } from 'pino';
+import type { ProxyCatalog, ProxyRecord } from '../../discovery/catalog.js';
+import type {
+  AcquireResult,
+  Lease,
+  LeaseRequest,
+  LeaseStore,
+  ReportResult,
+} from '../../discovery/lease-store.js';
+import type { Clock } from '../../discovery/memory-lease-store.js';
+import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
+
+/** What every store accepts (its own options may hold more). */
+export interface ContractOptions {
+  catalog: ProxyCatalog;
+  logger: Logger;
+  clock: Clock;
+  random?: () => number;
+  newID?: () => string;
+  cooldownSeconds?: number;
+  maxCooldownSeconds?: number;
+  rateLimitCooldownSeconds?: number;
+  maxRateLimitCooldownSeconds?: number;
+  singleCooldownWindow?: boolean;
+  suspicionTimeoutSeconds?: number;
+  suspicionHoldoffSeconds?: number;
+  sessionIdleSeconds?: number;
+  maxSessions?: number;
+  statsWindowSeconds?: number;
+  maxTargetsPerProxy?: number;
+  maxTargetEntries?: number;
+  sweepIntervalMs?: number;
+}
+
+export interface LeaseStoreSubject {
+  /** Names the suite, e.g. "memory". */
+  name: string;
+  /** A fresh, empty store (throws on bad options, naming the option). */
+  create(options: ContractOptions): LeaseStore;
+  /** Resolves once probe requests raised from now on reach this store's listeners. */
+  probeRequestsReady?(store: LeaseStore): Promise<void>;
+  /** Releases one store after its case (connections, subscriptions). */
+  dispose?(store: LeaseStore): void | Promise<void>;
+}
+
+const COOLDOWN_SECONDS = 900;
+
+function request(overrides: Partial<LeaseRequest> = {}): LeaseRequest {
+  return { selector: {}, ttlSeconds: 300, ...overrides };
+}
+
+function granted(result: AcquireResult): Lease {
+  if (!result.granted) throw new Error(`expected a lease, got ${result.reason}`);
+  return result.lease;
+}
+
+export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
+  const created: LeaseStore[] = [];
+  afterEach(async () => {
+    for (const store of created.splice(0)) await subject.dispose?.(store);
+  });
+
+  function setup(options: Partial<ContractOptions> = {}, proxies: ProxyRecord[] = [proxy('ns/a')]) {
+    const clock = new FakeClock();
+    const catalog = new TestCatalog(proxies);
+    let next = 0;
+    const store = subject.create({
+      catalog,
+      logger: silentLogger,
+      clock,
+      cooldownSeconds: COOLDOWN_SECONDS,
+      maxCooldownSeconds: 4 * COOLDOWN_SECONDS,
+      // The middle of the jitter range: every cooldown is exactly base × 2^(streak − 1).
+      random: () => 0.5,
+      newID: () => `lease-${++next}`,
+      ...options,
+    });
+    created.push(store);
+    const load = async (id: string) => (await store.usage([id])).get(id)!.activeLeases;
+    const lease = async (overrides: Partial<LeaseRequest> = {}) =>
+      granted(await store.acquire(request(overrides)));
+    return { clock, catalog, store, load, lease };
+  }
+
+  describe(`the ${subject.name} lease store keeps the LeaseStore contract`, () => {
+    describe('acquire', () => {
+      it('grants a lease on the chosen proxy that expires after its TTL', async () => {
+        const { clock, store, load } = setup();
+        const result = await store.acquire(request({ ttlSeconds: 60, target: 'example.com' }));
+        expect(result).toEqual({
+          granted: true,
+          lease: {
+            id: 'lease-1',
+            proxyID: 'ns/a',
+            proxy: proxy('ns/a'),
+            selector: {},
+            target: 'example.com',
+            ttlSeconds: 60,
+            acquiredAt: new Date(clock.now()),
+            expiresAt: new Date(clock.now() + 60_000),
+          },
+          usage: {
+            activeLeases: 1,
+            stats: { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0, unreachable: 0 },
+          },
+        });
+        expect(await store.get('lease-1')).toEqual(granted(result));
+        expect(await load('ns/a')).toBe(1);
+      });
+
+      it.each<[string, Partial<ProxyRecord>]>([
+        ['unhealthy', { healthy: false }],
+        ['without an IP', { ip: '' }],
+        ['list-only (maxLeases 0)', { maxLeases: 0 }],
+        ['being deleted', { phase: 'Deleting' }],
+        ['not matching the selector', { attributes: { geo: 'us' } }],
+      ])('never leases a proxy that is %s: no_match', async (_case, overrides) => {
+        const { store } = setup({}, [proxy('ns/a', { attributes: { geo: 'eu' }, ...overrides })]);
+        expect(await store.acquire(request({ selector: { geo: 'eu' } }))).toEqual({
+          granted: false,
+          reason: 'no_match',
+        });
+      });
+
+      it('matches every selector pair, whichever is rarer', async () => {
+        const { lease } = setup({}, [
+          proxy('ns/eu-api', { attributes: { geo: 'eu', purpose: 'api' }, latencyMillis: 1 }),
+          proxy('ns/eu-crawl', { attributes: { geo: 'eu', purpose: 'crawl' }, latencyMillis: 5 }),
+          proxy('ns/us-crawl', { attributes: { geo: 'us', purpose: 'crawl' }, latencyMillis: 2 }),
+        ]);
+        expect((await lease({ selector: { geo: 'eu', purpose: 'crawl' } })).proxyID).toBe('ns/eu-crawl');
+        expect((await lease({ selector: { purpose: 'crawl', geo: 'us' } })).proxyID).toBe('ns/us-crawl');
+      });
+    });
+
+    describe('per-proxy cap', () => {
+      it.each([1, 2, 5])('hands out exactly maxLeases=%i leases, then all_busy', async (maxLeases) => {
+        const { store, load, lease } = setup({}, [proxy('ns/a', { maxLeases })]);
+        for (let i = 0; i < maxLeases; i++) await lease();
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+        expect(await load('ns/a')).toBe(maxLeases);
+      });
+
+      it('frees a slot when a lease is released', async () => {
+        const { store, lease } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        await store.release((await lease()).id);
+        expect((await lease()).proxyID).toBe('ns/a');
+      });
+
+      it('honours a lowered maxLeases: no new lease until the load drops below it', async () => {
+        const { store, catalog, lease } = setup({}, [proxy('ns/a', { maxLeases: 3 })]);
+        const held = [await lease(), await lease(), await lease()];
+        catalog.proxies = [proxy('ns/a', { maxLeases: 2 })];
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+        await store.release(held[0].id);
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+        await store.release(held[1].id);
+        expect((await lease()).proxyID).toBe('ns/a');
+      });
+    });
+
+    describe('least-loaded order', () => {
+      it('spreads leases evenly, preferring lower latency among equally loaded proxies', async () => {
+        const { lease } = setup({}, [
+          proxy('ns/slow', { latencyMillis: 500 }),
+          proxy('ns/fast', { latencyMillis: 50 }),
+        ]);
+        const order: string[] = [];
+        for (let i = 0; i < 4; i++) order.push((await lease()).proxyID);
+        expect(order).toEqual(['ns/fast', 'ns/slow', 'ns/fast', 'ns/slow']);
+      });
+
+      it('follows a latency change in the catalog', async () => {
+        const { catalog, store, lease } = setup({}, [
+          proxy('ns/a', { latencyMillis: 10 }),
+          proxy('ns/b', { latencyMillis: 20 }),
+        ]);
+        catalog.proxies = [proxy('ns/a', { latencyMillis: 30 }), proxy('ns/b', { latencyMillis: 20 })];
+        const first = await lease();
+        expect(first.proxyID).toBe('ns/b');
+        await store.release(first.id);
+      });
+    });
+
+    describe('following the catalog', () => {
+      it('never leases a proxy again once it turns unhealthy, and counts its leases when it recovers', async () => {
+        const { catalog, store, load, lease } = setup({}, [proxy('ns/a', { maxLeases: 2 })]);
+        const held = await lease();
+        catalog.proxies = [proxy('ns/a', { maxLeases: 2, healthy: false, phase: 'Unhealthy' })];
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
+        catalog.proxies = [proxy('ns/a', { maxLeases: 2 })];
+        expect(await load('ns/a')).toBe(1);
+        await lease();
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+        await store.release(held.id);
+        expect((await lease()).proxyID).toBe('ns/a');
+      });
+
+      it('keeps the leases of a deleted proxy until they are released, and a new proxy of the same name starts from them', async () => {
+        const { catalog, store, load, lease } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = await lease();
+        catalog.proxies = [];
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
+        expect(await store.get(held.id)).toBeDefined();
+        catalog.proxies = [proxy('ns/a', { maxLeases: 1 })];
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+        await store.release(held.id);
+        expect(await load('ns/a')).toBe(0);
+        expect((await lease()).proxyID).toBe('ns/a');
+      });
+
+      it('reads attribute changes: a proxy leaves and joins selectors', async () => {
+        const { catalog, store, lease } = setup({}, [proxy('ns/a', { attributes: { geo: 'eu' } })]);
+        catalog.proxies = [proxy('ns/a', { attributes: { geo: 'us' } })];
+        expect(await store.acquire(request({ selector: { geo: 'eu' } }))).toEqual({
+          granted: false,
+          reason: 'no_match',
+        });
+        expect((await lease({ selector: { geo: 'us' } })).proxyID).toBe('ns/a');
+      });
+    });
+
+    describe('expiry', () => {
+      it('ends a lease at its TTL: not found, not counted, its slot free again', async () => {
+        const { clock, store, load, lease } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = await lease({ ttlSeconds: 30 });
+        clock.advanceSeconds(29);
+        expect(await store.get(held.id)).toBeDefined();
+        clock.advanceSeconds(1);
+        expect(await store.get(held.id)).toBeUndefined();
+        expect(await load('ns/a')).toBe(0);
+        expect((await store.totals()).activeLeases).toBe(0);
+        expect(await store.report(held.id, 'banned')).toBeUndefined();
+        expect((await lease()).proxyID).toBe('ns/a');
+      });
+
+      it('expires leases in deadline order, whatever order they were taken in', async () => {
+        const { clock, store, lease } = setup({}, [proxy('ns/a', { maxLeases: 10 })]);
+        const ttls = [50, 10, 40, 20, 30];
+        const held: Lease[] = [];
+        for (const ttlSeconds of ttls) held.push(await lease({ ttlSeconds }));
+        const alive = async () => {
+          const left = [];
+          for (const l of held) if (await store.get(l.id)) left.push(l.ttlSeconds);
+          return left;
+        };
+        clock.advanceSeconds(25);
+        expect(await alive()).toEqual([50, 40, 30]);
+        clock.advanceSeconds(10);
+        expect(await alive()).toEqual([50, 40]);
+      });
+    });
+
+    describe('renewal', () => {
+      it('extends a live lease to now + its original TTL by default, keeping its slot', async () => {
+        const { clock, store, load, lease } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = await lease({ ttlSeconds: 60 });
+        clock.advanceSeconds(50);
+        const renewed = await store.renew(held.id);
+        expect(renewed?.lease.expiresAt).toEqual(new Date(clock.now() + 60_000));
+        expect(renewed?.usage.activeLeases).toBe(1);
+        clock.advanceSeconds(59);
+        expect(await store.get(held.id)).toBeDefined();
+        expect(await load('ns/a')).toBe(1);
+        expect(await store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+        clock.advanceSeconds(1);
+        expect(await store.get(held.id)).toBeUndefined();
+        expect(await load('ns/a')).toBe(0);
+      });
+
+      it.each([
+        ['a longer TTL', 600, 600],
+        ['a TTL shorter than what is left: never shortened', 10, 100],
+      ])('with %s', async (_case, ttlSeconds, expectedLeft) => {
+        const { clock, store, lease } = setup();
+        const held = await lease({ ttlSeconds: 200 });
+        clock.advanceSeconds(100);
+        const renewed = await store.renew(held.id, ttlSeconds);
+        expect(renewed?.lease.expiresAt).toEqual(new Date(clock.now() + expectedLeft * 1000));
+      });
+
+      it.each([
+        ['unknown', async () => 'never-issued'],
+        [
+          'released',
+          async (s: ReturnType<typeof setup>) => {
+            const held = await s.lease();
+            await s.store.release(held.id);
+            return held.id;
+          },
+        ],
+        [
+          'expired',
+          async (s: ReturnType<typeof setup>) => {
+            const held = await s.lease({ ttlSeconds: 10 });
+            s.clock.advanceSeconds(10);
+            return held.id;
+          },
+        ],
+      ])('is refused for a lease that is %s', async (_case, make) => {
+        const s = setup();
+        expect(await s.store.renew(await make(s), 60)).toBeUndefined();
+      });
+    });
+
+    describe('sticky sessions', () => {
+      const two = () => [proxy('ns/a', { latencyMillis: 10 }), proxy('ns/b', { latencyMillis: 20 })];
+
+      it('binds a new session and keeps leasing its proxy even when another is less loaded', async () => {
+        const { store } = setup({}, two());
+        const first = await store.acquire(request({ session: 's1' }));
+        expect(first).toMatchObject({ granted: true, lease: { proxyID: 'ns/a', session: 's1' } });
+        expect(first.granted && first.session).toEqual({ key: 's1', moved: false });
+        for (let i = 0; i < 3; i++) {
+          const again = await store.acquire(request({ session: 's1' }));
+          expect(again).toMatchObject({
+            granted: true,
+            lease: { proxyID: 'ns/a' },
+            session: { moved: false },
+          });
+        }
+        // Without a session the least-loaded rule still applies.
+        expect(granted(await store.acquire(request())).proxyID).toBe('ns/b');
+      });
+
+      it.each<[string, (s: ReturnType<typeof setup>) => Promise<void>, Partial<LeaseRequest>]>([
+        [
+          'turns unhealthy',
+          async (s) => {
+            s.catalog.proxies = [proxy('ns/a', { healthy: false, phase: 'Unhealthy' }), proxy('ns/b')];
+          },
+          {},
+        ],
+        [
+          'is deleted',
+          async (s) => {
+            s.catalog.proxies = [proxy('ns/b')];
+          },
+          {},
+        ],
+        [
+          'is at maxLeases',
+          async (s) => {
+            while ((await s.load('ns/a')) < 5)
+              granted(await s.store.acquire(request({ selector: { geo: 'eu' } })));
+          },
+          {},
+        ],
+        [
+          'cools down for the target',
+          async (s) => {
+            const held = await s.lease({ session: 's1', target: 'shop.example' });
+            await s.store.report(held.id, 'banned');
+          },
+          { target: 'shop.example' },
+        ],
+        ['no longer matches the selector', async () => {}, { selector: { geo: 'us' } }],
+      ])('moves when its proxy %s, and says so', async (_case, change, next) => {
+        const s = setup({}, [
+          proxy('ns/a', { latencyMillis: 10, attributes: { geo: 'eu' } }),
+          proxy('ns/b', { latencyMillis: 20, attributes: { geo: 'us' } }),
+        ]);
+        expect((await s.lease({ session: 's1' })).proxyID).toBe('ns/a');
+        await change(s);
+        const moved = await s.store.acquire(request({ session: 's1', ...next }));
+        expect(moved).toMatchObject({
+          granted: true,
+          lease: { proxyID: 'ns/b' },
+          session: { key: 's1', moved: true },
+        });
+        // From now on the session stays on its new proxy.
+        const after = await s.store.acquire(request({ session: 's1', ...next }));
+        expect(after).toMatchObject({ lease: { proxyID: 'ns/b' }, session: { moved: false } });
+      });
+
+      it('keeps its binding through a refusal, and returns to its proxy once it is free', async () => {
+        const { store, lease } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = await lease({ session: 's1' });
+        expect(await store.acquire(request({ session: 's1' }))).toEqual({
+          granted: false,
+          reason: 'all_busy',
+        });
+        await store.release(held.id);
+        expect(await store.acquire(request({ session: 's1' }))).toMatchObject({
+          lease: { proxyID: 'ns/a' },
+          session: { moved: false },
+        });
+      });
+
+      it('never exceeds maxLeases: a session whose proxy is full moves instead', async () => {
+        const { store, load } = setup({}, [
+          proxy('ns/a', { maxLeases: 2 }),
+          proxy('ns/b', { maxLeases: 2, latencyMillis: 200 }),
+        ]);
+        const proxies: string[] = [];
+        for (let i = 0; i < 4; i++)
+          proxies.push(granted(await store.acquire(request({ session: 's1' }))).proxyID);
+        expect(proxies).toEqual(['ns/a', 'ns/a', 'ns/b', 'ns/b']);
+        expect(await load('ns/a')).toBe(2);
+        expect(await store.acquire(request({ session: 's1' }))).toEqual({
+          granted: false,
+          reason: 'all_busy',
+        });
+      });
+
+      it('expires after the idle time; a lease or a renewal in it counts as use', async () => {
+        const { clock, store, catalog, lease } = setup({ sessionIdleSeconds: 600 }, two());
+        const held = await lease({ session: 's1', ttlSeconds: 3000 });
+        expect(held.proxyID).toBe('ns/a');
+        clock.advanceSeconds(599);
+        await store.renew(held.id, 3000);
+        clock.advanceSeconds(599);
+        // Still bound: make ns/a the worse choice, the session stays anyway.
+        catalog.proxies = [proxy('ns/a', { latencyMillis: 999 }), proxy('ns/b', { latencyMillis: 20 })];
+        await store.release(held.id);
+        expect(await store.acquire(request({ session: 's1' }))).toMatchObject({ lease: { proxyID: 'ns/a' } });
+        clock.advanceSeconds(600);
+        expect((await store.totals()).activeSessions).toBe(0);
+        // Expired: a new session, placed by the normal rule, and not reported as moved.
+        expect(await store.acquire(request({ session: 's1' }))).toMatchObject({
+          lease: { proxyID: 'ns/b' },
+          session: { key: 's1', moved: false },
+        });
+      });
+
+      it('ends explicitly: its binding is forgotten, its leases stay valid', async () => {
+        const { store, catalog, lease } = setup({}, two());
+        const held = await lease({ session: 's1' });
+        await store.endSession('s1');
+        await store.endSession('s1');
+        expect(await store.get(held.id)).toBeDefined();
+        catalog.proxies = [proxy('ns/a', { latencyMillis: 999 }), proxy('ns/b', { latencyMillis: 20 })];
+        expect(await store.acquire(request({ session: 's1' }))).toMatchObject({
+          lease: { proxyID: 'ns/b' },
+          session: { moved: false },
+        });
+      });
+
+      it('at the cap, a new session forgets the least recently used one', async () => {
+        const maxSessions = 10_000;
+        // Leases of 1 s, one per millisecond: never more than 1,000 live at once.
+        const { clock, store } = setup({ maxSessions }, [proxy('ns/a', { maxLeases: 1000 })]);
+        for (let i = 0; i < maxSessions; i++) {
+          granted(await store.acquire(request({ session: `s${i}`, ttlSeconds: 1 })));
+          clock.advanceSeconds(0.001);
+        }
+        // Touch the oldest: s1 becomes the least recently used.
+        granted(await store.acquire(request({ session: 's0', ttlSeconds: 1 })));
+        clock.advanceSeconds(0.001);
+        granted(await store.acquire(request({ session: 'one-more', ttlSeconds: 1 })));
+        const totals = await store.totals();
+        expect(totals.activeSessions).toBe(maxSessions);
+        expect(totals.sessionsEvicted).toBe(1);
+      });
+
+      it('refuses a cap below 10,000 sessions', () => {
+        expect(() => setup({ maxSessions: 9_999 })).toThrow(/maxSessions must be a number >= 10000/);
+      });
+    });
+
+    describe('cooldown after a report', () => {
+      // [report result, report target, lease target, acquire target, cooling down?]
+      it.each<[ReportResult, string | undefined, string | undefined, string | undefined, boolean]>([
+        ['banned', 'example.com', undefined, 'example.com', true],
+        ['rate_limited', 'example.com', undefined, 'example.com', true],
+        ['banned', 'example.com', undefined, 'other.org', false],
+        ['banned', 'example.com', undefined, undefined, false],
+        ['ok', 'example.com', undefined, 'example.com', false],
+        // The report's target defaults to the lease's own target.
+        ['banned', undefined, 'example.com', 'example.com', true],
+        ['banned', undefined, 'example.com', undefined, false],
+        // An explicit report target overrides the lease's.
+        ['banned', 'other.org', 'example.com', 'example.com', false],
+        ['banned', 'other.org', 'example.com', 'other.org', true],
+        // No target anywhere: the global pool, which only leases without a target use.
+        ['banned', undefined, undefined, undefined, true],
+        ['rate_limited', undefined, undefined, 'example.com', false],
+        ['ok', undefined, undefined, undefined, false],
+      ])(
+        'report %s (target %s) on a lease for %s → lease for %s cooling down: %s',
+        async (result, reportTarget, leaseTarget, acquireTarget, cooling) => {
+          const { store, lease } = setup();
+          const held = await lease({ target: leaseTarget });
+          await store.report(held.id, result, { target: reportTarget });
+          const outcome = await store.acquire(request({ target: acquireTarget }));
+          expect(outcome).toEqual(
+            cooling
+              ? { granted: false, reason: 'all_cooling_down', retryAfterMs: expect.any(Number) }
+              : expect.objectContaining({ granted: true }),
+          );
+        },
+      );
+
+      it('lasts the configured cooldown, then the proxy is leasable again', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60 });
+        const held = await lease();
+        const outcome = await store.report(held.id, 'banned', { target: 'example.com' });
+        expect(outcome).toEqual({
+          lease: held,
+          target: 'example.com',
+          cooldownUntil: new Date(clock.now() + 60_000),
+        });
+        clock.advanceSeconds(59);
+        // The refusal says when to come back: when the first matching cooldown ends.
+        expect(await store.acquire(request({ target: 'example.com' }))).toEqual({
+          granted: false,
+          reason: 'all_cooling_down',
+          retryAfterMs: 1000,
+        });
+        clock.advanceSeconds(1);
+        expect((await lease({ target: 'example.com' })).proxyID).toBe('ns/a');
+      });
+
+      it('steers leases for the target to other proxies while one cools down', async () => {
+        const { store, lease } = setup({}, [
+          proxy('ns/a', { latencyMillis: 1 }),
+          proxy('ns/b', { latencyMillis: 999 }),
+        ]);
+        const held = await lease({ target: 'example.com' });
+        expect(held.proxyID).toBe('ns/a');
+        await store.report(held.id, 'rate_limited');
+        await store.release(held.id);
+        expect((await lease({ target: 'example.com' })).proxyID).toBe('ns/b');
+      });
+
+      it('is never shortened by a later report', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 });
+        const first = await store.report((await lease()).id, 'banned', { target: 'example.com' });
+        clock.advanceSeconds(30);
+        const second = await store.report((await lease()).id, 'banned', { target: 'example.com' });
+        expect(second!.cooldownUntil!.getTime()).toBe(first!.cooldownUntil!.getTime() + 30_000);
+        const third = await store.report((await lease()).id, 'ok', { target: 'example.com' });
+        expect(third!.cooldownUntil).toBeUndefined();
+        expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
+          reason: 'all_cooling_down',
+        });
+      });
+
+      it('reports on unknown leases change nothing', async () => {
+        const { store, lease } = setup();
+        expect(await store.report('nope', 'banned', { target: 'example.com' })).toBeUndefined();
+        expect((await lease({ target: 'example.com' })).proxyID).toBe('ns/a');
+      });
+    });
+
+    describe('adaptive cooldowns', () => {
+      /** Reports `results` one after the other on fresh leases; returns each cooldown's length in seconds. */
+      async function lengths(s: ReturnType<typeof setup>, results: ReportResult[], target = 'example.com') {
+        const out: (number | null)[] = [];
+        for (const result of results) {
+          const held = await s.lease();
+          const outcome = await s.store.report(held.id, result, { target: target });
+          await s.store.release(held.id);
+          const length = outcome?.cooldownUntil
+            ? (outcome.cooldownUntil.getTime() - s.clock.now()) / 1000
+            : null;
+          out.push(length);
+          // The next report comes just after this cooldown ended: consecutive, so the streak holds.
+          s.clock.advanceSeconds((length ?? 0) + 1);
+        }
+        return out;
+      }
+
+      it.each<[string, ReportResult[], (number | null)[]]>([
+        [
+          'doubles with each consecutive bad report, up to the maximum',
+          ['banned', 'banned', 'banned', 'banned'],
+          [900, 1800, 3600, 3600],
+        ],
+        ['an ok report resets the streak', ['banned', 'banned', 'ok', 'banned'], [900, 1800, null, 900]],
+      ])('%s', async (_case, results, expected) => {
+        expect(await lengths(setup(), results)).toEqual(expected);
+      });
+
+      it('keeps a streak per (proxy, target)', async () => {
+        const s = setup();
+        expect(await lengths(s, ['banned', 'banned'], 'a.example')).toEqual([900, 1800]);
+        expect(await lengths(s, ['banned'], 'b.example')).toEqual([900]);
+        expect(await lengths(s, ['banned'], 'a.example')).toEqual([3600]);
+      });
+
+      it('forgets a streak that has gone cold (no bad report for a maximum cooldown after the last ended)', async () => {
+        const s = setup();
+        expect(await lengths(s, ['banned', 'banned'])).toEqual([900, 1800]);
+        s.clock.advanceSeconds(4 * COOLDOWN_SECONDS);
+        expect(await lengths(s, ['banned'])).toEqual([900]);
+      });
+
+      it('spreads cooldowns by ±10 %, never beyond the maximum', async () => {
+        const low = setup({ random: () => 0 });
+        expect(await lengths(low, ['banned', 'banned', 'banned'])).toEqual([810, 1620, 3240]);
+        const high = setup({ random: () => 0.999999 });
+        const spread = await lengths(high, ['banned', 'banned', 'banned']);
+        expect(spread[0]).toBeCloseTo(990, 0);
+        expect(spread[1]).toBeCloseTo(1980, 0);
+        expect(spread[2]).toBe(3600);
+      });
+    });
+
+    describe('bounded memory for client-supplied targets: eviction never lifts a running cooldown', () => {
+      // The junk-target attack: a lease holder bans its proxy for many made-up targets to push
+      // a real ban out of the book. At a cap only an entry whose cooldown has ended may go; when
+      // every entry there still runs, the new target is not recorded (outcome.capped) instead.
+      it.each<[string, Partial<ContractOptions>]>([
+        ['per proxy', { maxTargetsPerProxy: 10 }],
+        ['across all proxies', { maxTargetEntries: 10 }],
+      ])('the junk-target attack at the cap %s leaves a running ban in place', async (_case, caps) => {
+        const { store, lease } = setup(caps);
+        const held = await lease({ ttlSeconds: 3600 });
+        expect(
+          (await store.report(held.id, 'banned', { target: 'shop.example' }))!.cooldownUntil,
+        ).toBeDefined();
+        const outcomes = [];
+        for (let i = 0; i < 1000; i++)
+          outcomes.push(await store.report(held.id, 'banned', { target: `junk-${i}.example` }));
+        expect(outcomes.filter((o) => o!.capped === true)).toHaveLength(991);
+        expect(outcomes.filter((o) => o!.cooldownUntil !== undefined)).toHaveLength(9);
+        expect(await store.acquire(request({ target: 'shop.example' }))).toMatchObject({
+          granted: false,
+          reason: 'all_cooling_down',
+        });
+        const totals = await store.totals();
+        expect(totals.activeCooldowns).toBe(10);
+        expect(totals.cooldownsEvicted).toBe(0);
+      });
+
+      it.each<[string, Partial<ContractOptions>]>([
+        ['per proxy', { maxTargetsPerProxy: 3 }],
+        ['across all proxies', { maxTargetEntries: 3 }],
+      ])('at the cap %s, the entry whose cooldown ended longest ago makes room', async (_case, caps) => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60, ...caps });
+        const held = await lease({ ttlSeconds: 3600 });
+        await store.report(held.id, 'banned', { target: 'a.example' });
+        clock.advanceSeconds(10);
+        await store.report(held.id, 'banned', { target: 'b.example' });
+        clock.advanceSeconds(10);
+        await store.report(held.id, 'banned', { target: 'c.example' });
+        // a.example's cooldown ended at 60 s, b.example's at 70 s, c.example's runs to 80 s.
+        clock.advanceSeconds(55);
+        const outcome = await store.report(held.id, 'banned', { target: 'd.example' });
+        expect(outcome!.capped).toBeUndefined();
+        expect(outcome!.cooldownUntil).toEqual(new Date(clock.now() + 60_000));
+        expect((await store.totals()).cooldownsEvicted).toBe(1);
+        // b.example ended too and goes next; c.example still runs, so then nothing goes.
+        expect((await store.report(held.id, 'banned', { target: 'e.example' }))!.capped).toBeUndefined();
+        expect((await store.report(held.id, 'banned', { target: 'f.example' }))!.capped).toBe(true);
+        expect(await store.acquire(request({ target: 'c.example' }))).toMatchObject({
+          reason: 'all_cooling_down',
+        });
+        expect((await store.totals()).cooldownsEvicted).toBe(2);
+      });
+
+      it('ok reports for targets with nothing bad on record take no memory', async () => {
+        const { store, lease } = setup({ maxTargetsPerProxy: 10 });
+        const held = await lease({ ttlSeconds: 3600 });
+        for (let i = 0; i < 500; i++) await store.report(held.id, 'ok', { target: `site-${i}.example` });
+        expect((await store.totals()).cooldownsEvicted).toBe(0);
+        expect((await store.usage(['ns/a'])).get('ns/a')!.stats.ok).toBe(500);
+        // Room is still there for a real ban.
+        expect(
+          (await store.report(held.id, 'banned', { target: 'shop.example' }))!.cooldownUntil,
+        ).toBeDefined();
+      });
+    });
+
+    describe('outcome statistics', () => {
+      it('counts reports per proxy over the sliding window, all targets together', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 1, statsWindowSeconds: 900 }, [
+          proxy('ns/a', { maxLeases: 10 }),
+        ]);
+        const held = await lease({ ttlSeconds: 3600 });
+        await store.report(held.id, 'ok', { target: 'a.example' });
+        await store.report(held.id, 'banned', { target: 'b.example' });
+        clock.advanceSeconds(300);
+        await store.report(held.id, 'rate_limited');
+        await store.report(held.id, 'ok');
+        const stats = async () => (await store.usage(['ns/a'])).get('ns/a')!.stats;
+        expect(await stats()).toEqual({
+          windowSeconds: 900,
+          ok: 2,
+          banned: 1,
+          rate_limited: 1,
+          unreachable: 0,
+        });
+        clock.advanceSeconds(600);
+        // The first two reports have left the window (900 s in 60 s steps).
+        expect(await stats()).toEqual({
+          windowSeconds: 900,
+          ok: 1,
+          banned: 0,
+          rate_limited: 1,
+          unreachable: 0,
+        });
+        clock.advanceSeconds(300);
+        expect(await stats()).toEqual({
+          windowSeconds: 900,
+          ok: 0,
+          banned: 0,
+          rate_limited: 0,
+          unreachable: 0,
+        });
+      });
+
+      it('among equally loaded proxies, prefers the one without recent failures for the requested target', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60 }, [
+          proxy('ns/fast', { latencyMillis: 10 }),
+          proxy('ns/slow', { latencyMillis: 500 }),
+        ]);
+        const held = await lease({ target: 'shop.example' });
+        expect(held.proxyID).toBe('ns/fast');
+        await store.report(held.id, 'banned');
+        await store.release(held.id);
+        clock.advanceSeconds(61);
+        // The cooldown is over, but the ban is still in the window.
+        const forShop = await lease({ target: 'shop.example' });
+        expect(forShop.proxyID).toBe('ns/slow');
+        await store.release(forShop.id);
+        expect((await lease({ target: 'other.example' })).proxyID).toBe('ns/fast');
+      });
+    });
+
+    describe('release', () => {
+      it.each([
+        ['a live lease, twice', true],
+        ['a lease that never existed', false],
+      ])('is idempotent for %s', async (_case, acquireFirst) => {
+        const { store, load, lease } = setup();
+        const other = await lease();
+        const id = acquireFirst ? (await lease()).id : 'never-issued';
+        await store.release(id);
+        await store.release(id);
+        expect(await store.get(id)).toBeUndefined();
+        expect(await load('ns/a')).toBe(1);
+        expect(await store.get(other.id)).toBeDefined();
+      });
+    });
+
+    describe('totals', () => {
+      it('counts live leases, sessions and running cooldowns', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [
+          proxy('ns/a', { maxLeases: 2, latencyMillis: 1 }),
+          proxy('ns/b', { latencyMillis: 2 }),
+        ]);
+        const a = await lease({ session: 's1' });
+        await lease({ session: 's2' });
+        await lease();
+        await store.report(a.id, 'banned', { target: 'x.example' });
+        await store.report(a.id, 'banned', { target: 'y.example' });
+        expect(await store.usage(['ns/a', 'ns/b', 'ns/c'])).toEqual(
+          new Map([
+            ['ns/a', expect.objectContaining({ activeLeases: 2 })],
+            ['ns/b', expect.objectContaining({ activeLeases: 1 })],
+            ['ns/c', expect.objectContaining({ activeLeases: 0 })],
+          ]),
+        );
+        expect(await store.totals()).toEqual({
+          activeLeases: 3,
+          activeSessions: 2,
+          activeCooldowns: 2,
+          sessionsEvicted: 0,
+          cooldownsEvicted: 0,
+          suspectProxies: 0,
+          suspicionsRaised: 0,
+          suspicionsExpired: 0,
+        });
+        clock.advanceSeconds(60);
+        expect((await store.totals()).activeCooldowns).toBe(0);
+      });
+    });
+
+    describe('configuration', () => {
+      it.each<[Partial<ContractOptions>, RegExp]>([
+        [{ cooldownSeconds: -1 }, /cooldownSeconds/],
+        [{ cooldownSeconds: Number.NaN }, /cooldownSeconds/],
+        [{ cooldownSeconds: 600, maxCooldownSeconds: 300 }, /maxCooldownSeconds must be a number >= 600/],
+        [{ sessionIdleSeconds: 0 }, /sessionIdleSeconds/],
+        [{ statsWindowSeconds: 5 }, /statsWindowSeconds/],
+        [{ sweepIntervalMs: 0 }, /sweepIntervalMs/],
+        [{ rateLimitCooldownSeconds: -1 }, /rateLimitCooldownSeconds/],
+        [{ rateLimitCooldownSeconds: 30, maxRateLimitCooldownSeconds: 20 }, /maxRateLimitCooldownSeconds/],
+        [{ suspicionTimeoutSeconds: 0 }, /suspicionTimeoutSeconds/],
+      ])('rejects %j with an error naming the option', (options, message) => {
+        expect(() => setup(options)).toThrow(message);
+      });
+    });
+
+    describe('rate_limited: a short cooldown and a streak of its own', () => {
+      /** Reports `results` on fresh leases, each just after the previous cooldown; returns their lengths in seconds. */
+      async function lengths(
+        s: ReturnType<typeof setup>,
+        reports: [ReportResult, number?][],
+        target = 'example.com',
+      ): Promise<(number | null)[]> {
+        const out: (number | null)[] = [];
+        for (const [result, retryAfterSeconds] of reports) {
+          const held = await s.lease();
+          const outcome = await s.store.report(held.id, result, {
+            target,
+            ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+          });
+          await s.store.release(held.id);
+          const length = outcome?.cooldownUntil
+            ? (outcome.cooldownUntil.getTime() - s.clock.now()) / 1000
+            : null;
+          out.push(length);
+          s.clock.advanceSeconds((length ?? 0) + 1);
+        }
+        return out;
+      }
+
+      it.each<[string, Partial<ContractOptions>, [ReportResult, number?][], (number | null)[]]>([
+        [
+          'starts at 10 s and doubles up to 120 s',
+          {},
+          [['rate_limited'], ['rate_limited'], ['rate_limited'], ['rate_limited'], ['rate_limited']],
+          [10, 20, 40, 80, 120],
+        ],
+        [
+          'lasts exactly the Retry-After the site sent (at least 1 s)',
+          {},
+          [
+            ['rate_limited', 45],
+            ['rate_limited', 5],
+            ['rate_limited', 0.2],
+          ],
+          [45, 5, 1],
+        ],
+        [
+          'a Retry-After past the ban maximum is capped by it',
+          { maxCooldownSeconds: 1800 },
+          [['rate_limited', 99_999]],
+          [1800],
+        ],
+        [
+          'keeps apart from the ban streak',
+          {},
+          [['banned'], ['rate_limited'], ['banned'], ['rate_limited']],
+          // The rate-limit streak went cold during the long ban (no rate limit for 120 s).
+          [900, 10, 1800, 10],
+        ],
+        [
+          'an ok report resets both streaks',
+          {},
+          [['banned'], ['rate_limited'], ['ok'], ['banned'], ['rate_limited']],
+          [900, 10, null, 900, 10],
+        ],
+        [
+          'follows the configured base and maximum',
+          { rateLimitCooldownSeconds: 30, maxRateLimitCooldownSeconds: 60 },
+          [['rate_limited'], ['rate_limited'], ['rate_limited']],
+          [30, 60, 60],
+        ],
+        [
+          'counts like banned with singleCooldownWindow (the old rule)',
+          { singleCooldownWindow: true },
+          [['rate_limited'], ['banned'], ['rate_limited']],
+          [900, 1800, 3600],
+        ],
+      ])('%s', async (_case, options, reports, expected) => {
+        expect(await lengths(setup(options), reports)).toEqual(expected);
+      });
+
+      it('a proxy is cooling down for a target while either cooldown runs', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 30, maxCooldownSeconds: 120 });
+        const held = await lease({ ttlSeconds: 3600 });
+        await store.report(held.id, 'banned', { target: 'example.com' });
+        await store.report(held.id, 'rate_limited', { target: 'example.com', retryAfterSeconds: 70 });
+        clock.advanceSeconds(60);
+        // The ban has ended, the rate limit has not.
+        expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
+          reason: 'all_cooling_down',
+          retryAfterMs: 10_000,
+        });
+        clock.advanceSeconds(9);
+        expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
+          reason: 'all_cooling_down',
+        });
+        clock.advanceSeconds(1);
+        expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({ granted: true });
+      });
+    });
+
+    describe('unreachable: the proxy is suspect until a probe has seen it again', () => {
+      const ADDRESS = '10.0.0.1:3128';
+
+      async function suspect(
+        options: Partial<ContractOptions> = {},
+        proxies = [proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })],
+      ) {
+        const s = setup(options, proxies);
+        const requests: [string, string][] = [];
+        s.store.onProbeRequest((id, address) => requests.push([id, address]));
+        await subject.probeRequestsReady?.(s.store);
+        const held = await s.lease({ target: 'example.com', ttlSeconds: 3600 });
+        expect(held.proxyID).toBe('ns/a');
+        const raisedAt = s.clock.now();
+        const outcome = await s.store.report(held.id, 'unreachable');
+        return { ...s, held, outcome, requests, raisedAt };
+      }
+
+      const waitFor = async (check: () => boolean): Promise<void> => {
+        const deadline = Date.now() + 5000;
+        while (!check()) {
+          if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      };
+
+      it('excludes the proxy from every lease, any target, asks for one probe, and shows it held', async () => {
+        const s = await suspect();
+        expect(s.outcome).toEqual({
+          lease: s.held,
+          target: 'example.com',
+          suspect: true,
+          probeRequested: true,
+        });
+        await waitFor(() => s.requests.length === 1);
+        expect(s.requests).toEqual([['ns/a', ADDRESS]]);
+        for (const target of ['example.com', 'other.org', undefined]) {
+          expect(granted(await s.store.acquire(request({ target }))).proxyID).toBe('ns/b');
+        }
+        const usage = await s.store.usage(['ns/a', 'ns/b']);
+        expect(usage.get('ns/a')).toMatchObject({ held: 'suspect', stats: { unreachable: 1 } });
+        expect(usage.get('ns/b')!.held).toBeUndefined();
+        expect(await s.store.totals()).toMatchObject({
+          suspectProxies: 1,
+          suspicionsRaised: 1,
+          suspicionsExpired: 0,
+        });
+      });
+
+      it('a second report on a suspect proxy changes nothing and requests no probe', async () => {
+        const s = await suspect();
+        const again = await s.store.report(s.held.id, 'unreachable');
+        expect(again).toMatchObject({ suspect: true, probeRequested: false });
+        expect(await s.store.totals()).toMatchObject({ suspectProxies: 1, suspicionsRaised: 1 });
+        await waitFor(() => s.requests.length >= 1);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(s.requests).toHaveLength(1);
+      });
+
+      it('moves a session bound to the suspect proxy', async () => {
+        const s = setup({}, [proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })]);
+        const held = await s.lease({ session: 's1', ttlSeconds: 3600 });
+        expect(held.proxyID).toBe('ns/a');
+        await s.store.report(held.id, 'unreachable');
+        expect(await s.store.acquire(request({ session: 's1' }))).toMatchObject({
+          lease: { proxyID: 'ns/b' },
+          session: { key: 's1', moved: true },
+        });
+      });
+
+      it.each<[string, (s: Awaited<ReturnType<typeof suspect>>) => Promise<void>, boolean]>([
+        [
+          'a probe that started after the suspicion passed → leasable again',
+          async (s) => {
+            await s.store.observeHealth('ns/a', {
+              kind: 'probe_passed',
+              address: ADDRESS,
+              startedAt: s.raisedAt,
+            });
+          },
+          true,
+        ],
+        [
+          'a probe that started before the suspicion passed → still held',
+          async (s) => {
+            await s.store.observeHealth('ns/a', {
+              kind: 'probe_passed',
+              address: ADDRESS,
+              startedAt: s.raisedAt - 1,
+            });
+          },
+          false,
+        ],
+        [
+          'a probe of another address passed → still held',
+          async (s) => {
+            await s.store.observeHealth('ns/a', {
+              kind: 'probe_passed',
+              address: '10.9.9.9:3128',
+              startedAt: s.raisedAt,
+            });
+          },
+          false,
+        ],
+        [
+          'the suspicion timed out → leasable again',
+          async (s) => {
+            s.clock.advanceSeconds(60);
+          },
+          true,
+        ],
+        [
+          'not yet timed out → still held',
+          async (s) => {
+            s.clock.advanceSeconds(59);
+          },
+          false,
+        ],
+      ])('%s', async (_case, event, leasable) => {
+        const s = await suspect({}, [proxy('ns/a')]);
+        await event(s);
+        const outcome = await s.store.acquire(request());
+        expect(outcome.granted).toBe(leasable);
+        if (!leasable) expect(outcome).toEqual({ granted: false, reason: 'no_match' });
+      });
+
+      it('counts a suspicion that timed out', async () => {
+        const s = await suspect({ suspicionTimeoutSeconds: 30 }, [proxy('ns/a')]);
+        s.clock.advanceSeconds(30);
+        expect(await s.store.totals()).toMatchObject({
+          suspectProxies: 0,
+          suspicionsRaised: 1,
+          suspicionsExpired: 1,
+        });
+        expect((await s.store.usage(['ns/a'])).get('ns/a')!.held).toBeUndefined();
+      });
+
+      it('does not believe a report right after a probe cleared the address (the abuse guard)', async () => {
+        const s = await suspect({ suspicionHoldoffSeconds: 5 }, [proxy('ns/a')]);
+        await s.store.observeHealth('ns/a', {
+          kind: 'probe_passed',
+          address: ADDRESS,
+          startedAt: s.raisedAt,
+        });
+        s.clock.advanceSeconds(4);
+        expect(await s.store.report(s.held.id, 'unreachable')).toMatchObject({
+          suspect: false,
+          probeRequested: false,
+        });
+        expect((await s.store.acquire(request())).granted).toBe(true);
+        s.clock.advanceSeconds(1);
+        expect(await s.store.report(s.held.id, 'unreachable')).toMatchObject({
+          suspect: true,
+          probeRequested: true,
+        });
+        expect((await s.store.totals()).suspicionsRaised).toBe(2);
+        await waitFor(() => s.requests.length === 2);
+      });
+    });
+
+    describe('down: the health engine holds a proxy out ahead of its status', () => {
+      const ADDRESS = '10.0.0.1:3128';
+
+      it.each<[string, (s: ReturnType<typeof setup>) => Promise<void> | void, boolean]>([
+        ['nothing more happens → still held', () => {}, false],
+        [
+          'up arrives for the address → leasable again',
+          async (s) => {
+            await s.store.observeHealth('ns/a', { kind: 'up', address: ADDRESS });
+          },
+          true,
+        ],
+        [
+          'up arrives for another address → still held',
+          async (s) => {
+            await s.store.observeHealth('ns/a', { kind: 'up', address: '10.9.9.9:3128' });
+          },
+          false,
+        ],
+        [
+          'the proxy moves to another address → leasable again',
+          (s) => {
+            s.catalog.proxies = [proxy('ns/a', { ip: '10.0.0.7' })];
+          },
+          true,
+        ],
+        [
+          'its status catches up (unhealthy), then recovers → leasable again',
+          (s) => {
+            s.catalog.proxies = [proxy('ns/a', { healthy: false, phase: 'Unhealthy' })];
+            s.catalog.proxies = [proxy('ns/a')];
+          },
+          true,
+        ],
+      ])('held down: %s', async (_case, event, leasable) => {
+        const s = setup();
+        await s.store.observeHealth('ns/a', { kind: 'down', address: ADDRESS });
+        expect(await s.store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
+        expect((await s.store.usage(['ns/a'])).get('ns/a')!.held).toBe('down');
+        await event(s);
+        // A catalog change reaches a shared book in the background; give it a moment.
+        const deadline = Date.now() + 2000;
+        let outcome = await s.store.acquire(request());
+        while (leasable && !outcome.granted && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          outcome = await s.store.acquire(request());
+        }
+        expect(outcome.granted).toBe(leasable);
+      });
+
+      it('a down verdict ends a suspicion of the same address (held as down, not counted as expired)', async () => {
+        const s = setup();
+        const held = await s.lease({ ttlSeconds: 3600 });
+        await s.store.report(held.id, 'unreachable');
+        await s.store.observeHealth('ns/a', { kind: 'down', address: ADDRESS });
+        expect((await s.store.usage(['ns/a'])).get('ns/a')!.held).toBe('down');
+        s.clock.advanceSeconds(120);
+        expect(await s.store.totals()).toMatchObject({ suspectProxies: 0, suspicionsExpired: 0 });
+        expect(await s.store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
+      });
+    });
+
+    describe('concurrency: 500 parallel mixed requests', () => {
+      it('never exceed maxLeases, never bind a session to two proxies, never lease a proxy cooling down for its target', async () => {
+        const proxies = [
+          proxy('ns/p1', { maxLeases: 1, latencyMillis: 10 }),
+          proxy('ns/p2', { maxLeases: 2, latencyMillis: 20 }),
+          proxy('ns/p3', { maxLeases: 3, latencyMillis: 30 }),
+          proxy('ns/p5', { maxLeases: 5, latencyMillis: 50 }),
+          proxy('ns/cooling', { maxLeases: 4, latencyMillis: 1 }),
+        ];
+        const { store } = setup({}, proxies);
+        const TARGET = 'example.com';
+        const bench = granted(await store.acquire(request({ target: TARGET })));
+        expect(bench.proxyID).toBe('ns/cooling');
+        await store.report(bench.id, 'banned');
+        await store.release(bench.id);
+
+        const live = new Map<string, Lease>();
+        const violations: string[] = [];
+        const check = (lease: Lease) => {
+          const count = [...live.values()].filter((l) => l.proxyID === lease.proxyID).length;
+          const cap = proxies.find((p) => p.id === lease.proxyID)!.maxLeases;
+          if (count > cap) violations.push(`${lease.proxyID} holds ${count} > ${cap}`);
+          if (lease.target === TARGET && lease.proxyID === 'ns/cooling')
+            violations.push(`cooling proxy leased for ${TARGET}`);
+        };
+        const lastProxy = new Map<string, string>();
+        const ops = Array.from({ length: 500 }, (_, i) => async () => {
+          const kind = i % 5;
+          if (kind === 4 && live.size > 0) {
+            // Release one live lease (a release is over when its promise resolves: the slot is free only then).
+            const [id] = live.keys();
+            const lease = live.get(id)!;
+            await store.release(id);
+            live.delete(lease.id);
+            return;
+          }
+          const session = kind === 3 ? `s${i % 7}` : undefined;
+          const result = await store.acquire(
+            request({
+              target: kind % 2 === 0 ? TARGET : undefined,
+              ttlSeconds: 600,
+              ...(session ? { session } : {}),
+            }),
+          );
+          if (!result.granted) return;
+          live.set(result.lease.id, result.lease);
+          check(result.lease);
+          if (session !== undefined) {
+            // A session stays on its proxy unless the answer says it moved.
+            const last = lastProxy.get(session);
+            if (result.session?.moved !== true && last !== undefined && last !== result.lease.proxyID) {
+              violations.push(`session ${session} on ${result.lease.proxyID} and ${last} without moving`);
+            }
+            lastProxy.set(session, result.lease.proxyID);
+          }
+          if (kind === 1) await store.report(result.lease.id, 'rate_limited', { target: `t${i}.example` });
+        });
+        await Promise.all(ops.map((op) => op()));
+        expect(violations).toEqual([]);
+        const usage = await store.usage(proxies.map((p) => p.id));
+        for (const p of proxies) expect(usage.get(p.id)!.activeLeases).toBeLessThanOrEqual(p.maxLeases);
+        const total = [...usage.values()].reduce((n, u) => n + u.activeLeases, 0);
+        expect(total).toBe(live.size);
+        expect((await store.totals()).activeLeases).toBe(live.size);
+      });
+    });
+  });
+}

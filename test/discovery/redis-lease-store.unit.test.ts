@@ -1,0 +1,226 @@
+// What only the Redis store has: a real redis-server that goes away, freezes and comes back,
+// the round trips each operation costs (Redis's own INFO commandstats), the key prefix that
+// lets two operators share one Redis, and keys that all expire.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import type { LeaseRequest } from '../../discovery/lease-store.js';
+import { connectRedis } from '../../discovery/redis-connection.js';
+import { RedisLeaseStore, STORE_RETRY_AFTER_SECONDS } from '../../discovery/redis-lease-store.js';
+import { StoreUnavailableError } from '../../discovery/store-unavailable.js';
+import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
+import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
+
+const request = (overrides: Partial<LeaseRequest> = {}): LeaseRequest => ({
+  selector: {},
+  ttlSeconds: 300,
+  ...overrides,
+});
+
+let server: RedisServer;
+let admin: Redis;
+let books = 0;
+const opened: { store: RedisLeaseStore; redis: Redis }[] = [];
+
+function open(options: { timeoutMs?: number; keyPrefix?: string; proxies?: number } = {}) {
+  const redis = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: options.timeoutMs ?? 300 });
+  const catalog = new TestCatalog(
+    Array.from({ length: options.proxies ?? 3 }, (_, i) =>
+      proxy(`ns/p${i}`, { latencyMillis: i, maxLeases: 2 }),
+    ),
+  );
+  const store = new RedisLeaseStore({
+    redis,
+    catalog,
+    logger: silentLogger,
+    keyPrefix: options.keyPrefix ?? `unit-${++books}`,
+  });
+  opened.push({ store, redis });
+  return { store, redis, catalog };
+}
+
+async function connected(redis: Redis): Promise<void> {
+  await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 15_000);
+}
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  admin = server.client();
+});
+
+afterEach(() => {
+  for (const { store, redis } of opened.splice(0)) {
+    store.close();
+    redis.disconnect();
+  }
+});
+
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('the Redis lease store', () => {
+  describe('round trips (INFO commandstats)', () => {
+    async function calls(): Promise<Map<string, number>> {
+      const info = await admin.info('commandstats');
+      const out = new Map<string, number>();
+      for (const m of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) out.set(m[1], Number(m[2]));
+      return out;
+    }
+
+    it('one EVALSHA per lease, per release, per renew and per report, and nothing else', async () => {
+      const { store, redis } = open();
+      await connected(redis);
+      // Warm the script cache (a fresh server answers NOSCRIPT once per script).
+      const warm = await store.acquire(request());
+      if (!warm.granted) throw new Error('expected a lease');
+      await store.renew(warm.lease.id);
+      await store.report(warm.lease.id, 'ok');
+      await store.release(warm.lease.id);
+      await store.endSession('s1');
+      // MONITOR tells what each client sent from what the scripts ran ("lua").
+      const monitor = await server.client().monitor();
+      const sent: string[] = [];
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source !== 'lua') sent.push(args[0].toLowerCase());
+      });
+      await admin.config('RESETSTAT');
+      const N = 50;
+      for (let i = 0; i < N; i++) {
+        const result = await store.acquire(request({ target: 'example.com' }));
+        if (!result.granted) throw new Error('expected a lease');
+        await store.release(result.lease.id);
+      }
+      expect((await calls()).get('evalsha')).toBe(2 * N);
+      await admin.config('RESETSTAT');
+      const held = await store.acquire(request());
+      if (!held.granted) throw new Error('expected a lease');
+      await store.renew(held.lease.id);
+      await store.report(held.lease.id, 'banned', { target: 'example.com' });
+      await store.endSession('s1');
+      expect((await calls()).get('evalsha')).toBe(4);
+      await eventually(() => sent.filter((c) => c === 'info').length === 2);
+      monitor.disconnect();
+      // Besides the test's own CONFIG and INFO, the store sent EVALSHA and nothing else.
+      expect(sent.filter((c) => c !== 'config' && c !== 'info')).toEqual(Array(2 * N + 4).fill('evalsha'));
+    });
+  });
+
+  describe('when Redis is unreachable', () => {
+    afterEach(async () => {
+      server.resume();
+      await server.start().catch(() => {});
+    });
+
+    it('fails every call with StoreUnavailableError at once while Redis is down, and recovers by itself', async () => {
+      const { store, redis } = open();
+      await connected(redis);
+      const held = await store.acquire(request({ ttlSeconds: 600 }));
+      expect(held.granted).toBe(true);
+      await server.kill();
+      const started = Date.now();
+      for (const call of [
+        () => store.acquire(request()),
+        () => store.release('x'),
+        () => store.renew('x'),
+        () => store.report('x', 'ok'),
+        () => store.usage(['ns/p0']),
+        () => store.totals(),
+      ]) {
+        const err = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(StoreUnavailableError);
+        expect((err as StoreUnavailableError).retryAfterSeconds).toBe(STORE_RETRY_AFTER_SECONDS);
+      }
+      expect(Date.now() - started).toBeLessThan(2000);
+      // Back (empty: this test server keeps nothing on disk): the store answers again, and the
+      // scripts are loaded again on the first NOSCRIPT.
+      await server.start();
+      await eventually(
+        async () => (await store.acquire(request()).catch(() => undefined))?.granted === true,
+        15_000,
+      );
+    });
+
+    it('a frozen Redis (connection open, no answer) fails the call within the timeout, not later', async () => {
+      const { store, redis } = open({ timeoutMs: 300 });
+      await connected(redis);
+      await store.acquire(request());
+      server.pause();
+      const started = Date.now();
+      await expect(store.acquire(request())).rejects.toBeInstanceOf(StoreUnavailableError);
+      const took = Date.now() - started;
+      expect(took).toBeGreaterThanOrEqual(250);
+      expect(took).toBeLessThan(1500);
+      server.resume();
+      await eventually(
+        async () => (await store.acquire(request()).catch(() => undefined))?.granted === true,
+        15_000,
+      );
+    });
+  });
+
+  describe('sharing one Redis', () => {
+    it('two key prefixes are two books; one prefix is one book for every replica', async () => {
+      const a1 = open({ keyPrefix: 'operator-a', proxies: 1 });
+      const a2 = open({ keyPrefix: 'operator-a', proxies: 1 });
+      const b = open({ keyPrefix: 'operator-b', proxies: 1 });
+      await connected(a1.redis);
+      // ns/p0 takes two leases: one from each replica of operator-a fills it...
+      expect((await a1.store.acquire(request())).granted).toBe(true);
+      expect((await a2.store.acquire(request())).granted).toBe(true);
+      expect(await a1.store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+      expect(await a2.store.acquire(request())).toEqual({ granted: false, reason: 'all_busy' });
+      // ...and operator-b's book knows nothing of them.
+      expect((await b.store.acquire(request())).granted).toBe(true);
+      expect((await b.store.totals()).activeLeases).toBe(1);
+      expect((await a2.store.totals()).activeLeases).toBe(2);
+    });
+
+    it('a session bound through one replica is honoured through another, and moves there when its proxy is full', async () => {
+      const a = open({ keyPrefix: 'sessions', proxies: 3 });
+      const b = open({ keyPrefix: 'sessions', proxies: 3 });
+      await connected(a.redis);
+      const first = await a.store.acquire(request({ session: 'k1' }));
+      if (!first.granted) throw new Error('expected a lease');
+      expect(first.lease.proxyID).toBe('ns/p0');
+      // b never saw k1: it still leases on ns/p0 (one slot left), then moves when it is full.
+      expect(await b.store.acquire(request({ session: 'k1' }))).toMatchObject({
+        lease: { proxyID: 'ns/p0' },
+        session: { key: 'k1', moved: false },
+      });
+      expect(await b.store.acquire(request({ session: 'k1' }))).toMatchObject({
+        lease: { proxyID: 'ns/p1' },
+        session: { key: 'k1', moved: true },
+      });
+      // a's memory of the binding is stale now; Redis's answer wins.
+      expect(await a.store.acquire(request({ session: 'k1' }))).toMatchObject({
+        lease: { proxyID: 'ns/p1' },
+        session: { key: 'k1', moved: false },
+      });
+    });
+
+    it('refuses a key prefix that is not a plain name, naming the option', () => {
+      expect(() => open({ keyPrefix: '{x}' })).toThrow(/keyPrefix must match/);
+    });
+  });
+
+  it('puts an expiry on every key it writes', async () => {
+    const { store, redis } = open({ keyPrefix: 'expiry' });
+    await connected(redis);
+    const held = await store.acquire(request({ session: 's1', target: 'example.com' }));
+    if (!held.granted) throw new Error('expected a lease');
+    await store.report(held.lease.id, 'banned');
+    await store.report(held.lease.id, 'ok', { target: 'other.example' });
+    const other = await store.acquire(request());
+    if (!other.granted) throw new Error('expected a lease');
+    await store.report(other.lease.id, 'unreachable');
+    await store.totals();
+    const keys = await admin.keys('{expiry}:*');
+    expect(keys.length).toBeGreaterThan(8);
+    const persistent = [];
+    for (const key of keys) if ((await admin.pttl(key)) < 0) persistent.push(key);
+    expect(persistent).toEqual([]);
+  });
+});
