@@ -126,7 +126,6 @@ describe('ProxyOperatorConfiguration', () => {
     it.each([
       { status: 403, result: 'banned' },
       { status: 401, result: 'banned' },
-      { status: 429, result: 'rate_limited' },
     ])(
       '$status: reports $result once for the host, and moves every session off that proxy for it',
       async ({ status, result }) => {
@@ -154,6 +153,35 @@ describe('ProxyOperatorConfiguration', () => {
         );
       },
     );
+
+    it('429: reports rate_limited once for the host; the sessions on that proxy wait out its rest there', async () => {
+      const host = 'https://shop.example/';
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      expect(await config.newUrl('s2', request(host))).toBe(urlOf(B));
+      expect(await config.newUrl('s3', request(host))).toBe(urlOf(A));
+      const throttled = (session: string, path: string) =>
+        config.postNavigationHook({
+          request: { url: `${host}${path}` },
+          session: { id: session },
+          proxyInfo: { url: urlOf(A) },
+          response: { statusCode: 429, headers: { 'retry-after': '1' } },
+        });
+      await Promise.all([throttled('s1', '1'), throttled('s3', '2'), throttled('s1', '3')]);
+      expect(reported()).toEqual([{ result: 'rate_limited', target: 'shop.example' }]);
+      // The leases stay: the next request of s1 waits about a second, then goes through A again.
+      const started = Date.now();
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      expect(Date.now() - started).toBeGreaterThanOrEqual(800);
+      expect(await active()).toBe(3);
+      expect(calls('POST /v1/leases')).toHaveLength(3);
+      // Other hosts never wait for it.
+      const other = Date.now();
+      expect(await config.newUrl('s4', request('https://third.example/'))).toMatch(
+        /^http:\/\/10\.0\.0\.[12]:3128$/,
+      );
+      expect(Date.now() - other).toBeLessThan(500);
+      expect(config.stats).toMatchObject({ reportedRateLimited: 1, reportedBanned: 0 });
+    });
 
     it('batches ok: no report per success, one per lease at the latest on close', async () => {
       const url = await config.newUrl('s1', request('https://shop.example/'));

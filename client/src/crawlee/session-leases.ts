@@ -82,13 +82,15 @@ export interface SessionLeasesStats {
   shared: number;
   /** all_busy answers seen (each one 409). */
   busy: number;
-  /** Waits for a cooldown to end because every proxy was resting for the site. */
+  /** Waits for a rest to end: a 429's rest on the session's own proxy, or every proxy resting for the site. */
   paced: number;
 }
 
 const SESSION_KEY = /^[A-Za-z0-9._:@-]{1,128}$/;
 /** Used when a ban report fails: the proxy stays away from the host locally this long. */
 const FALLBACK_BAN_MS = 15 * 60_000;
+/** A 429 without Retry-After rests its proxy for the host this long locally (the server's first rest). */
+const FALLBACK_REST_SECONDS = 10;
 /** Used when an unreachable report fails: the proxy stays away locally this long. */
 const FALLBACK_DEAD_MS = 60_000;
 /** After an all_busy, new sessions share without asking the server for this long (no 409 flood). */
@@ -117,6 +119,8 @@ export class SessionLeases {
   private readonly acquiring = new Map<string, Promise<SharedLease | null>>();
   /** `proxyID \0 host` → ms until which that proxy must not be used for that host. */
   private readonly bans = new Map<string, number>();
+  /** `proxyID \0 host` → ms until which requests through that proxy to that host wait (a 429's rest). */
+  private readonly rests = new Map<string, number>();
   /** Proxies reported unreachable, by id. */
   private readonly dead = new Map<string, DeadProxy>();
   /** Proxy URL → proxy id, to attribute a response to a proxy after its lease is gone. */
@@ -193,6 +197,13 @@ export class SessionLeases {
       shared = acquired;
     }
     shared.usedSinceRenewal = true;
+    // A rate-limited proxy rests for this host: wait it out on the same lease (short by
+    // nature: a 429's Retry-After), instead of leasing elsewhere.
+    const restsFor = (this.rests.get(banKey(shared.lease.proxy.id, host)) ?? 0) - this.now();
+    if (restsFor > 0) {
+      this.stats.paced++;
+      await sleep(Math.min(restsFor, this.maxWaitMs));
+    }
     return shared.lease.proxy.url;
   }
 
@@ -209,10 +220,10 @@ export class SessionLeases {
 
   /**
    * A request through `proxyUrl` to `host` was refused (`banned`) or throttled
-   * (`rate_limited`, with the response's Retry-After in seconds when it had one). From this
-   * call on the proxy is never handed out for `host` again while its cooldown runs; the
+   * (`rate_limited`, with the response's Retry-After in seconds when it had one). A ban: from
+   * this call on the proxy is never handed out for `host` again while its cooldown runs; the
    * server is told once per cooldown, and every lease on that proxy for that host is released
-   * (their sessions lease elsewhere on their next request).
+   * (their sessions lease elsewhere on their next request). A rate limit: see rateLimited.
    */
   async blocked(
     session: string | undefined,
@@ -224,6 +235,7 @@ export class SessionLeases {
     const proxyID = this.proxyIDs.get(proxyUrl);
     if (proxyID === undefined) return;
     const own = this.sharedFor(session, host, proxyUrl);
+    if (result === 'rate_limited') return this.rateLimited(proxyID, host, own, retryAfterSeconds);
     if (this.isBanned(proxyID, host)) {
       // Another request already reported this proxy for this host; just move this session.
       if (own) this.detach(bindingKey(session, host), own, 'proxy banned for host');
@@ -237,12 +249,8 @@ export class SessionLeases {
     const work = (async () => {
       if (via !== undefined) {
         try {
-          const report = await this.client.report(via.lease.leaseID, result, {
-            ...(host ? { target: host } : {}),
-            ...(retryAfterSeconds === undefined || result !== 'rate_limited' ? {} : { retryAfterSeconds }),
-          });
-          if (result === 'banned') this.stats.reportedBanned++;
-          else this.stats.reportedRateLimited++;
+          const report = await this.client.report(via.lease.leaseID, result, host ? { target: host } : {});
+          this.stats.reportedBanned++;
           if (report.cooldownUntil !== null) {
             this.bans.set(banKey(proxyID, host), Date.parse(report.cooldownUntil));
           }
@@ -257,6 +265,42 @@ export class SessionLeases {
         }
       }
       await Promise.all(affected.map((s) => this.release(s, 'proxy banned for host')));
+    })();
+    this.track(work);
+    await work;
+  }
+
+  /**
+   * A 429: the proxy rests for the host where it is. Its leases stay (the sessions on them
+   * wait for the rest to end, see proxyUrl), so a rate limit paces the crawl instead of
+   * churning leases; the server is told once per rest, so new leases avoid the proxy meanwhile.
+   */
+  private async rateLimited(
+    proxyID: string,
+    host: string | undefined,
+    own: SharedLease | undefined,
+    retryAfterSeconds: number | undefined,
+  ): Promise<void> {
+    const key = banKey(proxyID, host);
+    if ((this.rests.get(key) ?? 0) > this.now()) return;
+    this.rests.set(key, this.now() + (retryAfterSeconds ?? FALLBACK_REST_SECONDS) * 1000);
+    const via = own ?? this.leasesOn(proxyID).find((s) => s.host === host);
+    if (via === undefined) return;
+    const work = (async () => {
+      try {
+        const report = await this.client.report(via.lease.leaseID, 'rate_limited', {
+          ...(host ? { target: host } : {}),
+          ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+        });
+        this.stats.reportedRateLimited++;
+        if (report.cooldownUntil !== null) this.rests.set(key, Date.parse(report.cooldownUntil));
+      } catch (err) {
+        this.log.warning('could not report a rate-limited proxy; resting it locally', {
+          proxyID,
+          host,
+          error: String(err),
+        });
+      }
     })();
     this.track(work);
     await work;
@@ -381,6 +425,11 @@ export class SessionLeases {
             continue;
           }
         }
+        if (isNoLease(err) && err.code === 'all_cooling_down') {
+          // Every proxy rests for this site: join a live lease of it and wait with its sessions.
+          const shared = this.shareable(host);
+          if (shared !== undefined) return this.attach(key, shared, true);
+        }
         if (
           isNoLease(err) &&
           err.code === 'all_cooling_down' &&
@@ -485,12 +534,25 @@ export class SessionLeases {
     return (this.fullUntil.get(hostKey(host)) ?? 0) > this.now();
   }
 
-  /** The live lease of `host` with the fewest sessions on it, if any may still be used. */
+  /**
+   * The live lease of `host` a new session should join: not resting if one is (then the one
+   * whose rest ends first), then the fewest sessions on it.
+   */
   private shareable(host: string | undefined): SharedLease | undefined {
     let best: SharedLease | undefined;
+    let bestRest = Infinity;
+    const now = this.now();
     for (const shared of this.byHost.get(hostKey(host)) ?? []) {
       if (!this.usable(shared)) continue;
-      if (best === undefined || shared.bindings.size < best.bindings.size) best = shared;
+      const rest = Math.max(0, (this.rests.get(banKey(shared.lease.proxy.id, host)) ?? 0) - now);
+      if (
+        best === undefined ||
+        rest < bestRest ||
+        (rest === bestRest && shared.bindings.size < best.bindings.size)
+      ) {
+        best = shared;
+        bestRest = rest;
+      }
     }
     return best;
   }
