@@ -21,6 +21,7 @@ export type ApiErrorCode =
   | 'unsupported_media_type'
   | 'headers_too_large'
   | 'request_timeout'
+  | 'store_unavailable'
   | 'internal';
 
 /** The 409 codes of POST /v1/leases: why nothing was leased. */
@@ -137,6 +138,8 @@ export interface ReportResponse {
   cooldownUntil: string | null;
   /** unreachable only: true when the proxy is held out as suspect; false when the report was not believed. */
   suspect?: boolean;
+  /** True when the store's caps were full of running cooldowns and this report could start none. */
+  capped?: boolean;
 }
 
 /** GET /v1/proxies answers `{items}`. */

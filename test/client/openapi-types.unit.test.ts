@@ -87,6 +87,7 @@ const reportResponseShape = {
   target: 'required',
   cooldownUntil: 'required',
   suspect: 'optional',
+  capped: 'optional',
 } as const satisfies Shape<ReportResponse>;
 const proxyListShape = { items: 'required' } as const satisfies Shape<ProxyList>;
 const errorShape = { error: 'required', message: 'required' } as const satisfies Shape<ApiErrorBody>;
@@ -106,6 +107,7 @@ const errorCodes = {
   unsupported_media_type: true,
   headers_too_large: true,
   request_timeout: true,
+  store_unavailable: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
 const reportResults = {
