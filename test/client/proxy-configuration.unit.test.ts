@@ -183,6 +183,30 @@ describe('ProxyOperatorConfiguration', () => {
       expect(config.stats).toMatchObject({ reportedRateLimited: 1, reportedBanned: 0 });
     });
 
+    it('after a 429 the proxy keeps the pace the site allowed: what succeeded per Retry-After, no burst', async () => {
+      const host = 'https://shop.example/';
+      const url = await config.newUrl('s1', request(host));
+      for (let i = 0; i < 3; i++) await navigated('s1', `${host}${i}`, url!, 200);
+      await config.postNavigationHook({
+        request: { url: `${host}3` },
+        session: { id: 's1' },
+        proxyInfo: { url: url! },
+        response: { statusCode: 429, headers: { 'retry-after': '1' } },
+      });
+      const started = Date.now();
+      const after = await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          expect(await config.newUrl('s1', request(host))).toBe(url);
+          return Date.now() - started;
+        }),
+      );
+      after.sort((a, b) => a - b);
+      // Three went when the rest ended (the site allowed three per second), two a window later.
+      expect(after.slice(0, 3).every((ms) => ms >= 800 && ms < 1_600)).toBe(true);
+      expect(after.slice(3).every((ms) => ms >= 1_800)).toBe(true);
+      expect(calls('POST /v1/leases')).toHaveLength(1);
+    });
+
     it('batches ok: no report per success, one per lease at the latest on close', async () => {
       const url = await config.newUrl('s1', request('https://shop.example/'));
       for (let i = 0; i < 10; i++) await navigated('s1', `https://shop.example/${i}`, url!, 200);

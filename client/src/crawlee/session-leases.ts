@@ -11,6 +11,13 @@ import { sleep, type BackoffOptions, backoffDelayMs } from '../backoff.js';
 import type { DiscoveryClient } from '../client.js';
 import { isLeaseGone, isNoLease } from '../errors.js';
 import type { Attributes, Lease } from '../types.js';
+import {
+  admit,
+  rateLimited as paceRateLimited,
+  succeeded as paceSucceeded,
+  unpaced,
+  type Pace,
+} from './site-pace.js';
 
 /** Where the integration says what it did and what went wrong (Crawlee's `log` fits). */
 export interface LeaseLog {
@@ -121,6 +128,8 @@ export class SessionLeases {
   private readonly bans = new Map<string, number>();
   /** `proxyID \0 host` → ms until which requests through that proxy to that host wait (a 429's rest). */
   private readonly rests = new Map<string, number>();
+  /** `proxyID \0 host` → the pace the site allows that proxy, learned from its 429s. */
+  private readonly paces = new Map<string, Pace>();
   /** Proxies reported unreachable, by id. */
   private readonly dead = new Map<string, DeadProxy>();
   /** Proxy URL → proxy id, to attribute a response to a proxy after its lease is gone. */
@@ -197,19 +206,47 @@ export class SessionLeases {
       shared = acquired;
     }
     shared.usedSinceRenewal = true;
-    // A rate-limited proxy rests for this host: wait it out on the same lease (short by
-    // nature: a 429's Retry-After), instead of leasing elsewhere.
-    const restsFor = (this.rests.get(banKey(shared.lease.proxy.id, host)) ?? 0) - this.now();
-    if (restsFor > 0) {
-      this.stats.paced++;
-      await sleep(Math.min(restsFor, this.maxWaitMs));
-    }
+    if (!(await this.keepPace(shared, host))) return this.proxyUrl(session, host);
     return shared.lease.proxy.url;
+  }
+
+  /**
+   * A rate-limited proxy rests for this host, then keeps the site's pace (see site-pace.ts):
+   * the request waits for that on the same lease (short by nature: a 429's Retry-After)
+   * instead of leasing elsewhere. False when the lease became unusable meanwhile.
+   */
+  private async keepPace(shared: SharedLease, host: string | undefined): Promise<boolean> {
+    const key = banKey(shared.lease.proxy.id, host);
+    const started = this.now();
+    for (;;) {
+      const left = this.maxWaitMs - (this.now() - started);
+      const restsFor = (this.rests.get(key) ?? 0) - this.now();
+      if (restsFor > 0 && left > 0) {
+        this.stats.paced++;
+        await sleep(Math.min(restsFor, left));
+        continue;
+      }
+      const pace = this.paces.get(key);
+      if (pace === undefined) break;
+      const turn = admit(pace, this.now());
+      if (turn.waitMs === 0 || left <= 0) {
+        this.paces.set(key, turn.pace);
+        break;
+      }
+      this.stats.paced++;
+      await sleep(Math.min(turn.waitMs, left));
+    }
+    return this.usable(shared);
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
   succeeded(session: string | undefined, host: string | undefined, proxyUrl: string): void {
     this.stats.successes++;
+    const proxyID = this.proxyIDs.get(proxyUrl);
+    if (proxyID !== undefined) {
+      const key = banKey(proxyID, host);
+      this.paces.set(key, paceSucceeded(this.paces.get(key) ?? unpaced, this.now()));
+    }
     // The lease may have ended mid-request (renewal, ban, session retired): count the success
     // on another live lease of the same proxy and host, if there is one.
     const shared = this.sharedFor(session, host, proxyUrl) ?? this.anyLeaseOn(proxyUrl, host);
@@ -282,6 +319,8 @@ export class SessionLeases {
     retryAfterSeconds: number | undefined,
   ): Promise<void> {
     const key = banKey(proxyID, host);
+    const retryAfterMs = retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000;
+    this.paces.set(key, paceRateLimited(this.paces.get(key) ?? unpaced, this.now(), retryAfterMs));
     if ((this.rests.get(key) ?? 0) > this.now()) return;
     this.rests.set(key, this.now() + (retryAfterSeconds ?? FALLBACK_REST_SECONDS) * 1000);
     const via = own ?? this.leasesOn(proxyID).find((s) => s.host === host);
@@ -661,6 +700,10 @@ export class SessionLeases {
     const forHost = this.byHost.get(hostKey(shared.host));
     if (forHost?.delete(shared)) {
       this.leaseCount--;
+      // The pace is learned per lease's life: memory stays bounded by the live leases.
+      const proxyID = shared.lease.proxy.id;
+      if (![...forHost].some((s) => s.lease.proxy.id === proxyID))
+        this.paces.delete(banKey(proxyID, shared.host));
       // A slot of ours came free: the next new session may ask the server again.
       this.fullUntil.delete(hostKey(shared.host));
       if (forHost.size === 0) this.byHost.delete(hostKey(shared.host));
