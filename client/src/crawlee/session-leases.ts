@@ -206,37 +206,55 @@ export class SessionLeases {
       shared = acquired;
     }
     shared.usedSinceRenewal = true;
-    if (!(await this.keepPace(shared, host))) return this.proxyUrl(session, host);
-    return shared.lease.proxy.url;
+    const via = await this.throughPace(shared, host);
+    if (via === undefined) return this.proxyUrl(session, host);
+    via.usedSinceRenewal = true;
+    return via.lease.proxy.url;
   }
 
   /**
-   * A rate-limited proxy rests for this host, then keeps the site's pace (see site-pace.ts):
-   * the request waits for that on the same lease (short by nature: a 429's Retry-After)
-   * instead of leasing elsewhere. False when the lease became unusable meanwhile.
+   * The lease this request goes through when the site rate-limits: its own unless that proxy
+   * rests for the host or has used its pace (see site-pace.ts); then another live lease of the
+   * host with room now (the session stays bound to its own); when none has room, the one whose
+   * turn comes first, after waiting for it (short by nature: a 429's Retry-After). Waiting
+   * costs a Crawlee concurrency slot, and Crawlee's default pool starts at one, so a request
+   * waits only when no leased proxy of the site may take it. Undefined: the own lease became
+   * unusable while waiting.
    */
-  private async keepPace(shared: SharedLease, host: string | undefined): Promise<boolean> {
-    const key = banKey(shared.lease.proxy.id, host);
+  private async throughPace(own: SharedLease, host: string | undefined): Promise<SharedLease | undefined> {
     const started = this.now();
     for (;;) {
-      const left = this.maxWaitMs - (this.now() - started);
-      const restsFor = (this.rests.get(key) ?? 0) - this.now();
-      if (restsFor > 0 && left > 0) {
-        this.stats.paced++;
-        await sleep(Math.min(restsFor, left));
-        continue;
+      let best = own;
+      let wait = this.turnIn(own, host);
+      if (wait > 0) {
+        for (const other of this.byHost.get(hostKey(host)) ?? []) {
+          if (other === own || !this.usable(other)) continue;
+          const otherWait = this.turnIn(other, host);
+          if (otherWait < wait) [best, wait] = [other, otherWait];
+          if (wait === 0) break;
+        }
       }
-      const pace = this.paces.get(key);
-      if (pace === undefined) break;
-      const turn = admit(pace, this.now());
-      if (turn.waitMs === 0 || left <= 0) {
-        this.paces.set(key, turn.pace);
-        break;
+      const left = this.maxWaitMs - (this.now() - started);
+      if (wait === 0 || left <= 0) {
+        const key = banKey(best.lease.proxy.id, host);
+        const pace = this.paces.get(key);
+        if (pace !== undefined) this.paces.set(key, admit(pace, this.now()).pace);
+        return best;
       }
       this.stats.paced++;
-      await sleep(Math.min(turn.waitMs, left));
+      await sleep(Math.min(wait, left));
+      if (!this.usable(own)) return undefined;
     }
-    return this.usable(shared);
+  }
+
+  /** Ms until a request may go through this lease to `host`: its proxy's rest, then its pace. */
+  private turnIn(shared: SharedLease, host: string | undefined): number {
+    const key = banKey(shared.lease.proxy.id, host);
+    const now = this.now();
+    const rest = (this.rests.get(key) ?? 0) - now;
+    if (rest > 0) return rest;
+    const pace = this.paces.get(key);
+    return pace === undefined ? 0 : admit(pace, now).waitMs;
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
