@@ -6,7 +6,7 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
-//          --churn-rate-limit=R (scenario 1: requests/s per source before 429s)
+//          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
@@ -342,11 +342,14 @@ async function main(): Promise<void> {
     cleanups.push(() => op.stop());
     await op.ready();
 
-    console.log(
-      `scenario 1: ${pages} pages, ${proxies} proxies, ${faults.banned.length} banned, ${faults.dying.length} die at 30 %, site rate limit ${churnRateLimit}/s per source`,
-    );
-    const churn = await scenario('churn', kc, op, target, pages, proxies, faults, churnRateLimit, repeat);
-    const out = [table(`scenario 1 (load average now ${load()})`, churn)];
+    const out: string[] = [];
+    if (pages > 0) {
+      console.log(
+        `scenario 1: ${pages} pages, ${proxies} proxies, ${faults.banned.length} banned, ${faults.dying.length} die at 30 %, site rate limit ${churnRateLimit}/s per source`,
+      );
+      const churn = await scenario('churn', kc, op, target, pages, proxies, faults, churnRateLimit, repeat);
+      out.push(table(`scenario 1 (load average now ${load()})`, churn));
+    }
     if (ratePages > 0) {
       console.log(
         `scenario 2: ${ratePages} pages, ${rateProxies} proxies, site rate limit ${rateLimit}/s per source, no other faults`,

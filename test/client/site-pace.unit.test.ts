@@ -1,23 +1,23 @@
 // The pace a proxy keeps for a site after its 429s (client/src/crawlee/site-pace.ts).
 import {
   admit,
-  PROBE_AFTER_WINDOWS,
+  PROBE_AFTER_PERIODS,
   rateLimited,
   succeeded,
   unpaced,
   type Pace,
 } from '../../client/src/crawlee/site-pace.js';
 
+type Step = ['admit' | 'ok', number] | ['429', number, number | undefined];
+
 /** Runs `steps` from `start`; returns the pace and each admit's wait. */
-function run(
-  start: Pace,
-  steps: ([op: 'admit' | 'ok', at: number] | [op: '429', at: number, retryAfterMs?: number])[],
-) {
+function run(start: Pace, steps: Step[]) {
   let pace = start;
   const waits: number[] = [];
-  for (const [op, at, retryAfterMs] of steps) {
+  for (const step of steps) {
+    const [op, at] = step;
     if (op === 'ok') pace = succeeded(pace, at);
-    else if (op === '429') pace = rateLimited(pace, at, retryAfterMs);
+    else if (op === '429') pace = rateLimited(pace, at, step[2]);
     else {
       const turn = admit(pace, at);
       waits.push(turn.waitMs);
@@ -27,30 +27,22 @@ function run(
   return { pace, waits };
 }
 
-const paced = (limit: number, windowEnd: number, admitted: number, extra: Partial<Pace> = {}): Pace => ({
+/** Three per second, learned by a 429 at t=0 (its rest ended at 1,000). */
+const threePerSecond: Pace = {
   ...unpaced,
-  limit,
+  limit: 3,
   periodMs: 1_000,
-  windowEnd,
-  admitted,
-  ...extra,
-});
+  at: 0,
+  restUntil: 1_000,
+  limitedAt: 0,
+};
+const admits = (at: number, n: number): Step[] => Array.from({ length: n }, () => ['admit', at]);
 
 describe('site pace', () => {
-  it.each<[string, Pace, Parameters<typeof run>[1], Partial<Pace>, number[]]>([
+  it.each<[string, Pace, Step[], Partial<Pace>, number[]]>([
+    ['before any 429 every request goes at once', unpaced, admits(0, 3), { limit: undefined }, [0, 0, 0]],
     [
-      'before any 429 every request goes at once',
-      unpaced,
-      [
-        ['admit', 0],
-        ['admit', 0],
-        ['admit', 1],
-      ],
-      { limit: undefined },
-      [0, 0, 0],
-    ],
-    [
-      'the first 429 limits to the successes of the last Retry-After period, and rests',
+      'the first 429 limits to the successes of the last Retry-After period and rests that long',
       unpaced,
       [
         ['ok', 100],
@@ -59,83 +51,102 @@ describe('site pace', () => {
         ['ok', 1_900],
         ['429', 2_000, 1_000],
       ],
-      { limit: 3, periodMs: 1_000, windowEnd: 3_000, resting: true },
+      { limit: 3, periodMs: 1_000, restUntil: 3_000, tokens: 0 },
       [],
     ],
     [
-      'a 429 with nothing allowed before it still admits one per window',
+      'a 429 with nothing allowed before it still lets one through per period',
       unpaced,
       [['429', 0, 2_000]],
-      { limit: 1, periodMs: 2_000, windowEnd: 2_000 },
+      { limit: 1, periodMs: 2_000, restUntil: 2_000 },
+      [],
+    ],
+    ['nothing goes during the rest: the wait is its end', threePerSecond, [['admit', 400]], {}, [600]],
+    [
+      'when the rest ends the bucket is full (the site refilled meanwhile): the limit goes at once, then one per period/limit',
+      threePerSecond,
+      [...admits(1_000, 4), ['admit', 1_340]],
+      { tokens: expect.closeTo(0.02, 5) as number },
+      [0, 0, 0, 334, 0],
+    ],
+    [
+      'a request that comes late finds the tokens that accrued meanwhile (no window lost)',
+      { ...threePerSecond, tokens: 0, at: 1_000, restUntil: 1_000 },
+      admits(1_500, 1),
+      { tokens: expect.closeTo(0.5, 5) as number },
+      [0],
+    ],
+    [
+      'the bucket holds the limit at most',
+      { ...threePerSecond, tokens: 0, at: 1_000, restUntil: 1_000, probedAt: 59_000 },
+      admits(60_000, 4),
+      { limit: 3 },
+      [0, 0, 0, 334],
+    ],
+    [
+      'a 429 while paced lowers the limit to what succeeded in the last period, one less at most',
+      { ...threePerSecond, limit: 5 },
+      [
+        ['ok', 2_100],
+        ['ok', 2_200],
+        ['ok', 2_300],
+        ['ok', 2_400],
+        ['ok', 2_500],
+        ['429', 2_600, 1_000],
+      ],
+      { limit: 4, restUntil: 3_600 },
       [],
     ],
     [
-      'nothing is admitted during the rest: the wait is its end',
-      paced(3, 3_000, 0, { resting: true }),
-      [['admit', 2_000]],
-      { resting: true },
-      [1_000],
-    ],
-    [
-      'after the rest a window admits the limit, then waits for the next window',
-      paced(3, 3_000, 0, { resting: true }),
+      'a 429 while paced never raises the limit above what succeeded',
+      threePerSecond,
       [
-        ['admit', 3_000],
-        ['admit', 3_001],
-        ['admit', 3_002],
-        ['admit', 3_010],
+        ['ok', 2_100],
+        ['429', 2_600, 1_000],
       ],
-      { windowEnd: 4_000, admitted: 3, resting: false, cleanWindows: 0 },
-      [0, 0, 0, 990],
-    ],
-    [
-      'a 429 in a window limits to that window’s successes',
-      paced(3, 4_000, 3),
-      [
-        ['ok', 3_100],
-        ['ok', 3_100],
-        ['429', 3_200, 1_000],
-      ],
-      { limit: 2, windowEnd: 4_200, resting: true },
+      { limit: 1 },
       [],
     ],
     [
       'a 429 during the rest (a request sent before it) changes nothing',
-      paced(2, 4_200, 0, { resting: true }),
-      [['429', 3_300, 1_000]],
-      { limit: 2, windowEnd: 4_200, resting: true },
+      threePerSecond,
+      [['429', 500, 1_000]],
+      { limit: 3, restUntil: 1_000, limitedAt: 0 },
       [],
-    ],
-    [
-      'a window that did not use its whole limit is not clean (no probe on low demand)',
-      paced(3, 1_000, 1, { cleanWindows: PROBE_AFTER_WINDOWS - 1 }),
-      [['admit', 1_000]],
-      { limit: 3, cleanWindows: 0 },
-      [0],
-    ],
-    [
-      `after ${PROBE_AFTER_WINDOWS} clean full windows the limit is probed one higher`,
-      paced(3, 1_000, 3, { cleanWindows: PROBE_AFTER_WINDOWS - 1 }),
-      [['admit', 1_000]],
-      { limit: 4, cleanWindows: 0, windowEnd: 2_000, admitted: 1 },
-      [0],
-    ],
-    [
-      'the window after a rest is not counted clean',
-      paced(3, 1_000, 0, { resting: true, cleanWindows: PROBE_AFTER_WINDOWS - 1 }),
-      [['admit', 1_000]],
-      { limit: 3, cleanWindows: 0 },
-      [0],
     ],
     [
       'a 429 without Retry-After keeps the period it had',
-      paced(3, 1_000, 3, { periodMs: 5_000 }),
+      { ...threePerSecond, periodMs: 5_000, restUntil: 5_000 },
       [
-        ['ok', 500],
-        ['429', 600, undefined],
+        ['ok', 6_000],
+        ['429', 7_000, undefined],
       ],
-      { limit: 1, periodMs: 5_000, windowEnd: 5_600 },
+      { limit: 1, periodMs: 5_000, restUntil: 12_000 },
       [],
+    ],
+    [
+      `with demand beyond the pace and no 429 for ${PROBE_AFTER_PERIODS} periods, one more goes: the limit rises by one`,
+      { ...threePerSecond, tokens: 0, at: 3_000, restUntil: 1_000 },
+      [
+        ['admit', 3_000],
+        ['admit', 3_000],
+      ],
+      { limit: 4, probedAt: 3_000 },
+      [0, 250],
+    ],
+    [
+      'no probe sooner than that after a 429',
+      { ...threePerSecond, tokens: 0, at: 2_000, restUntil: 1_000 },
+      [['admit', 2_000]],
+      { limit: 3 },
+      [334],
+    ],
+    [
+      'nor sooner than that after the last probe',
+      { ...threePerSecond, tokens: 0, at: 4_000, restUntil: 1_000, probedAt: 3_000 },
+      [['admit', 4_000]],
+      { limit: 3 },
+      [334],
     ],
   ])('%s', (_name, start, steps, expected, waits) => {
     const result = run(start, steps);
@@ -143,10 +154,16 @@ describe('site pace', () => {
     expect(result.waits).toEqual(waits);
   });
 
-  it('remembers a bounded number of successes before the first 429', () => {
+  it('remembers a bounded number of successes', () => {
     let pace = unpaced;
     for (let i = 0; i < 10_000; i++) pace = succeeded(pace, i);
-    expect(pace.recent.length).toBeLessThanOrEqual(256);
-    expect(rateLimited(pace, 10_000, 100_000).limit).toBe(pace.recent.length);
+    expect(pace.recent.length).toBe(256);
+    expect(rateLimited(pace, 10_000, 100_000).limit).toBe(256);
+  });
+
+  it('forgets successes older than the period once paced', () => {
+    let pace = threePerSecond;
+    for (let t = 1_000; t <= 10_000; t += 100) pace = succeeded(pace, t);
+    expect(pace.recent.every((t) => t > 9_000)).toBe(true);
   });
 });

@@ -1,97 +1,91 @@
-// The pace one proxy keeps for one site once the site has rate-limited it: at most `limit`
-// requests per window of the 429's Retry-After, learned from the successes the site allowed.
-// Pure: SessionLeases keeps one Pace per (proxy, host) and sleeps when admit() says so.
+// The pace one proxy keeps for one site once the site has rate-limited it: a token bucket of
+// `limit` requests per `periodMs` (the 429's Retry-After), learned from the successes the site
+// allowed. Pure: SessionLeases keeps one Pace per (proxy, host) and asks admit() before each
+// request.
 //
 // Why: waiting out a 429's rest and then sending every waiting request at once gets most of
-// them a 429 again, and each 429 costs the request one of Crawlee's retries. Admitting only
-// what the site allowed in the last window keeps the crawl at the site's rate with almost no
-// 429s; a probe one request above the limit after a few clean windows finds a limit that rose.
+// them a 429 again, and each 429 costs the request one of Crawlee's retries. Spending only
+// what the site allowed keeps the crawl at the site's rate with few 429s; a bucket (rather
+// than fixed windows) loses nothing when requests come late; a probe one above the limit,
+// when demand exceeds it and no 429 came for a while, finds a limit that rose.
 
-/** Clean full windows before the limit is probed one higher. */
-export const PROBE_AFTER_WINDOWS = 3;
-/** Successes remembered before the first 429 (to learn the first limit from). */
+/** Periods without a 429 before the limit is probed one higher (and between probes). */
+export const PROBE_AFTER_PERIODS = 3;
+/** Success times remembered to learn the limit from. */
 const RECENT_CAP = 256;
+/** Before the first 429 the period is unknown: successes are remembered this long. */
+const RECENT_BEFORE_FIRST_MS = 60_000;
 
 export interface Pace {
-  /** Requests one window admits; undefined until the first 429 (no pacing before it). */
+  /** Requests per period; undefined until the first 429 (no pacing before it). */
   readonly limit: number | undefined;
-  /** The window's length: the last 429's Retry-After. */
+  /** The last 429's Retry-After. */
   readonly periodMs: number;
-  /** The current window (or the rest a 429 started) ends here. */
-  readonly windowEnd: number;
-  /** Requests admitted in the current window. */
-  readonly admitted: number;
-  /** Successes in the current window. */
-  readonly succeeded: number;
-  /** The current window is a 429's rest: nothing is admitted until it ends. */
-  readonly resting: boolean;
-  /** Consecutive windows that admitted their whole limit and saw no 429. */
-  readonly cleanWindows: number;
-  /** Success times before the first 429, newest last. */
+  /** Tokens in the bucket at `at`. */
+  readonly tokens: number;
+  readonly at: number;
+  /** Nothing goes before this: the last 429's rest. */
+  readonly restUntil: number;
+  /** When the last 429 that set the pace came, and when the limit was last probed. */
+  readonly limitedAt: number;
+  readonly probedAt: number;
+  /** Times of the latest successes, oldest first. */
   readonly recent: readonly number[];
 }
 
 export const unpaced: Pace = {
   limit: undefined,
   periodMs: 1_000,
-  windowEnd: 0,
-  admitted: 0,
-  succeeded: 0,
-  resting: false,
-  cleanWindows: 0,
+  tokens: 0,
+  at: 0,
+  restUntil: 0,
+  limitedAt: 0,
+  probedAt: 0,
   recent: [],
 };
 
-/** Whether a request may go now, and the pace after it; otherwise how long to wait before asking again. */
+/** Whether a request may go now (waitMs 0, and the pace after it), or how long until it may. */
 export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number } {
-  if (pace.limit === undefined) return { pace, waitMs: 0 };
-  if (now >= pace.windowEnd) {
-    const full = !pace.resting && pace.admitted >= pace.limit;
-    const clean = full ? pace.cleanWindows + 1 : 0;
-    const probe = clean >= PROBE_AFTER_WINDOWS;
-    return {
-      pace: {
-        ...pace,
-        limit: probe ? pace.limit + 1 : pace.limit,
-        cleanWindows: probe ? 0 : clean,
-        windowEnd: now + pace.periodMs,
-        admitted: 1,
-        succeeded: 0,
-        resting: false,
-      },
-      waitMs: 0,
-    };
+  const { limit, periodMs } = pace;
+  if (limit === undefined) return { pace, waitMs: 0 };
+  if (now < pace.restUntil) return { pace, waitMs: pace.restUntil - now };
+  const tokens = Math.min(limit, pace.tokens + ((now - pace.at) * limit) / periodMs);
+  if (tokens >= 1) return { pace: { ...pace, tokens: tokens - 1, at: now }, waitMs: 0 };
+  const quiet = PROBE_AFTER_PERIODS * periodMs;
+  if (now - pace.limitedAt >= quiet && now - pace.probedAt >= quiet) {
+    // Demand exceeds the pace and the site has not objected for a while: try one more.
+    return { pace: { ...pace, limit: limit + 1, tokens, at: now, probedAt: now }, waitMs: 0 };
   }
-  if (!pace.resting && pace.admitted < pace.limit)
-    return { pace: { ...pace, admitted: pace.admitted + 1 }, waitMs: 0 };
-  return { pace, waitMs: pace.windowEnd - now };
+  return { pace, waitMs: Math.ceil(((1 - tokens) * periodMs) / limit) };
 }
 
 /** A request through the proxy to the site succeeded. */
 export function succeeded(pace: Pace, now: number): Pace {
-  if (pace.limit !== undefined) return { ...pace, succeeded: pace.succeeded + 1 };
-  const recent = pace.recent.length >= RECENT_CAP ? pace.recent.slice(1) : pace.recent;
-  return { ...pace, recent: [...recent, now] };
+  const keep = now - (pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs);
+  let from = 0;
+  while (from < pace.recent.length && pace.recent[from]! <= keep) from++;
+  if (pace.recent.length - from >= RECENT_CAP) from++;
+  return { ...pace, recent: [...pace.recent.slice(from), now] };
 }
 
 /**
- * The site answered 429. The limit becomes what the site allowed: the successes of this
- * window (before the first 429: of the last period), at least one; nothing more is admitted
- * until the rest ends. A 429 during a rest comes from a request sent before it: ignored.
+ * The site answered 429. The limit becomes what the site allowed in the last period (and one
+ * less than before at most), at least one; the bucket empties and nothing goes until the rest
+ * ends. A 429 during a rest comes from a request sent before it: ignored.
  */
 export function rateLimited(pace: Pace, now: number, retryAfterMs: number | undefined): Pace {
-  if (pace.resting && now < pace.windowEnd) return pace;
+  if (now < pace.restUntil) return pace;
   const periodMs = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : pace.periodMs;
-  const allowed =
-    pace.limit === undefined ? pace.recent.filter((t) => t > now - periodMs).length : pace.succeeded;
+  const allowed = pace.recent.filter((t) => t > now - periodMs).length;
+  const limit = Math.max(1, pace.limit === undefined ? allowed : Math.min(pace.limit - 1, allowed));
   return {
-    limit: Math.max(1, allowed),
+    limit,
     periodMs,
-    windowEnd: now + periodMs,
-    admitted: 0,
-    succeeded: 0,
-    resting: true,
-    cleanWindows: 0,
+    tokens: 0,
+    at: now,
+    restUntil: now + periodMs,
+    limitedAt: now,
+    probedAt: pace.probedAt,
     recent: [],
   };
 }
