@@ -91,6 +91,8 @@ export interface SessionLeasesStats {
   busy: number;
   /** Waits for a rest to end: a 429's rest on the session's own proxy, or every proxy resting for the site. */
   paced: number;
+  /** Milliseconds requests spent in those waits, summed. */
+  pacedMs: number;
 }
 
 const SESSION_KEY = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -162,6 +164,7 @@ export class SessionLeases {
     shared: 0,
     busy: 0,
     paced: 0,
+    pacedMs: 0,
   };
 
   constructor(private readonly options: SessionLeasesOptions) {
@@ -242,7 +245,9 @@ export class SessionLeases {
         return best;
       }
       this.stats.paced++;
-      await sleep(Math.min(wait, left));
+      const slept = Math.min(wait, left);
+      this.stats.pacedMs += slept;
+      await sleep(slept);
       if (!this.usable(own)) return undefined;
     }
   }
@@ -496,7 +501,9 @@ export class SessionLeases {
           // Every proxy rests for this site (rate limits): the crawl slows down to the site's
           // pace instead of failing the request. A little jitter spreads the waiters.
           this.stats.paced++;
-          await sleep(err.retryAfterSeconds * 1000 + Math.floor(Math.random() * 250));
+          const slept = err.retryAfterSeconds * 1000 + Math.floor(Math.random() * 250);
+          this.stats.pacedMs += slept;
+          await sleep(slept);
           continue;
         }
         if (isNoLease(err) && this.options.whenNoneLeasable === 'direct') {

@@ -10,7 +10,7 @@
 // when demand exceeds it and no 429 came for a while, finds a limit that rose.
 
 /** Periods without a 429 before the limit is probed one higher (and between probes). */
-export const PROBE_AFTER_PERIODS = 3;
+export const PROBE_AFTER_PERIODS = 5;
 /** Success times remembered to learn the limit from. */
 const RECENT_CAP = 256;
 /** Before the first 429 the period is unknown: successes are remembered this long. */
@@ -70,14 +70,20 @@ export function succeeded(pace: Pace, now: number): Pace {
 
 /**
  * The site answered 429. The limit becomes what the site allowed in the last period (and one
- * less than before at most), at least one; the bucket empties and nothing goes until the rest
- * ends. A 429 during a rest comes from a request sent before it: ignored.
+ * less than before at most), at least one; the answer to a probe only undoes the probe. The
+ * bucket empties and nothing goes until the rest ends. A 429 during a rest comes from a
+ * request sent before it: ignored.
  */
 export function rateLimited(pace: Pace, now: number, retryAfterMs: number | undefined): Pace {
   if (now < pace.restUntil) return pace;
   const periodMs = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : pace.periodMs;
   const allowed = pace.recent.filter((t) => t > now - periodMs).length;
-  const limit = Math.max(1, pace.limit === undefined ? allowed : Math.min(pace.limit - 1, allowed));
+  // The answer to a probe (within a period of it): the limit before the probe was right.
+  const probeRefused = pace.limit !== undefined && now - pace.probedAt < pace.periodMs;
+  const limit = Math.max(
+    1,
+    pace.limit === undefined ? allowed : probeRefused ? pace.limit - 1 : Math.min(pace.limit - 1, allowed),
+  );
   return {
     limit,
     periodMs,
