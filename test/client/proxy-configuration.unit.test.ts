@@ -167,6 +167,7 @@ describe('ProxyOperatorConfiguration', () => {
           response: { statusCode: 429, headers: { 'retry-after': '1' } },
         });
       await Promise.all([throttled('s1', '1'), throttled('s3', '2'), throttled('s1', '3')]);
+      await eventually(() => reported().length > 0);
       expect(reported()).toEqual([{ result: 'rate_limited', target: 'shop.example' }]);
       // The leases stay and s1 stays on A; while A rests its next request goes through B at once.
       const started = Date.now();
@@ -450,6 +451,8 @@ describe('ProxyOperatorConfiguration', () => {
       proxyInfo: { url: url! },
       response: { statusCode: 429, headers: { 'retry-after': '45' } },
     });
+    // The report goes in the background (the hook does not wait for it).
+    await eventually(() => callsMatching(/report$/).length === 1);
     const report = callsMatching(/report$/)[0].response as { cooldownUntil: string };
     expect(Date.parse(report.cooldownUntil) - Date.now()).toBeGreaterThan(40_000);
   });

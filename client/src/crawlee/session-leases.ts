@@ -335,12 +335,12 @@ export class SessionLeases {
    * wait for the rest to end, see proxyUrl), so a rate limit paces the crawl instead of
    * churning leases; the server is told once per rest, so new leases avoid the proxy meanwhile.
    */
-  private async rateLimited(
+  private rateLimited(
     proxyID: string,
     host: string | undefined,
     own: SharedLease | undefined,
     retryAfterSeconds: number | undefined,
-  ): Promise<void> {
+  ): void {
     const key = banKey(proxyID, host);
     const retryAfterMs = retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000;
     this.paces.set(key, paceRateLimited(this.paces.get(key) ?? unpaced, this.now(), retryAfterMs));
@@ -364,8 +364,9 @@ export class SessionLeases {
         });
       }
     })();
+    // Not awaited: the rest above already keeps this proxy's requests back, and the request's
+    // task holds one of Crawlee's few concurrency slots while it waits for the hook.
     this.track(work);
-    await work;
   }
 
   /**
