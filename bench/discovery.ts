@@ -5,6 +5,8 @@
 //
 //   npm run bench:discovery
 //   BENCH_ROUNDS=10 BENCH_SLICE_SECONDS=1 BENCH_CONCURRENCY=32 BENCH_SESSIONS=5000 npm run bench:discovery
+//   BENCH_REDIS_ONLY=1 node build/bench/discovery.js   # only the store phases: lease+release
+//     (no selector) with the memory store and the Redis store, at both fleets, and their ratios
 //
 // The servers run in a child process (bench/discovery-server.ts), the load generator here:
 // each has its own event loop, so a latency is the server's answer time plus the loopback.
@@ -25,6 +27,7 @@ const SESSIONS = positiveNumber('BENCH_SESSIONS', 5000);
 const SMALL = positiveNumber('BENCH_SMALL_FLEET', 1000);
 const LARGE = positiveNumber('BENCH_LARGE_FLEET', 10_000);
 const TOKEN = 'bench-token';
+const REDIS_ONLY = process.env.BENCH_REDIS_ONLY === '1';
 
 function positiveNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -199,18 +202,8 @@ async function main(): Promise<void> {
         .join(' '),
   );
   const server = new ServerProcess();
-  const nodeHello = await server.serve({ serve: 'node-hello' });
-  const expressHello = await server.serve({ serve: 'express-hello' });
   const small = await server.serve({ serve: 'discovery', proxies: SMALL, sessions: 0, token: TOKEN });
   const large = await server.serve({ serve: 'discovery', proxies: LARGE, sessions: 0, token: TOKEN });
-  process.stdout.write(`binding ${SESSIONS} sessions on a second ${LARGE}-proxy fleet... `);
-  const withSessions = await server.serve({
-    serve: 'discovery',
-    proxies: LARGE,
-    sessions: SESSIONS,
-    token: TOKEN,
-  });
-  console.log(`${withSessions.sessionsBound} bound`);
   const redisServer = await startRedis();
   const redisSmall = await server.serve({
     serve: 'discovery',
@@ -230,80 +223,106 @@ async function main(): Promise<void> {
   let geo = 0;
   let session = 0;
   const nextGeo = () => GEOS[geo++ % GEOS.length];
-  const phases: Phase[] = [
-    {
-      name: 'baseline: node:http hello world (GET)',
-      url: nodeHello.url,
-      requestsPerOp: 1,
-      op: single('GET', () => '/', {}),
-    },
-    {
-      name: 'baseline: express hello world (POST JSON)',
-      url: expressHello.url,
-      requestsPerOp: 1,
-      // The client does what it does for a lease: build the JSON body, parse the JSON answer.
-      op: (pool) => (timed) =>
-        timed(async () => {
-          const body = JSON.stringify({ selector: { geo: nextGeo() }, ttlSeconds: 60 });
-          const r = await request(pool, 'POST', '/hello', 200, { 'content-type': 'application/json' }, body);
-          return r.ok && (JSON.parse(r.text) as { hello?: string }).hello === 'world';
-        }),
-    },
-  ];
-  for (const [fleet, { url }] of [
-    [SMALL, small],
-    [LARGE, large],
-  ] as const) {
-    phases.push(
+  const phases: Phase[] = REDIS_ONLY
+    ? storePhases([
+        [SMALL, small.url, redisSmall.url],
+        [LARGE, large.url, redisLarge.url],
+      ])
+    : await allPhases();
+  async function allPhases(): Promise<Phase[]> {
+    const nodeHello = await server.serve({ serve: 'node-hello' });
+    const expressHello = await server.serve({ serve: 'express-hello' });
+    process.stdout.write(`binding ${SESSIONS} sessions on a second ${LARGE}-proxy fleet... `);
+    const withSessions = await server.serve({
+      serve: 'discovery',
+      proxies: LARGE,
+      sessions: SESSIONS,
+      token: TOKEN,
+    });
+    console.log(`${withSessions.sessionsBound} bound`);
+    const phases: Phase[] = [
       {
-        name: `${fleet} proxies: lease + release (selector geo)`,
-        url,
-        requestsPerOp: 2,
-        op: leaseAndRelease(() => ({ selector: { geo: nextGeo() }, ttlSeconds: 60 })),
+        name: 'baseline: node:http hello world (GET)',
+        url: nodeHello.url,
+        requestsPerOp: 1,
+        op: single('GET', () => '/', {}),
       },
       {
-        name: `${fleet} proxies: lease + release (no selector)`,
+        name: 'baseline: express hello world (POST JSON)',
+        url: expressHello.url,
+        requestsPerOp: 1,
+        // The client does what it does for a lease: build the JSON body, parse the JSON answer.
+        op: (pool) => (timed) =>
+          timed(async () => {
+            const body = JSON.stringify({ selector: { geo: nextGeo() }, ttlSeconds: 60 });
+            const r = await request(
+              pool,
+              'POST',
+              '/hello',
+              200,
+              { 'content-type': 'application/json' },
+              body,
+            );
+            return r.ok && (JSON.parse(r.text) as { hello?: string }).hello === 'world';
+          }),
+      },
+    ];
+    for (const [fleet, { url }] of [
+      [SMALL, small],
+      [LARGE, large],
+    ] as const) {
+      phases.push(
+        {
+          name: `${fleet} proxies: lease + release (selector geo)`,
+          url,
+          requestsPerOp: 2,
+          op: leaseAndRelease(() => ({ selector: { geo: nextGeo() }, ttlSeconds: 60 })),
+        },
+        {
+          name: `${fleet} proxies: lease + release (no selector)`,
+          url,
+          requestsPerOp: 2,
+          op: leaseAndRelease(() => ({ ttlSeconds: 60 })),
+        },
+        {
+          name: `${fleet} proxies: get one proxy`,
+          url,
+          requestsPerOp: 1,
+          op: single('GET', () => `/v1/proxies/bench/proxy-${String(geo++ % fleet).padStart(5, '0')}`, auth),
+        },
+        {
+          name: `${fleet} proxies: list filtered (geo, purpose, healthy)`,
+          url,
+          requestsPerOp: 1,
+          op: single('GET', () => `/v1/proxies?attr.geo=${nextGeo()}&attr.purpose=crawl&healthy=true`, auth),
+        },
+        {
+          name: `${fleet} proxies: list all`,
+          url,
+          requestsPerOp: 1,
+          op: single('GET', () => '/v1/proxies', auth),
+        },
+      );
+    }
+    for (const [fleet, { url }] of [
+      [SMALL, redisSmall],
+      [LARGE, redisLarge],
+    ] as const) {
+      phases.push({
+        name: `${fleet} proxies, Redis store: lease + release (no selector)`,
         url,
         requestsPerOp: 2,
         op: leaseAndRelease(() => ({ ttlSeconds: 60 })),
-      },
-      {
-        name: `${fleet} proxies: get one proxy`,
-        url,
-        requestsPerOp: 1,
-        op: single('GET', () => `/v1/proxies/bench/proxy-${String(geo++ % fleet).padStart(5, '0')}`, auth),
-      },
-      {
-        name: `${fleet} proxies: list filtered (geo, purpose, healthy)`,
-        url,
-        requestsPerOp: 1,
-        op: single('GET', () => `/v1/proxies?attr.geo=${nextGeo()}&attr.purpose=crawl&healthy=true`, auth),
-      },
-      {
-        name: `${fleet} proxies: list all`,
-        url,
-        requestsPerOp: 1,
-        op: single('GET', () => '/v1/proxies', auth),
-      },
-    );
-  }
-  for (const [fleet, { url }] of [
-    [SMALL, redisSmall],
-    [LARGE, redisLarge],
-  ] as const) {
+      });
+    }
     phases.push({
-      name: `${fleet} proxies, Redis store: lease + release (no selector)`,
-      url,
+      name: `${LARGE} proxies, ${SESSIONS} sessions: lease + release in a session`,
+      url: withSessions.url,
       requestsPerOp: 2,
-      op: leaseAndRelease(() => ({ ttlSeconds: 60 })),
+      op: leaseAndRelease(() => ({ session: `session-${session++ % SESSIONS}`, ttlSeconds: 60 })),
     });
+    return phases;
   }
-  phases.push({
-    name: `${LARGE} proxies, ${SESSIONS} sessions: lease + release in a session`,
-    url: withSessions.url,
-    requestsPerOp: 2,
-    op: leaseAndRelease(() => ({ session: `session-${session++ % SESSIONS}`, ttlSeconds: 60 })),
-  });
 
   const pools = phases.map((p) => new Pool(p.url, { connections: CONCURRENCY }));
   const tallies: Tally[] = phases.map(() => ({
@@ -332,7 +351,7 @@ async function main(): Promise<void> {
   await server.stop();
   await redisServer.stop();
 
-  report(
+  (REDIS_ONLY ? reportStores : report)(
     phases.map((phase, i) => {
       const t = tallies[i];
       const requests = t.ops * phase.requestsPerOp;
@@ -350,6 +369,53 @@ async function main(): Promise<void> {
       };
     }),
   );
+}
+
+/** The memory and Redis store phases alone, interleaved like the others (BENCH_REDIS_ONLY). */
+function storePhases(fleets: [number, string, string][]): Phase[] {
+  return fleets.flatMap(([fleet, memoryURL, redisURL]) => [
+    {
+      name: `${fleet} proxies: lease + release (no selector)`,
+      url: memoryURL,
+      requestsPerOp: 2,
+      op: leaseAndRelease(() => ({ ttlSeconds: 60 })),
+    },
+    {
+      name: `${fleet} proxies, Redis store: lease + release (no selector)`,
+      url: redisURL,
+      requestsPerOp: 2,
+      op: leaseAndRelease(() => ({ ttlSeconds: 60 })),
+    },
+  ]);
+}
+
+function reportStores(results: PhaseResult[]): void {
+  const byName = (prefix: string) => results.find((r) => r.name.startsWith(prefix))!;
+  console.log(`\n${'phase'.padEnd(62)} requests/s   p50 ms   p99 ms  errors  CPU µs/request server client`);
+  for (const r of results) {
+    console.log(
+      `${r.name.padEnd(62)} ${r.requestsPerSecond.toFixed(0).padStart(10)} ${r.p50.toFixed(2).padStart(8)} ` +
+        `${r.p99.toFixed(2).padStart(8)} ${String(r.errors).padStart(7)} ` +
+        `${r.cpuPerRequest.toFixed(0).padStart(22)} ${r.clientCpuPerRequest.toFixed(0).padStart(6)}`,
+    );
+  }
+  console.log(`\n${'target'.padEnd(62)}   measured  target  met`);
+  for (const fleet of [SMALL, LARGE]) {
+    const ratio =
+      byName(`${fleet} proxies, Redis store: lease + release`).requestsPerSecond /
+      byName(`${fleet} proxies: lease + release (no selector`).requestsPerSecond;
+    const name = `lease+release at ${fleet}, Redis store vs memory store`;
+    console.log(
+      `${name.padEnd(62)} ${ratio.toFixed(3).padStart(10)}  >= 0.5  ${ratio >= 0.5 ? 'yes' : 'NO'}`,
+    );
+  }
+  console.log(
+    `load average after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  for (const [reason, count] of failures) console.log(`failed requests: ${count} × ${reason}`);
+  if (results.some((r) => r.errors > 0)) process.exitCode = 1;
 }
 
 function report(results: PhaseResult[]): void {

@@ -9,7 +9,13 @@
 //
 // Phases run in short slices, round-robin, so a change in the machine's load touches them
 // alike; each figure is the median of its slices. redis-server runs on loopback with no
-// persistence (the bench measures the book, not the disk).
+// persistence (the bench measures the book, not the disk). Beside each rate: the CPU that
+// redis-server (INFO cpu) and this process spent per operation, which says where the time
+// goes when the two share the machine's cores.
+//
+// The round-trip ratio: the Redis store's EVALSHA round trips per second (two per
+// lease+release) over the raw ceiling's (EVALSHA of `return 1`), same connection, same
+// concurrency, same redis-server, interleaved slices, medians.
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
@@ -39,6 +45,10 @@ function positive(name: string, fallback: number): number {
 
 /** Runs `op` from CONCURRENCY workers for `seconds`; returns completed ops per second. */
 async function measure(op: () => Promise<void>, seconds: number): Promise<number> {
+  return (await measureOps(op, seconds)).rate;
+}
+
+async function measureOps(op: () => Promise<void>, seconds: number): Promise<{ rate: number; ops: number }> {
   const end = performance.now() + seconds * 1000;
   let ops = 0;
   const worker = async () => {
@@ -49,7 +59,22 @@ async function measure(op: () => Promise<void>, seconds: number): Promise<number
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return ops / ((performance.now() - started) / 1000);
+  return { rate: ops / ((performance.now() - started) / 1000), ops };
+}
+
+/** redis-server's CPU seconds so far (user + system). */
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+interface Slice {
+  rate: number;
+  /** redis-server CPU µs per operation. */
+  redisMicros: number;
+  /** This process's CPU µs per operation (NaN for the two-process phase). */
+  clientMicros: number;
 }
 
 function leaseRelease(store: LeaseStore): () => Promise<void> {
@@ -159,12 +184,24 @@ async function main(): Promise<void> {
   const noop = await redis.script('LOAD', 'return 1');
   const workers = [new Worker(), new Worker()];
 
-  type PhaseFn = () => Promise<number>;
+  type PhaseFn = () => Promise<Slice>;
   const phases = new Map<string, PhaseFn>();
   const cleanups: (() => void)[] = [];
-  phases.set('raw PING (round trips/s)', () => measure(async () => void (await redis.ping()), SLICE_SECONDS));
-  phases.set('raw EVALSHA of `return 1` (round trips/s)', () =>
-    measure(async () => void (await redis.evalsha(noop as string, 0)), SLICE_SECONDS),
+  const local = (op: () => Promise<void>) => async (): Promise<Slice> => {
+    const redisBefore = await redisCpuSeconds(redis);
+    const cpuBefore = process.cpuUsage();
+    const { rate, ops } = await measureOps(op, SLICE_SECONDS);
+    const cpu = process.cpuUsage(cpuBefore);
+    const redisMicros = ((await redisCpuSeconds(redis)) - redisBefore) * 1e6;
+    return { rate, redisMicros: redisMicros / ops, clientMicros: (cpu.user + cpu.system) / ops };
+  };
+  phases.set(
+    'raw PING (round trips/s)',
+    local(async () => void (await redis.ping())),
+  );
+  phases.set(
+    'raw EVALSHA of `return 1` (round trips/s)',
+    local(async () => void (await redis.evalsha(noop as string, 0))),
   );
   for (const proxies of FLEETS) {
     const memory = new MemoryLeaseStore({ catalog: catalogOf(proxies), logger });
@@ -176,24 +213,23 @@ async function main(): Promise<void> {
       keyPrefix: `bench-${proxies}`,
     });
     cleanups.push(() => store.close());
-    phases.set(`memory store, ${proxies} proxies (lease+release/s)`, () =>
-      measure(leaseRelease(memory), SLICE_SECONDS),
-    );
-    phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, () =>
-      measure(leaseRelease(store), SLICE_SECONDS),
-    );
+    phases.set(`memory store, ${proxies} proxies (lease+release/s)`, local(leaseRelease(memory)));
+    phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
     phases.set(`Redis store, 2 processes, ${proxies} proxies (lease+release/s, sum)`, async () => {
+      const redisBefore = await redisCpuSeconds(redis);
       const runs = await Promise.all(
         workers.map((w) =>
           w.run({ url: redisServer.url, prefix: `bench-shared-${proxies}`, proxies, seconds: SLICE_SECONDS }),
         ),
       );
       const rates = await Promise.all(runs.map((r) => r.done));
-      return rates.reduce((a, b) => a + b, 0);
+      const rate = rates.reduce((a, b) => a + b, 0);
+      const redisMicros = ((await redisCpuSeconds(redis)) - redisBefore) * 1e6;
+      return { rate, redisMicros: redisMicros / (rate * SLICE_SECONDS), clientMicros: Number.NaN };
     });
   }
 
-  const results = new Map<string, number[]>([...phases.keys()].map((name) => [name, []]));
+  const results = new Map<string, Slice[]>([...phases.keys()].map((name) => [name, []]));
   process.stdout.write('warming up ');
   for (const phase of phases.values()) {
     await phase();
@@ -208,9 +244,15 @@ async function main(): Promise<void> {
     }
     console.log(` load average ${loadavg()[0].toFixed(2)}`);
   }
-  const rate = (name: string) => median(results.get(name)!);
-  console.log(`\n${'phase'.padEnd(70)} median/s`);
-  for (const name of phases.keys()) console.log(`${name.padEnd(70)} ${rate(name).toFixed(0).padStart(8)}`);
+  const pick = (name: string, field: keyof Slice) => median(results.get(name)!.map((s) => s[field]));
+  const rate = (name: string) => pick(name, 'rate');
+  console.log(`\n${'phase'.padEnd(70)} median/s  CPU µs/op: redis-server  this process`);
+  for (const name of phases.keys()) {
+    const client = pick(name, 'clientMicros');
+    console.log(
+      `${name.padEnd(70)} ${rate(name).toFixed(0).padStart(8)}  ${pick(name, 'redisMicros').toFixed(1).padStart(23)}  ${Number.isNaN(client) ? '           -' : client.toFixed(1).padStart(12)}`,
+    );
+  }
 
   const ceiling = rate('raw EVALSHA of `return 1` (round trips/s)');
   console.log(`\n${'ratio'.padEnd(78)} measured  target  met`);

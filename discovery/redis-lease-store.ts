@@ -43,7 +43,8 @@ import {
 } from './memory-lease-store.js';
 import { WINDOW_BUCKETS } from './outcome-window.js';
 import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
-import { SCRIPTS, type LuaScript } from './redis-scripts.js';
+import { addressOf, candidateArgs, decodeLease, oldestBucket, windowCounts } from './redis-book-codec.js';
+import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.js';
 import { selectorMatcher } from './selector.js';
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
 import { StoreUnavailableError } from './store-unavailable.js';
@@ -56,8 +57,13 @@ export const STORE_RETRY_AFTER_SECONDS = 1;
 /** A key prefix is a plain name: it goes inside a hash tag, `{prefix}`, in every key. */
 export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** Candidates sent per round trip: the first chunk is small (the common case), then larger. */
-const CHUNKS = [8, 64, 512, 4096];
+/**
+ * Candidates sent per round trip: the first chunk is small (the common case: the replica's
+ * best-ranked proxy is free), then larger. Each candidate costs the acquire script ~3-7 µs of
+ * Redis time (its arguments, three batch reads, the choice); 4 instead of 8 took ~14 µs off
+ * the average call (docs/benchmarks.md).
+ */
+const CHUNKS = [4, 32, 256, 2048];
 /** Session → proxy bindings this replica remembers, so a sticky lease is one round trip. */
 const SESSION_HINTS = 10_000;
 const NO_TARGET = '\u0000';
@@ -97,9 +103,6 @@ interface Tracked {
   ranked: ProxyRecord;
 }
 
-/** Fields of a lease hash, in the scripts' LEASE_FIELDS order. */
-type LeaseFields = [string, string, string, string, string, string, string, string, string];
-
 export class RedisLeaseStore implements LeaseStore {
   private readonly redis: Redis;
   private readonly catalog: ProxyCatalog;
@@ -110,11 +113,11 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly prefix: string;
   private readonly countersKey: string;
   private readonly channel: string;
-  private readonly settings: readonly string[];
+  private readonly scripts: Record<ScriptName, LuaScript>;
   private readonly statsWindowSeconds: number;
   private readonly bucketMillis: number;
   private readonly sweepIntervalMs: number;
-  private readonly shas = new Map<LuaScript, string>();
+  private readonly shas = new Map<ScriptName, string>();
   private readonly index = new FreeProxyIndex();
   private readonly tracked = new Map<string, Tracked>();
   private readonly hints = new Map<string, number>();
@@ -167,24 +170,27 @@ export class RedisLeaseStore implements LeaseStore {
     this.countersKey = `${this.prefix}:counters`;
     this.channel = `${this.prefix}:probe-requests`;
     this.bucketMillis = (this.statsWindowSeconds * 1000) / WINDOW_BUCKETS;
-    // ARGV[3..17] of every script (see PRELUDE); ARGV[2] (now) and [16] (random) vary per call.
-    this.settings = [
-      String(this.statsWindowSeconds * 1000),
-      String(this.bucketMillis),
-      String(sessionIdleSeconds * 1000),
-      String(maxSessions),
-      String(cooldownSeconds * 1000),
-      String(maxCooldownSeconds * 1000),
-      String(rateLimitSeconds * 1000),
-      String(maxRateLimitSeconds * 1000),
-      options.singleCooldownWindow === true ? '1' : '0',
-      String(suspicionSeconds * 1000),
-      String(holdoffSeconds * 1000),
-      String(maxTargetsPerProxy),
-      String(maxTargetEntries),
-    ];
-    for (const script of Object.values(SCRIPTS)) {
-      this.shas.set(script, createHash('sha1').update(script.source).digest('hex'));
+    // Settings are constants of this store's scripts: no per-call parsing in Redis.
+    this.scripts = buildScripts({
+      prefix: this.prefix,
+      windowMillis: this.statsWindowSeconds * 1000,
+      bucketMillis: this.bucketMillis,
+      idleMillis: sessionIdleSeconds * 1000,
+      maxSessions,
+      banBaseMillis: cooldownSeconds * 1000,
+      banMaxMillis: maxCooldownSeconds * 1000,
+      rateLimitBaseMillis: rateLimitSeconds * 1000,
+      rateLimitMaxMillis: maxRateLimitSeconds * 1000,
+      singleCooldownWindow: options.singleCooldownWindow === true,
+      suspicionMillis: suspicionSeconds * 1000,
+      holdoffMillis: holdoffSeconds * 1000,
+      maxTargetsPerProxy,
+      maxTargetEntries,
+      jitter: COOLDOWN_JITTER,
+      buckets: WINDOW_BUCKETS,
+    });
+    for (const script of Object.values(this.scripts)) {
+      this.shas.set(script.name as ScriptName, createHash('sha1').update(script.source).digest('hex'));
     }
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
@@ -241,22 +247,27 @@ export class RedisLeaseStore implements LeaseStore {
         const next = free.next();
         if (next.done === true) break;
         const record = this.tracked.get(next.value.proxy.id)!.record;
-        if (record !== bound) chunk.push(record);
+        // The index may move under a suspended walk (other replies): never send one twice.
+        if (record !== bound && !sent.has(record.id)) chunk.push(record);
       }
       // An empty first chunk still runs when a session may need moving (and to say no_match).
       if (chunk.length === 0 && round > 0) break;
       for (const record of chunk) sent.add(record.id);
-      const reply = (await this.eval(SCRIPTS.acquire, [
+      // The proxy this lease will most likely get counts as taken until the answer says:
+      // requests in flight together then rank different proxies first, instead of all
+      // sending the same few and missing once those are full.
+      if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, (this.hints.get(chunk[0].id) ?? 0) + 1);
+      const reply = (await this.eval('acquire', [
         ...fixed,
         mode,
         gone,
         selector,
-        ...candidateArgs(chunk),
-      ])) as (string | number)[];
+        ...candidateArgs(chunk, recordJSON),
+      ])) as (string | number | string[])[];
       if (reply[0] === 'need') return { need: String(reply[1]) };
       if (reply[0] === 'ok') {
         const proxyID = String(reply[1]);
-        this.learn(reply, 11);
+        this.learn(reply, 8);
         this.hint(proxyID, Number(reply[5]));
         const lease: Lease = {
           id: leaseID,
@@ -269,7 +280,7 @@ export class RedisLeaseStore implements LeaseStore {
           acquiredAt: new Date(Number(reply[2])),
           expiresAt: new Date(Number(reply[3])),
         };
-        const usage = this.usageFrom(reply.slice(5, 11));
+        const usage = this.usageFrom(reply[5], reply[6], reply[7], Number(reply[2]));
         if (request.session === undefined) return { granted: true, lease, usage };
         this.rememberSession(request.session, proxyID);
         return {
@@ -296,20 +307,21 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined> {
-    const reply = (await this.eval(SCRIPTS.renew, [
+    const reply = (await this.eval('renew', [
       leaseID,
       ttlSeconds === undefined ? '' : String(ttlSeconds),
-    ])) as (string | number)[] | null;
+    ])) as [string, number, string, string[], number] | null;
     if (reply === null) return undefined;
-    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields);
-    this.hint(lease.proxyID, Number(reply[9]));
+    const lease = decodeLease(leaseID, reply[0]);
+    this.hint(lease.proxyID, Number(reply[1]));
     if (lease.session !== undefined) this.rememberSession(lease.session, lease.proxyID);
-    return { lease, usage: this.usageFrom(reply.slice(9, 15)) };
+    return { lease, usage: this.usageFrom(reply[1], reply[2], reply[3], Number(reply[4])) };
   }
 
   async release(leaseID: string): Promise<void> {
-    const reply = (await this.eval(SCRIPTS.release, [leaseID])) as [string, number] | null;
-    if (reply !== null) this.hint(reply[0], Number(reply[1]));
+    const reply = (await this.eval('release', [leaseID])) as [string, number] | null;
+    // -1: the lease had ended already (its count is settled where it was pruned).
+    if (reply !== null && Number(reply[1]) >= 0) this.hint(reply[0], Number(reply[1]));
   }
 
   async report(
@@ -317,18 +329,19 @@ export class RedisLeaseStore implements LeaseStore {
     result: ReportResult,
     details: ReportDetails = {},
   ): Promise<ReportOutcome | undefined> {
-    const reply = (await this.eval(SCRIPTS.report, [
+    const reply = (await this.eval('report', [
       leaseID,
       result,
       details.target ?? NO_TARGET,
       details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
-    ])) as (string | number)[] | null;
+      String(this.random()),
+    ])) as [string, string, number, number, number] | null;
     if (reply === null) return undefined;
-    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields);
-    const target = String(reply[9]);
-    const until = Number(reply[10]);
-    const suspect = Number(reply[11]);
-    const probe = Number(reply[12]);
+    const lease = decodeLease(leaseID, reply[0]);
+    const target = String(reply[1]);
+    const until = Number(reply[2]);
+    const suspect = Number(reply[3]);
+    const probe = Number(reply[4]);
     return {
       lease,
       ...(target === '' ? {} : { target }),
@@ -343,7 +356,7 @@ export class RedisLeaseStore implements LeaseStore {
     // About another address than the proxy's current one: news of a proxy that is gone.
     if (current !== undefined && addressOf(current) !== observation.address) return;
     const startedAt = observation.kind === 'probe_passed' ? String(observation.startedAt) : '';
-    await this.eval(SCRIPTS.observe, [proxyID, observation.kind, observation.address, startedAt]);
+    await this.eval('observe', [proxyID, observation.kind, observation.address, startedAt]);
   }
 
   onProbeRequest(listener: ProbeRequestListener): () => void {
@@ -356,7 +369,7 @@ export class RedisLeaseStore implements LeaseStore {
 
   async endSession(key: string): Promise<void> {
     this.sessionHints.delete(key);
-    await this.eval(SCRIPTS.endSession, [key]);
+    await this.eval('endSession', [key]);
   }
 
   async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
@@ -367,7 +380,7 @@ export class RedisLeaseStore implements LeaseStore {
     const pipeline = this.redis.pipeline();
     for (const id of proxyIDs) {
       pipeline.zcount(`${this.prefix}:load:${id}`, `(${now}`, '+inf');
-      pipeline.hgetall(`${this.prefix}:stats:${id}`);
+      pipeline.hvals(`${this.prefix}:stats:${id}`);
     }
     pipeline.hmget(`${this.prefix}:holds`, ...proxyIDs);
     const replies = await this.guard(() => pipeline.exec());
@@ -377,14 +390,9 @@ export class RedisLeaseStore implements LeaseStore {
       return reply;
     };
     const holds = value(proxyIDs.length * 2) as (string | null)[];
-    const oldest = Math.floor(now / this.bucketMillis) - WINDOW_BUCKETS + 1;
+    const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
     proxyIDs.forEach((id, i) => {
       const activeLeases = Number(value(i * 2));
-      const counts = [0, 0, 0, 0];
-      for (const slot of Object.values(value(i * 2 + 1) as Record<string, string>)) {
-        const [bucket, ...rest] = slot.split(' ').map(Number);
-        if (bucket >= oldest) rest.forEach((n, j) => (counts[j] += n));
-      }
       const record = this.catalog.get(id);
       const held = holdReason(holds[i], record === undefined ? '' : addressOf(record), now);
       this.hint(id, activeLeases);
@@ -392,10 +400,7 @@ export class RedisLeaseStore implements LeaseStore {
         activeLeases,
         stats: {
           windowSeconds: this.statsWindowSeconds,
-          ok: counts[0],
-          banned: counts[1],
-          rate_limited: counts[2],
-          unreachable: counts[3],
+          ...windowCounts(value(i * 2 + 1) as string[], oldest),
         },
         ...(held === undefined ? {} : { held }),
       });
@@ -404,12 +409,12 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async get(leaseID: string): Promise<Lease | undefined> {
-    const reply = (await this.eval(SCRIPTS.get, [leaseID])) as LeaseFields | null;
-    return reply === null ? undefined : this.leaseFrom(leaseID, reply);
+    const reply = (await this.eval('get', [leaseID])) as string | null;
+    return reply === null ? undefined : decodeLease(leaseID, reply);
   }
 
   async totals(): Promise<StoreTotals> {
-    const t = ((await this.eval(SCRIPTS.totals, [])) as number[]).map(Number);
+    const t = ((await this.eval('totals', [])) as number[]).map(Number);
     return {
       activeLeases: t[0],
       activeSessions: t[1],
@@ -448,7 +453,7 @@ export class RedisLeaseStore implements LeaseStore {
    */
   async sweep(): Promise<void> {
     try {
-      await this.eval(SCRIPTS.sweep, []);
+      await this.eval('sweep', []);
       const busy = [...this.hints.keys()];
       for (let i = 0; i < busy.length; i += 1000) await this.usage(busy.slice(i, i + 1000));
     } catch (err) {
@@ -458,38 +463,21 @@ export class RedisLeaseStore implements LeaseStore {
 
   // --- internals
 
-  private leaseFrom(id: string, f: LeaseFields): Lease {
-    const [proxyID, rec, target, session, sel, ttl, at, exp] = f;
+  /** A proxy's usage from a reply's load, hold reason ('' = none) and raw statistics slots. */
+  private usageFrom(load: unknown, hold: unknown, slots: unknown, now: number): ProxyUsage {
+    const held = hold === '' ? undefined : (String(hold) as HoldReason);
     return {
-      id,
-      proxyID,
-      proxy: JSON.parse(rec) as ProxyRecord,
-      selector: JSON.parse(sel) as Record<string, string>,
-      ...(target === '' ? {} : { target }),
-      ...(session === '' ? {} : { session }),
-      ttlSeconds: Number(ttl),
-      acquiredAt: new Date(Number(at)),
-      expiresAt: new Date(Number(exp)),
-    };
-  }
-
-  private usageFrom(u: (string | number)[]): ProxyUsage {
-    const held = u[5] === '' ? undefined : (String(u[5]) as HoldReason);
-    return {
-      activeLeases: Number(u[0]),
+      activeLeases: Number(load),
       stats: {
         windowSeconds: this.statsWindowSeconds,
-        ok: Number(u[1]),
-        banned: Number(u[2]),
-        rate_limited: Number(u[3]),
-        unreachable: Number(u[4]),
+        ...windowCounts(slots as string[], oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS)),
       },
       ...(held === undefined ? {} : { held }),
     };
   }
 
   /** Reads (id, load) pairs from a reply, from position `from`. */
-  private learn(reply: (string | number)[], from: number): void {
+  private learn(reply: readonly unknown[], from: number): void {
     for (let i = from; i + 1 < reply.length; i += 2) this.hint(String(reply[i]), Number(reply[i + 1]));
   }
 
@@ -527,7 +515,7 @@ export class RedisLeaseStore implements LeaseStore {
     if (before !== undefined && after !== undefined) {
       const moved = addressOf(before) !== addressOf(after);
       if (moved || (before.healthy && !after.healthy)) {
-        this.eval(SCRIPTS.observe, [id, 'catalog', addressOf(after), after.healthy ? '1' : '0']).catch(
+        this.eval('observe', [id, 'catalog', addressOf(after), after.healthy ? '1' : '0']).catch(
           (err: unknown) =>
             this.logger.warn({ err, proxyID: id }, 'could not update the shared book after a catalog change'),
         );
@@ -579,17 +567,11 @@ export class RedisLeaseStore implements LeaseStore {
     await subscriber.subscribe(this.channel);
   }
 
-  private async eval(script: LuaScript, args: string[]): Promise<unknown> {
-    const now = this.clock === undefined ? '' : String(this.clock.now());
-    const argv = [
-      this.prefix,
-      now,
-      ...this.settings,
-      String(this.random()),
-      String(COOLDOWN_JITTER),
-      ...args,
-    ];
-    const sha = this.shas.get(script)!;
+  private async eval(name: ScriptName, args: string[]): Promise<unknown> {
+    // ARGV[1]: a test's clock, or '' for Redis's own TIME.
+    const argv = [this.clock === undefined ? '' : String(this.clock.now()), ...args];
+    const script = this.scripts[name];
+    const sha = this.shas.get(name)!;
     return this.guard(async () => {
       try {
         return await this.redis.evalsha(sha, 1, this.countersKey, ...argv);
@@ -632,30 +614,6 @@ function translate(err: unknown): unknown {
   });
 }
 
-function candidateArgs(chunk: readonly ProxyRecord[]): string[] {
-  const ranked = [...chunk].sort((a, b) =>
-    a.latencyMillis !== b.latencyMillis
-      ? a.latencyMillis - b.latencyMillis
-      : a.id < b.id
-        ? -1
-        : a.id > b.id
-          ? 1
-          : 0,
-  );
-  const rank = new Map(ranked.map((r, i) => [r, i]));
-  const args = [String(chunk.length)];
-  for (const record of chunk) {
-    args.push(
-      record.id,
-      String(record.maxLeases),
-      addressOf(record),
-      String(rank.get(record)),
-      recordJSON(record),
-    );
-  }
-  return args;
-}
-
 /** Records are immutable: each one's JSON is computed once. */
 const jsonCache = new WeakMap<ProxyRecord, string>();
 function recordJSON(record: ProxyRecord): string {
@@ -665,10 +623,6 @@ function recordJSON(record: ProxyRecord): string {
     jsonCache.set(record, json);
   }
   return json;
-}
-
-export function addressOf(record: Pick<ProxyRecord, 'ip' | 'port'>): string {
-  return `${record.ip}:${record.port}`;
 }
 
 function holdReason(raw: string | null, address: string, now: number): HoldReason | undefined {

@@ -1,13 +1,25 @@
 // The Redis lease book's Lua scripts. Each operation of RedisLeaseStore is one of these, run
-// with EVALSHA: atomic (nothing else runs on the server meanwhile) and one round trip. Every
-// script starts with PRELUDE, which reads the book's settings from the first ARGV entries
-// (see RedisLeaseStore.settingsArgs) and names the keys.
+// with EVALSHA: atomic (nothing else runs on the server meanwhile) and one round trip.
+//
+// A store builds its own scripts (buildScripts): its key prefix and settings are constants in
+// the source, and each script carries only the helpers it calls. Why: Redis runs a script's
+// whole chunk on every call, so a shared prelude that parsed fifteen settings from ARGV and
+// defined thirty helpers cost ~16 µs per call before the first command, more than the
+// commands of a release (docs/benchmarks.md, issue 21). Two stores with different settings
+// have different scripts (and SHAs); each runs its own rules, as before.
 //
 // Keys (P is the hash-tagged prefix, e.g. "{proxy-operator}", so every key of a book is in
 // one Cluster slot; KEYS[1] is P..':counters', which routes the call, and the scripts derive
-// the per-proxy keys from P):
-//   P:lease:<id>        hash: proxy, rec (record JSON), addr, target, session, sel, ttl, at, exp
-//   P:load:<proxy>      zset leaseID -> expiry (ms): the proxy's live leases
+// the other keys from P):
+//   P:lease:<id>        string: proxy \0 addr \0 ttl \0 at \0 exp \0 target \0 sel \0 rec \0 session
+//                       (session last: the one field that may hold any byte), PX = its life
+//   P:load:<proxy>      zset leaseID -> expiry (ms): the proxy's leases, live or ended-not-pruned
+//   P:ld:<proxy>        string "n e m": n = members of P:load:<proxy>, e <= the earliest and
+//                       m >= the latest expiry among them. While e > now every member is live,
+//                       so n is the load and one MGET reads a whole chunk's loads; otherwise
+//                       that zset is pruned first. Both keys live until m + 60 s (PX from m: no
+//                       TTL to read back). Per-proxy strings, not one hash: a hash of up to 512
+//                       fields is a listpack, and every HMGET field a linear scan of it.
 //   P:leases            zset leaseID -> expiry: every live lease (a count for totals)
 //   P:sessions          hash session -> proxyID;  P:sessions-used  zset session -> last use
 //   P:stats:<proxy>     hash slot -> "bucket ok banned rate_limited unreachable"
@@ -18,87 +30,117 @@
 //   P:suspects          zset proxyID -> suspicion deadline
 //   P:counters          hash of monotonic counters
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or
-// from ARGV[2] when a test drives the clock. Keys carry a real-time TTL as garbage collection
+// from ARGV[1] when a test drives the clock. Keys carry a real-time TTL as garbage collection
 // only; every decision compares stored times with that clock.
+//
+// Replies carry raw statistics slots (HVALS of P:stats:<proxy>); the replica sums them
+// (windowCounts): arithmetic that scales out with the replicas instead of running in Redis.
 
-const PRELUDE = String.raw`
-local P = ARGV[1]
+/** Everything a store's scripts take as constants. */
+export interface ScriptSettings {
+  /** The hash-tagged key prefix, e.g. "{proxy-operator}". */
+  prefix: string;
+  windowMillis: number;
+  bucketMillis: number;
+  idleMillis: number;
+  maxSessions: number;
+  banBaseMillis: number;
+  banMaxMillis: number;
+  rateLimitBaseMillis: number;
+  rateLimitMaxMillis: number;
+  singleCooldownWindow: boolean;
+  suspicionMillis: number;
+  holdoffMillis: number;
+  maxTargetsPerProxy: number;
+  maxTargetEntries: number;
+  jitter: number;
+  /** Ring slots of the statistics window (outcome-window.ts's WINDOW_BUCKETS). */
+  buckets: number;
+}
+
+export interface LuaScript {
+  readonly name: string;
+  readonly source: string;
+}
+
+export type ScriptName =
+  'acquire' | 'renew' | 'release' | 'report' | 'observe' | 'get' | 'endSession' | 'totals' | 'sweep';
+
+/** A helper block: Lua text and the blocks it calls (defined before it). */
+interface Block {
+  needs: readonly BlockName[];
+  lua: string;
+}
+
+type BlockName =
+  | 'now'
+  | 'keep'
+  | 'count'
+  | 'oldest'
+  | 'statsRaw'
+  | 'statsAdd'
+  | 'entries'
+  | 'targets'
+  | 'held'
+  | 'holds'
+  | 'suspicions'
+  | 'sessions'
+  | 'leases'
+  | 'loads';
+
+// In definition order: a block only calls blocks above it.
+const BLOCKS: Record<BlockName, Block> = {
+  now: {
+    needs: [],
+    lua: String.raw`
 local NOW
-if ARGV[2] ~= '' then
-  NOW = tonumber(ARGV[2])
+if ARGV[1] ~= '' then
+  NOW = tonumber(ARGV[1])
 else
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local WINDOW = tonumber(ARGV[3])
-local BUCKET = tonumber(ARGV[4])
-local IDLE = tonumber(ARGV[5])
-local MAX_SESSIONS = tonumber(ARGV[6])
-local BAN_BASE = tonumber(ARGV[7])
-local BAN_MAX = tonumber(ARGV[8])
-local RL_BASE = tonumber(ARGV[9])
-local RL_MAX = tonumber(ARGV[10])
-local SINGLE = ARGV[11] == '1'
-local SUSPICION = tonumber(ARGV[12])
-local HOLDOFF = tonumber(ARGV[13])
-local MAX_TPP = tonumber(ARGV[14])
-local MAX_TE = tonumber(ARGV[15])
-local RANDOM = tonumber(ARGV[16])
-local JITTER = tonumber(ARGV[17])
-local A = 17
-local BUCKETS = 15
--- How long book state outlives its last write (real time): past the longest time it matters.
-local RETAIN = math.max(BAN_MAX * 2 + WINDOW, IDLE, SUSPICION, HOLDOFF) + 60000
-
-local K_COUNTERS = P .. ':counters'
-local K_LEASES = P .. ':leases'
-local K_SESS = P .. ':sessions'
-local K_SESS_USED = P .. ':sessions-used'
-local K_TARGETS = P .. ':targets'
-local K_HOLDS = P .. ':holds'
-local K_SUSPECTS = P .. ':suspects'
-local CHANNEL = P .. ':probe-requests'
-local function k_lease(id) return P .. ':lease:' .. id end
-local function k_load(id) return P .. ':load:' .. id end
-local function k_stats(id) return P .. ':stats:' .. id end
-local function k_tgt(id) return P .. ':tgt:' .. id end
-local function k_tord(id) return P .. ':tord:' .. id end
-
--- Extends a key's life to at least ms from now (never shortens it).
+end`,
+  },
+  keep: {
+    needs: [],
+    lua: String.raw`
+-- Extends a key's life to at least ms from now, never shortening it: one call when that
+-- moves its expiry later (GT), a second to tell "already later" from "no TTL yet".
 local function keep(key, ms)
-  local ttl = redis.call('PTTL', key)
-  if ttl == -1 or (ttl >= 0 and ttl < ms) then redis.call('PEXPIRE', key, ms) end
-end
-
+  ms = math.ceil(ms)
+  if redis.call('PEXPIRE', key, ms, 'GT') == 0 and redis.call('PTTL', key) == -1 then
+    redis.call('PEXPIRE', key, ms)
+  end
+end`,
+  },
+  count: {
+    needs: [],
+    lua: String.raw`
 local function count(name, n)
   redis.call('HINCRBY', K_COUNTERS, name, n or 1)
   redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
-end
-
--- Live leases of a proxy: one call, no write (ended ones are pruned where the set is written).
-local function load_of(id)
-  return redis.call('ZCOUNT', k_load(id), '(' .. NOW, '+inf')
-end
-
-local function prune_load(id)
-  redis.call('ZREMRANGEBYSCORE', k_load(id), '-inf', NOW)
-end
-
--- base x 2^(streak - 1), capped, spread by +-JITTER, capped again (cooldown-policy.ts).
-local function cooldown(streak, base, max)
-  local s = math.max(streak, 1) - 1
-  if s > 40 then s = 40 end
-  local spread = math.min(base * 2 ^ s, max) * (1 + JITTER * (2 * RANDOM - 1))
-  return math.floor(math.min(spread, max) + 0.5)
-end
-
-local KIND = { ok = 1, banned = 2, rate_limited = 3, unreachable = 4 }
-
+end`,
+  },
+  oldest: {
+    needs: ['now'],
+    lua: String.raw`
 local function oldest_bucket() return math.floor(NOW / BUCKET) - BUCKETS + 1 end
-
+local KIND = { ok = 1, banned = 2, rate_limited = 3, unreachable = 4 }`,
+  },
+  statsRaw: {
+    needs: [],
+    lua: String.raw`
+-- A proxy's raw statistics slots; the replica sums those inside the window.
+local function stats_raw(id)
+  return redis.call('HVALS', P .. ':stats:' .. id)
+end`,
+  },
+  statsAdd: {
+    needs: ['oldest'],
+    lua: String.raw`
 -- Proxy statistics: one field per ring slot.
 local function stats_add(id, result)
-  local key = k_stats(id)
+  local key = P .. ':stats:' .. id
   local b = math.floor(NOW / BUCKET)
   local slot = b % BUCKETS
   local c = { 0, 0, 0, 0 }
@@ -111,21 +153,12 @@ local function stats_add(id, result)
   c[KIND[result]] = c[KIND[result]] + 1
   redis.call('HSET', key, slot, b .. ' ' .. table.concat(c, ' '))
   redis.call('PEXPIRE', key, WINDOW + 60000)
-end
-
-local function stats_of(id)
-  local all = redis.call('HGETALL', k_stats(id))
-  local c = { 0, 0, 0, 0 }
-  local oldest = oldest_bucket()
-  for i = 2, #all, 2 do
-    local f = {}
-    for x in string.gmatch(all[i], '%S+') do f[#f + 1] = tonumber(x) end
-    if f[1] >= oldest then
-      for j = 1, 4 do c[j] = c[j] + f[j + 1] end
-    end
-  end
-  return c
-end
+end`,
+  },
+  entries: {
+    needs: ['oldest'],
+    lua: String.raw`
+local function k_tgt(id) return P .. ':tgt:' .. id end
 
 -- (proxy, target) entries.
 local function tdecode(v)
@@ -139,6 +172,35 @@ local function tdecode(v)
     e.w[b % BUCKETS] = { b, tonumber(ok), tonumber(ba), tonumber(rl), tonumber(un) }
   end
   return e
+end
+
+-- Failure ratio of (proxy, target) over the window, or -1 when it had no bad report there.
+local function failing_ratio(id, target)
+  local e = tdecode(redis.call('HGET', k_tgt(id), target))
+  if not e then return -1 end
+  local oldest = oldest_bucket()
+  local ok, bad = 0, 0
+  for _, c in pairs(e.w) do
+    if c[1] >= oldest then
+      ok = ok + c[2]
+      bad = bad + c[3] + c[4]
+    end
+  end
+  if bad == 0 then return -1 end
+  return bad / (bad + ok)
+end`,
+  },
+  targets: {
+    needs: ['entries', 'keep', 'count'],
+    lua: String.raw`
+local function k_tord(id) return P .. ':tord:' .. id end
+
+-- base x 2^(streak - 1), capped, spread by +-JITTER, capped again (cooldown-policy.ts).
+local function cooldown(streak, base, max, random)
+  local s = math.max(streak, 1) - 1
+  if s > 40 then s = 40 end
+  local spread = math.min(base * 2 ^ s, max) * (1 + JITTER * (2 * random - 1))
+  return math.floor(math.min(spread, max) + 0.5)
 end
 
 local function tencode(e)
@@ -159,22 +221,6 @@ local function window_add(w, result)
     w[slot] = c
   end
   c[KIND[result] + 1] = c[KIND[result] + 1] + 1
-end
-
--- Failure ratio of (proxy, target) over the window, or -1 when it had no bad report there.
-local function failing_ratio(id, target)
-  local e = tdecode(redis.call('HGET', k_tgt(id), target))
-  if not e then return -1 end
-  local oldest = oldest_bucket()
-  local ok, bad = 0, 0
-  for _, c in pairs(e.w) do
-    if c[1] >= oldest then
-      ok = ok + c[2]
-      bad = bad + c[3] + c[4]
-    end
-  end
-  if bad == 0 then return -1 end
-  return bad / (bad + ok)
 end
 
 local function member(id, target) return id .. '\0' .. target end
@@ -208,7 +254,7 @@ end
 
 -- Records a report for (proxy, target): returns the cooldown's end when it started or
 -- extended one, false when the entry could not be recorded at a cap, nil otherwise.
-local function target_report(id, target, result, retry_after)
+local function target_report(id, target, result, retry_after, random)
   local key = k_tgt(id)
   local e = tdecode(redis.call('HGET', key, target))
   if result == 'ok' then
@@ -228,13 +274,13 @@ local function target_report(id, target, result, retry_after)
     -- A streak goes cold when no bad report came for a whole maximum cooldown after the last.
     if e.u + BAN_MAX <= NOW then e.s = 0 end
     e.s = e.s + 1
-    e.u = math.max(e.u, NOW + cooldown(e.s, BAN_BASE, BAN_MAX))
+    e.u = math.max(e.u, NOW + cooldown(e.s, BAN_BASE, BAN_MAX, random))
     ends = e.u
   else
     if e.ru + RL_MAX <= NOW then e.rs = 0 end
     e.rs = e.rs + 1
     -- The site said when to come back: exactly that (1 s .. the longest ban), else the policy.
-    local rest = cooldown(e.rs, RL_BASE, RL_MAX)
+    local rest = cooldown(e.rs, RL_BASE, RL_MAX, random)
     if retry_after >= 0 then rest = math.min(math.max(retry_after, 1000), BAN_MAX) end
     e.ru = math.max(e.ru, NOW + rest)
     ends = e.ru
@@ -248,8 +294,21 @@ local function target_report(id, target, result, retry_after)
   keep(k_tord(id), RETAIN)
   keep(K_TARGETS, RETAIN)
   return ends
-end
-
+end`,
+  },
+  held: {
+    needs: ['now'],
+    lua: String.raw`
+-- Why a hold keeps a proxy at addr out of every lease, or nil.
+local function held(h, addr)
+  if h.sa == addr and h.su > NOW then return 'suspect' end
+  if h.da == addr then return 'down' end
+  return nil
+end`,
+  },
+  holds: {
+    needs: ['held', 'keep', 'count'],
+    lua: String.raw`
 -- Holds: sa/ss/su = suspect address, since, deadline; da = down address; ca/ct = address and
 -- time of the last suspicion a probe ended (the abuse guard's hold-off).
 local function hold_get(id)
@@ -282,28 +341,28 @@ local function expire_suspicion(id, h)
     return true
   end
   return false
-end
-
-local function held(h, addr)
-  if h.sa == addr and h.su > NOW then return 'suspect' end
-  if h.da == addr then return 'down' end
-  return nil
-end
-
-local function prune_sessions(limit)
-  local idle = redis.call('ZRANGEBYSCORE', K_SESS_USED, '-inf', NOW - IDLE, 'LIMIT', 0, limit)
-  for _, key in ipairs(idle) do
-    redis.call('HDEL', K_SESS, key)
-    redis.call('ZREM', K_SESS_USED, key)
-  end
-end
-
+end`,
+  },
+  suspicions: {
+    needs: ['holds'],
+    lua: String.raw`
 local function prune_suspicions(limit)
   local due = redis.call('ZRANGEBYSCORE', K_SUSPECTS, '-inf', NOW, 'LIMIT', 0, limit)
   for _, id in ipairs(due) do
     local h = hold_get(id)
     if not expire_suspicion(id, h) then redis.call('ZREM', K_SUSPECTS, id) end
     hold_put(id, h)
+  end
+end`,
+  },
+  sessions: {
+    needs: ['now', 'count'],
+    lua: String.raw`
+local function prune_sessions(limit)
+  local idle = redis.call('ZRANGEBYSCORE', K_SESS_USED, '-inf', NOW - IDLE, 'LIMIT', 0, limit)
+  for _, key in ipairs(idle) do
+    redis.call('HDEL', K_SESS, key)
+    redis.call('ZREM', K_SESS_USED, key)
   end
 end
 
@@ -320,8 +379,9 @@ local function bound_to(session)
   return bound
 end
 
-local function bind(session, id)
-  if redis.call('HEXISTS', K_SESS, session) == 0 and redis.call('HLEN', K_SESS) >= MAX_SESSIONS then
+-- known: the session is bound right now (bound_to said so), so the cap has room for it.
+local function bind(session, id, known)
+  if not known and redis.call('HEXISTS', K_SESS, session) == 0 and redis.call('HLEN', K_SESS) >= MAX_SESSIONS then
     prune_sessions(1000)
     if redis.call('HLEN', K_SESS) >= MAX_SESSIONS then
       local oldest = redis.call('ZPOPMIN', K_SESS_USED)
@@ -333,34 +393,136 @@ local function bind(session, id)
   redis.call('ZADD', K_SESS_USED, NOW, session)
   redis.call('PEXPIRE', K_SESS, IDLE + 60000)
   redis.call('PEXPIRE', K_SESS_USED, IDLE + 60000)
-end
+end`,
+  },
+  leases: {
+    needs: ['now'],
+    lua: String.raw`
+local function k_lease(id) return P .. ':lease:' .. id end
 
-local LEASE_FIELDS = { 'proxy', 'rec', 'target', 'session', 'sel', 'ttl', 'at', 'exp', 'addr' }
-
--- A live lease's fields (LEASE_FIELDS order), or nil when unknown or expired.
-local function live_lease(id)
-  local f = redis.call('HMGET', k_lease(id), unpack(LEASE_FIELDS))
-  if not f[1] or tonumber(f[8]) <= NOW then return nil end
+-- A lease's fields: proxy, addr, ttl, at, exp, target, sel, rec, session.
+local function lease_decode(v)
+  local f, from = {}, 1
+  for i = 1, 8 do
+    local to = string.find(v, '\0', from, true)
+    f[i] = string.sub(v, from, to - 1)
+    from = to + 1
+  end
+  f[9] = string.sub(v, from)
   return f
 end
 
--- activeLeases, 4 counts, hold reason ('' = none): a proxy's usage, flattened.
-local function usage_of(id, addr, load, hold)
-  local c = stats_of(id)
-  if hold == nil then hold = held(hold_get(id), addr) or '' end
-  return { load or load_of(id), c[1], c[2], c[3], c[4], hold }
+-- A live lease's fields and its stored value, or nil when unknown or expired.
+local function live_lease(id)
+  local v = redis.call('GET', k_lease(id))
+  if not v then return nil end
+  local f = lease_decode(v)
+  if tonumber(f[5]) <= NOW then return nil end
+  return f, v
+end`,
+  },
+  loads: {
+    needs: ['now'],
+    lua: String.raw`
+local function k_load(id) return P .. ':load:' .. id end
+local function k_ld(id) return P .. ':ld:' .. id end
+
+-- A proxy's live leases from its P:ld value v ("n e m"): n itself while e is still ahead;
+-- else its zset is pruned and the value rewritten (or dropped with the last member).
+-- Returns the live count, the earliest expiry's lower bound and the latest's upper bound.
+local function load_of(id, v)
+  if not v then return 0, nil, nil end
+  local n, e, m = string.match(v, '^(%d+) (%S+) (%S+)$')
+  n, e, m = tonumber(n), tonumber(e), tonumber(m)
+  if e > NOW then return n, e, m end
+  local key = k_load(id)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', NOW)
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if not first[1] then
+    redis.call('DEL', k_ld(id))
+    return 0, nil, nil
+  end
+  n, e = redis.call('ZCARD', key), tonumber(first[2])
+  redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
+  return n, e, m
 end
-`;
+
+-- Writes a proxy's load after a lease was added or extended (its expiry exp), and the life
+-- of both its keys: until the latest expiry among its leases, plus a minute.
+local function load_put(id, n, e, m, exp)
+  if e == nil or exp < e then e = exp end
+  if m == nil or exp > m then m = exp end
+  local life = math.ceil(m - NOW + 60000)
+  redis.call('PEXPIRE', k_load(id), life)
+  redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'PX', life)
+end`,
+  },
+};
+
+function header(s: ScriptSettings): string {
+  // Book state outlives its last write (real time) past the longest time it matters.
+  const retain =
+    Math.max(s.banMaxMillis * 2 + s.windowMillis, s.idleMillis, s.suspicionMillis, s.holdoffMillis) + 60_000;
+  const P = s.prefix;
+  return [
+    `local P = '${P}'`,
+    'local A = 1',
+    `local WINDOW = ${lua(s.windowMillis)}`,
+    `local BUCKET = ${lua(s.bucketMillis)}`,
+    `local BUCKETS = ${lua(s.buckets)}`,
+    `local IDLE = ${lua(s.idleMillis)}`,
+    `local MAX_SESSIONS = ${lua(s.maxSessions)}`,
+    `local BAN_BASE = ${lua(s.banBaseMillis)}`,
+    `local BAN_MAX = ${lua(s.banMaxMillis)}`,
+    `local RL_BASE = ${lua(s.rateLimitBaseMillis)}`,
+    `local RL_MAX = ${lua(s.rateLimitMaxMillis)}`,
+    `local SINGLE = ${s.singleCooldownWindow ? 'true' : 'false'}`,
+    `local SUSPICION = ${lua(s.suspicionMillis)}`,
+    `local HOLDOFF = ${lua(s.holdoffMillis)}`,
+    `local MAX_TPP = ${lua(s.maxTargetsPerProxy)}`,
+    `local MAX_TE = ${lua(s.maxTargetEntries)}`,
+    `local JITTER = ${lua(s.jitter)}`,
+    `local RETAIN = ${lua(retain)}`,
+    `local K_COUNTERS = '${P}:counters'`,
+    `local K_LEASES = '${P}:leases'`,
+    `local K_SESS = '${P}:sessions'`,
+    `local K_SESS_USED = '${P}:sessions-used'`,
+    `local K_TARGETS = '${P}:targets'`,
+    `local K_HOLDS = '${P}:holds'`,
+    `local K_SUSPECTS = '${P}:suspects'`,
+    `local CHANNEL = '${P}:probe-requests'`,
+  ].join('\n');
+}
+
+/** A number as a Lua literal (settings are validated finite numbers). */
+function lua(n: number): string {
+  if (!Number.isFinite(n)) throw new Error(`not a finite number: ${n}`);
+  return String(n);
+}
+
+/** The blocks a script needs, with everything they call, in definition order. */
+export function blocksFor(needs: readonly string[]): string[] {
+  const wanted = new Set<string>();
+  const visit = (name: string): void => {
+    if (wanted.has(name)) return;
+    const block = BLOCKS[name as BlockName] as Block | undefined;
+    if (block === undefined) throw new Error(`unknown script block ${name}`);
+    wanted.add(name);
+    block.needs.forEach(visit);
+  };
+  needs.forEach(visit);
+  return Object.keys(BLOCKS).filter((name) => wanted.has(name));
+}
 
 /**
- * Leases a proxy. ARGV after the settings: leaseID, ttlSeconds, target ('' = global pool),
- * session ('' = none), session mode ('check' | 'moved' | 'none'), a bound proxy the replica
- * knows is not leasable for this request (''), selector JSON, candidate count, then per
- * candidate: id, maxLeases, address, rank (its place in (latency, id) order), record JSON.
- * Answers {'ok', proxyID, acquiredAt, expiresAt, moved, usage..., hints...}, {'need',
- * boundProxyID} (the session's proxy was not among the candidates), or {'none', leasable,
- * cooling, moved, ms until the first cooldown among them ends (-1: none), hints...}; hints
- * are (id, load) pairs of the candidates it looked at.
+ * Leases a proxy. ARGV after now: leaseID, ttlSeconds, target ('' = global pool), session
+ * ('' = none), session mode ('check' | 'moved' | 'none'), a bound proxy the replica knows is
+ * not leasable for this request (''), selector JSON, candidate count, then per candidate in
+ * the replica's (latency, id) order (its place there is its rank): id, maxLeases, address,
+ * record JSON. Answers {'ok', proxyID, now, expiresAt, moved, load, '' (no hold), stats
+ * slots, hints...}, {'need', boundProxyID} (the session's proxy was not among the
+ * candidates), or {'none', leasable, cooling, moved, ms until the first cooldown among them
+ * ends (-1: none), hints...}; hints are (id, load) pairs of the candidates it looked at.
  */
 const ACQUIRE = String.raw`
 local lease_id = ARGV[A + 1]
@@ -369,85 +531,90 @@ local target = ARGV[A + 3]
 local session = ARGV[A + 4]
 local mode = ARGV[A + 5]
 local gone = ARGV[A + 6]
-local sel = ARGV[A + 7]
 local n = tonumber(ARGV[A + 8])
-local cands, by_id = {}, {}
+local B = A + 8
+local ids, slot = {}, {}
 for i = 1, n do
-  local o = A + 8 + (i - 1) * 5
-  local c = { id = ARGV[o + 1], max = tonumber(ARGV[o + 2]), addr = ARGV[o + 3], rank = tonumber(ARGV[o + 4]), rec = ARGV[o + 5] }
-  if not by_id[c.id] then
-    cands[#cands + 1] = c
-    by_id[c.id] = c
-  end
+  local id = ARGV[B + (i - 1) * 4 + 1]
+  ids[i] = id
+  slot[id] = i
 end
 
--- Everything the choice needs, a fixed number of calls for the whole chunk: the holds
--- (HMGET) and the cooldowns for the target (ZMSCORE), then one ZCOUNT per candidate not held.
-local hints = {}
-if #cands > 0 then
-  local ids, members = {}, {}
-  for i, c in ipairs(cands) do
-    ids[i] = c.id
-    members[i] = member(c.id, target)
-  end
-  local holds = redis.call('HMGET', K_HOLDS, unpack(ids))
-  local ends = redis.call('ZMSCORE', K_TARGETS, unpack(members))
-  for i, c in ipairs(cands) do
-    c.held = holds[i] and held(cjson.decode(holds[i]), c.addr) ~= nil
-    if not c.held then
-      c.load = load_of(c.id)
-      hints[#hints + 1] = c.id
-      hints[#hints + 1] = c.load
-      c.has_entry = ends[i] ~= false
-      c.cooling = c.has_entry and tonumber(ends[i]) > NOW
-      if c.cooling then c.ends = tonumber(ends[i]) end
-    end
-  end
-end
+-- The session first: a binding to a proxy the replica did not send costs no reads.
 local moved = false
-local chosen
+local bound_i
 if session ~= '' and mode == 'check' then
   local bound = bound_to(session)
   if bound then
     if bound == gone then
       moved = true
     else
-      local c = by_id[bound]
-      if not c then return { 'need', bound } end
-      if not c.held and not c.cooling and c.load < c.max then chosen = c else moved = true end
+      bound_i = slot[bound]
+      if not bound_i then return { 'need', bound } end
     end
   end
 elseif mode == 'moved' then
   moved = true
 end
 
+-- Everything the choice needs, three calls for the whole chunk: holds, cooldowns for the
+-- target, loads.
+local held_c, load_c, first_c, last_c, cool_c, entry_c, hints = {}, {}, {}, {}, {}, {}, {}
+if n > 0 then
+  local members = {}
+  for i = 1, n do members[i] = ids[i] .. '\0' .. target end
+  local holds = redis.call('HMGET', K_HOLDS, unpack(ids))
+  local ends = redis.call('ZMSCORE', K_TARGETS, unpack(members))
+  local lds = {}
+  for i = 1, n do lds[i] = k_ld(ids[i]) end
+  local loads = redis.call('MGET', unpack(lds))
+  for i = 1, n do
+    local h = holds[i]
+    held_c[i] = h and held(cjson.decode(h), ARGV[B + (i - 1) * 4 + 3]) ~= nil
+    if not held_c[i] then
+      load_c[i], first_c[i], last_c[i] = load_of(ids[i], loads[i])
+      hints[#hints + 1] = ids[i]
+      hints[#hints + 1] = load_c[i]
+      entry_c[i] = ends[i] ~= false
+      if entry_c[i] and tonumber(ends[i]) > NOW then cool_c[i] = tonumber(ends[i]) end
+    end
+  end
+end
+local function max_of(i) return tonumber(ARGV[B + (i - 1) * 4 + 2]) end
+
+local chosen
+if bound_i then
+  if not held_c[bound_i] and not cool_c[bound_i] and load_c[bound_i] < max_of(bound_i) then
+    chosen = bound_i
+  else
+    moved = true
+  end
+end
+
 local leasable, cooling, first_end = 0, 0, -1
 if not chosen then
   -- Least loaded; among equals one without recent failures for the target, else the lowest
-  -- failure ratio; then the replica's (latency, id) rank (lease-selection.ts's rule).
-  local function ratio_of(c)
-    if c.ratio == nil then c.ratio = c.has_entry and failing_ratio(c.id, target) or -1 end
-    return c.ratio
+  -- failure ratio; then the replica's (latency, id) rank: the candidates' order.
+  local ratio = {}
+  local function ratio_of(i)
+    if ratio[i] == nil then ratio[i] = entry_c[i] and failing_ratio(ids[i], target) or -1 end
+    return ratio[i]
   end
-  local function before(a, b)
-    if a.load ~= b.load then return a.load < b.load end
-    local ra, rb = ratio_of(a), ratio_of(b)
-    if ra ~= rb then return ra < rb end
-    return a.rank < b.rank
-  end
-  local best
-  for _, c in ipairs(cands) do
-    if not c.held then
+  for i = 1, n do
+    if not held_c[i] then
       leasable = leasable + 1
-      if c.cooling then
+      local c = cool_c[i]
+      if c then
         cooling = cooling + 1
-        if first_end < 0 or c.ends < first_end then first_end = c.ends end
-      elseif c.load < c.max and (best == nil or before(c, best)) then
-        best = c
+        if first_end < 0 or c < first_end then first_end = c end
+      elseif load_c[i] < max_of(i) then
+        if chosen == nil or load_c[i] < load_c[chosen] or
+          (load_c[i] == load_c[chosen] and ratio_of(i) < ratio_of(chosen)) then
+          chosen = i
+        end
       end
     end
   end
-  chosen = best
 end
 
 if not chosen then
@@ -458,74 +625,91 @@ if not chosen then
   return out
 end
 
+local id = ids[chosen]
+local o = B + (chosen - 1) * 4
 local exp = NOW + ttl * 1000
-local key = k_lease(lease_id)
-redis.call('HSET', key, 'proxy', chosen.id, 'rec', chosen.rec, 'addr', chosen.addr, 'target', target,
-  'session', session, 'sel', sel, 'ttl', ARGV[A + 2], 'at', NOW, 'exp', exp)
-redis.call('PEXPIRE', key, ttl * 1000 + 60000)
-prune_load(chosen.id)
-redis.call('ZADD', k_load(chosen.id), exp, lease_id)
-keep(k_load(chosen.id), ttl * 1000 + 60000)
+local life = ttl * 1000 + 60000
+redis.call('SET', k_lease(lease_id), table.concat({ id, ARGV[o + 3], ARGV[A + 2], NOW, exp, target,
+  ARGV[A + 7], ARGV[o + 4], session }, '\0'), 'PX', math.ceil(life))
+local before = load_c[chosen]
+redis.call('ZADD', k_load(id), exp, lease_id)
+load_put(id, before + 1, first_c[chosen], last_c[chosen], exp)
 redis.call('ZADD', K_LEASES, exp, lease_id)
-keep(K_LEASES, ttl * 1000 + 60000)
-if session ~= '' then bind(session, chosen.id) end
-local out = { 'ok', chosen.id, NOW, exp, moved and 1 or 0 }
+keep(K_LEASES, life)
+if session ~= '' then bind(session, id, chosen == bound_i) end
 -- Chosen, so not held: no second look at its hold.
-for _, v in ipairs(usage_of(chosen.id, chosen.addr, chosen.load + 1, '')) do out[#out + 1] = v end
+local out = { 'ok', id, NOW, exp, moved and 1 or 0, before + 1, '', stats_raw(id) }
 for _, h in ipairs(hints) do out[#out + 1] = h end
 return out
 `;
 
-/** ARGV: leaseID, ttlSeconds ('' = the lease's own). Answers lease fields + usage, or nil. */
+/**
+ * ARGV after now: leaseID, ttlSeconds ('' = the lease's own). Answers {lease value, load,
+ * hold reason ('' = none), stats slots, now}, or nil.
+ */
 const RENEW = String.raw`
 local id = ARGV[A + 1]
 local f = live_lease(id)
 if not f then return false end
-local ttl = tonumber(ARGV[A + 2] ~= '' and ARGV[A + 2] or f[6])
-local exp = math.max(tonumber(f[8]), NOW + ttl * 1000)
-local key = k_lease(id)
-redis.call('HSET', key, 'exp', exp)
-keep(key, exp - NOW + 60000)
-redis.call('ZADD', k_load(f[1]), exp, id)
-keep(k_load(f[1]), exp - NOW + 60000)
+local ttl = tonumber(ARGV[A + 2] ~= '' and ARGV[A + 2] or f[3])
+local exp = math.max(tonumber(f[5]), NOW + ttl * 1000)
+local life = exp - NOW + 60000
+f[5] = exp
+local v = table.concat(f, '\0')
+redis.call('SET', k_lease(id), v, 'PX', math.ceil(life))
+local proxy = f[1]
+local load, first, last = load_of(proxy, redis.call('GET', k_ld(proxy)))
+if redis.call('ZADD', k_load(proxy), exp, id) == 1 then load = load + 1 end
+load_put(proxy, load, first, last, exp)
 redis.call('ZADD', K_LEASES, exp, id)
-keep(K_LEASES, exp - NOW + 60000)
-if f[4] ~= '' then
-  local bound = bound_to(f[4])
-  if bound then bind(f[4], bound) end
+keep(K_LEASES, life)
+if f[9] ~= '' then
+  local bound = bound_to(f[9])
+  if bound then bind(f[9], bound, true) end
 end
-f[8] = exp
-for _, v in ipairs(usage_of(f[1], f[9])) do f[#f + 1] = v end
-return f
-`;
-
-/** ARGV: leaseID. Answers {proxyID, its load} when the lease was live, else nil. */
-const RELEASE = String.raw`
-local id = ARGV[A + 1]
-local key = k_lease(id)
-local proxy = redis.call('HGET', key, 'proxy')
-redis.call('DEL', key)
-redis.call('ZREM', K_LEASES, id)
-if not proxy then return false end
-redis.call('ZREM', k_load(proxy), id)
-return { proxy, load_of(proxy) }
+return { v, load, held(hold_get(proxy), f[2]) or '', stats_raw(proxy), NOW }
 `;
 
 /**
- * ARGV: leaseID, result, target override ('\0' = none), retryAfterSeconds ('' = none).
- * Answers lease fields + {target, cooldownUntil (-1 none, -2 not recorded at a cap),
- * suspect (-1 n/a, 0, 1), probeRequested (-1, 0, 1)}, or nil.
+ * ARGV after now: leaseID. Answers {proxyID, its leases now} when the lease was known, else
+ * nil. Needs no clock: what it removes was counted, live or ended.
+ */
+const RELEASE = String.raw`
+local id = ARGV[A + 1]
+local v = redis.call('GETDEL', P .. ':lease:' .. id)
+if not v then return false end
+local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
+redis.call('ZREM', K_LEASES, id)
+if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return { proxy, -1 } end
+local ld = P .. ':ld:' .. proxy
+local entry = redis.call('GET', ld)
+if not entry then return { proxy, -1 } end
+local sp = string.find(entry, ' ', 1, true)
+local n = tonumber(string.sub(entry, 1, sp - 1)) - 1
+if n > 0 then
+  redis.call('SET', ld, n .. string.sub(entry, sp), 'KEEPTTL')
+else
+  redis.call('DEL', ld)
+end
+return { proxy, n }
+`;
+
+/**
+ * ARGV after now: leaseID, result, target override ('\0' = none), retryAfterSeconds ('' =
+ * none), a random number in [0, 1) (the cooldown's jitter). Answers {lease value, target,
+ * cooldownUntil (-1 none, -2 not recorded at a cap), suspect (-1 n/a, 0, 1), probeRequested
+ * (-1, 0, 1)}, or nil.
  */
 const REPORT = String.raw`
 local id = ARGV[A + 1]
 local result = ARGV[A + 2]
-local f = live_lease(id)
+local f, v = live_lease(id)
 if not f then return false end
 local target = ARGV[A + 3]
-if target == '\0' then target = f[3] end
+if target == '\0' then target = f[6] end
 local retry_after = -1
 if ARGV[A + 4] ~= '' then retry_after = tonumber(ARGV[A + 4]) * 1000 end
-local proxy, addr = f[1], f[9]
+local proxy, addr = f[1], f[2]
 stats_add(proxy, result)
 local ends, suspect, probe = -1, -1, -1
 if result == 'unreachable' then
@@ -547,17 +731,13 @@ if result == 'unreachable' then
   end
   hold_put(proxy, h)
 else
-  local r = target_report(proxy, target, result, retry_after)
+  local r = target_report(proxy, target, result, retry_after, tonumber(ARGV[A + 5]))
   if r == false then ends = -2 elseif r ~= nil then ends = r end
 end
-f[10] = target
-f[11] = ends
-f[12] = suspect
-f[13] = probe
-return f
+return { v, target, ends, suspect, probe }
 `;
 
-/** ARGV: proxyID, kind (probe_passed | down | up | catalog), address, startedAt / healthy. */
+/** ARGV after now: proxyID, kind (probe_passed | down | up | catalog), address, startedAt / healthy. */
 const OBSERVE = String.raw`
 local id = ARGV[A + 1]
 local kind = ARGV[A + 2]
@@ -584,12 +764,13 @@ hold_put(id, h)
 return 1
 `;
 
-/** ARGV: leaseID. Answers the lease fields, or nil. */
+/** ARGV after now: leaseID. Answers the lease value, or nil. */
 const GET = String.raw`
-return live_lease(ARGV[A + 1]) or false
+local _, v = live_lease(ARGV[A + 1])
+return v or false
 `;
 
-/** ARGV: session key. */
+/** ARGV after now: session key. */
 const END_SESSION = String.raw`
 redis.call('HDEL', K_SESS, ARGV[A + 1])
 redis.call('ZREM', K_SESS_USED, ARGV[A + 1])
@@ -628,23 +809,31 @@ end
 return #cold
 `;
 
-export interface LuaScript {
-  readonly name: string;
-  readonly source: string;
-}
+const BODIES: Record<ScriptName, { needs: readonly BlockName[]; body: string }> = {
+  acquire: {
+    needs: ['now', 'keep', 'held', 'entries', 'sessions', 'leases', 'loads', 'statsRaw'],
+    body: ACQUIRE,
+  },
+  renew: { needs: ['now', 'keep', 'holds', 'sessions', 'leases', 'loads', 'statsRaw'], body: RENEW },
+  release: { needs: [], body: RELEASE },
+  report: { needs: ['now', 'keep', 'holds', 'targets', 'leases', 'statsAdd'], body: REPORT },
+  observe: { needs: ['holds'], body: OBSERVE },
+  get: { needs: ['leases'], body: GET },
+  endSession: { needs: [], body: END_SESSION },
+  totals: { needs: ['suspicions'], body: TOTALS },
+  sweep: { needs: ['sessions', 'suspicions', 'targets'], body: SWEEP },
+};
 
-function script(name: string, body: string): LuaScript {
-  return { name, source: PRELUDE + body };
+/** The scripts of a store with these settings. */
+export function buildScripts(settings: ScriptSettings): Record<ScriptName, LuaScript> {
+  const head = header(settings);
+  const out = {} as Record<ScriptName, LuaScript>;
+  for (const [name, { needs, body }] of Object.entries(BODIES) as [
+    ScriptName,
+    (typeof BODIES)[ScriptName],
+  ][]) {
+    const helpers = blocksFor(needs).map((block) => BLOCKS[block as BlockName].lua);
+    out[name] = { name, source: [head, ...helpers, body].join('\n') };
+  }
+  return out;
 }
-
-export const SCRIPTS = {
-  acquire: script('acquire', ACQUIRE),
-  renew: script('renew', RENEW),
-  release: script('release', RELEASE),
-  report: script('report', REPORT),
-  observe: script('observe', OBSERVE),
-  get: script('get', GET),
-  endSession: script('endSession', END_SESSION),
-  totals: script('totals', TOTALS),
-  sweep: script('sweep', SWEEP),
-} as const;

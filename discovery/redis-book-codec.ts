@@ -1,0 +1,67 @@
+// The replica's side of the Redis book's wire format (redis-scripts.ts): what goes into a
+// script's arguments and what comes out of its replies. Pure, so each rule has a table test.
+import type { ProxyRecord } from './catalog.js';
+import type { Lease, OutcomeCounts } from './lease-store.js';
+
+/** Separates a lease value's fields; JSON, ids, addresses and targets never hold it. */
+const SEP = '\u0000';
+
+/**
+ * Acquire's candidate arguments: per candidate id, maxLeases, address, record JSON, in
+ * (latency, id) order, so a candidate's place is its rank (the script's last tie-break).
+ */
+export function candidateArgs(chunk: readonly ProxyRecord[], json: (r: ProxyRecord) => string): string[] {
+  const ranked = [...chunk].sort(byLatencyThenID);
+  const args = [String(ranked.length)];
+  for (const record of ranked)
+    args.push(record.id, String(record.maxLeases), addressOf(record), json(record));
+  return args;
+}
+
+function byLatencyThenID(a: ProxyRecord, b: ProxyRecord): number {
+  if (a.latencyMillis !== b.latencyMillis) return a.latencyMillis - b.latencyMillis;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+export function addressOf(record: Pick<ProxyRecord, 'ip' | 'port'>): string {
+  return `${record.ip}:${record.port}`;
+}
+
+/**
+ * A lease value (proxy, addr, ttl, at, exp, target, sel, rec, session) as a Lease. The
+ * session is the last field and may hold anything, the separator included.
+ */
+export function decodeLease(id: string, value: string): Lease {
+  const f = value.split(SEP);
+  const [proxyID, , ttl, at, exp, target, sel, rec] = f;
+  const session = f.slice(8).join(SEP);
+  return {
+    id,
+    proxyID,
+    proxy: JSON.parse(rec) as ProxyRecord,
+    selector: JSON.parse(sel) as Record<string, string>,
+    ...(target === '' ? {} : { target }),
+    ...(session === '' ? {} : { session }),
+    ttlSeconds: Number(ttl),
+    acquiredAt: new Date(Number(at)),
+    expiresAt: new Date(Number(exp)),
+  };
+}
+
+/**
+ * Report counts from a proxy's statistics slots ("bucket ok banned rate_limited
+ * unreachable"), counting only the buckets from `oldestBucket` on (the window).
+ */
+export function windowCounts(slots: readonly string[], oldestBucket: number): OutcomeCounts {
+  const counts = [0, 0, 0, 0];
+  for (const slot of slots) {
+    const [bucket, ...rest] = slot.split(' ').map(Number);
+    if (bucket >= oldestBucket) rest.forEach((n, j) => (counts[j] += n));
+  }
+  return { ok: counts[0], banned: counts[1], rate_limited: counts[2], unreachable: counts[3] };
+}
+
+/** The first bucket inside the window at `now` (outcome-window.ts's ring of `buckets`). */
+export function oldestBucket(now: number, bucketMillis: number, buckets: number): number {
+  return Math.floor(now / bucketMillis) - buckets + 1;
+}

@@ -1,0 +1,162 @@
+// The Redis book's wire format on the replica's side, and how a store's scripts are put
+// together: pure functions, one table each.
+import { describe, expect, it } from '@jest/globals';
+import type { ProxyRecord } from '../../discovery/catalog.js';
+import { candidateArgs, decodeLease, oldestBucket, windowCounts } from '../../discovery/redis-book-codec.js';
+import { blocksFor, buildScripts, type ScriptSettings } from '../../discovery/redis-scripts.js';
+import { proxy } from './fixtures.js';
+
+describe('candidateArgs', () => {
+  const json = (r: ProxyRecord) => `{${r.id}}`;
+  const a = proxy('ns/a', { latencyMillis: 30, maxLeases: 2 });
+  const b = proxy('ns/b', { latencyMillis: 10, maxLeases: 3 });
+  const c = proxy('ns/c', { latencyMillis: 10, maxLeases: 1 });
+  it.each([
+    ['no candidates', [], ['0']],
+    ['one', [a], ['1', 'ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}']],
+    [
+      'latency first, then id: the order is the rank',
+      [a, c, b],
+      [
+        '3',
+        ...['ns/b', '3', `${b.ip}:${b.port}`, '{ns/b}'],
+        ...['ns/c', '1', `${c.ip}:${c.port}`, '{ns/c}'],
+        ...['ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}'],
+      ],
+    ],
+  ])('%s', (_name, chunk, expected) => {
+    expect(candidateArgs(chunk, json)).toEqual(expected);
+  });
+
+  it('leaves the chunk it was given as it was', () => {
+    const chunk = [a, b];
+    candidateArgs(chunk, json);
+    expect(chunk).toEqual([a, b]);
+  });
+});
+
+describe('decodeLease', () => {
+  const record = proxy('ns/a');
+  const value = (target: string, session: string) =>
+    [
+      'ns/a',
+      '10.0.0.1:3128',
+      '60',
+      '1000',
+      '61000',
+      target,
+      '{"geo":"eu"}',
+      JSON.stringify(record),
+      session,
+    ].join('\u0000');
+  const base = {
+    id: 'L1',
+    proxyID: 'ns/a',
+    proxy: record,
+    selector: { geo: 'eu' },
+    ttlSeconds: 60,
+    acquiredAt: new Date(1000),
+    expiresAt: new Date(61000),
+  };
+  it.each([
+    ['no target, no session', value('', ''), base],
+    ['a target', value('example.com', ''), { ...base, target: 'example.com' }],
+    ['a session', value('', 'k1'), { ...base, session: 'k1' }],
+    ['a session holding the separator', value('', 'a\u0000b'), { ...base, session: 'a\u0000b' }],
+  ])('%s', (_name, raw, expected) => {
+    expect(decodeLease('L1', raw)).toEqual(expected);
+  });
+});
+
+describe('windowCounts', () => {
+  it.each([
+    ['no slots', [], 10, { ok: 0, banned: 0, rate_limited: 0, unreachable: 0 }],
+    ['one slot inside', ['12 1 2 3 4'], 10, { ok: 1, banned: 2, rate_limited: 3, unreachable: 4 }],
+    ['the oldest bucket counts', ['10 1 0 0 0'], 10, { ok: 1, banned: 0, rate_limited: 0, unreachable: 0 }],
+    [
+      'older ones do not',
+      ['9 5 5 5 5', '11 1 0 0 1'],
+      10,
+      { ok: 1, banned: 0, rate_limited: 0, unreachable: 1 },
+    ],
+    ['slots add up', ['10 1 1 0 0', '24 2 0 1 0'], 10, { ok: 3, banned: 1, rate_limited: 1, unreachable: 0 }],
+  ])('%s', (_name, slots, oldest, expected) => {
+    expect(windowCounts(slots, oldest)).toEqual(expected);
+  });
+});
+
+describe('oldestBucket', () => {
+  it.each([
+    [0, 1000, 15, -14],
+    [14_999, 1000, 15, 0],
+    [15_000, 1000, 15, 1],
+    [60_000, 4000, 15, 1],
+  ])('now %d, buckets of %d ms, %d of them: %d', (now, bucketMillis, buckets, expected) => {
+    expect(oldestBucket(now, bucketMillis, buckets)).toBe(expected);
+  });
+});
+
+describe('blocksFor', () => {
+  it.each([
+    ['nothing', [], []],
+    ['the clock alone', ['now'], ['now']],
+    ['what a block calls comes with it, in definition order', ['loads', 'keep'], ['now', 'keep', 'loads']],
+    ['holds bring the clock, keep-alives and counters', ['holds'], ['now', 'keep', 'count', 'held', 'holds']],
+    ['twice asked, once given', ['now', 'now'], ['now']],
+  ])('%s', (_name, needs, expected) => {
+    expect(blocksFor(needs)).toEqual(expected);
+  });
+
+  it('refuses a block it does not know', () => {
+    expect(() => blocksFor(['nope'])).toThrow(/unknown script block nope/);
+  });
+});
+
+describe('buildScripts', () => {
+  const settings: ScriptSettings = {
+    prefix: '{t}',
+    windowMillis: 60_000,
+    bucketMillis: 4000,
+    idleMillis: 1_800_000,
+    maxSessions: 100,
+    banBaseMillis: 900_000,
+    banMaxMillis: 3_600_000,
+    rateLimitBaseMillis: 10_000,
+    rateLimitMaxMillis: 120_000,
+    singleCooldownWindow: false,
+    suspicionMillis: 60_000,
+    holdoffMillis: 5000,
+    maxTargetsPerProxy: 64,
+    maxTargetEntries: 1000,
+    jitter: 0.1,
+    buckets: 15,
+  };
+
+  it('bakes the settings and the prefix into the source', () => {
+    const { acquire } = buildScripts(settings);
+    expect(acquire.source).toContain("local P = '{t}'");
+    expect(acquire.source).toContain('local MAX_SESSIONS = 100');
+    expect(acquire.source).toContain('local JITTER = 0.1');
+    expect(acquire.source).toContain("local K_LEASES = '{t}:leases'");
+  });
+
+  it.each([
+    ['release reads no clock and defines no helper', 'release', [], ['local NOW', 'local function']],
+    ['acquire leaves the report helpers out', 'acquire', ['local function failing_ratio'], ['target_report']],
+    ['report has the cooldown rules', 'report', ['local function target_report'], []],
+  ] as const)('%s', (_name, script, has, hasNot) => {
+    const { source } = buildScripts(settings)[script];
+    for (const text of has) expect(source).toContain(text);
+    for (const text of hasNot) expect(source).not.toContain(text);
+  });
+
+  it('different settings, different scripts', () => {
+    const a = buildScripts(settings).acquire.source;
+    expect(buildScripts({ ...settings, maxSessions: 101 }).acquire.source).not.toBe(a);
+    expect(buildScripts({ ...settings }).acquire.source).toBe(a);
+  });
+
+  it('refuses a setting that is not a finite number', () => {
+    expect(() => buildScripts({ ...settings, windowMillis: Number.NaN })).toThrow(/not a finite number/);
+  });
+});
