@@ -6,6 +6,7 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
+//          --trace (per second of each crawl: 200s/429s/sources that got a 200)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //
@@ -173,6 +174,8 @@ async function scenario(
   faults: FaultPlan,
   rateLimitPerSecond: number | undefined,
   repeat: number,
+  /** --trace: each crawl's per-second 200s, 429s and sources too. */
+  trace: boolean,
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
   const run = async (withOperator: boolean, first: string, round: number): Promise<Row> => {
@@ -182,7 +185,7 @@ async function scenario(
     try {
       if (!withOperator) {
         progress(`baseline: Crawlee's ProxyConfiguration({ proxyUrls }) over the same ${proxies} proxies`);
-        return { figures: await crawl({ site, fleet, faults, progress }) };
+        return { figures: await crawl({ site, fleet, faults, progress, trace }) };
       }
       await createProxies(
         kc,
@@ -209,6 +212,7 @@ async function scenario(
         fleet,
         faults,
         progress,
+        trace,
         operator: {
           discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
           proxyID: (i) => `${namespace}/proxy-${i}`,
@@ -290,6 +294,11 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
       'n/a (no reports)',
     ],
     ['429s from the site', String(o.rateLimited), String(l.rateLimited)],
+    [
+      "Crawlee's pool: median tasks running / desired at the end",
+      `${o.concurrency.medianRunning} / ${o.concurrency.desiredAtEnd}`,
+      `${l.concurrency.medianRunning} / ${l.concurrency.desiredAtEnd}`,
+    ],
     ['409s from discovery', String(operator.conflicts ?? 0), 'n/a'],
     ['leases / sessions left after close()', `${operator.leasesLeft} / ${operator.sessionsLeft}`, 'n/a'],
     ['operator CPU seconds during the crawl', (operator.cpuSeconds ?? 0).toFixed(2), 'n/a'],
@@ -306,6 +315,9 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
     `  pages/s per round: operator ${opRates.map((r) => r.toFixed(1)).join(', ')}; baseline ${listRates.map((r) => r.toFixed(1)).join(', ')}`,
     `  pages/s ratio operator / baseline (medians): ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
     `  integration: ${JSON.stringify(o.integration)}`,
+    ...[...operators, ...lists]
+      .filter((r) => r.figures.perSecond !== undefined)
+      .map((r) => `  per second (200s/429s/sources), ${r.figures.mode}: ${r.figures.perSecond}`),
     `  targets: fetched >= 99.9 % ${o.fetched / o.pages >= 0.999 ? 'met' : 'NOT met'}; banned-late 0 ${o.bannedLate === 0 ? 'met' : 'NOT met'}; ` +
       `dead after report <= in flight ${o.attemptsAfterReport.every((a, i) => a <= o.inFlightAtReport[i]) ? 'met' : 'NOT met'}; ` +
       `0 leases/sessions left ${operator.leasesLeft === 0 && operator.sessionsLeft === 0 ? 'met' : 'NOT met'}; ` +
@@ -328,6 +340,7 @@ async function main(): Promise<void> {
   const churnRateLimit = flag('churn-rate-limit', 50);
   const rateLimit = flag('rate-limit', 3);
   const repeat = Math.max(1, Math.round(flag('repeat', 1)));
+  const trace = process.argv.includes('--trace');
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -347,7 +360,18 @@ async function main(): Promise<void> {
       console.log(
         `scenario 1: ${pages} pages, ${proxies} proxies, ${faults.banned.length} banned, ${faults.dying.length} die at 30 %, site rate limit ${churnRateLimit}/s per source`,
       );
-      const churn = await scenario('churn', kc, op, target, pages, proxies, faults, churnRateLimit, repeat);
+      const churn = await scenario(
+        'churn',
+        kc,
+        op,
+        target,
+        pages,
+        proxies,
+        faults,
+        churnRateLimit,
+        repeat,
+        trace,
+      );
       out.push(table(`scenario 1 (load average now ${load()})`, churn));
     }
     if (ratePages > 0) {
@@ -355,7 +379,18 @@ async function main(): Promise<void> {
         `scenario 2: ${ratePages} pages, ${rateProxies} proxies, site rate limit ${rateLimit}/s per source, no other faults`,
       );
       const none: FaultPlan = { banned: [], dying: [], dieAtFraction: 1 };
-      const rated = await scenario('rate', kc, op, target, ratePages, rateProxies, none, rateLimit, repeat);
+      const rated = await scenario(
+        'rate',
+        kc,
+        op,
+        target,
+        ratePages,
+        rateProxies,
+        none,
+        rateLimit,
+        repeat,
+        trace,
+      );
       out.push(table(`scenario 2 (load average now ${load()})`, rated));
     }
     console.log(`\n${out.join('\n\n')}\nload average after: ${load()}`);
