@@ -66,7 +66,10 @@ describe('ProxyOperatorConfiguration', () => {
   beforeEach(async () => {
     warnings = [];
     server = await startDiscoveryServer({ proxies: [A, B] });
-    config = make();
+    // Most tests pin one lease per session (each new session waits for its own) so that a
+    // report's effect shows in where each session's lease is; leasing ahead, the default, has
+    // its own tests below.
+    config = make({ leaseAhead: false });
   });
   afterEach(async () => {
     await config.close();
@@ -321,6 +324,50 @@ describe('ProxyOperatorConfiguration', () => {
       await config.newUrl('holder', request('https://shop.example/'));
       const err = await config.newUrl('waiter', request('https://other.example/')).catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'all_busy' });
+    });
+  });
+
+  describe('leasing ahead (the default)', () => {
+    beforeEach(async () => {
+      await config.close();
+      config = make();
+    });
+
+    it('a new session of a host with a live lease joins it at once; a lease is asked for in the background for the next', async () => {
+      const host = 'https://shop.example/';
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      expect(calls('POST /v1/leases')).toHaveLength(1);
+      // s2 does not wait for a lease request: it joins A, and one more lease is asked for.
+      expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
+      await eventually(async () => (await active()) === 2);
+      // The lease asked ahead (not keyed by a session) goes to the next new session.
+      expect(await config.newUrl('s3', request(host))).toBe(urlOf(B));
+      expect(granted()).toEqual([
+        { target: 'shop.example', session: 's1', proxy: 'ns/a' },
+        { target: 'shop.example', session: undefined, proxy: 'ns/b' },
+      ]);
+      expect(config.stats).toMatchObject({ leased: 2 });
+    });
+
+    it('asks ahead at most twice per host, and not once the server said full', async () => {
+      server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 1 }));
+      const host = 'https://shop.example/';
+      await config.newUrl('s1', request(host));
+      await Promise.all(Array.from({ length: 20 }, (_, i) => config.newUrl(`s${i + 2}`, request(host))));
+      await eventually(async () => (await active()) === 2);
+      for (let i = 0; i < 20; i++) await config.newUrl(`t${i}`, request(host));
+      // One lease in the path, one ahead that was granted, at most a few refused: no flood.
+      expect(calls('POST /v1/leases').length).toBeLessThanOrEqual(4);
+      expect(await active()).toBe(2);
+    });
+
+    it('close() also releases a lease still being asked for ahead', async () => {
+      const host = 'https://shop.example/';
+      await config.newUrl('s1', request(host));
+      await config.newUrl('s2', request(host));
+      await config.close();
+      expect(calls('POST /v1/leases')).toHaveLength(2);
+      expect(await active()).toBe(0);
     });
   });
 

@@ -50,6 +50,14 @@ export interface SessionLeasesOptions {
   okReportIntervalMs?: number;
   /** Forget a session on the server (DELETE /v1/sessions/{key}) when it retires. Default true. */
   endSessionOnRetire?: boolean;
+  /**
+   * A new session of a host that already has a live lease joins the least-shared one at once,
+   * and a lease is asked for in the background for the sessions after it (at most
+   * LEASE_AHEAD waiting or in flight per host), instead of each new session waiting for its
+   * own lease request. Default true; false: every new session waits for a lease of its own
+   * (keyed by its session) until the server is full.
+   */
+  leaseAhead?: boolean;
   log?: LeaseLog;
   /** Milliseconds since the epoch. */
   now?: () => number;
@@ -108,6 +116,8 @@ const MAX_LEASE_ATTEMPTS = 4;
 /** Lease requests in flight per host at once: a burst of new sessions waits for their answers. */
 const LEASE_REQUESTS_PER_HOST = 4;
 const DEFAULT_WAIT = { retries: Infinity, baseDelayMs: 100, maxDelayMs: 2_000 };
+/** Leases asked for ahead per host (in flight or granted and not yet joined by a session). */
+const LEASE_AHEAD = 2;
 
 const silentLog: LeaseLog = { debug: () => undefined, warning: () => undefined };
 
@@ -138,6 +148,8 @@ export class SessionLeases {
   private readonly proxyIDs = new Map<string, string>();
   /** Host key → until when the server is believed full for it. */
   private readonly fullUntil = new Map<string, number>();
+  /** Host key → leases being asked for ahead of the sessions that will join them. */
+  private readonly ahead = new Map<string, number>();
   /** Host key → lease requests in flight, and the acquisitions waiting for one to answer. */
   private readonly asking = new Map<string, { count: number; waiters: (() => void)[] }>();
   /** Server-side session keys this client started (ended on retire and on close). */
@@ -459,6 +471,14 @@ export class SessionLeases {
       if (this.believedFull(host)) {
         const shared = this.shareable(host);
         if (shared !== undefined) return this.attach(key, shared, true);
+      } else if (this.options.leaseAhead !== false) {
+        // Crawlee's pool runs few tasks on a busy machine: a lease request in the request's
+        // path costs the crawl its round trip. Join a live lease now; lease for the next ones.
+        const spare = this.shareable(host);
+        if (spare !== undefined) {
+          this.leaseAheadFor(host);
+          return this.attach(key, spare, spare.bindings.size > 0);
+        }
       }
       if (!this.mayAsk(host)) {
         // Enough requests for this host are out: their answer decides (share, or ask again).
@@ -530,23 +550,77 @@ export class SessionLeases {
         await this.client.release(lease.leaseID).catch(() => undefined);
         continue;
       }
-      const shared: SharedLease = {
-        host,
-        lease,
-        bindings: new Set(),
-        ...this.expiry(lease),
-        usedSinceRenewal: false,
-        unreportedOk: 0,
-        lastOkReportAt: this.now(),
-      };
-      let forHost = this.byHost.get(hostKey(host));
-      if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new Set()));
-      forHost.add(shared);
-      this.leaseCount++;
-      this.scheduleRenewal(shared);
       this.log.debug('leased', { session, host, proxyID: lease.proxy.id, leaseID: lease.leaseID });
-      return this.attach(key, shared, false);
+      return this.attach(key, this.adopt(lease, host), false);
     }
+  }
+
+  /** A granted lease becomes live: shareable, renewed, counted. */
+  private adopt(lease: Lease, host: string | undefined): SharedLease {
+    const shared: SharedLease = {
+      host,
+      lease,
+      bindings: new Set(),
+      ...this.expiry(lease),
+      usedSinceRenewal: false,
+      unreportedOk: 0,
+      lastOkReportAt: this.now(),
+    };
+    let forHost = this.byHost.get(hostKey(host));
+    if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new Set()));
+    forHost.add(shared);
+    this.leaseCount++;
+    this.scheduleRenewal(shared);
+    return shared;
+  }
+
+  /**
+   * Asks for one more lease of `host` in the background, for the next new session, unless
+   * LEASE_AHEAD are already waiting or in flight, the server is believed full, or enough
+   * lease requests are out. Not keyed by a session: whichever session joins it first uses it.
+   */
+  private leaseAheadFor(host: string | undefined): void {
+    const ahead = this.ahead.get(hostKey(host)) ?? 0;
+    let unjoined = 0;
+    for (const s of this.byHost.get(hostKey(host)) ?? []) if (s.bindings.size === 0) unjoined++;
+    if (ahead + unjoined >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
+    this.ahead.set(hostKey(host), ahead + 1);
+    const work = (async () => {
+      try {
+        const lease = await this.asked(
+          host,
+          this.client.lease({
+            ...(this.options.selector ? { selector: this.options.selector } : {}),
+            ttlSeconds: this.ttlSeconds,
+            ...(host ? { target: host } : {}),
+          }),
+        );
+        this.stats.leased++;
+        this.proxyIDs.set(lease.proxy.url, lease.proxy.id);
+        const refusal = this.localRefusal(lease.proxy.id, host);
+        if (this.closed || refusal !== undefined) {
+          if (refusal !== undefined) {
+            await this.client
+              .report(lease.leaseID, refusal, refusal === 'banned' && host ? { target: host } : {})
+              .catch(() => undefined);
+          }
+          await this.client.release(lease.leaseID).catch(() => undefined);
+          return;
+        }
+        this.adopt(lease, host);
+        this.log.debug('leased ahead', { host, proxyID: lease.proxy.id, leaseID: lease.leaseID });
+      } catch (err) {
+        if (isNoLease(err) && err.code === 'all_busy') {
+          this.stats.busy++;
+          this.fullUntil.set(hostKey(host), this.now() + FULL_MEMORY_MS);
+        } else if (!isNoLease(err)) this.log.debug('leasing ahead failed', { host, error: String(err) });
+      } finally {
+        const left = (this.ahead.get(hostKey(host)) ?? 1) - 1;
+        if (left > 0) this.ahead.set(hostKey(host), left);
+        else this.ahead.delete(hostKey(host));
+      }
+    })();
+    this.track(work);
   }
 
   private mayAsk(host: string | undefined): boolean {
