@@ -67,7 +67,11 @@ function mapCredentialsToProxies(secret: SecretLike, cache: CacheReader) {
 }
 
 /** The credentials a Managed proxy's instance requires, or why they cannot be had. */
-type Credentials = { ok: true; credentials: ProxyCredentials } | { ok: false; message: string };
+type Credentials =
+  | { ok: true; credentials: ProxyCredentials }
+  | { ok: false; message: string }
+  /** Just generated: the Secret's watch event (or a short requeue) runs the reconcile again. */
+  | { ok: false; generated: true };
 
 /**
  * The Proxy reconciler: the imperative shell around the pure state machine
@@ -113,6 +117,9 @@ export class ProxyController {
       ctx.cache.get<SecretLike & { metadata: { name: string } }>(CLOUD_INIT_SECRETS, ns, name),
     );
     const creds = await this.credentials(ctx);
+    // Nothing else this run: acting now and again on the Secret's own watch event would
+    // retry a failed create at once (cutting a quota back-off short).
+    if ('generated' in creds) return { requeueAfter: 1 };
     const desiredHash =
       ci.ok && creds.ok
         ? specHash(proxy.spec, ci.content, credentialsFingerprint(creds.credentials))
@@ -190,7 +197,7 @@ export class ProxyController {
 
   /**
    * The Managed proxy's credentials from its Secret; a missing Secret is generated (owned by
-   * the Proxy, so it goes with it) and its credentials used at once, before the cache sees it.
+   * the Proxy, so it goes with it), and its credentials are used before the cache shows it.
    */
   private async credentials(ctx: HandlerContext<Proxy>): Promise<Credentials> {
     const proxy = ctx.object;
@@ -209,7 +216,7 @@ export class ProxyController {
       await ctx.createOwned(SECRET_KIND, credentialsSecret(proxy, credentials));
       this.generated.set(key, credentials);
       ctx.logger.info({ secret: found.secretName }, 'generated the proxy credentials Secret');
-      return { ok: true, credentials };
+      return { ok: false, generated: true };
     } catch (err) {
       if (!isStatus(err, 409)) throw err;
       return {
