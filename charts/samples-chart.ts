@@ -16,11 +16,16 @@ export const GCP_CLOUD_INIT_SECRET = 'proxy-gcp-cloud-init';
 export const GCP_CLOUD_INIT_KEY = 'user-data';
 export const GCP_SAMPLE_PROVIDERS_CONFIGMAP = `${PROVIDERS_CONFIGMAP_NAME}-gcp-sample`;
 
+/** Where the sample cloud-init keeps the filled-in credentials until it has hashed them (tmpfs). */
+export const SAMPLE_CREDENTIALS_FILE = '/run/proxy-operator/credentials';
+
 /**
  * Installs Squid on Debian (the GCP and AWS samples' images) and closes it: a client must
  * present the proxy's credentials (the operator fills in the named placeholders
  * {{proxy.username}} and {{proxy.password}} before the provider sees the text; only a hash is
- * written on the VM), and no destination inside (link-local with the metadata endpoint,
+ * written on the VM; the placeholders sit alone on lines of a YAML literal block, read by
+ * `sed` and piped to openssl, so no quoting can break whatever a hand-set password holds),
+ * and no destination inside (link-local with the metadata endpoint,
  * loopback, RFC 1918, unique-local: crds/internal-destinations.ts) is reachable through it.
  * An open proxy on a public IP is abused within hours, hence no "allow all".
  */
@@ -39,8 +44,15 @@ write_files:
       http_access deny !authenticated
       http_access deny internal
       http_access allow authenticated
+  - path: ${SAMPLE_CREDENTIALS_FILE}
+    permissions: '0600'
+    content: |
+      # user name, then password, one a line (a literal block: no character needs quoting)
+      ${CLOUD_INIT_PLACEHOLDERS.username}
+      ${CLOUD_INIT_PLACEHOLDERS.password}
 runcmd:
-  - printf '%s:%s\\n' '${CLOUD_INIT_PLACEHOLDERS.username}' "$(openssl passwd -apr1 '${CLOUD_INIT_PLACEHOLDERS.password}')" > /etc/squid/proxy-operator.passwd
+  - u="$(sed -n 2p ${SAMPLE_CREDENTIALS_FILE})" && h="$(sed -n 3p ${SAMPLE_CREDENTIALS_FILE} | openssl passwd -apr1 -stdin)" && printf '%s:%s\\n' "$u" "$h" > /etc/squid/proxy-operator.passwd
+  - rm -f ${SAMPLE_CREDENTIALS_FILE}
   - chown root:proxy /etc/squid/proxy-operator.passwd
   - chmod 0640 /etc/squid/proxy-operator.passwd
   - systemctl enable squid
