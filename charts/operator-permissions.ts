@@ -41,10 +41,12 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     scope: 'cluster',
     apiGroup: '',
     resource: 'secrets',
-    verbs: ['list', 'watch'],
+    verbs: ['list', 'watch', 'create'],
     why:
-      'cloud-init Secrets live in the namespaces of their Proxies; the informer selects them by the ' +
-      'label crawl.example.com/cloud-init=true, but RBAC cannot restrict by label, so this reads every Secret',
+      'cloud-init and credentials Secrets live in the namespaces of their Proxies; the informers select them by ' +
+      'the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials=true, but RBAC cannot ' +
+      "restrict by label, so this reads every Secret; a Managed proxy's credentials Secret is created (owned by " +
+      'the Proxy, deleted by the garbage collector), never updated',
   },
   {
     scope: 'cluster',

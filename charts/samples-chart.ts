@@ -1,6 +1,8 @@
 import { ApiObject, Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import type { Construct } from 'constructs';
+import { INTERNAL_DESTINATIONS } from '../crds/internal-destinations.js';
+import { CLOUD_INIT_PLACEHOLDERS } from '../crds/proxy-credentials.js';
 import { API_VERSION, CLOUD_INIT_SECRET_LABEL, KIND, type ProxySpec } from '../crds/proxy-types.js';
 import { OPERATOR_NAMESPACE, PROVIDERS_CONFIG_KEY, PROVIDERS_CONFIGMAP_NAME } from './names.js';
 import { GCP_SAMPLE_PROVIDERS, providersYaml } from './providers-config.js';
@@ -14,22 +16,45 @@ export const GCP_CLOUD_INIT_SECRET = 'proxy-gcp-cloud-init';
 export const GCP_CLOUD_INIT_KEY = 'user-data';
 export const GCP_SAMPLE_PROVIDERS_CONFIGMAP = `${PROVIDERS_CONFIGMAP_NAME}-gcp-sample`;
 
+/** Where the sample cloud-init keeps the filled-in credentials until it has hashed them (tmpfs). */
+export const SAMPLE_CREDENTIALS_FILE = '/run/proxy-operator/credentials';
+
 /**
- * Installs Squid on Debian and lets only the listed sources use it. 203.0.113.0/24 is a
- * documentation range: replace it with your crawlers' and the operator's egress ranges, or
- * the health probe (sent from the operator Pod) is denied and the proxy stays Unhealthy.
+ * Installs Squid on Debian (the GCP and AWS samples' images) and closes it: a client must
+ * present the proxy's credentials (the operator fills in the named placeholders
+ * {{proxy.username}} and {{proxy.password}} before the provider sees the text; only a hash is
+ * written on the VM; the placeholders sit alone on lines of a YAML literal block, read by
+ * `sed` and piped to openssl, so no quoting can break whatever a hand-set password holds),
+ * and no destination inside (link-local with the metadata endpoint,
+ * loopback, RFC 1918, unique-local: crds/internal-destinations.ts) is reachable through it.
  * An open proxy on a public IP is abused within hours, hence no "allow all".
  */
 export const SQUID_CLOUD_INIT = `#cloud-config
 package_update: true
 packages:
   - squid
+  - openssl
 write_files:
   - path: /etc/squid/conf.d/proxy-operator.conf
     content: |
-      acl crawlers src 203.0.113.0/24
-      http_access allow crawlers
+      auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid/proxy-operator.passwd
+      auth_param basic realm proxy-operator
+      acl authenticated proxy_auth REQUIRED
+      acl internal dst ${INTERNAL_DESTINATIONS.join(' ')}
+      http_access deny !authenticated
+      http_access deny internal
+      http_access allow authenticated
+  - path: ${SAMPLE_CREDENTIALS_FILE}
+    permissions: '0600'
+    content: |
+      # user name, then password, one a line (a literal block: no character needs quoting)
+      ${CLOUD_INIT_PLACEHOLDERS.username}
+      ${CLOUD_INIT_PLACEHOLDERS.password}
 runcmd:
+  - u="$(sed -n 2p ${SAMPLE_CREDENTIALS_FILE})" && h="$(sed -n 3p ${SAMPLE_CREDENTIALS_FILE} | openssl passwd -apr1 -stdin)" && printf '%s:%s\\n' "$u" "$h" > /etc/squid/proxy-operator.passwd
+  - rm -f ${SAMPLE_CREDENTIALS_FILE}
+  - chown root:proxy /etc/squid/proxy-operator.passwd
+  - chmod 0640 /etc/squid/proxy-operator.passwd
   - systemctl enable squid
   - systemctl restart squid
 `;

@@ -16,10 +16,12 @@ import type {
   CloudInitSpec,
   EndpointSpec,
   HealthCheckSpec,
+  LocalSecretReference,
   PlacementSpec,
   ProxySpec,
   SecretKeySelector,
 } from './proxy-types.js';
+import { CREDENTIALS_SECRET_LABEL, PASSWORD_KEY, USERNAME_KEY } from './proxy-credentials.js';
 
 /** Limits the schema enforces; exported so tests and docs state the same numbers. */
 export const LIMITS = {
@@ -127,6 +129,23 @@ const cloudInitProperties = {
   },
 } satisfies Record<keyof CloudInitSpec, JSONSchemaProps>;
 
+const credentialsSecretRefProperties = {
+  name: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 253,
+    description: 'Name of the Secret in the namespace of the Proxy.',
+    'x-kubernetes-validations': [
+      {
+        rule: `self.matches(r'${DNS_SUBDOMAIN}')`,
+        message:
+          'spec.endpoint.credentialsSecretRef.name must be a Secret name: lower-case letters, digits, ' +
+          "'-' and '.', starting and ending with a letter or digit",
+      },
+    ],
+  },
+} satisfies Record<keyof LocalSecretReference, JSONSchemaProps>;
+
 const endpointProperties = {
   host: {
     type: 'string',
@@ -138,6 +157,16 @@ const endpointProperties = {
     ],
   },
   port: port('TCP port the external proxy listens on, 1-65535.'),
+  credentialsSecretRef: {
+    type: 'object',
+    required: ['name'],
+    description:
+      'Optional basic-auth credentials the external proxy requires: a Secret (type kubernetes.io/basic-auth) ' +
+      `with the keys ${USERNAME_KEY} and ${PASSWORD_KEY}, labelled ${CREDENTIALS_SECRET_LABEL}: "true" so the ` +
+      'operator sees it. Probes send them and the discovery API hands them out with every lease; editing the ' +
+      'Secret takes effect without replacing anything.',
+    properties: credentialsSecretRefProperties,
+  },
 } satisfies Record<keyof EndpointSpec, JSONSchemaProps>;
 
 const healthCheckProperties = {

@@ -37,9 +37,16 @@ export interface CloudInitSpec {
   secretRef?: SecretKeySelector;
 }
 
+/** A Secret in the Proxy's namespace (for credentials: a kubernetes.io/basic-auth one). */
+export interface LocalSecretReference {
+  name: string;
+}
+
 export interface EndpointSpec {
   host: string;
   port: number;
+  /** Basic-auth credentials the external proxy requires (username and password keys). */
+  credentialsSecretRef?: LocalSecretReference;
 }
 
 export interface HealthCheckSpec {
@@ -128,6 +135,8 @@ export const PROVISIONED_REASONS = [
   /** The instance disappeared at the provider; a new one is created. */
   'InstanceGone',
   'CloudInitError',
+  /** The credentials Secret cannot be read or made (missing keys, unlabelled, a bad username). */
+  'CredentialsError',
   'QuotaExceeded',
   /** Any provider error that is retried with backoff (permissions, timeouts, a not-ready cloud). */
   'ProviderError',
@@ -149,6 +158,10 @@ export const HEALTHY_REASONS = [
   'ProxyTimeout',
   'TunnelFailed',
   'UnexpectedStatus',
+  /** The proxy answered 407: it wants credentials the operator lacks or has wrong. */
+  'ProxyAuthenticationRequired',
+  /** The credentials Secret is missing, unlabelled or unusable; the message says which, never a value. */
+  'CredentialsUnavailable',
   'ProbeError',
 ] as const;
 export type HealthyReason = (typeof HEALTHY_REASONS)[number];

@@ -15,6 +15,8 @@ export interface ProxyRecord {
   readonly latencyMillis: number;
   /** Concurrent lease cap; 0 means list-only, never leased. */
   readonly maxLeases: number;
+  /** Basic-auth credentials the proxy requires; handed out with a lease only, never listed. */
+  readonly credentials?: { readonly username: string; readonly password: string };
 }
 
 /** One record appearing, changing or disappearing; records are immutable and replaced whole. */

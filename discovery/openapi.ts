@@ -131,7 +131,20 @@ const leasedProxySchema: SchemaObject = {
   required: [...proxySchema.required, 'url'],
   properties: {
     ...proxySchema.properties,
-    url: { type: 'string', description: 'http://ip:port, ready to use as an HTTP proxy URL.' },
+    url: {
+      type: 'string',
+      description:
+        'http://ip:port, or http://user:pass@ip:port (userinfo percent-encoded) when the proxy requires ' +
+        'credentials: ready to use as an HTTP proxy URL. A secret: do not log it.',
+    },
+    username: {
+      type: 'string',
+      description: "The proxy's basic-auth user name, when it requires credentials.",
+    },
+    password: {
+      type: 'string',
+      description: "The proxy's basic-auth password, when it requires credentials.",
+    },
   },
 };
 

@@ -18,8 +18,14 @@ export interface ProxyView {
 }
 
 export interface LeasedProxyView extends ProxyView {
-  /** Ready to hand to an HTTP client as its proxy, e.g. http://203.0.113.7:3128. */
+  /**
+   * Ready to hand to an HTTP client as its proxy, e.g. http://203.0.113.7:3128, or with the
+   * credentials the proxy requires as userinfo: http://user:pass@203.0.113.7:3128.
+   */
   url: string;
+  /** The same credentials as separate fields, for clients that take them apart from the URL. */
+  username?: string;
+  password?: string;
 }
 
 export interface LeaseView {
@@ -55,7 +61,11 @@ export function toLeaseView(
 ): LeaseView {
   const view: LeaseView = {
     leaseID: lease.id,
-    proxy: { ...toProxyView(proxy, usage), url: proxyURL(proxy.ip, proxy.port) },
+    proxy: {
+      ...toProxyView(proxy, usage),
+      url: proxyURL(proxy.ip, proxy.port, proxy.credentials),
+      ...(proxy.credentials ?? {}),
+    },
     expiresAt: lease.expiresAt.toISOString(),
     target: lease.target ?? null,
   };
@@ -63,8 +73,15 @@ export function toLeaseView(
   return view;
 }
 
-export function proxyURL(ip: string, port: number): string {
-  return `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+export function proxyURL(
+  ip: string,
+  port: number,
+  credentials?: { readonly username: string; readonly password: string },
+): string {
+  const userinfo = credentials
+    ? `${encodeURIComponent(credentials.username)}:${encodeURIComponent(credentials.password)}@`
+    : '';
+  return `http://${userinfo}${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
 }
 
 const OPEN = Buffer.from('{"items":[');

@@ -6,6 +6,8 @@ import { HealthEngine, type ProbeTarget } from '../health/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { probeTargetOf, sameTarget } from './probe-target.js';
+import type { SecretLike } from './cloud-init.js';
+import { CREDENTIALS_SECRETS, resolveCredentials } from './proxy-credentials.js';
 import { probeTargetProblem } from './probe-target-problem.js';
 import type { HealthObservation } from '../discovery/lease-store.js';
 import type { LeaseBook } from './lease-book.js';
@@ -108,13 +110,23 @@ export class HealthRunner {
   /** Level-triggered: diff the cache against the engine's targets. Cheap in memory. */
   private sync(ctx: OperatorContext): void {
     const seen = new Set<string>();
+    const lookup = (ns: string, name: string) =>
+      ctx.cache.get<SecretLike & { metadata: { name: string } }>(CREDENTIALS_SECRETS, ns, name);
     for (const proxy of ctx.cache.list<Proxy>(PROXY_KIND)) {
-      const target = probeTargetOf(proxy);
+      // Read at every sync: a rotated Secret reaches the probes within healthSyncSeconds.
+      const creds = resolveCredentials(proxy, lookup);
+      const target = probeTargetOf(proxy, creds.kind === 'ok' ? creds.credentials : undefined);
       if (!target) continue;
       seen.add(target.key);
+      // Held in memory only, to report an unusable target once; never logged.
+      const json = JSON.stringify([target, creds.kind === 'unavailable' ? creds.message : '']);
+      if (creds.kind === 'unavailable') {
+        if (this.invalid.get(target.key) !== json)
+          this.reportInvalid(ctx, target, json, creds.message, 'CredentialsUnavailable');
+        continue;
+      }
       const known = this.targets.get(target.key);
       if (known && sameTarget(known, target)) continue;
-      const json = JSON.stringify(target);
       if (this.invalid.get(target.key) === json) continue;
       let problem = probeTargetProblem(target);
       if (!problem) {
@@ -138,15 +150,21 @@ export class HealthRunner {
   }
 
   /** Once per target: a verdict the reconciler turns into Healthy=False/InvalidProbeTarget and one Event. */
-  private reportInvalid(ctx: OperatorContext, target: ProbeTarget, json: string, problem: string): void {
+  private reportInvalid(
+    ctx: OperatorContext,
+    target: ProbeTarget,
+    json: string,
+    problem: string,
+    reason: 'InvalidProbeTarget' | 'CredentialsUnavailable' = 'InvalidProbeTarget',
+  ): void {
     this.invalid.set(target.key, json);
     this.engine.remove(target.key);
     this.targets.delete(target.key);
-    ctx.logger.warn({ proxy: target.key, err: problem }, 'cannot probe proxy: invalid probe target');
+    ctx.logger.warn({ proxy: target.key, err: problem, reason }, 'cannot probe proxy');
     this.board.set(target.key, `${target.host}:${target.port}`, {
       healthy: false,
       latencyMillis: 0,
-      reason: 'InvalidProbeTarget',
+      reason,
       message: problem,
       checkedAt: new Date(),
     });

@@ -1,5 +1,5 @@
 import type { KindRef } from '../framework/index.js';
-import { GROUP, KIND, PLURAL, VERSION } from '../crds/proxy-types.js';
+import { CLOUD_INIT_SECRET_LABEL, GROUP, KIND, PLURAL, VERSION } from '../crds/proxy-types.js';
 
 export const PROXY_KIND: KindRef = {
   group: GROUP,
@@ -14,4 +14,9 @@ export const SECRET_KIND: KindRef = {
   plural: 'secrets',
   kind: 'Secret',
   namespaced: true,
+};
+/** The cache view of cloud-init Secrets (only labelled ones are watched). */
+export const CLOUD_INIT_SECRETS: KindRef = {
+  ...SECRET_KIND,
+  labelSelector: `${CLOUD_INIT_SECRET_LABEL}=true`,
 };

@@ -1,9 +1,10 @@
 import type { ProbeTarget } from '../health/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
+import type { ProxyCredentials } from '../providers/contract.js';
 import { proxyEndpoint, proxyKey } from './proxy-address.js';
 
 /** A proxy's probe target, or undefined while it has no address or is being deleted. */
-export function probeTargetOf(p: Proxy): ProbeTarget | undefined {
+export function probeTargetOf(p: Proxy, credentials?: ProxyCredentials): ProbeTarget | undefined {
   if (p.metadata.deletionTimestamp) return undefined;
   const endpoint = proxyEndpoint(p);
   if (!endpoint) return undefined;
@@ -18,6 +19,9 @@ export function probeTargetOf(p: Proxy): ProbeTarget | undefined {
     failureThreshold: hc.failureThreshold,
     successThreshold: hc.successThreshold,
     expectedStatusCodes: hc.expectedStatusCodes,
+    ...(credentials
+      ? { credentials: { username: credentials.username, password: credentials.password } }
+      : {}),
   };
 }
 

@@ -4,6 +4,8 @@ import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { CONDITION_HEALTHY, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyEndpoint, proxyKey, servedEndpoint } from './proxy-address.js';
+import type { SecretLike, SecretLookup } from './cloud-init.js';
+import { CREDENTIALS_SECRETS, proxiesUsingCredentials, resolveCredentials } from './proxy-credentials.js';
 
 /**
  * The discovery API's view of the Proxy cache, kept up to date change by change from the
@@ -13,12 +15,31 @@ import { proxyEndpoint, proxyKey, servedEndpoint } from './proxy-address.js';
 export class CachedProxyCatalog {
   readonly catalog = new IndexedCatalog();
   private detach: (() => void) | undefined;
+  private lookup: SecretLookup = () => undefined;
 
-  /** Loads every cached Proxy, then follows the cache (in one synchronous step: nothing is missed). */
+  /**
+   * Loads every cached Proxy, then follows the cache (in one synchronous step: nothing is
+   * missed), and the credentials Secrets too: a rotation reaches the next lease at once.
+   */
   attach(cache: CacheReader): void {
     this.detach?.();
-    this.catalog.replaceAll(cache.list<Proxy>(PROXY_KIND).filter(isListed).map(toRecord));
-    this.detach = cache.onChange<Proxy>(PROXY_KIND, (key, proxy) => this.changed(key, proxy));
+    this.lookup = (ns, name) =>
+      cache.get<SecretLike & { metadata: { name: string } }>(CREDENTIALS_SECRETS, ns, name);
+    const record = (p: Proxy) => toRecord(p, this.lookup);
+    this.catalog.replaceAll(cache.list<Proxy>(PROXY_KIND).filter(isListed).map(record));
+    const proxies = cache.onChange<Proxy>(PROXY_KIND, (key, proxy) => this.changed(key, proxy));
+    const secrets = cache.onChange<SecretLike & { metadata: { name: string } }>(
+      CREDENTIALS_SECRETS,
+      (key) => {
+        const secret = { metadata: { namespace: key.namespace, name: key.name } };
+        for (const p of proxiesUsingCredentials(secret, cache.list<Proxy>(PROXY_KIND)))
+          if (isListed(p)) this.catalog.upsert(record(p));
+      },
+    );
+    this.detach = () => {
+      proxies();
+      secrets();
+    };
   }
 
   detachFromCache(): void {
@@ -27,7 +48,7 @@ export class CachedProxyCatalog {
   }
 
   private changed(key: ObjectKey, proxy: Proxy | undefined): void {
-    if (proxy !== undefined && isListed(proxy)) this.catalog.upsert(toRecord(proxy));
+    if (proxy !== undefined && isListed(proxy)) this.catalog.upsert(toRecord(proxy, this.lookup));
     else this.catalog.remove(`${key.namespace}/${key.name}`);
   }
 }
@@ -36,7 +57,7 @@ function isListed(p: Proxy): boolean {
   return !p.metadata.deletionTimestamp;
 }
 
-export function toRecord(p: Proxy): ProxyRecord {
+export function toRecord(p: Proxy, lookup: SecretLookup = () => undefined): ProxyRecord {
   // A host that is not one address is never handed out: listed without one, unhealthy, never leased.
   const endpoint = servedEndpoint(p);
   const misread = endpoint === undefined && proxyEndpoint(p) !== undefined;
@@ -51,5 +72,12 @@ export function toRecord(p: Proxy): ProxyRecord {
     healthy: healthy && p.status?.phase === 'Ready',
     latencyMillis: p.status?.latencyMillis ?? 0,
     maxLeases: p.spec.maxLeases,
+    ...credentialsOf(p, lookup),
   };
+}
+
+/** The credentials discovery hands out with a lease (none when unresolvable: probes then say why). */
+function credentialsOf(p: Proxy, lookup: SecretLookup): Pick<ProxyRecord, 'credentials'> {
+  const found = resolveCredentials(p, lookup);
+  return found.kind === 'ok' ? { credentials: found.credentials } : {};
 }

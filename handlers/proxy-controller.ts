@@ -1,6 +1,7 @@
 import { inject } from 'tsyringe';
 import {
   controller,
+  isStatus,
   onCreate,
   onDelete,
   onResume,
@@ -17,7 +18,18 @@ import type { Instance, Provider } from '../providers/contract.js';
 import { isNotFound, isProviderError, type ProviderError } from '../providers/errors.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-init.js';
-import { PROXY_KIND, SECRET_KIND } from './kinds.js';
+import {
+  CREDENTIALS_SECRETS,
+  credentialsFingerprint,
+  credentialsSecret,
+  fillCloudInit,
+  generateCredentials,
+  proxiesUsingCredentials,
+  resolveCredentials,
+} from './proxy-credentials.js';
+import type { ProxyCredentials } from '../providers/contract.js';
+import { CLOUD_INIT_SECRETS, PROXY_KIND, SECRET_KIND } from './kinds.js';
+import { CREDENTIALS_SECRET_LABEL } from '../crds/proxy-credentials.js';
 import {
   deletionNeedsInventory,
   deletionStep,
@@ -47,6 +59,20 @@ function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
   }));
 }
 
+function mapCredentialsToProxies(secret: SecretLike, cache: CacheReader) {
+  return proxiesUsingCredentials(secret, cache.list<Proxy>(PROXY_KIND)).map((p) => ({
+    namespace: p.metadata.namespace,
+    name: p.metadata.name,
+  }));
+}
+
+/** The credentials a Managed proxy's instance requires, or why they cannot be had. */
+type Credentials =
+  | { ok: true; credentials: ProxyCredentials }
+  | { ok: false; message: string }
+  /** Just generated: the Secret's watch event (or a short requeue) runs the reconcile again. */
+  | { ok: false; generated: true };
+
 /**
  * The Proxy reconciler: the imperative shell around the pure state machine
  * (proxy-state-machine.ts), which makes every status, Event and retry decision. This class
@@ -55,8 +81,14 @@ function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
  */
 @controller({ ...PROXY_KIND, finalizer: FINALIZER, maxConcurrentReconciles: 3 })
 @watches({ ...SECRET_KIND, labelSelector: `${CLOUD_INIT_SECRET_LABEL}=true`, map: mapSecretToProxies })
+@watches({ ...CREDENTIALS_SECRETS, map: mapCredentialsToProxies })
 export class ProxyController {
   private readonly budget: ReplacementBudget;
+  /**
+   * Credentials this process generated whose Secret the cache does not show yet: the next
+   * reconcile (often triggered by its own status write) uses them instead of meeting a 409.
+   */
+  private readonly generated = new Map<string, ProxyCredentials>();
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
@@ -82,9 +114,16 @@ export class ProxyController {
     }
 
     const ci = resolveCloudInit(proxy, (ns, name) =>
-      ctx.cache.get<SecretLike & { metadata: { name: string } }>(SECRET_KIND, ns, name),
+      ctx.cache.get<SecretLike & { metadata: { name: string } }>(CLOUD_INIT_SECRETS, ns, name),
     );
-    const desiredHash = ci.ok ? specHash(proxy.spec, ci.content) : undefined;
+    const creds = await this.credentials(ctx);
+    // Nothing else this run: acting now and again on the Secret's own watch event would
+    // retry a failed create at once (cutting a quota back-off short).
+    if ('generated' in creds) return { requeueAfter: 1 };
+    const desiredHash =
+      ci.ok && creds.ok
+        ? specHash(proxy.spec, ci.content, credentialsFingerprint(creds.credentials))
+        : undefined;
     let step: Step;
     let override: StatusOverride;
     try {
@@ -93,13 +132,21 @@ export class ProxyController {
         proxy,
         desiredHash,
         cloudInitError: ci.ok ? undefined : ci.message,
+        credentialsError: creds.ok ? undefined : creds.message,
         observation,
         verdict,
       };
       step = managedStep(inputs);
       if (step.needsSlot && observation.kind === 'found')
         step = this.pace(ctx, step, { ...inputs, observation });
-      override = await this.act(ctx, provider, step, ci.ok ? ci.content : undefined, desiredHash);
+      override = await this.act(
+        ctx,
+        provider,
+        step,
+        ci.ok ? ci.content : undefined,
+        creds.ok ? creds.credentials : undefined,
+        desiredHash,
+      );
     } catch (err) {
       // Kubernetes API failures are the framework's to retry; only provider errors are ours.
       if (!isProviderError(err)) throw err;
@@ -128,6 +175,7 @@ export class ProxyController {
   async cleanup(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
     const proxy = ctx.object;
     this.budget.release(proxyKey(proxy));
+    this.generated.delete(proxyKey(proxy));
     const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
       return this.apply(
@@ -139,12 +187,43 @@ export class ProxyController {
     try {
       const observation = await this.observe(provider, proxy, deletionNeedsInventory(proxy), ctx.signal);
       step = deletionStep(proxy, observation);
-      await this.act(ctx, provider, step, undefined, undefined);
+      await this.act(ctx, provider, step, undefined, undefined, undefined);
     } catch (err) {
       if (!isProviderError(err)) throw err;
       return this.apply(ctx, this.failed(proxy, undefined, err, true), {}, err);
     }
     return this.apply(ctx, step);
+  }
+
+  /**
+   * The Managed proxy's credentials from its Secret; a missing Secret is generated (owned by
+   * the Proxy, so it goes with it), and its credentials are used before the cache shows it.
+   */
+  private async credentials(ctx: HandlerContext<Proxy>): Promise<Credentials> {
+    const proxy = ctx.object;
+    const found = resolveCredentials(proxy, (ns, name) =>
+      ctx.cache.get<SecretLike & { metadata: { name: string } }>(CREDENTIALS_SECRETS, ns, name),
+    );
+    const key = proxyKey(proxy);
+    if (found.kind !== 'missing') this.generated.delete(key);
+    if (found.kind === 'ok') return { ok: true, credentials: found.credentials };
+    if (found.kind === 'unavailable') return { ok: false, message: found.message };
+    if (found.kind === 'none') return { ok: false, message: 'a Managed proxy always has credentials' };
+    const pending = this.generated.get(key);
+    if (pending) return { ok: true, credentials: pending };
+    const credentials = generateCredentials();
+    try {
+      await ctx.createOwned(SECRET_KIND, credentialsSecret(proxy, credentials));
+      this.generated.set(key, credentials);
+      ctx.logger.info({ secret: found.secretName }, 'generated the proxy credentials Secret');
+      return { ok: false, generated: true };
+    } catch (err) {
+      if (!isStatus(err, 409)) throw err;
+      return {
+        ok: false,
+        message: `credentials Secret ${proxy.metadata.namespace}/${found.secretName} exists but the operator cannot see it: label it ${CREDENTIALS_SECRET_LABEL}: "true", or delete it to have new credentials generated`,
+      };
+    }
   }
 
   private failed(
@@ -213,6 +292,7 @@ export class ProxyController {
     provider: Provider,
     step: Step,
     cloudInit: string | undefined,
+    credentials: ProxyCredentials | undefined,
     revision: string | undefined,
   ): Promise<StatusOverride> {
     const proxy = ctx.object;
@@ -233,7 +313,9 @@ export class ProxyController {
         namespace: proxy.metadata.namespace ?? '',
         owner: this.settings.ownerID,
         port: proxy.spec.port,
-        cloudInit,
+        // The placeholders are filled only here: the filled text is never stored or logged.
+        cloudInit: cloudInit === undefined ? undefined : fillCloudInit(cloudInit, credentials),
+        ...(credentials ? { credentials } : {}),
         placement: proxy.spec.placement ?? {},
       },
       ctx.signal,

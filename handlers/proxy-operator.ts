@@ -12,6 +12,7 @@ import { OrphanSweep } from './orphan-sweep.js';
 import { ProviderShutdown } from './provider-shutdown.js';
 import { ProxyController } from './proxy-controller.js';
 import { PROXY_KIND } from './kinds.js';
+import { CREDENTIALS_SECRETS } from './proxy-credentials.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
 import type { HandlerSettings } from './settings.js';
@@ -73,7 +74,8 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     shutdownGraceSeconds: options.shutdownGraceSeconds,
     namespace: options.namespace,
     // The discovery catalog reads Proxies even in a process without the controller.
-    cacheKinds: [PROXY_KIND],
+    // ... and the credentials Secrets it hands out with every lease.
+    cacheKinds: [PROXY_KIND, CREDENTIALS_SECRETS],
   });
   registerProxyGauge(options.registry, () => operator.cache);
   registerPoolGauges(options.registry, () => operator.cache);

@@ -127,6 +127,8 @@ export interface Inputs {
   /** Undefined when cloud-init could not be resolved. */
   desiredHash: string | undefined;
   cloudInitError?: string;
+  /** Why the credentials cannot be resolved (this too leaves desiredHash undefined). */
+  credentialsError?: string;
   observation: Observation;
   verdict?: HealthVerdict;
 }
@@ -301,6 +303,17 @@ export function deletionNeedsInventory(proxy: Proxy): boolean {
   return !proxy.status?.providerID && proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION] !== undefined;
 }
 
+/** Why the desired revision is unknown: the credentials, else cloud-init. */
+function unresolved(inp: Inputs): ConditionIntent<ProvisionedReason> {
+  if (inp.credentialsError !== undefined)
+    return { status: 'False', reason: 'CredentialsError', message: inp.credentialsError };
+  return {
+    status: 'False',
+    reason: 'CloudInitError',
+    message: inp.cloudInitError ?? 'cloud-init unresolved',
+  };
+}
+
 /**
  * The Managed reconciler's state machine: one action derived from (spec, status, provider
  * get). Every input is re-read on every run, so a crash between any two writes is safe.
@@ -318,11 +331,7 @@ export function managedStep(inp: Inputs): Step {
           phase: 'Pending',
           providerID: null,
           ip: null,
-          provisioned: {
-            status: 'False',
-            reason: 'CloudInitError',
-            message: inp.cloudInitError ?? 'cloud-init unresolved',
-          },
+          provisioned: unresolved(inp),
           healthy: AWAITING_PROBE,
         },
         next: { kind: 'requeue', seconds: CLOUD_INIT_RETRY_SECONDS },
@@ -402,9 +411,7 @@ export function managedStep(inp: Inputs): Step {
 
   const instance = observation.instance;
   const cloudInitProblem: ConditionIntent<ProvisionedReason> | undefined =
-    inp.desiredHash === undefined
-      ? { status: 'False', reason: 'CloudInitError', message: inp.cloudInitError ?? 'cloud-init unresolved' }
-      : undefined;
+    inp.desiredHash === undefined ? unresolved(inp) : undefined;
 
   const drifted = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
   const dead = instance.state === 'Stopped' || instance.state === 'Terminated';

@@ -24,6 +24,8 @@ function chain(err: unknown): ErrorLike[] {
 }
 
 const TUNNEL_STATUS = /Proxy response \((\d{3})\) !== 200/;
+/** undici's own error for a 407 to a request sent to the proxy without a tunnel (http targets). */
+const PROXY_AUTH_REQUIRED = /Proxy Authentication Required \(407\)/;
 
 /** The status the proxy answered CONNECT with, when that is why the probe failed. */
 export function tunnelStatusOf(err: unknown): number | undefined {
@@ -59,6 +61,12 @@ export function classifyProbeError(err: unknown, timedOut: boolean): ClassifiedF
     return { reason: ProbeReason.ProxyUnreachable, message: `proxy unreachable: ${detail}` };
   }
   const tunnelStatus = errors.map((e) => TUNNEL_STATUS.exec(e.message ?? '')).find(Boolean);
+  if (tunnelStatus?.[1] === '407' || errors.some((e) => PROXY_AUTH_REQUIRED.test(e.message ?? ''))) {
+    return {
+      reason: ProbeReason.ProxyAuthenticationRequired,
+      message: 'proxy answered 407 Proxy Authentication Required: its credentials are missing or wrong',
+    };
+  }
   if (tunnelStatus) {
     return {
       reason: ProbeReason.TunnelFailed,

@@ -10,6 +10,8 @@ export const ProbeReason = {
   ProxyTimeout: 'ProxyTimeout',
   /** The proxy accepted TCP but could not reach the target: non-200 to CONNECT, or it closed/reset the connection. */
   TunnelFailed: 'TunnelFailed',
+  /** The proxy answered 407: it requires credentials the probe lacks, or has them wrong. */
+  ProxyAuthenticationRequired: 'ProxyAuthenticationRequired',
   /** The target answered (through the proxy) with a status not in expectedStatusCodes. */
   UnexpectedStatus: 'UnexpectedStatus',
   /** Anything else (TLS failure towards the target, protocol errors ...); the message has the detail. */

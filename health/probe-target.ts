@@ -14,6 +14,11 @@ export interface ProbeTarget {
   failureThreshold: number;
   successThreshold: number;
   expectedStatusCodes: number[];
+  /**
+   * Basic-auth credentials the proxy requires, sent as Proxy-Authorization. Secret: the engine
+   * never logs a target.
+   */
+  credentials?: { username: string; password: string };
 }
 
 export class InvalidProbeTargetError extends Error {
@@ -67,10 +72,23 @@ export function validateProbeTarget(target: ProbeTarget): ProbeTarget {
       `expectedStatusCodes must be a non-empty list of HTTP status codes, got ${JSON.stringify(target.expectedStatusCodes)}`,
     );
   }
+  if (target.credentials !== undefined) {
+    const { username, password } = target.credentials;
+    if (typeof username !== 'string' || username === '' || username.includes(':'))
+      fail('credentials.username must be a non-empty string without ":"');
+    if (typeof password !== 'string') fail('credentials.password must be a string');
+  }
   return target;
 }
 
 /** A change of any of these means a different proxy endpoint: counters and verdict start over. */
 export function sameEndpoint(a: ProbeTarget, b: ProbeTarget): boolean {
-  return a.host === b.host && a.port === b.port && a.probeURL === b.probeURL;
+  return (
+    a.host === b.host &&
+    a.port === b.port &&
+    a.probeURL === b.probeURL &&
+    // New credentials (a rotation) are probed at once, not after the old verdict's interval.
+    a.credentials?.username === b.credentials?.username &&
+    a.credentials?.password === b.credentials?.password
+  );
 }

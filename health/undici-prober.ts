@@ -112,6 +112,14 @@ export class UndiciProber implements Prober {
         statusCode = await this.attempt(target, url, endpoint, undefined, tls, signal, timeoutMillis);
       }
       const durationMillis = elapsed();
+      if (statusCode === 407 && !target.expectedStatusCodes.includes(407)) {
+        return {
+          success: false,
+          reason: ProbeReason.ProxyAuthenticationRequired,
+          message: 'proxy answered 407 Proxy Authentication Required: its credentials are missing or wrong',
+          durationMillis,
+        };
+      }
       if (target.expectedStatusCodes.includes(statusCode)) {
         return {
           success: true,
@@ -232,6 +240,8 @@ export class UndiciProber implements Prober {
   ): ProxyAgent {
     return new ProxyAgent({
       uri: proxyURI(target),
+      // The token, not userinfo in the URI: an undici error may quote the URI, never this header.
+      ...(target.credentials ? { token: basicToken(target.credentials) } : {}),
       // One probe per agent, so one connection is all it ever needs.
       connections: 1,
       connectTimeout: target.timeoutSeconds * 1000,
@@ -255,6 +265,10 @@ export class UndiciProber implements Prober {
       },
     });
   }
+}
+
+function basicToken(c: { username: string; password: string }): string {
+  return `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 }
 
 function omitFromJSON(): undefined {

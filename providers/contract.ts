@@ -60,6 +60,12 @@ export interface Instance {
   detail?: string;
 }
 
+/** Basic-auth credentials a proxy requires of every client (the operator generates them for Managed proxies). */
+export interface ProxyCredentials {
+  username: string;
+  password: string;
+}
+
 export interface CreateRequest {
   /** The owning Proxy's UID: names the instance deterministically and tags it. */
   uid: string;
@@ -76,7 +82,16 @@ export interface CreateRequest {
   /** This operator's owner identity (LABEL_OWNER; a label value: [a-z0-9]([-a-z0-9_]*[a-z0-9])?, <= 63). */
   owner: string;
   port: number;
+  /**
+   * Cloud-init user-data, its credential placeholders already filled in by the operator
+   * (crds/proxy-credentials.ts). Secret material: never log it.
+   */
   cloudInit?: string;
+  /**
+   * What the proxy must require of every client. A provider that configures the proxy itself
+   * (kubernetes) uses it; cloud providers get it through the cloud-init placeholders. Never log it.
+   */
+  credentials?: ProxyCredentials;
   placement: { region?: string; zone?: string; machineType?: string; image?: string };
 }
 

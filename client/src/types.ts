@@ -78,8 +78,15 @@ export interface Proxy extends ProxyFields {
 
 /** The proxy inside a lease: ready to use through `url`. */
 export interface LeasedProxy extends Proxy {
-  /** `http://ip:port`, ready to hand to an HTTP client as its proxy. */
+  /**
+   * `http://ip:port`, or `http://user:pass@ip:port` when the proxy requires credentials: ready
+   * to hand to an HTTP client as its proxy (undici's ProxyAgent, got, Crawlee read the userinfo).
+   * It carries a secret: do not log it.
+   */
   url: string;
+  /** The proxy's basic-auth credentials, also in `url`; absent when it requires none. */
+  username?: string;
+  password?: string;
 }
 
 /** Present on a lease iff the request named a session. */

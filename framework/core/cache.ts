@@ -4,6 +4,7 @@ import {
   keyOf,
   kindId,
   parseKey,
+  viewId,
   type CacheListener,
   type CacheReader,
   type KindRef,
@@ -19,14 +20,22 @@ export class InformerCache implements CacheReader {
   constructor(private readonly onListenerError: (err: unknown, kind: KindRef) => void = () => {}) {}
 
   register(informer: Informer): void {
-    this.informers.set(kindId(informer.kind), informer);
+    this.informers.set(viewId(informer.kind, informer.selector), informer);
   }
 
+  /** The view `kind` names; a kind named without a selector gets its only view, whatever its selector. */
   informer(kind: KindRef): Informer {
-    const inf = this.informers.get(kindId(kind));
-    if (!inf)
-      throw new Error(`cache: kind ${kindId(kind)} is not watched (declare it with @controller or @watches)`);
-    return inf;
+    const exact = this.informers.get(viewId(kind));
+    if (exact) return exact;
+    const views = kind.labelSelector
+      ? []
+      : [...this.informers.values()].filter((i) => kindId(i.kind) === kindId(kind));
+    if (views.length === 1) return views[0];
+    if (views.length > 1)
+      throw new Error(
+        `cache: ${kindId(kind)} is watched with several label selectors (${views.map((v) => `"${v.selector}"`).join(', ')}); name one in the KindRef`,
+      );
+    throw new Error(`cache: kind ${viewId(kind)} is not watched (declare it with @controller or @watches)`);
   }
 
   all(): Informer[] {
@@ -57,8 +66,8 @@ export class InformerCache implements CacheReader {
   }
 
   onChange<T extends KubeObject = KubeObject>(kind: KindRef, listener: CacheListener<T>): () => void {
-    this.informer(kind);
-    const id = kindId(kind);
+    const informer = this.informer(kind);
+    const id = viewId(informer.kind, informer.selector);
     let listeners = this.listeners.get(id);
     if (!listeners) {
       listeners = new Set();
@@ -71,7 +80,7 @@ export class InformerCache implements CacheReader {
 
   /** Tells the change listeners of `kind` that the object at `key` changed (the operator calls this). */
   notify(kind: KindRef, key: string): void {
-    const listeners = this.listeners.get(kindId(kind));
+    const listeners = this.listeners.get(viewId(kind));
     if (!listeners?.size) return;
     const obj = this.informer(kind).get(key);
     for (const listener of listeners) {

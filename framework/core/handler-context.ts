@@ -28,6 +28,10 @@ export interface ContextDeps {
   requeue: (key: string, options: RequeueOptions) => void;
 }
 
+function apiVersionOf(kind: KindRef): string {
+  return kind.group ? `${kind.group}/${kind.version}` : kind.version;
+}
+
 /**
  * Builds what a handler receives. Every write it offers is bound to `signal`, so a handler
  * still running after its operator was stopped or killed cannot change the cluster.
@@ -59,6 +63,27 @@ export function handlerContext<T extends KubeObject>(
       deps.client.request<T>('PATCH', apiPath(deps.kind, namespace, name), {
         body: { metadata: patch },
         contentType: MERGE_PATCH,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
+      }),
+    createOwned: <C extends KubeObject>(kind: KindRef, child: C) =>
+      deps.client.request<C>('POST', apiPath(kind, namespace), {
+        body: {
+          ...child,
+          metadata: {
+            ...child.metadata,
+            namespace,
+            ownerReferences: [
+              {
+                apiVersion: copy.apiVersion ?? apiVersionOf(deps.kind),
+                kind: copy.kind ?? deps.kind.kind,
+                name: name ?? '',
+                uid: copy.metadata.uid ?? '',
+                controller: true,
+                blockOwnerDeletion: false,
+              },
+            ],
+          },
+        },
         signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
       }),
     requeue: (options: RequeueOptions = {}) => deps.requeue(keyOf(namespace, name ?? ''), options),

@@ -18,6 +18,7 @@ import { handlerMetadata, type ClassMetadata, type WatchOptions } from './regist
 import {
   keyOf,
   kindId,
+  viewId,
   type CacheReader,
   type KindRef,
   type KubeObject,
@@ -51,7 +52,8 @@ export interface OperatorOptions {
   component?: string;
   /**
    * Kinds to list and watch into the cache even when no @controller or @watches names them:
-   * what a process running only @background classes reads (a replica that only serves).
+   * what a process running only @background classes reads (a replica that only serves). A
+   * KindRef with a labelSelector adds that view.
    */
   cacheKinds?: KindRef[];
 }
@@ -137,7 +139,7 @@ export class Operator {
       if (metadata.background) backgroundClasses.push({ instance, metadata });
       if (metadata.controller) this.addController(instance, { ...metadata, controller: metadata.controller });
     }
-    for (const kind of opts.cacheKinds ?? []) this.informerFor(kind, undefined);
+    for (const kind of opts.cacheKinds ?? []) this.informerFor(kind, kind.labelSelector);
     this.background = new BackgroundRunner(
       backgroundClasses,
       (signal) => this.operatorContext(signal),
@@ -165,17 +167,12 @@ export class Operator {
     return this.leading && (this.elector?.isLeader() ?? true);
   }
 
-  private informerFor(kind: KindRef, labelSelector: string | undefined): Informer {
-    const id = kindId(kind);
-    const existing = this.informerCache.all().find((i) => kindId(i.kind) === id);
-    if (existing) {
-      if (existing.selector !== labelSelector) {
-        throw new Error(
-          `Operator: ${id} is watched with two label selectors ("${existing.selector}" and "${labelSelector}")`,
-        );
-      }
-      return existing;
-    }
+  /** The informer of one view (kind and selector): a kind watched with two selectors gets two. */
+  private informerFor(ref: KindRef, labelSelector: string | undefined): Informer {
+    const kind: KindRef = { ...ref, labelSelector };
+    const id = viewId(kind);
+    const existing = this.informerCache.all().find((i) => viewId(i.kind, i.selector) === id);
+    if (existing) return existing;
     const informer = new Informer(
       this.client,
       kind,
@@ -200,7 +197,7 @@ export class Operator {
   }
 
   private listen(kind: KindRef, listener: Listener): void {
-    const id = kindId(kind);
+    const id = viewId(kind);
     this.listeners.set(id, [...(this.listeners.get(id) ?? []), listener]);
   }
 

@@ -7,6 +7,12 @@ export interface KindRef {
   plural: string;
   kind: string;
   namespaced: boolean;
+  /**
+   * The cache view of a kind watched with a label selector. A kind may be watched with several
+   * (one informer each, since a selector cannot say "this label or that one"); a reader names
+   * the view it reads. Without one, a reader gets the kind's only view.
+   */
+  labelSelector?: string;
 }
 
 export interface ObjectMeta {
@@ -119,6 +125,12 @@ export interface HandlerContext<T extends KubeObject = KubeObject> extends Stopp
   cache: CacheReader;
   patchMetadata(patch: MetadataPatch): Promise<T>;
   /**
+   * Creates `child` in this object's namespace, owned by it (a controller ownerReference, so
+   * the garbage collector deletes it with this object). Rejects with a KubeApiError (409 when
+   * it exists already). Resolves with the object as created.
+   */
+  createOwned<C extends KubeObject>(kind: KindRef, child: C): Promise<C>;
+  /**
    * Hands this object to its controller's work queue: its update handlers run again, as a
    * trigger makes them. For timers and daemons, whose results do not reach the queue.
    */
@@ -143,6 +155,11 @@ export function parseKey(key: string): ObjectKey {
 
 export function kindId(kind: KindRef): string {
   return `${kind.plural}.${kind.group || 'core'}/${kind.version}`;
+}
+
+/** The identity of one cache view: the kind and the label selector it is watched with. */
+export function viewId(kind: KindRef, labelSelector: string | undefined = kind.labelSelector): string {
+  return labelSelector ? `${kindId(kind)}?${labelSelector}` : kindId(kind);
 }
 
 export function apiPath(kind: KindRef, namespace?: string, name?: string, sub?: string): string {

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { INTERNAL_DESTINATIONS } from '../../crds/internal-destinations.js';
 import type { ConfigObject } from '../config-reader.js';
 
 export interface KubernetesSettings {
@@ -22,6 +23,21 @@ export interface KubernetesSettings {
    * instance that never boots, so the operator replaces it; the Provisioned condition says why.
    */
   startTimeoutSeconds?: number;
+  /**
+   * Destination ranges Squid refuses to every client: by default link-local (the metadata
+   * endpoint), loopback, RFC 1918 and IPv6 unique-local (crds/internal-destinations.ts).
+   */
+  deniedDestinations?: readonly string[];
+  /**
+   * The cluster's Pod and Service CIDRs, refused too: a cluster whose ranges lie outside the
+   * private ones (public or CGNAT addresses) must list them here.
+   */
+  clusterCIDRs?: readonly string[];
+  /**
+   * Exceptions inside the refused ranges, by explicit configuration only (a test's probe
+   * target on a private address). Empty by default.
+   */
+  allowedDestinations?: readonly string[];
 }
 
 /** RFC 1918, loopback, IPv6 unique-local and link-local: where Pod networks live. */
@@ -40,6 +56,9 @@ export const KUBERNETES_DEFAULTS = {
   image: 'ubuntu/squid:6.6-24.04_beta',
   clients: [...PRIVATE_CLIENT_RANGES],
   startTimeoutSeconds: 300,
+  deniedDestinations: INTERNAL_DESTINATIONS,
+  clusterCIDRs: [] as readonly string[],
+  allowedDestinations: [] as readonly string[],
 } as const;
 
 const NAMESPACE_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -54,20 +73,40 @@ export function isCidr(cidr: string): boolean {
   return Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-/** Reads the `kubernetes:` block: { namespace, image, clients, startTimeoutSeconds }, all defaulted. */
+/** A list of CIDRs; each bad entry fails naming its index. */
+function cidrList(block: ConfigObject, key: string, fallback: readonly string[]): readonly string[] {
+  const list = block.stringList(key, fallback);
+  list.forEach((c, i) => {
+    if (!isCidr(c)) block.fail(`${key}[${i}]`, `"${c}" is not an address or CIDR range`);
+  });
+  return list;
+}
+
+/**
+ * Reads the `kubernetes:` block: { namespace, image, clients, startTimeoutSeconds,
+ * deniedDestinations, clusterCIDRs, allowedDestinations }, all defaulted.
+ */
 export function parseKubernetesConfig(block: ConfigObject): KubernetesSettings {
   const namespace = block.string('namespace', KUBERNETES_DEFAULTS.namespace);
   if (!NAMESPACE_PATTERN.test(namespace))
     block.fail('namespace', `"${namespace}" is not a valid namespace name`);
   const image = block.string('image', KUBERNETES_DEFAULTS.image);
-  const clients = block.stringList('clients', KUBERNETES_DEFAULTS.clients);
+  const clients = cidrList(block, 'clients', KUBERNETES_DEFAULTS.clients);
   if (clients.length === 0) block.fail('clients', 'must list at least one source range');
-  clients.forEach((c, i) => {
-    if (!isCidr(c)) block.fail(`clients[${i}]`, `"${c}" is not an address or CIDR range`);
-  });
+  const deniedDestinations = cidrList(block, 'deniedDestinations', KUBERNETES_DEFAULTS.deniedDestinations);
+  const clusterCIDRs = cidrList(block, 'clusterCIDRs', KUBERNETES_DEFAULTS.clusterCIDRs);
+  const allowedDestinations = cidrList(block, 'allowedDestinations', KUBERNETES_DEFAULTS.allowedDestinations);
   const startTimeoutSeconds = block.number('startTimeoutSeconds', KUBERNETES_DEFAULTS.startTimeoutSeconds, {
     integer: true,
     min: 10,
   });
-  return { namespace, image, clients, startTimeoutSeconds };
+  return {
+    namespace,
+    image,
+    clients,
+    startTimeoutSeconds,
+    deniedDestinations,
+    clusterCIDRs,
+    allowedDestinations,
+  };
 }

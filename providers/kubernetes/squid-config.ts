@@ -10,7 +10,7 @@ export const SQUID_SHUTDOWN_SECONDS = 3;
  */
 export const SQUID_GRACE_SECONDS = SQUID_SHUTDOWN_SECONDS + 7;
 
-/** Basic-auth credentials Squid checks (the closed-by-default work fills this in). */
+/** Basic-auth credentials Squid checks: its NCSA helper reads a passwd file the Pod writes. */
 export interface SquidAuth {
   /** The basic-auth helper program and its arguments, e.g. basic_ncsa_auth <passwd file>. */
   helper: readonly string[];
@@ -21,8 +21,13 @@ export interface SquidConfigInput {
   port: number;
   /** Source addresses or CIDR ranges allowed to connect. */
   clients: readonly string[];
-  /** Destinations refused to every client (dstdomain names or dst CIDRs), checked first. */
+  /**
+   * Destinations refused to every client (dstdomain names or dst CIDRs). Squid resolves a host
+   * name before it matches `dst`, so a name that points inside is refused too.
+   */
   denyDestinations?: { domains?: readonly string[]; addresses?: readonly string[] };
+  /** Exceptions to `denyDestinations.addresses` (explicit configuration, e.g. a test's probe target). */
+  allowDestinations?: readonly string[];
   /** When set, a client must also authenticate. */
   auth?: SquidAuth;
 }
@@ -48,6 +53,8 @@ export function squidConfig(input: SquidConfigInput): string {
   const deny = input.denyDestinations;
   if (deny?.domains?.length) lines.push(`acl denied_domains dstdomain ${deny.domains.join(' ')}`);
   if (deny?.addresses?.length) lines.push(`acl denied_addresses dst ${deny.addresses.join(' ')}`);
+  const allowed = deny?.addresses?.length && input.allowDestinations?.length ? input.allowDestinations : [];
+  if (allowed.length) lines.push(`acl allowed_addresses dst ${allowed.join(' ')}`);
   if (input.auth) {
     lines.push(
       `auth_param basic program ${input.auth.helper.join(' ')}`,
@@ -59,9 +66,18 @@ export function squidConfig(input: SquidConfigInput): string {
     '',
     'http_access deny !Safe_ports',
     'http_access deny CONNECT !SSL_ports',
+    // Authentication comes before the destination rules: without credentials a client learns
+    // nothing (a 407), not which destinations are refused.
+    ...(input.auth ? ['http_access deny !clients', 'http_access deny !authenticated'] : []),
     ...(deny?.domains?.length ? ['http_access deny denied_domains'] : []),
-    ...(deny?.addresses?.length ? ['http_access deny denied_addresses'] : []),
-    input.auth ? 'http_access allow clients authenticated' : 'http_access allow clients',
+    ...(deny?.addresses?.length
+      ? [
+          allowed.length
+            ? 'http_access deny denied_addresses !allowed_addresses'
+            : 'http_access deny denied_addresses',
+        ]
+      : []),
+    'http_access allow clients',
     'http_access deny all',
     '',
     '# A forward proxy for crawlers: nothing is cached, nothing is kept on disk.',

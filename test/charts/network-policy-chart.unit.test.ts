@@ -5,7 +5,10 @@ import {
   PROXY_CLIENT_LABEL,
   SQUID_NETWORK_POLICY_NAME,
   SQUID_PORT_NAME,
+  squidEgress,
+  squidNamespaces,
 } from '../../charts/network-policy-chart.js';
+import { INTERNAL_IPV4_RANGES, INTERNAL_IPV6_RANGES } from '../../crds/internal-destinations.js';
 import { OPERATOR_NAME, OPERATOR_NAMESPACE, PROXIES_NAMESPACE } from '../../charts/names.js';
 import { KUBERNETES_DEFAULTS } from '../../providers/kubernetes/config.js';
 import { buildPod } from '../../providers/kubernetes/pod-spec.js';
@@ -75,9 +78,57 @@ describe('the Squid NetworkPolicy', () => {
     expect(selects(spec.podSelector, deployment.spec!.template.metadata!.labels!)).toBe(false);
   });
 
-  it('restricts ingress only, leaving egress open (a proxy must reach the internet)', () => {
-    expect(spec.policyTypes).toEqual(['Ingress']);
-    expect(spec.egress).toBeUndefined();
+  it('restricts egress to everything but the inside: internal ranges refused, the cluster DNS allowed', () => {
+    expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(spec.egress).toEqual([
+      {
+        to: [
+          { ipBlock: { cidr: '0.0.0.0/0', except: [...INTERNAL_IPV4_RANGES] } },
+          { ipBlock: { cidr: '::/0', except: [...INTERNAL_IPV6_RANGES] } },
+        ],
+      },
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+            podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+          },
+        ],
+        ports: [
+          { protocol: 'UDP', port: 53 },
+          { protocol: 'TCP', port: 53 },
+        ],
+      },
+    ]);
+    expect(INTERNAL_IPV4_RANGES).toEqual(
+      expect.arrayContaining(['169.254.0.0/16', '127.0.0.0/8', '10.0.0.0/8']),
+    );
+  });
+
+  it('applies in whichever namespace the providers config puts the proxies, with its cluster CIDRs and exceptions', () => {
+    const namespaces = squidNamespaces([
+      {
+        name: 'a',
+        type: 'kubernetes',
+        kubernetes: { namespace: 'crawl-proxies', clusterCIDRs: ['100.96.0.0/11'] },
+      },
+      {
+        name: 'b',
+        type: 'kubernetes',
+        kubernetes: { namespace: 'crawl-proxies', allowedDestinations: ['10.1.2.3'] },
+      },
+      { name: 'm', type: 'mock' },
+    ]);
+    expect(namespaces).toEqual([
+      { namespace: 'crawl-proxies', clusterCIDRs: ['100.96.0.0/11'], allowedDestinations: ['10.1.2.3'] },
+    ]);
+    const [open, dns] = squidEgress(namespaces[0]);
+    expect(open.to).toEqual([
+      { ipBlock: { cidr: '0.0.0.0/0', except: [...INTERNAL_IPV4_RANGES, '100.96.0.0/11'] } },
+      { ipBlock: { cidr: '::/0', except: [...INTERNAL_IPV6_RANGES] } },
+      { ipBlock: { cidr: '10.1.2.3/32' } },
+    ]);
+    expect(dns.ports).toHaveLength(2);
   });
 
   it("opens only the Squid container's named port, whatever spec.port a Proxy chose", () => {

@@ -59,6 +59,8 @@ const leasedProxyShape = {
   stats: 'required',
   held: 'optional',
   url: 'required',
+  username: 'optional',
+  password: 'optional',
 } as const satisfies Shape<LeasedProxy>;
 const leaseShape = {
   leaseID: 'required',

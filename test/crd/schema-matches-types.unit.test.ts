@@ -4,6 +4,7 @@ import type {
   CloudInitSpec,
   Condition,
   EndpointSpec,
+  LocalSecretReference,
   HealthCheckSpec,
   PlacementSpec,
   ProxySpec,
@@ -48,7 +49,12 @@ const placement = {
 } satisfies PresenceOf<PlacementSpec>;
 const cloudInit = { inline: 'optional', secretRef: 'optional' } satisfies PresenceOf<CloudInitSpec>;
 const secretRef = { name: 'required', key: 'required' } satisfies PresenceOf<SecretKeySelector>;
-const endpoint = { host: 'required', port: 'required' } satisfies PresenceOf<EndpointSpec>;
+const endpoint = {
+  host: 'required',
+  port: 'required',
+  credentialsSecretRef: 'optional',
+} satisfies PresenceOf<EndpointSpec>;
+const credentialsSecretRef = { name: 'required' } satisfies PresenceOf<LocalSecretReference>;
 
 const status = {
   phase: 'optional',
@@ -89,6 +95,7 @@ const objects: [string, string, Record<string, Presence>][] = [
   ['CloudInitSpec', 'spec.cloudInit', cloudInit],
   ['SecretKeySelector', 'spec.cloudInit.secretRef', secretRef],
   ['EndpointSpec', 'spec.endpoint', endpoint],
+  ['LocalSecretReference', 'spec.endpoint.credentialsSecretRef', credentialsSecretRef],
   ['ProxyStatus', 'status', status],
   ['Condition', 'status.conditions.[]', condition],
 ];

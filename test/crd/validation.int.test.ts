@@ -97,6 +97,21 @@ describe('the API server rejects an invalid Proxy', () => {
       'spec.endpoint.host: Too long',
     ],
     [
+      'a credentials Secret name that is not a Secret name',
+      { ...external, endpoint: { ...external.endpoint, credentialsSecretRef: { name: 'Proxy_Creds' } } },
+      'spec.endpoint.credentialsSecretRef.name: Invalid value: "Proxy_Creds": spec.endpoint.credentialsSecretRef.name must be a Secret name',
+    ],
+    [
+      'a credentials Secret reference without name',
+      { ...external, endpoint: { ...external.endpoint, credentialsSecretRef: {} } },
+      'spec.endpoint.credentialsSecretRef.name: Required value',
+    ],
+    [
+      'an empty credentials Secret name',
+      { ...external, endpoint: { ...external.endpoint, credentialsSecretRef: { name: '' } } },
+      'spec.endpoint.credentialsSecretRef.name in body should be at least 1 chars long',
+    ],
+    [
       'endpoint port 0',
       { mode: 'External', endpoint: { host: 'p.example.net', port: 0 } },
       'spec.endpoint.port in body should be greater than or equal to 1',
@@ -324,6 +339,17 @@ describe('the API server accepts a valid Proxy and stores it with every default 
       'a minimal External proxy',
       external,
       { ...external, port: DEFAULTS.port, maxLeases: DEFAULTS.maxLeases, healthCheck: defaultHealthCheck },
+    ],
+    [
+      'an External proxy with a credentials Secret',
+      { ...external, endpoint: { ...external.endpoint, credentialsSecretRef: { name: 'proxy-creds.eu' } } },
+      {
+        ...external,
+        endpoint: { ...external.endpoint, credentialsSecretRef: { name: 'proxy-creds.eu' } },
+        port: DEFAULTS.port,
+        maxLeases: DEFAULTS.maxLeases,
+        healthCheck: defaultHealthCheck,
+      },
     ],
     [
       'a Managed proxy with every field set and a partial healthCheck',

@@ -1,5 +1,6 @@
 // The discovery API follows each Proxy through the operator's cache events (no re-listing):
 // a real operator against the real API server, real mock forward proxies on loopback.
+import { CoreV1Api } from '@kubernetes/client-node';
 import { request } from 'undici';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import { freePort } from '../../framework/testing/control-plane.js';
@@ -83,8 +84,20 @@ describe('the discovery catalog over the cache', () => {
 
     const leased = await call('POST', '/v1/leases', { selector: { geo: 'eu' }, session: 'job-1' });
     expect(leased.status).toBe(201);
+    // Managed proxies require the credentials the operator generated into their Secret.
+    const secret = await kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace, name: 'eu-1-proxy-credentials' });
+    const [username, password] = ['username', 'password'].map((k) =>
+      Buffer.from(secret.data![k], 'base64').toString('utf8'),
+    );
     expect(leased.body).toMatchObject({
-      proxy: { id: `${namespace}/eu-1`, url: `http://${status.status?.ip}:3128` },
+      proxy: {
+        id: `${namespace}/eu-1`,
+        url: `http://${username}:${password}@${status.status?.ip}:3128`,
+        username,
+        password,
+      },
       session: { key: 'job-1', moved: false },
     });
     const leaseID = leased.body.leaseID as string;

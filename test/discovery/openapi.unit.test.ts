@@ -72,12 +72,17 @@ describe('the OpenAPI document', () => {
     expect(implementedRoutes(app).sort()).toEqual(documentedRoutes().sort());
   });
 
-  it('derives LeasedProxy from Proxy: the same fields plus url', () => {
+  it('derives LeasedProxy from Proxy: the same fields plus url and the optional credentials', () => {
     const { Proxy, LeasedProxy } = schemas;
     expect(LeasedProxy).toEqual({
       ...Proxy,
       required: [...Proxy.required!, 'url'],
-      properties: { ...Proxy.properties, url: expect.objectContaining({ type: 'string' }) },
+      properties: {
+        ...Proxy.properties,
+        url: expect.objectContaining({ type: 'string' }),
+        username: expect.objectContaining({ type: 'string' }),
+        password: expect.objectContaining({ type: 'string' }),
+      },
     });
   });
 

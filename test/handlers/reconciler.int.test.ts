@@ -71,6 +71,22 @@ describe('a Managed proxy', () => {
 });
 
 describe('an External proxy', () => {
+  it('gets a generated credentials Secret owned by the Proxy, whose values never reach status or Events', async () => {
+    await api.create('with-creds', { spec: managedSpec(target) });
+    const p = await ready('with-creds');
+    const core = kc.makeApiClient(CoreV1Api);
+    const secret = await core.readNamespacedSecret({ namespace, name: 'with-creds-proxy-credentials' });
+    expect(secret.type).toBe('kubernetes.io/basic-auth');
+    expect(secret.metadata?.labels?.['crawl.example.com/proxy-credentials']).toBe('true');
+    expect(secret.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Proxy', name: 'with-creds', uid: p.metadata.uid, controller: true }),
+    ]);
+    const password = Buffer.from(secret.data!.password, 'base64').toString('utf8');
+    expect(password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    const events = await eventsFor(kc, namespace, 'with-creds');
+    expect(JSON.stringify([p, events])).not.toContain(password);
+  });
+
   it('goes Pending → Ready when its first probes pass, and Unhealthy (with an Event) when it stops answering', async () => {
     const proxy = await startForwardProxy({ host: '127.0.0.5', port: await freePort() });
     const phases: string[] = [];

@@ -16,6 +16,8 @@ export type ProxyMode =
 
 export class TestForwardProxy {
   mode: ProxyMode;
+  /** When set, requests and CONNECTs without exactly this Proxy-Authorization get a 407. */
+  requiredAuthorization: string | undefined;
   connectCount = 0;
   requestCount = 0;
   private readonly sockets = new Set<net.Socket>();
@@ -63,6 +65,8 @@ export class TestForwardProxy {
     this.requestCount++;
     if (this.mode === 'black-hole') return;
     if (this.mode === 'closes') return void req.socket.destroy();
+    if (this.requiredAuthorization && req.headers['proxy-authorization'] !== this.requiredAuthorization)
+      return void res.writeHead(407, { 'proxy-authenticate': 'Basic realm="test"' }).end();
     if (this.mode === 'cannot-egress') return void res.writeHead(502).end('cannot reach target');
     const upstream = http.request(req.url ?? '', { method: req.method, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -79,6 +83,10 @@ export class TestForwardProxy {
     socket.on('end', () => socket.destroy());
     if (this.mode === 'black-hole') return;
     if (this.mode === 'closes') return void socket.destroy();
+    if (this.requiredAuthorization && req.headers['proxy-authorization'] !== this.requiredAuthorization)
+      return void socket.end(
+        'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n',
+      );
     if (this.mode === 'cannot-egress')
       return void socket.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');
     const [host, port] = splitHostPort(req.url ?? '');

@@ -67,6 +67,41 @@ describe('UndiciProber sends the probe through the proxy', () => {
     expect(outcome.durationMillis).toBeGreaterThan(0);
   });
 
+  describe('through a proxy that requires credentials', () => {
+    const credentials = { username: 'crawler', password: 's3cret:with-colon' };
+    const basic = `Basic ${Buffer.from('crawler:s3cret:with-colon').toString('base64')}`;
+
+    it.each(['http', 'https'] as const)(
+      'over %s, succeeds with them as Proxy-Authorization',
+      async (scheme) => {
+        const p = await proxy('healthy');
+        p.requiredAuthorization = basic;
+        const outcome = await prober.probe(
+          target(p.port, scheme, { credentials }),
+          new AbortController().signal,
+        );
+        expect(outcome).toMatchObject({ success: true, reason: ProbeReason.ProbeSucceeded });
+      },
+    );
+
+    it.each<['http' | 'https', Partial<ProbeTarget>]>([
+      ['http', {}],
+      ['https', {}],
+      ['http', { credentials: { ...credentials, password: 'not-it-9f2' } }],
+      ['https', { credentials: { ...credentials, password: 'not-it-9f2' } }],
+    ])(
+      'over %s, says a 407 is ProxyAuthenticationRequired (%j), never quoting a password',
+      async (scheme, over) => {
+        const p = await proxy('healthy');
+        p.requiredAuthorization = basic;
+        const outcome = await prober.probe(target(p.port, scheme, over), new AbortController().signal);
+        expect(outcome).toMatchObject({ success: false, reason: ProbeReason.ProxyAuthenticationRequired });
+        expect(outcome.message).toMatch(/407/);
+        expect(outcome.message).not.toMatch(/s3cret|not-it-9f2/);
+      },
+    );
+  });
+
   it.each(['http', 'https'] as const)(
     'a wrong status code from the %s target fails with UnexpectedStatus',
     async (scheme) => {

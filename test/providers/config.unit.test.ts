@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { INTERNAL_DESTINATIONS } from '../../crds/internal-destinations.js';
 import { builtinProviderRegistry } from '../../providers/builtin.js';
 import { ProvidersConfigError } from '../../providers/config-reader.js';
 
@@ -103,6 +104,10 @@ providers:
             '::1/128',
           ],
           startTimeoutSeconds: 300,
+          // Closed by default: the internal ranges are refused, nothing is excepted.
+          deniedDestinations: [...INTERNAL_DESTINATIONS],
+          clusterCIDRs: [],
+          allowedDestinations: [],
         },
       },
       {
@@ -297,6 +302,16 @@ providers:
       'a Squid client range that is not a CIDR',
       'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { clients: [10.0.0.0/8, 10.1.0.0/33] }',
       'providers.yaml: providers[0] (k): kubernetes.clients[1]: "10.1.0.0/33" is not an address or CIDR range',
+    ],
+    [
+      'an allowed destination that is not a CIDR',
+      'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { allowedDestinations: [127.0.0.1/32, inside] }',
+      'providers.yaml: providers[0] (k): kubernetes.allowedDestinations[1]: "inside" is not an address or CIDR range',
+    ],
+    [
+      'a cluster CIDR that is not a CIDR',
+      'providers:\n  - name: k\n    type: kubernetes\n    kubernetes: { clusterCIDRs: [10.96.0.0/99] }',
+      'providers.yaml: providers[0] (k): kubernetes.clusterCIDRs[0]: "10.96.0.0/99" is not an address or CIDR range',
     ],
     [
       'an empty Squid client list (nobody could use the proxies)',

@@ -68,6 +68,16 @@ DISCOVERY_IP=$($KUBECTL -n proxy-operator-system get svc proxy-operator-discover
 PROBE_URL=http://$TARGET_POD_IP:8080/generate_204
 log "   target $TARGET_POD_IP (Service $TARGET_SVC_IP), External Squid $EXTERNAL_IP, discovery Service $DISCOVERY_IP"
 
+# Squid Pods refuse every in-cluster destination by default; the probe target is a Pod, so the
+# shipped kubernetes provider allows it by explicit configuration (README: Security).
+$KUBECTL -n proxy-operator-system get configmap proxy-operator-providers -o jsonpath='{.data.providers\.yaml}' |
+  sed "0,/      namespace: proxy-operator-proxies/s//      namespace: proxy-operator-proxies\n      allowedDestinations: [$TARGET_POD_IP\/32]/" >"$W/providers-allowed.yaml"
+grep -q "allowedDestinations: \[$TARGET_POD_IP/32\]" "$W/providers-allowed.yaml" || fail "could not allow the probe target in providers.yaml"
+$KUBECTL -n proxy-operator-system create configmap proxy-operator-providers --from-file=providers.yaml="$W/providers-allowed.yaml" \
+  --dry-run=client -o yaml | $KUBECTL apply -f - >/dev/null 2>&1
+$KUBECTL -n proxy-operator-system rollout restart deploy/proxy-operator >/dev/null
+$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=120s >&2 || fail "rollout status after allowing the probe target"
+
 MAX_LEASES=4
 proxy_manifest() { # NAME [provider]
   cat <<EOF

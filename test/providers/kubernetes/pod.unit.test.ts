@@ -2,7 +2,15 @@ import { ApiException, type V1ContainerStatus, type V1Pod } from '@kubernetes/cl
 import type { CreateRequest } from '../../../providers/contract.js';
 import { classifyKubeError, messageOf } from '../../../providers/kubernetes/error-mapping.js';
 import { KUBERNETES_DEFAULTS, PRIVATE_CLIENT_RANGES } from '../../../providers/kubernetes/config.js';
-import { OWNER_ANNOTATION, SQUID_CONFIG_ENV, buildPod } from '../../../providers/kubernetes/pod-spec.js';
+import { INTERNAL_DESTINATIONS } from '../../../crds/internal-destinations.js';
+import {
+  NCSA_AUTH_HELPER,
+  OWNER_ANNOTATION,
+  SQUID_CONFIG_ENV,
+  SQUID_PASSWD_ENV,
+  SQUID_PASSWD_FILE,
+  buildPod,
+} from '../../../providers/kubernetes/pod-spec.js';
 import { podProblem, podState, toInstance } from '../../../providers/kubernetes/pod-view.js';
 import {
   SQUID_GRACE_SECONDS,
@@ -64,7 +72,14 @@ describe('the proxy Pod', () => {
     );
     const [container] = pod.spec!.containers;
     const conf = container.env?.find((e) => e.name === SQUID_CONFIG_ENV)?.value;
-    expect(conf).toBe(squidConfig({ port: 8080, clients: ['10.88.0.0/16'] }));
+    expect(conf).toBe(
+      squidConfig({
+        port: 8080,
+        clients: ['10.88.0.0/16'],
+        denyDestinations: { addresses: INTERNAL_DESTINATIONS },
+        allowDestinations: [],
+      }),
+    );
     // The config is written to an emptyDir, then squid is exec'd with it as PID 1.
     expect(container.command?.[2]).toMatch(
       /> \/etc\/proxy-operator\/squid\.conf && exec squid -N .*-f \/etc\/proxy-operator\/squid\.conf$/,
@@ -74,6 +89,51 @@ describe('the proxy Pod', () => {
       expect.objectContaining({ name: 'squid-config', emptyDir: expect.anything() }),
     ]);
     expect(container.readinessProbe).toMatchObject({ tcpSocket: { port: 8080 } });
+  });
+
+  it('refuses the internal ranges and the cluster CIDRs, except what is explicitly allowed', () => {
+    const pod = buildPod(req, {
+      namespace: 'proxies',
+      image: 'squid:1',
+      clusterCIDRs: ['100.96.0.0/11'],
+      allowedDestinations: ['10.1.2.3'],
+    });
+    const conf = pod.spec!.containers[0].env?.find((e) => e.name === SQUID_CONFIG_ENV)?.value ?? '';
+    expect(conf).toContain(
+      `acl denied_addresses dst ${[...INTERNAL_DESTINATIONS, '100.96.0.0/11'].join(' ')}\n`,
+    );
+    expect(conf).toContain('acl allowed_addresses dst 10.1.2.3\n');
+    expect(INTERNAL_DESTINATIONS).toEqual(
+      expect.arrayContaining([
+        '169.254.0.0/16',
+        '127.0.0.0/8',
+        '10.0.0.0/8',
+        '172.16.0.0/12',
+        '192.168.0.0/16',
+        'fe80::/10',
+        'fc00::/7',
+      ]),
+    );
+  });
+
+  it('with credentials, requires basic auth and carries only a salted hash of the password', () => {
+    const pod = buildPod(
+      { ...req, credentials: { username: 'crawler', password: 'hunter2-but-longer' } },
+      { namespace: 'proxies', image: 'squid:1' },
+    );
+    const [container] = pod.spec!.containers;
+    const env = (name: string) => container.env?.find((e) => e.name === name)?.value ?? '';
+    expect(env(SQUID_CONFIG_ENV)).toContain(
+      `auth_param basic program ${NCSA_AUTH_HELPER} ${SQUID_PASSWD_FILE}\n`,
+    );
+    expect(env(SQUID_PASSWD_ENV)).toMatch(/^crawler:\$1\$[./0-9A-Za-z]{8}\$[./0-9A-Za-z]{22}$/);
+    expect(JSON.stringify(pod)).not.toContain('hunter2-but-longer');
+    expect(container.command?.[2]).toContain(`> ${SQUID_PASSWD_FILE} &&`);
+  });
+
+  it('without credentials, configures no auth', () => {
+    const [container] = buildPod(req, { namespace: 'proxies', image: 'squid:1' }).spec!.containers;
+    expect(container.env?.find((e) => e.name === SQUID_CONFIG_ENV)?.value).not.toContain('auth_param');
   });
 
   it('admits the private Pod-network ranges when no clients are configured', () => {

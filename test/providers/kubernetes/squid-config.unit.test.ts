@@ -46,7 +46,37 @@ describe('the squid.conf the kubernetes provider ships (what a real Squid makes 
       [
         'http_access deny !Safe_ports',
         'http_access deny CONNECT !SSL_ports',
-        'http_access allow clients authenticated',
+        'http_access deny !clients',
+        'http_access deny !authenticated',
+        'http_access allow clients',
+        'http_access deny all',
+      ],
+    ],
+    [
+      'credentials are checked before the destinations, and explicit exceptions punch holes in the refused ranges',
+      {
+        ...base,
+        denyDestinations: { addresses: ['127.0.0.0/8'] },
+        allowDestinations: ['127.0.0.1/32'],
+        auth: { helper: ['/usr/lib/squid/basic_ncsa_auth', '/p'], realm: 'proxy' },
+      },
+      [
+        'http_access deny !Safe_ports',
+        'http_access deny CONNECT !SSL_ports',
+        'http_access deny !clients',
+        'http_access deny !authenticated',
+        'http_access deny denied_addresses !allowed_addresses',
+        'http_access allow clients',
+        'http_access deny all',
+      ],
+    ],
+    [
+      'an exception without refused ranges is no rule at all',
+      { ...base, allowDestinations: ['127.0.0.1/32'] },
+      [
+        'http_access deny !Safe_ports',
+        'http_access deny CONNECT !SSL_ports',
+        'http_access allow clients',
         'http_access deny all',
       ],
     ],

@@ -1,10 +1,18 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProxyAgent, request } from 'undici';
 import { freePort } from '../../../framework/testing/control-plane.js';
+import type { CreateRequest } from '../../../providers/contract.js';
+import type { KubernetesSettings } from '../../../providers/kubernetes/config.js';
+import {
+  SQUID_CONFIG_ENV,
+  SQUID_PASSWD_ENV,
+  SQUID_PASSWD_FILE,
+  buildPod,
+} from '../../../providers/kubernetes/pod-spec.js';
 import {
   SQUID_GRACE_SECONDS,
   SQUID_SHUTDOWN_SECONDS,
@@ -33,10 +41,44 @@ interface RunningSquid {
 /** Runs squid in the foreground with the generated config, bound to loopback only. */
 async function startSquid(input: Omit<SquidConfigInput, 'port'>): Promise<RunningSquid> {
   const port = await freePort();
+  return runSquid(squidConfig({ ...input, port }), port, undefined);
+}
+
+/**
+ * Runs the squid.conf and passwd line a Pod of the provider gets (buildPod's environment), with
+ * only the listener moved to loopback and the passwd file to a temporary folder.
+ */
+async function startSquidPod(
+  credentials: CreateRequest['credentials'],
+  settings: Omit<KubernetesSettings, 'namespace' | 'image'>,
+): Promise<RunningSquid> {
+  const port = await freePort();
+  const pod = buildPod(
+    {
+      uid: 'uid-1',
+      proxy: 'default/px',
+      namespace: 'default',
+      owner: 'test',
+      port,
+      placement: {},
+      ...(credentials ? { credentials } : {}),
+    },
+    { namespace: 'proxies', image: 'squid', ...settings },
+  );
+  const env = (name: string) => pod.spec!.containers[0].env!.find((e) => e.name === name)!.value ?? '';
+  return runSquid(env(SQUID_CONFIG_ENV), port, env(SQUID_PASSWD_ENV));
+}
+
+async function runSquid(generated: string, port: number, passwd: string | undefined): Promise<RunningSquid> {
   const dir = mkdtempSync(join(tmpdir(), 'proxy-operator-squid-'));
+  // Squid started as root runs its helpers as its own user, who must read the passwd file.
+  chmodSync(dir, 0o755);
+  if (passwd !== undefined) writeFileSync(join(dir, 'passwd'), `${passwd}\n`, { mode: 0o644 });
   // Loopback only, by construction: the listener, and any lookup Squid might make.
   const conf =
-    squidConfig({ ...input, port }).replace(`http_port ${port}`, `http_port 127.0.0.1:${port}`) +
+    generated
+      .replace(`http_port ${port}`, `http_port 127.0.0.1:${port}`)
+      .replace(SQUID_PASSWD_FILE, join(dir, 'passwd')) +
     'visible_hostname localhost\ndns_nameservers 127.0.0.1\n';
   writeFileSync(join(dir, 'squid.conf'), conf);
   const child = spawn(squidBinary(), ['-N', '-d', '1', '-f', join(dir, 'squid.conf')], {
@@ -95,10 +137,10 @@ describe("the kubernetes provider's squid.conf, run by a real Squid", () => {
     await new Promise((r) => origin.close(r));
   });
 
-  const fetchThrough = async (proxyPort: number, path = '/') => {
-    const dispatcher = new ProxyAgent(`http://127.0.0.1:${proxyPort}`);
+  const fetchThrough = async (proxyPort: number, path = '/', userinfo = '', host = '127.0.0.1') => {
+    const dispatcher = new ProxyAgent(`http://${userinfo}127.0.0.1:${proxyPort}`);
     try {
-      const res = await request(`http://127.0.0.1:${originPort}${path}`, { dispatcher });
+      const res = await request(`http://${host}:${originPort}${path}`, { dispatcher });
       return { status: res.statusCode, body: await res.body.text() };
     } finally {
       await dispatcher.close();
@@ -129,6 +171,58 @@ describe("the kubernetes provider's squid.conf, run by a real Squid", () => {
     } finally {
       await squid.stop();
     }
+  });
+
+  describe('as a Pod of the provider runs it, with credentials and the default refused destinations', () => {
+    const credentials = { username: 'crawler', password: 'a-random-password:with/odd chars' };
+    const userinfo = `${encodeURIComponent(credentials.username)}:${encodeURIComponent(credentials.password)}@`;
+    // On loopback the probe target (127.0.0.1) is inside a refused range (127.0.0.0/8): it is
+    // allowed by explicit configuration, as tests must; 127.0.0.2 stands in for an address
+    // inside the cluster (an API server, a Pod) and stays refused.
+    const settings = { clients: ['127.0.0.0/8'], allowedDestinations: ['127.0.0.1/32'] };
+    let squid: RunningSquid;
+    let inside: Server;
+    let insideHits = 0;
+
+    beforeAll(async () => {
+      squid = await startSquidPod(credentials, settings);
+      inside = createServer((_req, res) => {
+        insideHits++;
+        res.end('inside');
+      });
+      await new Promise<void>((resolve) => inside.listen(originPort, '127.0.0.2', resolve));
+    });
+    afterAll(async () => {
+      await squid.stop();
+      inside.closeAllConnections();
+      await new Promise((r) => inside.close(r));
+    });
+
+    it('answers 407 without credentials and with wrong ones', async () => {
+      // undici turns a proxy's 407 into an error of its own.
+      await expect(fetchThrough(squid.port)).rejects.toThrow(/407/);
+      await expect(fetchThrough(squid.port, '/', 'crawler:wrong@')).rejects.toThrow(/407/);
+    });
+
+    it('proxies a client with the credentials to the explicitly allowed probe target', async () => {
+      const res = await fetchThrough(squid.port, '/', userinfo);
+      expect(res).toEqual({ status: 200, body: 'hello from the origin' });
+    });
+
+    it('refuses a leased client a request to an address inside, and never connects to it', async () => {
+      expect((await fetchThrough(squid.port, '/', userinfo, '127.0.0.2')).status).toBe(403);
+      expect(insideHits).toBe(0);
+    });
+
+    it('refuses a CONNECT tunnel to the inside too', async () => {
+      const dispatcher = new ProxyAgent(`http://${userinfo}127.0.0.1:${squid.port}`);
+      try {
+        await expect(request(`https://127.0.0.2:${originPort}/`, { dispatcher })).rejects.toThrow(/403/);
+      } finally {
+        await dispatcher.destroy();
+      }
+      expect(insideHits).toBe(0);
+    });
   });
 
   it("exits on SIGTERM within its shutdown lifetime, inside the Pod's grace, even with a download open", async () => {

@@ -1,0 +1,138 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  BASIC_AUTH_SECRET_TYPE,
+  CLOUD_INIT_PLACEHOLDERS,
+  CREDENTIALS_SECRET_LABEL,
+  PASSWORD_KEY,
+  USERNAME_KEY,
+  managedCredentialsSecretName,
+} from '../crds/proxy-credentials.js';
+import type { Proxy } from '../crds/proxy-types.js';
+import type { KindRef } from '../framework/index.js';
+import type { ProxyCredentials } from '../providers/contract.js';
+import type { SecretLike, SecretLookup } from './cloud-init.js';
+import { SECRET_KIND } from './kinds.js';
+
+// Pure decisions about a proxy's basic-auth credentials: which Secret holds them, what it
+// says, how the operator makes new ones and how cloud-init receives them. The controller,
+// the health runner and the discovery catalog all read them through here, from the cache.
+
+/** The cache view of credentials Secrets (only labelled ones are watched). */
+export const CREDENTIALS_SECRETS: KindRef = {
+  ...SECRET_KIND,
+  labelSelector: `${CREDENTIALS_SECRET_LABEL}=true`,
+};
+
+export type CredentialsResolution =
+  /** The proxy needs none (an External proxy without a Secret reference). */
+  | { kind: 'none' }
+  | { kind: 'ok'; credentials: ProxyCredentials }
+  /** A Managed proxy's Secret does not exist yet: the operator generates it. */
+  | { kind: 'missing'; secretName: string }
+  /** Named Secret unusable; the message names it and what is wrong, never a value. */
+  | { kind: 'unavailable'; message: string };
+
+/** The Secret holding the proxy's credentials, or undefined when it needs none. */
+export function credentialsSecretName(proxy: Proxy): string | undefined {
+  if (proxy.spec.mode === 'External') return proxy.spec.endpoint?.credentialsSecretRef?.name;
+  return managedCredentialsSecretName(proxy.metadata.name);
+}
+
+/** Why these credentials cannot go into a basic-auth header, or undefined. */
+export function credentialsProblem(c: ProxyCredentials): string | undefined {
+  if (c.username === '') return `key "${USERNAME_KEY}" is empty`;
+  // Basic auth splits user and password at the first colon.
+  if (c.username.includes(':')) return `key "${USERNAME_KEY}" contains ":"`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f\s]/.test(c.username))
+    return `key "${USERNAME_KEY}" contains white space or control characters`;
+  if (c.password === '') return `key "${PASSWORD_KEY}" is empty`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(c.password)) return `key "${PASSWORD_KEY}" contains control characters`;
+  return undefined;
+}
+
+function decoded(secret: SecretLike, key: string): string | undefined {
+  const encoded = secret.data?.[key];
+  return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
+}
+
+export function resolveCredentials(proxy: Proxy, lookup: SecretLookup): CredentialsResolution {
+  const name = credentialsSecretName(proxy);
+  if (name === undefined) return { kind: 'none' };
+  const ns = proxy.metadata.namespace ?? 'default';
+  const secret = lookup(ns, name);
+  if (!secret || secret.metadata?.labels?.[CREDENTIALS_SECRET_LABEL] !== 'true') {
+    if (proxy.spec.mode === 'Managed' && !secret) return { kind: 'missing', secretName: name };
+    return {
+      kind: 'unavailable',
+      message: `credentials Secret ${ns}/${name} not found, or not labelled ${CREDENTIALS_SECRET_LABEL}: "true" (the operator only sees labelled Secrets)`,
+    };
+  }
+  const username = decoded(secret, USERNAME_KEY);
+  const password = decoded(secret, PASSWORD_KEY);
+  if (username === undefined || password === undefined) {
+    const absent = [username === undefined ? USERNAME_KEY : '', password === undefined ? PASSWORD_KEY : '']
+      .filter(Boolean)
+      .join(' and ');
+    return { kind: 'unavailable', message: `credentials Secret ${ns}/${name} has no key ${absent}` };
+  }
+  const problem = credentialsProblem({ username, password });
+  if (problem) return { kind: 'unavailable', message: `credentials Secret ${ns}/${name}: ${problem}` };
+  return { kind: 'ok', credentials: { username, password } };
+}
+
+/**
+ * New credentials for a Managed proxy: URL-safe, so they fit a proxy URL, a passwd file and
+ * any cloud-init placeholder without escaping. 144 bits of password.
+ */
+export function generateCredentials(random: (bytes: number) => Buffer = randomBytes): ProxyCredentials {
+  return {
+    username: `proxy-${random(6).toString('hex')}`,
+    password: random(18).toString('base64url'),
+  };
+}
+
+/** The Secret the operator creates for a Managed proxy (the owner reference is added on create). */
+export function credentialsSecret(proxy: Proxy, credentials: ProxyCredentials) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: BASIC_AUTH_SECRET_TYPE,
+    metadata: {
+      name: managedCredentialsSecretName(proxy.metadata.name),
+      labels: { [CREDENTIALS_SECRET_LABEL]: 'true' },
+    },
+    data: {
+      [USERNAME_KEY]: Buffer.from(credentials.username).toString('base64'),
+      [PASSWORD_KEY]: Buffer.from(credentials.password).toString('base64'),
+    },
+  };
+}
+
+/** Cloud-init with the credential placeholders filled in (crds/proxy-credentials.ts). */
+export function fillCloudInit(text: string, credentials: ProxyCredentials | undefined): string {
+  return text
+    .replaceAll(CLOUD_INIT_PLACEHOLDERS.username, credentials?.username ?? '')
+    .replaceAll(CLOUD_INIT_PLACEHOLDERS.password, credentials?.password ?? '');
+}
+
+/**
+ * What the spec hash records of the credentials: a digest, so a rotation replaces the
+ * instance while the annotation holds nothing that reads back as the password.
+ */
+export function credentialsFingerprint(credentials: ProxyCredentials): string {
+  return createHash('sha256')
+    .update(`proxy-operator-credentials\0${credentials.username}\0${credentials.password}`)
+    .digest('hex');
+}
+
+/** The Proxies in the Secret's namespace whose credentials it holds. */
+export function proxiesUsingCredentials(secret: SecretLike, proxies: readonly Proxy[]): Proxy[] {
+  const ns = secret.metadata?.namespace;
+  const name = secret.metadata?.name;
+  return proxies.filter(
+    (p) =>
+      (p.metadata.namespace ?? 'default') === ns && name !== undefined && credentialsSecretName(p) === name,
+  );
+}

@@ -1,0 +1,130 @@
+import { CLOUD_INIT_PLACEHOLDERS, CREDENTIALS_SECRET_LABEL } from '../../crds/proxy-credentials.js';
+import type { Proxy } from '../../crds/proxy-types.js';
+import type { SecretLike } from '../../handlers/cloud-init.js';
+import {
+  credentialsFingerprint,
+  credentialsSecret,
+  fillCloudInit,
+  generateCredentials,
+  proxiesUsingCredentials,
+  resolveCredentials,
+} from '../../handlers/proxy-credentials.js';
+import { specHash } from '../../handlers/spec-hash.js';
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const proxy = (mode: 'Managed' | 'External', ref?: string): Proxy =>
+  ({
+    apiVersion: 'crawl.example.com/v1alpha1',
+    kind: 'Proxy',
+    metadata: { name: 'px', namespace: 'fleet' },
+    spec:
+      mode === 'Managed'
+        ? { mode, provider: 'k', port: 3128, maxLeases: 1 }
+        : {
+            mode,
+            port: 3128,
+            maxLeases: 1,
+            endpoint: {
+              host: '203.0.113.7',
+              port: 3128,
+              ...(ref ? { credentialsSecretRef: { name: ref } } : {}),
+            },
+          },
+  }) as Proxy;
+const secret = (name: string, data: Record<string, string>, labelled = true): SecretLike => ({
+  metadata: { name, namespace: 'fleet', labels: labelled ? { [CREDENTIALS_SECRET_LABEL]: 'true' } : {} },
+  data,
+});
+const lookupOf =
+  (...secrets: SecretLike[]) =>
+  (ns: string, name: string) =>
+    secrets.find((s) => s.metadata?.namespace === ns && s.metadata?.name === name);
+
+describe("a proxy's credentials, read from its Secret", () => {
+  const good = { username: b64('crawler'), password: b64('pw') };
+  it.each<[string, Proxy, SecretLike[], ReturnType<typeof resolveCredentials>]>([
+    ['an External proxy without a reference needs none', proxy('External'), [], { kind: 'none' }],
+    [
+      'an External proxy reads its referenced, labelled Secret',
+      proxy('External', 'creds'),
+      [secret('creds', good)],
+      { kind: 'ok', credentials: { username: 'crawler', password: 'pw' } },
+    ],
+    [
+      'a Managed proxy reads <name>-proxy-credentials',
+      proxy('Managed'),
+      [secret('px-proxy-credentials', good)],
+      { kind: 'ok', credentials: { username: 'crawler', password: 'pw' } },
+    ],
+    [
+      'a Managed proxy without its Secret gets one',
+      proxy('Managed'),
+      [],
+      { kind: 'missing', secretName: 'px-proxy-credentials' },
+    ],
+    [
+      'a missing External Secret is named, with the label to check',
+      proxy('External', 'creds'),
+      [],
+      {
+        kind: 'unavailable',
+        message: `credentials Secret fleet/creds not found, or not labelled ${CREDENTIALS_SECRET_LABEL}: "true" (the operator only sees labelled Secrets)`,
+      },
+    ],
+    [
+      'a missing key is named',
+      proxy('External', 'creds'),
+      [secret('creds', { username: b64('crawler') })],
+      { kind: 'unavailable', message: 'credentials Secret fleet/creds has no key password' },
+    ],
+    [
+      'a user name with a colon is refused (basic auth splits there)',
+      proxy('External', 'creds'),
+      [secret('creds', { username: b64('a:b'), password: b64('pw') })],
+      { kind: 'unavailable', message: 'credentials Secret fleet/creds: key "username" contains ":"' },
+    ],
+  ])('%s', (_case, p, secrets, expected) => {
+    expect(resolveCredentials(p, lookupOf(...secrets))).toEqual(expected);
+  });
+
+  it('never quotes a value in a message', () => {
+    const found = resolveCredentials(
+      proxy('External', 'creds'),
+      lookupOf(secret('creds', { username: b64('x\ny'), password: b64('hunter2') })),
+    );
+    expect(JSON.stringify(found)).not.toMatch(/hunter2|x\\ny/);
+  });
+
+  it('generates URL-safe credentials with a 144-bit password, into a labelled basic-auth Secret', () => {
+    const c = generateCredentials();
+    expect(c.username).toMatch(/^proxy-[0-9a-f]{12}$/);
+    expect(c.password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    expect(generateCredentials().password).not.toBe(c.password);
+    const s = credentialsSecret(proxy('Managed'), c);
+    expect(s).toMatchObject({
+      type: 'kubernetes.io/basic-auth',
+      metadata: { name: 'px-proxy-credentials', labels: { [CREDENTIALS_SECRET_LABEL]: 'true' } },
+      data: { username: b64(c.username), password: b64(c.password) },
+    });
+  });
+
+  it('fills the cloud-init placeholders, every occurrence', () => {
+    const text = `user ${CLOUD_INIT_PLACEHOLDERS.username} ${CLOUD_INIT_PLACEHOLDERS.password} ${CLOUD_INIT_PLACEHOLDERS.username}`;
+    expect(fillCloudInit(text, { username: 'u', password: 'p' })).toBe('user u p u');
+  });
+
+  it('a rotation changes the spec hash (the instance is replaced), which never holds the password', () => {
+    const spec = { port: 3128 };
+    const before = specHash(spec, 'ci', credentialsFingerprint({ username: 'u', password: 'p1' }));
+    const after = specHash(spec, 'ci', credentialsFingerprint({ username: 'u', password: 'p2' }));
+    expect(after).not.toBe(before);
+    expect(specHash(spec, 'ci')).not.toBe(before);
+  });
+
+  it('maps a Secret to the proxies whose credentials it holds', () => {
+    const ext = proxy('External', 'creds');
+    const managed = proxy('Managed');
+    expect(proxiesUsingCredentials(secret('creds', {}), [ext, managed])).toEqual([ext]);
+    expect(proxiesUsingCredentials(secret('px-proxy-credentials', {}), [ext, managed])).toEqual([managed]);
+  });
+});
