@@ -47,6 +47,7 @@ import { SCRIPTS, type LuaScript } from './redis-scripts.js';
 import { selectorMatcher } from './selector.js';
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
 import { StoreUnavailableError } from './store-unavailable.js';
+import { scopedKey, unscopedKey } from './lease-owner.js';
 import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from './target-book.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
@@ -196,7 +197,7 @@ export class RedisLeaseStore implements LeaseStore {
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
     if (request.session !== undefined) {
-      const hinted = this.sessionHints.get(request.session);
+      const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
       const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
       if (record !== undefined && matches(record.attributes)) bound = record;
     }
@@ -225,7 +226,14 @@ export class RedisLeaseStore implements LeaseStore {
     bound: ProxyRecord | undefined,
     gone: string,
   ): Promise<AcquireResult | { need: string }> {
-    const fixed = [leaseID, String(request.ttlSeconds), request.target ?? '', request.session ?? ''];
+    // The owner lives in the keys (lease-owner.ts): the scripts stay owner-blind.
+    const session = request.session === undefined ? '' : scopedKey(request.owner, request.session);
+    const fixed = [
+      scopedKey(request.owner, leaseID),
+      String(request.ttlSeconds),
+      request.target ?? '',
+      session,
+    ];
     const selector = JSON.stringify(request.selector);
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
     const sent = new Set<string>();
@@ -265,13 +273,14 @@ export class RedisLeaseStore implements LeaseStore {
           selector: { ...request.selector },
           ...(request.target === undefined ? {} : { target: request.target }),
           ...(request.session === undefined ? {} : { session: request.session }),
+          ...(request.owner === undefined ? {} : { owner: request.owner }),
           ttlSeconds: request.ttlSeconds,
           acquiredAt: new Date(Number(reply[2])),
           expiresAt: new Date(Number(reply[3])),
         };
         const usage = this.usageFrom(reply.slice(5, 11));
         if (request.session === undefined) return { granted: true, lease, usage };
-        this.rememberSession(request.session, proxyID);
+        this.rememberSession(session, proxyID);
         return {
           granted: true,
           lease,
@@ -295,20 +304,20 @@ export class RedisLeaseStore implements LeaseStore {
       : { granted: false, reason };
   }
 
-  async renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined> {
+  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
     const reply = (await this.eval(SCRIPTS.renew, [
-      leaseID,
+      scopedKey(owner, leaseID),
       ttlSeconds === undefined ? '' : String(ttlSeconds),
     ])) as (string | number)[] | null;
     if (reply === null) return undefined;
-    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields);
+    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields, owner);
     this.hint(lease.proxyID, Number(reply[9]));
-    if (lease.session !== undefined) this.rememberSession(lease.session, lease.proxyID);
+    if (lease.session !== undefined) this.rememberSession(scopedKey(owner, lease.session), lease.proxyID);
     return { lease, usage: this.usageFrom(reply.slice(9, 15)) };
   }
 
-  async release(leaseID: string): Promise<void> {
-    const reply = (await this.eval(SCRIPTS.release, [leaseID])) as [string, number] | null;
+  async release(leaseID: string, owner?: string): Promise<void> {
+    const reply = (await this.eval(SCRIPTS.release, [scopedKey(owner, leaseID)])) as [string, number] | null;
     if (reply !== null) this.hint(reply[0], Number(reply[1]));
   }
 
@@ -316,15 +325,16 @@ export class RedisLeaseStore implements LeaseStore {
     leaseID: string,
     result: ReportResult,
     details: ReportDetails = {},
+    owner?: string,
   ): Promise<ReportOutcome | undefined> {
     const reply = (await this.eval(SCRIPTS.report, [
-      leaseID,
+      scopedKey(owner, leaseID),
       result,
       details.target ?? NO_TARGET,
       details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
     ])) as (string | number)[] | null;
     if (reply === null) return undefined;
-    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields);
+    const lease = this.leaseFrom(leaseID, reply as unknown as LeaseFields, owner);
     const target = String(reply[9]);
     const until = Number(reply[10]);
     const suspect = Number(reply[11]);
@@ -354,9 +364,10 @@ export class RedisLeaseStore implements LeaseStore {
     };
   }
 
-  async endSession(key: string): Promise<void> {
-    this.sessionHints.delete(key);
-    await this.eval(SCRIPTS.endSession, [key]);
+  async endSession(key: string, owner?: string): Promise<void> {
+    const scoped = scopedKey(owner, key);
+    this.sessionHints.delete(scoped);
+    await this.eval(SCRIPTS.endSession, [scoped]);
   }
 
   async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
@@ -403,9 +414,9 @@ export class RedisLeaseStore implements LeaseStore {
     return usage;
   }
 
-  async get(leaseID: string): Promise<Lease | undefined> {
-    const reply = (await this.eval(SCRIPTS.get, [leaseID])) as LeaseFields | null;
-    return reply === null ? undefined : this.leaseFrom(leaseID, reply);
+  async get(leaseID: string, owner?: string): Promise<Lease | undefined> {
+    const reply = (await this.eval(SCRIPTS.get, [scopedKey(owner, leaseID)])) as LeaseFields | null;
+    return reply === null ? undefined : this.leaseFrom(leaseID, reply, owner);
   }
 
   async totals(): Promise<StoreTotals> {
@@ -458,15 +469,17 @@ export class RedisLeaseStore implements LeaseStore {
 
   // --- internals
 
-  private leaseFrom(id: string, f: LeaseFields): Lease {
+  /** `id` as the owner gave it; the stored session key is the owner-scoped one. */
+  private leaseFrom(id: string, f: LeaseFields, owner: string | undefined): Lease {
     const [proxyID, rec, target, session, sel, ttl, at, exp] = f;
     return {
       id,
+      ...(owner === undefined ? {} : { owner }),
       proxyID,
       proxy: JSON.parse(rec) as ProxyRecord,
       selector: JSON.parse(sel) as Record<string, string>,
       ...(target === '' ? {} : { target }),
-      ...(session === '' ? {} : { session }),
+      ...(session === '' ? {} : { session: unscopedKey(owner, session) }),
       ttlSeconds: Number(ttl),
       acquiredAt: new Date(Number(at)),
       expiresAt: new Date(Number(exp)),
