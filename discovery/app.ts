@@ -9,6 +9,7 @@ import { ApiTokens } from './api-tokens.js';
 import { bearerAuth, ownerOf } from './bearer-auth.js';
 import { ANONYMOUS_OWNER } from './lease-owner.js';
 import { ReportLog } from './report-log.js';
+import { TurnQueue } from './turn-queue.js';
 import { RateLimiter, type BucketLimits } from './token-bucket.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
@@ -61,6 +62,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const token = options.token?.trim() ?? '';
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
   const reportLog = new ReportLog(logger);
+  const listTurns = new TurnQueue();
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -96,6 +98,8 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .get(async (req, res) => {
       const query = parseListQuery(rawQuery(req));
+      // One page per loop iteration: the probes' timers run between any two (turn-queue.ts).
+      await listTurns.turn();
       const { items, next } = page(catalog.list(query), query);
       const usage = await leases.usage(items.map((p) => p.id));
       sendJSON(res, 200, serializer.list(items, usage, next === undefined ? undefined : continueToken(next)));

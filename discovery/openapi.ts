@@ -204,7 +204,7 @@ export const openApiDocument: OpenApiDocument = {
             name: 'limit',
             in: 'query',
             description: `Proxies per page, 1 to ${MAX_LIST_LIMIT}; default ${DEFAULT_LIST_LIMIT}.`,
-            schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT },
+            schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT },
           },
           {
             name: 'continue',
