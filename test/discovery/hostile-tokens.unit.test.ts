@@ -147,7 +147,7 @@ describe('hostile clients of the closed API', () => {
     }
     expect((await call(TEAM_A, 'GET', `/v1/proxies?limit=${'9'.repeat(400)}`)).body).toMatchObject({
       error: 'invalid_request',
-      message: expect.stringMatching(/^limit must be an integer from 1 to 1000, got string "9{70}\.\.\."$/),
+      message: expect.stringMatching(/^limit must be an integer from 1 to 1000, got string "9+\.\.\.$/),
     });
   });
 });
