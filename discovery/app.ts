@@ -10,6 +10,7 @@ import { bearerAuth, ownerOf } from './bearer-auth.js';
 import { ANONYMOUS_OWNER } from './lease-owner.js';
 import { ReportLog } from './report-log.js';
 import { TurnQueue } from './turn-queue.js';
+import { DEFAULT_MAX_CONCURRENT_LISTS, ListSlots } from './list-slots.js';
 import { RateLimiter, type BucketLimits } from './token-bucket.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
@@ -47,6 +48,8 @@ export interface DiscoveryAppOptions {
   token?: string;
   /** Per-token request rate (429 with Retry-After beyond it); undefined = unlimited. */
   rateLimit?: BucketLimits;
+  /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
+  maxConcurrentLists?: number;
   logger: Logger;
   registry: Registry;
   defaultTTLSeconds?: number;
@@ -63,6 +66,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
   const reportLog = new ReportLog(logger);
   const listTurns = new TurnQueue();
+  const listSlots = new ListSlots(options.maxConcurrentLists ?? DEFAULT_MAX_CONCURRENT_LISTS);
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -98,11 +102,32 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .get(async (req, res) => {
       const query = parseListQuery(rawQuery(req));
-      // One page per loop iteration: the probes' timers run between any two (turn-queue.ts).
-      await listTurns.turn();
-      const { items, next } = page(catalog.list(query), query);
-      const usage = await leases.usage(items.map((p) => p.id));
-      sendJSON(res, 200, serializer.list(items, usage, next === undefined ? undefined : continueToken(next)));
+      const who = owner(res);
+      if (!listSlots.take(who)) {
+        metrics.countThrottled(who);
+        // A page takes milliseconds: the shortest Retry-After HTTP can say.
+        res.setHeader('Retry-After', '1');
+        sendError(
+          res,
+          429,
+          'too_many_requests',
+          `token '${who}' already has ${listSlots.max} lists of /v1/proxies in flight (the most one token may have); retry after 1 s`,
+        );
+        return;
+      }
+      try {
+        // One page per loop iteration: the probes' timers run between any two (turn-queue.ts).
+        await listTurns.turn();
+        const { items, next } = page(catalog.list(query), query);
+        const usage = await leases.usage(items.map((p) => p.id));
+        sendJSON(
+          res,
+          200,
+          serializer.list(items, usage, next === undefined ? undefined : continueToken(next)),
+        );
+      } finally {
+        listSlots.release(who);
+      }
     })
     .all(methodNotAllowed('GET, HEAD'));
 

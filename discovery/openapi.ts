@@ -3,6 +3,7 @@
 import { API_ERROR_CODES } from './api-error.js';
 import { BODY_LIMIT_BYTES } from './json-body.js';
 import { REPORT_RESULTS } from './lease-store.js';
+import { DEFAULT_MAX_CONCURRENT_LISTS } from './list-slots.js';
 import {
   DEFAULT_LIST_LIMIT,
   MAX_LIST_LIMIT,
@@ -403,7 +404,8 @@ export const openApiDocument: OpenApiDocument = {
       TooManyRequests: {
         description:
           'too_many_requests: this token is over its rate limit (--discovery-rate-limit requests/s, bursts of ' +
-          '--discovery-rate-burst). Nothing was done; retry after Retry-After seconds.',
+          `--discovery-rate-burst), or, for GET /v1/proxies, already has ${DEFAULT_MAX_CONCURRENT_LISTS} lists in ` +
+          'flight. Nothing was done; retry after Retry-After seconds.',
         headers: {
           'Retry-After': {
             description: 'Seconds until the token may call again.',

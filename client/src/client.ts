@@ -47,7 +47,7 @@ export interface ListOptions {
   selector?: Attributes;
   /** Only healthy (true) or only unhealthy (false) proxies; absent = both. */
   healthy?: boolean;
-  /** Proxies per page (1-1000; the server's default is 500). listProxies follows every page. */
+  /** Proxies per page (1-1000; the server's default is 200). listProxies follows every page. */
   pageSize?: number;
 }
 

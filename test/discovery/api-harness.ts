@@ -17,6 +17,8 @@ export interface HarnessOptions {
   /** Named tokens (live: tests replace them as a reload of the file would). */
   tokens?: ApiTokens;
   rateLimit?: BucketLimits;
+  /** Lists one token may have in flight (the app's default when absent). */
+  maxConcurrentLists?: number;
   /** The level the captured log keeps (default info). */
   logLevel?: pino.Level;
   maxTTLSeconds?: number;
@@ -76,6 +78,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     token: options.token,
     ...(options.tokens === undefined ? {} : { tokens: options.tokens }),
     ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
+    ...(options.maxConcurrentLists === undefined ? {} : { maxConcurrentLists: options.maxConcurrentLists }),
     logger,
     registry,
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,

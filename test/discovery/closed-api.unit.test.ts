@@ -7,14 +7,48 @@ import { ApiTokens, parseTokensFile, tokenDigest } from '../../discovery/api-tok
 import { page } from '../../discovery/app.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
 import { scopedKey, unscopedKey } from '../../discovery/lease-owner.js';
+import { ListSlots, mayStartList } from '../../discovery/list-slots.js';
 import { ReportLog } from '../../discovery/report-log.js';
-import { continueToken, parseListQuery } from '../../discovery/request-parsing.js';
+import { continueToken, DEFAULT_LIST_LIMIT, parseListQuery } from '../../discovery/request-parsing.js';
 import { RateLimiter, take, type Bucket } from '../../discovery/token-bucket.js';
 import { TokensFileWatcher } from '../../discovery/tokens-file.js';
 import { leaderIdentity } from '../../cmd/leader-identity.js';
 import { capturingLogger, proxy } from './fixtures.js';
 
 const LIMITS = { ratePerSecond: 10, burst: 3 };
+
+describe('the concurrent-list cap', () => {
+  it.each<[number, number, boolean]>([
+    // [in flight, max, may start]
+    [0, 1, true],
+    [0, 4, true],
+    [3, 4, true],
+    [4, 4, false],
+    [5, 4, false],
+  ])('%i in flight of at most %i: %s', (inFlight, max, may) => {
+    expect(mayStartList(inFlight, max)).toBe(may);
+  });
+
+  it('counts per token name, and a release frees exactly one slot', () => {
+    const slots = new ListSlots(2);
+    expect([slots.take('a'), slots.take('a'), slots.take('a'), slots.take('b')]).toEqual([
+      true,
+      true,
+      false,
+      true,
+    ]);
+    slots.release('a');
+    expect([slots.open('a'), slots.take('a'), slots.take('a')]).toEqual([1, true, false]);
+    slots.release('a');
+    slots.release('a');
+    slots.release('b');
+    expect([slots.open('a'), slots.open('b')]).toEqual([0, 0]);
+  });
+
+  it.each([0, 1.5, -1])('refuses a cap of %p', (max) => {
+    expect(() => new ListSlots(max)).toThrow(/max must be an integer >= 1/);
+  });
+});
 
 describe('the token bucket', () => {
   it.each<[string, Bucket | undefined, number, boolean, number, number | undefined]>([
@@ -161,7 +195,7 @@ describe('list pages', () => {
   });
 
   it.each([
-    ['', { limit: 500 }],
+    ['', { limit: DEFAULT_LIST_LIMIT }],
     ['limit=1000', { limit: 1000 }],
     [`limit=3&continue=${continueToken('ns/b')}`, { limit: 3, after: 'ns/b' }],
   ])('parses %j', (query, expected) => {

@@ -208,6 +208,9 @@ describe('500 parallel requests mixing sessions, renewals, releases and reports'
     let watch: InvariantWatch | undefined;
     const h: Harness = await startHarness({
       proxies: mixedFleet(),
+      // The store's invariants under every interleaving: 64 lists at once must all be served,
+      // not meet the per-token cap on lists in flight (hostile-tokens.unit.test.ts tests that).
+      maxConcurrentLists: 1000,
       wrapStore: (store) =>
         (watch = new InvariantWatch(
           store,

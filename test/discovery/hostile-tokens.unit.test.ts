@@ -7,7 +7,7 @@ import { Pool } from 'undici';
 import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
 import { ApiTokens } from '../../discovery/api-tokens.js';
 import { startHarness, type CallResult, type Harness } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { eventually, proxy } from './fixtures.js';
 
 const TEAM_A = 'team-a-token-0123456789abcdef';
 const TEAM_B = 'team-b-token-fedcba9876543210';
@@ -163,6 +163,8 @@ describe('a flood beyond the rate limit', () => {
     const h = await startHarness({
       tokens,
       rateLimit: { ratePerSecond: 5, burst: 50 },
+      // The rate limit alone: 32 lists at once would meet the concurrent-list cap first.
+      maxConcurrentLists: 1000,
       proxies: [proxy('ns/a')],
     });
     const pool = new Pool(h.baseURL, { connections: 32 });
@@ -193,6 +195,63 @@ describe('a flood beyond the rate limit', () => {
       expect(metrics).toContain(`proxy_operator_discovery_throttled_total{token="team-a"} ${400 - ok}`);
       expect(metrics).not.toContain('team-b');
     } finally {
+      await pool.close();
+      await h.stop();
+    }
+  });
+});
+
+describe('more lists at once than a token may have', () => {
+  it('429 JSON with Retry-After: 1 beyond the cap, counted per token; the other token and other routes are untouched', async () => {
+    const tokens = new ApiTokens(
+      new Map([
+        ['team-a', TEAM_A],
+        ['team-b', TEAM_B],
+      ]),
+    );
+    const h = await startHarness({ tokens, maxConcurrentLists: 2, proxies: [proxy('ns/a'), proxy('ns/b')] });
+    // Held in flight: each list (both proxies' usage; a single GET asks for one) waits on a
+    // store call the test releases.
+    const gates: (() => void)[] = [];
+    const usage = h.store.usage.bind(h.store);
+    h.store.usage = async (ids) => {
+      if (ids.length > 1) await new Promise<void>((resolve) => gates.push(resolve));
+      return usage(ids);
+    };
+    const pool = new Pool(h.baseURL, { connections: 8 });
+    const list = (token: string) => pool.request({ path: '/v1/proxies', method: 'GET', headers: as(token) });
+    try {
+      const held = [list(TEAM_A), list(TEAM_A)];
+      await eventually(() => gates.length === 2);
+      const refused = await list(TEAM_A);
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers['retry-after']).toBe('1');
+      expect(await refused.body.json()).toEqual({
+        error: 'too_many_requests',
+        message:
+          "token 'team-a' already has 2 lists of /v1/proxies in flight (the most one token may have); retry after 1 s",
+      });
+      // Another token lists; a single GET is no list.
+      const other = list(TEAM_B);
+      await eventually(() => gates.length === 3);
+      const single = await pool.request({ path: '/v1/proxies/ns/a', method: 'GET', headers: as(TEAM_A) });
+      expect(single.statusCode).toBe(200);
+      await single.body.dump();
+      for (const open of gates) open();
+      for (const res of await Promise.all([...held, other])) {
+        expect(res.statusCode).toBe(200);
+        await res.body.dump();
+      }
+      // The slots are back: a list after them is answered.
+      const after = list(TEAM_A);
+      await eventually(() => gates.length === 4);
+      gates[3]();
+      expect((await after).statusCode).toBe(200);
+      const metrics = await h.registry.getSingleMetricAsString('proxy_operator_discovery_throttled_total');
+      expect(metrics).toContain('proxy_operator_discovery_throttled_total{token="team-a"} 1');
+      expect(metrics).not.toContain('team-b');
+    } finally {
+      for (const open of gates) open();
       await pool.close();
       await h.stop();
     }
