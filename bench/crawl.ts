@@ -36,6 +36,8 @@ import {
 } from './crawl-scenario.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+// The API is closed by default: the operator gets a token and every client here sends it.
+const TOKEN = 'bench-crawl-token-0123456789';
 
 function flag(name: string, fallback: number): number {
   const raw = process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -71,7 +73,7 @@ class OperatorProcess {
         `--discovery-address=127.0.0.1:${discoveryPort}`,
         '--log-level=warn',
       ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+      { env: { ...process.env, DISCOVERY_TOKEN: TOKEN }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let tail = '';
     this.child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-4096)));
@@ -193,7 +195,7 @@ async function scenario(
         fleet.proxies.map((p) => ({ host: p.host, port: p.port })),
         target.probeURL,
       );
-      const admin = new DiscoveryClient({ baseUrl: `http://127.0.0.1:${op.discoveryPort}` });
+      const admin = new DiscoveryClient({ baseUrl: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN });
       progress(`waiting until ${proxies} proxies are healthy in the discovery API ...`);
       for (;;) {
         const healthy = await admin.listProxies({ selector: { run: namespace }, healthy: true });
@@ -215,6 +217,7 @@ async function scenario(
         trace,
         operator: {
           discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
+          token: TOKEN,
           proxyID: (i) => `${namespace}/proxy-${i}`,
           selector: { run: namespace },
         },

@@ -371,7 +371,9 @@ async function main(): Promise<void> {
           `--metrics-address=127.0.0.1:${metricsPort}`,
           `--discovery-address=127.0.0.1:${await freePort()}`,
         ],
-        { ...s.runtimeEnv, PROBE_CA_FILE: caFile },
+        // A token as the Deployment has (the API is closed by default); an env var, so an older
+        // build given by --operator takes it too.
+        { ...s.runtimeEnv, PROBE_CA_FILE: caFile, DISCOVERY_TOKEN: 'bench-memory-token-0123456789' },
       );
       cleanups.push(() => op.stop());
       await op.ready();

@@ -24,8 +24,10 @@ export const PROVIDERS_CONFIG_DIR = '/etc/proxy-operator';
  */
 export const PLUGINS_DIR = '/opt/proxy-operator/plugins';
 /** Optional: without it the discovery API serves unauthenticated (and says so at startup). */
-export const DISCOVERY_TOKEN_SECRET_NAME = 'proxy-operator-discovery-token';
-export const DISCOVERY_TOKEN_SECRET_KEY = 'token';
+/** The discovery API's tokens file ("<name>: <token>" lines), mounted into every API Pod. */
+export const DISCOVERY_TOKENS_SECRET_NAME = 'proxy-operator-discovery-tokens';
+export const DISCOVERY_TOKENS_SECRET_KEY = 'tokens';
+export const DISCOVERY_TOKENS_DIR = '/etc/proxy-operator-tokens';
 export const DISCOVERY_SERVICE_NAME = 'proxy-operator-discovery';
 export const METRICS_SERVICE_NAME = 'proxy-operator-metrics';
 /** The defaults of --metrics-address and --discovery-address (cmd/settings.ts). */

@@ -6,8 +6,9 @@ import {
   DEFAULT_IMAGE,
   DISCOVERY_PORT,
   DISCOVERY_SERVICE_NAME,
-  DISCOVERY_TOKEN_SECRET_KEY,
-  DISCOVERY_TOKEN_SECRET_NAME,
+  DISCOVERY_TOKENS_DIR,
+  DISCOVERY_TOKENS_SECRET_KEY,
+  DISCOVERY_TOKENS_SECRET_NAME,
   METRICS_COMPONENT_LABELS,
   METRICS_PORT,
   METRICS_SERVICE_NAME,
@@ -252,11 +253,21 @@ export class OperatorChart extends Chart {
     const config = kplus.Volume.fromConfigMap(this, `${spec.id}-providers-config`, providers, {
       name: 'providers',
     });
-    const token = kplus.Secret.fromSecretName(
-      this,
-      `${spec.id}-discovery-token`,
-      DISCOVERY_TOKEN_SECRET_NAME,
-    );
+    // The API is closed by default: a Pod that serves it mounts the tokens Secret, not
+    // optionally, so without the Secret it does not start (kubectl describe names the Secret).
+    const servesAPI = !spec.args.includes('--components=controller');
+    const tokens = servesAPI
+      ? kplus.Volume.fromSecret(
+          this,
+          `${spec.id}-discovery-tokens`,
+          kplus.Secret.fromSecretName(
+            this,
+            `${spec.id}-discovery-tokens-secret`,
+            DISCOVERY_TOKENS_SECRET_NAME,
+          ),
+          { name: 'discovery-tokens' },
+        )
+      : undefined;
     const redisSecret = kplus.Secret.fromSecretName(this, `${spec.id}-redis`, REDIS_SECRET_NAME);
     const probe = (path: string) => kplus.Probe.fromHttpGet(path, { port: METRICS_PORT });
 
@@ -274,11 +285,14 @@ export class OperatorChart extends Chart {
         // Leader election: the Lease lives in the Pod's namespace and names the Pod as holder.
         POD_NAMESPACE: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAMESPACE),
         POD_NAME: kplus.EnvValue.fromFieldRef(kplus.EnvFieldPaths.POD_NAME),
-        // Optional: without the Secret the Pod still starts and the API runs unauthenticated.
-        DISCOVERY_TOKEN: kplus.EnvValue.fromSecretValue(
-          { secret: token, key: DISCOVERY_TOKEN_SECRET_KEY },
-          { optional: true },
-        ),
+        // Re-read on change: the kubelet updates a mounted Secret in place (not a subPath mount).
+        ...(servesAPI
+          ? {
+              DISCOVERY_TOKENS_FILE: kplus.EnvValue.fromValue(
+                `${DISCOVERY_TOKENS_DIR}/${DISCOVERY_TOKENS_SECRET_KEY}`,
+              ),
+            }
+          : {}),
         // From a Secret, never a flag: optional, for a Redis without a password (the sample).
         ...(spec.redis === true
           ? {
@@ -334,6 +348,7 @@ export class OperatorChart extends Chart {
         { path: '/tmp', volume: tmp },
         // Empty unless an init container copies provider plugins in (README, "Provider plugins").
         { path: PLUGINS_DIR, volume: plugins, readOnly: true },
+        ...(tokens === undefined ? [] : [{ path: DISCOVERY_TOKENS_DIR, volume: tokens, readOnly: true }]),
       ],
     });
     // cdk8s-plus labels the Pods with its construct path even when told not to select by it.

@@ -11,7 +11,9 @@ import type { LeaseStoreFactory } from '../handlers/lease-book.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
 import { redisLeaseStore } from '../handlers/redis-lease-book.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
+import { loadTokensFile } from '../discovery/tokens-file.js';
 import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
+import { leaderIdentity } from './leader-identity.js';
 import {
   checkMaxUnavailableProviders,
   parseSettings,
@@ -72,6 +74,15 @@ async function main(): Promise<void> {
     process.stderr.write(`proxy-operator: ${(err as Error).message}\n`);
     process.exit(2);
   }
+  if (settings.discoveryAuth.kind === 'tokens-file') {
+    // Read once here so a bad file stops start-up naming the flag (the API re-reads it on change).
+    try {
+      loadTokensFile(settings.discoveryAuth.path);
+    } catch (err) {
+      process.stderr.write(`proxy-operator: --discovery-tokens-file: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+  }
   const kubeConfig = new KubeConfig();
   try {
     if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
@@ -113,7 +124,9 @@ async function main(): Promise<void> {
     probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
     discovery: {
       ...settings.discovery,
-      token: settings.discoveryToken,
+      token: settings.discoveryAuth.kind === 'token' ? settings.discoveryAuth.token : '',
+      ...(settings.discoveryAuth.kind === 'tokens-file' ? { tokensFile: settings.discoveryAuth.path } : {}),
+      rateLimit: settings.discoveryRateLimit,
       cooldownSeconds: settings.cooldownSeconds,
       maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
     },
@@ -153,7 +166,7 @@ async function main(): Promise<void> {
         ? {
             namespace: settings.leaderElectionNamespace,
             name: settings.leaderElectionID,
-            identity: process.env.POD_NAME ?? hostname(),
+            identity: leaderIdentity(process.env.POD_NAME, hostname()),
           }
         : false,
     probeAddress: settings.metrics,

@@ -20,7 +20,10 @@ export interface Settings {
     maxSessions: number;
   };
   recheckIntervalMillis: number;
-  discoveryToken: string;
+  /** How clients authenticate to the discovery API (closed unless told otherwise). */
+  discoveryAuth: DiscoveryAuth;
+  /** Per-token request rate of the discovery API. */
+  discoveryRateLimit: { ratePerSecond: number; burst: number };
   metrics: { host: string; port: number };
   leaderElect: boolean;
   leaderElectionNamespace: string;
@@ -40,6 +43,14 @@ export interface Settings {
   /** The parts this process runs (`--components`). */
   components: readonly Component[];
 }
+
+export type DiscoveryAuth =
+  /** Named tokens from a file, re-read on change. */
+  | { kind: 'tokens-file'; path: string }
+  /** One token from DISCOVERY_TOKEN, named "default". */
+  | { kind: 'token'; token: string }
+  /** --discovery-unauthenticated: said explicitly, warned about at start-up. */
+  | { kind: 'none' };
 
 export type LeaseStoreSettings =
   | { kind: 'memory' }
@@ -83,6 +94,30 @@ const OPTIONS: Option[] = [
     env: 'DISCOVERY_ADDRESS',
     default: ':8090',
     help: 'host:port of the discovery/lease API (every replica serves it)',
+  },
+  {
+    flag: 'discovery-tokens-file',
+    env: 'DISCOVERY_TOKENS_FILE',
+    help: "file of the discovery API's named bearer tokens, one \"<name>: <token>\" a line (names: lower-case letters, digits, '-'; tokens: at least 16 characters); re-read on change, so deleting a line revokes one token",
+  },
+  {
+    flag: 'discovery-unauthenticated',
+    env: 'DISCOVERY_UNAUTHENTICATED',
+    default: 'false',
+    boolean: true,
+    help: 'serve the discovery API without authentication (loudly warned); without it, start-up needs --discovery-tokens-file or DISCOVERY_TOKEN',
+  },
+  {
+    flag: 'discovery-rate-limit',
+    env: 'DISCOVERY_RATE_LIMIT',
+    default: '1000',
+    help: 'requests per second each discovery token may make (a token bucket); beyond it 429 with Retry-After',
+  },
+  {
+    flag: 'discovery-rate-burst',
+    env: 'DISCOVERY_RATE_BURST',
+    default: '2000',
+    help: 'requests a discovery token may make at once after a quiet period (the bucket size)',
   },
   {
     flag: 'metrics-address',
@@ -241,7 +276,7 @@ export function usage(): string {
   const lines = [
     'Usage: proxy-operator [flags]',
     '',
-    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is the API bearer token, surrounding whitespace ignored; empty disables auth. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is one API bearer token (named "default"), surrounding whitespace ignored; --discovery-tokens-file holds several. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
     '',
   ];
   for (const o of OPTIONS) {
@@ -267,6 +302,41 @@ function positiveInt(flag: string, value: string, min = 1): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min)
     throw new SettingsError(`--${flag}: "${value}" must be an integer >= ${min}`);
+  return n;
+}
+
+/**
+ * How the API authenticates: a tokens file, one token, or, said explicitly, nothing. Only a
+ * process that serves the API needs one; a bad combination stops start-up naming the key.
+ */
+function discoveryAuth(
+  get: (flag: string) => string | undefined,
+  env: NodeJS.ProcessEnv,
+  serves: boolean,
+): DiscoveryAuth {
+  const path = get('discovery-tokens-file');
+  const token = bearerToken(env.DISCOVERY_TOKEN);
+  const open = bool('discovery-unauthenticated', get('discovery-unauthenticated')!);
+  if (path !== undefined && token !== '')
+    throw new SettingsError(
+      '--discovery-tokens-file: given together with DISCOVERY_TOKEN; put that token in the file under a name',
+    );
+  if (open && (path !== undefined || token !== ''))
+    throw new SettingsError(
+      '--discovery-unauthenticated: given together with a token (--discovery-tokens-file or DISCOVERY_TOKEN); choose one',
+    );
+  if (path !== undefined) return { kind: 'tokens-file', path };
+  if (token !== '') return { kind: 'token', token };
+  if (open || !serves) return { kind: 'none' };
+  throw new SettingsError(
+    '--discovery-tokens-file: the discovery API needs a token: mount a tokens file (or set DISCOVERY_TOKEN), or pass --discovery-unauthenticated=true to serve it without authentication',
+  );
+}
+
+function positiveNumber(flag: string, value: string): number {
+  const n = Number(value);
+  if (!(value.trim() !== '' && Number.isFinite(n) && n > 0))
+    throw new SettingsError(`--${flag}: "${value}" must be a positive number`);
   return n;
 }
 
@@ -439,6 +509,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   const fromFlag = (flag: string): boolean =>
     typeof (parsed.values as Record<string, unknown>)[flag] === 'string';
   const store = leaseStore(get, fromFlag, env);
+  const parts = components('components', get('components')!, store);
   const cooldownSeconds = positiveInt('cooldown', get('cooldown')!);
   const maxCooldownSeconds = positiveInt('max-cooldown', get('max-cooldown')!);
   if (maxCooldownSeconds < cooldownSeconds) {
@@ -467,7 +538,11 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
       maxSessions: positiveInt('max-sessions', get('max-sessions')!, 10_000),
     },
-    discoveryToken: bearerToken(env.DISCOVERY_TOKEN),
+    discoveryAuth: discoveryAuth(get, env, parts.includes('discovery')),
+    discoveryRateLimit: {
+      ratePerSecond: positiveNumber('discovery-rate-limit', get('discovery-rate-limit')!),
+      burst: positiveInt('discovery-rate-burst', get('discovery-rate-burst')!),
+    },
     metrics: address('metrics-address', get('metrics-address')!),
     leaderElect: bool('leader-elect', get('leader-elect')!),
     leaderElectionNamespace: get('leader-election-namespace')!,
@@ -483,6 +558,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
     clusterName: clusterName('cluster-name', get('cluster-name')),
     leaseStore: store,
-    components: components('components', get('components')!, store),
+    components: parts,
   };
 }

@@ -18,6 +18,7 @@ export const API_ERROR_CODES = [
   'unsupported_media_type',
   'headers_too_large',
   'store_unavailable',
+  'too_many_requests',
   'internal',
 ] as const;
 

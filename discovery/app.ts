@@ -5,7 +5,13 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiError, sendError, sendJSON, type ApiErrorCode } from './api-error.js';
 import { StoreUnavailableError } from './store-unavailable.js';
-import { bearerAuth } from './bearer-auth.js';
+import { ApiTokens } from './api-tokens.js';
+import { bearerAuth, ownerOf } from './bearer-auth.js';
+import { ANONYMOUS_OWNER } from './lease-owner.js';
+import { ReportLog } from './report-log.js';
+import { TurnQueue } from './turn-queue.js';
+import { DEFAULT_MAX_CONCURRENT_LISTS, ListSlots } from './list-slots.js';
+import { RateLimiter, type BucketLimits } from './token-bucket.js';
 import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
 import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
@@ -19,6 +25,8 @@ import {
   parseRenewBody,
   parseReportBody,
   parseSessionKey,
+  continueToken,
+  type ListQuery,
 } from './request-parsing.js';
 
 export const DEFAULT_TTL_SECONDS = 300;
@@ -28,10 +36,20 @@ export interface DiscoveryAppOptions {
   catalog: ProxyCatalog;
   leases: LeaseStore;
   /**
-   * Bearer token clients must send; surrounding whitespace (a Secret made from a file ends
-   * in a newline) is ignored. Empty or undefined disables auth (with a warning).
+   * The named tokens clients must send one of (live: a reload applies to the next request).
+   * Takes precedence over `token`.
+   */
+  tokens?: ApiTokens;
+  /**
+   * One bearer token, named "default"; surrounding whitespace (a Secret made from a file ends
+   * in a newline) is ignored. With neither this nor `tokens` the API is unauthenticated (with
+   * a warning): the entry point allows that only with --discovery-unauthenticated.
    */
   token?: string;
+  /** Per-token request rate (429 with Retry-After beyond it); undefined = unlimited. */
+  rateLimit?: BucketLimits;
+  /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
+  maxConcurrentLists?: number;
   logger: Logger;
   registry: Registry;
   defaultTTLSeconds?: number;
@@ -45,6 +63,10 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const cooldowns = new TargetCooldownMetrics(options.registry);
   const serializer = new ProxyListSerializer();
   const token = options.token?.trim() ?? '';
+  const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
+  const reportLog = new ReportLog(logger);
+  const listTurns = new TurnQueue();
+  const listSlots = new ListSlots(options.maxConcurrentLists ?? DEFAULT_MAX_CONCURRENT_LISTS);
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -59,19 +81,53 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
 
   // Auth on each /v1 route itself (not one app.use('/v1') in front, which re-writes every
   // request's path on the hot path), and once more for /v1 paths no route takes.
-  const guard: RequestHandler = token === '' ? (_req, _res, next) => next() : bearerAuth(token);
-  if (token === '') {
-    logger.warn('DISCOVERY_TOKEN is empty: the discovery API accepts requests WITHOUT authentication');
+  const authenticate: RequestHandler =
+    tokens === undefined ? (_req, _res, next) => next() : bearerAuth(tokens);
+  if (tokens === undefined) {
+    logger.warn('no discovery API token: the discovery API accepts requests WITHOUT authentication');
   }
+  const throttle = options.rateLimit === undefined ? undefined : rateLimited(options.rateLimit, metrics);
+  // Authentication, then the caller's rate limit: a request without a valid token costs no
+  // one's budget (and is cheap: one cached digest).
+  const guard: RequestHandler =
+    throttle === undefined
+      ? authenticate
+      : (req, res, next) =>
+          authenticate(req, res, (err?: unknown) => (err ? next(err) : throttle(req, res, next)));
+  // Who asks: the token's name, or one anonymous owner when the API is unauthenticated.
+  const owner = (res: Parameters<RequestHandler>[1]) => ownerOf(res) ?? ANONYMOUS_OWNER;
 
   app
     .route('/v1/proxies')
     .all(guard)
     .get(async (req, res) => {
       const query = parseListQuery(rawQuery(req));
-      const proxies = catalog.list(query);
-      const usage = await leases.usage(proxies.map((p) => p.id));
-      sendJSON(res, 200, serializer.list(proxies, usage));
+      const who = owner(res);
+      if (!listSlots.take(who)) {
+        metrics.countThrottled(who);
+        // A page takes milliseconds: the shortest Retry-After HTTP can say.
+        res.setHeader('Retry-After', '1');
+        sendError(
+          res,
+          429,
+          'too_many_requests',
+          `token '${who}' already has ${listSlots.max} lists of /v1/proxies in flight (the most one token may have); retry after 1 s`,
+        );
+        return;
+      }
+      try {
+        // One page per loop iteration: the probes' timers run between any two (turn-queue.ts).
+        await listTurns.turn();
+        const { items, next } = page(catalog.list(query), query);
+        const usage = await leases.usage(items.map((p) => p.id));
+        sendJSON(
+          res,
+          200,
+          serializer.list(items, usage, next === undefined ? undefined : continueToken(next)),
+        );
+      } finally {
+        listSlots.release(who);
+      }
     })
     .all(methodNotAllowed('GET, HEAD'));
 
@@ -95,7 +151,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
-      const result = await leases.acquire(request);
+      const result = await leases.acquire({ ...request, owner: owner(res) });
       if (!result.granted) {
         metrics.countLeaseRequest(result.reason);
         // When the first cooldown ends: a client can wait exactly that long instead of polling.
@@ -108,7 +164,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       metrics.countLeaseRequest('granted');
       const { lease, usage, session } = result;
       if (session?.moved) {
-        logger.info({ session: session.key, proxyID: lease.proxyID }, 'session moved to another proxy');
+        reportLog.record(
+          'session_moved',
+          { owner: owner(res), session: session.key, proxyID: lease.proxyID },
+          'session moved to another proxy',
+        );
       }
       sendJSON(res, 201, toLeaseView(lease, lease.proxy, usage, session));
     })
@@ -118,7 +178,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/leases/:id')
     .all(guard)
     .delete(async (req, res) => {
-      await leases.release(req.params.id);
+      await leases.release(req.params.id, owner(res));
       res.status(204).end();
     })
     .all(methodNotAllowed('DELETE'));
@@ -128,7 +188,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const { ttlSeconds } = parseRenewBody(req.body, limits);
-      const renewed = await leases.renew(req.params.id, ttlSeconds);
+      const renewed = await leases.renew(req.params.id, ttlSeconds, owner(res));
       if (renewed === undefined) {
         leaseNotFound(res, req.params.id);
         return;
@@ -144,29 +204,39 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const { result, ...details } = parseReportBody(req.body);
-      const outcome = await leases.report(req.params.id, result, details);
+      const outcome = await leases.report(req.params.id, result, details, owner(res));
       if (outcome === undefined) {
         leaseNotFound(res, req.params.id);
         return;
       }
       metrics.countReport(result);
+      // Debug lines and a periodic info summary: a client's reports never grow the log unboundedly.
       if (outcome.probeRequested) {
-        logger.info(
-          { leaseID: outcome.lease.id, proxyID: outcome.lease.proxyID },
+        reportLog.record(
+          'suspect',
+          { owner: owner(res), proxyID: outcome.lease.proxyID },
           'proxy reported unreachable: held out of leases until a probe passes',
         );
       }
       if (outcome.cooldownUntil !== undefined) {
         cooldowns.countCooldown(outcome.target);
-        logger.info(
+        reportLog.record(
+          'cooldown',
           {
-            leaseID: outcome.lease.id,
+            owner: owner(res),
             proxyID: outcome.lease.proxyID,
             result,
             target: outcome.target ?? null,
             cooldownUntil: outcome.cooldownUntil.toISOString(),
           },
           'proxy cooling down',
+        );
+      }
+      if (outcome.capped === true) {
+        reportLog.record(
+          'capped',
+          { owner: owner(res), proxyID: outcome.lease.proxyID, result },
+          'target not recorded: the book is at its cap',
         );
       }
       sendJSON(res, 200, {
@@ -186,7 +256,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/sessions/:key')
     .all(guard)
     .delete(async (req, res) => {
-      await leases.endSession(parseSessionKey(req.params.key, 'session key'));
+      await leases.endSession(parseSessionKey(req.params.key, 'session key'), owner(res));
       res.status(204).end();
     })
     .all(methodNotAllowed('DELETE'));
@@ -205,6 +275,45 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
  */
 function currentProxy(catalog: ProxyCatalog, lease: Lease): ProxyRecord {
   return catalog.get(lease.proxyID) ?? { ...lease.proxy, healthy: false, phase: 'Deleting' };
+}
+
+/** One page of a sorted list: the records after `query.after`, and the id to continue after. */
+export function page(
+  records: readonly ProxyRecord[],
+  query: Pick<ListQuery, 'limit' | 'after'>,
+): { items: readonly ProxyRecord[]; next?: string } {
+  let start = 0;
+  if (query.after !== undefined) {
+    // Records are sorted by id: the first one past `after`, whether or not it still exists.
+    let hi = records.length;
+    while (start < hi) {
+      const mid = (start + hi) >>> 1;
+      if (records[mid].id <= query.after) start = mid + 1;
+      else hi = mid;
+    }
+  }
+  const items = records.slice(start, start + query.limit);
+  const more = start + query.limit < records.length;
+  return more ? { items, next: items[items.length - 1].id } : { items };
+}
+
+/** 429 with Retry-After once a token has used its bucket; counted per token name. */
+function rateLimited(limits: BucketLimits, metrics: DiscoveryMetrics): RequestHandler {
+  const limiter = new RateLimiter(limits);
+  return (_req, res, next) => {
+    const name = ownerOf(res) ?? ANONYMOUS_OWNER;
+    const waitMs = limiter.take(name);
+    if (waitMs === undefined) return next();
+    metrics.countThrottled(name);
+    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+    res.setHeader('Retry-After', String(seconds));
+    sendError(
+      res,
+      429,
+      'too_many_requests',
+      `token '${name}' is over its rate limit of ${limits.ratePerSecond} requests/s (burst ${limits.burst}); retry after ${seconds} s`,
+    );
+  };
 }
 
 function leaseNotFound(res: Parameters<RequestHandler>[1], id: string): void {

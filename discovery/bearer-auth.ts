@@ -1,24 +1,30 @@
-// Static bearer-token authentication for the discovery API.
-import { hash, timingSafeEqual } from 'node:crypto';
-import type { RequestHandler } from 'express';
+// Bearer-token authentication for the discovery API against a set of named tokens.
+import type { RequestHandler, Response } from 'express';
 import { sendError } from './api-error.js';
+import { tokenDigest, type ApiTokens } from './api-tokens.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 /** Recently presented tokens whose digests are kept: clients resend the same token. */
-const DIGEST_CACHE_ENTRIES = 16;
+const DIGEST_CACHE_ENTRIES = 64;
 
-/** Rejects requests whose `Authorization: Bearer <token>` is missing or differs from `token`. */
-export function bearerAuth(token: string): RequestHandler {
-  // Comparing fixed-length digests keeps the comparison constant-time even when the
-  // lengths differ (timingSafeEqual itself throws on unequal lengths).
-  const expected = digest(token);
+/** The token name an authenticated request came with (set by bearerAuth). */
+export function ownerOf(res: Response): string | undefined {
+  return (res.locals as { owner?: string }).owner;
+}
+
+/**
+ * Rejects requests whose `Authorization: Bearer <token>` is missing or names no token of
+ * `tokens` (read on every request, so a reload applies at once); otherwise records the
+ * token's name as the request's owner.
+ */
+export function bearerAuth(tokens: ApiTokens): RequestHandler {
   // Hashing is most of this middleware's cost; the cache is keyed by what the client sent
-  // (a lookup never compares against the secret), so it reveals nothing about the token.
-  const digests = new Map<string, Buffer>();
+  // (a lookup never compares against a secret), so it reveals nothing about the tokens.
+  const digests = new Map<string, string>();
   const digestOf = (presented: string) => {
     let d = digests.get(presented);
     if (d === undefined) {
-      d = digest(presented);
+      d = tokenDigest(presented);
       if (digests.size >= DIGEST_CACHE_ENTRIES) digests.delete(digests.keys().next().value!);
       digests.set(presented, d);
     }
@@ -26,16 +32,19 @@ export function bearerAuth(token: string): RequestHandler {
   };
   return (req, res, next) => {
     const match = BEARER.exec(req.headers.authorization ?? '');
-    if (match !== null && timingSafeEqual(digestOf(match[1]), expected)) return next();
+    const name = match === null ? undefined : tokens.nameOf(digestOf(match[1]));
+    if (name !== undefined) {
+      (res.locals as { owner?: string }).owner = name;
+      return next();
+    }
     res.setHeader('WWW-Authenticate', 'Bearer realm="proxy-operator discovery"');
+    // Never echo what was sent: a mistyped token is still most of a token.
     const message =
       req.headers.authorization === undefined
         ? 'missing Authorization header; expected "Authorization: Bearer <token>"'
-        : 'invalid bearer token';
+        : match === null
+          ? 'malformed Authorization header; expected "Authorization: Bearer <token>"'
+          : 'invalid bearer token';
     sendError(res, 401, 'unauthorized', message);
   };
-}
-
-function digest(value: string): Buffer {
-  return hash('sha256', value, 'buffer');
 }

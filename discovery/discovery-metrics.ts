@@ -10,6 +10,7 @@ const OUTCOMES: readonly LeaseRequestOutcome[] = ['granted', 'no_match', 'all_bu
 export class DiscoveryMetrics {
   private readonly leaseRequests: Counter<'outcome'>;
   private readonly reports: Counter<'result'>;
+  private readonly throttled: Counter<'token'>;
   // Children bound once: the hot path skips label hashing.
   private readonly byOutcome = new Map<LeaseRequestOutcome, { inc(): void }>();
   private readonly byResult = new Map<ReportResult, { inc(): void }>();
@@ -115,6 +116,13 @@ export class DiscoveryMetrics {
       labelNames: ['result'],
       registers: [registry],
     });
+    // Labelled by token name: as many series as configured tokens (names, never tokens).
+    this.throttled = new Counter({
+      name: 'proxy_operator_discovery_throttled_total',
+      help: 'Discovery requests refused with 429 because the token was over its rate limit, by token name.',
+      labelNames: ['token'],
+      registers: [registry],
+    });
     // Zero-initialized so rate() works before the first of each.
     for (const outcome of OUTCOMES) {
       this.leaseRequests.inc({ outcome }, 0);
@@ -132,5 +140,9 @@ export class DiscoveryMetrics {
 
   countReport(result: ReportResult): void {
     this.byResult.get(result)!.inc();
+  }
+
+  countThrottled(tokenName: string): void {
+    this.throttled.inc({ token: tokenName });
   }
 }

@@ -11,6 +11,12 @@ export interface LeaseRequest {
   target?: string;
   /** Sticky-session key: leases in one session go to the same proxy while it stays leasable. */
   session?: string;
+  /**
+   * The API token's name that asks (see lease-owner.ts). The lease belongs to it: renew,
+   * release, report and get by another owner act as if the lease did not exist, and session
+   * keys are per owner (two owners' "s1" are two sessions). Undefined is an owner of its own.
+   */
+  owner?: string;
 }
 
 export interface Lease {
@@ -21,6 +27,8 @@ export interface Lease {
   selector: Record<string, string>;
   target?: string;
   session?: string;
+  /** The token name that took it (LeaseRequest.owner). */
+  owner?: string;
   ttlSeconds: number;
   acquiredAt: Date;
   expiresAt: Date;
@@ -147,17 +155,25 @@ export interface LeaseStore {
   acquire(request: LeaseRequest): Promise<AcquireResult>;
   /**
    * Extends a live lease to now + ttlSeconds (default: its original TTL); never shortens it.
-   * Resolves undefined when the lease is unknown, expired or released.
+   * Resolves undefined when the lease is unknown, expired, released or another owner's.
    */
-  renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined>;
-  /** Ends a lease early. Idempotent: releasing an unknown or ended lease succeeds. */
-  release(leaseID: string): Promise<void>;
+  renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined>;
+  /**
+   * Ends a lease early. Idempotent: releasing an unknown or ended lease (or another owner's,
+   * which stays live) succeeds.
+   */
+  release(leaseID: string, owner?: string): Promise<void>;
   /**
    * Records the outcome of using a lease's proxy. Resolves undefined when the lease is
    * unknown, expired or released. `unreachable` makes the proxy suspect (see ReportOutcome)
    * and, unless it is suspect already, asks the health engine for a probe (onProbeRequest).
    */
-  report(leaseID: string, result: ReportResult, details?: ReportDetails): Promise<ReportOutcome | undefined>;
+  report(
+    leaseID: string,
+    result: ReportResult,
+    details?: ReportDetails,
+    owner?: string,
+  ): Promise<ReportOutcome | undefined>;
   /** The health engine's news about a proxy (see HealthObservation). */
   observeHealth(proxyID: string, observation: HealthObservation): Promise<void>;
   /**
@@ -166,12 +182,12 @@ export interface LeaseStore {
    * Returns the unsubscribe function.
    */
   onProbeRequest(listener: ProbeRequestListener): () => void;
-  /** Forgets a session's binding; its leases stay valid. Idempotent. */
-  endSession(key: string): Promise<void>;
+  /** Forgets a session's binding (this owner's session of that key); its leases stay valid. Idempotent. */
+  endSession(key: string, owner?: string): Promise<void>;
   /** Live leases and recent report counts, for many proxies in one call (one round trip). */
   usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>>;
   /** A live lease, or undefined when unknown, expired or released. */
-  get(leaseID: string): Promise<Lease | undefined>;
+  get(leaseID: string, owner?: string): Promise<Lease | undefined>;
   totals(): Promise<StoreTotals>;
   /** Starts the background loop that frees memory. */
   start(): Promise<void>;

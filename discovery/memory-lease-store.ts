@@ -9,6 +9,7 @@
 // leaves the index as the catalog's unhealthy proxies do. Limitation of this store (the Redis
 // store has none): a restart drops all leases, sessions, cooldowns, holds and statistics.
 import { randomUUID } from 'node:crypto';
+import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
 import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
 import {
@@ -211,8 +212,10 @@ export class MemoryLeaseStore implements LeaseStore {
     };
     let proxy: ProxyRecord | undefined;
     let moved = false;
-    if (request.session !== undefined) {
-      const boundID = this.sessions.boundTo(request.session, now);
+    // Sessions and leases are kept under owner-scoped keys (lease-owner.ts).
+    const session = request.session === undefined ? undefined : scopedKey(request.owner, request.session);
+    if (session !== undefined) {
+      const boundID = this.sessions.boundTo(session, now);
       if (boundID !== undefined) {
         const bound = this.catalog.get(boundID);
         if (bound !== undefined && this.canTake(bound, request, state)) proxy = bound;
@@ -229,36 +232,37 @@ export class MemoryLeaseStore implements LeaseStore {
       selector: { ...request.selector },
       ...(request.target === undefined ? {} : { target: request.target }),
       ...(request.session === undefined ? {} : { session: request.session }),
+      ...(request.owner === undefined ? {} : { owner: request.owner }),
       ttlSeconds: request.ttlSeconds,
       acquiredAt: new Date(now),
       expiresAt: new Date(now + request.ttlSeconds * 1000),
     };
     const live: LiveLease = { lease, deadline: lease.expiresAt.getTime(), heapIndex: -1 };
-    this.leases.set(lease.id, live);
+    this.leases.set(scopedKey(request.owner, lease.id), live);
     this.deadlines.push(live);
     this.changeLoad(proxy.id, +1);
     const usage = this.usageOf(proxy.id, now);
-    if (request.session === undefined) return { granted: true, lease, usage };
-    this.sessions.bind(request.session, proxy.id, now);
-    return { granted: true, lease, usage, session: { key: request.session, moved } };
+    if (session === undefined) return { granted: true, lease, usage };
+    this.sessions.bind(session, proxy.id, now);
+    return { granted: true, lease, usage, session: { key: request.session!, moved } };
   }
 
-  async renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined> {
+  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
     const now = this.expireDue();
-    const live = this.leases.get(leaseID);
+    const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return undefined;
     const ttl = ttlSeconds ?? live.lease.ttlSeconds;
     const deadline = Math.max(live.deadline, now + ttl * 1000);
     live.lease = { ...live.lease, expiresAt: new Date(deadline) };
     live.deadline = deadline;
     this.deadlines.update(live);
-    if (live.lease.session !== undefined) this.sessions.touch(live.lease.session, now);
+    if (live.lease.session !== undefined) this.sessions.touch(scopedKey(owner, live.lease.session), now);
     return { lease: live.lease, usage: this.usageOf(live.lease.proxyID, now) };
   }
 
-  async release(leaseID: string): Promise<void> {
+  async release(leaseID: string, owner?: string): Promise<void> {
     this.expireDue();
-    const live = this.leases.get(leaseID);
+    const live = this.leases.get(scopedKey(owner, leaseID));
     if (live !== undefined) this.end(live);
   }
 
@@ -266,9 +270,10 @@ export class MemoryLeaseStore implements LeaseStore {
     leaseID: string,
     result: ReportResult,
     details: ReportDetails = {},
+    owner?: string,
   ): Promise<ReportOutcome | undefined> {
     const now = this.expireDue();
-    const live = this.leases.get(leaseID);
+    const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return undefined;
     const { lease } = live;
     const key = details.target ?? lease.target;
@@ -316,8 +321,8 @@ export class MemoryLeaseStore implements LeaseStore {
     return { suspect: true, probeRequested: true };
   }
 
-  async endSession(key: string): Promise<void> {
-    this.sessions.end(key);
+  async endSession(key: string, owner?: string): Promise<void> {
+    this.sessions.end(scopedKey(owner, key));
   }
 
   async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
@@ -327,9 +332,9 @@ export class MemoryLeaseStore implements LeaseStore {
     return usage;
   }
 
-  async get(leaseID: string): Promise<Lease | undefined> {
+  async get(leaseID: string, owner?: string): Promise<Lease | undefined> {
     this.expireDue();
-    return this.leases.get(leaseID)?.lease;
+    return this.leases.get(scopedKey(owner, leaseID))?.lease;
   }
 
   async totals(): Promise<StoreTotals> {
@@ -494,7 +499,7 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   private end(live: LiveLease): void {
-    this.leases.delete(live.lease.id);
+    this.leases.delete(scopedKey(live.lease.owner, live.lease.id));
     this.deadlines.remove(live);
     this.changeLoad(live.lease.proxyID, -1);
   }

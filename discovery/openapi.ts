@@ -3,7 +3,13 @@
 import { API_ERROR_CODES } from './api-error.js';
 import { BODY_LIMIT_BYTES } from './json-body.js';
 import { REPORT_RESULTS } from './lease-store.js';
-import { MAX_RETRY_AFTER_SECONDS, MAX_SESSION_LENGTH } from './request-parsing.js';
+import { DEFAULT_MAX_CONCURRENT_LISTS } from './list-slots.js';
+import {
+  DEFAULT_LIST_LIMIT,
+  MAX_LIST_LIMIT,
+  MAX_RETRY_AFTER_SECONDS,
+  MAX_SESSION_LENGTH,
+} from './request-parsing.js';
 import { SERVER_DEFAULTS } from './server.js';
 
 export interface SchemaObject {
@@ -174,7 +180,10 @@ export const openApiDocument: OpenApiDocument = {
       `${maxHeaderSize} bytes (else 431 headers_too_large); headers within ${headersTimeoutMs / 1000} s and the ` +
       `whole request within ${requestTimeoutMs / 1000} s (else 408 request_timeout, checked every second); ` +
       `bodies at most ${bodyLimit} (else 413 at once, a declared Content-Length included, without reading the ` +
-      'body); CONNECT and protocol upgrades get 405. These answers close the connection.',
+      'body); CONNECT and protocol upgrades get 405. These answers close the connection. Every /v1 call needs a ' +
+      'bearer token (unless the operator runs with --discovery-unauthenticated); a lease and a session belong ' +
+      "to the token that took them (another token's lease ID answers 404 lease_not_found), and each token has " +
+      'its own rate limit (429 too_many_requests with Retry-After).',
   },
   security: [{ bearer: [] }],
   paths: {
@@ -203,6 +212,21 @@ export const openApiDocument: OpenApiDocument = {
             description:
               'Repeatable for different keys: attr.geo=eu&attr.purpose=crawl keeps proxies whose attributes hold ' +
               'every given key with exactly that value. Any other query parameter is rejected with 400.',
+            schema: { type: 'string' },
+          },
+          {
+            name: 'limit',
+            in: 'query',
+            description: `Proxies per page, 1 to ${MAX_LIST_LIMIT}; default ${DEFAULT_LIST_LIMIT}.`,
+            schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT },
+          },
+          {
+            name: 'continue',
+            in: 'query',
+            description:
+              "The previous page's `continue`, unchanged (with the same filters): the next page, in id order. " +
+              'A proxy added or removed between pages may be missed or seen; anything else than a token this API ' +
+              'issued is 400.',
             schema: { type: 'string' },
           },
         ],
@@ -287,7 +311,9 @@ export const openApiDocument: OpenApiDocument = {
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
           '503': shared('StoreUnavailable'),
-          '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
+          '404': errorResponse(
+            "lease_not_found: the lease is unknown, expired, released, or another token's",
+          ),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
         },
@@ -317,7 +343,9 @@ export const openApiDocument: OpenApiDocument = {
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
           '503': shared('StoreUnavailable'),
-          '404': errorResponse('lease_not_found: the lease is unknown, expired or released.'),
+          '404': errorResponse(
+            "lease_not_found: the lease is unknown, expired, released, or another token's",
+          ),
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
         },
@@ -326,7 +354,8 @@ export const openApiDocument: OpenApiDocument = {
     '/v1/sessions/{key}': {
       delete: {
         operationId: 'endSession',
-        summary: 'End a sticky session: forget its binding (its leases stay valid). Idempotent.',
+        summary:
+          "End one of this token's sticky sessions (sessions are per token): forget its binding; its leases stay valid. Idempotent.",
         parameters: [
           { name: 'key', in: 'path', required: true, description: 'The session key.', schema: sessionKey },
         ],
@@ -345,8 +374,9 @@ export const openApiDocument: OpenApiDocument = {
         type: 'http',
         scheme: 'bearer',
         description:
-          'The static token from DISCOVERY_TOKEN (surrounding whitespace ignored). When the operator runs without ' +
-          'one, auth is off.',
+          'One of the named tokens of --discovery-tokens-file (re-read on change: deleting a line revokes that ' +
+          'token alone), or DISCOVERY_TOKEN (named "default"). Without either the operator refuses to start unless ' +
+          '--discovery-unauthenticated says the API is meant to be open.',
       },
     },
     responses: {
@@ -381,6 +411,19 @@ export const openApiDocument: OpenApiDocument = {
           'the same request after Retry-After seconds.',
         headers: {
           'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+        },
+        content: json(ref('Error')),
+      },
+      TooManyRequests: {
+        description:
+          'too_many_requests: this token is over its rate limit (--discovery-rate-limit requests/s, bursts of ' +
+          `--discovery-rate-burst), or, for GET /v1/proxies, already has ${DEFAULT_MAX_CONCURRENT_LISTS} lists in ` +
+          'flight. Nothing was done; retry after Retry-After seconds.',
+        headers: {
+          'Retry-After': {
+            description: 'Seconds until the token may call again.',
+            schema: { type: 'integer' },
+          },
         },
         content: json(ref('Error')),
       },
@@ -419,7 +462,13 @@ export const openApiDocument: OpenApiDocument = {
         type: 'object',
         required: ['items'],
         additionalProperties: false,
-        properties: { items: { type: 'array', items: ref('Proxy') } },
+        properties: {
+          items: { type: 'array', items: ref('Proxy') },
+          continue: {
+            type: 'string',
+            description: 'Present when another page follows: pass it back as the continue query parameter.',
+          },
+        },
       },
       LeaseRequest: {
         type: 'object',
@@ -523,3 +572,9 @@ export const openApiDocument: OpenApiDocument = {
     },
   },
 };
+
+// Every /v1 operation sits behind the per-token rate limit.
+for (const [path, item] of Object.entries(openApiDocument.paths)) {
+  if (!path.startsWith('/v1/')) continue;
+  for (const operation of Object.values(item)) operation.responses['429'] = shared('TooManyRequests');
+}

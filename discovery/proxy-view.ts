@@ -98,14 +98,20 @@ export class ProxyListSerializer {
   private readonly fragments = new WeakMap<ProxyRecord, string>();
   private readonly idleItems = new WeakMap<ProxyRecord, { windowSeconds: number; bytes: Buffer }>();
 
-  /** The list answer as UTF-8 bytes. */
-  list(proxies: readonly ProxyRecord[], usage: ReadonlyMap<string, ProxyUsage>): Buffer {
+  /** The list answer as UTF-8 bytes; `continueToken` when another page follows. */
+  list(
+    proxies: readonly ProxyRecord[],
+    usage: ReadonlyMap<string, ProxyUsage>,
+    continueToken?: string,
+  ): Buffer {
     const parts: Buffer[] = [OPEN];
     for (let i = 0; i < proxies.length; i++) {
       if (i > 0) parts.push(COMMA);
       parts.push(this.itemBytes(proxies[i], usage.get(proxies[i].id)!));
     }
-    parts.push(CLOSE);
+    parts.push(
+      continueToken === undefined ? CLOSE : Buffer.from(`],"continue":${JSON.stringify(continueToken)}}`),
+    );
     return Buffer.concat(parts);
   }
 

@@ -48,6 +48,7 @@ import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.j
 import { selectorMatcher } from './selector.js';
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
 import { StoreUnavailableError } from './store-unavailable.js';
+import { scopedKey, unscopedKey } from './lease-owner.js';
 import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from './target-book.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
@@ -202,7 +203,7 @@ export class RedisLeaseStore implements LeaseStore {
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
     if (request.session !== undefined) {
-      const hinted = this.sessionHints.get(request.session);
+      const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
       const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
       if (record !== undefined && matches(record.attributes)) bound = record;
     }
@@ -231,7 +232,14 @@ export class RedisLeaseStore implements LeaseStore {
     bound: ProxyRecord | undefined,
     gone: string,
   ): Promise<AcquireResult | { need: string }> {
-    const fixed = [leaseID, String(request.ttlSeconds), request.target ?? '', request.session ?? ''];
+    // The owner lives in the keys (lease-owner.ts): the scripts stay owner-blind.
+    const session = request.session === undefined ? '' : scopedKey(request.owner, request.session);
+    const fixed = [
+      scopedKey(request.owner, leaseID),
+      String(request.ttlSeconds),
+      request.target ?? '',
+      session,
+    ];
     const selector = JSON.stringify(request.selector);
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
     const sent = new Set<string>();
@@ -276,13 +284,14 @@ export class RedisLeaseStore implements LeaseStore {
           selector: { ...request.selector },
           ...(request.target === undefined ? {} : { target: request.target }),
           ...(request.session === undefined ? {} : { session: request.session }),
+          ...(request.owner === undefined ? {} : { owner: request.owner }),
           ttlSeconds: request.ttlSeconds,
           acquiredAt: new Date(Number(reply[2])),
           expiresAt: new Date(Number(reply[3])),
         };
         const usage = this.usageFrom(reply[5], reply[6], reply[7], Number(reply[2]));
         if (request.session === undefined) return { granted: true, lease, usage };
-        this.rememberSession(request.session, proxyID);
+        this.rememberSession(session, proxyID);
         return {
           granted: true,
           lease,
@@ -306,20 +315,20 @@ export class RedisLeaseStore implements LeaseStore {
       : { granted: false, reason };
   }
 
-  async renew(leaseID: string, ttlSeconds?: number): Promise<RenewResult | undefined> {
+  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
     const reply = (await this.eval('renew', [
-      leaseID,
+      scopedKey(owner, leaseID),
       ttlSeconds === undefined ? '' : String(ttlSeconds),
     ])) as [string, number, string, string[], number] | null;
     if (reply === null) return undefined;
-    const lease = decodeLease(leaseID, reply[0]);
+    const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
     this.hint(lease.proxyID, Number(reply[1]));
-    if (lease.session !== undefined) this.rememberSession(lease.session, lease.proxyID);
+    if (lease.session !== undefined) this.rememberSession(scopedKey(owner, lease.session), lease.proxyID);
     return { lease, usage: this.usageFrom(reply[1], reply[2], reply[3], Number(reply[4])) };
   }
 
-  async release(leaseID: string): Promise<void> {
-    const reply = (await this.eval('release', [leaseID])) as [string, number] | null;
+  async release(leaseID: string, owner?: string): Promise<void> {
+    const reply = (await this.eval('release', [scopedKey(owner, leaseID)])) as [string, number] | null;
     // -1: the lease had ended already (its count is settled where it was pruned).
     if (reply !== null && Number(reply[1]) >= 0) this.hint(reply[0], Number(reply[1]));
   }
@@ -328,16 +337,17 @@ export class RedisLeaseStore implements LeaseStore {
     leaseID: string,
     result: ReportResult,
     details: ReportDetails = {},
+    owner?: string,
   ): Promise<ReportOutcome | undefined> {
     const reply = (await this.eval('report', [
-      leaseID,
+      scopedKey(owner, leaseID),
       result,
       details.target ?? NO_TARGET,
       details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
       String(this.random()),
     ])) as [string, string, number, number, number] | null;
     if (reply === null) return undefined;
-    const lease = decodeLease(leaseID, reply[0]);
+    const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
     const target = String(reply[1]);
     const until = Number(reply[2]);
     const suspect = Number(reply[3]);
@@ -367,9 +377,10 @@ export class RedisLeaseStore implements LeaseStore {
     };
   }
 
-  async endSession(key: string): Promise<void> {
-    this.sessionHints.delete(key);
-    await this.eval('endSession', [key]);
+  async endSession(key: string, owner?: string): Promise<void> {
+    const scoped = scopedKey(owner, key);
+    this.sessionHints.delete(scoped);
+    await this.eval('endSession', [scoped]);
   }
 
   async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
@@ -408,9 +419,9 @@ export class RedisLeaseStore implements LeaseStore {
     return usage;
   }
 
-  async get(leaseID: string): Promise<Lease | undefined> {
-    const reply = (await this.eval('get', [leaseID])) as string | null;
-    return reply === null ? undefined : decodeLease(leaseID, reply);
+  async get(leaseID: string, owner?: string): Promise<Lease | undefined> {
+    const reply = (await this.eval('get', [scopedKey(owner, leaseID)])) as string | null;
+    return reply === null ? undefined : this.owned(decodeLease(leaseID, reply), owner);
   }
 
   async totals(): Promise<StoreTotals> {
@@ -462,6 +473,16 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   // --- internals
+
+  /** A stored lease as its owner sees it: the owner named, the session key unscoped. */
+  private owned(lease: Lease, owner: string | undefined): Lease {
+    if (owner === undefined) return lease;
+    return {
+      ...lease,
+      owner,
+      ...(lease.session === undefined ? {} : { session: unscopedKey(owner, lease.session) }),
+    };
+  }
 
   /** A proxy's usage from a reply's load, hold reason ('' = none) and raw statistics slots. */
   private usageFrom(load: unknown, hold: unknown, slots: unknown, now: number): ProxyUsage {

@@ -5,6 +5,7 @@ import { background, daemon, onCleanup, onStartup, type OperatorContext } from '
 import { createDiscoveryApp } from '../discovery/app.js';
 import type { LeaseStore } from '../discovery/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
+import { loadTokensFile, TokensFileWatcher } from '../discovery/tokens-file.js';
 import type { LeaseBook } from './lease-book.js';
 import type { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';
@@ -20,6 +21,7 @@ export class DiscoveryRunner {
   private readonly leases: LeaseStore;
   private readonly app: ReturnType<typeof createDiscoveryApp>;
   private readonly logger: Logger;
+  private readonly tokensWatcher?: TokensFileWatcher;
 
   constructor(
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
@@ -31,11 +33,19 @@ export class DiscoveryRunner {
     this.proxies = book.proxies;
     this.leases = book.store;
     const { catalog } = this.proxies;
+    const { tokensFile } = settings.discovery;
+    if (tokensFile !== undefined) {
+      const { tokens, text } = loadTokensFile(tokensFile);
+      this.tokensWatcher = new TokensFileWatcher(tokensFile, tokens, text, this.logger);
+      this.logger.info({ file: tokensFile, names: tokens.names }, 'discovery API tokens loaded');
+    }
     // Built once so its metrics register once, even if the daemon restarts.
     this.app = createDiscoveryApp({
       catalog,
       leases: this.leases,
       token: settings.discovery.token,
+      ...(this.tokensWatcher === undefined ? {} : { tokens: this.tokensWatcher.tokens }),
+      ...(settings.discovery.rateLimit === undefined ? {} : { rateLimit: settings.discovery.rateLimit }),
       logger: this.logger,
       registry,
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
@@ -59,6 +69,7 @@ export class DiscoveryRunner {
     );
     await server.start();
     this.server = server;
+    this.tokensWatcher?.start();
     await this.leases.start();
   }
 
@@ -75,6 +86,7 @@ export class DiscoveryRunner {
     const server = this.server;
     this.server = undefined;
     if (!server) return;
+    this.tokensWatcher?.stop();
     await server.stop();
     await this.leases.stop();
     this.proxies.detachFromCache();

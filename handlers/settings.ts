@@ -28,7 +28,12 @@ export interface HandlerSettings {
   discovery: {
     host: string;
     port: number;
+    /** One bearer token (named "default"); '' with no tokensFile = unauthenticated. */
     token: string;
+    /** The named tokens file (re-read on change); takes the place of `token`. */
+    tokensFile?: string;
+    /** Per-token request rate; undefined = unlimited. */
+    rateLimit?: { ratePerSecond: number; burst: number };
     cooldownSeconds: number;
     maxCooldownSeconds: number;
     rateLimitCooldownSeconds: number;
@@ -62,6 +67,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     host: '0.0.0.0',
     port: 8090,
     token: '',
+    rateLimit: { ratePerSecond: 1000, burst: 2000 },
     cooldownSeconds: 900,
     maxCooldownSeconds: 3600,
     rateLimitCooldownSeconds: DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,

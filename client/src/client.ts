@@ -47,6 +47,8 @@ export interface ListOptions {
   selector?: Attributes;
   /** Only healthy (true) or only unhealthy (false) proxies; absent = both. */
   healthy?: boolean;
+  /** Proxies per page (1-1000; the server's default is 200). listProxies follows every page. */
+  pageSize?: number;
 }
 
 /** A proxy's id (`namespace/name`) or its two parts. */
@@ -72,14 +74,30 @@ export class DiscoveryClient {
     this.timeoutMs = positive('timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
-  /** GET /v1/proxies: proxies matching the selector (and health), sorted by id. */
+  /**
+   * GET /v1/proxies: proxies matching the selector (and health), sorted by id, following the
+   * `continue` token page by page (a proxy added or removed meanwhile may be missed or seen).
+   */
   async listProxies(query: ListOptions = {}, options: CallOptions = {}): Promise<Proxy[]> {
-    const params = new URLSearchParams();
-    if (query.healthy !== undefined) params.set('healthy', String(query.healthy));
-    for (const [key, value] of Object.entries(query.selector ?? {})) params.set(`attr.${key}`, value);
-    const search = params.size > 0 ? `?${params}` : '';
-    const list = await this.call<ProxyList>('GET', `/v1/proxies${search}`, undefined, options);
-    return list.items;
+    const items: Proxy[] = [];
+    for await (const page of this.proxyPages(query, options)) items.push(...page);
+    return items;
+  }
+
+  /** The pages of GET /v1/proxies, one request each: for fleets too large to hold at once. */
+  async *proxyPages(query: ListOptions = {}, options: CallOptions = {}): AsyncGenerator<Proxy[]> {
+    let next: string | undefined;
+    do {
+      const params = new URLSearchParams();
+      if (query.healthy !== undefined) params.set('healthy', String(query.healthy));
+      for (const [key, value] of Object.entries(query.selector ?? {})) params.set(`attr.${key}`, value);
+      if (query.pageSize !== undefined) params.set('limit', String(query.pageSize));
+      if (next !== undefined) params.set('continue', next);
+      const search = params.size > 0 ? `?${params}` : '';
+      const list = await this.call<ProxyList>('GET', `/v1/proxies${search}`, undefined, options);
+      yield list.items;
+      next = list.continue;
+    } while (next !== undefined);
   }
 
   /** GET /v1/proxies/{namespace}/{name}; a missing proxy throws `proxy_not_found`. */

@@ -22,6 +22,7 @@ export type ApiErrorCode =
   | 'headers_too_large'
   | 'request_timeout'
   | 'store_unavailable'
+  | 'too_many_requests'
   | 'internal';
 
 /** The 409 codes of POST /v1/leases: why nothing was leased. */
@@ -152,4 +153,6 @@ export interface ReportResponse {
 /** GET /v1/proxies answers `{items}`. */
 export interface ProxyList {
   items: Proxy[];
+  /** Another page follows: pass this back as the `continue` query parameter. */
+  continue?: string;
 }

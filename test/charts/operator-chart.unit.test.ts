@@ -101,9 +101,9 @@ describe('the operator Deployment', () => {
     ],
     ['keeps glibc to two malloc arenas', () => env('MALLOC_ARENA_MAX').value, '2'],
     [
-      'reads the discovery token from an optional Secret',
-      () => env('DISCOVERY_TOKEN').valueFrom,
-      { secretKeyRef: { name: 'proxy-operator-discovery-token', key: 'token', optional: true } },
+      'reads the discovery tokens from the mounted Secret (closed by default)',
+      () => env('DISCOVERY_TOKENS_FILE').value,
+      '/etc/proxy-operator-tokens/tokens',
     ],
   ])('%s', (_what, actual, expected) => {
     expect(actual()).toEqual(expected);
@@ -113,6 +113,11 @@ describe('the operator Deployment', () => {
     ['the providers ConfigMap', '/etc/proxy-operator', { configMap: { name: PROVIDERS_CONFIGMAP_NAME } }],
     ['a writable emptyDir (the root filesystem is read-only)', '/tmp', { emptyDir: {} }],
     ['the plugins emptyDir an init container fills', PLUGINS_DIR, { emptyDir: {} }],
+    [
+      'the discovery tokens Secret, not optional: without it the Pod does not start',
+      '/etc/proxy-operator-tokens',
+      { secret: { secretName: 'proxy-operator-discovery-tokens' } },
+    ],
   ])('mounts %s at %s', (_what, path, source) => {
     const mount = container.volumeMounts?.find((m) => m.mountPath === path);
     expect(mount).toBeDefined();
@@ -147,7 +152,10 @@ describe('the operator Deployment', () => {
   });
 
   it('passes arguments the operator accepts, and its ports are the ones the operator listens on', () => {
-    const settings = parseSettings(container.args ?? [], { POD_NAMESPACE: OPERATOR_NAMESPACE });
+    const settings = parseSettings(container.args ?? [], {
+      ...plainEnv(container),
+      POD_NAMESPACE: OPERATOR_NAMESPACE,
+    });
     if (settings === 'help') throw new Error('the Deployment asks for --help');
     expect(settings.providersConfig).toBe('/etc/proxy-operator/providers.yaml');
     expect(settings.metrics.port).toBe(METRICS_PORT);
@@ -232,7 +240,10 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
   const discovery = deploymentOf('proxy-operator-discovery');
   const containerOf = (d: V1Deployment) => d.spec!.template.spec!.containers[0];
   const settingsOf = (d: V1Deployment) => {
-    const s = parseSettings(containerOf(d).args ?? [], { POD_NAMESPACE: OPERATOR_NAMESPACE });
+    const s = parseSettings(containerOf(d).args ?? [], {
+      ...plainEnv(containerOf(d)),
+      POD_NAMESPACE: OPERATOR_NAMESPACE,
+    });
     if (s === 'help') throw new Error('asks for --help');
     return s;
   };
@@ -331,3 +342,8 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
     );
   });
 });
+
+/** The container's literal environment (what the process reads besides its flags). */
+function plainEnv(c: { env?: { name: string; value?: string }[] }): Record<string, string> {
+  return Object.fromEntries((c.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+}

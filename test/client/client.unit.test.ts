@@ -10,7 +10,9 @@ import {
   DiscoveryTransportError,
   isLeaseGone,
   isNoLease,
+  type Proxy,
 } from '../../client/src/index.js';
+import { DEFAULT_LIST_LIMIT } from '../../discovery/request-parsing.js';
 import { proxy } from '../discovery/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 
@@ -88,6 +90,68 @@ describe('DiscoveryClient against the real discovery API', () => {
         maxLeases: 5,
         stats: { windowSeconds: expect.any(Number), ok: 0, banned: 0, rate_limited: 0, unreachable: 0 },
       });
+    });
+  });
+
+  describe('pages', () => {
+    // More than two default pages, in an order the catalog must sort: every page is followed.
+    const COUNT = 2 * DEFAULT_LIST_LIMIT + 7;
+    const ids = Array.from({ length: COUNT }, (_, i) => `pages/p-${String(i).padStart(5, '0')}`);
+    const lists = () => server.requests.filter((r) => r.call === 'GET /v1/proxies');
+
+    beforeEach(() => {
+      server.catalog.proxies = [...ids].reverse().map((id) => proxy(id, { attributes: { fleet: 'pages' } }));
+      server.requests.length = 0;
+    });
+
+    it.each([
+      { pageSize: undefined, pages: 3 },
+      { pageSize: 100, pages: Math.ceil(COUNT / 100) },
+      { pageSize: 1000, pages: Math.ceil(COUNT / 1000) },
+    ])(
+      'listProxies follows every page (pageSize $pageSize: $pages requests)',
+      async ({ pageSize, pages }) => {
+        const items = await client.listProxies({ selector: { fleet: 'pages' }, pageSize });
+        expect(items.map((p) => p.id)).toEqual(ids);
+        expect(lists()).toHaveLength(pages);
+        // Each request after the first passes back the previous answer's continue token, with
+        // the same filter; the last answer has none.
+        lists().forEach((r, i) => {
+          const query = new URLSearchParams(r.query);
+          expect(query.get('attr.fleet')).toBe('pages');
+          expect(query.get('limit')).toBe(pageSize === undefined ? null : String(pageSize));
+          const previous = i === 0 ? undefined : (lists()[i - 1].response as { continue?: string }).continue;
+          expect(query.get('continue') ?? undefined).toBe(previous);
+        });
+        expect(lists().at(-1)!.response).not.toHaveProperty('continue');
+      },
+    );
+
+    it('proxyPages yields one page per request, asking for the next only when it is wanted', async () => {
+      const pages = client.proxyPages({ selector: { fleet: 'pages' }, pageSize: 400 });
+      const first = await pages.next();
+      if (first.done === true) throw new Error('proxyPages yielded no first page');
+      const firstPage: Proxy[] = first.value;
+      expect(firstPage.map((p) => p.id)).toEqual(ids.slice(0, 400));
+      expect(lists()).toHaveLength(1);
+
+      const seen = [...firstPage];
+      for await (const page of pages) {
+        // This page's request, and none ahead of it: every page before was a full 400.
+        expect(lists()).toHaveLength(seen.length / 400 + 1);
+        expect(page.length).toBeLessThanOrEqual(400);
+        seen.push(...page);
+      }
+      expect(seen.map((p) => p.id)).toEqual(ids);
+      expect(lists()).toHaveLength(Math.ceil(COUNT / 400));
+    });
+
+    it('proxyPages stops asking when the caller stops reading', async () => {
+      for await (const page of client.proxyPages({ pageSize: 10 })) {
+        expect(page).toHaveLength(10);
+        break;
+      }
+      expect(lists()).toHaveLength(1);
     });
   });
 

@@ -15,7 +15,7 @@ export interface TestDiscoveryServer {
   catalog: TestCatalog;
   store: MemoryLeaseStore;
   /** Every request the API received, in order: `METHOD /path` and the JSON answer. */
-  requests: { call: string; response?: unknown }[];
+  requests: { call: string; query: string; response?: unknown }[];
   /** Live leases across all proxies. */
   activeLeases(): Promise<number>;
   stop(): Promise<void>;
@@ -43,7 +43,10 @@ export async function startDiscoveryServer(
   // Records the call and its JSON answer (from the bytes written, however the app serializes);
   // the request stream is left to the real app.
   app.use((req, res, next) => {
-    const entry: TestDiscoveryServer['requests'][number] = { call: `${req.method} ${req.path}` };
+    const entry: TestDiscoveryServer['requests'][number] = {
+      call: `${req.method} ${req.path}`,
+      query: req.originalUrl.slice(req.path.length),
+    };
     requests.push(entry);
     const chunks: Buffer[] = [];
     const keep = (chunk: unknown, encoding?: unknown) => {

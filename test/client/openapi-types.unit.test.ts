@@ -91,7 +91,7 @@ const reportResponseShape = {
   suspect: 'optional',
   capped: 'optional',
 } as const satisfies Shape<ReportResponse>;
-const proxyListShape = { items: 'required' } as const satisfies Shape<ProxyList>;
+const proxyListShape = { items: 'required', continue: 'optional' } as const satisfies Shape<ProxyList>;
 const errorShape = { error: 'required', message: 'required' } as const satisfies Shape<ApiErrorBody>;
 
 const errorCodes = {
@@ -110,6 +110,7 @@ const errorCodes = {
   headers_too_large: true,
   request_timeout: true,
   store_unavailable: true,
+  too_many_requests: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
 const reportResults = {

@@ -77,7 +77,8 @@ describe('the operator process', () => {
       const leases = kc.makeApiClient(CoordinationV1Api);
       await until('the Lease held', async () => {
         const lease = await leases.readNamespacedLease({ name: 'proxy-operator-leader', namespace });
-        return lease.spec?.holderIdentity === 'operator-under-test' ? true : undefined;
+        // POD_NAME is the prefix of a per-process identity (cmd/leader-identity.ts).
+        return /^operator-under-test_[0-9a-f]{12}$/.test(lease.spec?.holderIdentity ?? '') ? true : undefined;
       });
       const list = await request(`http://127.0.0.1:${discovery}/v1/proxies`);
       expect(list.statusCode).toBe(200);

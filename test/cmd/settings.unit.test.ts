@@ -8,9 +8,15 @@ import {
   usage,
 } from '../../cmd/settings.js';
 
+/** Most cases are not about auth: they say "unauthenticated" unless they give a token. */
+function parse(argv: string[], env: NodeJS.ProcessEnv): ReturnType<typeof parseSettings> {
+  const auth = env.DISCOVERY_TOKEN !== undefined || env.DISCOVERY_TOKENS_FILE !== undefined;
+  return parseSettings(argv, auth ? env : { DISCOVERY_UNAUTHENTICATED: 'true', ...env });
+}
+
 describe('operator settings', () => {
   it('applies the documented defaults', () => {
-    const s = parseSettings([], {});
+    const s = parse([], {});
     expect(s).toMatchObject({
       discovery: {
         host: '0.0.0.0',
@@ -24,17 +30,21 @@ describe('operator settings', () => {
       cooldownSeconds: 900,
       orphanSweepIntervalSeconds: 600,
       orphanMinAgeSeconds: 600,
-      discoveryToken: '',
+      discoveryAuth: { kind: 'none' },
+      discoveryRateLimit: { ratePerSecond: 1000, burst: 2000 },
       maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
     });
   });
 
   it('takes flags over environment variables', () => {
-    const s = parseSettings(['--discovery-address', '127.0.0.1:9999'], {
+    const s = parse(['--discovery-address', '127.0.0.1:9999'], {
       DISCOVERY_ADDRESS: ':1',
       DISCOVERY_TOKEN: 't',
     });
-    expect(s).toMatchObject({ discovery: { host: '127.0.0.1', port: 9999 }, discoveryToken: 't' });
+    expect(s).toMatchObject({
+      discovery: { host: '127.0.0.1', port: 9999 },
+      discoveryAuth: { kind: 'token', token: 't' },
+    });
   });
 
   it.each([
@@ -59,20 +69,20 @@ describe('operator settings', () => {
     [['--cluster-name', 'prod-'], /--cluster-name: "prod-" must be 1-63/],
     [['--cluster-name', 'x'.repeat(64)], /--cluster-name: "x+" must be 1-63/],
   ])('rejects %j with a message naming the flag', (argv, message) => {
-    expect(() => parseSettings(argv, {})).toThrow(SettingsError);
-    expect(() => parseSettings(argv, {})).toThrow(message);
+    expect(() => parse(argv, {})).toThrow(SettingsError);
+    expect(() => parse(argv, {})).toThrow(message);
   });
 
   it('reads --cluster-name or CLUSTER_NAME, and leaves it unset (the kube-system UID) by default', () => {
-    expect(parseSettings([], {})).toMatchObject({ clusterName: undefined });
-    expect(parseSettings([], { CLUSTER_NAME: 'staging' })).toMatchObject({ clusterName: 'staging' });
-    expect(parseSettings(['--cluster-name', 'prod_eu-1'], { CLUSTER_NAME: 'staging' })).toMatchObject({
+    expect(parse([], {})).toMatchObject({ clusterName: undefined });
+    expect(parse([], { CLUSTER_NAME: 'staging' })).toMatchObject({ clusterName: 'staging' });
+    expect(parse(['--cluster-name', 'prod_eu-1'], { CLUSTER_NAME: 'staging' })).toMatchObject({
       clusterName: 'prod_eu-1',
     });
   });
 
   it('reads the session and cooldown flags and their environment variables', () => {
-    const s = parseSettings(['--max-cooldown', '7200', '--max-sessions', '20000'], {
+    const s = parse(['--max-cooldown', '7200', '--max-sessions', '20000'], {
       SESSION_IDLE_TIMEOUT_SECONDS: '600',
       MAX_SESSIONS: '50000',
     });
@@ -84,19 +94,89 @@ describe('operator settings', () => {
   it.each([
     ['a trailing newline (a Secret made with --from-file)', 's3cret\n', 's3cret'],
     ['surrounding spaces and CRLF', '  s3cret\r\n', 's3cret'],
-    ['only whitespace: auth off', ' \n', ''],
   ])('trims DISCOVERY_TOKEN with %s', (_case, raw, token) => {
-    expect(parseSettings([], { DISCOVERY_TOKEN: raw })).toMatchObject({ discoveryToken: token });
+    expect(parse([], { DISCOVERY_TOKEN: raw })).toMatchObject({ discoveryAuth: { kind: 'token', token } });
+  });
+
+  describe('the discovery API is closed by default', () => {
+    it.each([
+      [
+        'nothing',
+        [],
+        {},
+        /--discovery-tokens-file: the discovery API needs a token.*--discovery-unauthenticated=true/,
+      ],
+      [
+        'a DISCOVERY_TOKEN of whitespace only',
+        [],
+        { DISCOVERY_TOKEN: ' \n' },
+        /--discovery-tokens-file: the discovery API needs a token/,
+      ],
+      [
+        'a tokens file and DISCOVERY_TOKEN',
+        ['--discovery-tokens-file', '/etc/tokens'],
+        { DISCOVERY_TOKEN: 't' },
+        /--discovery-tokens-file: given together with DISCOVERY_TOKEN/,
+      ],
+      [
+        'unauthenticated and a token',
+        ['--discovery-unauthenticated=true'],
+        { DISCOVERY_TOKEN: 't' },
+        /--discovery-unauthenticated: given together with a token/,
+      ],
+      [
+        'a rate of 0',
+        ['--discovery-rate-limit', '0'],
+        { DISCOVERY_TOKEN: 't' },
+        /--discovery-rate-limit: "0" must be a positive number/,
+      ],
+      [
+        'a burst of 1.5',
+        ['--discovery-rate-burst', '1.5'],
+        { DISCOVERY_TOKEN: 't' },
+        /--discovery-rate-burst: "1.5" must be an integer >= 1/,
+      ],
+    ])('refuses %s, naming the key', (_case, argv, env, message) => {
+      expect(() => parseSettings(argv, env)).toThrow(SettingsError);
+      expect(() => parseSettings(argv, env)).toThrow(message);
+    });
+
+    it.each([
+      [
+        'a tokens file (flag)',
+        ['--discovery-tokens-file', '/etc/t'],
+        {},
+        { kind: 'tokens-file', path: '/etc/t' },
+      ],
+      [
+        'a tokens file (env)',
+        [],
+        { DISCOVERY_TOKENS_FILE: '/etc/t' },
+        { kind: 'tokens-file', path: '/etc/t' },
+      ],
+      ['DISCOVERY_TOKEN', [], { DISCOVERY_TOKEN: 'abc' }, { kind: 'token', token: 'abc' }],
+      ['the explicit flag', ['--discovery-unauthenticated=true'], {}, { kind: 'none' }],
+      ['its variable', [], { DISCOVERY_UNAUTHENTICATED: 'true' }, { kind: 'none' }],
+      ['a controller-only process (it serves no API)', ['--components=controller'], {}, { kind: 'none' }],
+    ])('accepts %s', (_case, argv, env, auth) => {
+      expect(parseSettings(argv, env)).toMatchObject({ discoveryAuth: auth });
+    });
+
+    it('reads the rate-limit flags', () => {
+      expect(
+        parseSettings(['--discovery-rate-limit', '2.5'], { DISCOVERY_TOKEN: 't', DISCOVERY_RATE_BURST: '7' }),
+      ).toMatchObject({ discoveryRateLimit: { ratePerSecond: 2.5, burst: 7 } });
+    });
   });
 
   it('refuses a DISCOVERY_TOKEN with whitespace inside, naming it', () => {
-    expect(() => parseSettings([], { DISCOVERY_TOKEN: 'two words' })).toThrow(
+    expect(() => parse([], { DISCOVERY_TOKEN: 'two words' })).toThrow(
       /DISCOVERY_TOKEN: must not contain whitespace inside the token/,
     );
   });
 
   it('documents every flag in --help', () => {
-    expect(parseSettings(['--help'], {})).toBe('help');
+    expect(parse(['--help'], {})).toBe('help');
     for (const flag of [
       '--providers-config',
       '--discovery-address',
@@ -133,7 +213,7 @@ describe('--max-unavailable', () => {
   });
 
   it('is taken from MAX_UNAVAILABLE too', () => {
-    const s = parseSettings([], { MAX_UNAVAILABLE: '2' });
+    const s = parse([], { MAX_UNAVAILABLE: '2' });
     expect(s).toMatchObject({ maxUnavailable: { default: { kind: 'count', value: 2 } } });
   });
 
@@ -148,7 +228,7 @@ describe('--max-unavailable', () => {
 
 describe('the lease store and components flags', () => {
   it('defaults to the memory store and both components', () => {
-    expect(parseSettings([], {})).toMatchObject({
+    expect(parse([], {})).toMatchObject({
       leaseStore: { kind: 'memory' },
       components: ['controller', 'discovery'],
     });
@@ -199,7 +279,7 @@ describe('the lease store and components flags', () => {
       { kind: 'redis', url: 'redis://:pw@r:6379' },
     ],
   ])('reads %s', (_case, argv, env, want) => {
-    expect(parseSettings(argv, env)).toMatchObject({ leaseStore: want });
+    expect(parse(argv, env)).toMatchObject({ leaseStore: want });
   });
 
   it.each<[string[], RegExp]>([
@@ -228,8 +308,8 @@ describe('the lease store and components flags', () => {
     [['--components=,'], /--components: "," names no component/],
     [['--components=discovery'], /--components: discovery without controller needs --lease-store=redis/],
   ])('rejects %j naming the flag', (argv, message) => {
-    expect(() => parseSettings(argv, {})).toThrow(SettingsError);
-    expect(() => parseSettings(argv, {})).toThrow(message);
+    expect(() => parse(argv, {})).toThrow(SettingsError);
+    expect(() => parse(argv, {})).toThrow(message);
   });
 
   it.each<[string[], string[]]>([
@@ -240,7 +320,7 @@ describe('the lease store and components flags', () => {
       ['discovery', 'controller'],
     ],
   ])('reads %j', (argv, want) => {
-    expect(parseSettings(argv, {})).toMatchObject({ components: want });
+    expect(parse(argv, {})).toMatchObject({ components: want });
   });
 
   it('every flag of --help is in the README', () => {

@@ -1,7 +1,10 @@
 // Starts the real discovery server on loopback (port 0) over a fake catalog, for HTTP suites.
+import type pino from 'pino';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
+import type { ApiTokens } from '../../discovery/api-tokens.js';
 import { createDiscoveryApp } from '../../discovery/app.js';
+import type { BucketLimits } from '../../discovery/token-bucket.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
 import type { LeaseStore } from '../../discovery/lease-store.js';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../discovery/memory-lease-store.js';
@@ -11,6 +14,13 @@ import { capturingLogger, FakeClock, TestCatalog } from './fixtures.js';
 export interface HarnessOptions {
   proxies?: ProxyRecord[];
   token?: string;
+  /** Named tokens (live: tests replace them as a reload of the file would). */
+  tokens?: ApiTokens;
+  rateLimit?: BucketLimits;
+  /** Lists one token may have in flight (the app's default when absent). */
+  maxConcurrentLists?: number;
+  /** The level the captured log keeps (default info). */
+  logLevel?: pino.Level;
   maxTTLSeconds?: number;
   server?: Partial<DiscoveryServerOptions>;
   store?: Partial<MemoryLeaseStoreOptions>;
@@ -50,7 +60,7 @@ export interface CallResult {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const clock = new FakeClock();
   const catalog = new TestCatalog(options.proxies ?? []);
-  const { logger, lines } = capturingLogger('info');
+  const { logger, lines } = capturingLogger(options.logLevel ?? 'info');
   // random 0.5 puts every cooldown in the middle of its jitter: exactly base × 2^(streak-1).
   const store = new MemoryLeaseStore({
     catalog,
@@ -66,6 +76,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     catalog,
     leases: options.wrapStore?.(store) ?? store,
     token: options.token,
+    ...(options.tokens === undefined ? {} : { tokens: options.tokens }),
+    ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
+    ...(options.maxConcurrentLists === undefined ? {} : { maxConcurrentLists: options.maxConcurrentLists }),
     logger,
     registry,
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,

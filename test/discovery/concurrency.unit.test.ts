@@ -170,8 +170,8 @@ class InvariantWatch implements LeaseStore {
     return this.inner.onProbeRequest(listener);
   }
 
-  async report(leaseID: string, result: ReportResult, details?: ReportDetails) {
-    const outcome = await this.inner.report(leaseID, result, details);
+  async report(leaseID: string, result: ReportResult, details?: ReportDetails, owner?: string) {
+    const outcome = await this.inner.report(leaseID, result, details, owner);
     if (outcome?.cooldownUntil !== undefined) {
       const key = `${outcome.lease.proxyID} ${outcome.target ?? ''}`;
       this.cooling.set(key, Math.max(this.cooling.get(key) ?? 0, outcome.cooldownUntil.getTime()));
@@ -179,15 +179,15 @@ class InvariantWatch implements LeaseStore {
     return outcome;
   }
 
-  async endSession(key: string) {
-    await this.inner.endSession(key);
+  async endSession(key: string, owner?: string) {
+    await this.inner.endSession(key, owner);
     this.sessions.delete(key);
   }
 
-  renew = (id: string, ttl?: number) => this.inner.renew(id, ttl);
-  release = (id: string) => this.inner.release(id);
+  renew = (id: string, ttl?: number, owner?: string) => this.inner.renew(id, ttl, owner);
+  release = (id: string, owner?: string) => this.inner.release(id, owner);
   usage = (ids: readonly string[]) => this.inner.usage(ids);
-  get = (id: string) => this.inner.get(id);
+  get = (id: string, owner?: string) => this.inner.get(id, owner);
   totals = () => this.inner.totals();
   start = () => this.inner.start();
   stop = () => this.inner.stop();
@@ -208,6 +208,9 @@ describe('500 parallel requests mixing sessions, renewals, releases and reports'
     let watch: InvariantWatch | undefined;
     const h: Harness = await startHarness({
       proxies: mixedFleet(),
+      // The store's invariants under every interleaving: 64 lists at once must all be served,
+      // not meet the per-token cap on lists in flight (hostile-tokens.unit.test.ts tests that).
+      maxConcurrentLists: 1000,
       wrapStore: (store) =>
         (watch = new InvariantWatch(
           store,

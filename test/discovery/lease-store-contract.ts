@@ -723,6 +723,59 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe('ownership: a lease and a session belong to the token that took them', () => {
+      it('another owner renews, reports, releases and reads nothing: as if the lease did not exist', async () => {
+        const { store, clock, load, lease } = setup();
+        const mine = await lease({ owner: 'team-a', target: 'example.com' });
+        expect(mine.owner).toBe('team-a');
+        for (const stranger of ['team-b', 'team', undefined]) {
+          expect(await store.renew(mine.id, 3600, stranger)).toBeUndefined();
+          expect(await store.report(mine.id, 'banned', {}, stranger)).toBeUndefined();
+          await store.release(mine.id, stranger);
+          expect(await store.get(mine.id, stranger)).toBeUndefined();
+        }
+        // A prefix that would spell the owner's scoped key from another owner's ID.
+        expect(await store.renew(`a.${mine.id}`, undefined, 'team')).toBeUndefined();
+        expect(await load('ns/a')).toBe(1);
+        expect((await store.usage(['ns/a'])).get('ns/a')!.stats.banned).toBe(0);
+        // The owner's lease is untouched: it keeps its expiry and still leases no second time.
+        const live = await store.get(mine.id, 'team-a');
+        expect(live).toMatchObject({ id: mine.id, owner: 'team-a', target: 'example.com' });
+        expect(live!.expiresAt).toEqual(mine.expiresAt);
+        clock.advanceSeconds(1);
+        expect(await store.renew(mine.id, undefined, 'team-a')).toMatchObject({ lease: { id: mine.id } });
+        expect(await store.report(mine.id, 'ok', {}, 'team-a')).toMatchObject({ lease: { id: mine.id } });
+        await store.release(mine.id, 'team-a');
+        expect(await load('ns/a')).toBe(0);
+      });
+
+      it('keeps sessions per owner: the same key of two owners is two sessions', async () => {
+        const two = [proxy('ns/a', { latencyMillis: 10 }), proxy('ns/b', { latencyMillis: 20 })];
+        const { store, catalog, lease } = setup({}, two);
+        const a = await lease({ owner: 'team-a', session: 's1' });
+        expect(a).toMatchObject({ proxyID: 'ns/a', session: 's1' });
+        // ns/a is busier now: team-b's "s1" is a new session and goes to the free proxy.
+        const b = await store.acquire(request({ owner: 'team-b', session: 's1' }));
+        expect(b).toMatchObject({
+          lease: { proxyID: 'ns/b', session: 's1' },
+          session: { key: 's1', moved: false },
+        });
+        // Ending team-b's session leaves team-a's binding in place.
+        await store.endSession('s1', 'team-b');
+        catalog.proxies = [proxy('ns/a', { latencyMillis: 999 }), proxy('ns/b', { latencyMillis: 1 })];
+        expect(await store.acquire(request({ owner: 'team-a', session: 's1' }))).toMatchObject({
+          lease: { proxyID: 'ns/a' },
+        });
+        const renewed = await store.renew(a.id, undefined, 'team-a');
+        expect(renewed?.lease).toMatchObject({ session: 's1', owner: 'team-a' });
+        await store.endSession('s1', 'team-a');
+        expect(await store.acquire(request({ owner: 'team-a', session: 's1' }))).toMatchObject({
+          lease: { proxyID: 'ns/b' },
+          session: { moved: false },
+        });
+      });
+    });
+
     describe('release', () => {
       it.each([
         ['a live lease, twice', true],

@@ -138,6 +138,13 @@ describe('the OpenAPI document', () => {
       await check('GET', '/v1/proxies');
       await check('GET', '/v1/proxies?attr.geo=eu&healthy=true');
       await check('GET', '/v1/proxies?bogus=1');
+      // A page that is not the last carries `continue`.
+      const first = await check('GET', '/v1/proxies?limit=1');
+      expect(first.body).toMatchObject({ items: [{ id: 'ns/a' }], continue: expect.any(String) });
+      const cont = (first.body as { continue: string }).continue;
+      const second = await check('GET', `/v1/proxies?limit=1&continue=${cont}`);
+      expect(second.body).toEqual({ items: [expect.objectContaining({ id: 'ns/b' })] });
+      await check('GET', '/v1/proxies?continue=bm9wZQ');
       await check('GET', '/v1/proxies', { headers: { authorization: 'Bearer wrong' } });
       const granted = await check('POST', '/v1/leases', {
         body: { selector: { geo: 'eu' }, ttlSeconds: 60, target: 'example.com' },
@@ -206,6 +213,31 @@ describe('the OpenAPI document', () => {
       } finally {
         await unreachable.stop();
         redis.disconnect();
+      }
+
+      // A token over its rate limit: every /v1 operation answers 429 with Retry-After.
+      const limited = await startHarness({
+        token: TOKEN,
+        proxies: [proxy('ns/a')],
+        rateLimit: { ratePerSecond: 0.001, burst: 1 },
+      });
+      try {
+        await check('GET', '/v1/proxies', {}, limited);
+        for (const [method, path, body] of [
+          ['GET', '/v1/proxies', undefined],
+          ['GET', '/v1/proxies/ns/a', undefined],
+          ['POST', '/v1/leases', {}],
+          ['POST', '/v1/leases/some-lease/renew', {}],
+          ['POST', '/v1/leases/some-lease/report', { result: 'ok' }],
+          ['DELETE', '/v1/leases/some-lease', undefined],
+          ['DELETE', '/v1/sessions/crawl-1', undefined],
+        ] as const) {
+          const response = await check(method, path, body === undefined ? {} : { body }, limited);
+          expect(response.status).toBe(429);
+          expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        }
+      } finally {
+        await limited.stop();
       }
 
       const documented = Object.entries(openApiDocument.paths).flatMap(([path, operations]) =>

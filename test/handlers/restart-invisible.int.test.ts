@@ -67,9 +67,10 @@ async function start(name: string, discovery?: number): Promise<Replica> {
   return { name, metrics, discovery: disc, process };
 }
 
+/** The replica that holds the Lease: its POD_NAME, the prefix of its identity (cmd/leader-identity.ts). */
 async function holder(): Promise<string> {
   const lease = await leases.readNamespacedLease({ name: leaseName, namespace });
-  return lease.spec?.holderIdentity ?? '';
+  return /^(.+)_[0-9a-f]{12}$/.exec(lease.spec?.holderIdentity ?? '')?.[1] ?? '';
 }
 
 async function proxies(): Promise<Proxy[]> {

@@ -24,7 +24,12 @@ export function runOperator(args: string[], env: Record<string, string> = {}): O
       join(root, 'cmd/operator.ts'),
       ...args,
     ],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    // The API is closed by default; these processes are reached without a token unless a test
+    // gives one (a test of the closed default sets DISCOVERY_UNAUTHENTICATED to 'false').
+    {
+      env: { ...process.env, DISCOVERY_UNAUTHENTICATED: 'true', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let out = '';
   const keep = (b: Buffer) => (out = (out + b.toString()).slice(-65_536));

@@ -6,13 +6,15 @@
 //   node crawler.mjs lease-loop SECONDS hold maxLeases-1 leases, cycle one more, probe the limit
 //
 // Environment: DISCOVERY (http://<ClusterIP>:8090), TARGET (http://<ClusterIP>/ of the
-// in-cluster target), PROXY (namespace/name of the kubernetes Proxy), MAX_LEASES.
+// in-cluster target), PROXY (namespace/name of the kubernetes Proxy), MAX_LEASES,
+// DISCOVERY_TOKEN (the bearer token: the API is closed by default).
 /* global console, fetch, AbortSignal, setTimeout */
 import http from 'node:http';
 import process from 'node:process';
 import { URL } from 'node:url';
 
 const discovery = process.env.DISCOVERY;
+const auth = process.env.DISCOVERY_TOKEN ? { authorization: `Bearer ${process.env.DISCOVERY_TOKEN}` } : {};
 const target = process.env.TARGET;
 const proxyID = process.env.PROXY;
 const say = (event) => console.log(JSON.stringify({ at: new Date().toISOString(), ...event }));
@@ -21,7 +23,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function api(method, path, body) {
   const res = await fetch(`${discovery}${path}`, {
     method,
-    headers: body ? { 'content-type': 'application/json' } : {},
+    headers: body ? { ...auth, 'content-type': 'application/json' } : auth,
     body: body ? JSON.stringify(body) : undefined,
     signal: AbortSignal.timeout(5000),
   });
@@ -55,6 +57,9 @@ function expect(ok, what, detail) {
 }
 
 async function quickstart() {
+  // Closed by default: the same list without the token is refused.
+  const anonymous = await fetch(`${discovery}/v1/proxies`, { signal: AbortSignal.timeout(5000) });
+  expect(anonymous.status === 401, 'a list without the token answers 401', { status: anonymous.status });
   const list = await api('GET', '/v1/proxies?healthy=true');
   expect(list.status === 200, 'list healthy proxies', list);
   const ids = list.body.items.map((p) => p.id);

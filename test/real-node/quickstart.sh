@@ -20,6 +20,10 @@ save_operator_logs() {
 
 step "quickstart: kubectl apply -k dist/ and rollout status"
 $KUBECTL apply -k "$root/dist/" >"$LOGS/apply.log" 2>&1 || fail "kubectl apply -k dist/ (log: $LOGS/apply.log)"
+# As the README: the API is closed by default and the Pod mounts this Secret (it waits for it).
+DISCOVERY_TOKEN=$(openssl rand -hex 24)
+$KUBECTL -n proxy-operator-system create secret generic proxy-operator-discovery-tokens \
+  --from-literal=tokens="real-node: $DISCOVERY_TOKEN" >/dev/null || fail "creating the discovery tokens Secret"
 $KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=180s >&2 ||
   { save_operator_logs; fail "rollout status"; }
 $KUBECTL label namespace default crawl.example.com/proxy-client=true --overwrite >/dev/null
@@ -131,6 +135,7 @@ spec:
       args: $args
       env:
         - {name: DISCOVERY, value: "http://proxy-operator-discovery.proxy-operator-system:8090"}
+        - {name: DISCOVERY_TOKEN, value: "$DISCOVERY_TOKEN"}
         - {name: TARGET, value: "http://target.default.svc.cluster.local/"}
         - {name: PROXY, value: "default/proxy-kubernetes"}
         - {name: MAX_LEASES, value: "$MAX_LEASES"}

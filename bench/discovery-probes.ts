@@ -1,0 +1,190 @@
+// Does listing starve the probes? The discovery API over 10,000 proxies shares its event loop
+// with a probe schedule (the health engine's timers: here 200 probes/s, each a timer due at a
+// planned instant, whose lateness is how late it fired). Measured with the API idle, then
+// while 32 clients list every page of the fleet as fast as they can (following `continue`;
+// a 429 waits its Retry-After, as a client must). One server per configuration: the pages
+// and the concurrent-list cap of before and the defaults of now, side by side in one run.
+// The issue's target: lateness p99 while listing within 2x of the idle API's.
+//
+//   npm run bench:discovery          (after bench/discovery.js and bench/lease-store.js)
+//   BENCH_PROBE_SECONDS=10 node build/bench/discovery-probes.js
+//
+// The server and the schedule run in a child process, the clients here.
+import { fork } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { Pool } from 'undici';
+import { createDiscoveryApp } from '../discovery/app.js';
+import { IndexedCatalog } from '../discovery/indexed-catalog.js';
+import { DEFAULT_MAX_CONCURRENT_LISTS } from '../discovery/list-slots.js';
+import { DEFAULT_LIST_LIMIT } from '../discovery/request-parsing.js';
+import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
+import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import { DiscoveryServer } from '../discovery/server.js';
+import { fleet } from './discovery-fleet.js';
+
+const SECONDS = Number(process.env.BENCH_PROBE_SECONDS ?? 10);
+const PROXIES = Number(process.env.BENCH_LARGE_FLEET ?? 10_000);
+const CLIENTS = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const PROBES_PER_SECOND = 200;
+const TOKEN = 'bench-probes-token-0123456789';
+
+type Message = { measure: number } | { stop: true };
+type Reply = { port: number } | { lateness: number[] };
+
+interface Configuration {
+  name: string;
+  /** The `limit` the clients ask for. */
+  page: number;
+  /** The server's concurrent-list cap per token. */
+  maxLists: number;
+}
+
+// 1000 lists in flight is no cap for 32 clients: the build before the cap.
+const CONFIGURATIONS: Configuration[] = [
+  { name: 'page 500, no list cap (before)', page: 500, maxLists: 1000 },
+  { name: `page ${DEFAULT_LIST_LIMIT}, no list cap`, page: DEFAULT_LIST_LIMIT, maxLists: 1000 },
+  {
+    name: `page ${DEFAULT_LIST_LIMIT}, ${DEFAULT_MAX_CONCURRENT_LISTS} lists per token (defaults)`,
+    page: DEFAULT_LIST_LIMIT,
+    maxLists: DEFAULT_MAX_CONCURRENT_LISTS,
+  },
+];
+
+async function server(maxLists: number): Promise<void> {
+  const logger = pino({ level: 'silent' });
+  const catalog = new IndexedCatalog();
+  catalog.replaceAll(fleet(PROXIES));
+  const leases = new MemoryLeaseStore({ catalog, logger });
+  // The Deployment's rate limit too: what a client meets in production.
+  const app = createDiscoveryApp({
+    catalog,
+    leases,
+    token: TOKEN,
+    logger,
+    registry: new Registry(),
+    rateLimit: DEFAULT_HANDLER_SETTINGS.discovery.rateLimit,
+    maxConcurrentLists: maxLists,
+  });
+  const http = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
+  await http.start();
+  process.send!({ port: http.port } satisfies Reply);
+  process.on('message', (message: Message) => {
+    if ('stop' in message) {
+      void http.stop().then(() => process.exit(0));
+      return;
+    }
+    // A probe schedule: each timer due at its planned instant; lateness = fired - planned.
+    const lateness: number[] = [];
+    const start = performance.now();
+    const count = Math.round(message.measure * PROBES_PER_SECOND);
+    for (let i = 0; i < count; i++) {
+      const due = start + (i * 1000) / PROBES_PER_SECOND;
+      setTimeout(
+        () => {
+          lateness.push(performance.now() - due);
+          if (lateness.length === count) process.send!({ lateness } satisfies Reply);
+        },
+        Math.max(0, due - performance.now()),
+      );
+    }
+  });
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+interface Figures {
+  config: Configuration;
+  load: number;
+  idle: number[];
+  busy: number[];
+  pages: number;
+  lists: number;
+  refused: number;
+  pageMillis: number[];
+}
+
+async function measureConfiguration(config: Configuration): Promise<Figures> {
+  const child = fork(new URL(import.meta.url).pathname, ['--server', String(config.maxLists)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const next = () => new Promise<Reply>((resolve) => child.once('message', (m: Reply) => resolve(m)));
+  const { port } = (await next()) as { port: number };
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CLIENTS });
+  const measure = async () => {
+    child.send({ measure: SECONDS } satisfies Message);
+    return ((await next()) as { lateness: number[] }).lateness;
+  };
+  const load = loadavg()[0];
+  const idle = await measure();
+  let stop = false;
+  let pages = 0;
+  let lists = 0;
+  let refused = 0;
+  const pageMillis: number[] = [];
+  const client = async () => {
+    let cont: string | undefined;
+    while (!stop) {
+      const t = performance.now();
+      const res = await pool.request({
+        path: `/v1/proxies?limit=${config.page}${cont === undefined ? '' : `&continue=${cont}`}`,
+        method: 'GET',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      // Only the tail is read for `continue`: parsing the items would make the client, not
+      // the API, what competes with the server for the CPU.
+      const text = await res.body.text();
+      if (res.statusCode === 429) {
+        // As a client must: wait what Retry-After says, then ask for the same page again.
+        refused++;
+        await new Promise((r) => setTimeout(r, Number(res.headers['retry-after'] ?? 1) * 1000));
+        continue;
+      }
+      if (res.statusCode !== 200) throw new Error(`list answered ${res.statusCode}: ${text.slice(0, 200)}`);
+      pageMillis.push(performance.now() - t);
+      pages++;
+      cont = /"continue":"([^"]+)"\}$/.exec(text.slice(-200))?.[1];
+      if (cont === undefined) lists++;
+    }
+  };
+  const clients = Array.from({ length: CLIENTS }, client);
+  const busy = await measure();
+  stop = true;
+  await Promise.all(clients);
+  await pool.close();
+  child.send({ stop: true } satisfies Message);
+  await new Promise((r) => child.once('exit', r));
+  return { config, load, idle, busy, pages, lists, refused, pageMillis };
+}
+
+async function main(): Promise<void> {
+  const rows: Figures[] = [];
+  for (const config of CONFIGURATIONS) rows.push(await measureConfiguration(config));
+  const ms = (l: number[], p: number) => percentile(l, p).toFixed(2);
+  const ratio = (f: Figures) => percentile(f.busy, 99) / Math.max(percentile(f.idle, 99), 1);
+  process.stdout.write(
+    [
+      '',
+      `## probe lateness while clients list (${PROXIES} proxies, ${PROBES_PER_SECOND} probes/s, ${CLIENTS} clients, ${SECONDS} s each)`,
+      '',
+      '| configuration | load average (1 min) | idle p99 ms | listing p50 ms | listing p99 ms | max ms | ratio p99 | pages/s | 429s/s | page p99 ms |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+      ...rows.map(
+        (f) =>
+          `| ${f.config.name} | ${f.load.toFixed(2)} | ${ms(f.idle, 99)} | ${ms(f.busy, 50)} | ${ms(f.busy, 99)} | ${Math.max(...f.busy).toFixed(2)} | ${ratio(f).toFixed(2)} | ${(f.pages / SECONDS).toFixed(0)} | ${(f.refused / SECONDS).toFixed(0)} | ${f.pageMillis.length === 0 ? '-' : percentile(f.pageMillis, 99).toFixed(1)} |`,
+      ),
+      '',
+      'ratio = lateness p99 listing / idle (idle floored at 1 ms); target <= 2: ' +
+        rows.map((f) => `${f.config.name}: ${ratio(f) <= 2 ? 'met' : 'NOT met'}`).join('; '),
+      '',
+    ].join('\n'),
+  );
+}
+
+if (process.argv.includes('--server'))
+  await server(Number(process.argv[process.argv.indexOf('--server') + 1]));
+else await main();

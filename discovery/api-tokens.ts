@@ -1,0 +1,81 @@
+// The discovery API's named bearer tokens: parsed from a tokens file (one `name: token` a
+// line), looked up by what a client presents, and replaced whole when the file changes, so
+// one team's token is revoked by deleting its line. A name is what the API knows a client by
+// (lease owner, rate-limit bucket, metric label); a token is never logged or echoed.
+import { hash } from 'node:crypto';
+import { ANONYMOUS_OWNER, OWNER_NAME_PATTERN } from './lease-owner.js';
+
+/** Shorter tokens are guessable; `openssl rand -hex 24` gives 48 characters. */
+export const MIN_TOKEN_LENGTH = 16;
+const TOKEN_PATTERN = /^[\x21-\x7e]+$/;
+
+export class TokensFileError extends Error {}
+
+/**
+ * Parses a tokens file: `<name>: <token>` per line, blank lines and `#` comments ignored.
+ * Throws naming the line and what is wrong with it, never the token itself.
+ */
+export function parseTokensFile(text: string, source: string): Map<string, string> {
+  const tokens = new Map<string, string>();
+  const names = new Map<string, string>();
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const where = `${source}:${index + 1}`;
+    const colon = line.indexOf(':');
+    if (colon < 0) throw new TokensFileError(`${where}: expected "<name>: <token>"`);
+    const name = line.slice(0, colon).trim();
+    const token = line.slice(colon + 1).trim();
+    if (!OWNER_NAME_PATTERN.test(name) || name === ANONYMOUS_OWNER)
+      throw new TokensFileError(
+        `${where}: name "${name.slice(0, 63)}" must be 1-63 lower-case letters, digits or '-' (not "${ANONYMOUS_OWNER}")`,
+      );
+    if (names.has(name)) throw new TokensFileError(`${where}: name "${name}" is given twice`);
+    if (token.length < MIN_TOKEN_LENGTH || !TOKEN_PATTERN.test(token))
+      throw new TokensFileError(
+        `${where}: the token of "${name}" must be at least ${MIN_TOKEN_LENGTH} printable characters without spaces`,
+      );
+    if (tokens.has(token))
+      throw new TokensFileError(`${where}: the token of "${name}" is also "${tokens.get(token)}"'s`);
+    tokens.set(token, name);
+    names.set(name, token);
+  });
+  if (names.size === 0) throw new TokensFileError(`${source}: holds no token ("<name>: <token>" lines)`);
+  return names;
+}
+
+/** The live set of tokens; replace() swaps it whole (a reload of the file). */
+export class ApiTokens {
+  private byDigest = new Map<string, string>();
+
+  constructor(tokens: ReadonlyMap<string, string>) {
+    this.replace(tokens);
+  }
+
+  /** One token under a name (DISCOVERY_TOKEN, tests). */
+  static single(token: string, name = 'default'): ApiTokens {
+    return new ApiTokens(new Map([[name, token]]));
+  }
+
+  replace(tokens: ReadonlyMap<string, string>): void {
+    const next = new Map<string, string>();
+    for (const [name, token] of tokens) next.set(tokenDigest(token), name);
+    this.byDigest = next;
+  }
+
+  get names(): string[] {
+    return [...this.byDigest.values()].sort();
+  }
+
+  /**
+   * The name of the token whose digest this is. A Map lookup by digest: its timing depends on
+   * the digest of what the client sent, which tells nothing about any token's bytes.
+   */
+  nameOf(digest: string): string | undefined {
+    return this.byDigest.get(digest);
+  }
+}
+
+export function tokenDigest(token: string): string {
+  return hash('sha256', token, 'base64');
+}

@@ -1,0 +1,100 @@
+// The mounted tokens file, re-read on change. A Secret volume is updated by the kubelet
+// swapping a symlink, which fs.watch on the file misses; re-reading a small file every
+// interval and comparing contents sees every kind of change.
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { ApiTokens, parseTokensFile } from './api-tokens.js';
+
+export const TOKENS_FILE_INTERVAL_MS = 2_000;
+
+/** Reads and parses the file now; throws naming the file (and line) when it is unusable. */
+export function loadTokensFile(path: string): { tokens: ApiTokens; text: string } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(
+      `${path}: cannot read the tokens file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+  return { tokens: new ApiTokens(parseTokensFile(text, path)), text };
+}
+
+/**
+ * Keeps `tokens` equal to the file's content. A file that turns unreadable or invalid keeps
+ * the tokens it held (an error log naming the line): a half-written edit must not lock
+ * every client out, nor open the API.
+ */
+export class TokensFileWatcher {
+  private timer?: NodeJS.Timeout;
+  /** The content last processed; undefined after a failed read, so the next read counts. */
+  private last: string | undefined;
+  private failing = false;
+
+  constructor(
+    private readonly path: string,
+    readonly tokens: ApiTokens,
+    loadedText: string,
+    private readonly logger: Logger,
+    private readonly intervalMs = TOKENS_FILE_INTERVAL_MS,
+  ) {
+    this.last = loadedText;
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.check(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One re-read (the timer's work; tests call it directly). */
+  async check(): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (err) {
+      this.last = undefined;
+      this.fail(`cannot read the tokens file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      return;
+    }
+    if (text === this.last) return;
+    try {
+      const before = this.tokens.names;
+      this.tokens.replace(parseTokensFile(text, this.path));
+      this.last = text;
+      this.failing = false;
+      const after = this.tokens.names;
+      this.logger.info(
+        {
+          file: this.path,
+          names: after,
+          added: after.filter((n) => !before.includes(n)),
+          removed: before.filter((n) => !after.includes(n)),
+        },
+        'discovery API tokens reloaded',
+      );
+    } catch (err) {
+      this.last = text;
+      this.fail((err as Error).message);
+    }
+  }
+
+  private fail(message: string): void {
+    // Once per failure, not every interval: the file is re-read until it is fixed.
+    if (this.failing) return;
+    this.failing = true;
+    this.logger.error(
+      { file: this.path, err: message },
+      'tokens file unusable: keeping the tokens loaded before',
+    );
+  }
+}
