@@ -65,7 +65,11 @@ export function squidEgress(ns: SquidNamespace): kplus.k8s.NetworkPolicyEgressRu
     [
       ...(family === 4 ? INTERNAL_IPV4_RANGES : INTERNAL_IPV6_RANGES),
       ...ns.clusterCIDRs.filter((c) => isV6(c) === (family === 6)),
-    ].map(withPrefix);
+    ]
+      // The API server refuses IPv4-mapped blocks; on the wire such a destination is an IPv4
+      // packet, which the IPv4 exceptions already cover (Squid keeps the range: it sees names).
+      .filter((cidr) => !cidr.toLowerCase().startsWith('::ffff:'))
+      .map(withPrefix);
   return [
     {
       to: [

@@ -67,6 +67,9 @@ const squid = buildPod(
   { namespace: KUBERNETES_DEFAULTS.namespace, image: KUBERNETES_DEFAULTS.image },
 );
 
+/** The API server refuses IPv4-mapped blocks (Squid keeps the range; the IPv4 ones cover its packets). */
+const IPV6_EXCEPT = INTERNAL_IPV6_RANGES.filter((cidr) => !cidr.startsWith('::ffff:'));
+
 describe('the Squid NetworkPolicy', () => {
   it('lives where the kubernetes provider puts its Pods by default', () => {
     expect(policy.metadata.namespace).toBe(KUBERNETES_DEFAULTS.namespace);
@@ -84,7 +87,7 @@ describe('the Squid NetworkPolicy', () => {
       {
         to: [
           { ipBlock: { cidr: '0.0.0.0/0', except: [...INTERNAL_IPV4_RANGES] } },
-          { ipBlock: { cidr: '::/0', except: [...INTERNAL_IPV6_RANGES] } },
+          { ipBlock: { cidr: '::/0', except: IPV6_EXCEPT } },
         ],
       },
       {
@@ -125,7 +128,7 @@ describe('the Squid NetworkPolicy', () => {
     const [open, dns] = squidEgress(namespaces[0]);
     expect(open.to).toEqual([
       { ipBlock: { cidr: '0.0.0.0/0', except: [...INTERNAL_IPV4_RANGES, '100.96.0.0/11'] } },
-      { ipBlock: { cidr: '::/0', except: [...INTERNAL_IPV6_RANGES] } },
+      { ipBlock: { cidr: '::/0', except: IPV6_EXCEPT } },
       { ipBlock: { cidr: '10.1.2.3/32' } },
     ]);
     expect(dns.ports).toHaveLength(2);
