@@ -101,7 +101,8 @@ describe('blocksFor', () => {
     ['nothing', [], []],
     ['the clock alone', ['now'], ['now']],
     ['what a block calls comes with it, in definition order', ['loads', 'keep'], ['now', 'keep', 'loads']],
-    ['holds bring the clock, keep-alives and counters', ['holds'], ['now', 'keep', 'count', 'held', 'holds']],
+    ['holds bring the clock and counters', ['holds'], ['now', 'count', 'held', 'holds']],
+    ['loads bring the clock and keep-alives', ['loads'], ['now', 'keep', 'loads']],
     ['twice asked, once given', ['now', 'now'], ['now']],
   ])('%s', (_name, needs, expected) => {
     expect(blocksFor(needs)).toEqual(expected);
@@ -137,7 +138,8 @@ describe('buildScripts', () => {
     expect(acquire.source).toContain("local P = '{t}'");
     expect(acquire.source).toContain('local MAX_SESSIONS = 100');
     expect(acquire.source).toContain('local JITTER = 0.1');
-    expect(acquire.source).toContain("local K_LEASES = '{t}:leases'");
+    expect(acquire.source).toContain("local K_BUSY = '{t}:busy'");
+    expect(acquire.source).not.toContain(':leases');
   });
 
   it.each([
