@@ -545,10 +545,13 @@ export function blocksFor(needs: readonly string[]): string[] {
  * ('' = none), session mode ('check' | 'moved' | 'none'), a bound proxy the replica knows is
  * not leasable for this request (''), selector JSON, candidate count, then per candidate in
  * the replica's (latency, id) order (its place there is its rank): id, maxLeases, address,
- * record JSON. Answers {'ok', proxyID, now, expiresAt, moved, load, '' (no hold), stats
- * slots, hints...}, {'need', boundProxyID} (the session's proxy was not among the
- * candidates), or {'none', leasable, cooling, moved, ms until the first cooldown among them
- * ends (-1: none), hints...}; hints are (id, load) pairs of the candidates it looked at.
+ * record JSON. Answers one string of \0-separated fields (one bulk reply: a nested reply
+ * of ~15 elements cost the client ~10 µs more to decode, docs/benchmarks.md; the codec's
+ * decodeAcquireReply reads it): ok, proxyID, now, expiresAt, moved, load, the number of
+ * statistics slots, the slots, hints...; or need, boundProxyID (the session's proxy was not
+ * among the candidates); or none, leasable, cooling, moved, ms until the first cooldown
+ * among them ends (-1: none), hints...; hints are (id, load) pairs of the candidates it
+ * looked at.
  */
 const ACQUIRE = String.raw`
 local lease_id = ARGV[A + 1]
@@ -576,7 +579,7 @@ if session ~= '' and mode == 'check' then
       moved = true
     else
       bound_i = slot[bound]
-      if not bound_i then return { 'need', bound } end
+      if not bound_i then return 'need\0' .. bound end
     end
   end
 elseif mode == 'moved' then
@@ -649,7 +652,7 @@ if not chosen then
   if first_end >= 0 then wait = first_end - NOW end
   local out = { 'none', leasable, cooling, moved and 1 or 0, wait }
   for _, h in ipairs(hints) do out[#out + 1] = h end
-  return out
+  return table.concat(out, '\0')
 end
 
 local id = ids[chosen]
@@ -663,9 +666,11 @@ redis.call('ZADD', k_load(id), exp, lease_id)
 load_put(id, before + 1, first_c[chosen], last_c[chosen], exp)
 if session ~= '' then bind(session, id, chosen == bound_i) end
 -- Chosen, so not held: no second look at its hold.
-local out = { 'ok', id, NOW, exp, moved and 1 or 0, before + 1, '', stats_raw(id) }
+local slots = stats_raw(id)
+local out = { 'ok', id, NOW, exp, moved and 1 or 0, before + 1, #slots }
+for _, s in ipairs(slots) do out[#out + 1] = s end
 for _, h in ipairs(hints) do out[#out + 1] = h end
-return out
+return table.concat(out, '\0')
 `;
 
 /**
@@ -694,18 +699,19 @@ return { v, load, held(hold_get(proxy), f[2]) or '', stats_raw(proxy), NOW }
 `;
 
 /**
- * ARGV after now: leaseID. Answers {proxyID, its leases now} when the lease was known, else
- * nil. Needs no clock: what it removes was counted, live or ended.
+ * ARGV after now: leaseID. Answers "proxyID\0its leases now" (-1: not counted there any
+ * more) when the lease was known, else nil. Needs no clock: what it removes was counted,
+ * live or ended.
  */
 const RELEASE = String.raw`
 local id = ARGV[A + 1]
 local v = redis.call('GETDEL', P .. ':lease:' .. id)
 if not v then return false end
 local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
-if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return { proxy, -1 } end
+if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
 local ld = P .. ':ld:' .. proxy
 local entry = redis.call('GET', ld)
-if not entry then return { proxy, -1 } end
+if not entry then return proxy .. '\0-1' end
 local sp = string.find(entry, ' ', 1, true)
 local n = tonumber(string.sub(entry, 1, sp - 1)) - 1
 if n > 0 then
@@ -713,7 +719,7 @@ if n > 0 then
 else
   redis.call('DEL', ld)
 end
-return { proxy, n }
+return proxy .. '\0' .. n
 `;
 
 /**
