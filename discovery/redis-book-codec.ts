@@ -48,6 +48,73 @@ export function decodeLease(id: string, value: string): Lease {
   };
 }
 
+/** (proxy id, load) pairs the script saw, for the replica's ranking hints. */
+export type LoadHints = [proxyID: string, load: number][];
+
+/** The acquire script's answer (redis-scripts.ts's ACQUIRE), decoded. */
+export type AcquireReply =
+  | {
+      kind: 'ok';
+      proxyID: string;
+      now: number;
+      expiresAt: number;
+      moved: boolean;
+      load: number;
+      /** The proxy's raw statistics slots. */
+      slots: string[];
+      hints: LoadHints;
+    }
+  | { kind: 'need'; proxyID: string }
+  | { kind: 'none'; leasable: number; cooling: number; moved: boolean; waitMs: number; hints: LoadHints };
+
+/** Reads the acquire script's one-string answer (fields separated by \0). */
+export function decodeAcquireReply(reply: string): AcquireReply {
+  const f = reply.split(SEP);
+  const hints = (from: number): LoadHints => {
+    const out: LoadHints = [];
+    for (let i = from; i + 1 < f.length; i += 2) out.push([f[i], Number(f[i + 1])]);
+    return out;
+  };
+  switch (f[0]) {
+    case 'ok': {
+      const slots = Number(f[6]);
+      return {
+        kind: 'ok',
+        proxyID: f[1],
+        now: Number(f[2]),
+        expiresAt: Number(f[3]),
+        moved: f[4] === '1',
+        load: Number(f[5]),
+        slots: f.slice(7, 7 + slots),
+        hints: hints(7 + slots),
+      };
+    }
+    case 'need':
+      return { kind: 'need', proxyID: f[1] };
+    case 'none':
+      return {
+        kind: 'none',
+        leasable: Number(f[1]),
+        cooling: Number(f[2]),
+        moved: f[3] === '1',
+        waitMs: Number(f[4]),
+        hints: hints(5),
+      };
+    default:
+      throw new Error(`unexpected acquire reply ${JSON.stringify(reply.slice(0, 40))}`);
+  }
+}
+
+/**
+ * The release script's answer: the lease's proxy and its leases now (-1: the lease had ended
+ * and is not counted there any more), or undefined when the lease was unknown.
+ */
+export function decodeReleaseReply(reply: string | null): { proxyID: string; load: number } | undefined {
+  if (reply === null) return undefined;
+  const at = reply.lastIndexOf(SEP);
+  return { proxyID: reply.slice(0, at), load: Number(reply.slice(at + 1)) };
+}
+
 /**
  * Report counts from a proxy's statistics slots ("bucket ok banned rate_limited
  * unreachable"), counting only the buckets from `oldestBucket` on (the window).

@@ -43,7 +43,16 @@ import {
 } from './memory-lease-store.js';
 import { WINDOW_BUCKETS } from './outcome-window.js';
 import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
-import { addressOf, candidateArgs, decodeLease, oldestBucket, windowCounts } from './redis-book-codec.js';
+import {
+  addressOf,
+  candidateArgs,
+  decodeAcquireReply,
+  decodeLease,
+  decodeReleaseReply,
+  oldestBucket,
+  windowCounts,
+  type LoadHints,
+} from './redis-book-codec.js';
 import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.js';
 import { selectorMatcher } from './selector.js';
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
@@ -265,18 +274,20 @@ export class RedisLeaseStore implements LeaseStore {
       // requests in flight together then rank different proxies first, instead of all
       // sending the same few and missing once those are full.
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, (this.hints.get(chunk[0].id) ?? 0) + 1);
-      const reply = (await this.eval('acquire', [
-        ...fixed,
-        mode,
-        gone,
-        selector,
-        ...candidateArgs(chunk, recordJSON),
-      ])) as (string | number | string[])[];
-      if (reply[0] === 'need') return { need: String(reply[1]) };
-      if (reply[0] === 'ok') {
-        const proxyID = String(reply[1]);
-        this.learn(reply, 8);
-        this.hint(proxyID, Number(reply[5]));
+      const reply = decodeAcquireReply(
+        (await this.eval('acquire', [
+          ...fixed,
+          mode,
+          gone,
+          selector,
+          ...candidateArgs(chunk, recordJSON),
+        ])) as string,
+      );
+      if (reply.kind === 'need') return { need: reply.proxyID };
+      if (reply.kind === 'ok') {
+        const proxyID = reply.proxyID;
+        this.learn(reply.hints);
+        this.hint(proxyID, reply.load);
         const lease: Lease = {
           id: leaseID,
           proxyID,
@@ -286,27 +297,27 @@ export class RedisLeaseStore implements LeaseStore {
           ...(request.session === undefined ? {} : { session: request.session }),
           ...(request.owner === undefined ? {} : { owner: request.owner }),
           ttlSeconds: request.ttlSeconds,
-          acquiredAt: new Date(Number(reply[2])),
-          expiresAt: new Date(Number(reply[3])),
+          acquiredAt: new Date(reply.now),
+          expiresAt: new Date(reply.expiresAt),
         };
-        const usage = this.usageFrom(reply[5], reply[6], reply[7], Number(reply[2]));
+        const usage = this.usageFrom(reply.load, '', reply.slots, reply.now);
         if (request.session === undefined) return { granted: true, lease, usage };
         this.rememberSession(session, proxyID);
         return {
           granted: true,
           lease,
           usage,
-          session: { key: request.session, moved: Number(reply[4]) === 1 },
+          session: { key: request.session, moved: reply.moved },
         };
       }
       // 'none': nothing in this chunk could take it; the session's fate is settled.
-      leasable += Number(reply[1]);
-      cooling += Number(reply[2]);
-      const wait = Number(reply[4]);
+      leasable += reply.leasable;
+      cooling += reply.cooling;
+      const wait = reply.waitMs;
       if (wait >= 0 && (firstEnd < 0 || wait < firstEnd)) firstEnd = wait;
-      if (mode === 'check') mode = Number(reply[3]) === 1 ? 'moved' : 'none';
+      if (mode === 'check') mode = reply.moved ? 'moved' : 'none';
       gone = '';
-      this.learn(reply, 5);
+      this.learn(reply.hints);
       if (chunk.length < size) break;
     }
     const reason = refusal(leasable, cooling);
@@ -328,9 +339,11 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async release(leaseID: string, owner?: string): Promise<void> {
-    const reply = (await this.eval('release', [scopedKey(owner, leaseID)])) as [string, number] | null;
+    const reply = decodeReleaseReply(
+      (await this.eval('release', [scopedKey(owner, leaseID)])) as string | null,
+    );
     // -1: the lease had ended already (its count is settled where it was pruned).
-    if (reply !== null && Number(reply[1]) >= 0) this.hint(reply[0], Number(reply[1]));
+    if (reply !== undefined && reply.load >= 0) this.hint(reply.proxyID, reply.load);
   }
 
   async report(
@@ -393,7 +406,7 @@ export class RedisLeaseStore implements LeaseStore {
       pipeline.zcount(`${this.prefix}:load:${id}`, `(${now}`, '+inf');
       pipeline.hvals(`${this.prefix}:stats:${id}`);
     }
-    pipeline.hmget(`${this.prefix}:holds`, ...proxyIDs);
+    pipeline.mget(...proxyIDs.map((id) => `${this.prefix}:hold:${id}`));
     const replies = await this.guard(() => pipeline.exec());
     const value = (i: number): unknown => {
       const [err, reply] = replies![i];
@@ -425,9 +438,12 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async totals(): Promise<StoreTotals> {
-    const t = ((await this.eval('totals', [])) as number[]).map(Number);
+    // NOW and seven figures, then the proxies that may have live leases.
+    const reply = (await this.eval('totals', [])) as unknown[];
+    const t = reply.slice(0, 8).map(Number);
+    const activeLeases = await this.liveLeases(t[0], reply[8] as string[]);
     return {
-      activeLeases: t[0],
+      activeLeases,
       activeSessions: t[1],
       activeCooldowns: t[2],
       sessionsEvicted: t[3],
@@ -484,6 +500,22 @@ export class RedisLeaseStore implements LeaseStore {
     };
   }
 
+  /** The live leases of these proxies at `now` (Redis's clock): reads, 1,000 proxies a round trip. */
+  private async liveLeases(now: number, proxyIDs: readonly string[]): Promise<number> {
+    let live = 0;
+    for (let i = 0; i < proxyIDs.length; i += 1000) {
+      const pipeline = this.redis.pipeline();
+      for (const id of proxyIDs.slice(i, i + 1000))
+        pipeline.zcount(`${this.prefix}:load:${id}`, `(${now}`, '+inf');
+      const replies = await this.guard(() => pipeline.exec());
+      for (const [err, count] of replies!) {
+        if (err) throw translate(err);
+        live += Number(count);
+      }
+    }
+    return live;
+  }
+
   /** A proxy's usage from a reply's load, hold reason ('' = none) and raw statistics slots. */
   private usageFrom(load: unknown, hold: unknown, slots: unknown, now: number): ProxyUsage {
     const held = hold === '' ? undefined : (String(hold) as HoldReason);
@@ -497,9 +529,8 @@ export class RedisLeaseStore implements LeaseStore {
     };
   }
 
-  /** Reads (id, load) pairs from a reply, from position `from`. */
-  private learn(reply: readonly unknown[], from: number): void {
-    for (let i = from; i + 1 < reply.length; i += 2) this.hint(String(reply[i]), Number(reply[i + 1]));
+  private learn(hints: LoadHints): void {
+    for (const [proxyID, load] of hints) this.hint(proxyID, load);
   }
 
   private hint(proxyID: string, load: number): void {

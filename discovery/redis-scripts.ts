@@ -16,17 +16,23 @@
 //   P:load:<proxy>      zset leaseID -> expiry (ms): the proxy's leases, live or ended-not-pruned
 //   P:ld:<proxy>        string "n e m": n = members of P:load:<proxy>, e <= the earliest and
 //                       m >= the latest expiry among them. While e > now every member is live,
-//                       so n is the load and one MGET reads a whole chunk's loads; otherwise
-//                       that zset is pruned first. Both keys live until m + 60 s (PX from m: no
-//                       TTL to read back). Per-proxy strings, not one hash: a hash of up to 512
-//                       fields is a listpack, and every HMGET field a linear scan of it.
-//   P:leases            zset leaseID -> expiry: every live lease (a count for totals)
+//                       so n is the load and one MGET reads a whole chunk's loads (and holds);
+//                       otherwise that zset is pruned first. Both keys live until m + 60 s (PX
+//                       from m: no TTL to read back); m runs SLACK ahead of the latest expiry,
+//                       so it (and those lives) move once per SLACK, not on every lease.
+//                       Per-proxy strings, not one hash: a hash of up to 512 fields is a
+//                       listpack, and every HMGET field a linear scan of it.
+//   P:busy              zset proxyID -> its m: the proxies that may have live leases (totals
+//                       counts theirs); written when m moves, pruned by totals and the sweep
 //   P:sessions          hash session -> proxyID;  P:sessions-used  zset session -> last use
 //   P:stats:<proxy>     hash slot -> "bucket ok banned rate_limited unreachable"
 //   P:tgt:<proxy>       hash target -> "u s ru rs|b,ok,ba,rl,un;..." (cooldowns, streaks, window)
 //   P:tord:<proxy>      zset target -> cooldown end: the proxy's targets, for its cap
 //   P:targets           zset proxy\0target -> cooldown end: every entry (cap, active count)
-//   P:holds             hash proxyID -> JSON {sa, ss, su, da, ca, ct}: suspect/down holds
+//   P:cd:<proxy>\0<target>  string: that entry's cooldown end again (its score), for the
+//                       acquire's one MGET; written and deleted with the member, PX = RETAIN
+//   P:hold:<proxy>      string JSON {sa, ss, su, da, ca, ct}: suspect/down holds (read in the
+//                       acquire's one MGET with the loads), PX = the book's retention
 //   P:suspects          zset proxyID -> suspicion deadline
 //   P:counters          hash of monotonic counters
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or
@@ -57,6 +63,12 @@ export interface ScriptSettings {
   /** Ring slots of the statistics window (outcome-window.ts's WINDOW_BUCKETS). */
   buckets: number;
 }
+
+/**
+ * How far a proxy's m (its keys' life, redis-scripts' P:ld) runs past the latest expiry
+ * among its leases, so that it moves once per this time instead of with every lease.
+ */
+export const LOAD_SLACK_MILLIS = 60_000;
 
 export interface LuaScript {
   readonly name: string;
@@ -159,6 +171,9 @@ end`,
     needs: ['oldest'],
     lua: String.raw`
 local function k_tgt(id) return P .. ':tgt:' .. id end
+-- (proxy, target)'s cooldown end, the score of its P:targets member, as a string key: the
+-- acquire reads a chunk's in its one MGET.
+local function k_cd(id, target) return P .. ':cd:' .. id .. '\0' .. target end
 
 -- (proxy, target) entries.
 local function tdecode(v)
@@ -227,6 +242,7 @@ local function member(id, target) return id .. '\0' .. target end
 
 local function forget_target(id, target)
   redis.call('HDEL', k_tgt(id), target)
+  redis.call('DEL', k_cd(id, target))
   redis.call('ZREM', k_tord(id), target)
   redis.call('ZREM', K_TARGETS, member(id, target))
 end
@@ -290,6 +306,7 @@ local function target_report(id, target, result, retry_after, random)
   redis.call('HSET', key, target, tencode(e))
   redis.call('ZADD', k_tord(id), score, target)
   redis.call('ZADD', K_TARGETS, score, member(id, target))
+  redis.call('SET', k_cd(id, target), score, 'PX', RETAIN)
   keep(key, RETAIN)
   keep(k_tord(id), RETAIN)
   keep(K_TARGETS, RETAIN)
@@ -299,6 +316,8 @@ end`,
   held: {
     needs: ['now'],
     lua: String.raw`
+local function k_hold(id) return P .. ':hold:' .. id end
+
 -- Why a hold keeps a proxy at addr out of every lease, or nil.
 local function held(h, addr)
   if h.sa == addr and h.su > NOW then return 'suspect' end
@@ -307,22 +326,21 @@ local function held(h, addr)
 end`,
   },
   holds: {
-    needs: ['held', 'keep', 'count'],
+    needs: ['held', 'count'],
     lua: String.raw`
 -- Holds: sa/ss/su = suspect address, since, deadline; da = down address; ca/ct = address and
 -- time of the last suspicion a probe ended (the abuse guard's hold-off).
 local function hold_get(id)
-  local v = redis.call('HGET', K_HOLDS, id)
+  local v = redis.call('GET', k_hold(id))
   if v then return cjson.decode(v) end
   return {}
 end
 
 local function hold_put(id, h)
   if next(h) == nil then
-    redis.call('HDEL', K_HOLDS, id)
+    redis.call('DEL', k_hold(id))
   else
-    redis.call('HSET', K_HOLDS, id, cjson.encode(h))
-    keep(K_HOLDS, RETAIN)
+    redis.call('SET', k_hold(id), cjson.encode(h), 'PX', RETAIN)
   end
 end
 
@@ -422,7 +440,7 @@ local function live_lease(id)
 end`,
   },
   loads: {
-    needs: ['now'],
+    needs: ['now', 'keep'],
     lua: String.raw`
 local function k_load(id) return P .. ':load:' .. id end
 local function k_ld(id) return P .. ':ld:' .. id end
@@ -447,14 +465,22 @@ local function load_of(id, v)
   return n, e, m
 end
 
--- Writes a proxy's load after a lease was added or extended (its expiry exp), and the life
--- of both its keys: until the latest expiry among its leases, plus a minute.
+-- Writes a proxy's load n after a lease was added or extended (its expiry exp). While exp is
+-- within m and the zset had a member before (n > 1: it exists, with its life), that is all.
+-- Else m moves to exp + SLACK, and with it the life of both keys (m plus a minute) and the
+-- proxy's entry in P:busy: once per SLACK per busy proxy instead of on every lease.
 local function load_put(id, n, e, m, exp)
   if e == nil or exp < e then e = exp end
-  if m == nil or exp > m then m = exp end
+  if m ~= nil and exp <= m and n > 1 then
+    redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
+    return
+  end
+  m = exp + SLACK
   local life = math.ceil(m - NOW + 60000)
   redis.call('PEXPIRE', k_load(id), life)
   redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'PX', life)
+  redis.call('ZADD', K_BUSY, m, id)
+  keep(K_BUSY, life)
 end`,
   },
 };
@@ -484,11 +510,11 @@ function header(s: ScriptSettings): string {
     `local JITTER = ${lua(s.jitter)}`,
     `local RETAIN = ${lua(retain)}`,
     `local K_COUNTERS = '${P}:counters'`,
-    `local K_LEASES = '${P}:leases'`,
+    `local K_BUSY = '${P}:busy'`,
+    `local SLACK = ${lua(LOAD_SLACK_MILLIS)}`,
     `local K_SESS = '${P}:sessions'`,
     `local K_SESS_USED = '${P}:sessions-used'`,
     `local K_TARGETS = '${P}:targets'`,
-    `local K_HOLDS = '${P}:holds'`,
     `local K_SUSPECTS = '${P}:suspects'`,
     `local CHANNEL = '${P}:probe-requests'`,
   ].join('\n');
@@ -519,10 +545,13 @@ export function blocksFor(needs: readonly string[]): string[] {
  * ('' = none), session mode ('check' | 'moved' | 'none'), a bound proxy the replica knows is
  * not leasable for this request (''), selector JSON, candidate count, then per candidate in
  * the replica's (latency, id) order (its place there is its rank): id, maxLeases, address,
- * record JSON. Answers {'ok', proxyID, now, expiresAt, moved, load, '' (no hold), stats
- * slots, hints...}, {'need', boundProxyID} (the session's proxy was not among the
- * candidates), or {'none', leasable, cooling, moved, ms until the first cooldown among them
- * ends (-1: none), hints...}; hints are (id, load) pairs of the candidates it looked at.
+ * record JSON. Answers one string of \0-separated fields (one bulk reply: a nested reply
+ * of ~15 elements cost the client ~10 µs more to decode, docs/benchmarks.md; the codec's
+ * decodeAcquireReply reads it): ok, proxyID, now, expiresAt, moved, load, the number of
+ * statistics slots, the slots, hints...; or need, boundProxyID (the session's proxy was not
+ * among the candidates); or none, leasable, cooling, moved, ms until the first cooldown
+ * among them ends (-1: none), hints...; hints are (id, load) pairs of the candidates it
+ * looked at.
  */
 const ACQUIRE = String.raw`
 local lease_id = ARGV[A + 1]
@@ -550,33 +579,34 @@ if session ~= '' and mode == 'check' then
       moved = true
     else
       bound_i = slot[bound]
-      if not bound_i then return { 'need', bound } end
+      if not bound_i then return 'need\0' .. bound end
     end
   end
 elseif mode == 'moved' then
   moved = true
 end
 
--- Everything the choice needs, three calls for the whole chunk: holds, cooldowns for the
--- target, loads.
+-- Everything the choice needs, one MGET for the whole chunk: loads, holds, cooldowns for the
+-- target.
 local held_c, load_c, first_c, last_c, cool_c, entry_c, hints = {}, {}, {}, {}, {}, {}, {}
 if n > 0 then
-  local members = {}
-  for i = 1, n do members[i] = ids[i] .. '\0' .. target end
-  local holds = redis.call('HMGET', K_HOLDS, unpack(ids))
-  local ends = redis.call('ZMSCORE', K_TARGETS, unpack(members))
-  local lds = {}
-  for i = 1, n do lds[i] = k_ld(ids[i]) end
-  local loads = redis.call('MGET', unpack(lds))
+  local keys = {}
   for i = 1, n do
-    local h = holds[i]
+    keys[i] = k_ld(ids[i])
+    keys[n + i] = k_hold(ids[i])
+    keys[2 * n + i] = k_cd(ids[i], target)
+  end
+  local got = redis.call('MGET', unpack(keys))
+  for i = 1, n do
+    local h = got[n + i]
     held_c[i] = h and held(cjson.decode(h), ARGV[B + (i - 1) * 4 + 3]) ~= nil
     if not held_c[i] then
-      load_c[i], first_c[i], last_c[i] = load_of(ids[i], loads[i])
+      load_c[i], first_c[i], last_c[i] = load_of(ids[i], got[i])
       hints[#hints + 1] = ids[i]
       hints[#hints + 1] = load_c[i]
-      entry_c[i] = ends[i] ~= false
-      if entry_c[i] and tonumber(ends[i]) > NOW then cool_c[i] = tonumber(ends[i]) end
+      local ends = got[2 * n + i]
+      entry_c[i] = ends ~= false
+      if entry_c[i] and tonumber(ends) > NOW then cool_c[i] = tonumber(ends) end
     end
   end
 end
@@ -622,7 +652,7 @@ if not chosen then
   if first_end >= 0 then wait = first_end - NOW end
   local out = { 'none', leasable, cooling, moved and 1 or 0, wait }
   for _, h in ipairs(hints) do out[#out + 1] = h end
-  return out
+  return table.concat(out, '\0')
 end
 
 local id = ids[chosen]
@@ -634,13 +664,13 @@ redis.call('SET', k_lease(lease_id), table.concat({ id, ARGV[o + 3], ARGV[A + 2]
 local before = load_c[chosen]
 redis.call('ZADD', k_load(id), exp, lease_id)
 load_put(id, before + 1, first_c[chosen], last_c[chosen], exp)
-redis.call('ZADD', K_LEASES, exp, lease_id)
-keep(K_LEASES, life)
 if session ~= '' then bind(session, id, chosen == bound_i) end
 -- Chosen, so not held: no second look at its hold.
-local out = { 'ok', id, NOW, exp, moved and 1 or 0, before + 1, '', stats_raw(id) }
+local slots = stats_raw(id)
+local out = { 'ok', id, NOW, exp, moved and 1 or 0, before + 1, #slots }
+for _, s in ipairs(slots) do out[#out + 1] = s end
 for _, h in ipairs(hints) do out[#out + 1] = h end
-return out
+return table.concat(out, '\0')
 `;
 
 /**
@@ -661,8 +691,6 @@ local proxy = f[1]
 local load, first, last = load_of(proxy, redis.call('GET', k_ld(proxy)))
 if redis.call('ZADD', k_load(proxy), exp, id) == 1 then load = load + 1 end
 load_put(proxy, load, first, last, exp)
-redis.call('ZADD', K_LEASES, exp, id)
-keep(K_LEASES, life)
 if f[9] ~= '' then
   local bound = bound_to(f[9])
   if bound then bind(f[9], bound, true) end
@@ -671,19 +699,19 @@ return { v, load, held(hold_get(proxy), f[2]) or '', stats_raw(proxy), NOW }
 `;
 
 /**
- * ARGV after now: leaseID. Answers {proxyID, its leases now} when the lease was known, else
- * nil. Needs no clock: what it removes was counted, live or ended.
+ * ARGV after now: leaseID. Answers "proxyID\0its leases now" (-1: not counted there any
+ * more) when the lease was known, else nil. Needs no clock: what it removes was counted,
+ * live or ended.
  */
 const RELEASE = String.raw`
 local id = ARGV[A + 1]
 local v = redis.call('GETDEL', P .. ':lease:' .. id)
 if not v then return false end
 local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
-redis.call('ZREM', K_LEASES, id)
-if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return { proxy, -1 } end
+if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
 local ld = P .. ':ld:' .. proxy
 local entry = redis.call('GET', ld)
-if not entry then return { proxy, -1 } end
+if not entry then return proxy .. '\0-1' end
 local sp = string.find(entry, ' ', 1, true)
 local n = tonumber(string.sub(entry, 1, sp - 1)) - 1
 if n > 0 then
@@ -691,7 +719,7 @@ if n > 0 then
 else
   redis.call('DEL', ld)
 end
-return { proxy, n }
+return proxy .. '\0' .. n
 `;
 
 /**
@@ -777,18 +805,24 @@ redis.call('ZREM', K_SESS_USED, ARGV[A + 1])
 return 1
 `;
 
-/** Answers the StoreTotals fields in the order of RedisLeaseStore.totals. */
+/**
+ * Answers the StoreTotals fields in the order of RedisLeaseStore.totals, with, in place of
+ * the live leases, NOW and the proxies that may have some (P:busy): the replica counts their
+ * leases with reads outside the script (a book-wide lease zset cost three commands per
+ * lease+release for this gauge alone).
+ */
 const TOTALS = String.raw`
-redis.call('ZREMRANGEBYSCORE', K_LEASES, '-inf', NOW)
+redis.call('ZREMRANGEBYSCORE', K_BUSY, '-inf', NOW)
 prune_suspicions(1000)
 local c = redis.call('HMGET', K_COUNTERS, 'sessionsEvicted', 'cooldownsEvicted', 'suspicionsRaised', 'suspicionsExpired')
 return {
-  redis.call('ZCARD', K_LEASES),
+  NOW,
   redis.call('ZCOUNT', K_SESS_USED, '(' .. (NOW - IDLE), '+inf'),
   redis.call('ZCOUNT', K_TARGETS, '(' .. NOW, '+inf'),
   tonumber(c[1] or 0), tonumber(c[2] or 0),
   redis.call('ZCOUNT', K_SUSPECTS, '(' .. NOW, '+inf'),
   tonumber(c[3] or 0), tonumber(c[4] or 0),
+  redis.call('ZRANGE', K_BUSY, '(' .. NOW, '+inf', 'BYSCORE'),
 }
 `;
 
@@ -798,7 +832,7 @@ return {
  * went cold, and suspicions past their deadline. Correctness never waits for it.
  */
 const SWEEP = String.raw`
-redis.call('ZREMRANGEBYSCORE', K_LEASES, '-inf', NOW)
+redis.call('ZREMRANGEBYSCORE', K_BUSY, '-inf', NOW)
 prune_sessions(1000)
 prune_suspicions(1000)
 local cold = redis.call('ZRANGEBYSCORE', K_TARGETS, '-inf', NOW - BAN_MAX - WINDOW, 'LIMIT', 0, 1000)
@@ -811,16 +845,16 @@ return #cold
 
 const BODIES: Record<ScriptName, { needs: readonly BlockName[]; body: string }> = {
   acquire: {
-    needs: ['now', 'keep', 'held', 'entries', 'sessions', 'leases', 'loads', 'statsRaw'],
+    needs: ['now', 'held', 'entries', 'sessions', 'leases', 'loads', 'statsRaw'],
     body: ACQUIRE,
   },
-  renew: { needs: ['now', 'keep', 'holds', 'sessions', 'leases', 'loads', 'statsRaw'], body: RENEW },
+  renew: { needs: ['now', 'holds', 'sessions', 'leases', 'loads', 'statsRaw'], body: RENEW },
   release: { needs: [], body: RELEASE },
   report: { needs: ['now', 'keep', 'holds', 'targets', 'leases', 'statsAdd'], body: REPORT },
   observe: { needs: ['holds'], body: OBSERVE },
   get: { needs: ['leases'], body: GET },
   endSession: { needs: [], body: END_SESSION },
-  totals: { needs: ['suspicions'], body: TOTALS },
+  totals: { needs: ['now', 'suspicions'], body: TOTALS },
   sweep: { needs: ['sessions', 'suspicions', 'targets'], body: SWEEP },
 };
 

@@ -2,7 +2,14 @@
 // together: pure functions, one table each.
 import { describe, expect, it } from '@jest/globals';
 import type { ProxyRecord } from '../../discovery/catalog.js';
-import { candidateArgs, decodeLease, oldestBucket, windowCounts } from '../../discovery/redis-book-codec.js';
+import {
+  candidateArgs,
+  decodeAcquireReply,
+  decodeLease,
+  decodeReleaseReply,
+  oldestBucket,
+  windowCounts,
+} from '../../discovery/redis-book-codec.js';
 import { blocksFor, buildScripts, type ScriptSettings } from '../../discovery/redis-scripts.js';
 import { proxy } from './fixtures.js';
 
@@ -32,6 +39,82 @@ describe('candidateArgs', () => {
     const chunk = [a, b];
     candidateArgs(chunk, json);
     expect(chunk).toEqual([a, b]);
+  });
+});
+
+describe('decodeAcquireReply', () => {
+  const reply = (...fields: (string | number)[]) => fields.join('\u0000');
+  it.each([
+    [
+      'a lease: fields, no slots, no hints',
+      reply('ok', 'ns/a', 1000, 61000, 0, 1, 0),
+      {
+        kind: 'ok',
+        proxyID: 'ns/a',
+        now: 1000,
+        expiresAt: 61000,
+        moved: false,
+        load: 1,
+        slots: [],
+        hints: [],
+      },
+    ],
+    [
+      'a lease with slots (spaces inside) and hints after them',
+      reply('ok', 'ns/b', 1000, 61000, 1, 2, 2, '3 1 0 0 0', '4 0 1 0 0', 'ns/b', 2, 'ns/c', 0),
+      {
+        kind: 'ok',
+        proxyID: 'ns/b',
+        now: 1000,
+        expiresAt: 61000,
+        moved: true,
+        load: 2,
+        slots: ['3 1 0 0 0', '4 0 1 0 0'],
+        hints: [
+          ['ns/b', 2],
+          ['ns/c', 0],
+        ],
+      },
+    ],
+    ['the session is bound elsewhere', reply('need', 'ns/z'), { kind: 'need', proxyID: 'ns/z' }],
+    [
+      'none in this chunk, no cooldown',
+      reply('none', 3, 0, 0, -1, 'ns/a', 5, 'ns/b', 5, 'ns/c', 5),
+      {
+        kind: 'none',
+        leasable: 3,
+        cooling: 0,
+        moved: false,
+        waitMs: -1,
+        hints: [
+          ['ns/a', 5],
+          ['ns/b', 5],
+          ['ns/c', 5],
+        ],
+      },
+    ],
+    [
+      'none, cooling, the session moved, no candidate looked at',
+      reply('none', 2, 2, 1, 1500),
+      { kind: 'none', leasable: 2, cooling: 2, moved: true, waitMs: 1500, hints: [] },
+    ],
+  ])('%s', (_name, raw, expected) => {
+    expect(decodeAcquireReply(raw)).toEqual(expected);
+  });
+
+  it('refuses an answer it does not know', () => {
+    expect(() => decodeAcquireReply('what\u0000ever')).toThrow(/unexpected acquire reply/);
+  });
+});
+
+describe('decodeReleaseReply', () => {
+  it.each([
+    ['an unknown lease', null, undefined],
+    ['its proxy and its leases now', 'ns/a\u00002', { proxyID: 'ns/a', load: 2 }],
+    ['the last one', 'ns/a\u00000', { proxyID: 'ns/a', load: 0 }],
+    ['a lease that had ended (not counted there any more)', 'ns/a\u0000-1', { proxyID: 'ns/a', load: -1 }],
+  ] as const)('%s', (_name, raw, expected) => {
+    expect(decodeReleaseReply(raw)).toEqual(expected);
   });
 });
 
@@ -101,7 +184,8 @@ describe('blocksFor', () => {
     ['nothing', [], []],
     ['the clock alone', ['now'], ['now']],
     ['what a block calls comes with it, in definition order', ['loads', 'keep'], ['now', 'keep', 'loads']],
-    ['holds bring the clock, keep-alives and counters', ['holds'], ['now', 'keep', 'count', 'held', 'holds']],
+    ['holds bring the clock and counters', ['holds'], ['now', 'count', 'held', 'holds']],
+    ['loads bring the clock and keep-alives', ['loads'], ['now', 'keep', 'loads']],
     ['twice asked, once given', ['now', 'now'], ['now']],
   ])('%s', (_name, needs, expected) => {
     expect(blocksFor(needs)).toEqual(expected);
@@ -137,7 +221,8 @@ describe('buildScripts', () => {
     expect(acquire.source).toContain("local P = '{t}'");
     expect(acquire.source).toContain('local MAX_SESSIONS = 100');
     expect(acquire.source).toContain('local JITTER = 0.1');
-    expect(acquire.source).toContain("local K_LEASES = '{t}:leases'");
+    expect(acquire.source).toContain("local K_BUSY = '{t}:busy'");
+    expect(acquire.source).not.toContain(':leases');
   });
 
   it.each([
