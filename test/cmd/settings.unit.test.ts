@@ -26,6 +26,7 @@ describe('operator settings', () => {
       orphanMinAgeSeconds: 600,
       discoveryToken: '',
       maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
+      replaceUnhealthyAfterSeconds: 900,
     });
   });
 
@@ -44,6 +45,7 @@ describe('operator settings', () => {
     [['--log-level', 'loud'], /--log-level: "loud" must be one of/],
     [['--no-such-flag', 'x'], /Unknown option '--no-such-flag'/],
     [['--max-unavailable', '0'], /--max-unavailable: "0" must be an integer >= 1 or a percentage/],
+    [['--replace-unhealthy-after=-1'], /--replace-unhealthy-after: "-1" must be an integer >= 0/],
     [['--max-unavailable', '150%'], /--max-unavailable: "150%" must be an integer >= 1 or a percentage/],
     [['--max-unavailable', 'gcp-eu=x'], /--max-unavailable: "x" must be an integer/],
     [['--max-unavailable', 'GCP=2'], /--max-unavailable: "GCP" is not a provider name/],
