@@ -8,8 +8,8 @@ import { OPERATOR_NAMESPACE, PROVIDERS_CONFIG_KEY, PROVIDERS_CONFIGMAP_NAME } fr
 import { GCP_SAMPLE_PROVIDERS, providersYaml } from './providers-config.js';
 
 /** A Proxy as a user writes it: the API server fills in the defaulted fields. */
-export type ProxySampleSpec = Omit<ProxySpec, 'healthCheck' | 'maxLeases' | 'port'> &
-  Partial<Pick<ProxySpec, 'healthCheck' | 'maxLeases' | 'port'>>;
+export type ProxySampleSpec = Omit<ProxySpec, 'healthCheck' | 'maxLeases' | 'port' | 'rotation'> &
+  Partial<Pick<ProxySpec, 'healthCheck' | 'maxLeases' | 'port' | 'rotation'>>;
 
 /** The cloud-init Secret of the gcp sample, and the key holding the user-data. */
 export const GCP_CLOUD_INIT_SECRET = 'proxy-gcp-cloud-init';

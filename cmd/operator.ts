@@ -121,6 +121,7 @@ async function main(): Promise<void> {
     healthConcurrency: settings.healthConcurrency,
     recheckIntervalMillis: settings.recheckIntervalMillis,
     maxUnavailable: settings.maxUnavailable,
+    replaceUnhealthyAfterSeconds: settings.replaceUnhealthyAfterSeconds,
     probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
     discovery: {
       ...settings.discovery,

@@ -36,6 +36,8 @@ export interface Settings {
   healthConcurrency: number;
   watchNamespace?: string;
   maxUnavailable: MaxUnavailable;
+  /** `--replace-unhealthy-after`: the fleet default of spec.rotation.unhealthyAfterSeconds; 0 = off. */
+  replaceUnhealthyAfterSeconds: number;
   /** The owner identity on every instance it creates; unset = the kube-system Namespace's UID. */
   clusterName?: string;
   /** Where leases, sessions and cooldowns live. */
@@ -230,6 +232,12 @@ const OPTIONS: Option[] = [
     env: 'MAX_UNAVAILABLE',
     default: '25%',
     help: 'per provider, how many of its proxies may be out of service (Provisioning or Unhealthy) before a spec change waits to replace a Ready one: N or N%, then optional overrides, e.g. 25%,gcp-eu=5',
+  },
+  {
+    flag: 'replace-unhealthy-after',
+    env: 'REPLACE_UNHEALTHY_AFTER_SECONDS',
+    default: '900',
+    help: 'seconds a Managed proxy may stay Unhealthy before it is replaced (a new instance and IP, paced by --max-unavailable), unless its spec.rotation.unhealthyAfterSeconds says otherwise; 0 = never',
   },
   {
     flag: 'watch-namespace',
@@ -556,6 +564,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     recheckIntervalMillis: positiveInt('recheck-interval', get('recheck-interval')!, 50),
     watchNamespace: get('watch-namespace'),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
+    replaceUnhealthyAfterSeconds: positiveInt('replace-unhealthy-after', get('replace-unhealthy-after')!, 0),
     clusterName: clusterName('cluster-name', get('cluster-name')),
     leaseStore: store,
     components: parts,

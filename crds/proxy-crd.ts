@@ -2,7 +2,16 @@
 import type { CustomResourceDefinition } from './openapi-schema.js';
 import { proxySpecSchema } from './proxy-spec-schema.js';
 import { proxyStatusSchema } from './proxy-status-schema.js';
-import { CONDITION_HEALTHY, GROUP, KIND, PLURAL, SHORT_NAME, SINGULAR, VERSION } from './proxy-types.js';
+import {
+  CONDITION_HEALTHY,
+  CONDITION_PROVISIONED,
+  GROUP,
+  KIND,
+  PLURAL,
+  SHORT_NAME,
+  SINGULAR,
+  VERSION,
+} from './proxy-types.js';
 
 export const PROXY_CRD_NAME = `${PLURAL}.${GROUP}`;
 
@@ -45,6 +54,22 @@ export const proxyCrd: CustomResourceDefinition = {
             description: 'Status of the Healthy condition.',
           },
           { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          // `-o wide` only: why a proxy is what it is, without `describe`.
+          {
+            name: 'Health-Reason',
+            type: 'string',
+            priority: 1,
+            jsonPath: `.status.conditions[?(@.type=="${CONDITION_HEALTHY}")].reason`,
+            description: 'Reason of the Healthy condition (ProbeSucceeded, ConnectionRefused, ...).',
+          },
+          {
+            name: 'Provisioned-Reason',
+            type: 'string',
+            priority: 1,
+            jsonPath: `.status.conditions[?(@.type=="${CONDITION_PROVISIONED}")].reason`,
+            description:
+              'Reason of the Provisioned condition (InstanceRunning, ReplacementPending, ReplacementBlocked, ...).',
+          },
         ],
         schema: {
           openAPIV3Schema: {

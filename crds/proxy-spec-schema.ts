@@ -19,6 +19,7 @@ import type {
   LocalSecretReference,
   PlacementSpec,
   ProxySpec,
+  RotationSpec,
   SecretKeySelector,
 } from './proxy-types.js';
 import { CREDENTIALS_SECRET_LABEL, PASSWORD_KEY, USERNAME_KEY } from './proxy-credentials.js';
@@ -38,6 +39,8 @@ export const LIMITS = {
   expectedStatusCodesMaxItems: 16,
   probeURLMaxLength: 2048,
   hostMaxLength: 253,
+  /** A week: longer than any outage worth waiting out, short enough to catch a typo'd unit. */
+  unhealthyAfterSecondsMaximum: 7 * 24 * 3600,
 } as const;
 
 export const DEFAULTS = {
@@ -249,6 +252,21 @@ const healthCheckProperties = {
   },
 } satisfies Record<keyof HealthCheckSpec, JSONSchemaProps>;
 
+const rotationProperties = {
+  unhealthyAfterSeconds: {
+    type: 'integer',
+    format: 'int32',
+    minimum: 0,
+    maximum: LIMITS.unhealthyAfterSecondsMaximum,
+    // No schema default on purpose: unset means the fleet's --replace-unhealthy-after, which a
+    // stored default would hide.
+    description:
+      'Replace a Managed proxy that has been Unhealthy for this many seconds: a new instance, a new IP, ' +
+      'the same name, paced by --max-unavailable. 0 never replaces; unset takes the operator flag ' +
+      '--replace-unhealthy-after. An External proxy is never touched: it only gets a Warning Event.',
+  },
+} satisfies Record<keyof RotationSpec, JSONSchemaProps>;
+
 const specProperties = {
   mode: {
     type: 'string',
@@ -343,6 +361,15 @@ const specProperties = {
     description:
       'Most leases the discovery API hands out for this proxy at once. 0 makes it list-only (never ' +
       `leased). Default ${DEFAULTS.maxLeases}.`,
+  },
+  rotation: {
+    type: 'object',
+    // As healthCheck: an empty default lets each field's own default (if any) be filled in.
+    default: {},
+    description:
+      'When the operator replaces this proxy by itself (the autopilot). Every replacement is paced by ' +
+      '--max-unavailable and explained by an Event.',
+    properties: rotationProperties,
   },
 } satisfies Record<keyof ProxySpec, JSONSchemaProps>;
 

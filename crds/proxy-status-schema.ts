@@ -1,7 +1,13 @@
 // The OpenAPI v3 schema of Proxy.status. Every field the operator writes is declared, because
 // the API server silently prunes undeclared ones.
 import type { JSONSchemaProps } from './openapi-schema.js';
-import { PROXY_PHASES, type Condition, type ProxyStatus } from './proxy-types.js';
+import {
+  PROXY_PHASES,
+  REPLACEMENT_CAUSES,
+  type Condition,
+  type ProxyStatus,
+  type ReplacementStatus,
+} from './proxy-types.js';
 
 /** metav1.Condition, with the validation its Go markers generate. */
 const conditionProperties = {
@@ -37,6 +43,19 @@ const conditionProperties = {
     description: 'The metadata.generation the condition was computed from.',
   },
 } satisfies Record<keyof Condition, JSONSchemaProps>;
+
+const replacementProperties = {
+  cause: {
+    type: 'string',
+    enum: [...REPLACEMENT_CAUSES],
+    description: `Why the proxy is being replaced: ${REPLACEMENT_CAUSES.join(', ')}.`,
+  },
+  startedAt: {
+    type: 'string',
+    format: 'date-time',
+    description: 'When the old instance was taken out of service.',
+  },
+} satisfies Record<keyof ReplacementStatus, JSONSchemaProps>;
 
 const statusProperties = {
   phase: {
@@ -86,6 +105,14 @@ const statusProperties = {
     format: 'int64',
     minimum: 0,
     description: 'The metadata.generation the operator last acted on.',
+  },
+  replacement: {
+    type: 'object',
+    required: ['cause', 'startedAt'],
+    description:
+      'Set while a proxy that served is being replaced, until the new instance is Ready. It holds one of ' +
+      "the provider's --max-unavailable slots the whole time, also after a permanently failed create.",
+    properties: replacementProperties,
   },
 } satisfies Record<keyof ProxyStatus, JSONSchemaProps>;
 

@@ -58,6 +58,18 @@ export interface HealthCheckSpec {
   expectedStatusCodes: number[];
 }
 
+/**
+ * The autopilot's policies for one proxy. Stored with every default the schema has; a field
+ * with no schema default falls back to a fleet-wide flag (the schema cannot know the flag).
+ */
+export interface RotationSpec {
+  /**
+   * Replace a Managed proxy that has been Unhealthy this long (seconds); 0 = never. Unset = the
+   * fleet's `--replace-unhealthy-after`. External proxies only get an Event.
+   */
+  unhealthyAfterSeconds?: number;
+}
+
 export interface ProxySpec {
   mode: ProvisioningMode;
   provider?: string;
@@ -69,6 +81,8 @@ export interface ProxySpec {
   /** Always present as stored: the API server applies every default. */
   healthCheck: HealthCheckSpec;
   maxLeases: number;
+  /** Always present as stored (`default: {}`). */
+  rotation: RotationSpec;
 }
 
 export interface Condition {
@@ -80,6 +94,21 @@ export interface Condition {
   observedGeneration?: number;
 }
 
+/** Why a proxy that served is being replaced: a closed set, so metrics and Events stay countable. */
+export const REPLACEMENT_CAUSES = ['SpecChanged', 'InstanceDead', 'InstanceGone', 'Unhealthy'] as const;
+export type ReplacementCause = (typeof REPLACEMENT_CAUSES)[number];
+
+/**
+ * A replacement of a proxy that had served (Ready or Unhealthy), from its start until the new
+ * instance is Ready. It holds one of the provider's --max-unavailable slots the whole time,
+ * a permanently failed create included: that is what stops a bad image after the cap.
+ */
+export interface ReplacementStatus {
+  cause: ReplacementCause;
+  /** When the old instance was taken out of service. */
+  startedAt: string;
+}
+
 export interface ProxyStatus {
   phase?: ProxyPhase;
   providerID?: string;
@@ -88,6 +117,7 @@ export interface ProxyStatus {
   lastHealthCheckTime?: string;
   latencyMillis?: number;
   observedGeneration?: number;
+  replacement?: ReplacementStatus;
 }
 
 export interface ObjectMeta {
@@ -130,6 +160,11 @@ export const PROVISIONED_REASONS = [
   'Replacing',
   /** A spec change wants a replacement, but --max-unavailable replacements are in flight. */
   'ReplacementPending',
+  /**
+   * Like ReplacementPending, but slots are held by replacements that failed permanently: the
+   * rollout is stopped until their spec changes or a person acts; the message names them.
+   */
+  'ReplacementBlocked',
   /** Instances of revisions a crash left behind are being deleted before the new one is created. */
   'CleaningUp',
   /** The instance disappeared at the provider; a new one is created. */
@@ -142,6 +177,8 @@ export const PROVISIONED_REASONS = [
   'ProviderError',
   /** The provider said retrying cannot help; fixed by a spec change or the annotation (README). */
   'ProvisioningFailed',
+  /** As ProvisioningFailed, for a proxy that had served: it keeps its --max-unavailable slot. */
+  'ReplacementFailed',
   /** spec.provider names no configured provider; retried slowly, heals after a config fix and restart. */
   'UnknownProvider',
 ] as const;

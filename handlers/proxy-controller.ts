@@ -1,3 +1,4 @@
+import { Counter, type Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import {
   controller,
@@ -38,8 +39,10 @@ import {
   needsInventory,
   providerErrorStep,
   replacementPendingStep,
+  unhealthyGrace,
   unknownProviderStep,
   wantsDriftCheck,
+  type Autopilot,
   type HealthVerdict,
   type Observation,
   type Step,
@@ -48,9 +51,9 @@ import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
-import { ReplacementBudget } from './replacement-budget.js';
+import { ReplacementBudget, type SlotKind } from './replacement-budget.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, PROVIDERS, VERDICTS } from './tokens.js';
+import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 
 function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
   return proxiesUsingSecret(secret, cache.list<Proxy>(PROXY_KIND)).map((p) => ({
@@ -84,6 +87,8 @@ type Credentials =
 @watches({ ...CREDENTIALS_SECRETS, map: mapCredentialsToProxies })
 export class ProxyController {
   private readonly budget: ReplacementBudget;
+  /** proxy_operator_replacements_total{provider,cause}: why proxies that served got new instances. */
+  private readonly replacements: Counter<'provider' | 'cause'>;
   /**
    * Credentials this process generated whose Secret the cache does not show yet: the next
    * reconcile (often triggered by its own status write) uses them instead of meeting a 409.
@@ -94,8 +99,23 @@ export class ProxyController {
     @inject(PROVIDERS) private readonly providers: ProviderSet,
     @inject(VERDICTS) private readonly verdicts: VerdictBoard,
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(METRICS_REGISTRY) registry: Registry,
   ) {
     this.budget = new ReplacementBudget(settings.maxUnavailable);
+    this.replacements = new Counter({
+      name: 'proxy_operator_replacements_total',
+      help: 'Replacements of proxies that had served, by provider and cause (SpecChanged, InstanceDead, InstanceGone, Unhealthy).',
+      labelNames: ['provider', 'cause'],
+      registers: [registry],
+    });
+  }
+
+  /** The clock and the resolved policy for the pure decisions. */
+  private autopilot(proxy: Proxy): Autopilot {
+    return {
+      now: new Date(),
+      unhealthyAfterSeconds: unhealthyGrace(proxy, this.settings.replaceUnhealthyAfterSeconds),
+    };
   }
 
   @onCreate()
@@ -104,7 +124,8 @@ export class ProxyController {
   async reconcile(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
     const proxy = ctx.object;
     const verdict = this.verdicts.get(proxyKey(proxy), proxyAddress(proxy));
-    if (proxy.spec.mode === 'External') return this.apply(ctx, externalStep(proxy, verdict));
+    if (proxy.spec.mode === 'External')
+      return this.apply(ctx, externalStep(proxy, verdict, this.autopilot(proxy)));
     const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
       return this.apply(
@@ -135,10 +156,11 @@ export class ProxyController {
         credentialsError: creds.ok ? undefined : creds.message,
         observation,
         verdict,
+        autopilot: this.autopilot(proxy),
       };
       step = managedStep(inputs);
       if (step.needsSlot && observation.kind === 'found')
-        step = this.pace(ctx, step, { ...inputs, observation });
+        step = this.pace(ctx, step, step.needsSlot, { ...inputs, observation });
       override = await this.act(
         ctx,
         provider,
@@ -245,20 +267,21 @@ export class ProxyController {
     });
   }
 
-  /** A voluntary replacement goes ahead only with a slot; otherwise the proxy keeps serving and waits. */
+  /** A paced replacement goes ahead only with a slot; otherwise the proxy keeps its instance and waits. */
   private pace(
     ctx: HandlerContext<Proxy>,
     step: Step,
+    kind: SlotKind,
     inputs: Parameters<typeof replacementPendingStep>[0],
   ): Step {
     const proxy = ctx.object;
-    const slot = this.budget.tryAcquire(proxyKey(proxy), proxy.spec.provider ?? '', ctx.cache);
+    const slot = this.budget.tryAcquire(proxyKey(proxy), proxy.spec.provider ?? '', ctx.cache, kind);
     if (slot.granted) return step;
     ctx.logger.debug(
-      { inFlight: slot.inFlight, cap: slot.cap },
+      { inFlight: slot.inFlight, cap: slot.cap, failed: slot.failed, kind },
       'replacement waits for a slot (--max-unavailable)',
     );
-    return replacementPendingStep(inputs, slot.cap);
+    return replacementPendingStep(inputs, slot, kind);
   }
 
   private async observe(
@@ -341,6 +364,8 @@ export class ProxyController {
       if (step.status.phase !== 'Provisioning') this.budget.release(proxyKey(ctx.object));
       changed = await writeStatus(ctx, step.status, override);
     }
+    if (changed && step.startsReplacement)
+      this.replacements.inc({ provider: ctx.object.spec.provider ?? '', cause: step.startsReplacement });
     // A retry that changes nothing repeats no Event and no info log; errors are logged every time.
     for (const e of changed ? step.events : []) {
       if (e.type === 'Warning') await ctx.events.warning(e.reason, e.message);

@@ -12,7 +12,10 @@ import {
   type ProvisionedReason,
   type Proxy,
   type ProxyPhase,
+  type ReplacementCause,
+  type ReplacementStatus,
 } from '../crds/proxy-types.js';
+import type { SlotAnswer, SlotKind } from './replacement-budget.js';
 
 // The pure core of the Proxy reconciler: every status, Event and retry decision, for the
 // normal path and every failure path, is made here from (spec, status, what the provider
@@ -58,6 +61,7 @@ export interface StatusIntent {
   healthy?: ConditionIntent<HealthyReason>;
   latencyMillis?: number;
   lastHealthCheckTime?: string;
+  replacement?: ReplacementStatus | null;
 }
 
 export type Action =
@@ -76,7 +80,11 @@ export type ProxyEventReason =
   | 'Creating'
   | 'Provisioned'
   | 'Replacing'
+  | 'ReplacingUnhealthy'
   | 'ReplacementPending'
+  | 'ReplacementBlocked'
+  | 'ReplacementFailed'
+  | 'UnhealthyExternal'
   | 'StaleInstances'
   | 'InstanceGone'
   | 'InstanceNotStarting'
@@ -117,8 +125,10 @@ export interface Step {
   logs: LogIntent[];
   /** Write this spec hash to the annotation before acting: the record of what is about to exist. */
   annotateHash?: string;
-  /** A voluntary replacement of a serving proxy: it must first get a slot (--max-unavailable). */
-  needsSlot?: boolean;
+  /** A replacement that must first get a slot of this kind (--max-unavailable). */
+  needsSlot?: SlotKind;
+  /** This step takes a proxy that served out of service for a new instance (the metric counts it). */
+  startsReplacement?: ReplacementCause;
   next: Next;
 }
 
@@ -131,6 +141,68 @@ export interface Inputs {
   credentialsError?: string;
   observation: Observation;
   verdict?: HealthVerdict;
+  /** The autopilot's inputs; absent = no automatic replacement (unit tests of other paths). */
+  autopilot?: Autopilot;
+}
+
+/** What the autopilot's time-based decisions need: the clock and the resolved policy. */
+export interface Autopilot {
+  now: Date;
+  /** spec.rotation.unhealthyAfterSeconds, else the fleet's --replace-unhealthy-after; 0 = off. */
+  unhealthyAfterSeconds: number;
+}
+
+/** The grace the proxy's own field sets, else the fleet default (the schema cannot know the flag). */
+export function unhealthyGrace(proxy: Proxy, fleetDefault: number): number {
+  return proxy.spec.rotation?.unhealthyAfterSeconds ?? fleetDefault;
+}
+
+/** Where a proxy stands against its Unhealthy grace: not applicable, waiting `seconds` more, or due. */
+export type UnhealthyClock =
+  { kind: 'off' } | { kind: 'waiting'; seconds: number } | { kind: 'due'; since: string; forSeconds: number };
+
+/**
+ * How long the proxy has been Unhealthy, from the stored Healthy condition's transition time:
+ * status, not memory, so a restart or a new leader keeps the clock. A verdict that makes it
+ * Unhealthy only now starts the clock now.
+ */
+export function unhealthyClock(
+  proxy: Proxy,
+  healthy: ConditionIntent<HealthyReason>,
+  autopilot: Autopilot | undefined,
+): UnhealthyClock {
+  const grace = autopilot?.unhealthyAfterSeconds ?? 0;
+  // InvalidProbeTarget is a spec mistake a new instance cannot fix.
+  if (!autopilot || grace <= 0 || healthy.status !== 'False' || healthy.reason === 'InvalidProbeTarget')
+    return { kind: 'off' };
+  const stored = findCondition(proxy, CONDITION_HEALTHY);
+  const since =
+    stored?.status === 'False' && stored.lastTransitionTime
+      ? Date.parse(stored.lastTransitionTime)
+      : Number.NaN;
+  const now = autopilot.now.getTime();
+  if (Number.isNaN(since)) return { kind: 'waiting', seconds: grace };
+  const elapsed = Math.max(0, (now - since) / 1000);
+  if (elapsed >= grace)
+    return { kind: 'due', since: new Date(since).toISOString(), forSeconds: Math.floor(elapsed) };
+  return { kind: 'waiting', seconds: Math.ceil(grace - elapsed) };
+}
+
+/** A proxy that served (Ready or Unhealthy) or is already between instances: its replacement holds a slot. */
+function served(proxy: Proxy): boolean {
+  const phase = proxy.status?.phase;
+  return phase === 'Ready' || phase === 'Unhealthy' || proxy.status?.replacement !== undefined;
+}
+
+/** The replacement record to write when a proxy goes out of service: an existing one is kept. */
+function replacementRecord(
+  proxy: Proxy,
+  cause: ReplacementCause,
+  now: Date | undefined,
+): ReplacementStatus | undefined {
+  if (proxy.status?.replacement) return undefined;
+  if (!served(proxy)) return undefined;
+  return { cause, startedAt: (now ?? new Date()).toISOString() };
 }
 
 /** How often a provisioning instance is polled. */
@@ -243,7 +315,7 @@ function finish(
 }
 
 /** External proxies: nothing to provision; the phase follows health. */
-export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined): Step {
+export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined, autopilot?: Autopilot): Step {
   // The endpoint's port is not in status: a spec change since the stored verdict (the
   // endpoint may have moved) does not carry it forward.
   const host = proxy.spec.endpoint?.host ?? null;
@@ -252,6 +324,13 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined): 
     proxy.status?.ip === host &&
     proxy.status?.observedGeneration === proxy.metadata.generation;
   const h = healthOf(proxy, verdict, sameAddress);
+  // Never replaced: past the grace, its owner is told (once: the message change is the status
+  // change that posts the Event).
+  const clock = unhealthyClock(proxy, h.condition, autopilot);
+  const overdue =
+    clock.kind === 'due'
+      ? `unhealthy (${h.condition.reason}) since ${clock.since}, longer than ${autopilot?.unhealthyAfterSeconds} s; the operator never replaces an External proxy: its owner must fix or remove it`
+      : undefined;
   return finish(proxy, {
     action: { type: 'none' },
     status: {
@@ -261,12 +340,15 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined): 
       provisioned: {
         status: 'True',
         reason: 'External',
-        message: 'tracked only: provisioned outside the operator',
+        message: overdue
+          ? `tracked only: provisioned outside the operator; ${overdue}`
+          : 'tracked only: provisioned outside the operator',
       },
       healthy: h.condition,
       ...h.extra,
     },
-    next: { kind: 'steady' },
+    events: overdue ? [{ type: 'Warning', reason: 'UnhealthyExternal', message: overdue }] : [],
+    next: clock.kind === 'waiting' ? { kind: 'requeue', seconds: clock.seconds } : { kind: 'steady' },
   });
 }
 
@@ -374,15 +456,19 @@ export function managedStep(inp: Inputs): Step {
   const providerID = current.providerID ?? '';
   if (observation.kind === 'not-found') {
     const replacing = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
+    const record = replacementRecord(proxy, replacing ? 'SpecChanged' : 'InstanceGone', inp.autopilot?.now);
+    // Our own delete (a replacement already announced) is no disappearance to warn about.
+    const deliberate = replacing || findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
     return finish(proxy, {
       action: { type: 'forget' },
+      startsReplacement: record?.cause,
       // Record the revision about to be created before the providerID is cleared.
       annotateHash: replacing ? inp.desiredHash : undefined,
       status: {
         phase: 'Provisioning',
         providerID: null,
         ip: null,
-        provisioned: replacing
+        provisioned: deliberate
           ? {
               status: 'False',
               reason: 'Replacing',
@@ -394,8 +480,9 @@ export function managedStep(inp: Inputs): Step {
               message: `instance ${providerID} no longer exists; re-creating it`,
             },
         healthy: AWAITING_PROBE,
+        ...(record ? { replacement: record } : {}),
       },
-      events: replacing
+      events: deliberate
         ? []
         : [
             {
@@ -417,6 +504,7 @@ export function managedStep(inp: Inputs): Step {
   const dead = instance.state === 'Stopped' || instance.state === 'Terminated';
   if (drifted || dead) {
     const already = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
+    const record = replacementRecord(proxy, dead ? 'InstanceDead' : 'SpecChanged', inp.autopilot?.now);
     const why = dead
       ? `instance is ${instance.state.toLowerCase()}${instance.detail ? ` (${instance.detail})` : ''}`
       : 'spec changed (placement, cloud-init or port)';
@@ -424,7 +512,8 @@ export function managedStep(inp: Inputs): Step {
       action: { type: 'delete', providerIDs: [instance.id] },
       // Only a serving proxy's voluntary replacement is paced: replacing a dead or not-yet-Ready
       // one takes nothing out of service.
-      needsSlot: !dead && current.phase === 'Ready',
+      needsSlot: !dead && current.phase === 'Ready' ? 'rollout' : undefined,
+      startsReplacement: record?.cause,
       status: {
         phase: 'Provisioning',
         providerID: instance.id,
@@ -435,6 +524,7 @@ export function managedStep(inp: Inputs): Step {
           message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
         },
         healthy: AWAITING_PROBE,
+        ...(record ? { replacement: record } : {}),
       },
       events: already
         ? []
@@ -496,6 +586,43 @@ export function managedStep(inp: Inputs): Step {
 
   // Running with an address. Until the first probe verdict at this address it is not Ready.
   const h = healthOf(proxy, inp.verdict, current.ip === instance.ip);
+  const clock = cloudInitProblem
+    ? ({ kind: 'off' } as const)
+    : unhealthyClock(proxy, h.condition, inp.autopilot);
+  // One repair per Ready: a replacement that is Unhealthy too points at the probe target or the
+  // image, which another new instance would not fix (and every try costs an IP and money).
+  const repairedBefore = current.replacement?.cause === 'Unhealthy';
+  if (clock.kind === 'due' && !repairedBefore) {
+    const why = `unhealthy (${h.condition.reason}) since ${clock.since}, longer than spec.rotation.unhealthyAfterSeconds / --replace-unhealthy-after (${inp.autopilot?.unhealthyAfterSeconds} s)`;
+    return finish(proxy, {
+      action: { type: 'delete', providerIDs: [instance.id] },
+      needsSlot: 'repair',
+      startsReplacement: 'Unhealthy',
+      status: {
+        phase: 'Provisioning',
+        providerID: instance.id,
+        ip: instance.ip,
+        provisioned: {
+          status: 'False',
+          reason: 'Replacing',
+          message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
+        },
+        healthy: AWAITING_PROBE,
+        replacement: { cause: 'Unhealthy', startedAt: (inp.autopilot?.now ?? new Date()).toISOString() },
+      },
+      events: [
+        {
+          type: 'Warning',
+          reason: 'ReplacingUnhealthy',
+          message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
+        },
+      ],
+      logs: [
+        { level: 'warn', message: 'replacing an unhealthy instance', fields: { providerID: instance.id } },
+      ],
+      next: { kind: 'requeue', seconds: POLL_SECONDS },
+    });
+  }
   const wasRunning = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceRunning';
   return finish(proxy, {
     action: { type: 'none' },
@@ -510,6 +637,8 @@ export function managedStep(inp: Inputs): Step {
       },
       healthy: h.condition,
       ...h.extra,
+      // Ready again: the replacement is over and its slot free.
+      ...(h.phase === 'Ready' && current.replacement ? { replacement: null } : {}),
     },
     events: wasRunning
       ? []
@@ -520,33 +649,54 @@ export function managedStep(inp: Inputs): Step {
             message: `instance ${instance.id} is running at ${instance.ip}`,
           },
         ],
-    next: { kind: 'steady' },
+    // The grace's end is a decision nothing else triggers: look again then.
+    next:
+      clock.kind === 'waiting' && !repairedBefore
+        ? { kind: 'requeue', seconds: clock.seconds }
+        : { kind: 'steady' },
   });
 }
 
 /**
  * A replacement that did not get a slot: the proxy keeps serving from its current instance
- * and asks again shortly. The reason is visible on the Provisioned condition.
+ * and asks again shortly. The reason is visible on the Provisioned condition. When slots are
+ * held by replacements that failed permanently, the rollout is blocked (not merely waiting)
+ * until a person acts: the reason says so and the message names them.
  */
 export function replacementPendingStep(
   inp: Inputs & { observation: { kind: 'found'; instance: Instance } },
-  cap: number,
+  slot: Pick<SlotAnswer, 'cap' | 'failed'>,
+  kind: SlotKind = 'rollout',
 ): Step {
   const { proxy } = inp;
   const instance = inp.observation.instance;
   const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
-  const message = `spec changed: instance ${instance.id} will be replaced once fewer than ${cap} of provider ${proxy.spec.provider}'s proxies are out of service (--max-unavailable)`;
+  const provider = proxy.spec.provider ?? '';
+  const why = kind === 'repair' ? 'unhealthy too long' : 'spec changed';
+  const counted = kind === 'repair' ? 'replacements are in flight' : 'proxies are out of service';
+  const blocked = slot.failed.length > 0;
+  const message = blocked
+    ? `${why}: rollout blocked at provider ${provider}: the replacements of ${slot.failed.join(', ')} failed permanently and hold ${slot.failed.length} of its ${slot.cap} --max-unavailable slots; instance ${instance.id} keeps serving. Fix their spec (or remove their permanent-failure annotation, or delete them) and the rollout continues`
+    : `${why}: instance ${instance.id} will be replaced once fewer than ${slot.cap} of provider ${provider}'s ${counted} (--max-unavailable)`;
   return finish(proxy, {
     action: { type: 'none' },
     status: {
       phase: h.phase ?? proxy.status?.phase ?? 'Provisioning',
       providerID: instance.id,
       ip: instance.ip || null,
-      provisioned: { status: 'True', reason: 'ReplacementPending', message },
+      provisioned: {
+        status: 'True',
+        reason: blocked ? 'ReplacementBlocked' : 'ReplacementPending',
+        message,
+      },
       healthy: h.condition,
       ...h.extra,
     },
-    events: [{ type: 'Normal', reason: 'ReplacementPending', message }],
+    events: [
+      blocked
+        ? { type: 'Warning', reason: 'ReplacementBlocked', message }
+        : { type: 'Normal', reason: 'ReplacementPending', message },
+    ],
     next: { kind: 'requeue', seconds: SLOT_POLL_SECONDS },
   });
 }
@@ -617,14 +767,21 @@ export function providerErrorStep(inp: {
     );
   }
   if (!inp.deleting && failure.operation === 'create' && failure.kind === 'Permanent') {
+    // A proxy that served keeps its slot (status.replacement stays): a bad image or machine
+    // type then stops the rollout after --max-unavailable proxies instead of rolling through.
+    const replacement = proxy.status?.replacement !== undefined;
+    const reason = replacement ? 'ReplacementFailed' : 'ProvisioningFailed';
+    const message = replacement
+      ? `${failure.message}; this failed replacement holds one of provider ${failure.provider}'s --max-unavailable slots until its spec changes, its permanent-failure annotation is removed or it is deleted`
+      : failure.message;
     return finish(proxy, {
       action: { type: 'none' },
       status: {
         phase: 'Failed',
-        provisioned: { status: 'False', reason: 'ProvisioningFailed', message: failure.message },
+        provisioned: { status: 'False', reason, message },
         healthy: AWAITING_PROBE,
       },
-      events: [{ type: 'Warning', reason: 'ProvisioningFailed', message: failure.message }],
+      events: [{ type: 'Warning', reason, message }],
       logs: [log],
       next: { kind: 'permanent', message: failure.message },
     });

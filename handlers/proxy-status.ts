@@ -40,5 +40,7 @@ export async function writeStatus(
   if (conditions !== stored) patch.conditions = conditions;
   if (intent.latencyMillis !== undefined) patch.latencyMillis = intent.latencyMillis;
   if (intent.lastHealthCheckTime !== undefined) patch.lastHealthCheckTime = intent.lastHealthCheckTime;
+  // null removes it (a merge patch).
+  if (intent.replacement !== undefined) patch.replacement = intent.replacement;
   return ctx.status.patch(patch);
 }

@@ -1,5 +1,5 @@
 import type { CacheReader } from '../framework/index.js';
-import type { Proxy } from '../crds/proxy-types.js';
+import type { Proxy, ProxyPhase } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyKey } from './proxy-address.js';
 
@@ -25,11 +25,68 @@ export function capFor(setting: MaxUnavailable, provider: string, total: number)
   return Math.max(1, Math.floor((cap.value * total) / 100));
 }
 
+/**
+ * What a replacement waits on. A rollout (a spec change, a rotation) takes a serving proxy out
+ * of service, so everything out of service counts, Unhealthy proxies included: a bad rollout
+ * stops after the cap. A repair (replacing a proxy that is already Unhealthy) takes nothing out
+ * of service, so only replacements in flight count: otherwise a fleet with more dead proxies
+ * than the cap would never repair any of them.
+ */
+export type SlotKind = 'rollout' | 'repair';
+
 export interface SlotAnswer {
   granted: boolean;
-  /** The provider's unavailable proxies (Provisioning or Unhealthy), this one excluded. */
+  /** The provider's proxies counted against the cap, this one excluded. */
   inFlight: number;
   cap: number;
+  /** Proxies (namespace/name) whose replacement failed permanently and holds a slot, sorted. */
+  failed: readonly string[];
+}
+
+/** A proxy as the budget sees it. */
+export interface BudgetView {
+  key: string;
+  phase: ProxyPhase | undefined;
+  /** status.replacement is set: a proxy that served is between instances. */
+  replacing: boolean;
+}
+
+/** The provider's proxies each slot kind counts against the cap. */
+export interface OutOfService {
+  /** Provisioning (created or being replaced), or a failed replacement holding its slot. */
+  replacing: ReadonlySet<string>;
+  unhealthy: ReadonlySet<string>;
+  failed: ReadonlySet<string>;
+}
+
+/**
+ * Who holds a slot. Pending proxies and Failed ones that never served took nothing out of
+ * service, so they do not count; a Failed one that was a replacement does, until its spec
+ * changes or a person acts: otherwise a bad image would free its slot on failing and roll
+ * through the whole fleet.
+ */
+export function outOfService(proxies: Iterable<BudgetView>): OutOfService {
+  const replacing = new Set<string>();
+  const unhealthy = new Set<string>();
+  const failed = new Set<string>();
+  for (const p of proxies) {
+    if (p.phase === 'Provisioning') replacing.add(p.key);
+    else if (p.phase === 'Unhealthy') unhealthy.add(p.key);
+    else if (p.phase === 'Failed' && p.replacing) {
+      replacing.add(p.key);
+      failed.add(p.key);
+    }
+  }
+  return { replacing, unhealthy, failed };
+}
+
+/** The keys a slot of this kind counts (the asking proxy itself excluded). */
+export function countedFor(kind: SlotKind, oos: OutOfService, granted: Iterable<string>, key: string) {
+  const counted = new Set(oos.replacing);
+  if (kind === 'rollout') for (const k of oos.unhealthy) counted.add(k);
+  for (const k of granted) counted.add(k);
+  counted.delete(key);
+  return counted;
 }
 
 /** How stale the cache tally may be: it costs one pass over the cache. */
@@ -38,17 +95,14 @@ const TALLY_MILLIS = 1000;
 interface Tally {
   at: number;
   total: number;
-  /** Keys of the provider's proxies out of service: Provisioning (being created or replaced) or Unhealthy. */
-  unavailable: Set<string>;
+  oos: OutOfService;
 }
 
 /**
- * Paces voluntary replacements per provider, as a Deployment's maxUnavailable does: a serving
- * proxy is replaced only while fewer than the cap of its provider's proxies are out of service.
- * Out of service = the cache shows it Provisioning (being created or replaced) or Unhealthy (a
- * bad rotation stops after the cap instead of breaking the fleet), plus the slots this process
- * granted that the cache may not show yet; a slot is held until the proxy's reconcile writes a
- * phase other than Provisioning. Pending and Failed proxies never served, so they do not count.
+ * Paces replacements per provider, as a Deployment's maxUnavailable does: a proxy is replaced
+ * only while fewer than the cap of its provider's proxies are out of service (see SlotKind and
+ * outOfService for who counts), plus the slots this process granted that the cache may not
+ * show yet; a grant is held until the proxy's reconcile writes a phase other than Provisioning.
  * Counting from the cache keeps the cap across restarts and leader changes; the grants keep it
  * between a write and its watch event while three reconciles run at once.
  */
@@ -61,16 +115,16 @@ export class ReplacementBudget {
     private readonly now: () => number = Date.now,
   ) {}
 
-  tryAcquire(key: string, provider: string, cache: CacheReader): SlotAnswer {
+  tryAcquire(key: string, provider: string, cache: CacheReader, kind: SlotKind = 'rollout'): SlotAnswer {
     const tally = this.tally(provider, cache);
     const cap = capFor(this.setting, provider, tally.total);
-    const inFlight = new Set(tally.unavailable);
-    for (const [k, p] of this.granted) if (p === provider) inFlight.add(k);
-    inFlight.delete(key);
-    if (this.granted.get(key) === provider) return { granted: true, inFlight: inFlight.size, cap };
-    const granted = inFlight.size < cap;
+    const grants = [...this.granted].filter(([, p]) => p === provider).map(([k]) => k);
+    const counted = countedFor(kind, tally.oos, grants, key);
+    const failed = [...tally.oos.failed].filter((k) => k !== key).sort();
+    if (this.granted.get(key) === provider) return { granted: true, inFlight: counted.size, cap, failed };
+    const granted = counted.size < cap;
     if (granted) this.granted.set(key, provider);
-    return { granted, inFlight: inFlight.size, cap };
+    return { granted, inFlight: counted.size, cap, failed };
   }
 
   /** The proxy left Provisioning (or went away): its slot is free. */
@@ -82,13 +136,16 @@ export class ReplacementBudget {
     const now = this.now();
     const known = this.tallies.get(provider);
     if (known && now - known.at < TALLY_MILLIS) return known;
-    const tally: Tally = { at: now, total: 0, unavailable: new Set() };
+    const views: BudgetView[] = [];
     for (const p of cache.list<Proxy>(PROXY_KIND)) {
       if (p.spec.mode !== 'Managed' || p.spec.provider !== provider || p.metadata.deletionTimestamp) continue;
-      tally.total++;
-      const phase = p.status?.phase;
-      if (phase === 'Provisioning' || phase === 'Unhealthy') tally.unavailable.add(proxyKey(p));
+      views.push({
+        key: proxyKey(p),
+        phase: p.status?.phase,
+        replacing: p.status?.replacement !== undefined,
+      });
     }
+    const tally: Tally = { at: now, total: views.length, oos: outOfService(views) };
     this.tallies.set(provider, tally);
     return tally;
   }

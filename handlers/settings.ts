@@ -9,6 +9,9 @@ import {
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 
+/** 15 minutes: longer than a probe target's usual hiccup, short enough that a dead proxy does not linger. */
+export const DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS = 900;
+
 export interface HandlerSettings {
   /**
    * This operator's owner identity (`--cluster-name`; the entry point defaults it to the
@@ -48,6 +51,11 @@ export interface HandlerSettings {
   };
   /** `--max-unavailable`: voluntary replacements in flight per provider. */
   maxUnavailable: MaxUnavailable;
+  /**
+   * `--replace-unhealthy-after`: seconds a Managed proxy may stay Unhealthy before it is
+   * replaced, for proxies whose spec.rotation.unhealthyAfterSeconds is unset; 0 = never.
+   */
+  replaceUnhealthyAfterSeconds: number;
   /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
   probeCA?: string;
   /** Between the probes of a recheck after an unreachable report. */
@@ -62,6 +70,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   healthSyncSeconds: 2,
   driftCheckSeconds: 60,
   maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
+  replaceUnhealthyAfterSeconds: DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS,
   recheckIntervalMillis: DEFAULT_RECHECK_INTERVAL_MILLIS,
   discovery: {
     host: '0.0.0.0',

@@ -45,6 +45,7 @@ function sampleProxies(env: DemoEnvironment): Proxy[] {
         placement: { region: 'local', zone: 'local-a', machineType: 'e2-micro', image: 'squid' },
         cloudInit: { inline: '#cloud-config\npackages: [squid]\n' },
         healthCheck,
+        rotation: {},
       },
     },
     {
@@ -58,6 +59,7 @@ function sampleProxies(env: DemoEnvironment): Proxy[] {
         maxLeases: 5,
         attributes: { geo: 'local', purpose: 'demo' },
         healthCheck,
+        rotation: {},
       },
     },
   ];

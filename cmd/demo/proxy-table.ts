@@ -3,7 +3,7 @@ import { GROUP, PLURAL, VERSION } from '../../crds/proxy-types.js';
 
 /** The meta.k8s.io Table the API server renders from the CRD's additionalPrinterColumns. */
 interface Table {
-  columnDefinitions: Array<{ name: string; type: string; format?: string }>;
+  columnDefinitions: Array<{ name: string; type: string; format?: string; priority?: number }>;
   rows: Array<{ cells: unknown[] }>;
 }
 
@@ -34,6 +34,8 @@ export async function proxyTable(kc: KubeConfig, namespace: string): Promise<Pro
       setHeaderOptions('Accept', 'application/json;as=Table;v=v1;g=meta.k8s.io'),
     )) as Table;
   const columns = table.columnDefinitions;
+  // kubectl hides priority > 0 columns unless `-o wide`.
+  const shown = columns.flatMap((c, i) => (c.priority ? [] : [i]));
   const cell = (value: unknown, i: number): string => {
     if (value === null || value === undefined) return '';
     // The API server already renders a CRD's date column as an age ("5s"); a timestamp is
@@ -43,8 +45,8 @@ export async function proxyTable(kc: KubeConfig, namespace: string): Promise<Pro
     return String(value);
   };
   return {
-    header: columns.map((c) => c.name.toUpperCase()),
-    rows: new Map(table.rows.map((r) => [String(r.cells[0]), r.cells.map(cell)])),
+    header: shown.map((i) => columns[i].name.toUpperCase()),
+    rows: new Map(table.rows.map((r) => [String(r.cells[0]), shown.map((i) => cell(r.cells[i], i))])),
   };
 }
 

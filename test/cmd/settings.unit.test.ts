@@ -33,6 +33,7 @@ describe('operator settings', () => {
       discoveryAuth: { kind: 'none' },
       discoveryRateLimit: { ratePerSecond: 1000, burst: 2000 },
       maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
+      replaceUnhealthyAfterSeconds: 900,
     });
   });
 
@@ -54,6 +55,7 @@ describe('operator settings', () => {
     [['--log-level', 'loud'], /--log-level: "loud" must be one of/],
     [['--no-such-flag', 'x'], /Unknown option '--no-such-flag'/],
     [['--max-unavailable', '0'], /--max-unavailable: "0" must be an integer >= 1 or a percentage/],
+    [['--replace-unhealthy-after=-1'], /--replace-unhealthy-after: "-1" must be an integer >= 0/],
     [['--max-unavailable', '150%'], /--max-unavailable: "150%" must be an integer >= 1 or a percentage/],
     [['--max-unavailable', 'gcp-eu=x'], /--max-unavailable: "x" must be an integer/],
     [['--max-unavailable', 'GCP=2'], /--max-unavailable: "GCP" is not a provider name/],

@@ -191,9 +191,15 @@ describe('the server-side table (kubectl get proxies)', () => {
       'IP',
       'Healthy',
       'Age',
+      'Health-Reason',
+      'Provisioned-Reason',
     ]);
     const row = table.rows.find((r) => r.cells[0] === name);
     expect(row?.cells.slice(0, 6)).toEqual([name, 'Managed', 'mock', 'Ready', '203.0.113.7', 'True']);
     expect(row?.cells[6]).toMatch(/^\d+[smhd]/);
+    // The `-o wide` reasons (issue 24 item 6).
+    const healthy = fullStatus.conditions?.find((c) => c.type === 'Healthy')?.reason;
+    const provisioned = fullStatus.conditions?.find((c) => c.type === 'Provisioned')?.reason;
+    expect(row?.cells.slice(7)).toEqual([healthy, provisioned]);
   });
 });

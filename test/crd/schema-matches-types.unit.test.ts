@@ -9,6 +9,8 @@ import type {
   PlacementSpec,
   ProxySpec,
   ProxyStatus,
+  ReplacementStatus,
+  RotationSpec,
   SecretKeySelector,
 } from '../../crds/proxy-types.js';
 
@@ -30,7 +32,10 @@ const spec = {
   attributes: 'optional',
   healthCheck: 'defaulted',
   maxLeases: 'defaulted',
+  rotation: 'defaulted',
 } satisfies PresenceOf<ProxySpec>;
+
+const rotation = { unhealthyAfterSeconds: 'optional' } satisfies PresenceOf<RotationSpec>;
 
 const healthCheck = {
   probeURL: 'defaulted',
@@ -64,7 +69,10 @@ const status = {
   lastHealthCheckTime: 'optional',
   latencyMillis: 'optional',
   observedGeneration: 'optional',
+  replacement: 'optional',
 } satisfies PresenceOf<ProxyStatus>;
+
+const replacement = { cause: 'required', startedAt: 'required' } satisfies PresenceOf<ReplacementStatus>;
 
 const condition = {
   type: 'required',
@@ -96,7 +104,9 @@ const objects: [string, string, Record<string, Presence>][] = [
   ['SecretKeySelector', 'spec.cloudInit.secretRef', secretRef],
   ['EndpointSpec', 'spec.endpoint', endpoint],
   ['LocalSecretReference', 'spec.endpoint.credentialsSecretRef', credentialsSecretRef],
+  ['RotationSpec', 'spec.rotation', rotation],
   ['ProxyStatus', 'status', status],
+  ['ReplacementStatus', 'status.replacement', replacement],
   ['Condition', 'status.conditions.[]', condition],
 ];
 

@@ -70,6 +70,7 @@ function proxy(opts: Stored = {}): Proxy {
         successThreshold: 1,
         expectedStatusCodes: [204],
       },
+      rotation: {},
     },
     status: {
       providerID: opts.providerID,
@@ -816,19 +817,19 @@ describe('replacement of a serving proxy is paced (--max-unavailable)', () => {
       'a Ready proxy whose spec changed',
       proxy({ hash: 'h0', providerID: 'i-1', phase: 'Ready' }),
       found('Running'),
-      true,
+      'rollout',
     ],
     [
       'an Unhealthy proxy whose spec changed',
       proxy({ hash: 'h0', providerID: 'i-1', phase: 'Unhealthy' }),
       found('Running'),
-      false,
+      undefined,
     ],
     [
       'a Ready proxy whose instance died',
       proxy({ hash: 'h1', providerID: 'i-1', phase: 'Ready' }),
       found('Terminated'),
-      false,
+      undefined,
     ],
   ])('%s needs a slot: %s', (_n, p, observation, want) => {
     const step = managedStep({ proxy: p, desiredHash: 'h1', observation });
@@ -847,7 +848,7 @@ describe('replacement of a serving proxy is paced (--max-unavailable)', () => {
     });
     const step = replacementPendingStep(
       { proxy: p, desiredHash: 'h1', observation: { kind: 'found', instance: inst('Running') } },
-      2,
+      { cap: 2, failed: [] },
     );
     expect(step.action.type).toBe('none');
     expect(step.status).toMatchObject({

@@ -66,7 +66,12 @@ describe('replacement slots', () => {
     ['Pending and Failed never served, so do not count', ['Pending', 'Failed', 'Ready', 'Ready'], true, 0],
   ] as const)('%s → granted %s', (_n, phases, granted, inFlight) => {
     const budget = new ReplacementBudget(setting({ kind: 'count', value: 2 }));
-    expect(budget.tryAcquire('ns/p3', 'mock', fleet([...phases]))).toEqual({ granted, inFlight, cap: 2 });
+    expect(budget.tryAcquire('ns/p3', 'mock', fleet([...phases]))).toEqual({
+      granted,
+      inFlight,
+      cap: 2,
+      failed: [],
+    });
   });
 
   it('counts its own grants before the cache shows them, and frees a slot on release', () => {
@@ -75,7 +80,12 @@ describe('replacement slots', () => {
     const cache = fleet(['Ready', 'Ready', 'Ready', 'Ready']);
     expect(budget.tryAcquire('ns/p0', 'mock', cache).granted).toBe(true);
     expect(budget.tryAcquire('ns/p1', 'mock', cache).granted).toBe(true);
-    expect(budget.tryAcquire('ns/p2', 'mock', cache)).toEqual({ granted: false, inFlight: 2, cap: 2 });
+    expect(budget.tryAcquire('ns/p2', 'mock', cache)).toEqual({
+      granted: false,
+      inFlight: 2,
+      cap: 2,
+      failed: [],
+    });
     // Asking again for a held slot is idempotent.
     expect(budget.tryAcquire('ns/p0', 'mock', cache).granted).toBe(true);
     budget.release('ns/p0');
