@@ -69,10 +69,8 @@ export function succeeded(pace: Pace, now: number): Pace {
 }
 
 /**
- * The site answered 429. The limit becomes what the site allowed in the last period (never
- * more than before), at least one: a 429 after a full period of successes is the two clocks
- * disagreeing by a few ms, not a lower limit, and only rests. The answer to a probe only
- * undoes the probe. The
+ * The site answered 429. The limit becomes what the site allowed in the last period (and one
+ * less than before at most), at least one; the answer to a probe only undoes the probe. The
  * bucket empties and nothing goes until the rest ends. A 429 during a rest comes from a
  * request sent before it: ignored.
  */
@@ -84,7 +82,7 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
   const probeRefused = pace.limit !== undefined && now - pace.probedAt < pace.periodMs;
   const limit = Math.max(
     1,
-    pace.limit === undefined ? allowed : probeRefused ? pace.limit - 1 : Math.min(pace.limit, allowed),
+    pace.limit === undefined ? allowed : probeRefused ? pace.limit - 1 : Math.min(pace.limit - 1, allowed),
   );
   return {
     limit,
