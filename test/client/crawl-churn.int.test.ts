@@ -125,3 +125,56 @@ it(`crawls every page at Crawlee's defaults, never through a banned proxy after 
   );
   expect(proxy.status?.phase).toBe('Unhealthy');
 }, 300_000);
+
+// A site that allows 3 requests/s per source, which the crawl outruns: Crawlee's own list
+// answers with ~1.8 429s per page fetched and runs requests out of retries (bench:crawl's
+// scenario 2); the integration keeps each proxy at the pace the site allowed.
+const PACED_PAGES = 150;
+const PACED_PROXIES = 5;
+
+it(`keeps the site's pace at Crawlee's defaults: every page, no failed request, few 429s`, async () => {
+  const pacedFleet = await startFleet(PACED_PROXIES, '127.0.6.1');
+  const pacedSite = await startCrawlSite({ pages: PACED_PAGES, rateLimitPerSecond: 3, retryAfterSeconds: 1 });
+  try {
+    for (let i = 0; i < PACED_PROXIES; i++) {
+      await api.create(`paced-${i}`, {
+        spec: {
+          mode: 'External',
+          endpoint: { host: pacedFleet.proxies[i].host, port: pacedFleet.proxies[i].port },
+          maxLeases: MAX_LEASES,
+          attributes: { pool: 'paced' },
+          healthCheck: {
+            probeURL: target.probeURL,
+            intervalSeconds: 10,
+            timeoutSeconds: 2,
+            failureThreshold: 3,
+          },
+        },
+      });
+    }
+    const admin = new DiscoveryClient({ baseUrl: discoveryURL });
+    await eventually(
+      'every paced proxy healthy in the discovery API',
+      async () =>
+        (await admin.listProxies({ selector: { pool: 'paced' }, healthy: true })).length === PACED_PROXIES
+          ? true
+          : undefined,
+      60_000,
+    );
+    const figures = await crawl({
+      site: pacedSite,
+      fleet: pacedFleet,
+      faults: { banned: [], dying: [], dieAtFraction: 1 },
+      operator: { discoveryURL, proxyID: (i) => `${namespace}/paced-${i}`, selector: { pool: 'paced' } },
+    });
+    console.log(`crawl at the site's pace: ${JSON.stringify(figures)}`);
+    expect(figures.fetched).toBe(PACED_PAGES);
+    expect(figures.failedRequests).toBe(0);
+    // The pace was learned from 429s, and it held: far fewer 429s than pages.
+    expect(figures.integration?.reportedRateLimited).toBeGreaterThan(0);
+    expect(figures.rateLimited).toBeLessThan(PACED_PAGES / 3);
+  } finally {
+    await pacedFleet.close();
+    await pacedSite.close();
+  }
+}, 300_000);
