@@ -95,9 +95,9 @@ it(`crawls ${PAGES} linked pages through ${PROXIES.length} leased proxies, and m
     },
     60_000,
   );
-  // The site refuses the first proxy: 403 to whatever arrives from its own address.
-  const refused = proxies[0];
-  site.refuse(refused.ip);
+  // The site refuses the proxy that carries the crawl's first request: 403 to whatever
+  // arrives from its address, from then on.
+  site.refuseNextArrival();
 
   let seq = 0;
   const client = new RecordingClient(baseUrl, () => seq);
@@ -138,6 +138,23 @@ it(`crawls ${PAGES} linked pages through ${PROXIES.length} leased proxies, and m
   await crawler.run([site.start]);
   const crawlSeconds = (Date.now() - started) / 1000;
   await proxyConfiguration.close();
+  const refused = proxies.find((p) => site.refused().includes(p.ip));
+  if (refused === undefined)
+    throw new Error(`the site refused ${site.refused().join(', ')}: none of the proxies`);
+
+  // Printed before the checks, so a failure shows the crawl it judges.
+  const perProxy = Object.fromEntries(
+    proxies.map((p) => [p.id, site.hits.filter((h) => h.from === p.ip).length]),
+  );
+  console.log(
+    [
+      `crawl: ${fetched.size}/${PAGES} pages in ${crawlSeconds.toFixed(1)} s, ${site.hits.length} requests at the site`,
+      `requests per proxy: ${JSON.stringify(perProxy)} (refused: ${site.refused().join(', ')})`,
+      `403s: ${site.hits.filter((h) => h.status === 403).length}, reports acknowledged at #${client.reports.map((r) => r.acknowledgedAtSeq).join(', #')}, ${seq} requests issued`,
+      `integration: ${JSON.stringify(proxyConfiguration.stats)}`,
+      `reports: ${client.reports.map((r) => `${r.result}@${r.proxyID}`).join(', ')}`,
+    ].join('\n'),
+  );
 
   // Every page fetched.
   expect(failed).toEqual([]);
@@ -180,17 +197,4 @@ it(`crawls ${PAGES} linked pages through ${PROXIES.length} leased proxies, and m
   const elsewhere = await admin.lease({ selector: { pool: 'crawl' }, target: 'elsewhere.example' });
   expect(elsewhere.proxy.id).toBe(refused.id);
   await Promise.all([...held, elsewhere.leaseID].map((id) => admin.release(id)));
-
-  const perProxy = Object.fromEntries(
-    proxies.map((p) => [p.id, site.hits.filter((h) => h.from === p.ip).length]),
-  );
-  console.log(
-    [
-      `crawl: ${fetched.size}/${PAGES} pages in ${crawlSeconds.toFixed(1)} s, ${site.hits.length} requests at the site`,
-      `requests per proxy: ${JSON.stringify(perProxy)} (refused: ${refused.id} at ${refused.ip})`,
-      `403s: ${throughRefused.length}, last refused request #${Math.max(...throughRefused.map((h) => h.seq ?? 0))}, ban acknowledged at #${firstBan}, ${seq} requests issued`,
-      `integration: ${JSON.stringify(proxyConfiguration.stats)}`,
-      `reports: ${client.reports.map((r) => `${r.result}@${r.proxyID}`).join(', ')}`,
-    ].join('\n'),
-  );
 });

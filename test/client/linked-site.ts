@@ -22,6 +22,14 @@ export interface LinkedSite {
   hits: SiteHit[];
   /** From now on, answer 403 to requests from this address. */
   refuse(address: string): void;
+  /**
+   * From now on, answer 403 to every request from whichever address sends the next one: the
+   * proxy that carries a crawl's first request, so a test never waits on a proxy the crawl
+   * happens not to pick (a slow machine crawls with fewer sessions, on fewer proxies).
+   */
+  refuseNextArrival(): void;
+  /** The addresses refused so far. */
+  refused(): string[];
   close(): Promise<void>;
 }
 
@@ -29,8 +37,13 @@ export async function startLinkedSite(options: { pages: number; hostname: string
   const { pages: count } = options;
   const hits: SiteHit[] = [];
   const refused = new Set<string>();
+  let refuseNext = false;
   const server: Server = createServer((req, res) => {
     const from = req.socket.remoteAddress ?? '';
+    if (refuseNext) {
+      refused.add(from);
+      refuseNext = false;
+    }
     const seqHeader = req.headers['x-crawl-seq'];
     const seq = typeof seqHeader === 'string' ? Number(seqHeader) : undefined;
     const path = req.url ?? '';
@@ -60,6 +73,10 @@ export async function startLinkedSite(options: { pages: number; hostname: string
     pages,
     hits,
     refuse: (address) => void refused.add(address),
+    refuseNextArrival: () => {
+      refuseNext = true;
+    },
+    refused: () => [...refused],
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -333,12 +333,24 @@ describe('the API server accepts a valid Proxy and stores it with every default 
     [
       'a minimal Managed proxy',
       managed,
-      { ...managed, port: DEFAULTS.port, maxLeases: DEFAULTS.maxLeases, healthCheck: defaultHealthCheck },
+      {
+        ...managed,
+        port: DEFAULTS.port,
+        maxLeases: DEFAULTS.maxLeases,
+        healthCheck: defaultHealthCheck,
+        rotation: {},
+      },
     ],
     [
       'a minimal External proxy',
       external,
-      { ...external, port: DEFAULTS.port, maxLeases: DEFAULTS.maxLeases, healthCheck: defaultHealthCheck },
+      {
+        ...external,
+        port: DEFAULTS.port,
+        maxLeases: DEFAULTS.maxLeases,
+        healthCheck: defaultHealthCheck,
+        rotation: {},
+      },
     ],
     [
       'an External proxy with a credentials Secret',
@@ -349,6 +361,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         port: DEFAULTS.port,
         maxLeases: DEFAULTS.maxLeases,
         healthCheck: defaultHealthCheck,
+        rotation: {},
       },
     ],
     [
@@ -366,6 +379,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         maxLeases: 0,
         attributes: { geo: 'eu', 'asn.number': '15169', purpose: 'crawl news' },
         healthCheck: { intervalSeconds: 60, expectedStatusCodes: [204] },
+        rotation: { unhealthyAfterSeconds: 600 },
       },
       {
         ...managed,
@@ -380,6 +394,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         maxLeases: 0,
         attributes: { geo: 'eu', 'asn.number': '15169', purpose: 'crawl news' },
         healthCheck: { ...defaultHealthCheck, intervalSeconds: 60, expectedStatusCodes: [204] },
+        rotation: { unhealthyAfterSeconds: 600 },
       },
     ],
     [
@@ -391,6 +406,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         port: DEFAULTS.port,
         maxLeases: DEFAULTS.maxLeases,
         healthCheck: defaultHealthCheck,
+        rotation: {},
       },
     ],
     [
@@ -406,6 +422,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         port: DEFAULTS.port,
         maxLeases: LIMITS.maxLeasesMaximum,
         healthCheck: defaultHealthCheck,
+        rotation: {},
       },
     ],
     [
@@ -425,6 +442,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
           probeURL: 'http://example.com:8080/ok?x=1',
           timeoutSeconds: 29,
         },
+        rotation: {},
       },
     ],
   ])('%s', async (_case, spec, stored) => {
