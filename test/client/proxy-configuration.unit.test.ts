@@ -490,6 +490,35 @@ describe('ProxyOperatorConfiguration', () => {
     expect(refusal).toBeDefined();
   });
 
+  it("sends a request through another leased proxy's token before probing its own proxy for a higher limit", async () => {
+    const start = Date.now();
+    let now = start - 500;
+    await config.close();
+    config = make({ leaseAhead: false, now: () => now });
+    const page = 'https://shop.example/';
+    const own = (await config.newUrl('s1', request(page)))!;
+    const other = (await config.newUrl('s2', request(page)))!;
+    expect(other).not.toBe(own);
+    const answer = (session: string, proxyUrl: string, statusCode: number) =>
+      config.postNavigationHook({
+        request: { url: page },
+        session: { id: session },
+        proxyInfo: { url: proxyUrl },
+        response: { statusCode, headers: statusCode === 429 ? { 'retry-after': '1' } : {} },
+      });
+    // The site allowed one request a second through the own proxy, three through the other.
+    await answer('s1', own, 200);
+    for (let i = 0; i < 3; i++) await answer('s2', other, 200);
+    now = start;
+    await answer('s1', own, 429);
+    await answer('s2', other, 429);
+    // Long after: the own proxy's one token goes; the next request may only probe it (no 429
+    // for more than PROBE_AFTER_PERIODS periods), while the other proxy has tokens.
+    now = start + 6_000;
+    expect(await config.newUrl('s1', request(page))).toBe(own);
+    expect(await config.newUrl('s1', request(page))).toBe(other);
+  });
+
   it('passes the Retry-After of a 429 with the report', async () => {
     const url = await config.newUrl('s1', request('https://shop.example/'));
     await config.postNavigationHook({

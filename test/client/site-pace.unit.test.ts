@@ -1,7 +1,10 @@
 // The pace a proxy keeps for a site after its 429s (client/src/crawlee/site-pace.ts).
 import {
   admit,
+  MAX_PROBE_AFTER_PERIODS,
+  MAX_SLACK,
   PROBE_AFTER_PERIODS,
+  SLACK_STEP,
   rateLimited,
   succeeded,
   unpaced,
@@ -85,6 +88,19 @@ describe('site pace', () => {
     ],
     [
       'a 429 while paced lowers the limit to what succeeded in the last period, one less at most',
+      { ...threePerSecond, limit: 5, slackMs: 40 },
+      [
+        ['ok', 2_100],
+        ['ok', 2_200],
+        ['ok', 2_300],
+        ['ok', 2_500],
+        ['429', 2_600, 1_000],
+      ],
+      { limit: 4, restUntil: 3_600, slackMs: 0 },
+      [],
+    ],
+    [
+      'a 429 after the whole limit went through in the last period keeps the limit and slows the refill (the clocks drift)',
       { ...threePerSecond, limit: 5 },
       [
         ['ok', 2_100],
@@ -94,8 +110,27 @@ describe('site pace', () => {
         ['ok', 2_500],
         ['429', 2_600, 1_000],
       ],
-      { limit: 4, restUntil: 3_600 },
+      { limit: 5, restUntil: 3_600, slackMs: SLACK_STEP * 1_000 },
       [],
+    ],
+    [
+      `up to ${MAX_SLACK * 100} % of the period; then the limit falls after all`,
+      { ...threePerSecond, slackMs: MAX_SLACK * 1_000 },
+      [
+        ['ok', 2_100],
+        ['ok', 2_200],
+        ['ok', 2_300],
+        ['429', 2_600, 1_000],
+      ],
+      { limit: 2, slackMs: 0 },
+      [],
+    ],
+    [
+      'the slack lengthens the wait for the next token',
+      { ...threePerSecond, tokens: 0, at: 1_000, slackMs: 50, probedAt: 1_000 },
+      [['admit', 1_000]],
+      {},
+      [350],
     ],
     [
       'a 429 while paced never raises the limit above what succeeded',
@@ -159,10 +194,56 @@ describe('site pace', () => {
       { limit: 3 },
       [334],
     ],
+    [
+      'a refused probe doubles the quiet periods before the next one',
+      { ...threePerSecond, limit: 4, probedAt: 5_000 },
+      [['429', 5_400, 1_000]],
+      { limit: 3, probeAfterPeriods: 2 * PROBE_AFTER_PERIODS },
+      [],
+    ],
+    [
+      'up to a bound',
+      { ...threePerSecond, limit: 4, probedAt: 5_000, probeAfterPeriods: MAX_PROBE_AFTER_PERIODS },
+      [['429', 5_400, 1_000]],
+      { limit: 3, probeAfterPeriods: MAX_PROBE_AFTER_PERIODS },
+      [],
+    ],
+    [
+      'after a refused probe no probe comes until the doubled quiet has passed',
+      { ...threePerSecond, tokens: 0, at: 9_000, limitedAt: 0, probeAfterPeriods: 2 * PROBE_AFTER_PERIODS },
+      [['admit', 9_000]],
+      { limit: 3 },
+      [334],
+    ],
+    [
+      'and then one does',
+      { ...threePerSecond, tokens: 0, at: 10_000, limitedAt: 0, probeAfterPeriods: 2 * PROBE_AFTER_PERIODS },
+      [['admit', 10_000]],
+      { limit: 4, probedAt: 10_000 },
+      [0],
+    ],
+    [
+      'a 429 that answers no probe (the site changed) brings the probes back to every few periods',
+      { ...threePerSecond, probeAfterPeriods: 4 * PROBE_AFTER_PERIODS },
+      [
+        ['ok', 30_100],
+        ['ok', 30_200],
+        ['429', 30_300, 1_000],
+      ],
+      { limit: 2, probeAfterPeriods: PROBE_AFTER_PERIODS },
+      [],
+    ],
   ])('%s', (_name, start, steps, expected, waits) => {
     const result = run(start, steps);
     expect(result.pace).toMatchObject(expected);
     expect(result.waits).toEqual(waits);
+  });
+
+  it('says when a request may go only as a probe of a higher limit', () => {
+    const drained: Pace = { ...threePerSecond, tokens: 0, at: 5_000 };
+    expect(admit(drained, 5_000).probe).toBe(true);
+    expect(admit({ ...drained, tokens: 1 }, 5_000).probe).toBe(false);
+    expect(admit(unpaced, 5_000).probe).toBe(false);
   });
 
   it('remembers a bounded number of successes', () => {

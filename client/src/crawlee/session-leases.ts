@@ -240,38 +240,41 @@ export class SessionLeases {
     const started = this.now();
     for (;;) {
       let best = own;
-      let wait = this.turnIn(own, host);
-      if (wait > 0) {
+      let turn = this.turnIn(own, host);
+      // A probe of a higher limit is the last resort: a token on another proxy goes first.
+      if (turn.waitMs > 0 || turn.probe) {
         for (const other of this.byHost.get(hostKey(host)) ?? []) {
           if (other === own || !this.usable(other)) continue;
-          const otherWait = this.turnIn(other, host);
-          if (otherWait < wait) [best, wait] = [other, otherWait];
-          if (wait === 0) break;
+          const otherTurn = this.turnIn(other, host);
+          if (isSooner(otherTurn, turn)) [best, turn] = [other, otherTurn];
+          if (turn.waitMs === 0 && !turn.probe) break;
         }
       }
       const left = this.maxWaitMs - (this.now() - started);
-      if (wait === 0 || left <= 0) {
+      if (turn.waitMs === 0 || left <= 0) {
         const key = banKey(best.lease.proxy.id, host);
         const pace = this.paces.get(key);
         if (pace !== undefined) this.paces.set(key, admit(pace, this.now()).pace);
         return best;
       }
       this.stats.paced++;
-      const slept = Math.min(wait, left);
+      const slept = Math.min(turn.waitMs, left);
       this.stats.pacedMs += slept;
       await sleep(slept);
       if (!this.usable(own)) return undefined;
     }
   }
 
-  /** Ms until a request may go through this lease to `host`: its proxy's rest, then its pace. */
-  private turnIn(shared: SharedLease, host: string | undefined): number {
+  /** When a request may go through this lease to `host`: its proxy's rest, then its pace. */
+  private turnIn(shared: SharedLease, host: string | undefined): Turn {
     const key = banKey(shared.lease.proxy.id, host);
     const now = this.now();
     const rest = (this.rests.get(key) ?? 0) - now;
-    if (rest > 0) return rest;
+    if (rest > 0) return { waitMs: rest, probe: false };
     const pace = this.paces.get(key);
-    return pace === undefined ? 0 : admit(pace, now).waitMs;
+    if (pace === undefined) return { waitMs: 0, probe: false };
+    const { waitMs, probe } = admit(pace, now);
+    return { waitMs, probe };
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
@@ -886,4 +889,16 @@ export function sessionKey(session: string): string {
   return SESSION_KEY.test(session)
     ? session
     : `h:${createHash('sha256').update(session).digest('hex').slice(0, 40)}`;
+}
+
+/** When a request may go through a lease: after waitMs; `probe` if only as a probe of its pace. */
+interface Turn {
+  waitMs: number;
+  probe: boolean;
+}
+
+/** A token now beats a probe now, which beats any wait; between waits, the shorter. */
+function isSooner(a: Turn, b: Turn): boolean {
+  if (a.waitMs !== b.waitMs) return a.waitMs < b.waitMs;
+  return !a.probe && b.probe;
 }
