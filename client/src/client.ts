@@ -16,6 +16,9 @@ import type {
 } from './types.js';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+export const DEFAULT_TOO_MANY_REQUESTS_RETRIES = 3;
+/** A Retry-After longer than this is not waited for: the call throws too_many_requests. */
+const MAX_TOO_MANY_REQUESTS_WAIT_SECONDS = 60;
 
 export interface DiscoveryClientOptions {
   /** Where the API is served, e.g. `http://proxy-operator-discovery.proxy-operator-system:8090`. */
@@ -28,6 +31,12 @@ export interface DiscoveryClientOptions {
   retryAllBusy?: BackoffOptions | false;
   /** undici dispatcher (connection pool, TLS options). Default: undici's global dispatcher. */
   dispatcher?: Dispatcher;
+  /**
+   * A call the server refused with `429 too_many_requests` (the token's rate limit, or its
+   * lists in flight) is sent again after the answer's Retry-After, at most this many times;
+   * 0 throws at once. Safe for every call: the server refuses before doing anything. Default 3.
+   */
+  tooManyRequestsRetries?: number;
 }
 
 export interface CallOptions {
@@ -59,6 +68,7 @@ type Method = 'GET' | 'POST' | 'DELETE';
 export class DiscoveryClient {
   private readonly baseUrl: string;
   private readonly timeoutMs: number;
+  private readonly tooManyRequestsRetries: number;
 
   constructor(private readonly options: DiscoveryClientOptions) {
     let url: URL;
@@ -72,6 +82,12 @@ export class DiscoveryClient {
     }
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = positive('timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    this.tooManyRequestsRetries = options.tooManyRequestsRetries ?? DEFAULT_TOO_MANY_REQUESTS_RETRIES;
+    if (!Number.isInteger(this.tooManyRequestsRetries) || this.tooManyRequestsRetries < 0) {
+      throw new TypeError(
+        `tooManyRequestsRetries must be a non-negative integer, got ${options.tooManyRequestsRetries}`,
+      );
+    }
   }
 
   /**
@@ -155,6 +171,25 @@ export class DiscoveryClient {
   }
 
   private async call<T>(method: Method, path: string, body: unknown, options: CallOptions): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.callOnce<T>(method, path, body, options);
+      } catch (err) {
+        const waitSeconds = err instanceof DiscoveryApiError ? (err.retryAfterSeconds ?? 1) : 0;
+        if (
+          !(err instanceof DiscoveryApiError) ||
+          err.code !== 'too_many_requests' ||
+          attempt >= this.tooManyRequestsRetries ||
+          waitSeconds > MAX_TOO_MANY_REQUESTS_WAIT_SECONDS
+        ) {
+          throw err;
+        }
+        await sleep(waitSeconds * 1000, options.signal);
+      }
+    }
+  }
+
+  private async callOnce<T>(method: Method, path: string, body: unknown, options: CallOptions): Promise<T> {
     const name = `${method} ${path.split('?')[0]}`;
     const timeoutMs = positive('timeoutMs', options.timeoutMs ?? this.timeoutMs);
     const timeout = AbortSignal.timeout(timeoutMs);

@@ -335,6 +335,62 @@ describe('DiscoveryClient against the real discovery API', () => {
   });
 });
 
+describe("DiscoveryClient over a token's rate limit (429 too_many_requests)", () => {
+  let server: TestDiscoveryServer;
+  beforeEach(async () => {
+    // One request a second: a three-page list gets 429s with Retry-After: 1 between its pages.
+    server = await startDiscoveryServer({
+      token: TOKEN,
+      proxies: [proxy('ns/a'), proxy('ns/b'), proxy('ns/c')],
+      rateLimit: { ratePerSecond: 1, burst: 1 },
+    });
+  });
+  afterEach(async () => {
+    await server.stop();
+  });
+  const refused = () =>
+    server.requests.filter((r) => (r.response as { error?: string }).error === 'too_many_requests');
+
+  it('waits for the Retry-After and sends the call again, so a list follows every page', async () => {
+    const client = new DiscoveryClient({ baseUrl: server.baseUrl, token: TOKEN });
+    const items = await client.listProxies({ pageSize: 1 });
+    expect(items.map((p) => p.id)).toEqual(['ns/a', 'ns/b', 'ns/c']);
+    expect(refused().length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('retries a lease the server refused before doing anything, and it is granted once', async () => {
+    const client = new DiscoveryClient({ baseUrl: server.baseUrl, token: TOKEN });
+    await client.listProxies();
+    const lease = await client.lease({ ttlSeconds: 30 });
+    expect(refused()).toHaveLength(1);
+    expect(await server.activeLeases()).toBe(1);
+    await client.release(lease.leaseID);
+  });
+
+  it('gives up after tooManyRequestsRetries, with the code and the Retry-After', async () => {
+    const client = new DiscoveryClient({ baseUrl: server.baseUrl, token: TOKEN, tooManyRequestsRetries: 0 });
+    await client.listProxies();
+    const err = await rejection(client.listProxies());
+    expect(err).toBeInstanceOf(DiscoveryApiError);
+    expect(err).toMatchObject({ status: 429, code: 'too_many_requests', retryAfterSeconds: 1 });
+  });
+
+  it('stops waiting when the signal aborts', async () => {
+    const client = new DiscoveryClient({ baseUrl: server.baseUrl, token: TOKEN });
+    await client.listProxies();
+    const controller = new AbortController();
+    const listing = client.listProxies({}, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('crawl stopped')), 100);
+    await expect(listing).rejects.toThrow('crawl stopped');
+  });
+
+  it.each([-1, 1.5, Number.NaN])('refuses tooManyRequestsRetries %p', (retries) => {
+    expect(() => new DiscoveryClient({ baseUrl: server.baseUrl, tooManyRequestsRetries: retries })).toThrow(
+      /tooManyRequestsRetries must be a non-negative integer/,
+    );
+  });
+});
+
 describe('DiscoveryClient when the server misbehaves', () => {
   it('times out a call that gets no answer, per client and per call', async () => {
     const silent = await rawServer();

@@ -1,6 +1,7 @@
 // The real discovery API (createDiscoveryApp + MemoryLeaseStore + DiscoveryServer, real clock)
 // on loopback over a catalog the test controls, for the client's suites. It records every
 // call and its JSON answer, so tests can assert what the server understood.
+import type { BucketLimits } from '../../discovery/token-bucket.js';
 import express, { type Response } from 'express';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../../discovery/app.js';
@@ -22,7 +23,13 @@ export interface TestDiscoveryServer {
 }
 
 export async function startDiscoveryServer(
-  options: { proxies?: ProxyRecord[]; token?: string; cooldownSeconds?: number; maxTTLSeconds?: number } = {},
+  options: {
+    proxies?: ProxyRecord[];
+    token?: string;
+    cooldownSeconds?: number;
+    maxTTLSeconds?: number;
+    rateLimit?: BucketLimits;
+  } = {},
 ): Promise<TestDiscoveryServer> {
   const catalog = new TestCatalog(options.proxies ?? []);
   const store = new MemoryLeaseStore({
@@ -37,6 +44,7 @@ export async function startDiscoveryServer(
     logger: fixtures.silentLogger,
     registry: new Registry(),
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
   });
   const requests: TestDiscoveryServer['requests'] = [];
   const app = express();
