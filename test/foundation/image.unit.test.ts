@@ -121,6 +121,7 @@ describe('the image carries the operator only', () => {
     'framework/testing/',
     'cmd/demo',
     'cmd/control-plane-setup',
+    'cmd/try-plugin',
     'bench/',
     'test/',
     'examples/',

@@ -124,4 +124,19 @@ describe('the plugin template, out of the tree', () => {
     expect(output).toContain('SKIPPED: the subject gives no unresponsive() backend');
     expect(output).not.toMatch(/TS151002|did not exit|open handle|warning/i);
   }, 180_000);
+
+  it("the built plugin runs in the real operator against the demo's control plane (npm run try-plugin)", () => {
+    const build = run(root, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json']);
+    expect([build.code, build.output.trim()]).toEqual([0, '']);
+    const tried = run(root, [
+      'build/cmd/try-plugin.js',
+      plugin,
+      '--type=memory',
+      '--settings={"provisioningSeconds":0,"address":"127.0.0.9"}',
+      '--no-wait',
+      '--seconds=60',
+    ]);
+    expect([tried.code, tried.output]).toEqual([0, expect.stringContaining('the provider answered')]);
+    expect(tried.output).toMatch(/providerID=proxy-[0-9a-f]{12}/);
+  }, 300_000);
 });
