@@ -9,7 +9,7 @@ COPY package.json package-lock.json ./
 # and no dependency needs its install script in the image.
 COPY client/package.json client/
 RUN npm ci --no-audit --no-fund --ignore-scripts
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json tsconfig.image.json ./
 COPY framework framework
 COPY crds crds
 COPY providers providers
@@ -18,7 +18,8 @@ COPY discovery discovery
 COPY handlers handlers
 COPY charts charts
 COPY cmd cmd
-RUN npx tsc -p tsconfig.build.json
+# The operator only: no framework/testing, no demo (tsconfig.image.json, .dockerignore).
+RUN npx tsc -p tsconfig.image.json
 
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
@@ -28,6 +29,9 @@ RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean -
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production
+# The memory settings the Deployment sets too (charts/operator-chart.ts OPERATOR_RUNTIME_ENV),
+# so `docker run` behaves like the Pod; test/foundation/image.unit.test.ts holds them equal.
+ENV NODE_OPTIONS="--max-old-space-size=160 --max-semi-space-size=4" MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /src/build build

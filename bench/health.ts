@@ -6,15 +6,11 @@
 //
 // The proxies and the HTTPS target live in a CHILD process so the CPU figures below are the
 // prober's alone. A few proxies lose egress and regain it periodically, so transitions happen.
-import { fork, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { selfSignedCert, type SelfSignedCert as Cert } from '../framework/testing/self-signed-cert.js';
 import { pino } from 'pino';
+import { startFleet, type FleetReady } from './proxy-fleet.js';
 import { Registry } from 'prom-client';
 import { ProxyAgent } from 'undici';
 import { HealthEngine } from '../health/health-engine.js';
@@ -29,11 +25,6 @@ interface Settings {
   intervalSeconds: number;
   flakyFraction: number;
   flapSeconds: number;
-}
-
-interface FleetReady {
-  ports: number[];
-  targetURL: string;
 }
 
 interface PhaseResult {
@@ -72,57 +63,7 @@ function settings(): Settings {
   };
 }
 
-// ---------------------------------------------------------------- child: the fleet
-
-async function runFleet(
-  cert: Cert,
-  count: number,
-  flakyFraction: number,
-  flapSeconds: number,
-): Promise<FleetReady> {
-  const target = https.createServer({ key: cert.key, cert: cert.cert }, (_req, res) =>
-    res.writeHead(204).end(),
-  );
-  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-  const targetPort = (target.address() as net.AddressInfo).port;
-  const egress: boolean[] = new Array<boolean>(count).fill(true);
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const server = http.createServer((_req, res) => res.writeHead(405).end());
-    server.on('connect', (req: http.IncomingMessage, socket: net.Socket) => {
-      socket.on('error', () => undefined);
-      socket.on('end', () => socket.destroy());
-      if (!egress[i]) return void socket.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');
-      const [host, port] = (req.url ?? '').split(':');
-      const upstream = net.connect(Number(port), host, () => {
-        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        upstream.pipe(socket);
-        socket.pipe(upstream);
-      });
-      upstream.on('error', () => socket.destroy());
-      socket.on('close', () => upstream.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    ports.push((server.address() as net.AddressInfo).port);
-  }
-  const flaky = Math.round(count * flakyFraction);
-  setInterval(() => {
-    for (let i = 0; i < flaky; i++) egress[i] = !egress[i];
-  }, flapSeconds * 1000);
-  return { ports, targetURL: `https://127.0.0.1:${targetPort}/generate_204` };
-}
-
 // ---------------------------------------------------------------- parent: measuring
-
-function startFleet(cert: Cert, s: Settings): Promise<{ child: ChildProcess; fleet: FleetReady }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--fleet'], { execArgv: process.execArgv });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`fleet process exited early with ${code}`)));
-    child.once('message', (fleet) => resolve({ child, fleet: fleet as FleetReady }));
-    child.send({ cert, count: s.proxies, flakyFraction: s.flakyFraction, flapSeconds: s.flapSeconds });
-  });
-}
 
 interface Counters {
   probes(): number;
@@ -190,7 +131,7 @@ async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<Ph
     key: `bench/proxy-${i}`,
     host: '127.0.0.1',
     port,
-    probeURL: fleet.targetURL,
+    probeURL: fleet.probeURL,
     intervalSeconds: s.intervalSeconds,
     timeoutSeconds: 5,
     failureThreshold: 3,
@@ -227,7 +168,7 @@ async function baselineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<
   const lateness: number[] = [];
   const agents: ProxyAgent[] = [];
   const timers: NodeJS.Timeout[] = [];
-  const url = new URL(fleet.targetURL);
+  const url = new URL(fleet.probeURL);
   // Same TLS set-up as the engine's prober, so the comparison is about scheduling alone.
   const secureContext = createSecureContext({ ca: cert.cert });
   const begin = Date.now();
@@ -306,24 +247,15 @@ function report(s: Settings, engine: PhaseResult, baseline: PhaseResult): void {
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--fleet')) {
-    process.once('message', (msg) => {
-      const { cert, count, flakyFraction, flapSeconds } = msg as {
-        cert: Cert;
-        count: number;
-        flakyFraction: number;
-        flapSeconds: number;
-      };
-      void runFleet(cert, count, flakyFraction, flapSeconds).then((ready) => process.send?.(ready));
-    });
-    process.on('disconnect', () => process.exit(0));
-    return;
-  }
   const s = settings();
   const cert = selfSignedCert();
   console.log(`starting ${s.proxies} loopback proxies and an HTTPS target in a child process ...`);
-  const { child, fleet } = await startFleet(cert, s);
-  child.removeAllListeners('exit');
+  const { child, fleet } = await startFleet({
+    cert,
+    count: s.proxies,
+    flakyFraction: s.flakyFraction,
+    flapSeconds: s.flapSeconds,
+  });
   try {
     // Phase order is switchable to check that warm-up does not favour the second phase.
     const baselineFirst =

@@ -15,20 +15,18 @@
 // forward proxies and an HTTPS target in another child process (so neither the fleet nor this
 // script share the operator's heap). RSS comes from /proc/<pid>/status (VmRSS, and VmHWM for
 // the peak the kernel saw between samples); the heap breakdown from the operator's /metrics.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { request } from 'undici';
 import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
-import { selfSignedCert, type SelfSignedCert as Cert } from '../framework/testing/self-signed-cert.js';
+import { selfSignedCert } from '../framework/testing/self-signed-cert.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
+import { startFleet, type FleetReady } from './proxy-fleet.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { GROUP, PLURAL, VERSION, type Proxy } from '../crds/proxy-types.js';
 
@@ -83,52 +81,6 @@ function runtimeEnv(): Record<string, string> {
   const nodeOptions = flag('node-options');
   if (nodeOptions !== undefined) env.NODE_OPTIONS = nodeOptions;
   return env;
-}
-
-// ---------------------------------------------------------------- child: the fleet
-
-interface FleetReady {
-  ports: number[];
-  probeURL: string;
-}
-
-/** `count` forward proxies (CONNECT only, what an https probe uses) and an HTTPS target. */
-async function runFleet(cert: Cert, count: number): Promise<FleetReady> {
-  const target = https.createServer({ key: cert.key, cert: cert.cert }, (_req, res) =>
-    res.writeHead(204).end(),
-  );
-  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const server = http.createServer((_req, res) => res.writeHead(405).end());
-    server.on('connect', (req: http.IncomingMessage, socket: net.Socket) => {
-      socket.on('error', () => undefined);
-      const [host, port] = (req.url ?? '').split(':');
-      const upstream = net.connect(Number(port), host, () => {
-        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        upstream.pipe(socket);
-        socket.pipe(upstream);
-      });
-      upstream.on('error', () => socket.destroy());
-      socket.on('close', () => upstream.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    ports.push((server.address() as net.AddressInfo).port);
-  }
-  return { ports, probeURL: `https://127.0.0.1:${(target.address() as net.AddressInfo).port}/generate_204` };
-}
-
-function startFleet(cert: Cert, listeners: number): Promise<{ child: ChildProcess; fleet: FleetReady }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--fleet'], { execArgv: process.execArgv });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`fleet process exited early with ${code}`)));
-    child.once('message', (fleet) => {
-      child.removeAllListeners('exit');
-      resolve({ child, fleet: fleet as FleetReady });
-    });
-    child.send({ cert, count: listeners });
-  });
 }
 
 // ---------------------------------------------------------------- the operator and its memory
@@ -356,7 +308,7 @@ async function main(): Promise<void> {
     const caFile = join(dir, 'ca.pem');
     await writeFile(caFile, cert.cert);
     console.log(`starting ${s.listeners} forward proxies and an HTTPS target in a child process ...`);
-    const { child: fleetChild, fleet } = await startFleet(cert, s.listeners);
+    const { child: fleetChild, fleet } = await startFleet({ cert, count: s.listeners });
     cleanups.push(async () => fleetChild.disconnect());
 
     const launch = async (): Promise<OperatorUnderTest> => {
@@ -462,19 +414,11 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--fleet')) {
-  process.once('message', (msg) => {
-    const { cert, count } = msg as { cert: Cert; count: number };
-    void runFleet(cert, count).then((ready) => process.send?.(ready));
-  });
-  process.on('disconnect', () => process.exit(0));
-} else {
-  // Exits explicitly: the kube client's keep-alive sockets would hold the process open.
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+// Exits explicitly: the kube client's keep-alive sockets would hold the process open.
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

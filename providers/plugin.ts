@@ -43,6 +43,7 @@ export {
   type ProviderOperation,
 } from './errors.js';
 export { instanceName } from './naming.js';
+export { isNetworkError, networkErrorCode, NETWORK_ERROR_CODES } from './network-errors.js';
 export { withSignal, isAbortOf } from './abort.js';
 export { AbortableProvider } from './abortable-provider.js';
 export { ConfigObject, ProvidersConfigError } from './config-reader.js';

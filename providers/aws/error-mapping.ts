@@ -1,4 +1,4 @@
-import type { ProviderErrorKind } from '../plugin.js';
+import { NETWORK_ERROR_CODES, isNetworkError, type ProviderErrorKind } from '../plugin.js';
 
 /** Error codes by what they mean to the operator (docs/providers.md has the table). */
 const BY_CODE: ReadonlyArray<[ProviderErrorKind, RegExp]> = [
@@ -16,19 +16,6 @@ const BY_CODE: ReadonlyArray<[ProviderErrorKind, RegExp]> = [
     /^(UnauthorizedOperation|AuthFailure|InvalidClientTokenId|SignatureDoesNotMatch|OptInRequired|Blocked|PendingVerification|InvalidParameterValue|InvalidParameterCombination|InvalidParameter|MissingParameter|UnknownParameter|InvalidAMIID\..*|InvalidSubnetID\..*|InvalidSubnet|InvalidGroup\..*|InvalidGroupId\..*|InvalidKeyPair\..*|InvalidUserData\..*|UnsupportedOperation|Unsupported|IdempotentParameterMismatch|InvalidAMIName\..*|InvalidBlockDeviceMapping|VPCIdNotSpecified)$/,
   ],
 ];
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
 
 interface AwsErrorShape {
   name?: unknown;
@@ -57,8 +44,7 @@ export function classifyAwsError(err: unknown): ProviderErrorKind {
   if (typeof err !== 'object' || err === null) return 'Transient';
   const e = err as AwsErrorShape;
   const status = typeof e.$metadata?.httpStatusCode === 'number' ? e.$metadata.httpStatusCode : undefined;
-  if ((typeof e.code === 'string' && NETWORK_CODES.has(e.code)) || (code && NETWORK_CODES.has(code)))
-    return 'Transient';
+  if (isNetworkError(err) || (code && NETWORK_ERROR_CODES.has(code))) return 'Transient';
   if (status !== undefined && status >= 500) return 'Transient';
   if (e.$fault === 'client' && status !== undefined && status >= 400 && status !== 429) return 'Permanent';
   return 'Transient';

@@ -1,4 +1,5 @@
 import type { ProviderErrorKind } from '../errors.js';
+import { isNetworkError } from '../network-errors.js';
 import type { GcpOperation } from './compute-api.js';
 
 /** What a failed Compute call means to the provider: a taxonomy kind, or "it already exists". */
@@ -20,19 +21,6 @@ const GRPC = {
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
 } as const;
-
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
 
 /** Operation error codes meaning "no capacity or quota right now": retry slowly. */
 const CAPACITY_CODES = new Set([
@@ -98,7 +86,7 @@ export function classifyGcpError(
   const grpc = num(err.code) !== undefined && num(err.code)! <= 16 ? num(err.code) : undefined;
   const text = textOf(err);
 
-  if (typeof err.code === 'string' && NETWORK_CODES.has(err.code)) return 'Transient';
+  if (isNetworkError(err)) return 'Transient';
   if (http === 404 || (http === undefined && grpc === GRPC.NOT_FOUND)) return 'NotFound';
   // v7 reports HTTP 409 as gRPC ABORTED, so the HTTP status decides.
   if (http === 409 || (http === undefined && grpc === GRPC.ALREADY_EXISTS)) {
