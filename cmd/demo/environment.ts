@@ -97,7 +97,10 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
   try {
-    const controlPlane = await ControlPlane.start({ progress: opts.progress });
+    const controlPlane = await ControlPlane.start({
+      progress: opts.progress,
+      dirPrefix: 'proxy-operator-cp-',
+    });
     cleanups.push(() => controlPlane.stop());
     const kubeConfig = controlPlane.kubeConfig();
     opts.progress('installing the Proxy CRD from dist/crds.yaml');
