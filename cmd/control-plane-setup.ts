@@ -1,7 +1,5 @@
-import { ensureBinaries } from '../framework/testing/binaries.js';
+// `npm run control-plane:setup`; the Node.js check first (see cmd/operator.ts).
+import { exitOnOldNode } from './node-version.js';
 
-// `npm run control-plane:setup`: obtain the control-plane binaries and say where they are.
-const bins = await ensureBinaries((m) => process.stderr.write(`[control-plane] ${m}\n`));
-process.stdout.write(
-  `kube-apiserver: ${bins.kubeApiserver}\netcd: ${bins.etcd}\nkubectl: ${bins.kubectl ?? '(not available)'}\nsource: ${bins.source}\nexport KUBEBUILDER_ASSETS=${bins.dir}\n`,
-);
+exitOnOldNode('control-plane:setup');
+await import('./control-plane-setup-main.js');

@@ -44,6 +44,8 @@ export interface Settings {
   leaseStore: LeaseStoreSettings;
   /** The parts this process runs (`--components`). */
   components: readonly Component[];
+  /** `--probe-ca-file`: a PEM file of extra CAs the health probes trust. */
+  probeCAFile?: string;
 }
 
 export type DiscoveryAuth =
@@ -274,6 +276,11 @@ const OPTIONS: Option[] = [
     help: 'the parts this process runs, comma-separated: controller (reconciler, orphan sweep, health engine; leader-elected) and discovery (the lease API, on every replica). discovery without controller needs --lease-store=redis',
   },
   {
+    flag: 'probe-ca-file',
+    env: 'PROBE_CA_FILE',
+    help: 'PEM file of extra CA certificates the health probes trust (https probe URLs behind a private CA); read at start-up',
+  },
+  {
     flag: 'cluster-name',
     env: 'CLUSTER_NAME',
     help: "owner identity labelled on every instance this operator creates; its orphan sweep deletes only instances carrying it. Give every operator sharing a cloud project, account or proxies namespace its own (lower-case letters, digits, '-', '_'; at most 63). Default: the UID of the kube-system Namespace",
@@ -284,7 +291,7 @@ export function usage(): string {
   const lines = [
     'Usage: proxy-operator [flags]',
     '',
-    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is one API bearer token (named "default"), surrounding whitespace ignored; --discovery-tokens-file holds several. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis. PROBE_CA_FILE (env only) adds a CA the health probes trust for https probe URLs.',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is one API bearer token (named "default"), surrounding whitespace ignored; --discovery-tokens-file holds several. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis.',
     '',
   ];
   for (const o of OPTIONS) {
@@ -568,5 +575,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     clusterName: clusterName('cluster-name', get('cluster-name')),
     leaseStore: store,
     components: parts,
+    probeCAFile: get('probe-ca-file'),
   };
 }

@@ -1,5 +1,7 @@
-// The framework's public surface. Everything a handler author needs is exported here; the
-// modules under core/ and utils/ are implementation details. docs/framework.md is the guide.
+// The framework's public surface: what a handler author uses (decorators and their options,
+// the contexts and what they carry, the errors, the Operator). The modules under core/ and
+// utils/ are implementation details (their own tests import them directly); test helpers
+// are in framework/testing/index.ts. docs/framework.md is the guide.
 //
 // @controller and @background already apply tsyringe's @injectable() to the class: handler
 // classes do not repeat it (their constructor arguments still need @inject(TOKEN) when
@@ -18,7 +20,6 @@ export {
   onCleanup,
   timer,
   daemon,
-  handlerMetadata,
   type ControllerOptions,
   type WatchOptions,
   type DeleteOptions,
@@ -29,8 +30,6 @@ export { TemporaryError, PermanentError } from './core/errors.js';
 export { Operator, type OperatorOptions, type HandlerClass } from './core/operator.js';
 export type { LeaderElectionOptions } from './core/leader-election.js';
 export type { QueueOptions } from './core/queue.js';
-export { setCondition } from './core/status-writer.js';
-export { decideCause, failureMemory, stateAnnotations } from './core/cause.js';
 export { KubeApiError, isStatus } from './utils/kube-client.js';
 export type {
   KindRef,

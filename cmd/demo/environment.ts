@@ -46,14 +46,28 @@ export interface DemoEnvironmentOptions {
   sitePort?: number;
 }
 
-async function portOr(preferred: number | undefined): Promise<number> {
+/**
+ * `preferred` when it is free on 127.0.0.1, else a free port, said loudly through `warn`
+ * naming both (a second demo, or anything else on the port, must not move quietly).
+ */
+export async function portOr(
+  preferred: number | undefined,
+  what: string,
+  warn: (line: string) => void,
+): Promise<number> {
   if (preferred === undefined) return freePort();
   const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
+  const chosen = await new Promise<number | undefined>((resolve) => {
     const srv = createServer();
-    srv.once('error', () => void freePort().then(resolve));
+    srv.once('error', () => resolve(undefined));
     srv.listen(preferred, '127.0.0.1', () => srv.close(() => resolve(preferred)));
   });
+  if (chosen !== undefined) return chosen;
+  const other = await freePort();
+  warn(
+    `WARNING: port ${preferred} is taken (another demo still running?): ${what} listens on 127.0.0.1:${other} instead of 127.0.0.1:${preferred}`,
+  );
+  return other;
 }
 
 /**
@@ -83,7 +97,10 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
   try {
-    const controlPlane = await ControlPlane.start({ progress: opts.progress });
+    const controlPlane = await ControlPlane.start({
+      progress: opts.progress,
+      dirPrefix: 'proxy-operator-cp-',
+    });
     cleanups.push(() => controlPlane.stop());
     const kubeConfig = controlPlane.kubeConfig();
     opts.progress('installing the Proxy CRD from dist/crds.yaml');
@@ -94,7 +111,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     cleanups.push(() => target.close());
     const externalProxy = await startForwardProxy({ host: '127.0.0.2', port: await freePort() });
     cleanups.push(() => externalProxy.close());
-    const site = await startDemoSite(await portOr(opts.sitePort));
+    const site = await startDemoSite(await portOr(opts.sitePort, 'the demo site', opts.progress));
     cleanups.push(() => site.close());
 
     const registry = new Registry();
@@ -110,7 +127,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     });
     cleanups.push(() => providers.close());
 
-    const discoveryPort = await portOr(opts.discoveryPort);
+    const discoveryPort = await portOr(opts.discoveryPort, 'the discovery API', opts.progress);
     const metricsPort = await freePort();
     const operator = createProxyOperator({
       kubeConfig,

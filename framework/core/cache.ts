@@ -11,10 +11,17 @@ import {
   type KubeObject,
 } from './types.js';
 
-/** Read access to every informer's store; hands out deep copies so handlers cannot corrupt it. */
+/** What the informer reports: its key and the object as it saw it (the last state, on a delete). */
+type RawListener = (key: string, obj: KubeObject) => void;
+
+/**
+ * Read access to every informer's store; hands out deep copies so handlers cannot corrupt it.
+ * The one place change listeners live: the operator's dispatchers and @watches subscribe here
+ * (onRawChange) beside the handlers' onChange.
+ */
 export class InformerCache implements CacheReader {
   private readonly informers = new Map<string, Informer>();
-  private readonly listeners = new Map<string, Set<CacheListener>>();
+  private readonly listeners = new Map<string, Set<RawListener>>();
 
   /** `onListenerError` hears what a change listener throws (it never reaches the informer). */
   constructor(private readonly onListenerError: (err: unknown, kind: KindRef) => void = () => {}) {}
@@ -67,25 +74,38 @@ export class InformerCache implements CacheReader {
 
   onChange<T extends KubeObject = KubeObject>(kind: KindRef, listener: CacheListener<T>): () => void {
     const informer = this.informer(kind);
-    const id = viewId(informer.kind, informer.selector);
+    return this.subscribe(viewId(informer.kind, informer.selector), (key) => {
+      const obj = informer.get(key);
+      listener(parseKey(key), obj === undefined ? undefined : (structuredClone(obj) as T));
+    });
+  }
+
+  /**
+   * For the framework itself: hears every change of the view `kind` names exactly, with the
+   * informer's own object (no copy; on a delete, its last state).
+   */
+  onRawChange(kind: KindRef, listener: RawListener): () => void {
+    return this.subscribe(viewId(kind), listener);
+  }
+
+  private subscribe(id: string, listener: RawListener): () => void {
     let listeners = this.listeners.get(id);
     if (!listeners) {
       listeners = new Set();
       this.listeners.set(id, listeners);
     }
-    const entry = listener as CacheListener;
+    const entry: RawListener = (key, obj) => listener(key, obj);
     listeners.add(entry);
     return () => listeners.delete(entry);
   }
 
-  /** Tells the change listeners of `kind` that the object at `key` changed (the operator calls this). */
-  notify(kind: KindRef, key: string): void {
+  /** Tells the change listeners of `kind` that the object at `key` changed (the informer's hook calls this). */
+  notify(kind: KindRef, key: string, obj: KubeObject): void {
     const listeners = this.listeners.get(viewId(kind));
     if (!listeners?.size) return;
-    const obj = this.informer(kind).get(key);
     for (const listener of listeners) {
       try {
-        listener(parseKey(key), obj === undefined ? undefined : structuredClone(obj));
+        listener(key, obj);
       } catch (err) {
         this.onListenerError(err, kind);
       }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { MERGE_PATCH, type KubeClient } from '../utils/kube-client.js';
 import { objectLogger } from '../utils/logger.js';
-import { stoppable } from '../utils/sleep.js';
+import { withStopHelpers } from '../utils/sleep.js';
 import { ObjectEventRecorder } from './event-recorder.js';
 import { ObjectStatusWriter } from './status-writer.js';
 import {
@@ -45,14 +45,7 @@ export function handlerContext<T extends KubeObject>(
   const copy = structuredClone(object);
   const { namespace, name } = copy.metadata;
   const logger = objectLogger(deps.logger, deps.kind.kind, namespace, name ?? '').child({ cause });
-  // Not spread: that would read the lazy `stopped` getter, adding a listener per dispatch.
-  const waits = stoppable(signal);
-  return {
-    signal,
-    get stopped() {
-      return waits.stopped;
-    },
-    sleep: waits.sleep,
+  return withStopHelpers(signal, {
     object: copy,
     cause,
     logger,
@@ -87,5 +80,5 @@ export function handlerContext<T extends KubeObject>(
         signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
       }),
     requeue: (options: RequeueOptions = {}) => deps.requeue(keyOf(namespace, name ?? ''), options),
-  };
+  });
 }

@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import type { DependencyContainer, InjectionToken } from 'tsyringe';
 import { KubeClient } from '../utils/kube-client.js';
 import { errorMessage } from '../utils/logger.js';
-import { sleep, stoppable } from '../utils/sleep.js';
+import { stoppable, withStopHelpers } from '../utils/sleep.js';
 import { BackgroundRunner } from './background.js';
 import { InformerCache } from './cache.js';
 import { stateAnnotations } from './cause.js';
@@ -13,17 +13,12 @@ import { Informer } from './informer.js';
 import { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 import { FrameworkMetrics } from './metrics.js';
 import { ProbeServer } from './probe-server.js';
+import { DEFAULT_SHUTDOWN_GRACE_SECONDS, stopInOrder } from './shutdown.js';
 import type { QueueOptions } from './queue.js';
 import { handlerMetadata, type ClassMetadata, type WatchOptions } from './registry.js';
-import {
-  keyOf,
-  kindId,
-  viewId,
-  type CacheReader,
-  type KindRef,
-  type KubeObject,
-  type OperatorContext,
-} from './types.js';
+import { keyOf, kindId, viewId, type CacheReader, type KindRef, type OperatorContext } from './types.js';
+
+export { DEFAULT_SHUTDOWN_GRACE_SECONDS, SHUTDOWN_BOUNDS, shutdownBudgetSeconds } from './shutdown.js';
 
 // tsyringe resolves concrete classes; the operator only needs their constructors.
 export type HandlerClass = new (...args: never[]) => unknown;
@@ -58,51 +53,12 @@ export interface OperatorOptions {
   cacheKinds?: KindRef[];
 }
 
-type Listener = (key: string, obj: KubeObject) => void;
-
-/** Resolves when `signal` aborts (a timer cannot stand in: Node clamps delays over 2^31 - 1 ms to 1 ms). */
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
-
-/** How long stop() lets in-flight handlers finish (and daemons close) before aborting them. */
-export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
-
-/** The other bounded steps of stop(), in seconds, after the grace period. */
-export const SHUTDOWN_BOUNDS = {
-  /** Handlers and daemons still running once their signal is aborted. */
-  afterAbort: 5,
-  /** Every @onCleanup hook together (providers are closed there). */
-  cleanup: 10,
-  informers: 5,
-  /** Releasing the leader Lease (a GET and a PUT, each under this deadline). */
-  leaseRelease: 5,
-} as const;
-
-/**
- * The longest a graceful stop() can take with this grace period: what a Pod's
- * terminationGracePeriodSeconds must exceed so the Lease is released before the kubelet kills it.
- */
-export function shutdownBudgetSeconds(shutdownGraceSeconds = DEFAULT_SHUTDOWN_GRACE_SECONDS): number {
-  return (
-    shutdownGraceSeconds +
-    SHUTDOWN_BOUNDS.afterAbort +
-    SHUTDOWN_BOUNDS.cleanup +
-    SHUTDOWN_BOUNDS.informers +
-    SHUTDOWN_BOUNDS.leaseRelease
-  );
-}
-
 /** The runtime: informers and caches everywhere, handlers on the leader only. */
 export class Operator {
   private readonly client: KubeClient;
   private readonly informerCache = new InformerCache((err, kind) =>
     this.logger.error({ kind: kind.kind, err: errorMessage(err) }, 'cache change listener failed'),
   );
-  private readonly listeners = new Map<string, Listener[]>();
   private readonly dispatchers = new Map<string, Dispatcher>();
   private readonly background: BackgroundRunner;
   private readonly metrics: FrameworkMetrics;
@@ -184,21 +140,13 @@ export class Operator {
         maxRetryDelaySeconds: this.opts.watchRetryMaxSeconds,
       },
       {
-        onChange: (key, obj) => {
-          (this.listeners.get(id) ?? []).forEach((l) => l(key, obj));
-          this.informerCache.notify(kind, key);
-        },
+        onChange: (key, obj) => this.informerCache.notify(kind, key, obj),
         onRestart: (reason) => this.metrics.watchRestarts.inc({ kind: kind.kind, reason }),
       },
       this.logger.child({ component: 'informer', kind: kind.kind }),
     );
     this.informerCache.register(informer);
     return informer;
-  }
-
-  private listen(kind: KindRef, listener: Listener): void {
-    const id = viewId(kind);
-    this.listeners.set(id, [...(this.listeners.get(id) ?? []), listener]);
   }
 
   private addController(
@@ -233,13 +181,13 @@ export class Operator {
     this.metrics.track(kind.kind, () => dispatcher.tracked);
     // Zero from the start, so rate() over status writes works before the first one.
     this.metrics.statusWrites.inc({ kind: kind.kind }, 0);
-    this.listen(kind, (key, obj) => dispatcher.changed(key, obj));
+    this.informerCache.onRawChange(kind, (key, obj) => dispatcher.changed(key, obj));
     for (const w of metadata.watches) this.addWatch(w, dispatcher);
   }
 
   private addWatch(w: WatchOptions, dispatcher: Dispatcher): void {
     this.informerFor(w, w.labelSelector);
-    this.listen(w, (_key, obj) => {
+    this.informerCache.onRawChange(w, (_key, obj) => {
       try {
         for (const k of w.map(structuredClone(obj), this.informerCache))
           dispatcher.trigger(keyOf(k.namespace, k.name));
@@ -250,18 +198,13 @@ export class Operator {
   }
 
   private operatorContext(signal: AbortSignal): OperatorContext {
-    const waits = stoppable(signal);
-    return {
-      signal,
-      get stopped() {
-        return waits.stopped;
-      },
-      sleep: waits.sleep,
+    return withStopHelpers(signal, {
       logger: this.logger,
       cache: this.informerCache,
-      trigger: (kind, namespace, name) => this.trigger(kind, namespace, name),
+      trigger: (kind: KindRef, namespace: string | undefined, name: string) =>
+        this.trigger(kind, namespace, name),
       isLeader: () => this.isLeader(),
-    };
+    });
   }
 
   /** Enqueues an object of a @controller kind for its update handlers. */
@@ -304,7 +247,7 @@ export class Operator {
     for (const i of this.informerCache.all()) i.start();
     await Promise.race([
       Promise.all(this.informerCache.all().map((i) => i.synced)),
-      aborted(this.stopping.signal),
+      stoppable(this.stopping.signal).stopped,
     ]);
     if (this.stopping.signal.aborted) return;
     try {
@@ -336,50 +279,23 @@ export class Operator {
     return this.stopped;
   }
 
-  private async stopInOrder(): Promise<void> {
-    const grace = this.opts.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS;
-    const daemons = this.background.stopAll();
-    const drained = Promise.all([...this.dispatchers.values()].map((d) => d.drain()));
-    const work = Promise.all([drained, daemons]);
-    await this.bounded('draining handlers and stopping daemons', work, grace);
-    this.shutdown.abort();
-    await this.bounded('handlers and daemons after their abort', work, SHUTDOWN_BOUNDS.afterAbort);
-    await this.bounded(
-      'cleanup hooks',
-      this.background.runHooks('cleanup', AbortSignal.timeout(SHUTDOWN_BOUNDS.cleanup * 1000)),
-      SHUTDOWN_BOUNDS.cleanup,
+  private stopInOrder(): Promise<void> {
+    return stopInOrder(
+      {
+        drainAndStopDaemons: () => {
+          const daemons = this.background.stopAll();
+          const drained = Promise.all([...this.dispatchers.values()].map((d) => d.drain()));
+          return Promise.all([drained, daemons]);
+        },
+        abortHandlers: () => this.shutdown.abort(),
+        cleanup: (signal) => this.background.runHooks('cleanup', signal),
+        stopInformers: () => Promise.all(this.informerCache.all().map((i) => i.stop())),
+        releaseLease: (seconds) => this.elector?.stop(true, seconds),
+        closeProbe: () => this.probe.close(),
+      },
+      this.opts.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS,
+      this.logger,
     );
-    await this.bounded(
-      'informers',
-      Promise.all(this.informerCache.all().map((i) => i.stop())),
-      SHUTDOWN_BOUNDS.informers,
-    );
-    await this.bounded(
-      'the leader Lease release',
-      this.elector?.stop(true, SHUTDOWN_BOUNDS.leaseRelease),
-      SHUTDOWN_BOUNDS.leaseRelease,
-    );
-    await this.probe.close();
-    this.logger.info('operator stopped');
-  }
-
-  /** Waits for `work` at most `seconds`; what does not finish in time is logged and left behind. */
-  private async bounded(what: string, work: Promise<unknown> | undefined, seconds: number): Promise<void> {
-    if (!work) return;
-    const timeUp = new AbortController();
-    const finished = await Promise.race([
-      work.then(
-        () => true,
-        (err: unknown) => (this.logger.warn({ err: errorMessage(err), what }, 'error while stopping'), true),
-      ),
-      sleep(seconds * 1000, timeUp.signal).then(() => false),
-    ]);
-    timeUp.abort();
-    if (!finished)
-      this.logger.error(
-        { what, waitedSeconds: seconds },
-        'stopping went on without it: it did not finish in time',
-      );
   }
 
   /**

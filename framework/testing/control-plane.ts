@@ -13,6 +13,11 @@ export interface ControlPlaneOptions {
   progress?: Progress;
   /** How long each component may take to become healthy. */
   startTimeoutMs?: number;
+  /**
+   * Prefix of its folder under the temporary directory, chosen by the caller (the framework
+   * names no product); abandoned folders with this prefix are reaped at start.
+   */
+  dirPrefix?: string;
 }
 
 export async function freePort(): Promise<number> {
@@ -71,7 +76,7 @@ async function terminate(child: ChildProcess | undefined, graceMs = 5000): Promi
   clearTimeout(timer);
 }
 
-const DIR_PREFIX = 'proxy-operator-cp-';
+const DEFAULT_DIR_PREFIX = 'control-plane-';
 const OWNER_FILE = 'owner.pid';
 const CHILDREN_FILE = 'children.pids';
 
@@ -88,10 +93,10 @@ function alive(pid: number): boolean {
  * Kills the etcd/apiserver of control planes whose owning process died without cleaning up
  * (a SIGKILLed test run never reaches its teardown), and removes their folders.
  */
-export async function reapAbandoned(): Promise<number> {
+export async function reapAbandoned(dirPrefix: string = DEFAULT_DIR_PREFIX): Promise<number> {
   let reaped = 0;
   for (const name of await readdir(tmpdir())) {
-    if (!name.startsWith(DIR_PREFIX)) continue;
+    if (!name.startsWith(dirPrefix)) continue;
     const dir = join(tmpdir(), name);
     const owner = Number(await readFile(join(dir, OWNER_FILE), 'utf8').catch(() => '0'));
     if (!owner || alive(owner)) continue;
@@ -144,9 +149,10 @@ export class ControlPlane {
 
   static async start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
     const progress = options.progress ?? (() => {});
-    await reapAbandoned();
+    const dirPrefix = options.dirPrefix ?? DEFAULT_DIR_PREFIX;
+    await reapAbandoned(dirPrefix);
     const binaries = options.binaries ?? (await ensureBinaries(progress));
-    const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
+    const dir = await mkdtemp(join(tmpdir(), dirPrefix));
     await writeFile(join(dir, OWNER_FILE), String(process.pid));
     const [etcdClient, etcdPeer, secure] = [await freePort(), await freePort(), await freePort()];
     const cp = new ControlPlane(

@@ -34,6 +34,26 @@ export function stoppable(signal: AbortSignal): {
   };
 }
 
+/**
+ * `fields` plus `signal`, `sleep` and `stopped` bound to `signal`: what every context handed to
+ * a handler or daemon carries. `stopped` stays a lazy getter (spreading `stoppable()` would
+ * read it, adding an abort listener per context).
+ */
+export function withStopHelpers<F extends object>(
+  signal: AbortSignal,
+  fields: F,
+): F & { signal: AbortSignal; readonly stopped: Promise<void>; sleep(ms: number): Promise<boolean> } {
+  const waits = stoppable(signal);
+  return {
+    ...fields,
+    signal,
+    get stopped() {
+      return waits.stopped;
+    },
+    sleep: waits.sleep,
+  };
+}
+
 /** Multiplies `ms` by a random factor in [1 - jitter, 1 + jitter]. */
 export function jittered(ms: number, jitter: number, random: () => number = Math.random): number {
   return ms * (1 + jitter * (2 * random() - 1));

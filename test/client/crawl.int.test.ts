@@ -33,9 +33,13 @@ const MAX_LEASES = 3;
 const TOKEN = 'crawl-test-token';
 const HOST = 'localhost';
 
-/** A client that notes when each report was acknowledged, in the crawl's issue order. */
+/**
+ * A client that notes when each report was sent and when it was acknowledged, in the crawl's
+ * issue order. The integration promises no request through a banned proxy from the moment
+ * it reports it, not from the server's answer: the checks use `sentAtSeq`.
+ */
 class RecordingClient extends DiscoveryClient {
-  readonly reports: (ReportResponse & { acknowledgedAtSeq: number })[] = [];
+  readonly reports: (ReportResponse & { sentAtSeq: number; acknowledgedAtSeq: number })[] = [];
   constructor(
     baseUrl: string,
     private readonly seq: () => number,
@@ -47,8 +51,9 @@ class RecordingClient extends DiscoveryClient {
     result: ReportResult,
     report?: { target?: string },
   ): Promise<ReportResponse> {
+    const sentAtSeq = this.seq();
     const response = await super.report(leaseID, result, report);
-    this.reports.push({ ...response, acknowledgedAtSeq: this.seq() });
+    this.reports.push({ ...response, sentAtSeq, acknowledgedAtSeq: this.seq() });
     return response;
   }
 }
@@ -150,7 +155,7 @@ it(`crawls ${PAGES} linked pages through ${PROXIES.length} leased proxies, and m
     [
       `crawl: ${fetched.size}/${PAGES} pages in ${crawlSeconds.toFixed(1)} s, ${site.hits.length} requests at the site`,
       `requests per proxy: ${JSON.stringify(perProxy)} (refused: ${site.refused().join(', ')})`,
-      `403s: ${site.hits.filter((h) => h.status === 403).length}, reports acknowledged at #${client.reports.map((r) => r.acknowledgedAtSeq).join(', #')}, ${seq} requests issued`,
+      `403s: ${site.hits.filter((h) => h.status === 403).length}, reports sent/acknowledged at ${client.reports.map((r) => `#${r.sentAtSeq}/#${r.acknowledgedAtSeq}`).join(', ')}, ${seq} requests issued`,
       `integration: ${JSON.stringify(proxyConfiguration.stats)}`,
       `reports: ${client.reports.map((r) => `${r.result}@${r.proxyID}`).join(', ')}`,
     ].join('\n'),
@@ -165,9 +170,9 @@ it(`crawls ${PAGES} linked pages through ${PROXIES.length} leased proxies, and m
   expect(bans.length).toBeGreaterThanOrEqual(1);
   expect(new Set(bans.map((r) => r.proxyID))).toEqual(new Set([refused.id]));
   expect(bans.every((r) => r.target === HOST && r.cooldownUntil !== null)).toBe(true);
-  const firstBan = Math.min(...bans.map((r) => r.acknowledgedAtSeq));
+  const firstBan = Math.min(...bans.map((r) => r.sentAtSeq));
 
-  // After the report no request went through it to the site.
+  // From the moment the report was sent no request went through it to the site.
   const throughRefused = site.hits.filter((h) => h.from === refused.ip);
   expect(throughRefused.length).toBeGreaterThanOrEqual(1);
   expect(throughRefused.every((h) => h.status === 403)).toBe(true);

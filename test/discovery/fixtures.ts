@@ -1,4 +1,5 @@
 // Shared test fixtures for the discovery suites.
+import { eventually as pollUntil } from '../../framework/testing/index.js';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import type { ProxyRecord } from '../../discovery/catalog.js';
@@ -77,9 +78,5 @@ export async function eventually(
   condition: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await pollUntil('a condition', condition, { timeoutMs, intervalMs: 10 });
 }

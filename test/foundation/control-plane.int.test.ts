@@ -1,6 +1,8 @@
+import { eventually as pollUntil } from '../../framework/testing/index.js';
 import { access, readdir, readFile } from 'node:fs/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { ControlPlane } from '../../framework/testing/control-plane.js';
+import { CONTROL_PLANE_DIR_PREFIX } from '../harness/kube.js';
 
 // This suite runs its own control plane, because it stops the API server: the shared one
 // must stay up for every other suite.
@@ -27,17 +29,11 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-async function eventually<T>(probe: () => Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await probe();
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`${what} did not succeed within ${timeoutMs} ms: ${String(err)}`, { cause: err });
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+/** Retries `probe` until it stops throwing (its last error fails the test). */
+function eventually<T>(probe: () => Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
+  return pollUntil(what, async () => ({ value: await probe() }), { timeoutMs, intervalMs: 250 }).then(
+    (r) => r.value,
+  );
 }
 
 describe('the control-plane harness', () => {
@@ -45,7 +41,7 @@ describe('the control-plane harness', () => {
   let core: CoreV1Api;
 
   beforeAll(async () => {
-    cp = await ControlPlane.start();
+    cp = await ControlPlane.start({ dirPrefix: CONTROL_PLANE_DIR_PREFIX });
     core = cp.kubeConfig().makeApiClient(CoreV1Api);
   }, 240_000); // a second control plane booting on a busy two-core machine
   afterAll(() => cp?.stop());
@@ -95,12 +91,12 @@ describe('a control plane whose owner died', () => {
     const orphan = spawn('sleep', ['300'], { stdio: 'ignore' });
     const gone = spawn('true');
     await new Promise((r) => gone.once('exit', r));
-    const dir = await mkdtemp(join(tmpdir(), 'proxy-operator-cp-'));
+    const dir = await mkdtemp(join(tmpdir(), CONTROL_PLANE_DIR_PREFIX));
     await writeFile(join(dir, 'owner.pid'), String(gone.pid));
     await writeFile(join(dir, 'children.pids'), `${orphan.pid}\n`);
     const exited = new Promise((r) => orphan.once('exit', r));
 
-    expect(await reapAbandoned()).toBeGreaterThanOrEqual(1);
+    expect(await reapAbandoned(CONTROL_PLANE_DIR_PREFIX)).toBeGreaterThanOrEqual(1);
     await exited;
     await expect(stat(dir)).rejects.toThrow();
   });

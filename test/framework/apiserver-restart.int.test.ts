@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { inject } from 'tsyringe';
 import { controller, onCreate, onUpdate, type HandlerContext, type Operator } from '../../framework/index.js';
 import { ControlPlane } from '../../framework/testing/control-plane.js';
+import { CONTROL_PLANE_DIR_PREFIX } from '../harness/kube.js';
 import { Calls, CALLS } from './calls.js';
 import { eventually, HANDLED, WIDGET, WidgetWorld, type Widget } from './widget-world.js';
 
@@ -20,7 +21,7 @@ describe('API server outage', () => {
   let operator: Operator | undefined;
 
   beforeAll(async () => {
-    cp = await ControlPlane.start();
+    cp = await ControlPlane.start({ dirPrefix: CONTROL_PLANE_DIR_PREFIX });
   }, 90_000);
   afterAll(async () => {
     await operator?.stop();

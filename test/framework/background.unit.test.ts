@@ -5,13 +5,13 @@ import { stoppable } from '../../framework/utils/sleep.js';
 import {
   background,
   daemon,
-  handlerMetadata,
   onCleanup,
   onStartup,
   onUpdate,
   timer,
   type OperatorContext,
 } from '../../framework/index.js';
+import { handlerMetadata } from '../../framework/core/registry.js';
 
 const logger = pino({ level: 'silent' });
 const context = (signal: AbortSignal): OperatorContext => ({

@@ -4,7 +4,6 @@ import {
   background,
   controller,
   daemon,
-  handlerMetadata,
   onCleanup,
   onCreate,
   onDelete,
@@ -15,6 +14,7 @@ import {
   watches,
   type KindRef,
 } from '../../framework/index.js';
+import { handlerMetadata } from '../../framework/core/registry.js';
 
 const WIDGET: KindRef = {
   group: 'test.example.com',

@@ -1,5 +1,6 @@
 // Test-only fixtures for the framework's integration suites: a throw-away Widget CRD, a
 // namespace per suite, and an Operator factory with short timings.
+import { eventually as pollUntil } from '../../framework/testing/index.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -43,20 +44,11 @@ export function testLogger(): Logger {
   return pino({ level: process.env.FRAMEWORK_TEST_LOG ?? 'silent' });
 }
 
-export async function eventually<T>(
-  check: () => T | Promise<T>,
-  timeoutMs = 30_000,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, intervalMs));
-    }
-  }
+/** Retries `check` until it stops throwing; past the deadline its last error is the test's. */
+export function eventually<T>(check: () => T | Promise<T>, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+  return pollUntil('a check to pass', async () => ({ value: await check() }), { timeoutMs, intervalMs }).then(
+    (r) => r.value,
+  );
 }
 
 const CRD = schemalessCrd(WIDGET);

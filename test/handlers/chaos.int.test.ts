@@ -289,6 +289,9 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
       expect(settled).toBe(true);
       expect(stats.kills).toBeGreaterThanOrEqual(KILLS);
       expect(stats.creates).toBeGreaterThanOrEqual(30);
+      // The aimed kills are the point of the test: at least one must have landed between a
+      // Pod's create and the status write recording it, or the crash window went untested.
+      expect(stats.aimedInWindow).toBeGreaterThanOrEqual(1);
     } finally {
       podWatch.abort();
       await kubelet.stop();

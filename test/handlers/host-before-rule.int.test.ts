@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import type { CustomResourceDefinition } from '../../crds/openapi-schema.js';
 import { ControlPlane, freePort } from '../../framework/testing/control-plane.js';
+import { CONTROL_PLANE_DIR_PREFIX } from '../harness/kube.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { rejectionOf } from '../crd/api-error.js';
@@ -40,7 +41,7 @@ function withoutHostRule(crd: CustomResourceDefinition): CustomResourceDefinitio
 }
 
 beforeAll(async () => {
-  cp = await ControlPlane.start();
+  cp = await ControlPlane.start({ dirPrefix: CONTROL_PLANE_DIR_PREFIX });
   const kc = cp.kubeConfig();
   target = await startLocalTarget();
   misread = await startForwardProxy({ host: '127.0.0.66', port: await freePort() });

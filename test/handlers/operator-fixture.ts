@@ -1,3 +1,4 @@
+import { eventually as pollUntil } from '../../framework/testing/index.js';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -16,24 +17,12 @@ import { ProxyApi } from '../crd/proxy-api.js';
 export const quiet = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 /** Polls until `check` returns a value (not undefined) or the deadline passes. */
-export async function eventually<T>(
+export function eventually<T>(
   what: string,
   check: () => Promise<T | undefined>,
   timeoutMs = 60_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  return pollUntil(what, check, { timeoutMs, intervalMs: 200 });
 }
 
 export async function createNamespace(kc: KubeConfig, name: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { BackgroundRunner } from '../../framework/core/background.js';
-import { handlerMetadata, type OperatorContext } from '../../framework/index.js';
+import type { OperatorContext } from '../../framework/index.js';
+import { handlerMetadata } from '../../framework/core/registry.js';
 import { stoppable } from '../../framework/utils/sleep.js';
 import { OrphanSweep } from '../../handlers/orphan-sweep.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';

@@ -7,8 +7,9 @@ export default async function globalSetup(): Promise<void> {
   // hooks (`.js` → `.ts`, TypeScript syntax) before the harness is imported.
   await import(new URL('./ts-hooks.ts', import.meta.url).href);
   const { ControlPlane } = await import('../../framework/testing/control-plane.js');
-  const { KUBECONFIG_ENV } = await import('./kube.js');
+  const { CONTROL_PLANE_DIR_PREFIX, KUBECONFIG_ENV } = await import('./kube.js');
   const cp: ControlPlaneType = await ControlPlane.start({
+    dirPrefix: CONTROL_PLANE_DIR_PREFIX,
     progress: (m) => process.stderr.write(`[control-plane] ${m}\n`),
   });
   (globalThis as { __controlPlane?: ControlPlaneType }).__controlPlane = cp;

@@ -3,6 +3,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 /** Set by the jest global setup to the shared control plane's kubeconfig. */
 export const KUBECONFIG_ENV = 'PROXY_OPERATOR_TEST_KUBECONFIG';
 
+/** The folder prefix of this repository's control planes (tests and the demo reap each other's leftovers). */
+export const CONTROL_PLANE_DIR_PREFIX = 'proxy-operator-cp-';
+
 /** The shared test control plane's admin KubeConfig. */
 export function testKubeConfig(): KubeConfig {
   const path = process.env[KUBECONFIG_ENV];

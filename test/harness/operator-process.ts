@@ -1,3 +1,4 @@
+import { eventually } from '../../framework/testing/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,19 +40,9 @@ export function runOperator(args: string[], env: Record<string, string> = {}): O
   return { child, exited, output: () => out };
 }
 
-/** Polls until `check` returns a value (not undefined) or the deadline passes. */
-export async function until<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+/** Polls until `check` returns a value (not undefined) or the deadline passes; a throw is a "not yet". */
+export function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return eventually(what, () => check().catch(() => undefined), { timeoutMs, intervalMs: 250 });
 }
 
 export async function readyz(metricsPort: number): Promise<true | undefined> {

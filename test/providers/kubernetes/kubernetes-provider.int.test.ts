@@ -1,3 +1,4 @@
+import { eventually as pollUntil } from '../../../framework/testing/index.js';
 import { CoreV1Api, type V1PodStatus } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { KubernetesProvider } from '../../../providers/kubernetes/kubernetes-provider.js';
@@ -9,20 +10,20 @@ import { SQUID_GRACE_SECONDS } from '../../../providers/kubernetes/squid-config.
 
 const logger = pino({ level: 'silent' });
 
-async function eventually<T>(
+function eventually<T>(
   probe: () => Promise<T>,
   ok: (v: T) => boolean,
   what: string,
   timeoutMs = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; last value ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  return pollUntil(
+    what,
+    async () => {
+      const value = await probe();
+      return ok(value) ? { value } : undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  ).then((r) => r.value);
 }
 
 describe('the kubernetes provider against a real API server', () => {

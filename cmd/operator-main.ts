@@ -1,0 +1,201 @@
+// The operator itself; cmd/operator.ts loads it once the Node.js version is known to be right.
+import 'reflect-metadata';
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino, type Logger } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { builtinProviderRegistry } from '../providers/builtin.js';
+import { connectRedis } from '../discovery/redis-connection.js';
+import { handlersFor } from '../handlers/components.js';
+import type { LeaseStoreFactory } from '../handlers/lease-book.js';
+import { createProxyOperator } from '../handlers/proxy-operator.js';
+import { redisLeaseStore } from '../handlers/redis-lease-book.js';
+import { loadTokensFile } from '../discovery/tokens-file.js';
+import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
+import { leaderIdentity } from './leader-identity.js';
+import { handlerSettingsFrom, leaderElectionFrom } from './operator-options.js';
+import {
+  checkMaxUnavailableProviders,
+  parseSettings,
+  SettingsError,
+  usage,
+  type Settings,
+} from './settings.js';
+
+/** Used when no providers config is given: enough to try the operator with no cloud. */
+export const EMBEDDED_PROVIDERS_CONFIG = 'providers:\n  - name: mock\n    type: mock\n';
+
+/** A start-up mistake: said on stderr (and in the log once there is one), exit status 2. */
+function fatal(message: string, logger?: Logger): never {
+  logger?.fatal(message);
+  process.stderr.write(`proxy-operator: ${message}\n`);
+  process.exit(2);
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+async function main(): Promise<void> {
+  let settings: Settings | 'help';
+  try {
+    settings = parseSettings(process.argv.slice(2), process.env);
+  } catch (err) {
+    if (err instanceof SettingsError) fatal(err.message);
+    throw err;
+  }
+  if (settings === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return;
+  }
+  const logger = pino({ level: settings.logLevel, base: { app: 'proxy-operator' } });
+  // From here on a SIGTERM always ends in a clean exit: before the operator exists there is
+  // nothing to release; after, it stops gracefully (its own handlers replace this one).
+  const early = (signal: NodeJS.Signals) => {
+    logger.info({ signal }, 'shutting down before start-up finished');
+    process.exit(0);
+  };
+  process.once('SIGTERM', early);
+  process.once('SIGINT', early);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const providerRegistry = builtinProviderRegistry();
+  let entries;
+  try {
+    entries = settings.providersConfig
+      ? await providerRegistry.load(settings.providersConfig)
+      : providerRegistry.parse(EMBEDDED_PROVIDERS_CONFIG, '<embedded default>');
+  } catch (err) {
+    fatal(messageOf(err), logger);
+  }
+  if (!settings.providersConfig)
+    logger.warn('no --providers-config given: using the embedded mock-only providers config');
+  try {
+    checkMaxUnavailableProviders(
+      settings.maxUnavailable,
+      entries.map((e) => e.name),
+    );
+  } catch (err) {
+    fatal(messageOf(err), logger);
+  }
+  if (settings.discoveryAuth.kind === 'tokens-file') {
+    // Read once here so a bad file stops start-up naming the flag (the API re-reads it on change).
+    try {
+      loadTokensFile(settings.discoveryAuth.path);
+    } catch (err) {
+      fatal(`--discovery-tokens-file: ${messageOf(err)}`, logger);
+    }
+  }
+  let probeCA: string | undefined;
+  if (settings.probeCAFile !== undefined) {
+    try {
+      probeCA = await readFile(settings.probeCAFile, 'utf8');
+    } catch (err) {
+      fatal(`--probe-ca-file: ${messageOf(err)}`, logger);
+    }
+  }
+  const kubeConfig = new KubeConfig();
+  try {
+    if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
+    else kubeConfig.loadFromDefault();
+    if (!kubeConfig.getCurrentCluster()) throw new Error('it names no current cluster');
+  } catch (err) {
+    const which = settings.kubeconfig ?? '(in-cluster or ~/.kube/config)';
+    fatal(`cannot load the kubeconfig ${which}: ${messageOf(err)}`, logger);
+  }
+
+  let clusterName: string;
+  try {
+    clusterName = await resolveClusterName(settings.clusterName, () => kubeSystemUID(kubeConfig));
+  } catch (err) {
+    fatal(messageOf(err), logger);
+  }
+  logger.info(
+    {
+      clusterName,
+      from: settings.clusterName === undefined ? 'kube-system Namespace UID' : '--cluster-name',
+    },
+    'owner identity',
+  );
+
+  const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
+  logger.info({ providers: providers.names() }, 'providers configured');
+
+  const handlerSettings = handlerSettingsFrom(settings, { clusterName, probeCA });
+  const store = settings.leaseStore;
+  let leaseStore: LeaseStoreFactory | undefined;
+  if (store.kind === 'redis') {
+    // Connects in the background: a Redis that is down at start-up means 503 store_unavailable
+    // until it is up, not a crash loop.
+    const redis = connectRedis({
+      url: store.url,
+      password: store.password,
+      username: store.username,
+      timeoutMs: store.timeoutMs,
+      logger: logger.child({ component: 'lease-store' }),
+    });
+    leaseStore = redisLeaseStore(handlerSettings.discovery, redis, store.keyPrefix);
+    logger.info(
+      { url: redactedURL(store.url), keyPrefix: store.keyPrefix, tls: store.url.startsWith('rediss:') },
+      'lease store: Redis',
+    );
+  }
+  logger.info({ components: settings.components, leaseStore: store.kind }, 'components');
+
+  const operator = createProxyOperator({
+    kubeConfig,
+    providers,
+    logger,
+    registry,
+    handlers: handlersFor(settings.components),
+    ...(leaseStore === undefined ? {} : { leaseStore }),
+    settings: handlerSettings,
+    leaderElection: leaderElectionFrom(settings, leaderIdentity(process.env.POD_NAME, hostname())),
+    probeAddress: settings.metrics,
+    namespace: settings.watchNamespace,
+  });
+  process.off('SIGTERM', early);
+  process.off('SIGINT', early);
+  operator.installSignalHandlers();
+  try {
+    await operator.start();
+  } catch (err) {
+    fatal(startFailure(err, settings), logger);
+  }
+  logger.info('operator started');
+}
+
+function redactedURL(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
+}
+
+/**
+ * A listening port the process cannot have is fatal at start-up, said with the flag that
+ * chose it; any other start-up failure keeps its own message.
+ */
+function startFailure(err: unknown, settings: Settings): string {
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
+  if (e?.syscall === 'listen' || e?.code === 'EADDRINUSE') {
+    const flag =
+      e.port === settings.metrics.port
+        ? 'metrics-address'
+        : e.port === settings.discovery.port
+          ? 'discovery-address'
+          : undefined;
+    const where = `${e.address ?? '?'}:${e.port ?? '?'}`;
+    const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : `${e.code ?? e.message}`;
+    return flag
+      ? `--${flag}: cannot listen on ${where}: ${why}; stop what holds it or choose another with --${flag}`
+      : `cannot listen on ${where}: ${why}`;
+  }
+  return `start-up failed: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+await main().catch((err: unknown) => {
+  process.stderr.write(
+    `proxy-operator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,44 @@
+// From parsed settings to what the operator is built with: a pure mapping, so every flag's
+// way into the handlers is checked by a table test instead of read off the entry point.
+import { needsLeader } from '../handlers/components.js';
+import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../handlers/settings.js';
+import type { Settings } from './settings.js';
+
+/** What start-up learned before the mapping: the resolved owner identity and the probe CA's contents. */
+export interface StartupFacts {
+  clusterName: string;
+  /** The contents of --probe-ca-file, when given. */
+  probeCA?: string;
+}
+
+export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): HandlerSettings {
+  const auth = settings.discoveryAuth;
+  return {
+    ...DEFAULT_HANDLER_SETTINGS,
+    ownerID: facts.clusterName,
+    orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
+    orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
+    healthConcurrency: settings.healthConcurrency,
+    recheckIntervalMillis: settings.recheckIntervalMillis,
+    maxUnavailable: settings.maxUnavailable,
+    replaceUnhealthyAfterSeconds: settings.replaceUnhealthyAfterSeconds,
+    probeCA: facts.probeCA,
+    discovery: {
+      ...settings.discovery,
+      token: auth.kind === 'token' ? auth.token : '',
+      ...(auth.kind === 'tokens-file' ? { tokensFile: auth.path } : {}),
+      rateLimit: settings.discoveryRateLimit,
+      cooldownSeconds: settings.cooldownSeconds,
+      maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
+    },
+  };
+}
+
+/** The Lease to campaign for, or false: a discovery-only process runs nothing leader-only. */
+export function leaderElectionFrom(
+  settings: Settings,
+  identity: string,
+): { namespace: string; name: string; identity: string } | false {
+  if (!settings.leaderElect || !needsLeader(settings.components)) return false;
+  return { namespace: settings.leaderElectionNamespace, name: settings.leaderElectionID, identity };
+}

@@ -1,0 +1,148 @@
+import 'reflect-metadata';
+import { handlerSettingsFrom, leaderElectionFrom } from '../../cmd/operator-options.js';
+import { parseSettings, type Settings } from '../../cmd/settings.js';
+import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../../handlers/settings.js';
+
+// Issue 26 item 5: every setting reaches the handlers through one pure mapping; each row
+// is a flag (or environment variable) and where its value must land.
+function settings(argv: string[], env: NodeJS.ProcessEnv = {}): Settings {
+  const s = parseSettings(argv, { DISCOVERY_UNAUTHENTICATED: 'true', ...env });
+  if (s === 'help') throw new Error('help');
+  return s;
+}
+const facts = { clusterName: 'c1' };
+
+describe('handlerSettingsFrom', () => {
+  it('with no flags: the handler defaults, the owner identity and an open API', () => {
+    const h = handlerSettingsFrom(settings([]), facts);
+    expect(h).toEqual({
+      ...DEFAULT_HANDLER_SETTINGS,
+      ownerID: 'c1',
+      probeCA: undefined,
+      maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
+      discovery: {
+        ...DEFAULT_HANDLER_SETTINGS.discovery,
+        host: '0.0.0.0',
+        port: 8090,
+        token: '',
+        rateLimit: { ratePerSecond: 1000, burst: 2000 },
+      },
+    });
+  });
+
+  it.each<[string, string[], NodeJS.ProcessEnv, (h: HandlerSettings) => unknown, unknown]>([
+    [
+      '--orphan-sweep-interval',
+      ['--orphan-sweep-interval', '17'],
+      {},
+      (h) => h.orphanSweepIntervalSeconds,
+      17,
+    ],
+    ['--orphan-min-age', ['--orphan-min-age', '0'], {}, (h) => h.orphanMinAgeSeconds, 0],
+    ['--health-concurrency', ['--health-concurrency', '9'], {}, (h) => h.healthConcurrency, 9],
+    ['--recheck-interval', ['--recheck-interval', '250'], {}, (h) => h.recheckIntervalMillis, 250],
+    [
+      '--max-unavailable',
+      ['--max-unavailable', '3,gcp=1'],
+      {},
+      (h) => h.maxUnavailable,
+      { default: { kind: 'count', value: 3 }, byProvider: { gcp: { kind: 'count', value: 1 } } },
+    ],
+    [
+      '--replace-unhealthy-after',
+      ['--replace-unhealthy-after', '0'],
+      {},
+      (h) => h.replaceUnhealthyAfterSeconds,
+      0,
+    ],
+    [
+      '--discovery-address',
+      ['--discovery-address', '127.0.0.1:9'],
+      {},
+      (h) => [h.discovery.host, h.discovery.port],
+      ['127.0.0.1', 9],
+    ],
+    ['--cooldown', ['--cooldown', '60'], {}, (h) => h.discovery.cooldownSeconds, 60],
+    ['--max-cooldown', ['--max-cooldown', '7200'], {}, (h) => h.discovery.maxCooldownSeconds, 7200],
+    [
+      '--rate-limit-cooldown',
+      ['--rate-limit-cooldown', '3'],
+      {},
+      (h) => h.discovery.rateLimitCooldownSeconds,
+      3,
+    ],
+    [
+      '--single-cooldown-window',
+      ['--single-cooldown-window', 'true'],
+      {},
+      (h) => h.discovery.singleCooldownWindow,
+      true,
+    ],
+    ['--suspicion-timeout', ['--suspicion-timeout', '5'], {}, (h) => h.discovery.suspicionTimeoutSeconds, 5],
+    [
+      '--session-idle-timeout',
+      ['--session-idle-timeout', '11'],
+      {},
+      (h) => h.discovery.sessionIdleSeconds,
+      11,
+    ],
+    ['--max-sessions', ['--max-sessions', '20000'], {}, (h) => h.discovery.maxSessions, 20_000],
+    ['--max-lease-ttl', ['--max-lease-ttl', '99'], {}, (h) => h.discovery.maxLeaseTTLSeconds, 99],
+    [
+      '--discovery-rate-limit and burst',
+      ['--discovery-rate-limit', '5', '--discovery-rate-burst', '6'],
+      {},
+      (h) => h.discovery.rateLimit,
+      { ratePerSecond: 5, burst: 6 },
+    ],
+    [
+      'DISCOVERY_TOKEN',
+      [],
+      { DISCOVERY_TOKEN: 's3cret', DISCOVERY_UNAUTHENTICATED: '' },
+      (h) => [h.discovery.token, h.discovery.tokensFile],
+      ['s3cret', undefined],
+    ],
+    [
+      '--discovery-tokens-file',
+      ['--discovery-tokens-file', '/t'],
+      { DISCOVERY_UNAUTHENTICATED: '' },
+      (h) => [h.discovery.token, h.discovery.tokensFile],
+      ['', '/t'],
+    ],
+  ])('%s', (_flag, argv, env, read, expected) => {
+    expect(read(handlerSettingsFrom(settings(argv, env), facts))).toEqual(expected);
+  });
+
+  it('the probe CA is what start-up read from --probe-ca-file', () => {
+    expect(handlerSettingsFrom(settings([]), { clusterName: 'c1', probeCA: 'PEM' }).probeCA).toBe('PEM');
+  });
+});
+
+describe('--probe-ca-file', () => {
+  it.each<[string[], NodeJS.ProcessEnv, string | undefined]>([
+    [[], {}, undefined],
+    [['--probe-ca-file', '/ca.pem'], {}, '/ca.pem'],
+    [[], { PROBE_CA_FILE: '/env.pem' }, '/env.pem'],
+    [['--probe-ca-file', '/flag.pem'], { PROBE_CA_FILE: '/env.pem' }, '/flag.pem'],
+  ])('%j with %j → %s', (argv, env, expected) => {
+    expect(settings(argv, env).probeCAFile).toBe(expected);
+  });
+});
+
+describe('leaderElectionFrom', () => {
+  it.each<[string[], ReturnType<typeof leaderElectionFrom>]>([
+    [[], { namespace: 'proxy-operator-system', name: 'proxy-operator-leader', identity: 'me' }],
+    [['--leader-elect=false'], false],
+    [
+      ['--leader-election-namespace', 'ns', '--leader-election-id', 'l'],
+      { namespace: 'ns', name: 'l', identity: 'me' },
+    ],
+    [
+      ['--components', 'controller'],
+      { namespace: 'proxy-operator-system', name: 'proxy-operator-leader', identity: 'me' },
+    ],
+    [['--components', 'discovery', '--lease-store', 'redis', '--redis-url', 'redis://127.0.0.1:6379'], false],
+  ])('%j → %j', (argv, expected) => {
+    expect(leaderElectionFrom(settings(argv), 'me')).toEqual(expected);
+  });
+});
