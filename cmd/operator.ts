@@ -122,6 +122,7 @@ async function main(): Promise<void> {
     recheckIntervalMillis: settings.recheckIntervalMillis,
     maxUnavailable: settings.maxUnavailable,
     replaceUnhealthyAfterSeconds: settings.replaceUnhealthyAfterSeconds,
+    rotationDrainSeconds: settings.rotationDrainSeconds,
     probeCA: process.env.PROBE_CA_FILE ? await readFile(process.env.PROBE_CA_FILE, 'utf8') : undefined,
     discovery: {
       ...settings.discovery,

@@ -3,6 +3,7 @@ import type { ProxyRecord } from '../discovery/catalog.js';
 import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { CONDITION_HEALTHY, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
+import { isDraining } from './replacement-budget.js';
 import { proxyEndpoint, proxyKey, servedEndpoint } from './proxy-address.js';
 import type { SecretLike, SecretLookup } from './cloud-init.js';
 import { CREDENTIALS_SECRETS, proxiesUsingCredentials, resolveCredentials } from './proxy-credentials.js';
@@ -74,6 +75,7 @@ export function toRecord(p: Proxy, lookup: SecretLookup = () => undefined): Prox
     attributes: { ...(p.spec.attributes ?? {}) },
     phase: p.status?.phase ?? 'Pending',
     healthy: served,
+    ...(isDraining(p) ? { draining: true } : {}),
     ...(healthReason === undefined || healthReason === '' ? {} : { healthReason }),
     latencyMillis: p.status?.latencyMillis ?? 0,
     maxLeases: p.spec.maxLeases,
