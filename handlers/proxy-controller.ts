@@ -113,7 +113,7 @@ export class ProxyController {
   /** The clock and the resolved policy for the pure decisions. */
   private autopilot(proxy: Proxy): Autopilot {
     return {
-      now: new Date(),
+      now: this.settings.autopilotClock?.() ?? new Date(),
       unhealthyAfterSeconds: unhealthyGrace(proxy, this.settings.replaceUnhealthyAfterSeconds),
       maxAgeSeconds: proxy.spec.rotation?.maxAgeSeconds ?? 0,
       drainSeconds: this.settings.rotationDrainSeconds,

@@ -59,6 +59,8 @@ export interface HandlerSettings {
   replaceUnhealthyAfterSeconds: number;
   /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance goes. */
   rotationDrainSeconds: number;
+  /** The autopilot's clock (tests move it to make a proxy old without waiting); default the system's. */
+  autopilotClock?: () => Date;
   /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
   probeCA?: string;
   /** Between the probes of a recheck after an unreachable report. */
