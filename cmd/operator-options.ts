@@ -22,6 +22,7 @@ export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): Ha
     recheckIntervalMillis: settings.recheckIntervalMillis,
     maxUnavailable: settings.maxUnavailable,
     replaceUnhealthyAfterSeconds: settings.replaceUnhealthyAfterSeconds,
+    rotationDrainSeconds: settings.rotationDrainSeconds,
     probeCA: facts.probeCA,
     discovery: {
       ...settings.discovery,

@@ -38,6 +38,8 @@ export interface Settings {
   maxUnavailable: MaxUnavailable;
   /** `--replace-unhealthy-after`: the fleet default of spec.rotation.unhealthyAfterSeconds; 0 = off. */
   replaceUnhealthyAfterSeconds: number;
+  /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance is replaced. */
+  rotationDrainSeconds: number;
   /** The owner identity on every instance it creates; unset = the kube-system Namespace's UID. */
   clusterName?: string;
   /** Where leases, sessions and cooldowns live. */
@@ -240,6 +242,12 @@ const OPTIONS: Option[] = [
     env: 'REPLACE_UNHEALTHY_AFTER_SECONDS',
     default: '900',
     help: 'seconds a Managed proxy may stay Unhealthy before it is replaced (a new instance and IP, paced by --max-unavailable), unless its spec.rotation.unhealthyAfterSeconds says otherwise; 0 = never',
+  },
+  {
+    flag: 'rotation-drain-timeout',
+    env: 'ROTATION_DRAIN_TIMEOUT_SECONDS',
+    default: '300',
+    help: 'seconds a proxy rotated on age (spec.rotation.maxAgeSeconds) is drained (no new leases, live ones finish) before its instance is replaced; 0 replaces at once',
   },
   {
     flag: 'watch-namespace',
@@ -572,6 +580,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     watchNamespace: get('watch-namespace'),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
     replaceUnhealthyAfterSeconds: positiveInt('replace-unhealthy-after', get('replace-unhealthy-after')!, 0),
+    rotationDrainSeconds: positiveInt('rotation-drain-timeout', get('rotation-drain-timeout')!, 0),
     clusterName: clusterName('cluster-name', get('cluster-name')),
     leaseStore: store,
     components: parts,

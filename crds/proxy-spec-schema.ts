@@ -41,6 +41,9 @@ export const LIMITS = {
   hostMaxLength: 253,
   /** A week: longer than any outage worth waiting out, short enough to catch a typo'd unit. */
   unhealthyAfterSecondsMaximum: 7 * 24 * 3600,
+  /** A rotation younger than 5 minutes would spend the budget on churn; a year is plenty. */
+  maxAgeSecondsMinimum: 300,
+  maxAgeSecondsMaximum: 365 * 24 * 3600,
 } as const;
 
 export const DEFAULTS = {
@@ -264,6 +267,26 @@ const rotationProperties = {
       'Replace a Managed proxy that has been Unhealthy for this many seconds: a new instance, a new IP, ' +
       'the same name, paced by --max-unavailable. 0 never replaces; unset takes the operator flag ' +
       '--replace-unhealthy-after. An External proxy is never touched: it only gets a Warning Event.',
+  },
+  maxAgeSeconds: {
+    type: 'integer',
+    format: 'int32',
+    // No schema default: unset is off. 0 is off too; otherwise at least 5 minutes.
+    minimum: 0,
+    maximum: LIMITS.maxAgeSecondsMaximum,
+    'x-kubernetes-validations': [
+      {
+        rule: `self == 0 || self >= ${LIMITS.maxAgeSecondsMinimum}`,
+        message: `spec.rotation.maxAgeSeconds must be 0 (off) or at least ${LIMITS.maxAgeSecondsMinimum}`,
+      },
+    ],
+    description:
+      'Rotate a Managed proxy once its instance is this many seconds old (since it came up), up to 10 % ' +
+      'earlier by a per-instance jitter so a fleet created at once does not rotate at once: it is first ' +
+      'drained (no new leases nor session bindings; live leases run until their TTL or ' +
+      '--rotation-drain-timeout), then replaced (a new instance and IP, the same name), paced by ' +
+      `--max-unavailable. 0 or unset: never. 0 or ${LIMITS.maxAgeSecondsMinimum} to ${LIMITS.maxAgeSecondsMaximum}. ` +
+      'Ignored for External proxies.',
   },
 } satisfies Record<keyof RotationSpec, JSONSchemaProps>;
 

@@ -68,6 +68,12 @@ export interface RotationSpec {
    * fleet's `--replace-unhealthy-after`. External proxies only get an Event.
    */
   unhealthyAfterSeconds?: number;
+  /**
+   * Replace a Managed instance once it is this old (seconds since it came up), up to 10 %
+   * earlier by a per-instance jitter, after draining it (no new leases, live leases finish,
+   * `--rotation-drain-timeout`). Unset or 0 = never.
+   */
+  maxAgeSeconds?: number;
 }
 
 export interface ProxySpec {
@@ -95,7 +101,13 @@ export interface Condition {
 }
 
 /** Why a proxy that served is being replaced: a closed set, so metrics and Events stay countable. */
-export const REPLACEMENT_CAUSES = ['SpecChanged', 'InstanceDead', 'InstanceGone', 'Unhealthy'] as const;
+export const REPLACEMENT_CAUSES = [
+  'SpecChanged',
+  'InstanceDead',
+  'InstanceGone',
+  'Unhealthy',
+  'Rotation',
+] as const;
 export type ReplacementCause = (typeof REPLACEMENT_CAUSES)[number];
 
 /**
@@ -158,6 +170,11 @@ export const PROVISIONED_REASONS = [
   'InstanceRunning',
   /** The old instance is being deleted (spec drift or a dead instance); a new one follows. */
   'Replacing',
+  /**
+   * spec.rotation.maxAgeSeconds passed: the proxy is drained (no new leases, live ones finish)
+   * before its instance is replaced; it holds a --max-unavailable slot.
+   */
+  'Draining',
   /** A spec change wants a replacement, but --max-unavailable replacements are in flight. */
   'ReplacementPending',
   /**

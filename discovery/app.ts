@@ -17,11 +17,13 @@ import { DiscoveryMetrics } from './discovery-metrics.js';
 import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
 import type { Lease, LeaseStore, NoLeaseReason } from './lease-store.js';
+import { leasability } from './leasability.js';
 import { openApiDocument } from './openapi.js';
 import { ProxyListSerializer, toLeaseView, toProxyView } from './proxy-view.js';
 import {
   parseLeaseBody,
   parseListQuery,
+  parseProxyQuery,
   parseRenewBody,
   parseReportBody,
   parseSessionKey,
@@ -141,8 +143,13 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         sendError(res, 404, 'proxy_not_found', `proxy '${id}' does not exist`);
         return;
       }
-      const usage = await leases.usage([id]);
-      sendJSON(res, 200, toProxyView(proxy, usage.get(id)!));
+      const { target } = parseProxyQuery(rawQuery(req));
+      // One read of the book for both the object and the explanation, so the two agree.
+      const { usage, cooldowns, now } = await leases.standing(id);
+      sendJSON(res, 200, {
+        ...toProxyView(proxy, usage),
+        ...leasability(proxy, usage, cooldowns, now, target),
+      });
     })
     .all(methodNotAllowed('GET, HEAD'));
 

@@ -15,6 +15,16 @@ export interface ProxyRecord {
   readonly latencyMillis: number;
   /** Concurrent lease cap; 0 means list-only, never leased. */
   readonly maxLeases: number;
+  /**
+   * Why the health verdict is unhealthy (the Healthy condition's reason), when it is and one
+   * is known: what GET /v1/proxies/{namespace}/{name} tells a person (leasability.ts).
+   */
+  readonly healthReason?: string;
+  /**
+   * Being drained before its instance is replaced (rotation): no new leases nor session
+   * bindings; its live leases run to their end.
+   */
+  readonly draining?: boolean;
   /** Basic-auth credentials the proxy requires; handed out with a lease only, never listed. */
   readonly credentials?: { readonly username: string; readonly password: string };
 }

@@ -140,7 +140,9 @@ export function sameRecord(a: ProxyRecord, b: ProxyRecord): boolean {
     a.phase !== b.phase ||
     a.healthy !== b.healthy ||
     a.latencyMillis !== b.latencyMillis ||
-    a.maxLeases !== b.maxLeases
+    a.maxLeases !== b.maxLeases ||
+    a.healthReason !== b.healthReason ||
+    (a.draining === true) !== (b.draining === true)
   ) {
     return false;
   }

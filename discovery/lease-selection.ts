@@ -6,7 +6,14 @@ import { failures } from './outcome-window.js';
 /** A proxy a lease may ever point at, whatever its current load. */
 export function isLeasable(proxy: ProxyRecord): boolean {
   // A Deleting proxy may still pass its health checks; handing it out would strand the client.
-  return proxy.healthy && proxy.ip !== '' && proxy.maxLeases > 0 && proxy.phase !== 'Deleting';
+  // A draining one keeps its live leases but takes no new lease or session binding.
+  return (
+    proxy.healthy &&
+    proxy.ip !== '' &&
+    proxy.maxLeases > 0 &&
+    proxy.phase !== 'Deleting' &&
+    proxy.draining !== true
+  );
 }
 
 /** A leasable proxy with a free slot, and its live lease count. */

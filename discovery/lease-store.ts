@@ -2,6 +2,7 @@
 // Redis-backed) store can replace the in-memory one without touching the HTTP layer. A store
 // reads proxies from the ProxyCatalog it was built with.
 import type { ProxyRecord } from './catalog.js';
+import type { ProxyCooldown } from './leasability.js';
 
 export interface LeaseRequest {
   /** Attribute equality filter; empty matches every proxy. */
@@ -114,6 +115,14 @@ export interface ProxyUsage {
 
 export type HoldReason = 'suspect' | 'down';
 
+/** See LeaseStore.standing. */
+export interface ProxyStanding {
+  usage: ProxyUsage;
+  cooldowns: ProxyCooldown[];
+  /** The store's clock at the reading (ms since the epoch). */
+  now: number;
+}
+
 /**
  * What the health engine learnt about a proxy at an address, handed to the book as it
  * happens (the Proxy's status follows later, and not at all while the API server is away).
@@ -186,6 +195,11 @@ export interface LeaseStore {
   endSession(key: string, owner?: string): Promise<void>;
   /** Live leases and recent report counts, for many proxies in one call (one round trip). */
   usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>>;
+  /**
+   * One proxy's usage and its running cooldowns (every target), read at once, with the
+   * store's time of the reading: what GET /v1/proxies/{namespace}/{name} explains.
+   */
+  standing(proxyID: string): Promise<ProxyStanding>;
   /** A live lease, or undefined when unknown, expired or released. */
   get(leaseID: string, owner?: string): Promise<Lease | undefined>;
   totals(): Promise<StoreTotals>;

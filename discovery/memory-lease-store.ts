@@ -29,6 +29,7 @@ import type {
   LeaseStore,
   NoLeaseReason,
   ProbeRequestListener,
+  ProxyStanding,
   ProxyUsage,
   ReportDetails,
   ReportOutcome,
@@ -330,6 +331,14 @@ export class MemoryLeaseStore implements LeaseStore {
     const usage = new Map<string, ProxyUsage>();
     for (const id of proxyIDs) usage.set(id, this.usageOf(id, now));
     return usage;
+  }
+
+  async standing(proxyID: string): Promise<ProxyStanding> {
+    const now = this.expireDue();
+    const cooldowns = this.targets
+      .cooldownsOf(proxyID, now)
+      .map(({ target, until }) => (target === GLOBAL_POOL ? { until } : { target, until }));
+    return { usage: this.usageOf(proxyID, now), cooldowns, now };
   }
 
   async get(leaseID: string, owner?: string): Promise<Lease | undefined> {

@@ -2,6 +2,7 @@
 // it against the implementation in both directions, so keep the two in step.
 import { API_ERROR_CODES } from './api-error.js';
 import { BODY_LIMIT_BYTES } from './json-body.js';
+import { NOT_LEASABLE_CODES } from './leasability.js';
 import { REPORT_RESULTS } from './lease-store.js';
 import { DEFAULT_MAX_CONCURRENT_LISTS } from './list-slots.js';
 import {
@@ -131,6 +132,28 @@ const proxySchema = {
   },
 } satisfies SchemaObject;
 
+/** Proxy plus its leasability (the single GET): derived, so the two can never drift apart. */
+const proxyDetailSchema: SchemaObject = {
+  ...proxySchema,
+  required: [...proxySchema.required, 'leasable', 'target', 'reasons'],
+  properties: {
+    ...proxySchema.properties,
+    leasable: {
+      type: 'boolean',
+      description: 'Whether a lease for target could be given this proxy now (its selector aside).',
+    },
+    target: {
+      type: ['string', 'null'],
+      description: 'The target leasable is for; null = a lease naming none.',
+    },
+    reasons: {
+      type: 'array',
+      description: 'Every reason against leasing it, in a fixed order; empty when nothing stands against it.',
+      items: ref('NotLeasableReason'),
+    },
+  },
+};
+
 /** Proxy plus its url: derived, so the two can never drift apart. */
 const leasedProxySchema: SchemaObject = {
   ...proxySchema,
@@ -241,10 +264,28 @@ export const openApiDocument: OpenApiDocument = {
     '/v1/proxies/{namespace}/{name}': {
       get: {
         operationId: 'getProxy',
-        summary: 'One proxy, the same object as its list item.',
-        parameters: proxyID,
+        summary: 'One proxy (its list item), whether it is leasable now and every reason it is not.',
+        description:
+          'The list item plus leasable, target and reasons, read from the lease book at once. reasons lists, ' +
+          'in this order, every reason against leasing it: deleting, draining (replaced soon: live leases run ' +
+          'to their end, no new ones), leases_disabled (maxLeases 0), no_address, unhealthy (with the Healthy ' +
+          "condition's reason and the phase), suspect, full, cooling_down (every running cooldown: target, " +
+          'null for the global pool, and until). A cooldown keeps the proxy only from leases for its own ' +
+          'target, so leasable (for the target query parameter, or for a lease naming none) can be true ' +
+          'beside a cooling_down reason. A selector is not considered.',
+        parameters: [
+          ...proxyID,
+          {
+            name: 'target',
+            in: 'query',
+            required: false,
+            description:
+              'The target leasable is answered for (as in a lease request); absent = a lease naming none.',
+            schema: { type: 'string' },
+          },
+        ],
         responses: {
-          '200': { description: 'The proxy.', content: json(ref('Proxy')) },
+          '200': { description: 'The proxy and its leasability.', content: json(ref('ProxyDetail')) },
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
           '503': shared('StoreUnavailable'),
@@ -458,6 +499,44 @@ export const openApiDocument: OpenApiDocument = {
       },
       Proxy: proxySchema,
       LeasedProxy: leasedProxySchema,
+      ProxyDetail: proxyDetailSchema,
+      NotLeasableReason: {
+        type: 'object',
+        description:
+          "One reason against leasing a proxy; code says which, and only that code's fields are present " +
+          '(unhealthy: healthReason, phase; full: activeLeases, maxLeases; cooling_down: cooldowns).',
+        required: ['code', 'message'],
+        additionalProperties: false,
+        properties: {
+          code: { type: 'string', enum: NOT_LEASABLE_CODES },
+          message: { type: 'string', description: 'The reason in words, for a person.' },
+          healthReason: {
+            type: ['string', 'null'],
+            description:
+              "unhealthy: the Healthy condition's reason (null: not known yet, or the health engine's news ahead of status).",
+          },
+          phase: { type: 'string', description: 'unhealthy: the proxy phase.' },
+          activeLeases: { type: 'integer', minimum: 0, description: 'full: the live leases.' },
+          maxLeases: { type: 'integer', minimum: 1, description: 'full: the cap.' },
+          cooldowns: {
+            type: 'array',
+            description: 'cooling_down: every running cooldown, earliest end first.',
+            items: ref('Cooldown'),
+          },
+        },
+      },
+      Cooldown: {
+        type: 'object',
+        required: ['target', 'until'],
+        additionalProperties: false,
+        properties: {
+          target: {
+            type: ['string', 'null'],
+            description: 'The target it benches the proxy for; null = the global pool.',
+          },
+          until: { type: 'string', format: 'date-time' },
+        },
+      },
       ProxyList: {
         type: 'object',
         required: ['items'],

@@ -18,6 +18,7 @@ import {
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
 } from './cooldown-policy.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
+import type { ProxyCooldown } from './leasability.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
   AcquireResult,
@@ -27,6 +28,7 @@ import type {
   LeaseRequest,
   LeaseStore,
   ProbeRequestListener,
+  ProxyStanding,
   ProxyUsage,
   RenewResult,
   ReportDetails,
@@ -430,6 +432,44 @@ export class RedisLeaseStore implements LeaseStore {
       });
     });
     return usage;
+  }
+
+  async standing(proxyID: string): Promise<ProxyStanding> {
+    const now = this.clock?.now() ?? Date.now();
+    // Reads only, one round trip: the usage keys and the proxy's targets by cooldown end
+    // (P:tord), the running ones only.
+    const replies = await this.guard(() =>
+      this.redis
+        .pipeline()
+        .zcount(`${this.prefix}:load:${proxyID}`, `(${now}`, '+inf')
+        .hvals(`${this.prefix}:stats:${proxyID}`)
+        .get(`${this.prefix}:hold:${proxyID}`)
+        .zrangebyscore(`${this.prefix}:tord:${proxyID}`, `(${now}`, '+inf', 'WITHSCORES')
+        .exec(),
+    );
+    const value = (i: number): unknown => {
+      const [err, reply] = replies![i];
+      if (err) throw translate(err);
+      return reply;
+    };
+    const activeLeases = Number(value(0));
+    const record = this.catalog.get(proxyID);
+    const held = holdReason(value(2) as string | null, record === undefined ? '' : addressOf(record), now);
+    const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
+    const flat = value(3) as string[];
+    const cooldowns: ProxyCooldown[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const until = Number(flat[i + 1]);
+      // The global pool's key is the empty target (no target is empty: request-parsing.ts).
+      cooldowns.push(flat[i] === '' ? { until } : { target: flat[i], until });
+    }
+    this.hint(proxyID, activeLeases);
+    const usage: ProxyUsage = {
+      activeLeases,
+      stats: { windowSeconds: this.statsWindowSeconds, ...windowCounts(value(1) as string[], oldest) },
+      ...(held === undefined ? {} : { held }),
+    };
+    return { usage, cooldowns, now };
   }
 
   async get(leaseID: string, owner?: string): Promise<Lease | undefined> {

@@ -94,6 +94,23 @@ export function parseListQuery(rawQuery: string): ListQuery {
   };
 }
 
+/** GET /v1/proxies/{namespace}/{name}'s query: an optional `target` the answer is for. */
+export function parseProxyQuery(rawQuery: string): { target?: string } {
+  let target: string | undefined;
+  const seen = new Set<string>();
+  for (const [name, value] of new URLSearchParams(rawQuery)) {
+    if (seen.has(name)) throw invalid(`query parameter '${name}' is given more than once`);
+    seen.add(name);
+    if (name !== 'target') {
+      throw invalid(
+        `unknown query parameter '${name.length > 64 ? `${name.slice(0, 61)}...` : name}'; expected target`,
+      );
+    }
+    target = parseTarget(value);
+  }
+  return target === undefined ? {} : { target };
+}
+
 /** The `continue` token of a page that ends at proxy `lastID`: opaque to clients. */
 export function continueToken(lastID: string): string {
   return Buffer.from(lastID, 'utf8').toString('base64url');

@@ -133,6 +133,15 @@ export class TargetBook {
     return this.byTarget.get(target)?.values() ?? [];
   }
 
+  /** One proxy's running cooldowns, by target (at most maxTargetsPerProxy). */
+  cooldownsOf(proxyID: string, now: number): { target: string; until: number }[] {
+    const running: { target: string; until: number }[] = [];
+    for (const entry of this.byProxy.get(proxyID)?.values() ?? []) {
+      if (entry.until > now) running.push({ target: entry.target, until: entry.until });
+    }
+    return running;
+  }
+
   activeCooldowns(now: number): number {
     let count = 0;
     for (const entry of this.entries.values()) if (entry.until > now) count++;

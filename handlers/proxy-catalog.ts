@@ -3,6 +3,7 @@ import type { ProxyRecord } from '../discovery/catalog.js';
 import { IndexedCatalog } from '../discovery/indexed-catalog.js';
 import { CONDITION_HEALTHY, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
+import { isDraining } from './replacement-budget.js';
 import { proxyEndpoint, proxyKey, servedEndpoint } from './proxy-address.js';
 import type { SecretLike, SecretLookup } from './cloud-init.js';
 import { CREDENTIALS_SECRETS, proxiesUsingCredentials, resolveCredentials } from './proxy-credentials.js';
@@ -61,15 +62,21 @@ export function toRecord(p: Proxy, lookup: SecretLookup = () => undefined): Prox
   // A host that is not one address is never handed out: listed without one, unhealthy, never leased.
   const endpoint = servedEndpoint(p);
   const misread = endpoint === undefined && proxyEndpoint(p) !== undefined;
-  const healthy =
-    !misread && p.status?.conditions?.find((c) => c.type === CONDITION_HEALTHY)?.status === 'True';
+  const condition = p.status?.conditions?.find((c) => c.type === CONDITION_HEALTHY);
+  const healthy = !misread && condition?.status === 'True';
+  const served = healthy && p.status?.phase === 'Ready';
+  // Why not healthy, for a person asking the API (leasability.ts): the condition's reason.
+  // (Healthy but not Ready, e.g. Deleting: the phase says why, not the condition.)
+  const healthReason = misread ? 'HostNotAnAddress' : healthy ? undefined : condition?.reason;
   return {
     id: proxyKey(p),
     ip: endpoint?.host ?? '',
     port: endpoint?.port ?? p.spec.port,
     attributes: { ...(p.spec.attributes ?? {}) },
     phase: p.status?.phase ?? 'Pending',
-    healthy: healthy && p.status?.phase === 'Ready',
+    healthy: served,
+    ...(isDraining(p) ? { draining: true } : {}),
+    ...(healthReason === undefined || healthReason === '' ? {} : { healthReason }),
     latencyMillis: p.status?.latencyMillis ?? 0,
     maxLeases: p.spec.maxLeases,
     ...credentialsOf(p, lookup),

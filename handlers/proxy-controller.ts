@@ -104,7 +104,7 @@ export class ProxyController {
     this.budget = new ReplacementBudget(settings.maxUnavailable);
     this.replacements = new Counter({
       name: 'proxy_operator_replacements_total',
-      help: 'Replacements of proxies that had served, by provider and cause (SpecChanged, InstanceDead, InstanceGone, Unhealthy).',
+      help: 'Replacements of proxies that had served, by provider and cause (SpecChanged, InstanceDead, InstanceGone, Unhealthy, Rotation).',
       labelNames: ['provider', 'cause'],
       registers: [registry],
     });
@@ -113,8 +113,10 @@ export class ProxyController {
   /** The clock and the resolved policy for the pure decisions. */
   private autopilot(proxy: Proxy): Autopilot {
     return {
-      now: new Date(),
+      now: this.settings.autopilotClock?.() ?? new Date(),
       unhealthyAfterSeconds: unhealthyGrace(proxy, this.settings.replaceUnhealthyAfterSeconds),
+      maxAgeSeconds: proxy.spec.rotation?.maxAgeSeconds ?? 0,
+      drainSeconds: this.settings.rotationDrainSeconds,
     };
   }
 
@@ -160,7 +162,7 @@ export class ProxyController {
       };
       step = managedStep(inputs);
       if (step.needsSlot && observation.kind === 'found')
-        step = this.pace(ctx, step, step.needsSlot, { ...inputs, observation });
+        step = this.pace(ctx, step, step.needsSlot, { ...inputs, observation }, step.paceWhy);
       override = await this.act(
         ctx,
         provider,
@@ -273,6 +275,7 @@ export class ProxyController {
     step: Step,
     kind: SlotKind,
     inputs: Parameters<typeof replacementPendingStep>[0],
+    why?: string,
   ): Step {
     const proxy = ctx.object;
     const slot = this.budget.tryAcquire(proxyKey(proxy), proxy.spec.provider ?? '', ctx.cache, kind);
@@ -281,7 +284,7 @@ export class ProxyController {
       { inFlight: slot.inFlight, cap: slot.cap, failed: slot.failed, kind },
       'replacement waits for a slot (--max-unavailable)',
     );
-    return replacementPendingStep(inputs, slot, kind);
+    return replacementPendingStep(inputs, slot, kind, why);
   }
 
   private async observe(
@@ -361,7 +364,9 @@ export class ProxyController {
   private async record(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride): Promise<void> {
     let changed = true;
     if (step.status) {
-      if (step.status.phase !== 'Provisioning') this.budget.release(proxyKey(ctx.object));
+      // A drain keeps its grant until the instance is replaced (the cache counts it as well).
+      const draining = step.status.replacement?.cause === 'Rotation';
+      if (step.status.phase !== 'Provisioning' && !draining) this.budget.release(proxyKey(ctx.object));
       changed = await writeStatus(ctx, step.status, override);
     }
     if (changed && step.startsReplacement)

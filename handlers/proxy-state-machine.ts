@@ -81,6 +81,7 @@ export type ProxyEventReason =
   | 'Provisioned'
   | 'Replacing'
   | 'ReplacingUnhealthy'
+  | 'Rotating'
   | 'ReplacementPending'
   | 'ReplacementBlocked'
   | 'ReplacementFailed'
@@ -127,6 +128,8 @@ export interface Step {
   annotateHash?: string;
   /** A replacement that must first get a slot of this kind (--max-unavailable). */
   needsSlot?: SlotKind;
+  /** Why the replacement is wanted, for the message of a wait for a slot (default: by kind). */
+  paceWhy?: string;
   /** This step takes a proxy that served out of service for a new instance (the metric counts it). */
   startsReplacement?: ReplacementCause;
   next: Next;
@@ -150,6 +153,74 @@ export interface Autopilot {
   now: Date;
   /** spec.rotation.unhealthyAfterSeconds, else the fleet's --replace-unhealthy-after; 0 = off. */
   unhealthyAfterSeconds: number;
+  /** spec.rotation.maxAgeSeconds; 0 or absent = no rotation on age. */
+  maxAgeSeconds?: number;
+  /** `--rotation-drain-timeout`: how long a rotated proxy drains before it is replaced. */
+  drainSeconds?: number;
+}
+
+/** A rotation comes up to this fraction of maxAge early, by instance, so a fleet spreads out. */
+export const ROTATION_JITTER = 0.1;
+/** The default drain: the discovery API's default lease TTL, so a default lease can finish. */
+export const DEFAULT_ROTATION_DRAIN_SECONDS = 300;
+
+/** A stable number in [0, 1) per instance ID (FNV-1a): the same on every run and replica. */
+export function rotationJitter(instanceID: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < instanceID.length; i++) {
+    h ^= instanceID.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h / 2 ** 32;
+}
+
+/** Where a Managed proxy stands against its rotation on age. */
+export type RotationClock =
+  | { kind: 'off' }
+  /** Not old enough yet: look again in `seconds`. */
+  | { kind: 'waiting'; seconds: number }
+  /** Old enough: start draining (needs a --max-unavailable slot). */
+  | { kind: 'due'; ageSeconds: number; dueAfterSeconds: number }
+  /** Draining since `since`; `seconds` of the drain left. */
+  | { kind: 'draining'; since: string; seconds: number }
+  /** Drained: replace the instance now (its slot is held since the drain began). */
+  | { kind: 'drained'; since: string };
+
+/**
+ * The rotation decision, from status only (a restart or a new leader keeps every clock): the
+ * age runs from the Provisioned condition's turn to True (the instance came up), the drain
+ * from status.replacement.startedAt. Turning maxAgeSeconds off mid-drain cancels the drain.
+ */
+export function rotationClock(
+  proxy: Proxy,
+  instanceID: string,
+  autopilot: Autopilot | undefined,
+): RotationClock {
+  const maxAge = autopilot?.maxAgeSeconds ?? 0;
+  if (!autopilot || maxAge <= 0) return { kind: 'off' };
+  const now = autopilot.now.getTime();
+  const replacement = proxy.status?.replacement;
+  const phase = proxy.status?.phase;
+  if (replacement?.cause === 'Rotation') {
+    // Once its instance is deleted (Provisioning onwards) the drain is over: the new instance's
+    // Ready clears the record. Without this the new instance would be "drained" at once.
+    if (phase !== 'Ready' && phase !== 'Unhealthy') return { kind: 'off' };
+    const drain = autopilot.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
+    const since = Date.parse(replacement.startedAt);
+    const elapsed = Number.isNaN(since) ? drain : Math.max(0, (now - since) / 1000);
+    if (elapsed >= drain) return { kind: 'drained', since: replacement.startedAt };
+    return { kind: 'draining', since: replacement.startedAt, seconds: Math.ceil(drain - elapsed) };
+  }
+  if (replacement !== undefined) return { kind: 'off' };
+  const up = findCondition(proxy, CONDITION_PROVISIONED);
+  const born =
+    up?.status === 'True' && up.lastTransitionTime ? Date.parse(up.lastTransitionTime) : Number.NaN;
+  const dueAfter = maxAge * (1 - ROTATION_JITTER * rotationJitter(instanceID));
+  if (Number.isNaN(born)) return { kind: 'waiting', seconds: Math.ceil(dueAfter) };
+  const age = Math.max(0, (now - born) / 1000);
+  if (age >= dueAfter)
+    return { kind: 'due', ageSeconds: Math.floor(age), dueAfterSeconds: Math.ceil(dueAfter) };
+  return { kind: 'waiting', seconds: Math.ceil(dueAfter - age) };
 }
 
 /** The grace the proxy's own field sets, else the fleet default (the schema cannot know the flag). */
@@ -623,6 +694,63 @@ export function managedStep(inp: Inputs): Step {
       next: { kind: 'requeue', seconds: POLL_SECONDS },
     });
   }
+  const rotation = cloudInitProblem
+    ? ({ kind: 'off' } as const)
+    : rotationClock(proxy, instance.id, inp.autopilot);
+  if (rotation.kind === 'drained') {
+    const why = `rotation (spec.rotation.maxAgeSeconds): drained since ${rotation.since}`;
+    return finish(proxy, {
+      action: { type: 'delete', providerIDs: [instance.id] },
+      status: {
+        phase: 'Provisioning',
+        providerID: instance.id,
+        ip: instance.ip,
+        provisioned: {
+          status: 'False',
+          reason: 'Replacing',
+          message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
+        },
+        healthy: AWAITING_PROBE,
+      },
+      events: [
+        {
+          type: 'Normal',
+          reason: 'Replacing',
+          message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
+        },
+      ],
+      logs: [{ level: 'info', message: 'replacing a drained instance', fields: { providerID: instance.id } }],
+      next: { kind: 'requeue', seconds: POLL_SECONDS },
+    });
+  }
+  if (rotation.kind === 'draining' || (rotation.kind === 'due' && h.phase === 'Ready')) {
+    const starting = rotation.kind === 'due';
+    const since = starting ? (inp.autopilot?.now ?? new Date()).toISOString() : rotation.since;
+    const drain = inp.autopilot?.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
+    // One message for the whole drain (a status write per run would be noise).
+    const replacedAt = new Date(Date.parse(since) + drain * 1000).toISOString();
+    const message = `rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since ${since}, no new leases; instance ${instance.id} is replaced at ${replacedAt} (--rotation-drain-timeout ${drain} s)`;
+    return finish(proxy, {
+      action: { type: 'none' },
+      // Draining takes the proxy out of leases: it takes a slot like any rollout.
+      ...(starting ? { needsSlot: 'rollout' as const, startsReplacement: 'Rotation' as const } : {}),
+      paceWhy: 'rotation due (spec.rotation.maxAgeSeconds)',
+      status: {
+        phase: h.phase ?? 'Ready',
+        providerID: instance.id,
+        ip: instance.ip,
+        provisioned: { status: 'True', reason: 'Draining', message },
+        healthy: h.condition,
+        ...h.extra,
+        ...(starting ? { replacement: { cause: 'Rotation' as const, startedAt: since } } : {}),
+      },
+      events: starting ? [{ type: 'Normal', reason: 'Rotating', message }] : [],
+      logs: starting
+        ? [{ level: 'info', message: 'draining an old instance', fields: { providerID: instance.id } }]
+        : [],
+      next: { kind: 'requeue', seconds: starting ? drain : rotation.seconds },
+    });
+  }
   const wasRunning = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceRunning';
   return finish(proxy, {
     action: { type: 'none' },
@@ -650,11 +778,16 @@ export function managedStep(inp: Inputs): Step {
           },
         ],
     // The grace's end is a decision nothing else triggers: look again then.
-    next:
-      clock.kind === 'waiting' && !repairedBefore
-        ? { kind: 'requeue', seconds: clock.seconds }
-        : { kind: 'steady' },
+    next: nextLook(clock.kind === 'waiting' && !repairedBefore ? clock.seconds : undefined, rotation),
   });
+}
+
+/** The earliest of the time-based decisions still ahead (the grace's end, the rotation's due time). */
+function nextLook(graceSeconds: number | undefined, rotation: RotationClock): Next {
+  const ahead = [graceSeconds, rotation.kind === 'waiting' ? rotation.seconds : undefined].filter(
+    (s): s is number => s !== undefined,
+  );
+  return ahead.length === 0 ? { kind: 'steady' } : { kind: 'requeue', seconds: Math.min(...ahead) };
 }
 
 /**
@@ -667,12 +800,13 @@ export function replacementPendingStep(
   inp: Inputs & { observation: { kind: 'found'; instance: Instance } },
   slot: Pick<SlotAnswer, 'cap' | 'failed'>,
   kind: SlotKind = 'rollout',
+  paceWhy?: string,
 ): Step {
   const { proxy } = inp;
   const instance = inp.observation.instance;
   const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
   const provider = proxy.spec.provider ?? '';
-  const why = kind === 'repair' ? 'unhealthy too long' : 'spec changed';
+  const why = paceWhy ?? (kind === 'repair' ? 'unhealthy too long' : 'spec changed');
   const counted = kind === 'repair' ? 'replacements are in flight' : 'proxies are out of service';
   const blocked = slot.failed.length > 0;
   const message = blocked

@@ -49,6 +49,8 @@ export interface BudgetView {
   phase: ProxyPhase | undefined;
   /** status.replacement is set: a proxy that served is between instances. */
   replacing: boolean;
+  /** Draining before a rotation (status.replacement.cause Rotation): out of leases already. */
+  draining?: boolean;
 }
 
 /** The provider's proxies each slot kind counts against the cap. */
@@ -70,7 +72,7 @@ export function outOfService(proxies: Iterable<BudgetView>): OutOfService {
   const unhealthy = new Set<string>();
   const failed = new Set<string>();
   for (const p of proxies) {
-    if (p.phase === 'Provisioning') replacing.add(p.key);
+    if (p.phase === 'Provisioning' || p.draining === true) replacing.add(p.key);
     else if (p.phase === 'Unhealthy') unhealthy.add(p.key);
     else if (p.phase === 'Failed' && p.replacing) {
       replacing.add(p.key);
@@ -143,10 +145,17 @@ export class ReplacementBudget {
         key: proxyKey(p),
         phase: p.status?.phase,
         replacing: p.status?.replacement !== undefined,
+        draining: isDraining(p),
       });
     }
     const tally: Tally = { at: now, total: views.length, oos: outOfService(views) };
     this.tallies.set(provider, tally);
     return tally;
   }
+}
+
+/** A proxy drained before its rotation: still on its instance, out of leases (the catalog agrees). */
+export function isDraining(p: Proxy): boolean {
+  const phase = p.status?.phase;
+  return p.status?.replacement?.cause === 'Rotation' && (phase === 'Ready' || phase === 'Unhealthy');
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_ROTATION_DRAIN_SECONDS } from './proxy-state-machine.js';
 import {
   DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
@@ -56,6 +57,10 @@ export interface HandlerSettings {
    * replaced, for proxies whose spec.rotation.unhealthyAfterSeconds is unset; 0 = never.
    */
   replaceUnhealthyAfterSeconds: number;
+  /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance goes. */
+  rotationDrainSeconds: number;
+  /** The autopilot's clock (tests move it to make a proxy old without waiting); default the system's. */
+  autopilotClock?: () => Date;
   /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
   probeCA?: string;
   /** Between the probes of a recheck after an unreachable report. */
@@ -71,6 +76,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   driftCheckSeconds: 60,
   maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
   replaceUnhealthyAfterSeconds: DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS,
+  rotationDrainSeconds: DEFAULT_ROTATION_DRAIN_SECONDS,
   recheckIntervalMillis: DEFAULT_RECHECK_INTERVAL_MILLIS,
   discovery: {
     host: '0.0.0.0',

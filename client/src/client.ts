@@ -8,6 +8,7 @@ import type {
   Lease,
   LeaseRequest,
   Proxy,
+  ProxyDetail,
   ProxyList,
   RenewRequest,
   ReportRequest,
@@ -116,10 +117,21 @@ export class DiscoveryClient {
     } while (next !== undefined);
   }
 
-  /** GET /v1/proxies/{namespace}/{name}; a missing proxy throws `proxy_not_found`. */
-  async getProxy(proxy: ProxyRef, options: CallOptions = {}): Promise<Proxy> {
+  /**
+   * GET /v1/proxies/{namespace}/{name}[?target=]: the proxy, whether it is leasable now (for
+   * `target`, or a lease naming none) and every reason it is not; a missing proxy throws
+   * `proxy_not_found`.
+   */
+  async getProxy(proxy: ProxyRef, options: CallOptions & { target?: string } = {}): Promise<ProxyDetail> {
     const { namespace, name } = typeof proxy === 'string' ? splitProxyID(proxy) : proxy;
-    return this.call<Proxy>('GET', `/v1/proxies/${seg(namespace)}/${seg(name)}`, undefined, options);
+    const { target, ...call } = options;
+    const query = target === undefined ? '' : `?target=${encodeURIComponent(target)}`;
+    return this.call<ProxyDetail>(
+      'GET',
+      `/v1/proxies/${seg(namespace)}/${seg(name)}${query}`,
+      undefined,
+      call,
+    );
   }
 
   /**

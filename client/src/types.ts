@@ -70,11 +70,47 @@ export interface ProxyFields {
   maxLeases: number;
 }
 
-/** A list item of GET /v1/proxies and the answer of GET /v1/proxies/{namespace}/{name}. */
+/** A list item of GET /v1/proxies (and the fields of GET /v1/proxies/{namespace}/{name}). */
 export interface Proxy extends ProxyFields {
   stats: ProxyStats;
   /** Present while the lease book holds the proxy out of every lease (suspect or down). */
   held?: HoldReason;
+}
+
+/** A reason against leasing a proxy (GET /v1/proxies/{namespace}/{name}). */
+export type NotLeasableCode =
+  | 'deleting'
+  | 'draining'
+  | 'leases_disabled'
+  | 'no_address'
+  | 'unhealthy'
+  | 'suspect'
+  | 'full'
+  | 'cooling_down';
+
+/** A running cooldown: the proxy is benched for `target` (null: the global pool) until `until`. */
+export interface Cooldown {
+  target: string | null;
+  /** ISO 8601. */
+  until: string;
+}
+
+/** One reason against leasing a proxy; `message` says it in words. */
+export type NotLeasableReason =
+  | { code: 'deleting' | 'draining' | 'leases_disabled' | 'no_address' | 'suspect'; message: string }
+  | { code: 'unhealthy'; healthReason: string | null; phase: string; message: string }
+  | { code: 'full'; activeLeases: number; maxLeases: number; message: string }
+  /** A cooldown keeps the proxy only from leases for its own target. */
+  | { code: 'cooling_down'; cooldowns: Cooldown[]; message: string };
+
+/** The answer of GET /v1/proxies/{namespace}/{name}: the proxy and why it is (not) leased. */
+export interface ProxyDetail extends Proxy {
+  /** Whether a lease for `target` could be given this proxy now (its selector aside). */
+  leasable: boolean;
+  /** The target `leasable` is for; null = a lease naming none. */
+  target: string | null;
+  /** Every reason against leasing it, in a fixed order; cooling_down may come with leasable true. */
+  reasons: NotLeasableReason[];
 }
 
 /** The proxy inside a lease: ready to use through `url`. */

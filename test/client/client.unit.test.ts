@@ -160,6 +160,14 @@ describe('DiscoveryClient against the real discovery API', () => {
       expect((await client.getProxy(ref)).ip).toBe('10.0.0.2');
     });
 
+    it('says whether the proxy is leasable, for a target when asked', async () => {
+      expect(await client.getProxy('ns/b')).toMatchObject({ leasable: true, target: null, reasons: [] });
+      expect(await client.getProxy('ns/b', { target: 'Example.com' })).toMatchObject({
+        leasable: true,
+        target: 'example.com',
+      });
+    });
+
     it('throws proxy_not_found for a missing proxy', async () => {
       const err = await rejection(client.getProxy('ns/zzz'));
       expect(err).toBeInstanceOf(DiscoveryApiError);

@@ -9,7 +9,10 @@ import type {
   LeasedProxy,
   LeaseRequest,
   LeaseSession,
+  Cooldown,
+  NotLeasableCode,
   Proxy,
+  ProxyDetail,
   ProxyList,
   ProxyStats,
   RenewRequest,
@@ -39,6 +42,23 @@ const proxyShape = {
   stats: 'required',
   held: 'optional',
 } as const satisfies Shape<Proxy>;
+const proxyDetailShape = {
+  ...proxyShape,
+  leasable: 'required',
+  target: 'required',
+  reasons: 'required',
+} as const satisfies Shape<ProxyDetail>;
+const cooldownShape = { target: 'required', until: 'required' } as const satisfies Shape<Cooldown>;
+const notLeasableCodes = {
+  deleting: true,
+  draining: true,
+  leases_disabled: true,
+  no_address: true,
+  unhealthy: true,
+  suspect: true,
+  full: true,
+  cooling_down: true,
+} satisfies Members<NotLeasableCode>;
 const statsShape = {
   windowSeconds: 'required',
   ok: 'required',
@@ -180,9 +200,20 @@ describe("the client's types against the served /openapi.json", () => {
       shape: proxyShape,
     },
     {
-      type: 'Proxy (single)',
+      type: 'ProxyDetail (single)',
       where: () => responseBody('get', '/v1/proxies/{namespace}/{name}', '200'),
-      shape: proxyShape,
+      shape: proxyDetailShape,
+    },
+    {
+      type: 'Cooldown',
+      where: () =>
+        resolve(
+          resolve(
+            resolve(responseBody('get', '/v1/proxies/{namespace}/{name}', '200').properties?.reasons?.items)
+              .properties?.cooldowns,
+          ).items,
+        ),
+      shape: cooldownShape,
     },
     {
       type: 'ProxyStats',
@@ -233,6 +264,13 @@ describe("the client's types against the served /openapi.json", () => {
       members: errorCodes,
     },
     {
+      type: 'NotLeasableCode',
+      where: () =>
+        resolve(responseBody('get', '/v1/proxies/{namespace}/{name}', '200').properties?.reasons?.items)
+          .properties?.code,
+      members: notLeasableCodes,
+    },
+    {
       type: 'ReportResult',
       where: () => requestBody('post', '/v1/leases/{id}/report').properties?.result,
       members: reportResults,
@@ -245,7 +283,7 @@ describe("the client's types against the served /openapi.json", () => {
     const client = new DiscoveryClient({ baseUrl: server.baseUrl });
     const lease = await client.lease({ session: 's1', target: 'example.com' });
     await client.listProxies({ selector: { geo: 'x' }, healthy: true });
-    await client.getProxy('ns/a');
+    await client.getProxy('ns/a', { target: 'example.com' });
     await client.renew(lease.leaseID);
     await client.report(lease.leaseID, 'ok');
     await client.release(lease.leaseID);

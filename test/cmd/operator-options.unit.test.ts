@@ -56,6 +56,13 @@ describe('handlerSettingsFrom', () => {
       0,
     ],
     [
+      '--rotation-drain-timeout',
+      ['--rotation-drain-timeout', '45'],
+      {},
+      (h) => h.rotationDrainSeconds,
+      45,
+    ],
+    [
       '--discovery-address',
       ['--discovery-address', '127.0.0.1:9'],
       {},

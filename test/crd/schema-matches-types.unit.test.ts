@@ -35,7 +35,10 @@ const spec = {
   rotation: 'defaulted',
 } satisfies PresenceOf<ProxySpec>;
 
-const rotation = { unhealthyAfterSeconds: 'optional' } satisfies PresenceOf<RotationSpec>;
+const rotation = {
+  unhealthyAfterSeconds: 'optional',
+  maxAgeSeconds: 'optional',
+} satisfies PresenceOf<RotationSpec>;
 
 const healthCheck = {
   probeURL: 'defaulted',

@@ -135,6 +135,16 @@ describe('the API server rejects an invalid Proxy', () => {
       'spec.maxLeases in body should be less than or equal to 1000',
     ],
     [
+      'a rotation max age below 5 minutes',
+      { ...managed, rotation: { maxAgeSeconds: 299 } },
+      'spec.rotation.maxAgeSeconds must be 0 (off) or at least 300',
+    ],
+    [
+      'a rotation max age over a year',
+      { ...managed, rotation: { maxAgeSeconds: LIMITS.maxAgeSecondsMaximum + 1 } },
+      'spec.rotation.maxAgeSeconds in body should be less than or equal to 31536000',
+    ],
+    [
       'cloudInit with both inline and secretRef',
       { ...managed, cloudInit: { inline: '#cloud-config', secretRef: { name: 's', key: 'k' } } },
       'spec.cloudInit must set exactly one of inline or secretRef',
@@ -379,7 +389,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         maxLeases: 0,
         attributes: { geo: 'eu', 'asn.number': '15169', purpose: 'crawl news' },
         healthCheck: { intervalSeconds: 60, expectedStatusCodes: [204] },
-        rotation: { unhealthyAfterSeconds: 600 },
+        rotation: { unhealthyAfterSeconds: 600, maxAgeSeconds: 86400 },
       },
       {
         ...managed,
@@ -394,7 +404,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         maxLeases: 0,
         attributes: { geo: 'eu', 'asn.number': '15169', purpose: 'crawl news' },
         healthCheck: { ...defaultHealthCheck, intervalSeconds: 60, expectedStatusCodes: [204] },
-        rotation: { unhealthyAfterSeconds: 600 },
+        rotation: { unhealthyAfterSeconds: 600, maxAgeSeconds: 86400 },
       },
     ],
     [

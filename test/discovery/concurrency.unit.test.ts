@@ -187,6 +187,7 @@ class InvariantWatch implements LeaseStore {
   renew = (id: string, ttl?: number, owner?: string) => this.inner.renew(id, ttl, owner);
   release = (id: string, owner?: string) => this.inner.release(id, owner);
   usage = (ids: readonly string[]) => this.inner.usage(ids);
+  standing = (id: string) => this.inner.standing(id);
   get = (id: string, owner?: string) => this.inner.get(id, owner);
   totals = () => this.inner.totals();
   start = () => this.inner.start();

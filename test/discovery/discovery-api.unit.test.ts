@@ -298,12 +298,90 @@ describe('discovery API', () => {
       const listed = (await h.call('GET', '/v1/proxies?attr.geo=us&healthy=true')).body as {
         items: unknown[];
       };
-      expect(listed.items).toEqual([one.body]);
+      // The list item plus the explanation (leasability.ts).
+      const { leasable, target, reasons, ...item } = one.body as Record<string, unknown>;
+      expect(listed.items).toEqual([item]);
+      expect({ leasable, target, reasons }).toEqual({ leasable: true, target: null, reasons: [] });
       expect(one.body).toMatchObject({
         id: 'ns/us-crawl',
         activeLeases: 1,
         stats: { windowSeconds: 900, ok: 1, banned: 0, rate_limited: 0, unreachable: 0 },
       });
+    });
+
+    it('says why a proxy is not leased: every reason, cooldowns by target with their end', async () => {
+      const held = await lease({ selector: { geo: 'eu', purpose: 'crawl' }, ttlSeconds: 3600 });
+      const second = await lease({ selector: { geo: 'eu', purpose: 'crawl' } });
+      const start = h.clock.now();
+      await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+        body: { result: 'banned', target: 'a.example' },
+      });
+      await h.call('POST', `/v1/leases/${second.leaseID}/report`, {
+        body: { result: 'rate_limited', retryAfterSeconds: 30 },
+      });
+      const explained = await h.call('GET', '/v1/proxies/ns/eu-crawl');
+      expect(explained.status).toBe(200);
+      expect(explained.body).toMatchObject({
+        leasable: false,
+        target: null,
+        reasons: [
+          { code: 'full', activeLeases: 2, maxLeases: 2, message: expect.any(String) },
+          {
+            code: 'cooling_down',
+            cooldowns: [
+              { target: null, until: new Date(start + 30_000).toISOString() },
+              { target: 'a.example', until: expect.any(String) },
+            ],
+          },
+        ],
+      });
+      await h.call('DELETE', `/v1/leases/${second.leaseID}`);
+      // For another target the global pool's cooldown does not count; for a.example its own does.
+      const forOther = await h.call('GET', '/v1/proxies/ns/eu-crawl?target=Other.Example');
+      expect(forOther.body).toMatchObject({ leasable: true, target: 'other.example' });
+      const forA = await h.call('GET', '/v1/proxies/ns/eu-crawl?target=a.example');
+      expect(forA.body).toMatchObject({ leasable: false, target: 'a.example' });
+      expect((forA.body as { reasons: { code: string }[] }).reasons.map((r) => r.code)).toEqual([
+        'cooling_down',
+      ]);
+    });
+
+    it.each<[string, Partial<ProxyRecord>, unknown]>([
+      [
+        'unhealthy, with its health reason',
+        { healthy: false, phase: 'Unhealthy', healthReason: 'ProbeFailed' },
+        { code: 'unhealthy', healthReason: 'ProbeFailed', phase: 'Unhealthy', message: expect.any(String) },
+      ],
+      ['draining', { draining: true }, { code: 'draining', message: expect.any(String) }],
+      ['maxLeases 0', { maxLeases: 0 }, { code: 'leases_disabled', message: expect.any(String) }],
+      ['being deleted', { phase: 'Deleting' }, { code: 'deleting', message: expect.any(String) }],
+    ])('a proxy %s is not leasable and says so', async (_case, overrides, reason) => {
+      h.catalog.proxies = [proxy('ns/x', overrides)];
+      expect((await h.call('GET', '/v1/proxies/ns/x')).body).toMatchObject({
+        leasable: false,
+        reasons: [reason],
+      });
+    });
+
+    it('a suspect proxy says so', async () => {
+      const held = await lease({ selector: { geo: 'us', purpose: 'crawl' } });
+      await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result: 'unreachable' } });
+      expect((await h.call('GET', '/v1/proxies/ns/us-crawl')).body).toMatchObject({
+        held: 'suspect',
+        leasable: false,
+        reasons: [{ code: 'suspect' }],
+      });
+    });
+
+    it.each([
+      ['?target=', 'target must be'],
+      ['?target=a%20b', 'target must be'],
+      ['?healthy=true', "unknown query parameter 'healthy'"],
+      ['?target=a.example&target=b.example', 'more than once'],
+    ])('400 invalid_request for the query %s', async (query, message) => {
+      const response = await h.call('GET', `/v1/proxies/ns/us-crawl${query}`);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringContaining(message) });
     });
 
     it.each(['/v1/proxies/ns/nope', '/v1/proxies/other/us-crawl'])(

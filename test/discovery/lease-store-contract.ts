@@ -11,6 +11,7 @@ import type {
   LeaseStore,
   ReportResult,
 } from '../../discovery/lease-store.js';
+import type { ProxyCooldown } from '../../discovery/leasability.js';
 import type { Clock } from '../../discovery/memory-lease-store.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
@@ -117,6 +118,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         ['without an IP', { ip: '' }],
         ['list-only (maxLeases 0)', { maxLeases: 0 }],
         ['being deleted', { phase: 'Deleting' }],
+        ['draining before its replacement', { draining: true }],
         ['not matching the selector', { attributes: { geo: 'us' } }],
       ])('never leases a proxy that is %s: no_match', async (_case, overrides) => {
         const { store } = setup({}, [proxy('ns/a', { attributes: { geo: 'eu' }, ...overrides })]);
@@ -211,6 +213,24 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         await store.release(held.id);
         expect(await load('ns/a')).toBe(0);
         expect((await lease()).proxyID).toBe('ns/a');
+      });
+
+      it('a draining proxy takes no new lease nor session binding; its live leases renew and run to their end', async () => {
+        const { catalog, store, load, lease } = setup({}, [
+          proxy('ns/a', { maxLeases: 5, latencyMillis: 1 }),
+          proxy('ns/b', { ip: '10.0.0.2', maxLeases: 5, latencyMillis: 500 }),
+        ]);
+        const held = await lease({ session: 's1' });
+        expect(held.proxyID).toBe('ns/a');
+        catalog.proxies = [
+          proxy('ns/a', { maxLeases: 5, latencyMillis: 1, draining: true }),
+          proxy('ns/b', { ip: '10.0.0.2', maxLeases: 5, latencyMillis: 500 }),
+        ];
+        const next = await store.acquire(request({ session: 's1' }));
+        expect(next).toMatchObject({ granted: true, lease: { proxyID: 'ns/b' }, session: { moved: true } });
+        expect((await lease()).proxyID).toBe('ns/b');
+        expect(await store.renew(held.id, 600)).toMatchObject({ lease: { id: held.id, proxyID: 'ns/a' } });
+        expect(await load('ns/a')).toBe(1);
       });
 
       it('reads attribute changes: a proxy leaves and joins selectors', async () => {
@@ -773,6 +793,51 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           lease: { proxyID: 'ns/b' },
           session: { moved: false },
         });
+      });
+    });
+
+    describe("standing: one proxy's usage and running cooldowns, read at once", () => {
+      it("answers the live leases, statistics, hold and every running cooldown with the store's time", async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, rateLimitCooldownSeconds: 10 }, [
+          proxy('ns/a', { maxLeases: 5 }),
+        ]);
+        expect(await store.standing('ns/a')).toEqual({
+          usage: {
+            activeLeases: 0,
+            stats: { windowSeconds: 900, ok: 0, banned: 0, rate_limited: 0, unreachable: 0 },
+          },
+          cooldowns: [],
+          now: clock.now(),
+        });
+        const held = await lease({ ttlSeconds: 3600 });
+        const start = clock.now();
+        await store.report(held.id, 'banned', { target: 'a.example' });
+        await store.report(held.id, 'rate_limited', { target: 'b.example', retryAfterSeconds: 5 });
+        await store.report(held.id, 'banned');
+        clock.advanceSeconds(1);
+        const standing = await store.standing('ns/a');
+        expect(standing.now).toBe(clock.now());
+        expect(standing.usage).toMatchObject({ activeLeases: 1, stats: { banned: 2, rate_limited: 1 } });
+        expect(standing.usage.held).toBeUndefined();
+        // The global pool has no target; order is the store's own.
+        const order = (x: ProxyCooldown, y: ProxyCooldown) =>
+          x.until - y.until || (x.target ?? '').localeCompare(y.target ?? '');
+        expect([...standing.cooldowns].sort(order)).toEqual([
+          { target: 'b.example', until: start + 5_000 },
+          { until: start + 60_000 },
+          { target: 'a.example', until: start + 60_000 },
+        ]);
+        clock.advanceSeconds(5);
+        expect((await store.standing('ns/a')).cooldowns).toHaveLength(2);
+        clock.advanceSeconds(60);
+        expect((await store.standing('ns/a')).cooldowns).toEqual([]);
+      });
+
+      it("shows an unreachable report's hold", async () => {
+        const { store, lease } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const held = await lease();
+        await store.report(held.id, 'unreachable');
+        expect((await store.standing('ns/a')).usage.held).toBe('suspect');
       });
     });
 

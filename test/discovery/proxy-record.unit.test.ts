@@ -19,8 +19,8 @@ function proxyResource(overrides: { spec?: Partial<Proxy['spec']>; status?: Prox
   } as Proxy;
 }
 
-const healthy = (status: 'True' | 'False' | 'Unknown') => [
-  { type: 'Healthy', status, reason: 'x', message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z' },
+const healthy = (status: 'True' | 'False' | 'Unknown', reason = 'x') => [
+  { type: 'Healthy', status, reason, message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z' },
 ];
 
 describe('a Proxy resource as a discovery record', () => {
@@ -44,6 +44,11 @@ describe('a Proxy resource as a discovery record', () => {
       'Ready but Healthy=False: not healthy',
       { status: { phase: 'Ready', ip: '10.1.2.3', conditions: healthy('False') } },
       { healthy: false },
+    ],
+    [
+      "Unhealthy: the Healthy condition's reason is the health reason",
+      { status: { phase: 'Unhealthy', ip: '10.1.2.3', conditions: healthy('False', 'ProxyTimeout') } },
+      { healthy: false, healthReason: 'ProxyTimeout' },
     ],
     [
       'an External proxy: its endpoint',
