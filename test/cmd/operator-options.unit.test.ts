@@ -55,13 +55,7 @@ describe('handlerSettingsFrom', () => {
       (h) => h.replaceUnhealthyAfterSeconds,
       0,
     ],
-    [
-      '--rotation-drain-timeout',
-      ['--rotation-drain-timeout', '45'],
-      {},
-      (h) => h.rotationDrainSeconds,
-      45,
-    ],
+    ['--rotation-drain-timeout', ['--rotation-drain-timeout', '45'], {}, (h) => h.rotationDrainSeconds, 45],
     [
       '--discovery-address',
       ['--discovery-address', '127.0.0.1:9'],
