@@ -142,7 +142,10 @@ export function sameRecord(a: ProxyRecord, b: ProxyRecord): boolean {
     a.latencyMillis !== b.latencyMillis ||
     a.maxLeases !== b.maxLeases ||
     a.healthReason !== b.healthReason ||
-    (a.draining === true) !== (b.draining === true)
+    (a.draining === true) !== (b.draining === true) ||
+    // A rotated password must reach the next lease, though nothing else changed.
+    a.credentials?.username !== b.credentials?.username ||
+    a.credentials?.password !== b.credentials?.password
   ) {
     return false;
   }

@@ -44,6 +44,37 @@ describe('IndexedCatalog', () => {
     expect(ids(second)).toEqual(['ns/a', 'ns/c', 'ns/d']);
   });
 
+  it.each<[string, boolean, Partial<ProxyRecord>, Partial<ProxyRecord>]>([
+    [
+      'the same credentials',
+      false,
+      { credentials: { username: 'u', password: 'p' } },
+      { credentials: { username: 'u', password: 'p' } },
+      false,
+    ],
+    [
+      'a rotated password',
+      true,
+      { credentials: { username: 'u', password: 'p' } },
+      { credentials: { username: 'u', password: 'q' } },
+      true,
+    ],
+    [
+      'another username',
+      true,
+      { credentials: { username: 'u', password: 'p' } },
+      { credentials: { username: 'v', password: 'p' } },
+      true,
+    ],
+    ['credentials added', true, {}, { credentials: { username: 'u', password: 'p' } }],
+    ['credentials removed', true, { credentials: { username: 'u', password: 'p' } }, {}],
+  ])('an update with %s is a change: %p', (_case, changed, before, after) => {
+    const { catalog, changes } = catalogOf([proxy('ns/a', before)]);
+    catalog.upsert(proxy('ns/a', after));
+    expect(changes.length > 0).toBe(changed);
+    expect(catalog.get('ns/a')!.credentials).toEqual(changed ? after.credentials : before.credentials);
+  });
+
   it('bumps its version and tells subscribers about every real change, and only those', () => {
     const { catalog, changes } = catalogOf(fleet());
     const v0 = catalog.version();
