@@ -27,6 +27,7 @@ import {
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
+import { stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 24: the budget holds under failure (item 4) and dead proxies are replaced (item 1).
 
@@ -64,29 +65,11 @@ function proxy(o: Opts = {}): Proxy {
       lastTransitionTime: ago(o.healthy.sinceSeconds),
     });
   const external = o.mode === 'External';
-  return {
-    apiVersion: 'crawl.example.com/v1alpha1',
-    kind: 'Proxy',
-    metadata: {
-      name: 'p',
-      namespace: 'ns',
-      uid: 'u-1',
-      generation: 1,
-      annotations: { [SPEC_HASH_ANNOTATION]: o.hash ?? 'h1' },
-    },
+  return stateMachineProxy({
+    annotations: { [SPEC_HASH_ANNOTATION]: o.hash ?? 'h1' },
     spec: {
       mode: o.mode ?? 'Managed',
-      ...(external ? { endpoint: { host: '10.0.0.7', port: 3128 } } : { provider: 'mock' }),
-      port: 3128,
-      maxLeases: 5,
-      healthCheck: {
-        probeURL: 'http://127.0.0.1/x',
-        intervalSeconds: 30,
-        timeoutSeconds: 5,
-        failureThreshold: 3,
-        successThreshold: 1,
-        expectedStatusCodes: [204],
-      },
+      ...(external ? { endpoint: { host: '10.0.0.7', port: 3128 }, provider: undefined } : {}),
       rotation:
         o.unhealthyAfterSeconds === undefined ? {} : { unhealthyAfterSeconds: o.unhealthyAfterSeconds },
     },
@@ -98,7 +81,7 @@ function proxy(o: Opts = {}): Proxy {
       conditions,
       ...(o.replacement ? { replacement: o.replacement } : {}),
     },
-  };
+  });
 }
 
 const instance = (state: Instance['state'] = 'Running'): Instance => ({

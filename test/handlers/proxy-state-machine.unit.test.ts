@@ -23,6 +23,7 @@ import {
   type ProxyPhase,
 } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
+import { stateMachineProxy } from './state-machine-proxy.js';
 
 interface Stored {
   hash?: string;
@@ -47,31 +48,9 @@ function proxy(opts: Stored = {}): Proxy {
       lastTransitionTime: '',
     });
   if (opts.healthy) conditions.push({ type: CONDITION_HEALTHY, ...opts.healthy, lastTransitionTime: '' });
-  return {
-    apiVersion: 'crawl.example.com/v1alpha1',
-    kind: 'Proxy',
-    metadata: {
-      name: 'p',
-      namespace: 'ns',
-      uid: 'u-1',
-      generation: opts.generation ?? 1,
-      annotations: opts.hash ? { [SPEC_HASH_ANNOTATION]: opts.hash } : {},
-    },
-    spec: {
-      mode: 'Managed',
-      provider: 'mock',
-      port: 3128,
-      maxLeases: 5,
-      healthCheck: {
-        probeURL: 'http://127.0.0.1/x',
-        intervalSeconds: 30,
-        timeoutSeconds: 5,
-        failureThreshold: 3,
-        successThreshold: 1,
-        expectedStatusCodes: [204],
-      },
-      rotation: {},
-    },
+  return stateMachineProxy({
+    generation: opts.generation ?? 1,
+    annotations: opts.hash ? { [SPEC_HASH_ANNOTATION]: opts.hash } : {},
     status: {
       providerID: opts.providerID,
       phase: opts.phase,
@@ -80,7 +59,7 @@ function proxy(opts: Stored = {}): Proxy {
       observedGeneration: opts.observedGeneration ?? opts.generation ?? 1,
       conditions,
     },
-  };
+  });
 }
 
 function inst(state: Instance['state'], ip = '10.0.0.7', extra: Partial<Instance> = {}): Instance {

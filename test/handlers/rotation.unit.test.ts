@@ -19,6 +19,7 @@ import {
   type ProxyPhase,
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
+import { stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 24 item 2: rotation on a schedule, drained.
 
@@ -37,31 +38,8 @@ const dueAfter = (maxAge: number) => Math.ceil(maxAge * (1 - ROTATION_JITTER * r
 function proxy(
   o: { upSeconds?: number; phase?: ProxyPhase; replacement?: ProxyStatus['replacement'] } = {},
 ): Proxy {
-  return {
-    apiVersion: 'crawl.example.com/v1alpha1',
-    kind: 'Proxy',
-    metadata: {
-      name: 'p',
-      namespace: 'ns',
-      uid: 'u-1',
-      generation: 1,
-      annotations: { [SPEC_HASH_ANNOTATION]: 'h1' },
-    },
-    spec: {
-      mode: 'Managed',
-      provider: 'mock',
-      port: 3128,
-      maxLeases: 5,
-      healthCheck: {
-        probeURL: 'http://127.0.0.1/x',
-        intervalSeconds: 30,
-        timeoutSeconds: 5,
-        failureThreshold: 3,
-        successThreshold: 1,
-        expectedStatusCodes: [204],
-      },
-      rotation: {},
-    },
+  return stateMachineProxy({
+    annotations: { [SPEC_HASH_ANNOTATION]: 'h1' },
     status: {
       phase: o.phase ?? 'Ready',
       providerID: ID,
@@ -89,7 +67,7 @@ function proxy(
       ],
       ...(o.replacement ? { replacement: o.replacement } : {}),
     },
-  };
+  });
 }
 
 const found: Observation = {

@@ -1,0 +1,44 @@
+// The Proxy object the state machine's table tests start from: a Managed mock proxy with the
+// CRD's defaults filled in; each test says only the metadata, spec and status it is about.
+import type { Proxy, ProxySpec, ProxyStatus } from '../../crds/proxy-types.js';
+
+export interface StateMachineProxy {
+  generation?: number;
+  annotations?: Record<string, string>;
+  /** Merged over the Managed defaults; a key set to undefined is left out (e.g. `provider`). */
+  spec?: Partial<ProxySpec>;
+  status: ProxyStatus;
+}
+
+export function stateMachineProxy({
+  generation = 1,
+  annotations = {},
+  spec = {},
+  status,
+}: StateMachineProxy): Proxy {
+  const merged = {
+    mode: 'Managed',
+    provider: 'mock',
+    port: 3128,
+    maxLeases: 5,
+    healthCheck: {
+      probeURL: 'http://127.0.0.1/x',
+      intervalSeconds: 30,
+      timeoutSeconds: 5,
+      failureThreshold: 3,
+      successThreshold: 1,
+      expectedStatusCodes: [204],
+    },
+    rotation: {},
+    ...spec,
+  };
+  return {
+    apiVersion: 'crawl.example.com/v1alpha1',
+    kind: 'Proxy',
+    metadata: { name: 'p', namespace: 'ns', uid: 'u-1', generation, annotations },
+    spec: Object.fromEntries(
+      Object.entries(merged).filter(([, v]) => v !== undefined),
+    ) as unknown as ProxySpec,
+    status,
+  };
+}
