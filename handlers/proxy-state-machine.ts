@@ -354,6 +354,27 @@ export function healthOf(proxy: Proxy, verdict: HealthVerdict | undefined, sameA
  * Adds what every status change implies: the Ready/Unhealthy Events and the phase-change log.
  * Health transitions are Events so `kubectl describe px` tells the story.
  */
+/** The status while `instance` is deleted to be replaced, saying why. */
+function replacingStatus(instance: Instance, why: string, replacement?: ReplacementStatus): StatusIntent {
+  return {
+    phase: 'Provisioning',
+    providerID: instance.id,
+    ip: instance.ip || null,
+    provisioned: {
+      status: 'False',
+      reason: 'Replacing',
+      message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
+    },
+    healthy: AWAITING_PROBE,
+    ...(replacement ? { replacement } : {}),
+  };
+}
+
+/** The Event message of a replacement: the IP change shouted, since crawlers may pin it. */
+function replacingMessage(instance: Instance, why: string): string {
+  return `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`;
+}
+
 function finish(
   proxy: Proxy,
   step: Omit<Step, 'events' | 'logs'> & Partial<Pick<Step, 'events' | 'logs'>>,
@@ -585,25 +606,14 @@ export function managedStep(inp: Inputs): Step {
       // one takes nothing out of service.
       needsSlot: !dead && current.phase === 'Ready' ? 'rollout' : undefined,
       startsReplacement: record?.cause,
-      status: {
-        phase: 'Provisioning',
-        providerID: instance.id,
-        ip: instance.ip || null,
-        provisioned: {
-          status: 'False',
-          reason: 'Replacing',
-          message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
-        },
-        healthy: AWAITING_PROBE,
-        ...(record ? { replacement: record } : {}),
-      },
+      status: replacingStatus(instance, why, record),
       events: already
         ? []
         : [
             {
               type: 'Warning',
               reason: 'Replacing',
-              message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
+              message: replacingMessage(instance, why),
             },
           ],
       logs: [
@@ -669,23 +679,15 @@ export function managedStep(inp: Inputs): Step {
       action: { type: 'delete', providerIDs: [instance.id] },
       needsSlot: 'repair',
       startsReplacement: 'Unhealthy',
-      status: {
-        phase: 'Provisioning',
-        providerID: instance.id,
-        ip: instance.ip,
-        provisioned: {
-          status: 'False',
-          reason: 'Replacing',
-          message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
-        },
-        healthy: AWAITING_PROBE,
-        replacement: { cause: 'Unhealthy', startedAt: (inp.autopilot?.now ?? new Date()).toISOString() },
-      },
+      status: replacingStatus(instance, why, {
+        cause: 'Unhealthy',
+        startedAt: (inp.autopilot?.now ?? new Date()).toISOString(),
+      }),
       events: [
         {
           type: 'Warning',
           reason: 'ReplacingUnhealthy',
-          message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
+          message: replacingMessage(instance, why),
         },
       ],
       logs: [
@@ -701,22 +703,12 @@ export function managedStep(inp: Inputs): Step {
     const why = `rotation (spec.rotation.maxAgeSeconds): drained since ${rotation.since}`;
     return finish(proxy, {
       action: { type: 'delete', providerIDs: [instance.id] },
-      status: {
-        phase: 'Provisioning',
-        providerID: instance.id,
-        ip: instance.ip,
-        provisioned: {
-          status: 'False',
-          reason: 'Replacing',
-          message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
-        },
-        healthy: AWAITING_PROBE,
-      },
+      status: replacingStatus(instance, why),
       events: [
         {
           type: 'Normal',
           reason: 'Replacing',
-          message: `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`,
+          message: replacingMessage(instance, why),
         },
       ],
       logs: [{ level: 'info', message: 'replacing a drained instance', fields: { providerID: instance.id } }],
