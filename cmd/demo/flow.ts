@@ -179,11 +179,12 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   print(curl(env, 'POST', '/v1/leases', leaseBody));
   const lease1 = await api(env, 'POST', '/v1/leases', leaseBody);
   answer(print, lease1.status, lease1.text);
-  const l1 = lease1.json as { leaseID: string; proxy: { id: string; ip: string; port: number } };
+  const l1 = lease1.json as { leaseID: string; proxy: { id: string; url: string } };
 
-  print('\n== 5. Fetch a page THROUGH the leased proxy ==');
-  print(`$ curl -s -x http://${l1.proxy.ip}:${l1.proxy.port} ${env.target.url}${STATUS_LINE}`);
-  const agent = new ProxyAgent(`http://${l1.proxy.ip}:${l1.proxy.port}`);
+  // The lease's URL, credentials included: every proxy requires them (407 without).
+  print("\n== 5. Fetch a page THROUGH the leased proxy (its url carries the proxy's credentials) ==");
+  print(`$ curl -s -x '${l1.proxy.url}' ${env.target.url}${STATUS_LINE}`);
+  const agent = new ProxyAgent(l1.proxy.url);
   const page = await request(env.target.url, { dispatcher: agent });
   const fetchedBody = await page.body.text();
   await agent.close();

@@ -1,4 +1,5 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
 import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -7,6 +8,14 @@ export interface ForwardProxyStats {
   connects: number;
   /** Plain (absolute-URI) HTTP requests forwarded. */
   requests: number;
+  /** Requests and tunnels answered 407: no or wrong Proxy-Authorization. */
+  refusedAuth: number;
+}
+
+/** Basic-auth credentials the proxy requires of every client, as Squid's basic_ncsa_auth would. */
+export interface ForwardProxyCredentials {
+  username: string;
+  password: string;
 }
 
 export interface ForwardProxy {
@@ -59,12 +68,34 @@ function sourceFor(listenHost: string, target: string): { localAddress: string; 
 }
 
 /**
- * A small real forward proxy: absolute-URI HTTP requests and CONNECT tunnels, which is all
- * a crawler (and the health probe) uses. The mock provider serves one per Running instance.
- * Upstream connections to loopback leave from the proxy's own address (see sourceFor).
+ * Whether a `Proxy-Authorization` header carries exactly these credentials (Basic). Compared
+ * in constant time, so the answer's timing says nothing about how much of a guess was right.
  */
-export async function startForwardProxy(opts: { host: string; port: number }): Promise<ForwardProxy> {
-  const stats: ForwardProxyStats = { connects: 0, requests: 0 };
+export function authorizes(header: string | undefined, credentials: ForwardProxyCredentials): boolean {
+  const m = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(header ?? '');
+  if (!m) return false;
+  const given = Buffer.from(m[1], 'base64');
+  const wanted = Buffer.from(`${credentials.username}:${credentials.password}`, 'utf8');
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+const CHALLENGE = 'Basic realm="proxy"';
+
+/**
+ * A small real forward proxy: absolute-URI HTTP requests and CONNECT tunnels, which is all
+ * a crawler (and the health probe) uses. The mock provider serves one per Running instance,
+ * requiring the credentials the operator generated for it (407 otherwise), as the
+ * kubernetes provider's Squid does. Upstream connections to loopback leave from the proxy's
+ * own address (see sourceFor).
+ */
+export async function startForwardProxy(opts: {
+  host: string;
+  port: number;
+  credentials?: ForwardProxyCredentials;
+}): Promise<ForwardProxy> {
+  const stats: ForwardProxyStats = { connects: 0, requests: 0, refusedAuth: 0 };
+  const allowed = (req: IncomingMessage) =>
+    opts.credentials === undefined || authorizes(req.headers['proxy-authorization'], opts.credentials);
   const open = new Set<Duplex>();
   const track = (s: Duplex) => {
     open.add(s);
@@ -72,6 +103,13 @@ export async function startForwardProxy(opts: { host: string; port: number }): P
   };
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (!allowed(req)) {
+      stats.refusedAuth++;
+      res
+        .writeHead(407, { 'content-type': 'text/plain', 'proxy-authenticate': CHALLENGE })
+        .end('forward proxy: proxy authentication required\n');
+      return;
+    }
     let target: URL;
     try {
       target = new URL(req.url ?? '');
@@ -115,6 +153,11 @@ export async function startForwardProxy(opts: { host: string; port: number }): P
 
   server.on('connection', track);
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    if (!allowed(req)) {
+      stats.refusedAuth++;
+      client.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: ${CHALLENGE}\r\n\r\n`);
+      return;
+    }
     const target = parseAuthority(req.url);
     if (!target) {
       client.end('HTTP/1.1 400 Bad Request\r\n\r\n');

@@ -7,6 +7,7 @@ import {
   gcLabels,
   ownershipFromLabels,
   type CreateRequest,
+  type ProxyCredentials,
   type Instance,
 } from '../contract.js';
 import {
@@ -43,6 +44,8 @@ interface MockInstance {
   createdAt: Date;
   runningAt: number;
   fakeIp: string;
+  /** What its proxy requires of every client (CreateRequest.credentials). Never logged. */
+  credentials?: ProxyCredentials;
   /** Started once, on the first look after provisioning (serveTraffic only). */
   serving?: Promise<ForwardProxy>;
 }
@@ -120,6 +123,7 @@ export class MockProvider extends AbortableProvider {
         createdAt: new Date(now),
         runningAt: now + this.settings.provisioningSeconds * 1000,
         fakeIp: this.ips.next(),
+        ...(req.credentials === undefined ? {} : { credentials: { ...req.credentials } }),
       });
       this.logger.info({ providerID: id, proxy: req.proxy }, 'mock instance created');
     }
@@ -170,7 +174,9 @@ export class MockProvider extends AbortableProvider {
 
   private ensureServing(inst: MockInstance, op: ProviderOperation): Promise<ForwardProxy> {
     if (!inst.serving) {
-      inst.serving = this.loopback.bind((host) => startForwardProxy({ host, port: inst.port }));
+      inst.serving = this.loopback.bind((host) =>
+        startForwardProxy({ host, port: inst.port, credentials: inst.credentials }),
+      );
       inst.serving.then(
         (p) =>
           this.logger.info({ providerID: inst.id, address: `${p.host}:${p.port}` }, 'mock proxy serving'),

@@ -39,10 +39,14 @@ export interface ProxyAddress {
 }
 
 /** GET an http:// URL the way a crawler does through a proxy: absolute URI to the proxy. */
-export function getViaProxy(proxy: ProxyAddress, url: string): Promise<{ status: number; body: string }> {
+export function getViaProxy(
+  proxy: ProxyAddress,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: proxy.host, port: proxy.port, method: 'GET', path: url, agent: false },
+      { host: proxy.host, port: proxy.port, method: 'GET', path: url, agent: false, headers },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -61,6 +65,7 @@ export function getViaTunnel(
   port: number,
   path: string,
   ca: string,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const connectReq = httpRequest({
@@ -69,6 +74,7 @@ export function getViaTunnel(
       method: 'CONNECT',
       path: `127.0.0.1:${port}`,
       agent: false,
+      headers,
     });
     connectReq.on('error', reject);
     connectReq.on('connect', (res, socket) => {

@@ -85,4 +85,27 @@ describe('the mock provider with serveTraffic', () => {
     await provider.delete(b);
     expect(await refuses(ib.ip, port)).toBe(true);
   });
+
+  it('serves the proxy of an instance created with credentials only to clients that send them (407 otherwise)', async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const id = await provider.create({
+      uid: 'with-credentials',
+      proxy: 'ns/c',
+      namespace: 'ns',
+      owner: 'test-owner',
+      port,
+      placement: {},
+      credentials: { username: 'proxy-ns-c', password: 'generated-secret' },
+    });
+    now.ms += MOCK_DEFAULTS.provisioningSeconds * 1000;
+    const { ip } = await provider.get(id);
+    const url = `http://127.0.0.1:${http.port}/auth`;
+    const authorization = `Basic ${Buffer.from('proxy-ns-c:generated-secret').toString('base64')}`;
+    expect((await getViaProxy({ host: ip, port }, url)).status).toBe(407);
+    expect(await getViaProxy({ host: ip, port }, url, { 'proxy-authorization': authorization })).toEqual({
+      status: 200,
+      body: 'http GET /auth',
+    });
+    await provider.delete(id);
+  });
 });
