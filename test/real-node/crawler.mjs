@@ -5,10 +5,11 @@
 //   node crawler.mjs quickstart         list, lease, fetch through the proxy, report, release
 //   node crawler.mjs lease-loop SECONDS hold maxLeases-1 leases, cycle one more, probe the limit
 //
-// Environment: DISCOVERY (http://<ClusterIP>:8090), TARGET (http://<ClusterIP>/ of the
-// in-cluster target), PROXY (namespace/name of the kubernetes Proxy), MAX_LEASES,
+// Environment: DISCOVERY (http://<ClusterIP>:8090), TARGET (the in-cluster target's Pod
+// address, which the providers config allows), INSIDE (space-separated URLs inside the
+// cluster the Squid Pod must refuse), PROXY (namespace/name of the kubernetes Proxy), MAX_LEASES,
 // DISCOVERY_TOKEN (the bearer token: the API is closed by default).
-/* global console, fetch, AbortSignal, setTimeout */
+/* global console, fetch, AbortSignal, setTimeout, Buffer */
 import http from 'node:http';
 import process from 'node:process';
 import { URL } from 'node:url';
@@ -31,11 +32,20 @@ async function api(method, path, body) {
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-/** GET `url` through an HTTP forward proxy (absolute-form request line). */
-function fetchVia(proxyHost, proxyPort, url) {
+/**
+ * GET `url` through an HTTP forward proxy (absolute-form request line), with the credentials
+ * of the proxy URL's userinfo as Proxy-Authorization (the lease's `proxy.url` carries them).
+ */
+function fetchVia(proxyURL, url) {
+  const proxy = new URL(proxyURL);
+  const headers = { host: new URL(url).host };
+  if (proxy.username !== '') {
+    const userinfo = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+    headers['proxy-authorization'] = `Basic ${Buffer.from(userinfo).toString('base64')}`;
+  }
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: proxyHost, port: proxyPort, path: url, headers: { host: new URL(url).host } },
+      { host: proxy.hostname, port: Number(proxy.port), path: url, headers },
       (res) => {
         let body = '';
         res.on('data', (c) => (body += c));
@@ -72,12 +82,24 @@ async function quickstart() {
   expect(lease.status === 201, 'lease', lease);
   const { leaseID, proxy } = lease.body;
   expect(proxy.id === proxyID, 'the lease names the kubernetes Proxy', proxy);
-  const fetched = await fetchVia(proxy.ip, proxy.port, target);
+  const fetched = await fetchVia(proxy.url, target);
   expect(
     fetched.status === 200 && fetched.body.includes('hello from the in-cluster target'),
-    `fetch ${target} through the leased Squid Pod ${proxy.ip}:${proxy.port}`,
+    `fetch ${target} through the leased Squid Pod ${proxy.ip}:${proxy.port}, with the lease's credentials`,
     fetched,
   );
+  // Closed by default: the Squid Pod wants its credentials...
+  const anonymousFetch = await fetchVia(`http://${proxy.ip}:${proxy.port}`, target);
+  expect(anonymousFetch.status === 407, 'the same fetch without the credentials answers 407', anonymousFetch);
+  // ...and refuses every destination inside (the Service of that same target, the discovery
+  // Service, the metadata address) that the providers config does not allow explicitly.
+  for (const inside of (process.env.INSIDE ?? '').split(' ').filter(Boolean)) {
+    const refused = await fetchVia(proxy.url, inside).catch((err) => ({ status: 0, body: String(err) }));
+    expect(refused.status === 403, `the leased Squid Pod refuses ${inside} (inside the cluster)`, {
+      status: refused.status,
+      body: refused.body.slice(0, 200),
+    });
+  }
   const report = await api('POST', `/v1/leases/${leaseID}/report`, { result: 'ok', target: 'target.local' });
   expect(report.status === 200 && report.body.result === 'ok', 'report', report);
   const first = await api('DELETE', `/v1/leases/${leaseID}`);

@@ -136,7 +136,8 @@ spec:
       env:
         - {name: DISCOVERY, value: "http://proxy-operator-discovery.proxy-operator-system:8090"}
         - {name: DISCOVERY_TOKEN, value: "$DISCOVERY_TOKEN"}
-        - {name: TARGET, value: "http://target.default.svc.cluster.local/"}
+        - {name: TARGET, value: "http://$TARGET_POD_IP:8080/"}
+        - {name: INSIDE, value: "http://$TARGET_SVC_IP/ http://target.default.svc.cluster.local/ http://$DISCOVERY_IP:8090/healthz http://169.254.169.254/latest/meta-data/"}
         - {name: PROXY, value: "default/proxy-kubernetes"}
         - {name: MAX_LEASES, value: "$MAX_LEASES"}
       volumeMounts: [{name: script, mountPath: /crawler}]
@@ -154,7 +155,7 @@ crawler_wait() {
   [ "$phase" = Succeeded ]
 }
 
-step "quickstart: discovery through its Service: list, lease, fetch through the leased Squid Pod, report, release"
+step "quickstart: discovery through its Service: list, lease, fetch through the leased Squid Pod (407 without its credentials, 403 to any address inside), report, release"
 run_crawler crawler-quickstart 90 quickstart || { save_operator_logs; fail "the discovery flow (log: $LOGS/crawler-crawler-quickstart.log)"; }
 
 step "a deleted Proxy's Squid Pod goes promptly, and its deletion is logged once"
