@@ -99,7 +99,7 @@ export function squidEgress(ns: SquidNamespace): kplus.k8s.NetworkPolicyEgressRu
  * probes) and from namespaces labelled as proxy clients; and they reach nothing inside the
  * cluster (squidEgress). Without it any Pod could use them as open proxies into the cluster.
  * Applied after the operator chart, which creates the namespace. Needs a CNI that enforces
- * NetworkPolicy (README: Security).
+ * NetworkPolicy (docs/security.md).
  */
 export class NetworkPolicyChart extends Chart {
   constructor(scope: Construct, id: string, providers: readonly ProviderConfigEntry[] = DEFAULT_PROVIDERS) {

@@ -2,14 +2,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface DemoSite {
-  /** The first page, e.g. http://localhost:8091/ (what the README's Crawlee recipe crawls). */
+  /** The first page, e.g. http://localhost:8091/ (what the Crawlee recipe of docs/crawling.md crawls). */
   url: string;
   pages: number;
   close(): Promise<void>;
 }
 
 /**
- * The demo's site to crawl: a handful of linked pages on loopback, so the README's Crawlee
+ * The demo's site to crawl: a handful of linked pages on loopback, so the Crawlee
  * recipe, pasted as it is, has something to crawl through the demo's proxies.
  */
 export async function startDemoSite(port: number, pages = 10): Promise<DemoSite> {

@@ -29,7 +29,7 @@ export interface DemoEnvironment {
   providers: ProviderSet;
   target: LocalTarget;
   externalProxy: ForwardProxy;
-  /** Linked pages to crawl through the proxies (the README's Crawlee recipe). */
+  /** Linked pages to crawl through the proxies (the Crawlee recipe of docs/crawling.md). */
   site: DemoSite;
   discoveryURL: string;
   metricsURL: string;

@@ -38,7 +38,7 @@ try {
     print(
       `$ curl -s '${env.discoveryURL}/v1/proxies?healthy=true' ; curl -s ${env.metricsURL}/metrics | grep proxy_operator_`,
     );
-    print(`Crawl ${env.site.url} through the proxies: the README's Crawlee recipe (README.md, "Crawlee").`);
+    print(`Crawl ${env.site.url} through the proxies: the Crawlee recipe (docs/crawling.md, "Crawlee").`);
     print('Press Ctrl-C to stop and clean everything up.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

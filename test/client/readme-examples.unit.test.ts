@@ -1,5 +1,5 @@
-// Runs the README's plain-HTTP examples (the blocks marked `<!-- checked: curl -->` and
-// `<!-- checked: python -->` in "Using it from a crawler") against the real discovery API, a
+// Runs the plain-HTTP examples of docs/crawling.md, "Using it from a crawler" (the blocks marked
+// `<!-- checked: curl -->` and `<!-- checked: python -->`; the README links the page) against the real discovery API, a
 // real forward proxy and a local site, so the documentation cannot rot. Needs bash, curl,
 // and python3 with requests (README, Requirements).
 import { execFile } from 'node:child_process';
@@ -12,7 +12,7 @@ import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-serv
 import { startLinkedSite, type LinkedSite } from './linked-site.js';
 
 const run = promisify(execFile);
-const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+const README = fileURLToPath(new URL('../../docs/crawling.md', import.meta.url));
 const TOKEN = 'readme-token';
 
 /** The code of the fenced block right after `<!-- checked: <name> ... -->`. */
@@ -21,7 +21,7 @@ function checkedBlock(name: string): string {
   const match = new RegExp(`<!-- checked: ${name}\\b[^>]*-->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\``).exec(
     text,
   );
-  if (!match) throw new Error(`README.md has no block marked <!-- checked: ${name} -->`);
+  if (!match) throw new Error(`docs/crawling.md has no block marked <!-- checked: ${name} -->`);
   return match[1];
 }
 
@@ -36,15 +36,18 @@ const EXAMPLES = {
   python: (code: string, env: NodeJS.ProcessEnv) =>
     run('python3', ['-c', code], { env }).catch((err: { stderr?: string }) => {
       if (/No module named 'requests'/.test(err.stderr ?? '')) {
-        throw new Error('the README Python example needs requests: python3 -m pip install requests', {
-          cause: err,
-        });
+        throw new Error(
+          'the Python example of docs/crawling.md needs requests: python3 -m pip install requests',
+          {
+            cause: err,
+          },
+        );
       }
       throw err;
     }),
 };
 
-describe('the README examples for plain HTTP', () => {
+describe('the docs examples for plain HTTP', () => {
   let server: TestDiscoveryServer;
   let forward: ForwardProxy;
   let site: LinkedSite;

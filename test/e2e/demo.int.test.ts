@@ -101,12 +101,12 @@ describe('the local demo, end to end', () => {
     expect(printed.filter((l) => /^\{/.test(l)).every((l) => JSON.parse(l) !== undefined)).toBe(true);
   });
 
-  // Issue 20 item 8: the README's Crawlee recipe, pasted unchanged, crawls every page of the
+  // Issue 20 item 8: the Crawlee recipe of docs/crawling.md (linked from the README), pasted unchanged, crawls every page of the
   // demo's site through the demo's proxies (its defaults point at the demo; the test's demo
   // may sit on other ports, which the recipe's two environment variables carry).
-  it("runs the README's Crawlee recipe unchanged: every page of the demo site, no lease left", async () => {
+  it("runs the docs' Crawlee recipe unchanged: every page of the demo site, no lease left", async () => {
     const run = promisify(execFile);
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const readme = readFileSync(join(root, 'docs/crawling.md'), 'utf8');
     const block = /<!-- checked: crawlee\b[^>]*-->\n```ts\n([\s\S]*?)\n```/.exec(readme);
     expect(block).not.toBeNull();
     // The client as a workspace consumer imports it: built, by package name.

@@ -73,7 +73,7 @@ PROBE_URL=http://$TARGET_POD_IP:8080/generate_204
 log "   target $TARGET_POD_IP (Service $TARGET_SVC_IP), External Squid $EXTERNAL_IP, discovery Service $DISCOVERY_IP"
 
 # Squid Pods refuse every in-cluster destination by default; the probe target is a Pod, so the
-# shipped kubernetes provider allows it by explicit configuration (README: Security).
+# shipped kubernetes provider allows it by explicit configuration (docs/security.md).
 $KUBECTL -n proxy-operator-system get configmap proxy-operator-providers -o jsonpath='{.data.providers\.yaml}' |
   sed "0,/      namespace: proxy-operator-proxies/s//      namespace: proxy-operator-proxies\n      allowedDestinations: [$TARGET_POD_IP\/32]/" >"$W/providers-allowed.yaml"
 grep -q "allowedDestinations: \[$TARGET_POD_IP/32\]" "$W/providers-allowed.yaml" || fail "could not allow the probe target in providers.yaml"

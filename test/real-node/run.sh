@@ -4,8 +4,8 @@
 # (containerd, runc, CNI plugins, buildah, debootstrap) and kubelet/kube-proxy/
 # kube-controller-manager/kube-scheduler v1.36.2 built from source, with every image built
 # here (nothing is pulled). Every packet stays on the machine, and every system change is
-# put back at the end, also on failure. Facts behind each choice: docs/architecture.md
-# (Decisions: "The real-node run").
+# put back at the end, also on failure. Facts behind each choice: docs/decisions/README.md
+# ("The real-node run").
 #
 # Environment: REAL_NODE_KEEP=1 keeps the component logs of a passing run too (a failed
 # run always keeps them); REAL_NODE_PREBUILT_IMAGES=<dir> loads image archives from an
