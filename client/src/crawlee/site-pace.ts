@@ -18,13 +18,17 @@ export const PROBE_AFTER_PERIODS = 5;
  */
 export const MAX_PROBE_AFTER_PERIODS = 80;
 /**
- * A 429 after the limit went through in full means the site's bucket and this one drift (each
- * refills from its own clock, a few ms apart): the refill slows by this share of the period,
- * instead of the limit falling by one (a third of the throughput at 3 a second) ...
+ * A 429 after the limit went through in full means the two buckets are out of step: both
+ * refill at the same rate, but a request reaches the site a few ms after this bucket let it
+ * go, and those ms vary, so a request that travelled faster than the one before finds the
+ * site's token not yet back. The bucket then holds back this share of a token for good (it
+ * fills to `limit - headroom`), so the site's bucket stays that far ahead. Unlike a slower
+ * refill, that costs no throughput: only the first request after a quiet spell waits a few ms.
+ * Instead of the limit falling by one (a third of the throughput at 3 a second) ...
  */
-export const SLACK_STEP = 0.02;
-/** ... up to this share; a 429 beyond it lowers the limit after all. */
-export const MAX_SLACK = 0.1;
+export const HEADROOM_STEP = 0.1;
+/** ... up to this share of a token; a 429 beyond it lowers the limit after all. */
+export const MAX_HEADROOM = 0.5;
 /** Success times remembered to learn the limit from. */
 const RECENT_CAP = 256;
 /** Before the first 429 the period is unknown: successes are remembered this long. */
@@ -35,8 +39,8 @@ export interface Pace {
   readonly limit: number | undefined;
   /** The last 429's Retry-After. */
   readonly periodMs: number;
-  /** Added to the period when refilling: the margin for the two clocks' drift (see SLACK_STEP). */
-  readonly slackMs: number;
+  /** Tokens held back from a full bucket: the margin for the requests' varying travel (see HEADROOM_STEP). */
+  readonly headroom: number;
   /** Tokens in the bucket at `at`. */
   readonly tokens: number;
   readonly at: number;
@@ -54,7 +58,7 @@ export interface Pace {
 export const unpaced: Pace = {
   limit: undefined,
   periodMs: 1_000,
-  slackMs: 0,
+  headroom: 0,
   tokens: 0,
   at: 0,
   restUntil: 0,
@@ -73,15 +77,16 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
   const { limit, periodMs } = pace;
   if (limit === undefined) return { pace, waitMs: 0, probe: false };
   if (now < pace.restUntil) return { pace, waitMs: pace.restUntil - now, probe: false };
-  const refillMs = periodMs + pace.slackMs;
-  const tokens = Math.min(limit, pace.tokens + ((now - pace.at) * limit) / refillMs);
+  // At least one token fits, whatever the headroom (a limit of one cannot hold any back).
+  const capacity = Math.max(1, limit - pace.headroom);
+  const tokens = Math.min(capacity, pace.tokens + ((now - pace.at) * limit) / periodMs);
   if (tokens >= 1) return { pace: { ...pace, tokens: tokens - 1, at: now }, waitMs: 0, probe: false };
   const quiet = pace.probeAfterPeriods * periodMs;
   if (now - pace.limitedAt >= quiet && now - pace.probedAt >= quiet) {
     // Demand exceeds the pace and the site has not objected for a while: try one more.
     return { pace: { ...pace, limit: limit + 1, tokens, at: now, probedAt: now }, waitMs: 0, probe: true };
   }
-  return { pace, waitMs: Math.ceil(((1 - tokens) * refillMs) / limit), probe: false };
+  return { pace, waitMs: Math.ceil(((1 - tokens) * periodMs) / limit), probe: false };
 }
 
 /** A request through the proxy to the site succeeded. */
@@ -95,8 +100,8 @@ export function succeeded(pace: Pace, now: number): Pace {
 
 /**
  * The site answered 429. The limit becomes what the site allowed in the last period (and one
- * less than before at most), at least one; when that was the whole limit, the refill slows
- * instead (SLACK_STEP, until MAX_SLACK). The answer to a probe only undoes the probe and
+ * less than before at most), at least one; when that was the whole limit, the bucket holds
+ * back more instead (HEADROOM_STEP, until MAX_HEADROOM). The answer to a probe only undoes the probe and
  * doubles the wait before the next one (any other 429 resets that wait: the site changed).
  * The bucket empties and nothing goes until the rest ends. A 429 during a rest comes from a
  * request sent before it: ignored.
@@ -107,22 +112,21 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
   const allowed = pace.recent.filter((t) => t > now - periodMs).length;
   // The answer to a probe (within a period of it): the limit before the probe was right.
   const probeRefused = pace.limit !== undefined && now - pace.probedAt < pace.periodMs;
-  const maxSlackMs = MAX_SLACK * periodMs;
   let limit: number;
-  let slackMs = pace.slackMs;
+  let headroom = pace.headroom;
   if (pace.limit === undefined) limit = Math.max(1, allowed);
   else if (probeRefused) limit = Math.max(1, pace.limit - 1);
-  else if (allowed >= pace.limit && pace.slackMs < maxSlackMs) {
+  else if (allowed >= pace.limit && pace.headroom < MAX_HEADROOM - 1e-9) {
     limit = pace.limit;
-    slackMs = Math.min(maxSlackMs, pace.slackMs + SLACK_STEP * periodMs);
+    headroom = Math.min(MAX_HEADROOM, pace.headroom + HEADROOM_STEP);
   } else {
     limit = Math.max(1, Math.min(pace.limit - 1, allowed));
-    slackMs = 0;
+    headroom = 0;
   }
   return {
     limit,
     periodMs,
-    slackMs,
+    headroom,
     tokens: 0,
     at: now,
     restUntil: now + periodMs,
