@@ -215,6 +215,36 @@ describe('ProxyOperatorConfiguration', () => {
       expect(calls('POST /v1/leases')).toHaveLength(1);
     });
 
+    it('a proxy leased for a site another proxy learned the pace of starts at that pace, without a 429 of its own', async () => {
+      const host = 'https://shop.example/';
+      const first = await config.newUrl('s1', request(host));
+      for (let i = 0; i < 3; i++) await navigated('s1', `${host}${i}`, first!, 200);
+      await config.postNavigationHook({
+        request: { url: `${host}3` },
+        session: { id: 's1' },
+        proxyInfo: { url: first! },
+        response: { statusCode: 429, headers: { 'retry-after': '1' } },
+      });
+      const second = await config.newUrl('s2', request(host));
+      expect(second).not.toBe(first);
+      // Four more while the first proxy still rests (its second of Retry-After): all through
+      // the second, which the site allows three a second, as it did the first. Its bucket was
+      // full (the lease's first request above took one): two go at once, then one per third of
+      // a second. Before, it went unpaced until a 429 of its own.
+      const started = Date.now();
+      const after = await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          expect(await config.newUrl('s2', request(host))).toBe(second);
+          return Date.now() - started;
+        }),
+      );
+      after.sort((a, b) => a - b);
+      expect(after.slice(0, 2).every((ms) => ms < 200)).toBe(true);
+      expect(after[2]! - after[1]!).toBeGreaterThanOrEqual(250);
+      expect(after[3]! - after[2]!).toBeGreaterThanOrEqual(250);
+      expect(config.stats).toMatchObject({ reportedRateLimited: 1 });
+    });
+
     it('batches ok: no report per success, one per lease at the latest on close', async () => {
       const url = await config.newUrl('s1', request('https://shop.example/'));
       for (let i = 0; i < 10; i++) await navigated('s1', `https://shop.example/${i}`, url!, 200);

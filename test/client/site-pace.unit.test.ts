@@ -1,5 +1,6 @@
 // The pace a proxy keeps for a site after its 429s (client/src/crawlee/site-pace.ts).
 import {
+  adopt,
   admit,
   MAX_PROBE_AFTER_PERIODS,
   HEADROOM_STEP,
@@ -286,5 +287,43 @@ describe('site pace', () => {
     let pace = threePerSecond;
     for (let t = 1_000; t <= 10_000; t += 100) pace = succeeded(pace, t);
     expect(pace.recent.every((t) => t > 9_000)).toBe(true);
+  });
+});
+
+describe('a proxy adopting the pace another proxy learned for the site', () => {
+  const learned: Pace = { ...threePerSecond, headroom: 0.2, probeAfterPeriods: 20 };
+  it.each<[string, Pace, Pace, number, Partial<Pace>]>([
+    [
+      'takes the limit, period and headroom; its bucket holds the limit less the headroom',
+      unpaced,
+      learned,
+      5_000,
+      { limit: 3, periodMs: 1_000, headroom: 0.2, tokens: 2.8, at: 5_000, limitedAt: 5_000, restUntil: 0 },
+    ],
+    [
+      'less what its own successes of the last period spent',
+      { ...unpaced, recent: [3_000, 4_500, 4_800] },
+      learned,
+      5_000,
+      { limit: 3, tokens: expect.closeTo(0.8, 5) as number, recent: [3_000, 4_500, 4_800] },
+    ],
+    [
+      'never below an empty bucket',
+      { ...unpaced, recent: [4_100, 4_200, 4_300, 4_400] },
+      learned,
+      5_000,
+      { tokens: 0 },
+    ],
+    ['keeps the probe backoff the other proxy reached', unpaced, learned, 5_000, { probeAfterPeriods: 20 }],
+    [
+      'a proxy with a pace of its own keeps it',
+      { ...threePerSecond, limit: 2 },
+      learned,
+      5_000,
+      { limit: 2 },
+    ],
+    ['nothing learned, nothing adopted', unpaced, unpaced, 5_000, { limit: undefined }],
+  ])('%s', (_name, mine, from, now, expected) => {
+    expect(adopt(mine, from, now)).toMatchObject(expected);
   });
 });

@@ -12,6 +12,7 @@ import type { DiscoveryClient } from '../client.js';
 import { isLeaseGone, isNoLease } from '../errors.js';
 import type { Attributes, Lease } from '../types.js';
 import {
+  adopt,
   admit,
   rateLimited as paceRateLimited,
   succeeded as paceSucceeded,
@@ -142,6 +143,8 @@ export class SessionLeases {
   private readonly rests = new Map<string, number>();
   /** `proxyID \0 host` → the pace the site allows that proxy, learned from its 429s. */
   private readonly paces = new Map<string, Pace>();
+  /** Host key → the latest pace a 429 taught any proxy for that host (see adopt). */
+  private readonly learned = new Map<string, Pace>();
   /** Proxies reported unreachable, by id. */
   private readonly dead = new Map<string, DeadProxy>();
   /** Proxy URL → proxy id, to attribute a response to a proxy after its lease is gone. */
@@ -253,7 +256,7 @@ export class SessionLeases {
       const left = this.maxWaitMs - (this.now() - started);
       if (turn.waitMs === 0 || left <= 0) {
         const key = banKey(best.lease.proxy.id, host);
-        const pace = this.paces.get(key);
+        const pace = this.paceOf(best.lease.proxy.id, host);
         if (pace !== undefined) this.paces.set(key, admit(pace, this.now()).pace);
         return best;
       }
@@ -271,10 +274,22 @@ export class SessionLeases {
     const now = this.now();
     const rest = (this.rests.get(key) ?? 0) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
-    const pace = this.paces.get(key);
+    const pace = this.paceOf(shared.lease.proxy.id, host);
     if (pace === undefined) return { waitMs: 0, probe: false };
     const { waitMs, probe } = admit(pace, now);
     return { waitMs, probe };
+  }
+
+  /** The proxy's pace for `host`: its own, or the one another proxy learned for that host. */
+  private paceOf(proxyID: string, host: string | undefined): Pace | undefined {
+    const key = banKey(proxyID, host);
+    const own = this.paces.get(key);
+    if (own?.limit !== undefined) return own;
+    const learned = this.learned.get(hostKey(host));
+    if (learned === undefined) return own;
+    const adopted = adopt(own ?? unpaced, learned, this.now());
+    this.paces.set(key, adopted);
+    return adopted;
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
@@ -358,7 +373,9 @@ export class SessionLeases {
   ): void {
     const key = banKey(proxyID, host);
     const retryAfterMs = retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000;
-    this.paces.set(key, paceRateLimited(this.paces.get(key) ?? unpaced, this.now(), retryAfterMs));
+    const pace = paceRateLimited(this.paceOf(proxyID, host) ?? unpaced, this.now(), retryAfterMs);
+    this.paces.set(key, pace);
+    if (pace.limit !== undefined) this.learned.set(hostKey(host), pace);
     if ((this.rests.get(key) ?? 0) > this.now()) return;
     this.rests.set(key, this.now() + (retryAfterSeconds ?? FALLBACK_REST_SECONDS) * 1000);
     const via = own ?? this.leasesOn(proxyID).find((s) => s.host === host);
@@ -809,7 +826,10 @@ export class SessionLeases {
         this.paces.delete(banKey(proxyID, shared.host));
       // A slot of ours came free: the next new session may ask the server again.
       this.fullUntil.delete(hostKey(shared.host));
-      if (forHost.size === 0) this.byHost.delete(hostKey(shared.host));
+      if (forHost.size === 0) {
+        this.byHost.delete(hostKey(shared.host));
+        this.learned.delete(hostKey(shared.host));
+      }
     }
   }
 

@@ -89,6 +89,31 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
   return { pace, waitMs: Math.ceil(((1 - tokens) * periodMs) / limit), probe: false };
 }
 
+/**
+ * A proxy's first pace for a site that another proxy has learned already: a site limits every
+ * source alike, so the limit, period and headroom carry over, and the proxy starts paced
+ * instead of learning the limit by a 429 of its own (each costs a rest of a whole period).
+ * Its bucket holds what its own successes of the last period left of the limit. A proxy with
+ * a pace of its own keeps it.
+ */
+export function adopt(mine: Pace, learned: Pace, now: number): Pace {
+  if (mine.limit !== undefined || learned.limit === undefined) return mine;
+  const spent = mine.recent.filter((t) => t > now - learned.periodMs).length;
+  const capacity = Math.max(1, learned.limit - learned.headroom);
+  return {
+    ...unpaced,
+    limit: learned.limit,
+    periodMs: learned.periodMs,
+    headroom: learned.headroom,
+    tokens: Math.max(0, capacity - spent),
+    at: now,
+    // The quiet before its first probe starts now, as after a 429 of its own.
+    limitedAt: now,
+    probeAfterPeriods: learned.probeAfterPeriods,
+    recent: mine.recent,
+  };
+}
+
 /** A request through the proxy to the site succeeded. */
 export function succeeded(pace: Pace, now: number): Pace {
   const keep = now - (pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs);
