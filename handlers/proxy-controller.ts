@@ -38,7 +38,7 @@ import {
   managedStep,
   needsInventory,
   providerErrorStep,
-  replacementPendingStep,
+  slotWanted,
   unhealthyGrace,
   unknownProviderStep,
   wantsDriftCheck,
@@ -51,7 +51,7 @@ import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
-import { ReplacementBudget, type SlotKind } from './replacement-budget.js';
+import { ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 
@@ -160,9 +160,10 @@ export class ProxyController {
         verdict,
         autopilot: this.autopilot(proxy),
       };
-      step = managedStep(inputs);
-      if (step.needsSlot && observation.kind === 'found')
-        step = this.pace(ctx, step, step.needsSlot, { ...inputs, observation }, step.paceWhy);
+      // The budget is asked first, and only for a replacement that needs a slot: the decision
+      // is then made once, with its answer.
+      const kind = slotWanted(inputs);
+      step = managedStep({ ...inputs, slot: kind && this.askSlot(ctx, kind) });
       override = await this.act(
         ctx,
         provider,
@@ -269,22 +270,16 @@ export class ProxyController {
     });
   }
 
-  /** A paced replacement goes ahead only with a slot; otherwise the proxy keeps its instance and waits. */
-  private pace(
-    ctx: HandlerContext<Proxy>,
-    step: Step,
-    kind: SlotKind,
-    inputs: Parameters<typeof replacementPendingStep>[0],
-    why?: string,
-  ): Step {
+  /** Asks for a --max-unavailable slot of this kind (granted: held until the proxy leaves Provisioning). */
+  private askSlot(ctx: HandlerContext<Proxy>, kind: SlotKind): SlotAnswer {
     const proxy = ctx.object;
     const slot = this.budget.tryAcquire(proxyKey(proxy), proxy.spec.provider ?? '', ctx.cache, kind);
-    if (slot.granted) return step;
-    ctx.logger.debug(
-      { inFlight: slot.inFlight, cap: slot.cap, failed: slot.failed, kind },
-      'replacement waits for a slot (--max-unavailable)',
-    );
-    return replacementPendingStep(inputs, slot, kind, why);
+    if (!slot.granted)
+      ctx.logger.debug(
+        { inFlight: slot.inFlight, cap: slot.cap, failed: slot.failed, kind },
+        'replacement waits for a slot (--max-unavailable)',
+      );
+    return slot;
   }
 
   private async observe(

@@ -126,10 +126,8 @@ export interface Step {
   logs: LogIntent[];
   /** Write this spec hash to the annotation before acting: the record of what is about to exist. */
   annotateHash?: string;
-  /** A replacement that must first get a slot of this kind (--max-unavailable). */
+  /** The --max-unavailable slot this replacement holds (the budget granted it: Inputs.slot). */
   needsSlot?: SlotKind;
-  /** Why the replacement is wanted, for the message of a wait for a slot (default: by kind). */
-  paceWhy?: string;
   /** This step takes a proxy that served out of service for a new instance (the metric counts it). */
   startsReplacement?: ReplacementCause;
   next: Next;
@@ -146,6 +144,12 @@ export interface Inputs {
   verdict?: HealthVerdict;
   /** The autopilot's inputs; absent = no automatic replacement (unit tests of other paths). */
   autopilot?: Autopilot;
+  /**
+   * The replacement budget's answer for the slot slotWanted names, asked before the decision.
+   * Refused: the replacement waits and the proxy keeps its instance. Absent: not asked, so a
+   * replacement goes ahead unpaced (unit tests of other paths).
+   */
+  slot?: Pick<SlotAnswer, 'granted' | 'cap' | 'failed'>;
 }
 
 /** What the autopilot's time-based decisions need: the clock and the resolved policy. */
@@ -350,22 +354,61 @@ export function healthOf(proxy: Proxy, verdict: HealthVerdict | undefined, sameA
   return { condition: AWAITING_PROBE, phase: undefined, extra: {} };
 }
 
-/**
- * Adds what every status change implies: the Ready/Unhealthy Events and the phase-change log.
- * Health transitions are Events so `kubectl describe px` tells the story.
- */
-/** The status while `instance` is deleted to be replaced, saying why. */
-function replacingStatus(instance: Instance, why: string, replacement?: ReplacementStatus): StatusIntent {
+/** The status of a proxy with no instance: creating one, or unable to yet. */
+function noInstanceStatus(
+  phase: 'Pending' | 'Provisioning',
+  provisioned: ConditionIntent<ProvisionedReason>,
+  replacement?: ReplacementStatus,
+): StatusIntent {
+  return {
+    phase,
+    providerID: null,
+    ip: null,
+    provisioned,
+    healthy: AWAITING_PROBE,
+    ...(replacement ? { replacement } : {}),
+  };
+}
+
+/** The status of an instance that is not serving (starting, or deleted to be replaced): no verdict counts. */
+function instanceStatus(instance: Instance, provisioned: ConditionIntent<ProvisionedReason>): StatusIntent {
   return {
     phase: 'Provisioning',
     providerID: instance.id,
     ip: instance.ip || null,
-    provisioned: {
+    provisioned,
+    healthy: AWAITING_PROBE,
+  };
+}
+
+/**
+ * The status of a proxy on its instance whose phase follows health; `fallback` is the phase
+ * while there is no verdict to go by.
+ */
+function servingStatus(
+  instance: Instance,
+  h: Health,
+  provisioned: ConditionIntent<ProvisionedReason>,
+  fallback: ProxyPhase,
+): StatusIntent {
+  return {
+    phase: h.phase ?? fallback,
+    providerID: instance.id,
+    ip: instance.ip || null,
+    provisioned,
+    healthy: h.condition,
+    ...h.extra,
+  };
+}
+
+/** The status while `instance` is deleted to be replaced, saying why. */
+function replacingStatus(instance: Instance, why: string, replacement?: ReplacementStatus): StatusIntent {
+  return {
+    ...instanceStatus(instance, {
       status: 'False',
       reason: 'Replacing',
       message: `${why}: deleting instance ${instance.id} and creating a new one; the proxy's IP will change`,
-    },
-    healthy: AWAITING_PROBE,
+    }),
     ...(replacement ? { replacement } : {}),
   };
 }
@@ -375,6 +418,10 @@ function replacingMessage(instance: Instance, why: string): string {
   return `${why}: replacing instance ${instance.id} — the proxy's IP WILL CHANGE`;
 }
 
+/**
+ * Adds what every status change implies: the Ready/Unhealthy Events and the phase-change log.
+ * Health transitions are Events so `kubectl describe px` tells the story.
+ */
 function finish(
   proxy: Proxy,
   step: Omit<Step, 'events' | 'logs'> & Partial<Pick<Step, 'events' | 'logs'>>,
@@ -490,287 +537,390 @@ function unresolved(inp: Inputs): ConditionIntent<ProvisionedReason> {
 
 /**
  * The Managed reconciler's state machine: one action derived from (spec, status, provider
- * get). Every input is re-read on every run, so a crash between any two writes is safe.
+ * get, the budget's answer). Every input is re-read on every run, so a crash between any two
+ * writes is safe. One step per kind of provider answer.
  */
 export function managedStep(inp: Inputs): Step {
-  const { proxy, observation } = inp;
-  const current = proxy.status ?? {};
-  const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+  const observation = inp.observation;
+  switch (observation.kind) {
+    case 'unprovisioned':
+      return inp.desiredHash === undefined
+        ? unresolvedStep(inp)
+        : createStep(inp.proxy, inp.desiredHash, observation.strays ?? []);
+    case 'not-found':
+      return goneStep(inp);
+    case 'found':
+      return foundStep(inp, observation.instance);
+  }
+}
 
-  if (observation.kind === 'unprovisioned') {
-    if (inp.desiredHash === undefined) {
-      return finish(proxy, {
-        action: { type: 'none' },
-        status: {
-          phase: 'Pending',
-          providerID: null,
-          ip: null,
-          provisioned: unresolved(inp),
-          healthy: AWAITING_PROBE,
-        },
-        next: { kind: 'requeue', seconds: CLOUD_INIT_RETRY_SECONDS },
+/**
+ * What a found instance calls for beyond being kept: the closed list of replacement triggers,
+ * checked in this order. A new trigger is one more member: the compiler then asks for its
+ * slot (slotFor), its wait message (pendingWhy) and its step (triggeredStep).
+ */
+export type ReplacementTrigger =
+  /** The provider reports the instance stopped or terminated. */
+  | { kind: 'InstanceDead' }
+  /** The desired revision is not the recorded one (placement, cloud-init, port, credentials). */
+  | { kind: 'SpecChanged' }
+  /** Unhealthy past the grace, once per Ready. */
+  | { kind: 'Unhealthy'; reason: HealthyReason; since: string }
+  /** Drained after a rotation: replace the instance now. */
+  | { kind: 'Drained'; since: string }
+  /** Old enough and Ready: start draining (the instance stays until the drain ends). */
+  | { kind: 'RotationDue' };
+
+/**
+ * The --max-unavailable slot a trigger must hold before it acts. Only taking a serving proxy
+ * out of service is paced: replacing a dead or not-yet-Ready one takes nothing out, and a
+ * drained proxy holds its slot since its drain began.
+ */
+export function slotFor(trigger: ReplacementTrigger, phase: ProxyPhase | undefined): SlotKind | undefined {
+  switch (trigger.kind) {
+    case 'SpecChanged':
+      return phase === 'Ready' ? 'rollout' : undefined;
+    case 'RotationDue':
+      return 'rollout';
+    case 'Unhealthy':
+      return 'repair';
+    case 'InstanceDead':
+    case 'Drained':
+      return undefined;
+  }
+}
+
+/** Why a replacement waits for a slot, for its message (undefined: the default by slot kind). */
+function pendingWhy(trigger: ReplacementTrigger): string | undefined {
+  return trigger.kind === 'RotationDue' ? 'rotation due (spec.rotation.maxAgeSeconds)' : undefined;
+}
+
+/**
+ * The slot this run's decision needs, if any: the shell asks the replacement budget for it and
+ * passes the answer in as Inputs.slot, so the decision is made once, with the budget's answer.
+ */
+export function slotWanted(inp: Inputs): SlotKind | undefined {
+  if (inp.observation.kind !== 'found') return undefined;
+  const instance = inp.observation.instance;
+  const trigger = triggerOf(inp, instance, foundView(inp, instance));
+  return trigger && slotFor(trigger, inp.proxy.status?.phase);
+}
+
+/** A found instance as the decisions read it: still starting, or running with its health and clocks. */
+type FoundView =
+  | { kind: 'starting' }
+  | { kind: 'running'; h: Health; clock: UnhealthyClock; rotation: RotationClock; repairedBefore: boolean };
+
+function foundView(inp: Inputs, instance: Instance): FoundView {
+  if (instance.state === 'Provisioning' || !instance.ip) return { kind: 'starting' };
+  const { proxy } = inp;
+  // Until the first probe verdict at this address it is not Ready.
+  const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
+  // An unresolved revision stops both clocks: a new instance could not be built.
+  const resolved = inp.desiredHash !== undefined;
+  return {
+    kind: 'running',
+    h,
+    clock: resolved ? unhealthyClock(proxy, h.condition, inp.autopilot) : { kind: 'off' },
+    rotation: resolved ? rotationClock(proxy, instance.id, inp.autopilot) : { kind: 'off' },
+    // One repair per Ready: a replacement that is Unhealthy too points at the probe target or
+    // the image, which another new instance would not fix (and every try costs an IP and money).
+    repairedBefore: proxy.status?.replacement?.cause === 'Unhealthy',
+  };
+}
+
+function triggerOf(inp: Inputs, instance: Instance, view: FoundView): ReplacementTrigger | undefined {
+  if (instance.state === 'Stopped' || instance.state === 'Terminated') return { kind: 'InstanceDead' };
+  const recorded = inp.proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+  if (inp.desiredHash !== undefined && recorded !== inp.desiredHash) return { kind: 'SpecChanged' };
+  if (view.kind !== 'running') return undefined;
+  const { h, clock, rotation } = view;
+  if (clock.kind === 'due' && !view.repairedBefore)
+    return { kind: 'Unhealthy', reason: h.condition.reason, since: clock.since };
+  if (rotation.kind === 'drained') return { kind: 'Drained', since: rotation.since };
+  if (rotation.kind === 'due' && h.phase === 'Ready') return { kind: 'RotationDue' };
+  return undefined;
+}
+
+function foundStep(inp: Inputs, instance: Instance): Step {
+  const view = foundView(inp, instance);
+  const trigger = triggerOf(inp, instance, view);
+  if (trigger) {
+    const kind = slotFor(trigger, inp.proxy.status?.phase);
+    if (kind && inp.slot && !inp.slot.granted)
+      return replacementPendingStep(
+        { ...inp, observation: { kind: 'found', instance } },
+        inp.slot,
+        kind,
+        pendingWhy(trigger),
+      );
+    return { ...triggeredStep(inp, instance, trigger), ...(kind ? { needsSlot: kind } : {}) };
+  }
+  if (view.kind === 'starting') return startingStep(inp, instance);
+  if (view.rotation.kind === 'draining')
+    return drainingStep(inp, instance, view.h, {
+      since: view.rotation.since,
+      seconds: view.rotation.seconds,
+    });
+  return runningStep(inp, instance, view);
+}
+
+/** The step of a trigger that got its slot (or needs none). */
+function triggeredStep(inp: Inputs, instance: Instance, trigger: ReplacementTrigger): Step {
+  const { proxy } = inp;
+  const now = inp.autopilot?.now;
+  switch (trigger.kind) {
+    case 'InstanceDead':
+    case 'SpecChanged': {
+      const why =
+        trigger.kind === 'InstanceDead'
+          ? `instance is ${instance.state.toLowerCase()}${instance.detail ? ` (${instance.detail})` : ''}`
+          : 'spec changed (placement, cloud-init or port)';
+      const announced = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
+      return replaceStep(proxy, instance, why, {
+        record: replacementRecord(proxy, trigger.kind, now),
+        event: announced ? undefined : { type: 'Warning', reason: 'Replacing' },
+        log: { level: 'warn', message: `${why}: deleting the instance` },
       });
     }
-    const stale = (observation.strays ?? []).filter((i) => i.revision !== inp.desiredHash).map((i) => i.id);
-    return finish(proxy, {
-      action: { type: 'create', staleInstances: stale },
-      annotateHash: recorded === inp.desiredHash ? undefined : inp.desiredHash,
-      status: {
-        phase: 'Provisioning',
-        providerID: null,
-        ip: null,
-        provisioned: { status: 'False', reason: 'Creating', message: 'instance creation submitted' },
-        healthy: AWAITING_PROBE,
-      },
-      events: [
-        ...(stale.length
-          ? [
-              {
-                type: 'Warning' as const,
-                reason: 'StaleInstances' as const,
-                message: `deleted ${stale.join(', ')}: built for an earlier spec by a create that was interrupted before it was recorded`,
-              },
-            ]
-          : []),
+    case 'Unhealthy': {
+      const why = `unhealthy (${trigger.reason}) since ${trigger.since}, longer than spec.rotation.unhealthyAfterSeconds / --replace-unhealthy-after (${inp.autopilot?.unhealthyAfterSeconds} s)`;
+      return replaceStep(proxy, instance, why, {
+        record: { cause: 'Unhealthy', startedAt: (now ?? new Date()).toISOString() },
+        event: { type: 'Warning', reason: 'ReplacingUnhealthy' },
+        log: { level: 'warn', message: 'replacing an unhealthy instance' },
+      });
+    }
+    case 'Drained':
+      return replaceStep(
+        proxy,
+        instance,
+        `rotation (spec.rotation.maxAgeSeconds): drained since ${trigger.since}`,
         {
-          type: 'Normal',
-          reason: 'Creating',
-          message: `creating instance with provider ${proxy.spec.provider}`,
+          event: { type: 'Normal', reason: 'Replacing' },
+          log: { level: 'info', message: 'replacing a drained instance' },
         },
-      ],
-      logs: stale.length
-        ? [{ level: 'warn', message: 'deleting instances of earlier revisions', fields: { stale } }]
-        : [],
-      next: { kind: 'requeue', seconds: POLL_SECONDS },
-    });
+      );
+    case 'RotationDue': {
+      const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
+      return drainingStep(inp, instance, h, 'starting');
+    }
   }
+}
 
-  const providerID = current.providerID ?? '';
-  if (observation.kind === 'not-found') {
-    const replacing = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
-    const record = replacementRecord(proxy, replacing ? 'SpecChanged' : 'InstanceGone', inp.autopilot?.now);
-    // Our own delete (a replacement already announced) is no disappearance to warn about.
-    const deliberate = replacing || findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
-    return finish(proxy, {
-      action: { type: 'forget' },
-      startsReplacement: record?.cause,
-      // Record the revision about to be created before the providerID is cleared.
-      annotateHash: replacing ? inp.desiredHash : undefined,
-      status: {
-        phase: 'Provisioning',
-        providerID: null,
-        ip: null,
-        provisioned: deliberate
-          ? {
-              status: 'False',
-              reason: 'Replacing',
-              message: `old instance ${providerID} deleted; creating its replacement`,
-            }
-          : {
-              status: 'False',
-              reason: 'InstanceGone',
-              message: `instance ${providerID} no longer exists; re-creating it`,
-            },
-        healthy: AWAITING_PROBE,
-        ...(record ? { replacement: record } : {}),
-      },
-      events: deliberate
-        ? []
-        : [
-            {
-              type: 'Warning',
-              reason: 'InstanceGone',
-              message: `instance ${providerID} disappeared at the provider; creating a new one — the proxy's IP will change`,
-            },
-          ],
-      logs: [{ level: 'info', message: 'instance gone; forgetting it', fields: { providerID } }],
-      next: { kind: 'requeue', seconds: 1 },
-    });
-  }
+/**
+ * Deleting `instance` to replace it. `record` starts the replacement (and counts it in the
+ * metric); no `event` means the replacement was announced already.
+ */
+function replaceStep(
+  proxy: Proxy,
+  instance: Instance,
+  why: string,
+  how: {
+    record?: ReplacementStatus;
+    event?: Pick<EventIntent, 'type' | 'reason'>;
+    log: Pick<LogIntent, 'level' | 'message'>;
+  },
+): Step {
+  return finish(proxy, {
+    action: { type: 'delete', providerIDs: [instance.id] },
+    startsReplacement: how.record?.cause,
+    status: replacingStatus(instance, why, how.record),
+    events: how.event ? [{ ...how.event, message: replacingMessage(instance, why) }] : [],
+    logs: [{ ...how.log, fields: { providerID: instance.id } }],
+    next: { kind: 'requeue', seconds: POLL_SECONDS },
+  });
+}
 
-  const instance = observation.instance;
-  const cloudInitProblem: ConditionIntent<ProvisionedReason> | undefined =
-    inp.desiredHash === undefined ? unresolved(inp) : undefined;
+/** No instance and the desired revision unknown: nothing can be created yet. */
+function unresolvedStep(inp: Inputs): Step {
+  return finish(inp.proxy, {
+    action: { type: 'none' },
+    status: noInstanceStatus('Pending', unresolved(inp)),
+    next: { kind: 'requeue', seconds: CLOUD_INIT_RETRY_SECONDS },
+  });
+}
 
-  const drifted = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
-  const dead = instance.state === 'Stopped' || instance.state === 'Terminated';
-  if (drifted || dead) {
-    const already = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
-    const record = replacementRecord(proxy, dead ? 'InstanceDead' : 'SpecChanged', inp.autopilot?.now);
-    const why = dead
-      ? `instance is ${instance.state.toLowerCase()}${instance.detail ? ` (${instance.detail})` : ''}`
-      : 'spec changed (placement, cloud-init or port)';
-    return finish(proxy, {
-      action: { type: 'delete', providerIDs: [instance.id] },
-      // Only a serving proxy's voluntary replacement is paced: replacing a dead or not-yet-Ready
-      // one takes nothing out of service.
-      needsSlot: !dead && current.phase === 'Ready' ? 'rollout' : undefined,
-      startsReplacement: record?.cause,
-      status: replacingStatus(instance, why, record),
-      events: already
-        ? []
-        : [
-            {
-              type: 'Warning',
-              reason: 'Replacing',
-              message: replacingMessage(instance, why),
-            },
-          ],
-      logs: [
-        { level: 'warn', message: `${why}: deleting the instance`, fields: { providerID: instance.id } },
-      ],
-      next: { kind: 'requeue', seconds: POLL_SECONDS },
-    });
-  }
-
-  if (instance.state === 'Provisioning' || !instance.ip) {
-    // The provider's reason it is not starting (a Pod's ImagePullBackOff, a crash loop, an
-    // unschedulable Pod) is shown, not hidden behind "starting"; the Event marks the transition.
-    const notStarting = instance.detail
-      ? `instance ${instance.id} is not starting: ${instance.detail}`
-      : undefined;
-    const wasNotStarting = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceNotStarting';
-    return finish(proxy, {
-      action: { type: 'none' },
-      status: {
-        phase: 'Provisioning',
-        providerID: instance.id,
-        ip: instance.ip || null,
-        provisioned:
-          cloudInitProblem ??
-          (notStarting
-            ? { status: 'False', reason: 'InstanceNotStarting', message: notStarting }
-            : {
-                status: 'False',
-                reason: 'InstanceProvisioning',
-                message: `instance ${instance.id} is starting`,
-              }),
-        healthy: AWAITING_PROBE,
-      },
-      events:
-        notStarting && !wasNotStarting
-          ? [{ type: 'Warning', reason: 'InstanceNotStarting', message: notStarting }]
-          : [],
-      logs:
-        notStarting && !wasNotStarting
-          ? [
-              {
-                level: 'warn',
-                message: 'instance is not starting',
-                fields: { providerID: instance.id, detail: instance.detail },
-              },
-            ]
-          : [],
-      next: { kind: 'requeue', seconds: POLL_SECONDS },
-    });
-  }
-
-  // Running with an address. Until the first probe verdict at this address it is not Ready.
-  const h = healthOf(proxy, inp.verdict, current.ip === instance.ip);
-  const clock = cloudInitProblem
-    ? ({ kind: 'off' } as const)
-    : unhealthyClock(proxy, h.condition, inp.autopilot);
-  // One repair per Ready: a replacement that is Unhealthy too points at the probe target or the
-  // image, which another new instance would not fix (and every try costs an IP and money).
-  const repairedBefore = current.replacement?.cause === 'Unhealthy';
-  if (clock.kind === 'due' && !repairedBefore) {
-    const why = `unhealthy (${h.condition.reason}) since ${clock.since}, longer than spec.rotation.unhealthyAfterSeconds / --replace-unhealthy-after (${inp.autopilot?.unhealthyAfterSeconds} s)`;
-    return finish(proxy, {
-      action: { type: 'delete', providerIDs: [instance.id] },
-      needsSlot: 'repair',
-      startsReplacement: 'Unhealthy',
-      status: replacingStatus(instance, why, {
-        cause: 'Unhealthy',
-        startedAt: (inp.autopilot?.now ?? new Date()).toISOString(),
-      }),
-      events: [
+/** No instance: create one, first deleting what an interrupted create of an earlier revision left. */
+function createStep(proxy: Proxy, desiredHash: string, strays: readonly Instance[]): Step {
+  const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+  const stale = strays.filter((i) => i.revision !== desiredHash).map((i) => i.id);
+  const events: EventIntent[] = stale.length
+    ? [
         {
           type: 'Warning',
-          reason: 'ReplacingUnhealthy',
-          message: replacingMessage(instance, why),
+          reason: 'StaleInstances',
+          message: `deleted ${stale.join(', ')}: built for an earlier spec by a create that was interrupted before it was recorded`,
         },
-      ],
-      logs: [
-        { level: 'warn', message: 'replacing an unhealthy instance', fields: { providerID: instance.id } },
-      ],
-      next: { kind: 'requeue', seconds: POLL_SECONDS },
-    });
-  }
-  const rotation = cloudInitProblem
-    ? ({ kind: 'off' } as const)
-    : rotationClock(proxy, instance.id, inp.autopilot);
-  if (rotation.kind === 'drained') {
-    const why = `rotation (spec.rotation.maxAgeSeconds): drained since ${rotation.since}`;
-    return finish(proxy, {
-      action: { type: 'delete', providerIDs: [instance.id] },
-      status: replacingStatus(instance, why),
-      events: [
-        {
-          type: 'Normal',
-          reason: 'Replacing',
-          message: replacingMessage(instance, why),
-        },
-      ],
-      logs: [{ level: 'info', message: 'replacing a drained instance', fields: { providerID: instance.id } }],
-      next: { kind: 'requeue', seconds: POLL_SECONDS },
-    });
-  }
-  if (rotation.kind === 'draining' || (rotation.kind === 'due' && h.phase === 'Ready')) {
-    const starting = rotation.kind === 'due';
-    const since = starting ? (inp.autopilot?.now ?? new Date()).toISOString() : rotation.since;
-    const drain = inp.autopilot?.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
-    // One message for the whole drain (a status write per run would be noise).
-    const replacedAt = new Date(Date.parse(since) + drain * 1000).toISOString();
-    const message = `rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since ${since}, no new leases; instance ${instance.id} is replaced at ${replacedAt} (--rotation-drain-timeout ${drain} s)`;
-    return finish(proxy, {
-      action: { type: 'none' },
-      // Draining takes the proxy out of leases: it takes a slot like any rollout.
-      ...(starting ? { needsSlot: 'rollout' as const, startsReplacement: 'Rotation' as const } : {}),
-      paceWhy: 'rotation due (spec.rotation.maxAgeSeconds)',
-      status: {
-        phase: h.phase ?? 'Ready',
-        providerID: instance.id,
-        ip: instance.ip,
-        provisioned: { status: 'True', reason: 'Draining', message },
-        healthy: h.condition,
-        ...h.extra,
-        ...(starting ? { replacement: { cause: 'Rotation' as const, startedAt: since } } : {}),
-      },
-      events: starting ? [{ type: 'Normal', reason: 'Rotating', message }] : [],
-      logs: starting
-        ? [{ level: 'info', message: 'draining an old instance', fields: { providerID: instance.id } }]
-        : [],
-      next: { kind: 'requeue', seconds: starting ? drain : rotation.seconds },
-    });
-  }
+      ]
+    : [];
+  events.push({
+    type: 'Normal',
+    reason: 'Creating',
+    message: `creating instance with provider ${proxy.spec.provider}`,
+  });
+  return finish(proxy, {
+    action: { type: 'create', staleInstances: stale },
+    annotateHash: recorded === desiredHash ? undefined : desiredHash,
+    status: noInstanceStatus('Provisioning', {
+      status: 'False',
+      reason: 'Creating',
+      message: 'instance creation submitted',
+    }),
+    events,
+    logs: stale.length
+      ? [{ level: 'warn', message: 'deleting instances of earlier revisions', fields: { stale } }]
+      : [],
+    next: { kind: 'requeue', seconds: POLL_SECONDS },
+  });
+}
+
+/** The recorded instance is gone: forget it, so the next run creates anew. */
+function goneStep(inp: Inputs): Step {
+  const { proxy } = inp;
+  const providerID = proxy.status?.providerID ?? '';
+  const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+  const replacing = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
+  const record = replacementRecord(proxy, replacing ? 'SpecChanged' : 'InstanceGone', inp.autopilot?.now);
+  // Our own delete (a replacement already announced) is no disappearance to warn about.
+  const deliberate = replacing || findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
+  return finish(proxy, {
+    action: { type: 'forget' },
+    startsReplacement: record?.cause,
+    // Record the revision about to be created before the providerID is cleared.
+    annotateHash: replacing ? inp.desiredHash : undefined,
+    status: noInstanceStatus(
+      'Provisioning',
+      deliberate
+        ? {
+            status: 'False',
+            reason: 'Replacing',
+            message: `old instance ${providerID} deleted; creating its replacement`,
+          }
+        : {
+            status: 'False',
+            reason: 'InstanceGone',
+            message: `instance ${providerID} no longer exists; re-creating it`,
+          },
+      record,
+    ),
+    events: deliberate
+      ? []
+      : [
+          {
+            type: 'Warning',
+            reason: 'InstanceGone',
+            message: `instance ${providerID} disappeared at the provider; creating a new one — the proxy's IP will change`,
+          },
+        ],
+    logs: [{ level: 'info', message: 'instance gone; forgetting it', fields: { providerID } }],
+    next: { kind: 'requeue', seconds: 1 },
+  });
+}
+
+/**
+ * The instance exists but has no address yet. The provider's reason it is not starting (a
+ * Pod's ImagePullBackOff, a crash loop, an unschedulable Pod) is shown, not hidden behind
+ * "starting"; the Event marks the transition.
+ */
+function startingStep(inp: Inputs, instance: Instance): Step {
+  const { proxy } = inp;
+  const notStarting = instance.detail
+    ? `instance ${instance.id} is not starting: ${instance.detail}`
+    : undefined;
+  const announce =
+    notStarting !== undefined &&
+    findCondition(proxy, CONDITION_PROVISIONED)?.reason !== 'InstanceNotStarting';
+  return finish(proxy, {
+    action: { type: 'none' },
+    status: instanceStatus(
+      instance,
+      inp.desiredHash === undefined
+        ? unresolved(inp)
+        : notStarting
+          ? { status: 'False', reason: 'InstanceNotStarting', message: notStarting }
+          : {
+              status: 'False',
+              reason: 'InstanceProvisioning',
+              message: `instance ${instance.id} is starting`,
+            },
+    ),
+    events: announce ? [{ type: 'Warning', reason: 'InstanceNotStarting', message: notStarting }] : [],
+    logs: announce
+      ? [
+          {
+            level: 'warn',
+            message: 'instance is not starting',
+            fields: { providerID: instance.id, detail: instance.detail },
+          },
+        ]
+      : [],
+    next: { kind: 'requeue', seconds: POLL_SECONDS },
+  });
+}
+
+/**
+ * A rotated proxy drains out of leases on its instance. `starting`: the drain begins now (its
+ * slot is granted: the record, the Event and the metric start); else it goes on, writing
+ * nothing new, and looks again when it ends.
+ */
+function drainingStep(
+  inp: Inputs,
+  instance: Instance,
+  h: Health,
+  drain: 'starting' | { since: string; seconds: number },
+): Step {
+  const starting = drain === 'starting';
+  const since = starting ? (inp.autopilot?.now ?? new Date()).toISOString() : drain.since;
+  const drainSeconds = inp.autopilot?.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
+  const message = drainMessage(instance.id, since, drainSeconds);
+  return finish(inp.proxy, {
+    action: { type: 'none' },
+    ...(starting ? { startsReplacement: 'Rotation' as const } : {}),
+    status: {
+      ...servingStatus(instance, h, { status: 'True', reason: 'Draining', message }, 'Ready'),
+      ...(starting ? { replacement: { cause: 'Rotation' as const, startedAt: since } } : {}),
+    },
+    events: starting ? [{ type: 'Normal', reason: 'Rotating', message }] : [],
+    logs: starting
+      ? [{ level: 'info', message: 'draining an old instance', fields: { providerID: instance.id } }]
+      : [],
+    next: { kind: 'requeue', seconds: starting ? drainSeconds : drain.seconds },
+  });
+}
+
+/**
+ * The message of a whole drain, from its start: one message, so a drain writes its status
+ * once (a write per run would be noise). It names when the instance is replaced.
+ */
+export function drainMessage(instanceID: string, since: string, drainSeconds: number): string {
+  const replacedAt = new Date(Date.parse(since) + drainSeconds * 1000).toISOString();
+  return `rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since ${since}, no new leases; instance ${instanceID} is replaced at ${replacedAt} (--rotation-drain-timeout ${drainSeconds} s)`;
+}
+
+/** Running with an address and nothing to replace: the phase follows health. */
+function runningStep(inp: Inputs, instance: Instance, view: FoundView & { kind: 'running' }): Step {
+  const { proxy } = inp;
+  const { h, clock, rotation } = view;
+  const running = `instance ${instance.id} is running at ${instance.ip}`;
   const wasRunning = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'InstanceRunning';
   return finish(proxy, {
     action: { type: 'none' },
     status: {
-      phase: h.phase ?? 'Provisioning',
-      providerID: instance.id,
-      ip: instance.ip,
-      provisioned: cloudInitProblem ?? {
-        status: 'True',
-        reason: 'InstanceRunning',
-        message: `instance ${instance.id} is running at ${instance.ip}`,
-      },
-      healthy: h.condition,
-      ...h.extra,
+      ...servingStatus(
+        instance,
+        h,
+        inp.desiredHash === undefined
+          ? unresolved(inp)
+          : { status: 'True', reason: 'InstanceRunning', message: running },
+        'Provisioning',
+      ),
       // Ready again: the replacement is over and its slot free.
-      ...(h.phase === 'Ready' && current.replacement ? { replacement: null } : {}),
+      ...(h.phase === 'Ready' && proxy.status?.replacement ? { replacement: null } : {}),
     },
-    events: wasRunning
-      ? []
-      : [
-          {
-            type: 'Normal',
-            reason: 'Provisioned',
-            message: `instance ${instance.id} is running at ${instance.ip}`,
-          },
-        ],
+    events: wasRunning ? [] : [{ type: 'Normal', reason: 'Provisioned', message: running }],
     // The grace's end is a decision nothing else triggers: look again then.
-    next: nextLook(clock.kind === 'waiting' && !repairedBefore ? clock.seconds : undefined, rotation),
+    next: nextLook(clock.kind === 'waiting' && !view.repairedBefore ? clock.seconds : undefined, rotation),
   });
 }
 
@@ -806,18 +956,12 @@ export function replacementPendingStep(
     : `${why}: instance ${instance.id} will be replaced once fewer than ${slot.cap} of provider ${provider}'s ${counted} (--max-unavailable)`;
   return finish(proxy, {
     action: { type: 'none' },
-    status: {
-      phase: h.phase ?? proxy.status?.phase ?? 'Provisioning',
-      providerID: instance.id,
-      ip: instance.ip || null,
-      provisioned: {
-        status: 'True',
-        reason: blocked ? 'ReplacementBlocked' : 'ReplacementPending',
-        message,
-      },
-      healthy: h.condition,
-      ...h.extra,
-    },
+    status: servingStatus(
+      instance,
+      h,
+      { status: 'True', reason: blocked ? 'ReplacementBlocked' : 'ReplacementPending', message },
+      proxy.status?.phase ?? 'Provisioning',
+    ),
     events: [
       blocked
         ? { type: 'Warning', reason: 'ReplacementBlocked', message }

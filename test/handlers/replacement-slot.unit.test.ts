@@ -1,0 +1,384 @@
+import {
+  drainMessage,
+  managedStep,
+  slotFor,
+  slotWanted,
+  type Autopilot,
+  type HealthVerdict,
+  type Inputs,
+  type Observation,
+  type ReplacementTrigger,
+  type Step,
+} from '../../handlers/proxy-state-machine.js';
+import { ReplacementBudget, type SlotKind } from '../../handlers/replacement-budget.js';
+import type { CacheReader, KubeObject } from '../../framework/index.js';
+import {
+  CONDITION_HEALTHY,
+  CONDITION_PROVISIONED,
+  SPEC_HASH_ANNOTATION,
+  type Proxy,
+  type ProxyPhase,
+  type ProxyStatus,
+} from '../../crds/proxy-types.js';
+import type { InstanceState } from '../../providers/contract.js';
+import { stateMachineProxy } from './state-machine-proxy.js';
+
+// Issue 26 item 2: the replacement slot is decided once. The shell asks the budget for the slot
+// slotWanted names; managedStep takes the answer as an input.
+
+const NOW = new Date('2026-03-01T12:00:00Z');
+const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
+const pilot: Autopilot = { now: NOW, unhealthyAfterSeconds: 60, maxAgeSeconds: 3600, drainSeconds: 300 };
+
+interface Opts {
+  phase?: ProxyPhase;
+  /** The recorded revision (the desired one is h1). */
+  hash?: string;
+  /** Seconds since the instance came up (Provisioned turned True). */
+  upSeconds?: number;
+  /** Seconds since the Healthy condition turned False; undefined: healthy for a minute. */
+  unhealthySeconds?: number;
+  replacement?: ProxyStatus['replacement'];
+}
+
+function proxy(o: Opts = {}): Proxy {
+  const unhealthy = o.unhealthySeconds !== undefined;
+  return stateMachineProxy({
+    annotations: { [SPEC_HASH_ANNOTATION]: o.hash ?? 'h1' },
+    status: {
+      phase: o.phase ?? (unhealthy ? 'Unhealthy' : 'Ready'),
+      providerID: 'i-1',
+      ip: '10.0.0.7',
+      observedGeneration: 1,
+      conditions: [
+        {
+          type: CONDITION_PROVISIONED,
+          status: 'True',
+          reason: 'InstanceRunning',
+          message: '',
+          lastTransitionTime: ago(o.upSeconds ?? 600),
+        },
+        {
+          type: CONDITION_HEALTHY,
+          status: unhealthy ? 'False' : 'True',
+          reason: unhealthy ? 'ConnectionRefused' : 'ProbeSucceeded',
+          message: 'm',
+          lastTransitionTime: ago(o.unhealthySeconds ?? 60),
+        },
+      ],
+      ...(o.replacement ? { replacement: o.replacement } : {}),
+    },
+  });
+}
+
+const found = (state: InstanceState = 'Running'): Observation => ({
+  kind: 'found',
+  instance: {
+    id: 'i-1',
+    ip: '10.0.0.7',
+    state,
+    uid: 'u-1',
+    owner: 'o',
+    namespace: 'ns',
+    revision: 'h1',
+    createdAt: new Date(0),
+  },
+});
+const ok: HealthVerdict = {
+  healthy: true,
+  latencyMillis: 10,
+  reason: 'ProbeSucceeded',
+  message: 'm',
+  checkedAt: NOW,
+};
+const refused: HealthVerdict = {
+  healthy: false,
+  latencyMillis: 0,
+  reason: 'ConnectionRefused',
+  message: 'm',
+  checkedAt: NOW,
+};
+
+const inputs = (o: Opts, observation = found()): Inputs => ({
+  proxy: proxy(o),
+  desiredHash: 'h1',
+  observation,
+  verdict: o.unhealthySeconds === undefined ? ok : refused,
+  autopilot: pilot,
+});
+
+// Each case: the proxy's situation, and the slot its replacement must hold.
+const SPEC_CHANGED_READY: Opts = { hash: 'h0' };
+const UNHEALTHY_PAST_GRACE: Opts = { unhealthySeconds: 61 };
+const ROTATION_DUE: Opts = { upSeconds: 4000 };
+const DRAINED: Opts = { upSeconds: 4000, replacement: { cause: 'Rotation', startedAt: ago(301) } };
+const DRAINING: Opts = { upSeconds: 4000, replacement: { cause: 'Rotation', startedAt: ago(100) } };
+
+describe('the slot a run needs, asked before the decision', () => {
+  it.each<[string, Inputs, SlotKind | undefined]>([
+    ['a Ready proxy whose spec changed: a rollout slot', inputs(SPEC_CHANGED_READY), 'rollout'],
+    [
+      'an Unhealthy proxy whose spec changed: none (nothing more goes out of service)',
+      inputs({ hash: 'h0', unhealthySeconds: 10 }),
+      undefined,
+    ],
+    ['a Ready proxy whose instance died: none', inputs(SPEC_CHANGED_READY, found('Terminated')), undefined],
+    ['an Unhealthy proxy past its grace: a repair slot', inputs(UNHEALTHY_PAST_GRACE), 'repair'],
+    [
+      'a replacement Unhealthy too: none (one repair per Ready)',
+      inputs({ unhealthySeconds: 61, replacement: { cause: 'Unhealthy', startedAt: ago(999) } }),
+      undefined,
+    ],
+    ['a Ready proxy due for rotation: a rollout slot', inputs(ROTATION_DUE), 'rollout'],
+    [
+      'an Unhealthy proxy due for rotation: none (a rotation drains only a Ready one)',
+      inputs({ upSeconds: 4000, unhealthySeconds: 10 }),
+      undefined,
+    ],
+    ['a draining proxy: none (it holds its slot)', inputs(DRAINING), undefined],
+    ['a drained proxy: none (it holds its slot since the drain began)', inputs(DRAINED), undefined],
+    ['a steady proxy: none', inputs({}), undefined],
+    [
+      'a proxy past its grace whose revision cannot be resolved: none (the clocks stop)',
+      { ...inputs(UNHEALTHY_PAST_GRACE), desiredHash: undefined, cloudInitError: 'no Secret' },
+      undefined,
+    ],
+    ['no instance recorded: none', inputs({}, { kind: 'unprovisioned' }), undefined],
+    ['the instance gone: none', { ...inputs({ hash: 'h0' }), observation: { kind: 'not-found' } }, undefined],
+  ])('%s', (_n, inp, want) => {
+    expect(slotWanted(inp)).toBe(want);
+  });
+
+  it.each<[ReplacementTrigger, ProxyPhase | undefined, SlotKind | undefined]>([
+    [{ kind: 'SpecChanged' }, 'Ready', 'rollout'],
+    [{ kind: 'SpecChanged' }, 'Unhealthy', undefined],
+    [{ kind: 'SpecChanged' }, 'Provisioning', undefined],
+    [{ kind: 'InstanceDead' }, 'Ready', undefined],
+    [{ kind: 'Unhealthy', reason: 'ConnectionRefused', since: ago(61) }, 'Unhealthy', 'repair'],
+    [{ kind: 'RotationDue' }, 'Ready', 'rollout'],
+    [{ kind: 'Drained', since: ago(301) }, 'Ready', undefined],
+  ])('slotFor(%j, %s) → %s', (trigger, phase, want) => {
+    expect(slotFor(trigger, phase)).toBe(want);
+  });
+});
+
+const refusedSlot = { granted: false, cap: 2, failed: [] };
+const blockedSlot = { granted: false, cap: 2, failed: ['ns/a', 'ns/b'] };
+const grantedSlot = { granted: true, cap: 2, failed: [] };
+const summary = (s: Step) => ({
+  action: s.action.type,
+  reason: s.status?.provisioned?.reason,
+  phase: s.status?.phase,
+  cause: s.status?.replacement?.cause,
+  needsSlot: s.needsSlot,
+  starts: s.startsReplacement,
+});
+
+describe('one decision, with the budget answer as an input', () => {
+  it.each<[string, Opts, Inputs['slot'], ReturnType<typeof summary>]>([
+    [
+      'spec changed, slot granted: the instance is deleted',
+      SPEC_CHANGED_READY,
+      grantedSlot,
+      {
+        action: 'delete',
+        reason: 'Replacing',
+        phase: 'Provisioning',
+        cause: 'SpecChanged',
+        needsSlot: 'rollout',
+        starts: 'SpecChanged',
+      },
+    ],
+    [
+      'spec changed, slot refused: it keeps serving and waits',
+      SPEC_CHANGED_READY,
+      refusedSlot,
+      {
+        action: 'none',
+        reason: 'ReplacementPending',
+        phase: 'Ready',
+        cause: undefined,
+        needsSlot: undefined,
+        starts: undefined,
+      },
+    ],
+    [
+      'spec changed, slots held by failed replacements: blocked',
+      SPEC_CHANGED_READY,
+      blockedSlot,
+      {
+        action: 'none',
+        reason: 'ReplacementBlocked',
+        phase: 'Ready',
+        cause: undefined,
+        needsSlot: undefined,
+        starts: undefined,
+      },
+    ],
+    [
+      'unhealthy past grace, slot granted: the instance is deleted',
+      UNHEALTHY_PAST_GRACE,
+      grantedSlot,
+      {
+        action: 'delete',
+        reason: 'Replacing',
+        phase: 'Provisioning',
+        cause: 'Unhealthy',
+        needsSlot: 'repair',
+        starts: 'Unhealthy',
+      },
+    ],
+    [
+      'unhealthy past grace, slot refused: it stays Unhealthy on its instance',
+      UNHEALTHY_PAST_GRACE,
+      refusedSlot,
+      {
+        action: 'none',
+        reason: 'ReplacementPending',
+        phase: 'Unhealthy',
+        cause: undefined,
+        needsSlot: undefined,
+        starts: undefined,
+      },
+    ],
+    [
+      'rotation due, slot granted: the drain starts',
+      ROTATION_DUE,
+      grantedSlot,
+      {
+        action: 'none',
+        reason: 'Draining',
+        phase: 'Ready',
+        cause: 'Rotation',
+        needsSlot: 'rollout',
+        starts: 'Rotation',
+      },
+    ],
+    [
+      'rotation due, slot refused: no drain, it waits',
+      ROTATION_DUE,
+      refusedSlot,
+      {
+        action: 'none',
+        reason: 'ReplacementPending',
+        phase: 'Ready',
+        cause: undefined,
+        needsSlot: undefined,
+        starts: undefined,
+      },
+    ],
+    [
+      'drained, holding its slot: deleted whatever the budget would say',
+      DRAINED,
+      refusedSlot,
+      {
+        action: 'delete',
+        reason: 'Replacing',
+        phase: 'Provisioning',
+        cause: undefined,
+        needsSlot: undefined,
+        starts: undefined,
+      },
+    ],
+    [
+      'draining, holding its slot: it goes on draining',
+      DRAINING,
+      refusedSlot,
+      {
+        action: 'none',
+        reason: 'Draining',
+        phase: 'Ready',
+        cause: undefined,
+        needsSlot: undefined,
+        starts: undefined,
+      },
+    ],
+    [
+      'the budget not asked: the replacement goes ahead unpaced',
+      SPEC_CHANGED_READY,
+      undefined,
+      {
+        action: 'delete',
+        reason: 'Replacing',
+        phase: 'Provisioning',
+        cause: 'SpecChanged',
+        needsSlot: 'rollout',
+        starts: 'SpecChanged',
+      },
+    ],
+  ])('%s', (_n, o, slot, want) => {
+    expect(summary(managedStep({ ...inputs(o), slot }))).toEqual(want);
+  });
+
+  it('a dead instance is replaced even with the budget full (it takes nothing out of service)', () => {
+    const s = managedStep({ ...inputs({}, found('Stopped')), slot: refusedSlot });
+    expect(summary(s)).toMatchObject({ action: 'delete', cause: 'InstanceDead', needsSlot: undefined });
+  });
+
+  it('the refused wait names its trigger', () => {
+    const message = (o: Opts) =>
+      managedStep({ ...inputs(o), slot: refusedSlot }).status?.provisioned?.message;
+    expect(message(SPEC_CHANGED_READY)).toMatch(
+      /^spec changed: instance i-1 will be replaced once fewer than 2/,
+    );
+    expect(message(UNHEALTHY_PAST_GRACE)).toMatch(/^unhealthy too long: .*replacements are in flight/);
+    expect(message(ROTATION_DUE)).toMatch(/^rotation due \(spec.rotation.maxAgeSeconds\): .*out of service/);
+  });
+});
+
+/** Proxies of provider mock as the budget counts them from the cache. */
+function cache(phases: Record<string, ProxyPhase>): CacheReader {
+  const objects = Object.entries(phases).map(
+    ([name, phase]) =>
+      ({
+        apiVersion: 'crawl.example.com/v1alpha1',
+        kind: 'Proxy',
+        metadata: { name, namespace: 'ns' },
+        spec: { mode: 'Managed', provider: 'mock' },
+        status: { phase },
+      }) as unknown as Proxy,
+  );
+  return {
+    get: () => undefined,
+    onChange: () => () => {},
+    list<T extends KubeObject>(): T[] {
+      return structuredClone(objects) as unknown as T[];
+    },
+  };
+}
+
+describe('the budget granting, refusing and already holding a slot, wired as the controller does', () => {
+  // The controller: ask only for the slot the decision needs, then decide once.
+  const decide = (budget: ReplacementBudget, c: CacheReader, key: string, inp: Inputs) => {
+    const kind = slotWanted(inp);
+    return managedStep({ ...inp, slot: kind && budget.tryAcquire(key, 'mock', c, kind) });
+  };
+
+  it('grants the first, refuses the second, and keeps granting the holder on its next run', () => {
+    const budget = new ReplacementBudget({ default: { kind: 'count', value: 1 }, byProvider: {} });
+    const c = cache({ p: 'Ready', q: 'Ready', r: 'Ready' });
+    const rollout = inputs(SPEC_CHANGED_READY);
+    expect(decide(budget, c, 'ns/p', rollout).action.type).toBe('delete');
+    expect(decide(budget, c, 'ns/q', rollout).status?.provisioned?.reason).toBe('ReplacementPending');
+    // p's delete failed and it runs again before leaving Ready: it holds the slot already.
+    expect(decide(budget, c, 'ns/p', rollout).action.type).toBe('delete');
+    budget.release('ns/p');
+    expect(decide(budget, c, 'ns/q', rollout).action.type).toBe('delete');
+  });
+
+  it('a step that needs no slot asks nothing, so takes none', () => {
+    const budget = new ReplacementBudget({ default: { kind: 'count', value: 1 }, byProvider: {} });
+    const c = cache({ p: 'Ready', q: 'Ready' });
+    expect(decide(budget, c, 'ns/p', inputs({})).action.type).toBe('none');
+    expect(decide(budget, c, 'ns/p', inputs(DRAINED)).action.type).toBe('delete');
+    expect(decide(budget, c, 'ns/q', inputs(SPEC_CHANGED_READY)).action.type).toBe('delete');
+  });
+});
+
+describe('the drain message', () => {
+  it('names the drain start, when the instance is replaced and the timeout, the same on every run', () => {
+    expect(drainMessage('i-1', '2026-03-01T12:00:00.000Z', 300)).toBe(
+      'rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since 2026-03-01T12:00:00.000Z, no new leases; instance i-1 is replaced at 2026-03-01T12:05:00.000Z (--rotation-drain-timeout 300 s)',
+    );
+  });
+});
