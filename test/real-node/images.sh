@@ -15,6 +15,7 @@ qualify() {
 BASE_REF=$(qualify "$BASE_IMAGE")
 SQUID_REF=$(qualify "$SQUID_IMAGE")
 PAUSE_REF=$(qualify "$PAUSE_IMAGE")
+REDIS_REF=$(qualify "$REDIS_IMAGE")
 OPERATOR_REF=$(qualify "$OPERATOR_IMAGE")
 
 BUILDAH="buildah --root $W/buildah/root --runroot $W/buildah/run --storage-driver vfs"
@@ -82,6 +83,15 @@ else
   log "   cached"
 fi
 
+step "image: $REDIS_IMAGE (Debian's redis-server, for dist/redis-sample.yaml)"
+if ! image_cached redis bookworm; then
+  $BUILDAH bud -q --pull=never --network host -f "$here/images/redis.Containerfile" -t "$REDIS_REF" "$here/images" \
+    >"$LOGS/build-redis.log" 2>&1 || fail "redis image (log: $LOGS/build-redis.log)"
+  image_save redis bookworm "$REDIS_REF"
+else
+  log "   cached"
+fi
+
 step "image: $PAUSE_IMAGE (a static sleeper built with Go)"
 mkdir -p "$W/ctx-pause"
 (cd "$here/pause" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS= go build -trimpath -ldflags '-s -w' -o "$W/ctx-pause/pause" .) ||
@@ -101,6 +111,6 @@ $BUILDAH bud --pull=never --network host --layers=false \
 log "   $(tail -1 "$LOGS/build-operator.log")"
 
 # Archives for containerd, under the names the manifests use.
-for ref in "$OPERATOR_REF" "$SQUID_REF" "$PAUSE_REF" "$BASE_REF"; do
+for ref in "$OPERATOR_REF" "$SQUID_REF" "$PAUSE_REF" "$BASE_REF" "$REDIS_REF"; do
   $BUILDAH push -q "$ref" "docker-archive:$W/images/${ref//[\/:]/_}.tar:$ref" >/dev/null
 done

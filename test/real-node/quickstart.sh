@@ -213,20 +213,49 @@ wait_for "proxy-unpullable's Pod replaced after its 20 s start bound" 60 \
   { save_operator_logs; fail "proxy-unpullable was not replaced after its start bound: $(provisioned proxy-unpullable)"; }
 $KUBECTL delete px proxy-unpullable --timeout=60s >/dev/null || fail "deleting proxy-unpullable"
 
+step "the shared lease book, as docs/redis.md deploys it: Redis, the controller, 2 discovery replicas"
+# A replacement of the only operator Pod forgets an in-memory book (every lease dropped, then
+# up to maxLeases granted again beside the old holders): the fix is the shared book. As the
+# docs say: dist/redis-sample.yaml and dist/operator-redis.yaml instead of dist/operator.yaml.
+# Its controller Deployment has another selector (component=controller): the old one goes.
+$KUBECTL -n proxy-operator-system delete deploy proxy-operator --wait=true --timeout=60s >/dev/null ||
+  fail "deleting the single-process Deployment"
+$KUBECTL apply -f "$root/dist/redis-sample.yaml" -f "$root/dist/operator-redis.yaml" >"$LOGS/apply-redis.log" 2>&1 ||
+  fail "kubectl apply dist/redis-sample.yaml dist/operator-redis.yaml (log: $LOGS/apply-redis.log)"
+# operator-redis.yaml brings the default providers config: put back the probe target's exception.
+$KUBECTL -n proxy-operator-system create configmap proxy-operator-providers --from-file=providers.yaml="$W/providers-allowed.yaml" \
+  --dry-run=client -o yaml | $KUBECTL apply -f - >/dev/null 2>&1
+$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator-redis --timeout=120s >&2 || fail "rollout status of Redis"
+for d in proxy-operator proxy-operator-discovery; do
+  $KUBECTL -n proxy-operator-system rollout restart deploy/$d >/dev/null
+  $KUBECTL -n proxy-operator-system rollout status deploy/$d --timeout=180s >&2 ||
+    { save_operator_logs; fail "rollout status of $d with --lease-store=redis"; }
+done
+operator_logs() { $KUBECTL -n proxy-operator-system logs deploy/proxy-operator --tail=-1 2>/dev/null; }
+for px in proxy-kubernetes proxy-external; do
+  wait_for "$px Ready under the split operator" 120 px_ready "$px" || { save_operator_logs; fail "$px is $(px_phase "$px") after the switch to Redis"; }
+done
+run_crawler crawler-redis-quickstart 90 quickstart ||
+  { save_operator_logs; fail "the discovery flow through 2 replicas and Redis (log: $LOGS/crawler-crawler-redis-quickstart.log)"; }
+
 step "the lease loop against a steady operator (the control: the check itself finds nothing)"
 run_crawler crawler-lease-control 60 lease-loop 15 || {
   save_operator_logs
   fail "the lease loop found violations with no restart at all (log: $LOGS/crawler-crawler-lease-control.log)"
 }
 
-step "kubectl rollout restart under a lease loop: never more than maxLeases, no 409, no lease lost"
-run_crawler crawler-lease-loop 0 lease-loop 60
+step "kubectl rollout restart (discovery, then controller) under a lease loop: never more than maxLeases, no 409, no lease lost"
+run_crawler crawler-lease-loop 0 lease-loop 100
 wait_for "lease loop running" 60 sh -c "$KUBECTL logs crawler-lease-loop 2>/dev/null | grep -q 'holder lease $((MAX_LEASES - 1))'" ||
   fail "the lease loop did not start (log: $($KUBECTL logs crawler-lease-loop 2>&1 | tail -5))"
 sleep 5
-$KUBECTL -n proxy-operator-system rollout restart deploy/proxy-operator >/dev/null
-$KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=120s >&2 || fail "rollout status after restart"
-crawler_wait crawler-lease-loop 120 || {
+# Both parts, one after the other: the discovery replicas (the book's readers and writers) and
+# the controller (health verdicts reach the book through it).
+for d in proxy-operator-discovery proxy-operator; do
+  $KUBECTL -n proxy-operator-system rollout restart deploy/$d >/dev/null
+  $KUBECTL -n proxy-operator-system rollout status deploy/$d --timeout=180s >&2 || fail "rollout status of $d after restart"
+done
+crawler_wait crawler-lease-loop 180 || {
   save_operator_logs
   fail "the lease loop over a rollout restart (log: $LOGS/crawler-crawler-lease-loop.log)"
 }

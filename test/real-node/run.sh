@@ -42,6 +42,8 @@ API_PORT=6443
 SQUID_IMAGE=$(cd "$root" && node -e "import('./build/providers/kubernetes/config.js').then(m => console.log(m.KUBERNETES_DEFAULTS.image))" 2>/dev/null || true)
 OPERATOR_IMAGE=proxy-operator:dev
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
+# The image dist/redis-sample.yaml runs, exactly.
+REDIS_IMAGE=$(sed -n 's/^ *image: \(redis:[^ ]*\)$/\1/p' "$root/dist/redis-sample.yaml" | head -1)
 # The Dockerfile's FROM, exactly (docker.io/library/ is what containerd and buildah read it as).
 BASE_IMAGE=$(sed -n 's/^FROM \([^ ]*\).*/\1/p' "$root/Dockerfile" | head -1)
 
@@ -190,7 +192,7 @@ if [ -n "${REAL_NODE_PREBUILT_IMAGES:-}" ]; then
   step "images: prebuilt archives from $REAL_NODE_PREBUILT_IMAGES (not built)"
   mkdir -p "$W/images" && cp "$REAL_NODE_PREBUILT_IMAGES"/*.tar "$W/images/"
   qualify() { case $1 in */*/*) echo "$1" ;; */*) case ${1%%/*} in *.* | localhost) echo "$1" ;; *) echo "docker.io/$1" ;; esac ;; *) echo "docker.io/library/$1" ;; esac; }
-  BASE_REF=$(qualify "$BASE_IMAGE") SQUID_REF=$(qualify "$SQUID_IMAGE") PAUSE_REF=$(qualify "$PAUSE_IMAGE")
+  BASE_REF=$(qualify "$BASE_IMAGE") SQUID_REF=$(qualify "$SQUID_IMAGE") PAUSE_REF=$(qualify "$PAUSE_IMAGE") REDIS_REF=$(qualify "$REDIS_IMAGE")
 else
   . "$here/images.sh"
 fi
