@@ -63,6 +63,13 @@ export const proxyCrd: CustomResourceDefinition = {
             description: 'Reason of the Healthy condition (ProbeSucceeded, ConnectionRefused, ...).',
           },
           {
+            name: 'Exit-IP',
+            type: 'string',
+            priority: 1,
+            jsonPath: '.status.exitIP',
+            description: 'Egress address target sites see (spec.healthCheck.exitIPURL).',
+          },
+          {
             name: 'Provisioned-Reason',
             type: 'string',
             priority: 1,

@@ -100,6 +100,14 @@ const statusProperties = {
     minimum: 0,
     description: 'Round-trip time of the last status-affecting probe, in milliseconds.',
   },
+  exitIP: {
+    type: 'string',
+    maxLength: 45,
+    description:
+      "The proxy's egress address as spec.healthCheck.exitIPURL last answered it through the proxy (the " +
+      'address target sites see), canonical IPv4 or IPv6. Written only when it changes (an ExitIPChanged ' +
+      'Event); kept when a read fails; removed when exitIPURL is.',
+  },
   observedGeneration: {
     type: 'integer',
     format: 'int64',

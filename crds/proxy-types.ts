@@ -56,6 +56,8 @@ export interface HealthCheckSpec {
   failureThreshold: number;
   successThreshold: number;
   expectedStatusCodes: number[];
+  /** An echo service answering with the caller's address; set = status.exitIP is recorded. */
+  exitIPURL?: string;
 }
 
 /**
@@ -128,6 +130,8 @@ export interface ProxyStatus {
   conditions?: Condition[];
   lastHealthCheckTime?: string;
   latencyMillis?: number;
+  /** The proxy's egress address as spec.healthCheck.exitIPURL last saw it. */
+  exitIP?: string;
   observedGeneration?: number;
   replacement?: ReplacementStatus;
 }

@@ -165,7 +165,12 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         if (result.retryAfterMs !== undefined) {
           res.setHeader('Retry-After', String(Math.max(1, Math.ceil(result.retryAfterMs / 1000))));
         }
-        sendError(res, 409, result.reason, noLeaseMessage(result.reason, request.selector, request.target));
+        sendError(
+          res,
+          409,
+          result.reason,
+          noLeaseMessage(result.reason, request.selector, request.target, request.exitIP?.text),
+        );
         return;
       }
       metrics.countLeaseRequest('granted');
@@ -359,8 +364,13 @@ function methodNotAllowed(allow: string): RequestHandler {
   };
 }
 
-function noLeaseMessage(reason: NoLeaseReason, selector: Record<string, string>, target?: string): string {
-  const what = `proxies matching selector ${JSON.stringify(selector)}`;
+function noLeaseMessage(
+  reason: NoLeaseReason,
+  selector: Record<string, string>,
+  target?: string,
+  exitIP?: string,
+): string {
+  const what = `proxies matching selector ${JSON.stringify(selector)}${exitIP === undefined ? '' : ` with an exit IP in ${exitIP}`}`;
   switch (reason) {
     case 'no_match':
       return `no healthy, leasable ${what}`;

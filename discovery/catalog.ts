@@ -25,6 +25,8 @@ export interface ProxyRecord {
    * bindings; its live leases run to their end.
    */
   readonly draining?: boolean;
+  /** The egress address target sites see, when the operator reads it (spec.healthCheck.exitIPURL). */
+  readonly exitIP?: string;
   /** Basic-auth credentials the proxy requires; handed out with a lease only, never listed. */
   readonly credentials?: { readonly username: string; readonly password: string };
 }

@@ -4,7 +4,8 @@
 // (latency, id). A lease walks the ladder of the selector's rarest term from level 0 up.
 import type { ProxyRecord } from './catalog.js';
 import type { Candidate } from './lease-selection.js';
-import { attributeTerm, selectorMatcher, selectorTerms } from './selector.js';
+import { attributeTerm, proxyMatcher, selectorTerms } from './selector.js';
+import type { ExitIPTerm } from './exit-ip-match.js';
 import { SortedBlocks } from './sorted-blocks.js';
 
 const ALL = '';
@@ -53,7 +54,7 @@ export class FreeProxyIndex {
    * Free proxies matching every selector pair in selection order: fewest leases, then lowest
    * latency, then id. Walks the ladder of the rarest term and checks the others per proxy.
    */
-  *free(selector: Readonly<Record<string, string>>): Generator<Candidate> {
+  *free(selector: Readonly<Record<string, string>>, exitIP?: ExitIPTerm): Generator<Candidate> {
     const terms = selectorTerms(selector);
     let ladder = terms.length === 0 ? this.ladders.get(ALL) : undefined;
     for (const term of terms) {
@@ -62,24 +63,27 @@ export class FreeProxyIndex {
       if (ladder === undefined || candidate.size < ladder.size) ladder = candidate;
     }
     if (ladder === undefined) return;
-    const matches = terms.length > 1 ? selectorMatcher(selector) : () => true;
-    for (const entry of ladder.entries()) if (matches(entry.proxy.attributes)) yield entry;
+    // The exit IP is not indexed (a CIDR is no equality term): checked per proxy on the ladder.
+    const matches = terms.length > 1 || exitIP !== undefined ? proxyMatcher(selector, exitIP) : () => true;
+    for (const entry of ladder.entries()) if (matches(entry.proxy)) yield entry;
   }
 
   /** Leasable proxies (free or full) matching the selector; used only to explain a refusal. */
-  countLeasable(selector: Readonly<Record<string, string>>): number {
+  countLeasable(selector: Readonly<Record<string, string>>, exitIP?: ExitIPTerm): number {
     const terms = selectorTerms(selector);
-    if (terms.length === 0) return this.leasable.get(ALL)?.size ?? 0;
+    if (terms.length === 0 && exitIP === undefined) return this.leasable.get(ALL)?.size ?? 0;
     let smallest: Map<string, ProxyRecord> | undefined;
     for (const term of terms) {
       const members = this.leasable.get(term);
       if (members === undefined) return 0;
       if (smallest === undefined || members.size < smallest.size) smallest = members;
     }
-    if (terms.length === 1) return smallest!.size;
-    const matches = selectorMatcher(selector);
+    smallest ??= this.leasable.get(ALL);
+    if (smallest === undefined) return 0;
+    if (terms.length === 1 && exitIP === undefined) return smallest.size;
+    const matches = proxyMatcher(selector, exitIP);
     let count = 0;
-    for (const proxy of smallest!.values()) if (matches(proxy.attributes)) count++;
+    for (const proxy of smallest.values()) if (matches(proxy)) count++;
     return count;
   }
 

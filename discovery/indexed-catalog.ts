@@ -140,6 +140,7 @@ export function sameRecord(a: ProxyRecord, b: ProxyRecord): boolean {
     a.phase !== b.phase ||
     a.healthy !== b.healthy ||
     a.latencyMillis !== b.latencyMillis ||
+    a.exitIP !== b.exitIP ||
     a.maxLeases !== b.maxLeases ||
     a.healthReason !== b.healthReason ||
     (a.draining === true) !== (b.draining === true) ||

@@ -3,10 +3,13 @@
 // reads proxies from the ProxyCatalog it was built with.
 import type { ProxyRecord } from './catalog.js';
 import type { ProxyCooldown } from './leasability.js';
+import type { ExitIPTerm } from './exit-ip-match.js';
 
 export interface LeaseRequest {
   /** Attribute equality filter; empty matches every proxy. */
   selector: Record<string, string>;
+  /** Only proxies whose exit IP (status.exitIP) is this address or in this CIDR block. */
+  exitIP?: ExitIPTerm;
   ttlSeconds: number;
   /** The site the client will crawl; absent means the global pool. Already normalized. */
   target?: string;

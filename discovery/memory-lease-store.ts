@@ -50,7 +50,7 @@ import {
   type SuspicionPolicy,
 } from './proxy-holds.js';
 import { OutcomeWindow, WINDOW_BUCKETS } from './outcome-window.js';
-import { selectorMatcher } from './selector.js';
+import { proxyMatcher } from './selector.js';
 import {
   DEFAULT_MAX_SESSIONS,
   DEFAULT_SESSION_IDLE_SECONDS,
@@ -223,7 +223,7 @@ export class MemoryLeaseStore implements LeaseStore {
         else moved = true;
       }
     }
-    proxy ??= selectProxy(this.index.free(request.selector), state)?.proxy;
+    proxy ??= selectProxy(this.index.free(request.selector, request.exitIP), state)?.proxy;
     if (proxy === undefined) return this.refusal(request, target, now);
 
     const lease: Lease = {
@@ -458,21 +458,21 @@ export class MemoryLeaseStore implements LeaseStore {
     return (
       this.index.has(proxy.id) &&
       (this.loads.get(proxy.id) ?? 0) < proxy.maxLeases &&
-      selectorMatcher(request.selector)(proxy.attributes) &&
+      proxyMatcher(request.selector, request.exitIP)(proxy) &&
       !state.coolingDown(proxy.id)
     );
   }
 
   /** Explains a refusal; runs only when nothing was free, so it may count. */
   private refusal(request: LeaseRequest, target: string, now: number): AcquireResult & { granted: false } {
-    const leasable = this.index.countLeasable(request.selector);
+    const leasable = this.index.countLeasable(request.selector, request.exitIP);
     let cooling = 0;
     let firstEnd = Infinity;
     if (leasable > 0) {
-      const matches = selectorMatcher(request.selector);
+      const matches = proxyMatcher(request.selector, request.exitIP);
       for (const entry of this.targets.forTarget(target)) {
         if (entry.until <= now || !this.index.has(entry.proxyID)) continue;
-        if (!matches(this.catalog.get(entry.proxyID)!.attributes)) continue;
+        if (!matches(this.catalog.get(entry.proxyID)!)) continue;
         cooling++;
         firstEnd = Math.min(firstEnd, entry.until);
       }

@@ -119,6 +119,12 @@ const proxySchema = {
     phase: { type: 'string' },
     healthy: { type: 'boolean' },
     latencyMillis: { type: 'number', minimum: 0 },
+    exitIP: {
+      type: 'string',
+      description:
+        'The egress address target sites see, as the operator last read it through the proxy from ' +
+        'spec.healthCheck.exitIPURL (canonical IPv4 or IPv6). Absent when not read.',
+    },
     activeLeases: { type: 'integer', minimum: 0 },
     maxLeases: { type: 'integer', minimum: 0, description: '0 = list-only, never leased.' },
     stats: ref('OutcomeStats'),
@@ -556,6 +562,14 @@ export const openApiDocument: OpenApiDocument = {
           selector: {
             ...ref('Attributes'),
             description: 'Attribute equality filter; default {} (any proxy).',
+          },
+          exitIP: {
+            type: 'string',
+            maxLength: 64,
+            description:
+              'Only a proxy whose exit IP is this address or in this CIDR block (IPv4 or IPv6, no host bits ' +
+              'set: 203.0.113.7, 203.0.113.0/24, 2001:db8::/32). A proxy whose exit IP is not known never ' +
+              'matches. Anything else is a 400 naming exitIP.',
           },
           ttlSeconds: {
             ...ttlSeconds,

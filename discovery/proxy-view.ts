@@ -10,6 +10,8 @@ export interface ProxyView {
   phase: string;
   healthy: boolean;
   latencyMillis: number;
+  /** The egress address target sites see; absent until the operator has read it (spec.healthCheck.exitIPURL). */
+  exitIP?: string;
   activeLeases: number;
   maxLeases: number;
   stats: OutcomeStats;
@@ -37,7 +39,7 @@ export interface LeaseView {
 }
 
 export function toProxyView(proxy: ProxyRecord, usage: ProxyUsage): ProxyView {
-  const { id, ip, port, attributes, phase, healthy, latencyMillis, maxLeases } = proxy;
+  const { id, ip, port, attributes, phase, healthy, latencyMillis, exitIP, maxLeases } = proxy;
   return {
     id,
     ip,
@@ -46,6 +48,7 @@ export function toProxyView(proxy: ProxyRecord, usage: ProxyUsage): ProxyView {
     phase,
     healthy,
     latencyMillis,
+    ...(exitIP === undefined ? {} : { exitIP }),
     activeLeases: usage.activeLeases,
     maxLeases,
     stats: usage.stats,
@@ -118,12 +121,19 @@ export class ProxyListSerializer {
   item(proxy: ProxyRecord, usage: ProxyUsage): string {
     let fragment = this.fragments.get(proxy);
     if (fragment === undefined) {
-      const { id, ip, port, attributes, phase, healthy, latencyMillis, maxLeases } = proxy;
-      // The object without its closing brace; the live fields follow.
-      fragment = JSON.stringify({ id, ip, port, attributes, phase, healthy, latencyMillis, maxLeases }).slice(
-        0,
-        -1,
-      );
+      const { id, ip, port, attributes, phase, healthy, latencyMillis, exitIP, maxLeases } = proxy;
+      // The object without its closing brace; the live fields follow. An undefined exitIP is left out.
+      fragment = JSON.stringify({
+        id,
+        ip,
+        port,
+        attributes,
+        phase,
+        healthy,
+        latencyMillis,
+        exitIP,
+        maxLeases,
+      }).slice(0, -1);
       this.fragments.set(proxy, fragment);
     }
     const { windowSeconds, ok, banned, rate_limited, unreachable } = usage.stats;

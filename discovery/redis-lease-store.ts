@@ -56,7 +56,7 @@ import {
   type LoadHints,
 } from './redis-book-codec.js';
 import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.js';
-import { selectorMatcher } from './selector.js';
+import { proxyMatcher } from './selector.js';
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
@@ -209,14 +209,14 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
-    const matches = selectorMatcher(request.selector);
+    const matches = proxyMatcher(request.selector, request.exitIP);
     const leaseID = this.newID();
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
     if (request.session !== undefined) {
       const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
       const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
-      if (record !== undefined && matches(record.attributes)) bound = record;
+      if (record !== undefined && matches(record)) bound = record;
     }
     let gone = '';
     // A session bound (by another replica, or before a restart) to a proxy not sent: send it,
@@ -226,7 +226,7 @@ export class RedisLeaseStore implements LeaseStore {
       const outcome = await this.tryAcquire(request, leaseID, bound, gone);
       if (!('need' in outcome)) return outcome;
       const record = this.tracked.get(outcome.need)?.record;
-      if (record !== undefined && matches(record.attributes)) {
+      if (record !== undefined && matches(record)) {
         bound = record;
         gone = '';
       } else {
@@ -257,7 +257,7 @@ export class RedisLeaseStore implements LeaseStore {
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
-    const free = this.index.free(request.selector);
+    const free = this.index.free(request.selector, request.exitIP);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
       const chunk: ProxyRecord[] = [];

@@ -3,6 +3,7 @@
 // silently falling back to a default would be worse than an error.
 import { ApiError } from './api-error.js';
 import { REPORT_RESULTS, type ReportResult } from './lease-store.js';
+import { parseExitIPTerm, type ExitIPTerm } from './exit-ip-match.js';
 
 export interface ListQuery {
   selector: Record<string, string>;
@@ -22,6 +23,7 @@ export const MAX_LIST_LIMIT = 1000;
 
 export interface LeaseBody {
   selector: Record<string, string>;
+  exitIP?: ExitIPTerm;
   ttlSeconds: number;
   target?: string;
   session?: string;
@@ -126,7 +128,7 @@ function parseContinue(value: string): string {
 
 /** Parses the body of POST /v1/leases; an absent body means "any proxy, default TTL". */
 export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
-  const fields = objectBody(body ?? {}, ['selector', 'ttlSeconds', 'target', 'session']);
+  const fields = objectBody(body ?? {}, ['selector', 'exitIP', 'ttlSeconds', 'target', 'session']);
   // Only an absent field takes the default: an explicit null is a client bug worth reporting.
   const ttlSeconds = parseTTL(
     fields.ttlSeconds === undefined ? limits.defaultTTLSeconds : fields.ttlSeconds,
@@ -135,8 +137,10 @@ export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
   const selector = parseSelector(fields.selector === undefined ? {} : fields.selector);
   const target = parseTarget(fields.target);
   const session = fields.session === undefined ? undefined : parseSessionKey(fields.session, 'session');
+  const exitIP = fields.exitIP === undefined ? undefined : parseExitIP(fields.exitIP);
   return {
     selector,
+    ...(exitIP === undefined ? {} : { exitIP }),
     ttlSeconds,
     ...(target === undefined ? {} : { target }),
     ...(session === undefined ? {} : { session }),
@@ -220,6 +224,15 @@ function objectBody(body: unknown, allowed: readonly string[]): Record<string, u
     );
   }
   return body as Record<string, unknown>;
+}
+
+function parseExitIP(value: unknown): ExitIPTerm {
+  const term = typeof value === 'string' && value.length <= 64 ? parseExitIPTerm(value) : undefined;
+  if (term === undefined)
+    throw invalid(
+      `exitIP must be an IP address or a CIDR block without host bits (e.g. 203.0.113.7, 203.0.113.0/24, 2001:db8::/32), got ${describe(value)}`,
+    );
+  return term;
 }
 
 function parseSelector(value: unknown): Record<string, string> {

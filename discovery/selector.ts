@@ -1,4 +1,5 @@
 // Attribute selectors: the one matching rule shared by listing and leasing.
+import { exitIPMatches, type ExitIPTerm } from './exit-ip-match.js';
 
 export type AttributeMatcher = (attributes: Readonly<Record<string, string>>) => boolean;
 
@@ -13,6 +14,22 @@ export function selectorMatcher(selector: Readonly<Record<string, string>>): Att
     }
     return true;
   };
+}
+
+/** What a lease request's filter looks at on a proxy. */
+export interface Matchable {
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly exitIP?: string;
+}
+
+/** The attribute selector and, when given, the exit IP term (a proxy of unknown exit IP never matches one). */
+export function proxyMatcher(
+  selector: Readonly<Record<string, string>>,
+  exitIP?: ExitIPTerm,
+): (proxy: Matchable) => boolean {
+  const attributes = selectorMatcher(selector);
+  if (exitIP === undefined) return (proxy) => attributes(proxy.attributes);
+  return (proxy) => attributes(proxy.attributes) && exitIPMatches(exitIP, proxy.exitIP);
 }
 
 export function matchesSelector(

@@ -43,6 +43,9 @@ export class HealthRunner {
       concurrency: settings.healthConcurrency,
       tls: settings.probeCA ? { ca: settings.probeCA } : undefined,
       recheckIntervalMillis: settings.recheckIntervalMillis,
+      ...(settings.exitIPRefreshMillis === undefined
+        ? {}
+        : { exitIPRefreshMillis: settings.exitIPRefreshMillis }),
     });
   }
 
@@ -59,6 +62,13 @@ export class HealthRunner {
       const address = `${target.host}:${target.port}`;
       this.board.set(key, address, verdict);
       this.tellBook(ctx, key, { kind: verdict.healthy ? 'up' : 'down', address });
+      const slash = key.indexOf('/');
+      ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
+    });
+    const stopExitIPs = this.engine.onExitIP((key, exitIP) => {
+      const target = this.targets.get(key);
+      if (!target) return;
+      this.board.setExitIP(key, `${target.host}:${target.port}`, exitIP);
       const slash = key.indexOf('/');
       ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
     });
@@ -90,6 +100,7 @@ export class HealthRunner {
     } finally {
       stopRequests();
       stopRechecks();
+      stopExitIPs();
       unsubscribe();
       for (const key of this.targets.keys()) this.engine.remove(key);
       this.targets.clear();

@@ -22,5 +22,9 @@ export function probeTargetProblem(target: ProbeTarget): string | undefined {
   if (new URL(target.probeURL).hostname === '') return `probeURL ${target.probeURL} has no host`;
   if (!probeURLHostIsLiteral(target.probeURL))
     return `probeURL ${target.probeURL} has a numeric host a URL parser reads as another IPv4 address`;
+  if (target.exitIPURL !== undefined && new URL(target.exitIPURL).hostname === '')
+    return `exitIPURL ${target.exitIPURL} has no host`;
+  if (target.exitIPURL !== undefined && !probeURLHostIsLiteral(target.exitIPURL))
+    return `exitIPURL ${target.exitIPURL} has a numeric host a URL parser reads as another IPv4 address`;
   return undefined;
 }

@@ -19,6 +19,7 @@ export function probeTargetOf(p: Proxy, credentials?: ProxyCredentials): ProbeTa
     failureThreshold: hc.failureThreshold,
     successThreshold: hc.successThreshold,
     expectedStatusCodes: hc.expectedStatusCodes,
+    ...(hc.exitIPURL === undefined ? {} : { exitIPURL: hc.exitIPURL }),
     ...(credentials
       ? { credentials: { username: credentials.username, password: credentials.password } }
       : {}),

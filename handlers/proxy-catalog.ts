@@ -78,6 +78,7 @@ export function toRecord(p: Proxy, lookup: SecretLookup = () => undefined): Prox
     ...(isDraining(p) ? { draining: true } : {}),
     ...(healthReason === undefined || healthReason === '' ? {} : { healthReason }),
     latencyMillis: p.status?.latencyMillis ?? 0,
+    ...(p.status?.exitIP === undefined ? {} : { exitIP: p.status.exitIP }),
     maxLeases: p.spec.maxLeases,
     ...credentialsOf(p, lookup),
   };

@@ -49,6 +49,7 @@ import {
 } from './proxy-state-machine.js';
 import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
+import { exitIPUpdate } from './exit-ip-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
@@ -373,6 +374,20 @@ export class ProxyController {
     }
     for (const l of step.logs)
       if (changed || l.level === 'error') ctx.logger[l.level](l.fields ?? {}, l.message);
+    await this.recordExitIP(ctx);
+  }
+
+  /** status.exitIP is the health runner's reading, kept apart from the state machine's step. */
+  private async recordExitIP(ctx: HandlerContext<Proxy>): Promise<void> {
+    const proxy = ctx.object;
+    const update = exitIPUpdate(proxy, this.verdicts.exitIP(proxyKey(proxy), proxyAddress(proxy)));
+    if (!update) return;
+    // The patch compares against the status the step's own write returned (see StatusWriter).
+    if (!(await ctx.status.patch({ exitIP: update.exitIP }))) return;
+    if (update.event) {
+      await ctx.events.normal(update.event.reason, update.event.message);
+      ctx.logger.info({ exitIP: update.exitIP }, update.event.message);
+    }
   }
 
   private continue(step: Step, cause?: unknown): HandlerResult | void {

@@ -65,6 +65,8 @@ export interface HandlerSettings {
   probeCA?: string;
   /** Between the probes of a recheck after an unreachable report. */
   recheckIntervalMillis: number;
+  /** How often a proxy's exit IP is read again (tests shorten it); default the engine's minute. */
+  exitIPRefreshMillis?: number;
 }
 
 export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {

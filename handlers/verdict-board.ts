@@ -8,6 +8,8 @@ import type { HealthVerdict } from './proxy-state-machine.js';
  */
 export class VerdictBoard {
   private readonly verdicts = new Map<string, { address: string; verdict: HealthVerdict }>();
+  /** The exit IP the engine last read per proxy, at the address it was read through. */
+  private readonly exitIPs = new Map<string, { address: string; exitIP: string }>();
 
   /**
    * `address` is the host:port probed, so a verdict never outlives an address change. The
@@ -25,12 +27,25 @@ export class VerdictBoard {
     return entry && entry.address === address ? entry.verdict : undefined;
   }
 
+  /** An exit IP read through `address` (the engine reports only changes, on any probe). */
+  setExitIP(key: string, address: string, exitIP: string): void {
+    this.exitIPs.set(key, { address, exitIP });
+  }
+
+  /** The exit IP last read through `address`: one read through an old address says nothing. */
+  exitIP(key: string, address: string): string | undefined {
+    const entry = this.exitIPs.get(key);
+    return entry && entry.address === address ? entry.exitIP : undefined;
+  }
+
   delete(key: string): void {
     this.verdicts.delete(key);
+    this.exitIPs.delete(key);
   }
 
   /** Forgets every verdict: a new leadership term must not act on what an earlier one saw. */
   clear(): void {
     this.verdicts.clear();
+    this.exitIPs.clear();
   }
 }

@@ -9,6 +9,7 @@ import { SchedulingStats, type SchedulingSnapshot } from './scheduling-stats.js'
 import type { Prober } from './prober.js';
 import { recheckStep, type Recheck } from './recheck.js';
 import { Semaphore } from './semaphore.js';
+import { exitIPDue, type ExitIPReading } from './exit-ip.js';
 import { UndiciProber, type UndiciProberOptions } from './undici-prober.js';
 import {
   DEFAULT_LATENCY_POLICY,
@@ -20,6 +21,9 @@ import {
 } from './verdict.js';
 
 export type TransitionListener = (key: string, verdict: Verdict) => void;
+
+/** A proxy's exit IP was read and differs from the last one reported (or is the first). */
+export type ExitIPListener = (key: string, exitIP: string) => void;
 
 /** The end of a recheck: `passed` by a probe that started at `startedAt`, or failed the threshold. */
 export interface RecheckResult {
@@ -48,7 +52,16 @@ export interface HealthEngineOptions {
   recheckIntervalMillis?: number;
   /** Probes due within this window start together (see DueQueue); 0 starts each on its own. */
   batchMillis?: number;
+  /** How often a proxy's exit IP is read again (after successful probes, never more often than them). */
+  exitIPRefreshMillis?: number;
 }
+
+/**
+ * An exit IP is read at the first successful probe at an endpoint, then at most once a
+ * minute: it changes far more rarely than health does (a residential pool's rotation, an
+ * upstream's failover), and every read is a second request through the proxy.
+ */
+export const DEFAULT_EXIT_IP_REFRESH_MILLIS = 60_000;
 
 export const DEFAULT_RECHECK_INTERVAL_MILLIS = 1000;
 
@@ -75,6 +88,10 @@ interface Entry {
   inFlight: AbortController | undefined;
   /** Set while a recheck runs: probes follow its short interval instead of the schedule. */
   recheck?: Recheck;
+  /** The exit IP last reported to listeners at this endpoint. */
+  exitIP?: string;
+  /** When the exit IP was last read (successfully or not); undefined = read at the next success. */
+  exitIPReadAt?: number;
 }
 
 /**
@@ -85,6 +102,8 @@ export class HealthEngine {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners: TransitionListener[] = [];
   private readonly recheckListeners = new Set<RecheckListener>();
+  private readonly exitIPListeners = new Set<ExitIPListener>();
+  private readonly exitIPRefreshMillis: number;
   private readonly queue: DueQueue;
   private readonly semaphore: Semaphore;
   private readonly metrics: HealthMetrics;
@@ -112,6 +131,7 @@ export class HealthEngine {
     if (!(this.recheckIntervalMillis > 0)) {
       throw new RangeError(`recheckIntervalMillis must be > 0, got ${this.recheckIntervalMillis}`);
     }
+    this.exitIPRefreshMillis = options.exitIPRefreshMillis ?? DEFAULT_EXIT_IP_REFRESH_MILLIS;
     this.metrics = new HealthMetrics(options.registry);
     this.queue = new DueQueue(
       this.clock,
@@ -137,10 +157,14 @@ export class HealthEngine {
     }
     const previous = entry.target;
     entry.target = copy;
+    // Another echo service may see the proxy otherwise: read at the next success.
+    if (previous.exitIPURL !== copy.exitIPURL) entry.exitIPReadAt = undefined;
     if (!sameEndpoint(previous, copy)) {
       entry.inFlight?.abort();
       entry.inFlight = undefined;
       entry.state = INITIAL_HEALTH_STATE;
+      entry.exitIP = undefined;
+      entry.exitIPReadAt = undefined;
       void this.prober.release(copy.key);
       this.scheduleFirst(copy);
       return;
@@ -191,6 +215,17 @@ export class HealthEngine {
     this.metrics.countRecheck();
     if (!entry.inFlight) this.queue.schedule(key, this.clock.now());
     return true;
+  }
+
+  /** The exit IP last read at the target's current endpoint, if any. */
+  exitIP(key: string): string | undefined {
+    return this.entries.get(key)?.exitIP;
+  }
+
+  /** Registers a listener for exit IP changes (see ExitIPListener); returns an unsubscribe function. */
+  onExitIP(listener: ExitIPListener): () => void {
+    this.exitIPListeners.add(listener);
+    return () => this.exitIPListeners.delete(listener);
   }
 
   /** Registers a listener for the end of each recheck; returns an unsubscribe function. */
@@ -253,6 +288,7 @@ export class HealthEngine {
     const target = entry.target;
     const startedAt = this.clock.now();
     let outcome: ProbeOutcome;
+    let exitIP: ExitIPReading | undefined;
     try {
       this.schedulingStats.recordLateness(this.clock.now() - plannedAt);
       this.schedulingStats.probesStarted++;
@@ -262,6 +298,24 @@ export class HealthEngine {
         message: `prober failed: ${err instanceof Error ? err.message : String(err)}`,
         durationMillis: 0,
       }));
+      // Only through a proxy that just worked: a dead proxy's failed read would say nothing new.
+      // Inside the same permit and before inFlight clears, so it never overlaps a probe.
+      if (
+        outcome.success &&
+        target.exitIPURL !== undefined &&
+        this.prober.readExitIP !== undefined &&
+        !controller.signal.aborted &&
+        exitIPDue(entry.exitIPReadAt, this.clock.now(), this.exitIPRefreshMillis)
+      ) {
+        entry.exitIPReadAt = this.clock.now();
+        exitIP = await this.prober
+          .readExitIP(target, controller.signal)
+          .catch((err: unknown): ExitIPReading => ({
+            ok: false,
+            reason: 'RequestFailed',
+            message: `prober failed: ${err instanceof Error ? err.message : String(err)}`,
+          }));
+      }
     } finally {
       this.semaphore.release();
     }
@@ -270,6 +324,7 @@ export class HealthEngine {
     entry.inFlight = undefined;
     this.schedulingStats.probesCompleted++;
     this.record(entry, outcome);
+    if (exitIP !== undefined) this.recordExitIP(entry, exitIP);
     if (entry.recheck && this.entries.get(target.key) === entry) {
       this.followRecheck(entry, entry.recheck, startedAt, outcome.success);
       return;
@@ -295,6 +350,30 @@ export class HealthEngine {
         listener(key, { passed: step.passed, startedAt });
       } catch (err) {
         this.logger.error({ proxy: key, err }, 'recheck listener threw');
+      }
+    }
+  }
+
+  /** A failed read keeps the last exit IP (the proxy is healthy; the echo service may not be). */
+  private recordExitIP(entry: Entry, reading: ExitIPReading): void {
+    const { key } = entry.target;
+    if (!reading.ok) {
+      this.metrics.countExitIPFailure(reading.reason);
+      this.logger.warn(
+        { proxy: key, reason: reading.reason, detail: reading.message, kept: entry.exitIP ?? null },
+        'could not read the exit IP of a healthy proxy; keeping the last one',
+      );
+      return;
+    }
+    if (reading.ip === entry.exitIP) return;
+    const previous = entry.exitIP;
+    entry.exitIP = reading.ip;
+    this.logger.info({ proxy: key, exitIP: reading.ip, previous: previous ?? null }, 'proxy exit IP read');
+    for (const listener of [...this.exitIPListeners]) {
+      try {
+        listener(key, reading.ip);
+      } catch (err) {
+        this.logger.error({ proxy: key, err }, 'exit IP listener threw');
       }
     }
   }

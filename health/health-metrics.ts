@@ -3,6 +3,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 export const DURATION_METRIC = 'proxy_operator_healthcheck_duration_seconds';
 export const FAILURES_METRIC = 'proxy_operator_healthcheck_failures_total';
 export const RECHECKS_METRIC = 'proxy_operator_healthcheck_rechecks_total';
+export const EXIT_IP_FAILURES_METRIC = 'proxy_operator_exit_ip_read_failures_total';
 
 /**
  * The engine's Prometheus series, registered on the caller's registry. Failures carry both
@@ -14,6 +15,8 @@ export class HealthMetrics {
   private readonly failures: Counter<'proxy' | 'reason'>;
   private readonly reasonsSeen = new Map<string, Set<string>>();
   private readonly rechecks: Counter;
+  /** By reason only: which proxy is in the warning log; an echo service down fails them all alike. */
+  private readonly exitIPFailures: Counter<'reason'>;
 
   constructor(registry: Registry) {
     this.duration = new Histogram({
@@ -34,6 +37,16 @@ export class HealthMetrics {
       help: 'Out-of-schedule rechecks started because a client reported a proxy unreachable.',
       registers: [registry],
     });
+    this.exitIPFailures = new Counter({
+      name: EXIT_IP_FAILURES_METRIC,
+      help: 'Exit IP reads (spec.healthCheck.exitIPURL) that told nothing, by reason (RequestFailed, UnexpectedStatus, NotAnIP); the last known exit IP stays.',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
+  }
+
+  countExitIPFailure(reason: string): void {
+    this.exitIPFailures.inc({ reason });
   }
 
   countRecheck(): void {

@@ -3,13 +3,17 @@ export {
   DEFAULT_CONCURRENCY,
   DEFAULT_JITTER,
   DEFAULT_RECHECK_INTERVAL_MILLIS,
+  DEFAULT_EXIT_IP_REFRESH_MILLIS,
 } from './health-engine.js';
 export type {
   HealthEngineOptions,
   TransitionListener,
   RecheckListener,
   RecheckResult,
+  ExitIPListener,
 } from './health-engine.js';
+export { parseExitIP, canonicalIP, exitIPDue, ExitIPFailure, EXIT_IP_BODY_LIMIT } from './exit-ip.js';
+export type { ExitIPReading } from './exit-ip.js';
 export { recheckStep } from './recheck.js';
 export type { Recheck, RecheckStep } from './recheck.js';
 export type { Prober } from './prober.js';
@@ -30,5 +34,10 @@ export type {
 } from './verdict.js';
 export { percentile } from './scheduling-stats.js';
 export type { SchedulingSnapshot } from './scheduling-stats.js';
-export { DURATION_METRIC, FAILURES_METRIC, RECHECKS_METRIC } from './health-metrics.js';
+export {
+  DURATION_METRIC,
+  FAILURES_METRIC,
+  RECHECKS_METRIC,
+  EXIT_IP_FAILURES_METRIC,
+} from './health-metrics.js';
 export type { Clock } from './clock.js';

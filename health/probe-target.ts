@@ -15,6 +15,11 @@ export interface ProbeTarget {
   successThreshold: number;
   expectedStatusCodes: number[];
   /**
+   * An echo service (http or https) answering with the caller's address: when set, the engine
+   * reads it through the proxy after successful probes and reports the proxy's exit IP.
+   */
+  exitIPURL?: string;
+  /**
    * Basic-auth credentials the proxy requires, sent as Proxy-Authorization. Secret: the engine
    * never logs a target.
    */
@@ -54,6 +59,17 @@ export function validateProbeTarget(target: ProbeTarget): ProbeTarget {
   }
   if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
     fail(`probeURL must be http or https, got ${JSON.stringify(url.protocol)}`);
+  }
+  if (target.exitIPURL !== undefined) {
+    let exit: URL | undefined;
+    try {
+      exit = new URL(target.exitIPURL);
+    } catch {
+      fail(`exitIPURL is not a valid URL: ${JSON.stringify(target.exitIPURL)}`);
+    }
+    if (exit && exit.protocol !== 'http:' && exit.protocol !== 'https:') {
+      fail(`exitIPURL must be http or https, got ${JSON.stringify(exit.protocol)}`);
+    }
   }
   if (!positive(target.intervalSeconds)) fail(`intervalSeconds must be > 0, got ${target.intervalSeconds}`);
   if (!positive(target.timeoutSeconds)) fail(`timeoutSeconds must be > 0, got ${target.timeoutSeconds}`);

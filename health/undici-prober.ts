@@ -6,6 +6,7 @@ import { ProbeReason, type ProbeOutcome } from './probe-reason.js';
 import { classifyProbeError, tunnelStatusOf } from './classify-probe-error.js';
 import type { Prober } from './prober.js';
 import { TlsSessionBook, type TlsSessionStore } from './tls-session-book.js';
+import { EXIT_IP_BODY_LIMIT, ExitIPFailure, parseExitIP, type ExitIPReading } from './exit-ip.js';
 
 export interface UndiciProberOptions {
   /** Extra trust for the TARGET's certificate (tests); production uses the system CAs. */
@@ -195,6 +196,49 @@ export class UndiciProber implements Prober {
     }
   }
 
+  /**
+   * One GET of the exit IP URL through a fresh agent of its own (no TLS session kept: it runs
+   * once a refresh, not every probe), within the probe's timeout; the answer is parsed by
+   * parseExitIP. The engine runs it only between probes, so it never shares the agent slot.
+   */
+  async readExitIP(target: ProbeTarget, cancel: AbortSignal): Promise<ExitIPReading> {
+    const timeoutMillis = target.timeoutSeconds * 1000;
+    const signal = AbortSignal.any([cancel, AbortSignal.timeout(timeoutMillis)]);
+    const agent = this.agentFor(target, undefined, () => undefined);
+    this.agents.set(target.key, agent);
+    try {
+      const url = new URL(target.exitIPURL ?? '');
+      const response = await agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'GET',
+        headers: {
+          'user-agent': this.options.userAgent ?? 'proxy-operator-health',
+          accept: 'text/plain, application/json',
+        },
+        signal,
+        reset: true,
+        headersTimeout: timeoutMillis,
+        bodyTimeout: timeoutMillis,
+      });
+      if (response.statusCode !== 200) {
+        await response.body.dump({ signal, limit: 64 * 1024 });
+        return {
+          ok: false,
+          reason: ExitIPFailure.UnexpectedStatus,
+          message: `the exit IP URL answered status ${response.statusCode}, expected 200`,
+        };
+      }
+      return parseExitIP(await readLimited(response.body, EXIT_IP_BODY_LIMIT));
+    } catch (err) {
+      const { message } = classifyProbeError(err, signal.aborted && !cancel.aborted);
+      return { ok: false, reason: ExitIPFailure.RequestFailed, message };
+    } finally {
+      // Always destroyed: a body read only in part may still hold the socket (rare: once a refresh).
+      this.discard(target.key, agent, false);
+    }
+  }
+
   /** Closes the connections of the proxy's probe in flight, if any, and forgets its TLS session. */
   async release(key: string): Promise<void> {
     this.sessions.forget(key);
@@ -269,6 +313,18 @@ export class UndiciProber implements Prober {
 
 function basicToken(c: { username: string; password: string }): string {
   return `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
+}
+
+/** The body as text, at most `limit` bytes (an address is short; the rest is not read). */
+async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= limit) break;
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }
 
 function omitFromJSON(): undefined {

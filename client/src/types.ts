@@ -65,6 +65,11 @@ export interface ProxyFields {
   phase: string;
   healthy: boolean;
   latencyMillis: number;
+  /**
+   * The egress address target sites see, as the operator last read it through the proxy
+   * (spec.healthCheck.exitIPURL); absent when not read.
+   */
+  exitIP?: string;
   activeLeases: number;
   /** 0 = listed but never leased. */
   maxLeases: number;
@@ -148,6 +153,11 @@ export interface Lease {
 export interface LeaseRequest {
   /** Attribute equality filter; default {} (any proxy). */
   selector?: Attributes;
+  /**
+   * Only a proxy whose exit IP is this address or in this CIDR block (e.g. "203.0.113.0/24",
+   * "2001:db8::/32"); a proxy whose exit IP is not known never matches.
+   */
+  exitIP?: string;
   /** Default 300 on the server; at most its --max-lease-ttl. */
   ttlSeconds?: number;
   /** The site the proxy will be used against (a host name). */

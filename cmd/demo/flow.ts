@@ -17,6 +17,8 @@ export interface DemoSummary {
   allCoolingDownStatus: number;
   allCoolingDownError: string;
   releaseStatuses: number[];
+  /** status.exitIP by proxy name, as the echo at env.target.exitIPURL saw each proxy. */
+  exitIPs: Record<string, string>;
 }
 
 const NAMESPACE = 'default';
@@ -30,6 +32,8 @@ function sampleProxies(env: DemoEnvironment): Proxy[] {
     failureThreshold: 2,
     successThreshold: 1,
     expectedStatusCodes: [200, 204],
+    // The local target echoes the caller's address: each proxy's egress address.
+    exitIPURL: env.target.exitIPURL,
   };
   return [
     {
@@ -168,6 +172,16 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   const names = proxies.map((p) => p.metadata.name);
   await watchUntilReady(kc, names, print, 90_000);
 
+  print(`\n== 2b. Each proxy's exit IP, as ${env.target.exitIPURL} saw it through the proxy ==`);
+  const exitIPs = await waitForExitIPs(kc, names, 30_000);
+  print(`$ ${k} get px -o wide`);
+  const wide = await proxyTable(kc, NAMESPACE, true);
+  const widths = wide.header.map((h, i) =>
+    Math.max(h.length, ...[...wide.rows.values()].map((r) => r[i].length)),
+  );
+  print(tableLine(wide.header, widths));
+  for (const name of names) print(tableLine(wide.rows.get(name) ?? [], widths));
+
   print('\n== 3. List healthy proxies through the discovery API ==');
   print(curl(env, 'GET', '/v1/proxies?healthy=true&attr.geo=local'));
   const list = await api(env, 'GET', '/v1/proxies?healthy=true&attr.geo=local');
@@ -230,5 +244,33 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     allCoolingDownStatus: lease3.status,
     allCoolingDownError: (lease3.json as { error?: string }).error ?? '',
     releaseStatuses,
+    exitIPs,
   };
+}
+
+/** status.exitIP of every proxy, once all have one (written right after their first probe). */
+async function waitForExitIPs(
+  kc: KubeConfig,
+  names: string[],
+  timeoutMs: number,
+): Promise<Record<string, string>> {
+  const objects = kc.makeApiClient(CustomObjectsApi);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found: Record<string, string> = {};
+    for (const name of names) {
+      const p = (await objects.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: PLURAL,
+        name,
+      })) as Proxy;
+      if (p.status?.exitIP) found[name] = p.status.exitIP;
+    }
+    if (Object.keys(found).length === names.length) return found;
+    if (Date.now() > deadline)
+      throw new Error(`no exit IP within ${timeoutMs / 1000} s: ${JSON.stringify(found)}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
 }

@@ -26,7 +26,7 @@ export function shortAge(since: string, now = Date.now()): string {
 }
 
 /** Reads the Proxies of a namespace as a Table (Accept: as=Table), the request kubectl makes. */
-export async function proxyTable(kc: KubeConfig, namespace: string): Promise<ProxyTable> {
+export async function proxyTable(kc: KubeConfig, namespace: string, wide = false): Promise<ProxyTable> {
   const table = (await kc
     .makeApiClient(CustomObjectsApi)
     .listNamespacedCustomObject(
@@ -35,7 +35,7 @@ export async function proxyTable(kc: KubeConfig, namespace: string): Promise<Pro
     )) as Table;
   const columns = table.columnDefinitions;
   // kubectl hides priority > 0 columns unless `-o wide`.
-  const shown = columns.flatMap((c, i) => (c.priority ? [] : [i]));
+  const shown = columns.flatMap((c, i) => (c.priority && !wide ? [] : [i]));
   const cell = (value: unknown, i: number): string => {
     if (value === null || value === undefined) return '';
     // The API server already renders a CRD's date column as an age ("5s"); a timestamp is

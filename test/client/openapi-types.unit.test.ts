@@ -37,6 +37,7 @@ const proxyShape = {
   phase: 'required',
   healthy: 'required',
   latencyMillis: 'required',
+  exitIP: 'optional',
   activeLeases: 'required',
   maxLeases: 'required',
   stats: 'required',
@@ -74,6 +75,7 @@ const leasedProxyShape = {
   phase: 'required',
   healthy: 'required',
   latencyMillis: 'required',
+  exitIP: 'optional',
   activeLeases: 'required',
   maxLeases: 'required',
   stats: 'required',
@@ -92,6 +94,7 @@ const leaseShape = {
 const leaseSessionShape = { key: 'required', moved: 'required' } as const satisfies Shape<LeaseSession>;
 const leaseRequestShape = {
   selector: 'optional',
+  exitIP: 'optional',
   ttlSeconds: 'optional',
   target: 'optional',
   session: 'optional',

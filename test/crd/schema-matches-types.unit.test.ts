@@ -47,6 +47,7 @@ const healthCheck = {
   failureThreshold: 'defaulted',
   successThreshold: 'defaulted',
   expectedStatusCodes: 'defaulted',
+  exitIPURL: 'optional',
 } satisfies PresenceOf<HealthCheckSpec>;
 
 const placement = {
@@ -71,6 +72,7 @@ const status = {
   conditions: 'optional',
   lastHealthCheckTime: 'optional',
   latencyMillis: 'optional',
+  exitIP: 'optional',
   observedGeneration: 'optional',
   replacement: 'optional',
 } satisfies PresenceOf<ProxyStatus>;

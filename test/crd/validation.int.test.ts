@@ -215,6 +215,21 @@ describe('the API server rejects an invalid Proxy', () => {
       'spec.healthCheck.probeURL must be an absolute http:// or https:// URL',
     ],
     [
+      'an ftp exit IP URL',
+      { ...managed, healthCheck: { exitIPURL: 'ftp://example.com/' } },
+      'spec.healthCheck.exitIPURL must be an absolute http:// or https:// URL',
+    ],
+    [
+      'an exit IP URL port over 65535',
+      { ...managed, healthCheck: { exitIPURL: 'http://example.com:65536/' } },
+      'spec.healthCheck.exitIPURL port must be 1-65535',
+    ],
+    [
+      'an exit IP URL with a numeric host a parser reads as another address',
+      { ...managed, healthCheck: { exitIPURL: 'http://127.1/ip' } },
+      'spec.healthCheck.exitIPURL host must be an IP address in canonical form',
+    ],
+    [
       'a relative probe URL',
       { ...managed, healthCheck: { probeURL: '/generate_204' } },
       'spec.healthCheck.probeURL must be an absolute http:// or https:// URL',
@@ -336,6 +351,24 @@ describe('probe URLs the operator can use are accepted (issue 12 item 2)', () =>
     );
     expect(stored.spec.healthCheck.probeURL).toBe(probeURL);
   });
+});
+
+describe('exit IP URLs are optional and stored as given (issue 24 item 5)', () => {
+  it('has no default', async () => {
+    const stored = await proxies.create(uniqueName('exit-ip'), { spec: managed }, { dryRun: true });
+    expect(stored.spec.healthCheck).not.toHaveProperty('exitIPURL');
+  });
+  it.each(['https://api.ipify.org', 'http://127.0.0.1:8080/ip', 'https://httpbin.org/ip'])(
+    '%s',
+    async (exitIPURL) => {
+      const stored = await proxies.create(
+        uniqueName('exit-ip'),
+        { spec: { ...managed, healthCheck: { exitIPURL } } },
+        { dryRun: true },
+      );
+      expect(stored.spec.healthCheck.exitIPURL).toBe(exitIPURL);
+    },
+  );
 });
 
 describe('the API server accepts a valid Proxy and stores it with every default applied', () => {

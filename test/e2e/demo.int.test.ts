@@ -33,6 +33,16 @@ describe('the local demo, end to end', () => {
     expect(summary.listed).toBe(2);
   });
 
+  it("shows each proxy's exit IP (the local echo saw it through the proxy) in `get px -o wide`", () => {
+    expect(Object.keys(summary.exitIPs)).toEqual(['demo-managed', 'demo-external']);
+    for (const ip of Object.values(summary.exitIPs)) expect(ip).toMatch(/^127\.\d+\.\d+\.\d+$/);
+    const at = printed.findIndex((l) => / get px -o wide$/.test(l));
+    expect(printed[at + 1].split(/\s+/)).toContain('EXIT-IP');
+    for (const [name, ip] of Object.entries(summary.exitIPs)) {
+      expect(printed.slice(at + 2, at + 4).find((l) => l.startsWith(`${name} `))).toContain(` ${ip} `);
+    }
+  });
+
   it('leases a proxy and really fetches a page through it', () => {
     expect(summary.leasedProxy).toMatch(/^default\/demo-/);
     expect(summary.fetchedStatus).toBe(200);
