@@ -22,14 +22,21 @@ const say = (event) => console.log(JSON.stringify({ at: new Date().toISOString()
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function api(method, path, body) {
-  const res = await fetch(`${discovery}${path}`, {
-    method,
-    headers: body ? { ...auth, 'content-type': 'application/json' } : auth,
-    body: body ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(5000),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  // As a client must: a 503 store_unavailable (the shared book's Redis still connecting) is
+  // retried after its Retry-After, for a few seconds.
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(`${discovery}${path}`, {
+      method,
+      headers: body ? { ...auth, 'content-type': 'application/json' } : auth,
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(5000),
+    });
+    const text = await res.text();
+    const answer = { status: res.status, body: text ? JSON.parse(text) : undefined };
+    if (res.status !== 503 || attempt >= 10) return answer;
+    say({ retry: `${method} ${path}`, status: 503, error: answer.body?.error });
+    await sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
+  }
 }
 
 /**

@@ -84,10 +84,12 @@ else
 fi
 
 step "image: $REDIS_IMAGE (Debian's redis-server, for dist/redis-sample.yaml)"
-if ! image_cached redis bookworm; then
+# Keyed by its Containerfile, so a change to it rebuilds the cached image.
+redis_key=bookworm-$(sha256sum "$here/images/redis.Containerfile" | cut -c1-12)
+if ! image_cached redis "$redis_key"; then
   $BUILDAH bud -q --pull=never --network host -f "$here/images/redis.Containerfile" -t "$REDIS_REF" "$here/images" \
     >"$LOGS/build-redis.log" 2>&1 || fail "redis image (log: $LOGS/build-redis.log)"
-  image_save redis bookworm "$REDIS_REF"
+  image_save redis "$redis_key" "$REDIS_REF"
 else
   log "   cached"
 fi
