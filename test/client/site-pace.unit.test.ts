@@ -2,6 +2,7 @@
 import {
   adopt,
   admit,
+  heardOfProbe,
   MAX_PROBE_AFTER_PERIODS,
   HEADROOM_STEP,
   MAX_HEADROOM,
@@ -325,5 +326,42 @@ describe('a proxy adopting the pace another proxy learned for the site', () => {
     ['nothing learned, nothing adopted', unpaced, unpaced, 5_000, { limit: undefined }],
   ])('%s', (_name, mine, from, now, expected) => {
     expect(adopt(mine, from, now)).toMatchObject(expected);
+  });
+});
+
+describe("a proxy hearing of another proxy's probe of the site", () => {
+  const paced: Pace = { ...threePerSecond, probedAt: 2_000, probeAfterPeriods: PROBE_AFTER_PERIODS };
+  it.each<[string, Pace, number, number, Partial<Pace>]>([
+    ['waits its quiet from the other probe', paced, 9_000, PROBE_AFTER_PERIODS, { probedAt: 9_000 }],
+    [
+      'takes the doubled quiet of a refused probe',
+      paced,
+      9_000,
+      PROBE_AFTER_PERIODS * 2,
+      { probedAt: 9_000, probeAfterPeriods: PROBE_AFTER_PERIODS * 2 },
+    ],
+    [
+      'keeps its own later probe and longer quiet',
+      { ...paced, probedAt: 12_000, probeAfterPeriods: 40 },
+      9_000,
+      10,
+      { probedAt: 12_000, probeAfterPeriods: 40 },
+    ],
+    [
+      'an unpaced proxy has nothing to defer',
+      unpaced,
+      9_000,
+      20,
+      { probedAt: 0, probeAfterPeriods: PROBE_AFTER_PERIODS },
+    ],
+  ])('%s', (_name, pace, probedAt, quiet, expected) => {
+    expect(heardOfProbe(pace, probedAt, quiet)).toMatchObject(expected);
+  });
+
+  it('so it does not probe within the quiet after the other proxy did', () => {
+    // Quiet periods passed since its own 429: it would probe now, but another proxy just did.
+    const due: Pace = { ...threePerSecond, tokens: 0, at: 10_000, restUntil: 1_000, probedAt: 0 };
+    expect(admit(due, 10_000).probe).toBe(true);
+    expect(admit(heardOfProbe(due, 9_900, PROBE_AFTER_PERIODS), 10_000).probe).toBe(false);
   });
 });

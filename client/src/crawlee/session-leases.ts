@@ -14,6 +14,7 @@ import type { Attributes, Lease } from '../types.js';
 import {
   adopt,
   admit,
+  heardOfProbe,
   rateLimited as paceRateLimited,
   succeeded as paceSucceeded,
   unpaced,
@@ -257,7 +258,11 @@ export class SessionLeases {
       if (turn.waitMs === 0 || left <= 0) {
         const key = banKey(best.lease.proxy.id, host);
         const pace = this.paceOf(best.lease.proxy.id, host);
-        if (pace !== undefined) this.paces.set(key, admit(pace, this.now()).pace);
+        if (pace !== undefined) {
+          const admitted = admit(pace, this.now());
+          this.paces.set(key, admitted.pace);
+          if (admitted.probe) this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
+        }
         return best;
       }
       this.stats.paced++;
@@ -278,6 +283,17 @@ export class SessionLeases {
     if (pace === undefined) return { waitMs: 0, probe: false };
     const { waitMs, probe } = admit(pace, now);
     return { waitMs, probe };
+  }
+
+  /** One proxy's probe of `host` (or its refusal) stands for every proxy of that host (see heardOfProbe). */
+  private spreadProbe(host: string | undefined, from: Pace, proxyID: string): void {
+    for (const shared of this.byHost.get(hostKey(host)) ?? []) {
+      const id = shared.lease.proxy.id;
+      if (id === proxyID) continue;
+      const key = banKey(id, host);
+      const pace = this.paces.get(key);
+      if (pace !== undefined) this.paces.set(key, heardOfProbe(pace, from.probedAt, from.probeAfterPeriods));
+    }
   }
 
   /** The proxy's pace for `host`: its own, or the one another proxy learned for that host. */
@@ -376,6 +392,7 @@ export class SessionLeases {
     const pace = paceRateLimited(this.paceOf(proxyID, host) ?? unpaced, this.now(), retryAfterMs);
     this.paces.set(key, pace);
     if (pace.limit !== undefined) this.learned.set(hostKey(host), pace);
+    this.spreadProbe(host, pace, proxyID);
     if ((this.rests.get(key) ?? 0) > this.now()) return;
     this.rests.set(key, this.now() + (retryAfterSeconds ?? FALLBACK_REST_SECONDS) * 1000);
     const via = own ?? this.leasesOn(proxyID).find((s) => s.host === host);

@@ -114,6 +114,21 @@ export function adopt(mine: Pace, learned: Pace, now: number): Pace {
   };
 }
 
+/**
+ * Another proxy of the site probed it at `probedAt`, and its quiet between probes is now
+ * `probeAfterPeriods` (doubled if the site refused): sites limit every source alike, so one
+ * probe answers for all of them, and the others wait as if it had been theirs. Twenty proxies
+ * probing on their own meant twenty 429s, each a rest, for one answer.
+ */
+export function heardOfProbe(pace: Pace, probedAt: number, probeAfterPeriods: number): Pace {
+  if (pace.limit === undefined) return pace;
+  return {
+    ...pace,
+    probedAt: Math.max(pace.probedAt, probedAt),
+    probeAfterPeriods: Math.max(pace.probeAfterPeriods, probeAfterPeriods),
+  };
+}
+
 /** A request through the proxy to the site succeeded. */
 export function succeeded(pace: Pace, now: number): Pace {
   const keep = now - (pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs);
