@@ -86,6 +86,8 @@ export type ProxyEventReason =
   | 'ReplacementBlocked'
   | 'ReplacementFailed'
   | 'UnhealthyExternal'
+  /** An External proxy cools down on spec.rotation.whenCoolingDownOn targets: its owner must act. */
+  | 'RotationDue'
   | 'StaleInstances'
   | 'InstanceGone'
   | 'InstanceNotStarting'
@@ -157,6 +159,10 @@ export interface Autopilot {
   maxAgeSeconds?: number;
   /** `--rotation-drain-timeout`: how long a rotated proxy drains before it is replaced. */
   drainSeconds?: number;
+  /** spec.rotation.whenCoolingDownOn is set: a drain it began runs on with maxAgeSeconds off. */
+  rotatesOnBans?: boolean;
+  /** Why the proxy is due a rotation on bans now (handlers/ban-rotation.ts); absent = not due. */
+  bansDue?: string;
 }
 
 /** A rotation comes up to this fraction of maxAge early, by instance, so a fleet spreads out. */
@@ -179,8 +185,8 @@ export type RotationClock =
   | { kind: 'off' }
   /** Not old enough yet: look again in `seconds`. */
   | { kind: 'waiting'; seconds: number }
-  /** Old enough: start draining (needs a --max-unavailable slot). */
-  | { kind: 'due'; ageSeconds: number; dueAfterSeconds: number }
+  /** Old enough (or banned: `why`): start draining (needs a --max-unavailable slot). */
+  | { kind: 'due'; ageSeconds: number; dueAfterSeconds: number; why?: string }
   /** Draining since `since`; `seconds` of the drain left. */
   | { kind: 'draining'; since: string; seconds: number }
   /** Drained: replace the instance now (its slot is held since the drain began). */
@@ -197,7 +203,7 @@ export function rotationClock(
   autopilot: Autopilot | undefined,
 ): RotationClock {
   const maxAge = autopilot?.maxAgeSeconds ?? 0;
-  if (!autopilot || maxAge <= 0) return { kind: 'off' };
+  if (!autopilot || (maxAge <= 0 && !autopilot.rotatesOnBans)) return { kind: 'off' };
   const now = autopilot.now.getTime();
   const replacement = proxy.status?.replacement;
   const phase = proxy.status?.phase;
@@ -212,6 +218,8 @@ export function rotationClock(
     return { kind: 'draining', since: replacement.startedAt, seconds: Math.ceil(drain - elapsed) };
   }
   if (replacement !== undefined) return { kind: 'off' };
+  if (autopilot.bansDue) return { kind: 'due', ageSeconds: 0, dueAfterSeconds: 0, why: autopilot.bansDue };
+  if (maxAge <= 0) return { kind: 'off' };
   const up = findCondition(proxy, CONDITION_PROVISIONED);
   const born =
     up?.status === 'True' && up.lastTransitionTime ? Date.parse(up.lastTransitionTime) : Number.NaN;
@@ -423,6 +431,10 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined, a
     clock.kind === 'due'
       ? `unhealthy (${h.condition.reason}) since ${clock.since}, longer than ${autopilot?.unhealthyAfterSeconds} s; the operator never replaces an External proxy: its owner must fix or remove it`
       : undefined;
+  // Banned widely: only its owner can give it a new IP (the message change posts the Event).
+  const banned = autopilot?.bansDue
+    ? `${autopilot.bansDue}; the operator cannot rotate an External proxy: its owner must give it a new IP`
+    : undefined;
   return finish(proxy, {
     action: { type: 'none' },
     status: {
@@ -431,15 +443,16 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined, a
       ip: host,
       provisioned: {
         status: 'True',
-        reason: 'External',
-        message: overdue
-          ? `tracked only: provisioned outside the operator; ${overdue}`
-          : 'tracked only: provisioned outside the operator',
+        reason: banned ? 'RotationDue' : 'External',
+        message: `tracked only: provisioned outside the operator${overdue ? `; ${overdue}` : ''}${banned ? `; ${banned}` : ''}`,
       },
       healthy: h.condition,
       ...h.extra,
     },
-    events: overdue ? [{ type: 'Warning', reason: 'UnhealthyExternal', message: overdue }] : [],
+    events: [
+      ...(overdue ? [{ type: 'Warning', reason: 'UnhealthyExternal', message: overdue } as const] : []),
+      ...(banned ? [{ type: 'Warning', reason: 'RotationDue', message: banned } as const] : []),
+    ],
     next: clock.kind === 'waiting' ? { kind: 'requeue', seconds: clock.seconds } : { kind: 'steady' },
   });
 }
@@ -700,7 +713,7 @@ export function managedStep(inp: Inputs): Step {
     ? ({ kind: 'off' } as const)
     : rotationClock(proxy, instance.id, inp.autopilot);
   if (rotation.kind === 'drained') {
-    const why = `rotation (spec.rotation.maxAgeSeconds): drained since ${rotation.since}`;
+    const why = `rotation (spec.rotation): drained since ${rotation.since}`;
     return finish(proxy, {
       action: { type: 'delete', providerIDs: [instance.id] },
       status: replacingStatus(instance, why),
@@ -721,12 +734,24 @@ export function managedStep(inp: Inputs): Step {
     const drain = inp.autopilot?.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
     // One message for the whole drain (a status write per run would be noise).
     const replacedAt = new Date(Date.parse(since) + drain * 1000).toISOString();
-    const message = `rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since ${since}, no new leases; instance ${instance.id} is replaced at ${replacedAt} (--rotation-drain-timeout ${drain} s)`;
+    const due =
+      rotation.kind === 'due' && rotation.why
+        ? rotation.why
+        : 'rotation due (spec.rotation.maxAgeSeconds, with jitter)';
+    const drainingNow = findCondition(proxy, CONDITION_PROVISIONED);
+    // The drain keeps the message it began with (the cause is not in status).
+    const message =
+      !starting && drainingNow?.reason === 'Draining'
+        ? drainingNow.message
+        : `${due}: draining since ${since}, no new leases; instance ${instance.id} is replaced at ${replacedAt} (--rotation-drain-timeout ${drain} s)`;
     return finish(proxy, {
       action: { type: 'none' },
       // Draining takes the proxy out of leases: it takes a slot like any rollout.
       ...(starting ? { needsSlot: 'rollout' as const, startsReplacement: 'Rotation' as const } : {}),
-      paceWhy: 'rotation due (spec.rotation.maxAgeSeconds)',
+      paceWhy:
+        rotation.kind === 'due' && rotation.why
+          ? 'rotation due (spec.rotation.whenCoolingDownOn)'
+          : 'rotation due (spec.rotation.maxAgeSeconds)',
       status: {
         phase: h.phase ?? 'Ready',
         providerID: instance.id,
