@@ -1,4 +1,5 @@
 import type { ProxyStanding } from '../discovery/lease-store.js';
+import { COOLDOWN_JITTER } from '../discovery/cooldown-policy.js';
 import { CONDITION_PROVISIONED, type Proxy } from '../crds/proxy-types.js';
 
 /**
@@ -39,9 +40,10 @@ const NAMED_TARGETS = 5;
 
 /**
  * The ban rotation decision. Counts the distinct targets still cooling down whose cooldown
- * ends at least `baseCooldownSeconds` (`--cooldown`) after the instance came up: the lease
- * book keys cooldowns by proxy, not by address, so a replaced instance inherits its
- * predecessor's, and those (started before it was up) must not rotate it again at once.
+ * ends later than a first cooldown (`--cooldown`, at most +10 % jitter) begun before the
+ * instance came up could: the lease book keys cooldowns by proxy, not by address, so a
+ * replaced instance inherits its predecessor's, and those must not rotate it again at once.
+ * The price: a ban in the instance's first ~10 % of `--cooldown` counts only once it repeats.
  * `threshold` is spec.rotation.whenCoolingDownOn; absent = off.
  */
 export function banRotation(
@@ -51,7 +53,7 @@ export function banRotation(
   baseCooldownSeconds: number,
 ): BanRotation {
   if (threshold === undefined || threshold < 1) return { kind: 'off' };
-  const floor = (Number.isNaN(upSince) ? 0 : upSince) + baseCooldownSeconds * 1000;
+  const floor = (Number.isNaN(upSince) ? 0 : upSince) + baseCooldownSeconds * 1000 * (1 + COOLDOWN_JITTER);
   const targets = [
     ...new Set(reading.targets.filter((c) => c.until > reading.now && c.until >= floor).map((c) => c.target)),
   ].sort();

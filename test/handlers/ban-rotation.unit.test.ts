@@ -34,9 +34,16 @@ describe('the ban rotation decision', () => {
     [
       'inherited from the instance before (ends less than --cooldown after this one came up): not counted',
       2,
-      reading(cd('a', 200), cd('b', 200)),
+      reading(cd('a', 380), cd('b', 200)),
       NOW - 600_000,
       'below ',
+    ],
+    [
+      'a cooldown ending after --cooldown + 10 % past the instance coming up was earned by it',
+      1,
+      reading(cd('a', 391)),
+      NOW - 600_000,
+      'due a',
     ],
     ['a threshold of 1: one banned target is enough', 1, reading(cd('z', 600)), UP, 'due z'],
     ['no status clock (not up): every running cooldown counts', 1, reading(cd('z', 10)), Number.NaN, 'due z'],
