@@ -44,6 +44,8 @@ export const LIMITS = {
   /** A rotation younger than 5 minutes would spend the budget on churn; a year is plenty. */
   maxAgeSecondsMinimum: 300,
   maxAgeSecondsMaximum: 365 * 24 * 3600,
+  /** More targets than any one crawl would have banned at once. */
+  whenCoolingDownOnMaximum: 10_000,
 } as const;
 
 export const DEFAULTS = {
@@ -303,6 +305,24 @@ const rotationProperties = {
       '--rotation-drain-timeout), then replaced (a new instance and IP, the same name), paced by ' +
       `--max-unavailable. 0 or unset: never. 0 or ${LIMITS.maxAgeSecondsMinimum} to ${LIMITS.maxAgeSecondsMaximum}. ` +
       'Ignored for External proxies.',
+  },
+  whenCoolingDownOn: {
+    type: 'integer',
+    format: 'int32',
+    // No schema default: unset is off (a stored default would rotate every proxy on bans).
+    maximum: LIMITS.whenCoolingDownOnMaximum,
+    'x-kubernetes-validations': [
+      {
+        rule: 'self >= 1',
+        message: 'spec.rotation.whenCoolingDownOn must be at least 1 (leave it unset for off)',
+      },
+    ],
+    description:
+      'Rotate when the proxy is cooling down on at least this many targets at once (bans and rate limits ' +
+      'reported through the discovery API, counted only if they end at least --cooldown after the ' +
+      'instance came up). A Managed proxy is drained and replaced like a rotation on age (a new IP, the ' +
+      'same name, paced by --max-unavailable); an External one gets Provisioned reason RotationDue and a ' +
+      `Warning Event: its owner must act. 1 to ${LIMITS.whenCoolingDownOnMaximum}; unset: never.`,
   },
 } satisfies Record<keyof RotationSpec, JSONSchemaProps>;
 

@@ -76,6 +76,12 @@ export interface RotationSpec {
    * `--rotation-drain-timeout`). Unset or 0 = never.
    */
   maxAgeSeconds?: number;
+  /**
+   * Rotate once the proxy cools down on at least this many targets at once (bans reported
+   * through the discovery API): a Managed proxy is drained and replaced like a rotation on
+   * age; an External one gets `Provisioned` reason `RotationDue` and a Warning Event. Unset = never.
+   */
+  whenCoolingDownOn?: number;
 }
 
 export interface ProxySpec {
@@ -181,6 +187,11 @@ export const PROVISIONED_REASONS = [
   'Draining',
   /** A spec change wants a replacement, but --max-unavailable replacements are in flight. */
   'ReplacementPending',
+  /**
+   * An External proxy cools down on spec.rotation.whenCoolingDownOn targets or more: its owner
+   * must give it a new IP (the operator cannot).
+   */
+  'RotationDue',
   /**
    * Like ReplacementPending, but slots are held by replacements that failed permanently: the
    * rollout is stopped until their spec changes or a person acts; the message names them.

@@ -4,14 +4,8 @@ import { background, daemon, type OperatorContext } from '../framework/index.js'
 import type { Proxy } from '../crds/proxy-types.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { PROXY_KIND } from './kinds.js';
-import {
-  explainOrphan,
-  sweepVerdict,
-  wantedBy,
-  SPARE_REASONS,
-  type SpareReason,
-  type SweepScope,
-} from './orphans.js';
+import { explainOrphan, wantedBy, SPARE_REASONS, type SpareReason, type SweepScope } from './orphans.js';
+import { explainDuplicate, sweepDecisions } from './duplicates.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS } from './tokens.js';
 
@@ -19,12 +13,14 @@ import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS } from './tokens.js';
  * Leader-only safety net for crashes mid-create: deletes tagged instances whose Proxy is
  * gone. A Proxy being deleted is still in the cache until its finalizer is removed, so
  * its instance is spared. Only this operator's instances (its owner identity) in the
- * namespaces it watches are judged; everything else is left alone. Aborts between calls.
+ * namespaces it watches are judged; everything else is left alone. Also deletes the extra
+ * instances of one revision (duplicates.ts). Aborts between calls.
  */
 @background()
 export class OrphanSweep {
   private readonly deleted: Counter<'provider'>;
   private readonly spared: Gauge<'provider' | 'reason'>;
+  private readonly duplicates: Counter<'provider'>;
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
@@ -41,6 +37,12 @@ export class OrphanSweep {
       name: 'proxy_operator_orphan_sweep_spared',
       help: 'Instances of this operator the last sweep left alone, by reason (Wanted, TooYoung, UnwatchedNamespace, Unrevisioned, OtherOwner).',
       labelNames: ['provider', 'reason'],
+      registers: [registry],
+    });
+    this.duplicates = new Counter({
+      name: 'proxy_operator_duplicate_instances_deleted_total',
+      help: 'Extra instances of one Proxy revision (a create that landed twice) deleted by the sweep; the recorded or oldest one is kept.',
+      labelNames: ['provider'],
       registers: [registry],
     });
   }
@@ -62,12 +64,19 @@ export class OrphanSweep {
         // A series from the first sweep on: increase() cannot see a counter's first value, so
         // the ProxyOrphansSwept alert would miss a process's first deletions without the 0.
         this.deleted.inc({ provider: name }, 0);
+        this.duplicates.inc({ provider: name }, 0);
         // Cloud first, Proxies second: a Proxy created in between is then seen as live.
         const instances = await provider.listByTag(scope.owner, ctx.signal);
         const live = wantedBy(ctx.cache.list<Proxy>(PROXY_KIND));
         const spared = new Map<SpareReason, number>();
-        for (const instance of instances) {
-          const verdict = sweepVerdict(instance, live, scope, new Date(), this.settings.orphanMinAgeSeconds);
+        const decisions = sweepDecisions(
+          instances,
+          live,
+          scope,
+          new Date(),
+          this.settings.orphanMinAgeSeconds,
+        );
+        for (const { instance, decision: verdict } of decisions) {
           if (!verdict.collect) {
             spared.set(verdict.reason, (spared.get(verdict.reason) ?? 0) + 1);
             continue;
@@ -80,12 +89,18 @@ export class OrphanSweep {
               providerID: instance.id,
               uid: instance.uid,
               namespace: instance.namespace,
-              why: explainOrphan(verdict.reason),
+              why:
+                verdict.reason === 'DuplicateRevision'
+                  ? explainDuplicate(verdict.keeper)
+                  : explainOrphan(verdict.reason),
             },
-            'deleting orphaned instance',
+            verdict.reason === 'DuplicateRevision'
+              ? 'deleting duplicate instance'
+              : 'deleting orphaned instance',
           );
           await provider.delete(instance.id, ctx.signal);
-          this.deleted.inc({ provider: name });
+          if (verdict.reason === 'DuplicateRevision') this.duplicates.inc({ provider: name });
+          else this.deleted.inc({ provider: name });
           killed++;
         }
         for (const reason of SPARE_REASONS)

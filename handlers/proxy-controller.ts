@@ -54,7 +54,9 @@ import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
+import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
+import { banRotation, cooldownSource, upSince, wantsBanCheck, type CooldownSource } from './ban-rotation.js';
+import type { LeaseBook } from './lease-book.js';
 
 function mapSecretToProxies(secret: SecretLike, cache: CacheReader) {
   return proxiesUsingSecret(secret, cache.list<Proxy>(PROXY_KIND)).map((p) => ({
@@ -95,13 +97,17 @@ export class ProxyController {
    * reconcile (often triggered by its own status write) uses them instead of meeting a 409.
    */
   private readonly generated = new Map<string, ProxyCredentials>();
+  /** The lease book's cooldowns, for spec.rotation.whenCoolingDownOn. */
+  private readonly cooldowns: CooldownSource;
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
     @inject(VERDICTS) private readonly verdicts: VerdictBoard,
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
     @inject(METRICS_REGISTRY) registry: Registry,
+    @inject(LEASE_BOOK) book: LeaseBook,
   ) {
+    this.cooldowns = cooldownSource(book.store);
     this.budget = new ReplacementBudget(settings.maxUnavailable);
     this.replacements = new Counter({
       name: 'proxy_operator_replacements_total',
@@ -112,13 +118,37 @@ export class ProxyController {
   }
 
   /** The clock and the resolved policy for the pure decisions. */
-  private autopilot(proxy: Proxy): Autopilot {
+  private autopilot(proxy: Proxy, bansDue?: string): Autopilot {
     return {
       now: this.settings.autopilotClock?.() ?? new Date(),
       unhealthyAfterSeconds: unhealthyGrace(proxy, this.settings.replaceUnhealthyAfterSeconds),
       maxAgeSeconds: proxy.spec.rotation?.maxAgeSeconds ?? 0,
       drainSeconds: this.settings.rotationDrainSeconds,
+      rotatesOnBans: proxy.spec.rotation?.whenCoolingDownOn !== undefined,
+      bansDue,
     };
+  }
+
+  /** Why the proxy is due a rotation on bans (ban-rotation.ts); a book that cannot answer is "not due". */
+  private async bansDue(ctx: HandlerContext<Proxy>): Promise<string | undefined> {
+    const threshold = ctx.object.spec.rotation?.whenCoolingDownOn;
+    if (threshold === undefined) return undefined;
+    try {
+      const reading = await this.cooldowns.cooldowns(proxyKey(ctx.object));
+      const decision = banRotation(
+        threshold,
+        reading,
+        upSince(ctx.object),
+        this.settings.discovery.cooldownSeconds,
+      );
+      return decision.kind === 'due' ? decision.why : undefined;
+    } catch (err) {
+      ctx.logger.debug(
+        { err: (err as Error).message },
+        'the lease book cannot say the cooldowns; no rotation on bans now',
+      );
+      return undefined;
+    }
   }
 
   @onCreate()
@@ -127,8 +157,9 @@ export class ProxyController {
   async reconcile(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
     const proxy = ctx.object;
     const verdict = this.verdicts.get(proxyKey(proxy), proxyAddress(proxy));
+    const bansDue = await this.bansDue(ctx);
     if (proxy.spec.mode === 'External')
-      return this.apply(ctx, externalStep(proxy, verdict, this.autopilot(proxy)));
+      return this.apply(ctx, externalStep(proxy, verdict, this.autopilot(proxy, bansDue)));
     const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
       return this.apply(
@@ -159,7 +190,7 @@ export class ProxyController {
         credentialsError: creds.ok ? undefined : creds.message,
         observation,
         verdict,
-        autopilot: this.autopilot(proxy),
+        autopilot: this.autopilot(proxy, bansDue),
       };
       // The budget is asked first, and only for a replacement that needs a slot: the decision
       // is then made once, with its answer.
@@ -188,7 +219,8 @@ export class ProxyController {
    */
   @timer({ interval: (_p, self: ProxyController) => self.settings.driftCheckSeconds, jitter: 0.2 })
   async checkDrift(ctx: HandlerContext<Proxy>): Promise<HandlerResult | void> {
-    if (!wantsDriftCheck(ctx.object)) return;
+    // A proxy that rotates on bans is looked at too: nothing else tells it of a new cooldown.
+    if (!wantsDriftCheck(ctx.object) && !wantsBanCheck(ctx.object)) return;
     try {
       return await this.reconcile(ctx);
     } catch (err) {

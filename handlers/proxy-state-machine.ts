@@ -86,6 +86,8 @@ export type ProxyEventReason =
   | 'ReplacementBlocked'
   | 'ReplacementFailed'
   | 'UnhealthyExternal'
+  /** An External proxy cools down on spec.rotation.whenCoolingDownOn targets: its owner must act. */
+  | 'RotationDue'
   | 'StaleInstances'
   | 'InstanceGone'
   | 'InstanceNotStarting'
@@ -161,6 +163,10 @@ export interface Autopilot {
   maxAgeSeconds?: number;
   /** `--rotation-drain-timeout`: how long a rotated proxy drains before it is replaced. */
   drainSeconds?: number;
+  /** spec.rotation.whenCoolingDownOn is set: a drain it began runs on with maxAgeSeconds off. */
+  rotatesOnBans?: boolean;
+  /** Why the proxy is due a rotation on bans now (handlers/ban-rotation.ts); absent = not due. */
+  bansDue?: string;
 }
 
 /** A rotation comes up to this fraction of maxAge early, by instance, so a fleet spreads out. */
@@ -183,8 +189,8 @@ export type RotationClock =
   | { kind: 'off' }
   /** Not old enough yet: look again in `seconds`. */
   | { kind: 'waiting'; seconds: number }
-  /** Old enough: start draining (needs a --max-unavailable slot). */
-  | { kind: 'due'; ageSeconds: number; dueAfterSeconds: number }
+  /** Old enough (or banned: `why`): start draining (needs a --max-unavailable slot). */
+  | { kind: 'due'; ageSeconds: number; dueAfterSeconds: number; why?: string }
   /** Draining since `since`; `seconds` of the drain left. */
   | { kind: 'draining'; since: string; seconds: number }
   /** Drained: replace the instance now (its slot is held since the drain began). */
@@ -201,7 +207,7 @@ export function rotationClock(
   autopilot: Autopilot | undefined,
 ): RotationClock {
   const maxAge = autopilot?.maxAgeSeconds ?? 0;
-  if (!autopilot || maxAge <= 0) return { kind: 'off' };
+  if (!autopilot || (maxAge <= 0 && !autopilot.rotatesOnBans)) return { kind: 'off' };
   const now = autopilot.now.getTime();
   const replacement = proxy.status?.replacement;
   const phase = proxy.status?.phase;
@@ -216,6 +222,8 @@ export function rotationClock(
     return { kind: 'draining', since: replacement.startedAt, seconds: Math.ceil(drain - elapsed) };
   }
   if (replacement !== undefined) return { kind: 'off' };
+  if (autopilot.bansDue) return { kind: 'due', ageSeconds: 0, dueAfterSeconds: 0, why: autopilot.bansDue };
+  if (maxAge <= 0) return { kind: 'off' };
   const up = findCondition(proxy, CONDITION_PROVISIONED);
   const born =
     up?.status === 'True' && up.lastTransitionTime ? Date.parse(up.lastTransitionTime) : Number.NaN;
@@ -470,6 +478,10 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined, a
     clock.kind === 'due'
       ? `unhealthy (${h.condition.reason}) since ${clock.since}, longer than ${autopilot?.unhealthyAfterSeconds} s; the operator never replaces an External proxy: its owner must fix or remove it`
       : undefined;
+  // Banned widely: only its owner can give it a new IP (the message change posts the Event).
+  const banned = autopilot?.bansDue
+    ? `${autopilot.bansDue}; the operator cannot rotate an External proxy: its owner must give it a new IP`
+    : undefined;
   return finish(proxy, {
     action: { type: 'none' },
     status: {
@@ -478,15 +490,16 @@ export function externalStep(proxy: Proxy, verdict: HealthVerdict | undefined, a
       ip: host,
       provisioned: {
         status: 'True',
-        reason: 'External',
-        message: overdue
-          ? `tracked only: provisioned outside the operator; ${overdue}`
-          : 'tracked only: provisioned outside the operator',
+        reason: banned ? 'RotationDue' : 'External',
+        message: `tracked only: provisioned outside the operator${overdue ? `; ${overdue}` : ''}${banned ? `; ${banned}` : ''}`,
       },
       healthy: h.condition,
       ...h.extra,
     },
-    events: overdue ? [{ type: 'Warning', reason: 'UnhealthyExternal', message: overdue }] : [],
+    events: [
+      ...(overdue ? [{ type: 'Warning', reason: 'UnhealthyExternal', message: overdue } as const] : []),
+      ...(banned ? [{ type: 'Warning', reason: 'RotationDue', message: banned } as const] : []),
+    ],
     next: clock.kind === 'waiting' ? { kind: 'requeue', seconds: clock.seconds } : { kind: 'steady' },
   });
 }
@@ -569,7 +582,7 @@ export type ReplacementTrigger =
   /** Drained after a rotation: replace the instance now. */
   | { kind: 'Drained'; since: string }
   /** Old enough and Ready: start draining (the instance stays until the drain ends). */
-  | { kind: 'RotationDue' };
+  | { kind: 'RotationDue'; why?: string };
 
 /**
  * The --max-unavailable slot a trigger must hold before it acts. Only taking a serving proxy
@@ -592,7 +605,10 @@ export function slotFor(trigger: ReplacementTrigger, phase: ProxyPhase | undefin
 
 /** Why a replacement waits for a slot, for its message (undefined: the default by slot kind). */
 function pendingWhy(trigger: ReplacementTrigger): string | undefined {
-  return trigger.kind === 'RotationDue' ? 'rotation due (spec.rotation.maxAgeSeconds)' : undefined;
+  if (trigger.kind !== 'RotationDue') return undefined;
+  return trigger.why
+    ? 'rotation due (spec.rotation.whenCoolingDownOn)'
+    : 'rotation due (spec.rotation.maxAgeSeconds)';
 }
 
 /**
@@ -638,7 +654,8 @@ function triggerOf(inp: Inputs, instance: Instance, view: FoundView): Replacemen
   if (clock.kind === 'due' && !view.repairedBefore)
     return { kind: 'Unhealthy', reason: h.condition.reason, since: clock.since };
   if (rotation.kind === 'drained') return { kind: 'Drained', since: rotation.since };
-  if (rotation.kind === 'due' && h.phase === 'Ready') return { kind: 'RotationDue' };
+  if (rotation.kind === 'due' && h.phase === 'Ready')
+    return { kind: 'RotationDue', ...(rotation.why ? { why: rotation.why } : {}) };
   return undefined;
 }
 
@@ -692,18 +709,13 @@ function triggeredStep(inp: Inputs, instance: Instance, trigger: ReplacementTrig
       });
     }
     case 'Drained':
-      return replaceStep(
-        proxy,
-        instance,
-        `rotation (spec.rotation.maxAgeSeconds): drained since ${trigger.since}`,
-        {
-          event: { type: 'Normal', reason: 'Replacing' },
-          log: { level: 'info', message: 'replacing a drained instance' },
-        },
-      );
+      return replaceStep(proxy, instance, `rotation (spec.rotation): drained since ${trigger.since}`, {
+        event: { type: 'Normal', reason: 'Replacing' },
+        log: { level: 'info', message: 'replacing a drained instance' },
+      });
     case 'RotationDue': {
       const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
-      return drainingStep(inp, instance, h, 'starting');
+      return drainingStep(inp, instance, h, 'starting', trigger.why);
     }
   }
 }
@@ -869,11 +881,18 @@ function drainingStep(
   instance: Instance,
   h: Health,
   drain: 'starting' | { since: string; seconds: number },
+  /** Why a starting drain is due when it is not age (a rotation on bans). */
+  dueWhy?: string,
 ): Step {
   const starting = drain === 'starting';
   const since = starting ? (inp.autopilot?.now ?? new Date()).toISOString() : drain.since;
   const drainSeconds = inp.autopilot?.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
-  const message = drainMessage(instance.id, since, drainSeconds);
+  const draining = findCondition(inp.proxy, CONDITION_PROVISIONED);
+  // The drain keeps the message it began with (its cause is not in status).
+  const message =
+    !starting && draining?.reason === 'Draining'
+      ? draining.message
+      : drainMessage(instance.id, since, drainSeconds, dueWhy);
   return finish(inp.proxy, {
     action: { type: 'none' },
     ...(starting ? { startsReplacement: 'Rotation' as const } : {}),
@@ -893,9 +912,15 @@ function drainingStep(
  * The message of a whole drain, from its start: one message, so a drain writes its status
  * once (a write per run would be noise). It names when the instance is replaced.
  */
-export function drainMessage(instanceID: string, since: string, drainSeconds: number): string {
+export function drainMessage(
+  instanceID: string,
+  since: string,
+  drainSeconds: number,
+  dueWhy?: string,
+): string {
   const replacedAt = new Date(Date.parse(since) + drainSeconds * 1000).toISOString();
-  return `rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since ${since}, no new leases; instance ${instanceID} is replaced at ${replacedAt} (--rotation-drain-timeout ${drainSeconds} s)`;
+  const due = dueWhy ?? 'rotation due (spec.rotation.maxAgeSeconds, with jitter)';
+  return `${due}: draining since ${since}, no new leases; instance ${instanceID} is replaced at ${replacedAt} (--rotation-drain-timeout ${drainSeconds} s)`;
 }
 
 /** Running with an address and nothing to replace: the phase follows health. */

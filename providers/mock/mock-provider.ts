@@ -102,6 +102,27 @@ export class MockProvider extends AbortableProvider {
     this.faults.inject(operation, kind, count);
   }
 
+  /**
+   * What a create token that missed under eventual consistency leaves behind: a second
+   * instance with the same labels (Proxy UID, revision, owner) as `providerID`, under a new
+   * id, born now by the mock's clock. Names are deterministic here, so a create cannot do it.
+   */
+  duplicate(providerID: string): string {
+    const original = this.instances.get(providerID);
+    if (!original) throw new Error(`mock: no instance ${providerID} to duplicate`);
+    const id = `${providerID}-twin-${this.instances.size}`;
+    const now = this.clock.now();
+    this.instances.set(id, {
+      ...original,
+      id,
+      serving: undefined,
+      createdAt: new Date(now),
+      runningAt: now + this.settings.provisioningSeconds * 1000,
+      fakeIp: this.ips.next(),
+    });
+    return id;
+  }
+
   clearFaults(): void {
     this.faults.clear();
   }

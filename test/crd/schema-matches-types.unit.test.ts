@@ -38,6 +38,7 @@ const spec = {
 const rotation = {
   unhealthyAfterSeconds: 'optional',
   maxAgeSeconds: 'optional',
+  whenCoolingDownOn: 'optional',
 } satisfies PresenceOf<RotationSpec>;
 
 const healthCheck = {

@@ -145,6 +145,16 @@ describe('the API server rejects an invalid Proxy', () => {
       'spec.rotation.maxAgeSeconds in body should be less than or equal to 31536000',
     ],
     [
+      'rotation on bans at 0 targets (unset is off)',
+      { ...managed, rotation: { whenCoolingDownOn: 0 } },
+      'spec.rotation.whenCoolingDownOn must be at least 1 (leave it unset for off)',
+    ],
+    [
+      'rotation on bans over the maximum',
+      { ...managed, rotation: { whenCoolingDownOn: LIMITS.whenCoolingDownOnMaximum + 1 } },
+      'spec.rotation.whenCoolingDownOn in body should be less than or equal to 10000',
+    ],
+    [
       'cloudInit with both inline and secretRef',
       { ...managed, cloudInit: { inline: '#cloud-config', secretRef: { name: 's', key: 'k' } } },
       'spec.cloudInit must set exactly one of inline or secretRef',
@@ -422,7 +432,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         maxLeases: 0,
         attributes: { geo: 'eu', 'asn.number': '15169', purpose: 'crawl news' },
         healthCheck: { intervalSeconds: 60, expectedStatusCodes: [204] },
-        rotation: { unhealthyAfterSeconds: 600, maxAgeSeconds: 86400 },
+        rotation: { unhealthyAfterSeconds: 600, maxAgeSeconds: 86400, whenCoolingDownOn: 3 },
       },
       {
         ...managed,
@@ -437,7 +447,7 @@ describe('the API server accepts a valid Proxy and stores it with every default 
         maxLeases: 0,
         attributes: { geo: 'eu', 'asn.number': '15169', purpose: 'crawl news' },
         healthCheck: { ...defaultHealthCheck, intervalSeconds: 60, expectedStatusCodes: [204] },
-        rotation: { unhealthyAfterSeconds: 600, maxAgeSeconds: 86400 },
+        rotation: { unhealthyAfterSeconds: 600, maxAgeSeconds: 86400, whenCoolingDownOn: 3 },
       },
     ],
     [

@@ -3,14 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, Watch, type V1Pod } from '@kubernetes/client-node';
 import { freePort } from '../../framework/testing/control-plane.js';
-import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
-import { LABEL_REVISION, LABEL_UID } from '../../providers/contract.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
 import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
+import { fakeKubelet, listProxies, violations, type ChaosWorld } from './chaos-world.js';
 
 // Issue 11 item 12: the real operator process is SIGKILLed at 20+ random moments while 30+
 // Managed proxies on the `kubernetes` provider are created, replaced and deleted; some kills
@@ -25,6 +24,7 @@ const podNamespace = uniqueName('chaos-pods');
 const api = new ProxyApi(kc, namespace);
 const core = kc.makeApiClient(CoreV1Api);
 const objects = kc.makeApiClient(CustomObjectsApi);
+const world: ChaosWorld = { core, objects, namespace, podNamespace };
 let target: LocalTarget;
 let squid: ForwardProxy;
 let dir: string;
@@ -62,52 +62,6 @@ async function startOperator(): Promise<OperatorProcess> {
 async function kill(p: OperatorProcess): Promise<void> {
   p.child.kill('SIGKILL');
   await p.exited;
-}
-
-/**
- * No kubelet runs in the test control plane: this plays it. Every Pod that is not yet Ready
- * becomes Running and Ready at 127.0.0.1, where one real forward proxy listens on the port
- * every Proxy asks for.
- */
-function fakeKubelet(): { stop(): Promise<void> } {
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      const pods = await core
-        .listNamespacedPod({ namespace: podNamespace })
-        .catch(() => ({ items: [] as V1Pod[] }));
-      for (const pod of pods.items) {
-        const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-        if (ready || pod.metadata?.deletionTimestamp) continue;
-        pod.status = {
-          phase: 'Running',
-          podIP: '127.0.0.1',
-          podIPs: [{ ip: '127.0.0.1' }],
-          conditions: [{ type: 'Ready', status: 'True' }],
-        };
-        await core
-          .replaceNamespacedPodStatus({ namespace: podNamespace, name: pod.metadata!.name!, body: pod })
-          .catch(() => undefined);
-      }
-      await sleep(300);
-    }
-  })();
-  return {
-    stop: async () => {
-      stopped = true;
-      await loop;
-    },
-  };
-}
-
-async function listProxies(): Promise<Proxy[]> {
-  const list = (await objects.listNamespacedCustomObject({
-    group: 'crawl.example.com',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'proxies',
-  })) as { items: Proxy[] };
-  return list.items;
 }
 
 function spec(zone: string) {
@@ -156,44 +110,6 @@ async function workload(stats: Record<string, number>): Promise<Set<string>> {
   return new Set(shuffled.slice(12));
 }
 
-/** What is wrong with the world, or [] when every invariant holds. */
-async function violations(survivors: Set<string>): Promise<string[]> {
-  const proxies = await listProxies();
-  const pods = (await core.listNamespacedPod({ namespace: podNamespace })).items;
-  const problems: string[] = [];
-  const byUID = new Map<string, V1Pod[]>();
-  for (const pod of pods) {
-    const uid = pod.metadata?.labels?.[LABEL_UID] ?? '';
-    byUID.set(uid, [...(byUID.get(uid) ?? []), pod]);
-  }
-  const live = new Set(proxies.map((p) => p.metadata.uid));
-  for (const p of proxies) {
-    const name = p.metadata.name;
-    if (!survivors.has(name)) {
-      problems.push(`${name} was deleted but remains (finalizers ${JSON.stringify(p.metadata.finalizers)})`);
-      continue;
-    }
-    const own = byUID.get(p.metadata.uid!) ?? [];
-    if (own.length !== 1) problems.push(`${name} has ${own.length} instances`);
-    const podID = own[0] ? `${podNamespace}/${own[0].metadata!.name}` : '';
-    if (p.status?.providerID !== podID)
-      problems.push(`${name} records ${p.status?.providerID}, its Pod is ${podID}`);
-    if (
-      own[0] &&
-      own[0].metadata?.labels?.[LABEL_REVISION] !== p.metadata.annotations?.[SPEC_HASH_ANNOTATION]
-    )
-      problems.push(`${name}'s instance is not its current revision`);
-    if (p.status?.phase !== 'Ready') problems.push(`${name} is ${p.status?.phase}`);
-    if (!p.metadata.finalizers?.includes(FINALIZER)) problems.push(`${name} lacks its finalizer`);
-  }
-  for (const name of survivors)
-    if (!proxies.some((p) => p.metadata.name === name)) problems.push(`${name} is missing`);
-  for (const pod of pods) {
-    if (!live.has(pod.metadata?.labels?.[LABEL_UID])) problems.push(`Pod ${pod.metadata?.name} has no Proxy`);
-  }
-  return problems;
-}
-
 beforeAll(async () => {
   await installProxyCrd(kc);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
@@ -226,7 +142,7 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
       aimedInWindow: 0,
       podsCreated: 0,
     };
-    const kubelet = fakeKubelet();
+    const kubelet = fakeKubelet(world);
     // Aimed kills fire the moment a Pod appears: between the provider's create and the status write.
     let aim: ((podName: string) => void) | undefined;
     const podWatch = await new Watch(kc).watch(
@@ -255,7 +171,7 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
           await kill(p);
           if (podName) {
             stats.aimed++;
-            const recorded = (await listProxies()).some(
+            const recorded = (await listProxies(world)).some(
               (x) => x.status?.providerID === `${podNamespace}/${podName}`,
             );
             if (!recorded) stats.aimedInWindow++;
@@ -274,7 +190,7 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
       const settled = await until(
         'every invariant',
         async () => {
-          last = await violations(survivors);
+          last = await violations(world, survivors);
           return last.length === 0 ? true : undefined;
         },
         120_000,

@@ -1,0 +1,86 @@
+import type { ProxyStanding } from '../discovery/lease-store.js';
+import { COOLDOWN_JITTER } from '../discovery/cooldown-policy.js';
+import { CONDITION_PROVISIONED, type Proxy } from '../crds/proxy-types.js';
+
+/**
+ * Rotation on bans (issue 24 item 3): a proxy cooling down on at least
+ * `spec.rotation.whenCoolingDownOn` targets at once has an IP the sites have learnt. The
+ * signal is the lease book's cooldowns; the reconciler reads them through this small
+ * interface (owned here, the consumer), so it depends on no store.
+ */
+export interface CooldownSource {
+  /** The proxy's running cooldowns: each named target's end (ms since the epoch), and the book's clock. */
+  cooldowns(
+    proxyID: string,
+  ): Promise<{ now: number; targets: ReadonlyArray<{ target: string; until: number }> }>;
+}
+
+/** The lease store's `standing` as a CooldownSource: global-pool cooldowns (no target) are not a target's ban. */
+export function cooldownSource(store: { standing(proxyID: string): Promise<ProxyStanding> }): CooldownSource {
+  return {
+    async cooldowns(proxyID) {
+      const { now, cooldowns } = await store.standing(proxyID);
+      return {
+        now,
+        targets: cooldowns.flatMap((c) =>
+          c.target === undefined ? [] : [{ target: c.target, until: c.until }],
+        ),
+      };
+    },
+  };
+}
+
+export type BanRotation =
+  | { kind: 'off' }
+  | { kind: 'below'; targets: readonly string[] }
+  | { kind: 'due'; targets: readonly string[]; why: string };
+
+/** Targets named in a message; the rest are counted. */
+const NAMED_TARGETS = 5;
+
+/**
+ * The ban rotation decision. Counts the distinct targets still cooling down whose cooldown
+ * ends later than a first cooldown (`--cooldown`, at most +10 % jitter) begun before the
+ * instance came up could: the lease book keys cooldowns by proxy, not by address, so a
+ * replaced instance inherits its predecessor's, and those must not rotate it again at once.
+ * The price: a ban in the instance's first ~10 % of `--cooldown` counts only once it repeats.
+ * `threshold` is spec.rotation.whenCoolingDownOn; absent = off.
+ */
+export function banRotation(
+  threshold: number | undefined,
+  reading: Awaited<ReturnType<CooldownSource['cooldowns']>>,
+  upSince: number,
+  baseCooldownSeconds: number,
+): BanRotation {
+  if (threshold === undefined || threshold < 1) return { kind: 'off' };
+  const floor = (Number.isNaN(upSince) ? 0 : upSince) + baseCooldownSeconds * 1000 * (1 + COOLDOWN_JITTER);
+  const targets = [
+    ...new Set(reading.targets.filter((c) => c.until > reading.now && c.until >= floor).map((c) => c.target)),
+  ].sort();
+  if (targets.length < threshold) return { kind: 'below', targets };
+  const named = targets.slice(0, NAMED_TARGETS).join(', ');
+  const more = targets.length > NAMED_TARGETS ? ` and ${targets.length - NAMED_TARGETS} more` : '';
+  return {
+    kind: 'due',
+    targets,
+    why: `rotation due (spec.rotation.whenCoolingDownOn ${threshold}): cooling down on ${targets.length} targets at once (${named}${more})`,
+  };
+}
+
+/** When the proxy's current instance (or External endpoint) came up: Provisioned's turn to True. */
+export function upSince(proxy: Proxy): number {
+  const c = proxy.status?.conditions?.find((x) => x.type === CONDITION_PROVISIONED);
+  return c?.status === 'True' && c.lastTransitionTime ? Date.parse(c.lastTransitionTime) : Number.NaN;
+}
+
+/**
+ * Whether the drift timer looks at the proxy for its bans: only with the policy set, not
+ * while being deleted, and not mid-replacement (the state machine's own requeues drive that).
+ */
+export function wantsBanCheck(proxy: Proxy): boolean {
+  return (
+    proxy.spec.rotation?.whenCoolingDownOn !== undefined &&
+    !proxy.metadata.deletionTimestamp &&
+    (proxy.spec.mode === 'External' || proxy.status?.phase === 'Ready')
+  );
+}

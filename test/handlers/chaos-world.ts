@@ -1,0 +1,100 @@
+import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
+import { LABEL_REVISION, LABEL_UID } from '../../providers/contract.js';
+
+// The chaos tests' world (chaos.int.test.ts, chaos-rotation.int.test.ts): Proxies in one
+// namespace on the `kubernetes` provider's Pods in another, and what must hold at the end.
+
+export interface ChaosWorld {
+  core: CoreV1Api;
+  objects: CustomObjectsApi;
+  namespace: string;
+  podNamespace: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * No kubelet runs in the test control plane: this plays it. Every Pod that is not yet Ready
+ * becomes Running and Ready at 127.0.0.1, where one real forward proxy listens on the port
+ * every Proxy asks for.
+ */
+export function fakeKubelet({ core, podNamespace }: ChaosWorld): { stop(): Promise<void> } {
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const pods = await core
+        .listNamespacedPod({ namespace: podNamespace })
+        .catch(() => ({ items: [] as V1Pod[] }));
+      for (const pod of pods.items) {
+        const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+        if (ready || pod.metadata?.deletionTimestamp) continue;
+        pod.status = {
+          phase: 'Running',
+          podIP: '127.0.0.1',
+          podIPs: [{ ip: '127.0.0.1' }],
+          conditions: [{ type: 'Ready', status: 'True' }],
+        };
+        await core
+          .replaceNamespacedPodStatus({ namespace: podNamespace, name: pod.metadata!.name!, body: pod })
+          .catch(() => undefined);
+      }
+      await sleep(300);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+export async function listProxies({ objects, namespace }: ChaosWorld): Promise<Proxy[]> {
+  const list = (await objects.listNamespacedCustomObject({
+    group: 'crawl.example.com',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'proxies',
+  })) as { items: Proxy[] };
+  return list.items;
+}
+
+/** What is wrong with the world, or [] when every invariant holds. */
+export async function violations(world: ChaosWorld, survivors: Set<string>): Promise<string[]> {
+  const proxies = await listProxies(world);
+  const { core, podNamespace } = world;
+  const pods = (await core.listNamespacedPod({ namespace: podNamespace })).items;
+  const problems: string[] = [];
+  const byUID = new Map<string, V1Pod[]>();
+  for (const pod of pods) {
+    const uid = pod.metadata?.labels?.[LABEL_UID] ?? '';
+    byUID.set(uid, [...(byUID.get(uid) ?? []), pod]);
+  }
+  const live = new Set(proxies.map((p) => p.metadata.uid));
+  for (const p of proxies) {
+    const name = p.metadata.name;
+    if (!survivors.has(name)) {
+      problems.push(`${name} was deleted but remains (finalizers ${JSON.stringify(p.metadata.finalizers)})`);
+      continue;
+    }
+    const own = byUID.get(p.metadata.uid!) ?? [];
+    if (own.length !== 1) problems.push(`${name} has ${own.length} instances`);
+    const podID = own[0] ? `${podNamespace}/${own[0].metadata!.name}` : '';
+    if (p.status?.providerID !== podID)
+      problems.push(`${name} records ${p.status?.providerID}, its Pod is ${podID}`);
+    if (
+      own[0] &&
+      own[0].metadata?.labels?.[LABEL_REVISION] !== p.metadata.annotations?.[SPEC_HASH_ANNOTATION]
+    )
+      problems.push(`${name}'s instance is not its current revision`);
+    if (p.status?.phase !== 'Ready') problems.push(`${name} is ${p.status?.phase}`);
+    if (!p.metadata.finalizers?.includes(FINALIZER)) problems.push(`${name} lacks its finalizer`);
+  }
+  for (const name of survivors)
+    if (!proxies.some((p) => p.metadata.name === name)) problems.push(`${name} is missing`);
+  for (const pod of pods) {
+    if (!live.has(pod.metadata?.labels?.[LABEL_UID])) problems.push(`Pod ${pod.metadata?.name} has no Proxy`);
+  }
+  return problems;
+}
