@@ -17,6 +17,7 @@ const fullStatus: ProxyStatus = {
   phase: 'Ready',
   providerID: 'mock/proxy-0a1b2c3d',
   ip: '203.0.113.7',
+  exitIP: '198.51.100.9',
   conditions: [
     {
       type: CONDITION_HEALTHY,
@@ -192,14 +193,15 @@ describe('the server-side table (kubectl get proxies)', () => {
       'Healthy',
       'Age',
       'Health-Reason',
+      'Exit-IP',
       'Provisioned-Reason',
     ]);
     const row = table.rows.find((r) => r.cells[0] === name);
     expect(row?.cells.slice(0, 6)).toEqual([name, 'Managed', 'mock', 'Ready', '203.0.113.7', 'True']);
     expect(row?.cells[6]).toMatch(/^\d+[smhd]/);
-    // The `-o wide` reasons (issue 24 item 6).
+    // The `-o wide` reasons (issue 24 item 6) and the exit IP (item 5).
     const healthy = fullStatus.conditions?.find((c) => c.type === 'Healthy')?.reason;
     const provisioned = fullStatus.conditions?.find((c) => c.type === 'Provisioned')?.reason;
-    expect(row?.cells.slice(7)).toEqual([healthy, provisioned]);
+    expect(row?.cells.slice(7)).toEqual([healthy, '198.51.100.9', provisioned]);
   });
 });
