@@ -122,6 +122,6 @@ describe('an External Proxy stored before the host rule', () => {
       body: { error: 'no_match' },
     });
     // Nothing ever reached the address the parser would have made of the host.
-    expect(misread.stats).toEqual({ connects: 0, requests: 0 });
+    expect(misread.stats).toEqual({ connects: 0, requests: 0, refusedAuth: 0 });
   });
 });
