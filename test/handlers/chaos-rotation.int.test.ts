@@ -1,16 +1,18 @@
-import { writeFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
-import { freePort } from '../../framework/testing/control-plane.js';
 import { CONDITION_PROVISIONED, type Proxy } from '../../crds/proxy-types.js';
-import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
-import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
-import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, until, type OperatorProcess } from '../harness/operator-process.js';
-import { fakeKubelet, listProxies, violations, type ChaosWorld } from './chaos-world.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { readyz, until, type OperatorProcess } from '../harness/operator-process.js';
+import {
+  fakeKubelet,
+  kill,
+  listProxies,
+  setUpStage,
+  startChaosOperator,
+  violations,
+  type ChaosStage,
+  type ChaosWorld,
+} from './chaos-world.js';
 
 // Issue 24 item 7: the chaos test's invariants hold with rotation enabled. The real operator
 // process is SIGKILLed at random moments while half the proxies rotate on age again and again
@@ -30,55 +32,36 @@ const api = new ProxyApi(kc, namespace);
 const core = kc.makeApiClient(CoreV1Api);
 const objects = kc.makeApiClient(CustomObjectsApi);
 const world: ChaosWorld = { core, objects, namespace, podNamespace };
-let target: LocalTarget;
-let squid: ForwardProxy;
-let dir: string;
-let providersFile: string;
+let stage: ChaosStage;
 let operator: OperatorProcess | undefined;
 let metricsPort = 0;
 const random = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startOperator(): Promise<OperatorProcess> {
-  metricsPort = await freePort();
-  operator = runOperator([
-    '--kubeconfig',
-    process.env[KUBECONFIG_ENV]!,
-    '--providers-config',
-    providersFile,
-    '--watch-namespace',
-    namespace,
-    '--leader-elect=false',
-    '--metrics-address',
-    `127.0.0.1:${metricsPort}`,
-    '--discovery-address',
-    `127.0.0.1:${await freePort()}`,
-    '--orphan-sweep-interval',
-    '5',
-    '--orphan-min-age',
-    '10',
+  const started = await startChaosOperator(world, stage, [
     '--max-unavailable',
     String(MAX_UNAVAILABLE),
     '--rotation-drain-timeout',
     '1',
-    '--log-level',
-    'warn',
   ]);
+  metricsPort = started.metricsPort;
+  operator = started.process;
   return operator;
-}
-
-async function kill(p: OperatorProcess): Promise<void> {
-  p.child.kill('SIGKILL');
-  await p.exited;
 }
 
 function spec(rotating: boolean) {
   return {
     mode: 'Managed',
     provider: 'kubernetes',
-    port: squid.port,
+    port: stage.squid.port,
     placement: { zone: 'zone-a' },
-    healthCheck: { probeURL: target.probeURL, intervalSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },
+    healthCheck: {
+      probeURL: stage.target.probeURL,
+      intervalSeconds: 2,
+      timeoutSeconds: 1,
+      failureThreshold: 1,
+    },
     ...(rotating ? { rotation: { maxAgeSeconds: 300 } } : {}),
   };
 }
@@ -111,24 +94,12 @@ async function age(): Promise<number> {
 }
 
 beforeAll(async () => {
-  await installProxyCrd(kc);
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await core.createNamespace({ body: { metadata: { name: podNamespace } } });
-  target = await startLocalTarget();
-  squid = await startForwardProxy({ host: '127.0.0.1', port: await freePort() });
-  dir = await mkdtemp(join(tmpdir(), 'chaos-rot-'));
-  providersFile = join(dir, 'providers.yaml');
-  await writeFile(
-    providersFile,
-    `providers:\n  - name: kubernetes\n    type: kubernetes\n    kubernetes: { namespace: ${podNamespace}, image: ubuntu/squid }\n`,
-  );
+  stage = await setUpStage(kc, world);
 });
 
 afterAll(async () => {
   if (operator) await kill(operator);
-  await squid?.close();
-  await target?.close();
-  await rm(dir, { recursive: true, force: true });
+  await stage?.close();
 });
 
 describe('chaos with rotation: the operator SIGKILLed while proxies rotate on age', () => {

@@ -1,4 +1,13 @@
-import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
+import { installProxyCrd } from '../crd/install-proxy-crd.js';
+import { KUBECONFIG_ENV } from '../harness/kube.js';
+import { runOperator, type OperatorProcess } from '../harness/operator-process.js';
 import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
 import { LABEL_REVISION, LABEL_UID } from '../../providers/contract.js';
 
@@ -13,6 +22,75 @@ export interface ChaosWorld {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** What a chaos test stands on: a probe target, the forward proxy every Pod answers with, the providers file. */
+export interface ChaosStage {
+  target: LocalTarget;
+  squid: ForwardProxy;
+  providersFile: string;
+  close(): Promise<void>;
+}
+
+/** The CRD, the world's two namespaces and the stage. */
+export async function setUpStage(kc: KubeConfig, world: ChaosWorld): Promise<ChaosStage> {
+  await installProxyCrd(kc);
+  await world.core.createNamespace({ body: { metadata: { name: world.namespace } } });
+  await world.core.createNamespace({ body: { metadata: { name: world.podNamespace } } });
+  const target = await startLocalTarget();
+  const squid = await startForwardProxy({ host: '127.0.0.1', port: await freePort() });
+  const dir = await mkdtemp(join(tmpdir(), 'chaos-'));
+  const providersFile = join(dir, 'providers.yaml');
+  await writeFile(
+    providersFile,
+    `providers:\n  - name: kubernetes\n    type: kubernetes\n    kubernetes: { namespace: ${world.podNamespace}, image: ubuntu/squid }\n`,
+  );
+  return {
+    target,
+    squid,
+    providersFile,
+    close: async () => {
+      await squid.close();
+      await target.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The real operator process on the world's namespace, with fast sweeps and `extra` flags. */
+export async function startChaosOperator(
+  world: ChaosWorld,
+  stage: ChaosStage,
+  extra: string[],
+): Promise<{ process: OperatorProcess; metricsPort: number }> {
+  const metricsPort = await freePort();
+  const process_ = runOperator([
+    '--kubeconfig',
+    process.env[KUBECONFIG_ENV]!,
+    '--providers-config',
+    stage.providersFile,
+    '--watch-namespace',
+    world.namespace,
+    '--leader-elect=false',
+    '--metrics-address',
+    `127.0.0.1:${metricsPort}`,
+    '--discovery-address',
+    `127.0.0.1:${await freePort()}`,
+    '--orphan-sweep-interval',
+    '5',
+    '--orphan-min-age',
+    '10',
+    ...extra,
+    '--log-level',
+    'warn',
+  ]);
+  return { process: process_, metricsPort };
+}
+
+/** SIGKILL, and wait for the exit. */
+export async function kill(p: OperatorProcess): Promise<void> {
+  p.child.kill('SIGKILL');
+  await p.exited;
+}
 
 /**
  * No kubelet runs in the test control plane: this plays it. Every Pod that is not yet Ready

@@ -1,15 +1,17 @@
-import { writeFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, Watch, type V1Pod } from '@kubernetes/client-node';
-import { freePort } from '../../framework/testing/control-plane.js';
-import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
-import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
-import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
-import { fakeKubelet, listProxies, violations, type ChaosWorld } from './chaos-world.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { readyz, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
+import {
+  fakeKubelet,
+  kill,
+  listProxies,
+  setUpStage,
+  startChaosOperator,
+  violations,
+  type ChaosStage,
+  type ChaosWorld,
+} from './chaos-world.js';
 
 // Issue 11 item 12: the real operator process is SIGKILLed at 20+ random moments while 30+
 // Managed proxies on the `kubernetes` provider are created, replaced and deleted; some kills
@@ -25,52 +27,31 @@ const api = new ProxyApi(kc, namespace);
 const core = kc.makeApiClient(CoreV1Api);
 const objects = kc.makeApiClient(CustomObjectsApi);
 const world: ChaosWorld = { core, objects, namespace, podNamespace };
-let target: LocalTarget;
-let squid: ForwardProxy;
-let dir: string;
-let providersFile: string;
+let stage: ChaosStage;
 let operator: OperatorProcess | undefined;
 let metricsPort = 0;
 const random = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startOperator(): Promise<OperatorProcess> {
-  metricsPort = await freePort();
-  const p = runOperator([
-    '--kubeconfig',
-    process.env[KUBECONFIG_ENV]!,
-    '--providers-config',
-    providersFile,
-    '--watch-namespace',
-    namespace,
-    '--leader-elect=false',
-    '--metrics-address',
-    `127.0.0.1:${metricsPort}`,
-    '--discovery-address',
-    `127.0.0.1:${await freePort()}`,
-    '--orphan-sweep-interval',
-    '5',
-    '--orphan-min-age',
-    '10',
-    '--log-level',
-    'warn',
-  ]);
-  operator = p;
-  return p;
-}
-
-async function kill(p: OperatorProcess): Promise<void> {
-  p.child.kill('SIGKILL');
-  await p.exited;
+  const started = await startChaosOperator(world, stage, []);
+  metricsPort = started.metricsPort;
+  operator = started.process;
+  return operator;
 }
 
 function spec(zone: string) {
   return {
     mode: 'Managed',
     provider: 'kubernetes',
-    port: squid.port,
+    port: stage.squid.port,
     placement: { zone },
-    healthCheck: { probeURL: target.probeURL, intervalSeconds: 2, timeoutSeconds: 1, failureThreshold: 1 },
+    healthCheck: {
+      probeURL: stage.target.probeURL,
+      intervalSeconds: 2,
+      timeoutSeconds: 1,
+      failureThreshold: 1,
+    },
   };
 }
 
@@ -111,24 +92,12 @@ async function workload(stats: Record<string, number>): Promise<Set<string>> {
 }
 
 beforeAll(async () => {
-  await installProxyCrd(kc);
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await core.createNamespace({ body: { metadata: { name: podNamespace } } });
-  target = await startLocalTarget();
-  squid = await startForwardProxy({ host: '127.0.0.1', port: await freePort() });
-  dir = await mkdtemp(join(tmpdir(), 'chaos-'));
-  providersFile = join(dir, 'providers.yaml');
-  await writeFile(
-    providersFile,
-    `providers:\n  - name: kubernetes\n    type: kubernetes\n    kubernetes: { namespace: ${podNamespace}, image: ubuntu/squid }\n`,
-  );
+  stage = await setUpStage(kc, world);
 });
 
 afterAll(async () => {
   if (operator) await kill(operator);
-  await squid?.close();
-  await target?.close();
-  await rm(dir, { recursive: true, force: true });
+  await stage?.close();
 });
 
 describe('chaos: the operator process SIGKILLed at random moments', () => {
