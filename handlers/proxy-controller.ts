@@ -52,7 +52,7 @@ import { writeStatus, type StatusOverride } from './proxy-status.js';
 import { exitIPUpdate } from './exit-ip-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
-import { ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
+import { holdsSlot, ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 import { banRotation, cooldownSource, upSince, wantsBanCheck, type CooldownSource } from './ban-rotation.js';
@@ -392,9 +392,8 @@ export class ProxyController {
   private async record(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride): Promise<void> {
     let changed = true;
     if (step.status) {
-      // A drain keeps its grant until the instance is replaced (the cache counts it as well).
-      const draining = step.status.replacement?.cause === 'Rotation';
-      if (step.status.phase !== 'Provisioning' && !draining) this.budget.release(proxyKey(ctx.object));
+      // A drain keeps its grant until the instance is replaced, on every run of the drain.
+      if (!holdsSlot(ctx.object.status?.replacement, step.status)) this.budget.release(proxyKey(ctx.object));
       changed = await writeStatus(ctx, step.status, override);
     }
     if (changed && step.startsReplacement)

@@ -1,5 +1,5 @@
 import type { CacheReader } from '../framework/index.js';
-import type { Proxy, ProxyPhase } from '../crds/proxy-types.js';
+import type { Proxy, ProxyPhase, ReplacementStatus } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyKey } from './proxy-address.js';
 
@@ -104,7 +104,8 @@ interface Tally {
  * Paces replacements per provider, as a Deployment's maxUnavailable does: a proxy is replaced
  * only while fewer than the cap of its provider's proxies are out of service (see SlotKind and
  * outOfService for who counts), plus the slots this process granted that the cache may not
- * show yet; a grant is held until the proxy's reconcile writes a phase other than Provisioning.
+ * show yet; a grant is held until the proxy's reconcile writes a status that no longer holds
+ * it (holdsSlot: out of Provisioning and not draining).
  * Counting from the cache keeps the cap across restarts and leader changes; the grants keep it
  * between a write and its watch event while three reconciles run at once.
  */
@@ -129,7 +130,7 @@ export class ReplacementBudget {
     return { granted, inFlight: counted.size, cap, failed };
   }
 
-  /** The proxy left Provisioning (or went away): its slot is free. */
+  /** The proxy left its replacement (or went away): its slot is free. See holdsSlot. */
   release(key: string): void {
     this.granted.delete(key);
   }
@@ -152,6 +153,23 @@ export class ReplacementBudget {
     this.tallies.set(provider, tally);
     return tally;
   }
+}
+
+/**
+ * Whether a proxy still holds its slot once `written` is in its status: Provisioning (between
+ * instances), or draining before a rotation. A status write that says nothing of the
+ * replacement record keeps the stored one, so a drain that goes on (its later runs write no
+ * record) still holds the slot its start was granted. Released any earlier, the slot would be
+ * counted by nothing until the cache tally (up to a second old) showed the drain: a tally made
+ * before the drain's own status write reached the cache let another replacement through.
+ */
+export function holdsSlot(
+  stored: ReplacementStatus | undefined,
+  written: { phase: ProxyPhase; replacement?: ReplacementStatus | null },
+): boolean {
+  if (written.phase === 'Provisioning') return true;
+  const replacement = written.replacement === undefined ? stored : (written.replacement ?? undefined);
+  return replacement?.cause === 'Rotation' && (written.phase === 'Ready' || written.phase === 'Unhealthy');
 }
 
 /** A proxy drained before its rotation: still on its instance, out of leases (the catalog agrees). */

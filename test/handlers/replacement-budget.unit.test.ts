@@ -1,6 +1,12 @@
 import type { CacheReader, KubeObject } from '../../framework/index.js';
 import type { Proxy, ProxyPhase } from '../../crds/proxy-types.js';
-import { capFor, ReplacementBudget, type MaxUnavailable } from '../../handlers/replacement-budget.js';
+import {
+  capFor,
+  holdsSlot,
+  ReplacementBudget,
+  type MaxUnavailable,
+} from '../../handlers/replacement-budget.js';
+import type { ReplacementStatus } from '../../crds/proxy-types.js';
 
 const setting = (
   def: MaxUnavailable['default'],
@@ -106,5 +112,24 @@ describe('replacement slots', () => {
     ]);
     expect(budget.tryAcquire('ns/b', 'gcp', cache).granted).toBe(true);
     expect(budget.tryAcquire('ns/x', 'mock', cache).granted).toBe(false);
+  });
+});
+
+describe('whether a status write still holds the slot (the controller releases its grant when not)', () => {
+  const rotation: ReplacementStatus = { cause: 'Rotation', startedAt: '2026-03-01T12:00:00Z' };
+  const specChanged: ReplacementStatus = { cause: 'SpecChanged', startedAt: '2026-03-01T12:00:00Z' };
+  it.each<[string, ReplacementStatus | undefined, Parameters<typeof holdsSlot>[1], boolean]>([
+    ['between instances', specChanged, { phase: 'Provisioning' }, true],
+    ['a drain starting', undefined, { phase: 'Ready', replacement: rotation }, true],
+    // The bug the chaos test with rotation found: a drain's later runs write no record.
+    ['a drain going on: the stored record stays', rotation, { phase: 'Ready' }, true],
+    ['a drain going on while Unhealthy', rotation, { phase: 'Unhealthy' }, true],
+    ['the new instance Ready: the record cleared', rotation, { phase: 'Ready', replacement: null }, false],
+    ['Ready with no replacement', undefined, { phase: 'Ready' }, false],
+    ['a replacement of another cause once Ready', specChanged, { phase: 'Ready' }, false],
+    ['a failed replacement (the cache counts it from status)', specChanged, { phase: 'Failed' }, false],
+    ['a drain record on a Failed proxy', rotation, { phase: 'Failed' }, false],
+  ])('%s → %s', (_n, stored, written, want) => {
+    expect(holdsSlot(stored, written)).toBe(want);
   });
 });

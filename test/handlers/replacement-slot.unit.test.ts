@@ -10,7 +10,7 @@ import {
   type ReplacementTrigger,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
-import { ReplacementBudget, type SlotKind } from '../../handlers/replacement-budget.js';
+import { holdsSlot, ReplacementBudget, type SlotKind } from '../../handlers/replacement-budget.js';
 import type { CacheReader, KubeObject } from '../../framework/index.js';
 import {
   CONDITION_HEALTHY,
@@ -364,6 +364,33 @@ describe('the budget granting, refusing and already holding a slot, wired as the
     expect(decide(budget, c, 'ns/p', rollout).action.type).toBe('delete');
     budget.release('ns/p');
     expect(decide(budget, c, 'ns/q', rollout).action.type).toBe('delete');
+  });
+
+  // The controller's record(): the grant goes once the written status no longer holds the slot.
+  const settle = (budget: ReplacementBudget, key: string, inp: Inputs, step: Step) => {
+    if (step.status && !holdsSlot(inp.proxy.status?.replacement, step.status)) budget.release(key);
+  };
+
+  it('a drain holds its slot on every run until its new instance is Ready, whatever the cache tally shows', () => {
+    // The chaos test with rotation saw a third proxy between instances at once with a cap of 2:
+    // the drain's second run (its own status write's event) released the grant, and a tally
+    // counted before that write reached the cache did not show the drain either.
+    const budget = new ReplacementBudget({ default: { kind: 'count', value: 1 }, byProvider: {} });
+    const stale = cache({ p: 'Ready', q: 'Ready', r: 'Ready' });
+    const run = (key: string, inp: Inputs) => {
+      const step = decide(budget, stale, key, inp);
+      settle(budget, key, inp, step);
+      return step;
+    };
+    expect(run('ns/p', inputs(ROTATION_DUE)).status?.provisioned?.reason).toBe('Draining');
+    expect(run('ns/p', inputs(DRAINING)).status?.provisioned?.reason).toBe('Draining');
+    expect(run('ns/q', inputs(ROTATION_DUE)).status?.provisioned?.reason).toBe('ReplacementPending');
+    expect(run('ns/p', inputs(DRAINED)).action.type).toBe('delete');
+    expect(run('ns/q', inputs(ROTATION_DUE)).status?.provisioned?.reason).toBe('ReplacementPending');
+    // Its new instance Ready: the record is cleared and the slot is q's.
+    const ready = run('ns/p', inputs({ phase: 'Provisioning', replacement: DRAINED.replacement }));
+    expect(ready.status).toMatchObject({ phase: 'Ready', replacement: null });
+    expect(run('ns/q', inputs(ROTATION_DUE)).status?.provisioned?.reason).toBe('Draining');
   });
 
   it('a step that needs no slot asks nothing, so takes none', () => {
