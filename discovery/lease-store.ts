@@ -159,6 +159,11 @@ export interface StoreTotals {
   suspicionsExpired: number;
 }
 
+/**
+ * Every store follows its catalog: besides health, drains and attributes, a record whose
+ * egress changed (egress.ts: a replacement on a new address) makes the store forget that
+ * proxy's cooldowns and streaks; a shared store may apply that in the background.
+ */
 export interface LeaseStore {
   /**
    * Chooses a proxy from the catalog and leases it, atomically with respect to every other

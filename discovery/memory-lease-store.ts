@@ -18,6 +18,7 @@ import {
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
 } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
+import { egressOf, egressStep } from './egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
 import { isLeasable, refusal, selectProxy, type SelectionState } from './lease-selection.js';
 import type {
@@ -128,6 +129,12 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly unsubscribe: () => void;
   private readonly idle: ProxyUsage;
   private readonly holds = new Map<string, HoldState>();
+  /**
+   * Each proxy's egress as the book last saw it (egress.ts), kept after the proxy leaves the
+   * catalog while the book holds cooldowns of its: a proxy created again under the name
+   * keeps them only on the same address.
+   */
+  private readonly egress = new Map<string, string>();
   private readonly suspicion: SuspicionPolicy;
   private readonly probeListeners = new Set<ProbeRequestListener>();
   private suspicionsRaised = 0;
@@ -394,6 +401,8 @@ export class MemoryLeaseStore implements LeaseStore {
     this.targets.sweep(now);
     this.sweepHolds(now);
     for (const [id, window] of this.stats) if (window.isEmpty(now)) this.stats.delete(id);
+    for (const id of this.egress.keys())
+      if (this.catalog.get(id) === undefined && !this.targets.hasProxy(id)) this.egress.delete(id);
   }
 
   private usageOf(proxyID: string, now: number): ProxyUsage {
@@ -529,11 +538,27 @@ export class MemoryLeaseStore implements LeaseStore {
       this.holds.delete(id);
       return;
     }
+    this.followEgress(after);
     const held = this.holds.get(id);
     const caughtUp = onRecordChanged(held, { address: addressOf(after), healthy: after.healthy });
     if (caughtUp === undefined) this.holds.delete(id);
     else if (caughtUp !== held) this.holds.set(id, caughtUp);
     if (this.indexable(after, this.clock.now())) this.index.add(after, load);
+  }
+
+  /** A renewed egress (a replacement's new address) forgets the proxy's cooldowns and streaks. */
+  private followEgress(record: ProxyRecord): void {
+    const seen = egressOf(record);
+    const step = egressStep(this.egress.get(record.id), seen);
+    if (step === 'same') return;
+    this.egress.set(record.id, seen!);
+    if (step !== 'renewed') return;
+    const forgotten = this.targets.forgetProxy(record.id, this.clock.now());
+    if (forgotten > 0)
+      this.logger.info(
+        { proxyID: record.id, egress: seen, cooldowns: forgotten },
+        'new egress: forgot the cooldowns the old address earned',
+      );
   }
 }
 

@@ -17,6 +17,7 @@ import {
   DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
 } from './cooldown-policy.js';
+import { egressOf } from './egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
 import type { ProxyCooldown } from './leasability.js';
 import { isLeasable, refusal } from './lease-selection.js';
@@ -76,6 +77,8 @@ export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
  * the average call (docs/benchmarks.md).
  */
 const CHUNKS = [4, 32, 256, 2048];
+/** Proxies per egress script call (its reply lists the renewed ones: bounded). */
+const EGRESS_CHUNK = 500;
 /** Session → proxy bindings this replica remembers, so a sticky lease is one round trip. */
 const SESSION_HINTS = 10_000;
 const NO_TARGET = '\u0000';
@@ -136,6 +139,15 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly sessionHints = new Map<string, string>();
   private readonly listeners = new Set<ProbeRequestListener>();
   private readonly unsubscribe: () => void;
+  /** Each proxy's egress this replica sent the book last (egress.ts): unchanged ones go once. */
+  private readonly egressSent = new Map<string, string>();
+  /**
+   * Egresses to send, in one background batch per turn of the event loop, in the order seen:
+   * the book must see each step (a first exit IP read, then a new one, is two).
+   */
+  private egressPending: Array<[string, string]> = [];
+  private egressFlush: Promise<void> | undefined;
+  private closed = false;
   private subscriber: Redis | undefined;
   private timer: NodeJS.Timeout | undefined;
 
@@ -508,6 +520,7 @@ export class RedisLeaseStore implements LeaseStore {
 
   /** Stops following the catalog and closes the subscriber (a store that is thrown away). */
   close(): void {
+    this.closed = true;
     this.unsubscribe();
     this.subscriber?.disconnect();
     this.subscriber = undefined;
@@ -602,6 +615,8 @@ export class RedisLeaseStore implements LeaseStore {
       this.tracked.set(id, { record: after, ranked });
       this.index.add(ranked, load);
     }
+    if (after === undefined) this.egressSent.delete(id);
+    else this.followEgress(after);
     // The book's down hold ends when the status caught up or the proxy moved (in the background:
     // a catalog event cannot wait for Redis; every replica sends the same idempotent update).
     if (before !== undefined && after !== undefined) {
@@ -613,6 +628,50 @@ export class RedisLeaseStore implements LeaseStore {
         );
       }
     }
+  }
+
+  /**
+   * Sends the book an egress it has not had from this replica (the first sight included: a
+   * replica started after a replacement still brings the news), in the background like the
+   * holds' updates; the book decides, by egress.ts's rule, whether cooldowns go.
+   */
+  private followEgress(record: ProxyRecord): void {
+    const seen = egressOf(record);
+    if (seen === undefined || this.egressSent.get(record.id) === seen) return;
+    this.egressSent.set(record.id, seen);
+    this.egressPending.push([record.id, seen]);
+    this.egressFlush ??= this.sendEgress();
+  }
+
+  /** Sends what is pending, on the next turn (one batch for a burst of changes), until none is. */
+  private async sendEgress(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.egressPending.length > 0 && !this.closed) {
+      const pending = this.egressPending;
+      this.egressPending = [];
+      for (let i = 0; i < pending.length; i += EGRESS_CHUNK) {
+        const chunk = pending.slice(i, i + EGRESS_CHUNK);
+        try {
+          const reply = (await this.eval('egress', [String(chunk.length), ...chunk.flat()])) as unknown[];
+          const renewed = reply.slice(1).map(String);
+          if (renewed.length > 0)
+            this.logger.info(
+              { proxyIDs: renewed, cooldowns: Number(reply[0]) },
+              'new egress: forgot the cooldowns the old address earned',
+            );
+        } catch (err) {
+          // Sent again with its next change, or by the next replica to start.
+          for (const [id] of chunk) this.egressSent.delete(id);
+          this.logger.warn({ err }, 'could not tell the shared book of new egresses');
+        }
+      }
+    }
+    this.egressFlush = undefined;
+  }
+
+  /** Resolves once the egresses this replica has seen are in the book (tests wait for it). */
+  async egressSettled(): Promise<void> {
+    while (this.egressFlush !== undefined) await this.egressFlush;
   }
 
   private subscribe(): void {

@@ -31,6 +31,9 @@
 //   P:targets           zset proxy\0target -> cooldown end: every entry (cap, active count)
 //   P:cd:<proxy>\0<target>  string: that entry's cooldown end again (its score), for the
 //                       acquire's one MGET; written and deleted with the member, PX = RETAIN
+//   P:egress:<proxy>    string "exit <ip>" | "ip <ip>": the proxy's egress as the book last
+//                       heard of it (egress.ts); PX = RETAIN, kept alive by bad reports, so
+//                       it lasts while the proxy has cooldowns to forget
 //   P:hold:<proxy>      string JSON {sa, ss, su, da, ca, ct}: suspect/down holds (read in the
 //                       acquire's one MGET with the loads), PX = the book's retention
 //   P:suspects          zset proxyID -> suspicion deadline
@@ -76,7 +79,16 @@ export interface LuaScript {
 }
 
 export type ScriptName =
-  'acquire' | 'renew' | 'release' | 'report' | 'observe' | 'get' | 'endSession' | 'totals' | 'sweep';
+  | 'acquire'
+  | 'renew'
+  | 'release'
+  | 'report'
+  | 'observe'
+  | 'egress'
+  | 'get'
+  | 'endSession'
+  | 'totals'
+  | 'sweep';
 
 /** A helper block: Lua text and the blocks it calls (defined before it). */
 interface Block {
@@ -209,6 +221,7 @@ end`,
     needs: ['entries', 'keep', 'count'],
     lua: String.raw`
 local function k_tord(id) return P .. ':tord:' .. id end
+local function k_egress(id) return P .. ':egress:' .. id end
 
 -- base x 2^(streak - 1), capped, spread by +-JITTER, capped again (cooldown-policy.ts).
 local function cooldown(streak, base, max, random)
@@ -310,7 +323,16 @@ local function target_report(id, target, result, retry_after, random)
   keep(key, RETAIN)
   keep(k_tord(id), RETAIN)
   keep(K_TARGETS, RETAIN)
+  -- The egress these cooldowns belong to lives as long as they do (the egress script).
+  keep(k_egress(id), RETAIN)
   return ends
+end
+
+-- Forgets every (proxy, target) entry of one proxy; answers how many cooldowns were running.
+local function forget_proxy(id)
+  local running = redis.call('ZCOUNT', k_tord(id), '(' .. NOW, '+inf')
+  for _, target in ipairs(redis.call('HKEYS', k_tgt(id))) do forget_target(id, target) end
+  return running
 end`,
   },
   held: {
@@ -792,6 +814,32 @@ hold_put(id, h)
 return 1
 `;
 
+/**
+ * The proxies' egresses as a replica's catalog shows them (egress.ts's egressStep, the same
+ * rule): ARGV after now: count, then per proxy its id and egress ("exit <ip>" | "ip <ip>").
+ * A renewed egress (same kind, another address) forgets the proxy's cooldowns and streaks.
+ * Every replica sends what it sees: the first one that brings news acts, the rest find the
+ * egress known. Answers {running cooldowns forgotten, then the ids whose egress was renewed}.
+ */
+const EGRESS = String.raw`
+local n = tonumber(ARGV[A + 1])
+local forgotten = 0
+local renewed = {}
+for i = 1, n do
+  local id = ARGV[A + 2 * i]
+  local seen = ARGV[A + 2 * i + 1]
+  local known = redis.call('GET', k_egress(id))
+  if known ~= seen then
+    if known and string.match(known, '^%S+') == string.match(seen, '^%S+') then
+      forgotten = forgotten + forget_proxy(id)
+      renewed[#renewed + 1] = id
+    end
+    redis.call('SET', k_egress(id), seen, 'PX', RETAIN)
+  end
+end
+return { forgotten, unpack(renewed) }
+`;
+
 /** ARGV after now: leaseID. Answers the lease value, or nil. */
 const GET = String.raw`
 local _, v = live_lease(ARGV[A + 1])
@@ -852,6 +900,7 @@ const BODIES: Record<ScriptName, { needs: readonly BlockName[]; body: string }> 
   release: { needs: [], body: RELEASE },
   report: { needs: ['now', 'keep', 'holds', 'targets', 'leases', 'statsAdd'], body: REPORT },
   observe: { needs: ['holds'], body: OBSERVE },
+  egress: { needs: ['now', 'targets'], body: EGRESS },
   get: { needs: ['leases'], body: GET },
   endSession: { needs: [], body: END_SESSION },
   totals: { needs: ['now', 'suspicions'], body: TOTALS },

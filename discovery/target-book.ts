@@ -142,6 +142,21 @@ export class TargetBook {
     return running;
   }
 
+  /** Whether the book holds anything of the proxy's (a cooldown, a streak, a window). */
+  hasProxy(proxyID: string): boolean {
+    return this.byProxy.has(proxyID);
+  }
+
+  /**
+   * Forgets everything the book holds of one proxy, running cooldowns included: what its
+   * address earned no longer applies (egress.ts). Returns how many cooldowns were running.
+   */
+  forgetProxy(proxyID: string, now: number): number {
+    const entries = [...(this.byProxy.get(proxyID)?.values() ?? [])];
+    for (const entry of entries) this.forget(entry);
+    return entries.filter((e) => e.until > now).length;
+  }
+
   activeCooldowns(now: number): number {
     let count = 0;
     for (const entry of this.entries.values()) if (entry.until > now) count++;

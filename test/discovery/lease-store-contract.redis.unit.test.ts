@@ -30,5 +30,6 @@ describeLeaseStoreContract({
   name: 'redis',
   create: (options) => new RedisLeaseStore({ ...options, redis, keyPrefix: `contract-${++books}` }),
   probeRequestsReady: (store: LeaseStore) => (store as RedisLeaseStore).subscribed(),
+  settled: (store: LeaseStore) => (store as RedisLeaseStore).egressSettled(),
   dispose: (store: LeaseStore) => (store as RedisLeaseStore).close(),
 });

@@ -44,6 +44,8 @@ export interface LeaseStoreSubject {
   create(options: ContractOptions): LeaseStore;
   /** Resolves once probe requests raised from now on reach this store's listeners. */
   probeRequestsReady?(store: LeaseStore): Promise<void>;
+  /** Resolves once the catalog changes seen so far are in the book (a shared one hears of them in the background). */
+  settled?(store: LeaseStore): Promise<void>;
   /** Releases one store after its case (connections, subscriptions). */
   dispose?(store: LeaseStore): void | Promise<void>;
 }
@@ -241,6 +243,87 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           reason: 'no_match',
         });
         expect((await lease({ selector: { geo: 'us' } })).proxyID).toBe('ns/a');
+      });
+    });
+
+    describe('a new egress: what the old address earned is forgotten (egress.ts)', () => {
+      const A = 'a.example';
+      /** ns/a banned twice on A (a streak of 2: a 2 × --cooldown rest) and rate limited on B. */
+      async function earned(s: ReturnType<typeof setup>) {
+        const held = await s.lease({ ttlSeconds: 3600 });
+        await s.store.report(held.id, 'banned', { target: A });
+        await s.store.report(held.id, 'banned', { target: A });
+        await s.store.report(held.id, 'rate_limited', { target: 'b.example' });
+        expect((await s.store.standing('ns/a')).cooldowns).toHaveLength(2);
+      }
+      const change = async (s: ReturnType<typeof setup>, ...records: ProxyRecord[][]) => {
+        for (const r of records) s.catalog.proxies = r;
+        await subject.settled?.(s.store);
+      };
+
+      it('a replacement on a new address forgets the cooldowns and the streaks: a ban starts over at --cooldown', async () => {
+        const s = setup({}, [proxy('ns/a')]);
+        await earned(s);
+        // Between instances (no address), then the new instance's.
+        await change(
+          s,
+          [proxy('ns/a', { ip: '', phase: 'Provisioning', healthy: false })],
+          [proxy('ns/a', { ip: '10.0.0.9' })],
+        );
+        expect((await s.store.standing('ns/a')).cooldowns).toEqual([]);
+        const again = await s.lease({ target: A });
+        expect(again.proxyID).toBe('ns/a');
+        const outcome = await s.store.report(again.id, 'banned');
+        expect(outcome?.cooldownUntil).toEqual(new Date(s.clock.now() + COOLDOWN_SECONDS * 1000));
+      });
+
+      it.each<[string, ProxyRecord[][], number]>([
+        ['a status change on the same address keeps them', [[proxy('ns/a', { latencyMillis: 7 })]], 2],
+        [
+          'the exit IP read for the first time keeps them (another kind of egress, no news of a new one)',
+          [[proxy('ns/a', { exitIP: '203.0.113.1' })]],
+          2,
+        ],
+        [
+          'behind a read exit IP, a new listen IP with the same exit IP keeps them (sites see the exit)',
+          [
+            [proxy('ns/a', { exitIP: '203.0.113.1' })],
+            [proxy('ns/a', { ip: '10.0.0.9', exitIP: '203.0.113.1' })],
+          ],
+          2,
+        ],
+        [
+          'behind a read exit IP, a new exit IP forgets them',
+          [
+            [proxy('ns/a', { exitIP: '203.0.113.1' })],
+            [proxy('ns/a', { ip: '10.0.0.9', exitIP: '203.0.113.2' })],
+          ],
+          0,
+        ],
+        ['a proxy deleted and created again on its address keeps them', [[], [proxy('ns/a')]], 2],
+        [
+          'a proxy deleted and created again on another address forgets them',
+          [[], [proxy('ns/a', { ip: '10.0.0.9' })]],
+          0,
+        ],
+      ])('%s', async (_case, records, cooldowns) => {
+        const s = setup({}, [proxy('ns/a')]);
+        await earned(s);
+        await change(s, ...records);
+        expect((await s.store.standing('ns/a')).cooldowns).toHaveLength(cooldowns);
+      });
+
+      it("leaves other proxies' cooldowns alone", async () => {
+        const s = setup({}, [proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })]);
+        await earned(s);
+        const b = await s.lease({ ttlSeconds: 3600, target: 'c.example' });
+        await s.store.report(b.id, 'banned', { target: A });
+        await change(s, [
+          proxy('ns/a', { ip: '10.0.0.9' }),
+          proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 }),
+        ]);
+        expect((await s.store.standing('ns/a')).cooldowns).toEqual([]);
+        expect((await s.store.standing('ns/b')).cooldowns).toHaveLength(1);
       });
     });
 

@@ -23,7 +23,8 @@ import {
 // put RotationDue and a Warning Event on an External one.
 
 const DRAIN_SECONDS = 2;
-// Short cooldowns: a ban counts once it ends past --cooldown + 10 % after the instance came up.
+// Short cooldowns: a ban counts once it ends past --cooldown + 10 % after the instance came up
+// (banRotation's floor: a replacement that keeps its egress keeps its cooldowns).
 const COOLDOWN_SECONDS = 10;
 const kc = testKubeConfig();
 const namespace = uniqueName('bans');
@@ -135,8 +136,21 @@ describe('rotation on bans (item 3)', () => {
         expect.objectContaining({ type: 'Normal', reason: 'Replacing' }),
       ]),
     );
-    // The cooldowns the old IP earned stay in the book (it keys by proxy), but they began
-    // before the new instance came up: it is not rotated again.
+    // A new IP: the book forgot what the old one earned, streaks included (docs/decisions/0212):
+    // the fresh instance is leased for the very targets it was rotated for, and a ban there
+    // starts over at --cooldown (the old IP's streak would have doubled it).
+    const fresh = await call('POST', '/v1/leases', {
+      selector: { pool: 'managed' },
+      target: 'a.example',
+      ttlSeconds: 5,
+    });
+    expect(fresh.status).toBe(201);
+    const at = Date.now();
+    const report = await call('POST', `/v1/leases/${String(fresh.body.leaseID)}/report`, {
+      result: 'banned',
+    });
+    const rest = Date.parse(String(report.body.cooldownUntil)) - at;
+    expect(rest).toBeLessThan(COOLDOWN_SECONDS * 1000 * 1.1 + 500);
     await new Promise((r) => setTimeout(r, 3_000));
     const after = await api.get('banned');
     expect(condition(after, 'Provisioned')?.reason).toBe('InstanceRunning');
