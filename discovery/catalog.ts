@@ -1,6 +1,7 @@
 // What the discovery API reads proxies from. The API owns this interface; the handlers layer
 // feeds an IndexedCatalog from the informer cache's change events, tests fill one by hand.
 // Nothing here knows about Kubernetes.
+import type { ExitIPTerm } from './exit-ip-match.js';
 
 /** One proxy as the discovery API sees it: a flattened, read-only view of a Proxy resource. */
 export interface ProxyRecord {
@@ -45,6 +46,8 @@ export interface CatalogFilter {
   selector?: Readonly<Record<string, string>>;
   /** Only healthy (true) or only unhealthy (false) records; absent = both. */
   healthy?: boolean;
+  /** Only records whose exit IP is this address or in this block (unknown: never), as a lease's term. */
+  exitIP?: ExitIPTerm;
 }
 
 export interface ProxyCatalog {

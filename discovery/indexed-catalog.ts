@@ -2,6 +2,7 @@
 // by id, ids in sorted order, and an attribute index (key=value → ids). List answers are
 // cached per catalog version, so repeated lists cost a map lookup.
 import type { CatalogChange, CatalogFilter, CatalogListener, ProxyCatalog, ProxyRecord } from './catalog.js';
+import { exitIPMatches, type ExitIPTerm } from './exit-ip-match.js';
 import { attributeTerm, selectorTerms } from './selector.js';
 
 /** Distinct selectors whose list answers are kept (least recently used ones are dropped). */
@@ -40,7 +41,7 @@ export class IndexedCatalog implements ProxyCatalog {
       this.listCache.set(key, cached);
       return cached.records;
     }
-    const records = Object.freeze(this.compute(filter.selector ?? {}, filter.healthy));
+    const records = Object.freeze(this.compute(filter.selector ?? {}, filter.healthy, filter.exitIP));
     this.listCache.delete(key);
     this.listCache.set(key, { version: this.currentVersion, records });
     if (this.listCache.size > LIST_CACHE_ENTRIES) this.listCache.delete(this.listCache.keys().next().value!);
@@ -80,8 +81,15 @@ export class IndexedCatalog implements ProxyCatalog {
     for (const record of records) this.upsert(record);
   }
 
-  private compute(selector: Readonly<Record<string, string>>, healthy: boolean | undefined): ProxyRecord[] {
-    const matches = healthy === undefined ? all : (r: ProxyRecord) => r.healthy === healthy;
+  private compute(
+    selector: Readonly<Record<string, string>>,
+    healthy: boolean | undefined,
+    exitIP: ExitIPTerm | undefined,
+  ): ProxyRecord[] {
+    const byHealth = healthy === undefined ? all : (r: ProxyRecord) => r.healthy === healthy;
+    // A CIDR is no index term (0208): checked on each record the attribute index yields.
+    const matches =
+      exitIP === undefined ? byHealth : (r: ProxyRecord) => byHealth(r) && exitIPMatches(exitIP, r.exitIP);
     const terms = selectorTerms(selector);
     if (terms.length === 0) return this.sortedIDs.map((id) => this.byID.get(id)!).filter(matches);
     // Start from the rarest term; check the others on each record.
@@ -157,9 +165,9 @@ export function sameRecord(a: ProxyRecord, b: ProxyRecord): boolean {
 
 const all = () => true;
 
-function canonical({ selector = {}, healthy }: CatalogFilter): string {
+function canonical({ selector = {}, healthy, exitIP }: CatalogFilter): string {
   const pairs = Object.entries(selector).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify([healthy ?? null, pairs]);
+  return JSON.stringify([healthy ?? null, exitIP?.text ?? null, pairs]);
 }
 
 function insertSorted(ids: string[], id: string): void {

@@ -227,13 +227,22 @@ export const openApiDocument: OpenApiDocument = {
     '/v1/proxies': {
       get: {
         operationId: 'listProxies',
-        summary: 'List proxies, filtered by attributes and health, sorted by id.',
+        summary: 'List proxies, filtered by attributes, health and exit IP, sorted by id.',
         parameters: [
           {
             name: 'healthy',
             in: 'query',
             description: 'Only healthy (true) or only unhealthy (false) proxies; absent = both.',
             schema: { type: 'string', enum: ['true', 'false'] },
+          },
+          {
+            name: 'exitIP',
+            in: 'query',
+            description:
+              'As in a lease request: only proxies whose exit IP is this address or in this CIDR block (IPv4 or ' +
+              'IPv6, no host bits set: 203.0.113.7, 203.0.113.0/24, 2001:db8::/32; percent-encode the slash or ' +
+              'not). A proxy whose exit IP is not known never matches. Anything else is a 400 naming exitIP.',
+            schema: { type: 'string', maxLength: 64 },
           },
           {
             name: 'attr.{key}',

@@ -8,6 +8,8 @@ import { parseExitIPTerm, type ExitIPTerm } from './exit-ip-match.js';
 export interface ListQuery {
   selector: Record<string, string>;
   healthy?: boolean;
+  /** The lease request's exit IP term, as a query parameter of the same name and syntax. */
+  exitIP?: ExitIPTerm;
   /** The page size. */
   limit: number;
   /** From a `continue` token: the page starts after this proxy id. */
@@ -64,11 +66,14 @@ export function parseListQuery(rawQuery: string): ListQuery {
   let healthy: boolean | undefined;
   let limit = DEFAULT_LIST_LIMIT;
   let after: string | undefined;
+  let exitIP: ExitIPTerm | undefined;
   const seen = new Set<string>();
   for (const [name, value] of new URLSearchParams(rawQuery)) {
     if (seen.has(name)) throw invalid(`query parameter '${name}' is given more than once`);
     seen.add(name);
-    if (name === 'healthy') {
+    if (name === 'exitIP') {
+      exitIP = parseExitIP(value);
+    } else if (name === 'healthy') {
       if (value !== 'true' && value !== 'false')
         throw invalid(`healthy must be 'true' or 'false', got '${value}'`);
       healthy = value === 'true';
@@ -82,7 +87,7 @@ export function parseListQuery(rawQuery: string): ListQuery {
       selector[name.slice(ATTR_PREFIX.length)] = value;
     } else {
       throw invalid(
-        `unknown query parameter '${name.length > 64 ? `${name.slice(0, 61)}...` : name}'; expected attr.<key>=<value>, healthy=true|false, limit or continue`,
+        `unknown query parameter '${name.length > 64 ? `${name.slice(0, 61)}...` : name}'; expected attr.<key>=<value>, healthy=true|false, exitIP, limit or continue`,
       );
     }
   }
@@ -91,6 +96,7 @@ export function parseListQuery(rawQuery: string): ListQuery {
   return {
     selector,
     ...(healthy === undefined ? {} : { healthy }),
+    ...(exitIP === undefined ? {} : { exitIP }),
     limit,
     ...(after === undefined ? {} : { after }),
   };

@@ -57,6 +57,8 @@ export interface ListOptions {
   selector?: Attributes;
   /** Only healthy (true) or only unhealthy (false) proxies; absent = both. */
   healthy?: boolean;
+  /** Only proxies whose exit IP is this address or in this CIDR block (unknown: never), as a lease's. */
+  exitIP?: string;
   /** Proxies per page (1-1000; the server's default is 200). listProxies follows every page. */
   pageSize?: number;
 }
@@ -107,6 +109,7 @@ export class DiscoveryClient {
     do {
       const params = new URLSearchParams();
       if (query.healthy !== undefined) params.set('healthy', String(query.healthy));
+      if (query.exitIP !== undefined) params.set('exitIP', query.exitIP);
       for (const [key, value] of Object.entries(query.selector ?? {})) params.set(`attr.${key}`, value);
       if (query.pageSize !== undefined) params.set('limit', String(query.pageSize));
       if (next !== undefined) params.set('continue', next);

@@ -54,7 +54,12 @@ describe('DiscoveryClient against the real discovery API', () => {
       token: TOKEN,
       proxies: [
         proxy('ns/a', { ip: '10.0.0.1', attributes: { geo: 'eu' }, latencyMillis: 10 }),
-        proxy('ns/b', { ip: '10.0.0.2', attributes: { geo: 'us' }, latencyMillis: 20 }),
+        proxy('ns/b', {
+          ip: '10.0.0.2',
+          attributes: { geo: 'us' },
+          latencyMillis: 20,
+          exitIP: '203.0.113.2',
+        }),
         proxy('ns/c', { ip: '', healthy: false, phase: 'Provisioning', attributes: { geo: 'eu' } }),
       ],
     });
@@ -71,6 +76,7 @@ describe('DiscoveryClient against the real discovery API', () => {
       { query: { selector: { geo: 'eu' }, healthy: true }, ids: ['ns/a'] },
       { query: { healthy: false }, ids: ['ns/c'] },
       { query: { selector: { geo: 'mars' } }, ids: [] },
+      { query: { exitIP: '203.0.113.0/24' }, ids: ['ns/b'] },
     ])('$query lists $ids', async ({ query, ids }) => {
       const items = await client.listProxies(query);
       expect(items.map((p) => p.id)).toEqual(ids);

@@ -90,10 +90,60 @@ describe('discovery API', () => {
       ['?geo=eu', /unknown query parameter 'geo'/],
       ['?attr.=eu', /unknown query parameter 'attr\.'/],
       ['?attr.geo=eu&attr.geo=us', /'attr\.geo' is given more than once/],
+      ['?exitIP=203.0.113.7/24', /^exitIP must be an IP address or a CIDR block without host bits/],
+      ['?exitIP=eu', /^exitIP must be/],
+      ['?exitIP=', /^exitIP must be/],
+      ['?exitIP=10.0.0.0/33', /^exitIP must be/],
+      ['?exitIP=10.0.0.1&exitIP=10.0.0.2', /'exitIP' is given more than once/],
     ])('rejects %s with 400 naming the problem', async (query, message) => {
       const response = await h.call('GET', `/v1/proxies${query}`);
       expect(response.status).toBe(400);
       expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(message) });
+    });
+
+    describe("by exit IP: the lease request's term, as a query parameter", () => {
+      let x: Harness;
+      beforeEach(async () => {
+        x = await startHarness({
+          proxies: [
+            proxy('ns/a', { ip: '10.0.0.1', exitIP: '203.0.113.7', attributes: { geo: 'eu' } }),
+            proxy('ns/b', { ip: '10.0.0.2', exitIP: '203.0.113.200', attributes: { geo: 'us' } }),
+            proxy('ns/c', { ip: '10.0.0.3', exitIP: '198.51.100.1', attributes: { geo: 'eu' } }),
+            proxy('ns/d', { ip: '10.0.0.4', exitIP: '2001:db8::4', healthy: false, phase: 'Unhealthy' }),
+            // Its exit IP is not known: never in any block.
+            proxy('ns/e', { ip: '10.0.0.5', attributes: { geo: 'eu' } }),
+          ],
+        });
+      });
+      afterEach(async () => {
+        await x.stop();
+      });
+
+      it.each([
+        ['?exitIP=203.0.113.7', ['ns/a']],
+        ['?exitIP=203.0.113.0/24', ['ns/a', 'ns/b']],
+        ['?exitIP=203.0.113.0%2F24', ['ns/a', 'ns/b']],
+        ['?exitIP=203.0.113.0/24&attr.geo=eu', ['ns/a']],
+        ['?exitIP=0.0.0.0/0', ['ns/a', 'ns/b', 'ns/c']],
+        ['?exitIP=2001:db8::/32', ['ns/d']],
+        ['?exitIP=2001:db8::/32&healthy=true', []],
+        ['?exitIP=192.0.2.0/24', []],
+        ['?exitIP=203.0.113.0/24&limit=1', ['ns/a']],
+      ])('filters %s', async (query, expected) => {
+        const response = await x.call('GET', `/v1/proxies${query}`);
+        expect(response.status).toBe(200);
+        expect(ids(response.body)).toEqual(expected);
+      });
+
+      it('pages through the filtered list', async () => {
+        const first = await x.call('GET', '/v1/proxies?exitIP=203.0.113.0/24&limit=1');
+        const token = (first.body as { continue: string }).continue;
+        expect(token).toEqual(expect.any(String));
+        const second = await x.call('GET', `/v1/proxies?exitIP=203.0.113.0/24&limit=1&continue=${token}`);
+        expect(second.body).toEqual({
+          items: [expect.objectContaining({ id: 'ns/b', exitIP: '203.0.113.200' })],
+        });
+      });
     });
   });
 

@@ -1,5 +1,6 @@
 import type { CatalogChange, ProxyRecord } from '../../discovery/catalog.js';
 import { IndexedCatalog } from '../../discovery/indexed-catalog.js';
+import { parseExitIPTerm } from '../../discovery/exit-ip-match.js';
 import { proxy } from './fixtures.js';
 
 function catalogOf(records: ProxyRecord[]) {
@@ -32,6 +33,20 @@ describe('IndexedCatalog', () => {
     ['a key that is an Object.prototype member', { selector: { toString: 'x' } }, []],
   ])('lists %s', (_case, filter, expected) => {
     expect(ids(catalogOf(fleet()).catalog.list(filter))).toEqual(expected);
+  });
+
+  it('filters by exit IP (unknown: never), each term its own cached list', () => {
+    const { catalog } = catalogOf([
+      proxy('ns/a', { exitIP: '203.0.113.7', attributes: { geo: 'eu' } }),
+      proxy('ns/b', { exitIP: '203.0.113.9' }),
+      proxy('ns/c', { attributes: { geo: 'eu' } }),
+    ]);
+    const term = (t: string) => parseExitIPTerm(t)!;
+    expect(ids(catalog.list({ exitIP: term('203.0.113.0/24') }))).toEqual(['ns/a', 'ns/b']);
+    expect(ids(catalog.list({ exitIP: term('203.0.113.9') }))).toEqual(['ns/b']);
+    expect(ids(catalog.list({ exitIP: term('203.0.113.0/24'), selector: { geo: 'eu' } }))).toEqual(['ns/a']);
+    expect(ids(catalog.list({ selector: { geo: 'eu' } }))).toEqual(['ns/a', 'ns/c']);
+    expect(ids(catalog.list({ exitIP: term('0.0.0.0/0') }))).toEqual(['ns/a', 'ns/b']);
   });
 
   it('serves a repeated list from its cache until the catalog changes', () => {

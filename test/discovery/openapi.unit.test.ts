@@ -137,6 +137,8 @@ describe('the OpenAPI document', () => {
       await check('GET', '/openapi.json');
       await check('GET', '/v1/proxies');
       await check('GET', '/v1/proxies?attr.geo=eu&healthy=true');
+      await check('GET', '/v1/proxies?exitIP=203.0.113.0/24');
+      await check('GET', '/v1/proxies?exitIP=203.0.113.7/24');
       await check('GET', '/v1/proxies?bogus=1');
       // A page that is not the last carries `continue`.
       const first = await check('GET', '/v1/proxies?limit=1');
