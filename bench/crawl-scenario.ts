@@ -89,6 +89,8 @@ export interface CrawlFigures {
   failedRequests: number;
   seconds: number;
   pagesPerSecond: number;
+  /** When each page was fetched, in ms since the crawl started (ascending). */
+  fetchedAt: number[];
   /** Requests reaching the site through a banned proxy more than 2 s after its first 403. */
   bannedLate: number;
   /** Per dying proxy: attempts started after its death. */
@@ -138,6 +140,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const open = new Map<string, Attempt>();
   const diedAt = new Map<number, number>();
   const fetched = new Set<string>();
+  const fetchedAt: number[] = [];
   let failedRequests = 0;
   const end = (id: string) => {
     const attempt = open.get(id);
@@ -168,6 +171,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
       },
       requestHandler: async ({ request, body, enqueueLinks }) => {
         fetched.add(request.url);
+        fetchedAt.push(Date.now() - started);
         if (fetched.size === dieAt) {
           for (const i of faults.dying) {
             diedAt.set(i, Date.now());
@@ -217,6 +221,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     failedRequests,
     seconds,
     pagesPerSecond: fetched.size / seconds,
+    fetchedAt,
     bannedLate,
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt.get(i))),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),

@@ -310,13 +310,22 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
   const opRates = operators.map((r) => r.figures.pagesPerSecond);
   const listRates = lists.map((r) => r.figures.pagesPerSecond);
   const ratio = median(opRates) / median(listRates);
+  // A site's buckets start full: the first pages of any crawl come at a burst, so a crawl that
+  // gives up on pages is shorter and gets a larger share of its pages from the burst. Over the
+  // same first K pages both sides had the same burst to spend.
+  const sameK = operators.map((r, i) => Math.min(r.figures.fetched, lists[i]?.figures.fetched ?? 0));
+  const rateAt = (r: Row, k: number) => (k === 0 ? 0 : k / (r.figures.fetchedAt[k - 1]! / 1000));
+  const opSame = operators.map((r, i) => rateAt(r, sameK[i]!));
+  const listSame = lists.map((r, i) => rateAt(r, sameK[i] ?? 0));
+  const sameRatio = median(opSame) / median(listSame);
   const width = Math.max(...rows.map((r) => r[0].length));
   return [
     `${title}`,
     `  ${'figure'.padEnd(width)} | operator | Crawlee proxyUrls (baseline)`,
     ...rows.map(([name, a, b]) => `  ${name.padEnd(width)} | ${a} | ${b}`),
-    `  pages/s per round: operator ${opRates.map((r) => r.toFixed(1)).join(', ')}; baseline ${listRates.map((r) => r.toFixed(1)).join(', ')}`,
+    `  pages/s per round: operator ${opRates.map((r) => r.toFixed(1)).join(', ')}; baseline ${listRates.map((r) => r.toFixed(1)).join(', ')} (ratio ${ratio.toFixed(3)}x)`,
     `  pages/s ratio operator / baseline (medians): ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
+    `  pages/s over the first K pages both fetched (K per round ${sameK.join(', ')}): operator ${opSame.map((r) => r.toFixed(1)).join(', ')}; baseline ${listSame.map((r) => r.toFixed(1)).join(', ')}; ratio ${sameRatio.toFixed(3)}x`,
     `  integration: ${JSON.stringify(o.integration)}`,
     ...[...operators, ...lists]
       .filter((r) => r.figures.perSecond !== undefined)

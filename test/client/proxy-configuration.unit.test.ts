@@ -162,6 +162,10 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
       expect(await config.newUrl('s2', request(host))).toBe(urlOf(B));
       expect(await config.newUrl('s3', request(host))).toBe(urlOf(A));
+      // The site let two through A before it objected: a pace of 2 a second, which B adopts
+      // with one token left (s2's request spent the other).
+      await navigated('s1', `${host}a`, urlOf(A), 200);
+      await navigated('s3', `${host}b`, urlOf(A), 200);
       const throttled = (session: string, path: string) =>
         config.postNavigationHook({
           request: { url: `${host}${path}` },

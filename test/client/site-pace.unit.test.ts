@@ -3,8 +3,10 @@ import {
   adopt,
   admit,
   heardOfProbe,
+  impliedLimit,
   MAX_PROBE_AFTER_PERIODS,
   HEADROOM_STEP,
+  FIRST_HEADROOM,
   MAX_HEADROOM,
   PROBE_AFTER_PERIODS,
   rateLimited,
@@ -51,12 +53,58 @@ describe('site pace', () => {
       unpaced,
       [
         ['ok', 100],
+        ['ok', 110],
+        ['ok', 120],
         ['ok', 1_200],
         ['ok', 1_500],
         ['ok', 1_900],
         ['429', 2_000, 1_000],
       ],
       { limit: 3, periodMs: 1_000, restUntil: 3_000, tokens: 0 },
+      [],
+    ],
+    [
+      // A proxy's first requests open connections; the later ones arrive sooner.
+      'a limit is learned with a margin for the uneven travel of the first requests',
+      unpaced,
+      [
+        ['ok', 100],
+        ['ok', 110],
+        ['ok', 120],
+        ['429', 400, 1_000],
+      ],
+      { limit: 3, headroom: FIRST_HEADROOM },
+      [],
+    ],
+    [
+      // A site's bucket starts full: a crawl's first period gets its burst and its refill.
+      'the first 429 limits to no more than the successes imply, not to a first period of burst and refill',
+      unpaced,
+      [
+        ['ok', 0],
+        ['ok', 2],
+        ['ok', 4],
+        ['ok', 334],
+        ['ok', 668],
+        ['429', 900, 1_000],
+      ],
+      { limit: 3, periodMs: 1_000, restUntil: 1_900, tokens: 0 },
+      [],
+    ],
+    [
+      // The benchmark's crawl as one proxy saw it (the old rule learned 4: a 429 and a rest too many).
+      'the first 429 after uneven successes limits to the densest window they imply',
+      unpaced,
+      [
+        ['ok', 596],
+        ['ok', 649],
+        ['ok', 1_049],
+        ['ok', 1_395],
+        ['ok', 1_541],
+        ['ok', 1_622],
+        ['429', 1_843, 1_000],
+      ],
+      { limit: 3 },
       [],
     ],
     [
@@ -89,7 +137,7 @@ describe('site pace', () => {
       [0, 0, 0, 334],
     ],
     [
-      'a 429 while paced lowers the limit to what succeeded in the last period, one less at most',
+      'a 429 while paced lowers the limit to what succeeded in the last period, one less at most, with the first headroom',
       { ...threePerSecond, limit: 5, headroom: 0.2 },
       [
         ['ok', 2_100],
@@ -98,7 +146,7 @@ describe('site pace', () => {
         ['ok', 2_500],
         ['429', 2_600, 1_000],
       ],
-      { limit: 4, restUntil: 3_600, headroom: 0 },
+      { limit: 4, restUntil: 3_600, headroom: FIRST_HEADROOM },
       [],
     ],
     [
@@ -124,7 +172,7 @@ describe('site pace', () => {
         ['ok', 2_300],
         ['429', 2_600, 1_000],
       ],
-      { limit: 2, headroom: 0 },
+      { limit: 2, headroom: FIRST_HEADROOM },
       [],
     ],
     [
@@ -277,6 +325,12 @@ describe('site pace', () => {
     expect(admit(unpaced, 5_000).probe).toBe(false);
   });
 
+  it('remembers when each request went while unpaced, and no longer once paced', () => {
+    const first = admit(unpaced, 100).pace;
+    expect(admit(first, 200).pace.sent).toEqual([100, 200]);
+    expect(admit(threePerSecond, 2_000).pace.sent).toEqual([]);
+  });
+
   it('remembers a bounded number of successes', () => {
     let pace = unpaced;
     for (let i = 0; i < 10_000; i++) pace = succeeded(pace, i);
@@ -288,6 +342,30 @@ describe('site pace', () => {
     let pace = threePerSecond;
     for (let t = 1_000; t <= 10_000; t += 100) pace = succeeded(pace, t);
     expect(pace.recent.every((t) => t > 9_000)).toBe(true);
+  });
+});
+
+describe('the limit a run of successes implies', () => {
+  const burstThenRefill = (limit: number, seconds: number) => [
+    ...Array.from({ length: limit }, (_, i) => i),
+    ...Array.from({ length: limit * seconds }, (_, i) => Math.round(((i + 1) * 1_000) / limit)),
+  ];
+  it.each<[string, number[], number, number]>([
+    ['no success still lets one through', [], 1_000, 1],
+    ['one success: one', [500], 1_000, 1],
+    ['a bucket of 3 a second, its burst and refill over 2 s: 3', burstThenRefill(3, 2), 1_000, 3],
+    ['a bucket of 10 a second over 3 s: 10', burstThenRefill(10, 3), 1_000, 10],
+    ['a bucket of 3 a minute: 3', burstThenRefill(3, 1).map((t) => t * 60), 60_000, 3],
+    [
+      'a fixed window of 5 a second, two windows: 5',
+      [0, 1, 2, 3, 4, 1_000, 1_001, 1_002, 1_003, 1_004],
+      1_000,
+      5,
+    ],
+    ['a few ms of jitter do not raise it: 4 in 330 ms under 3 a second', [0, 2, 4, 330], 1_000, 3],
+    ['successes spread thin imply little: 3 over 2 s', [0, 1_000, 2_000], 1_000, 1],
+  ])('%s', (_name, times, periodMs, expected) => {
+    expect(impliedLimit(times, periodMs)).toBe(expected);
   });
 });
 
@@ -307,6 +385,14 @@ describe('a proxy adopting the pace another proxy learned for the site', () => {
       learned,
       5_000,
       { limit: 3, tokens: expect.closeTo(0.8, 5) as number, recent: [3_000, 4_500, 4_800] },
+    ],
+    [
+      // Requests in flight when the pace arrives spent a token at the site all the same.
+      'less what its requests of the last period spent, answered or not',
+      { ...unpaced, recent: [4_500], sent: [3_900, 4_500, 4_950] },
+      learned,
+      5_000,
+      { limit: 3, tokens: expect.closeTo(0.8, 5) as number, sent: [] },
     ],
     [
       'never below an empty bucket',

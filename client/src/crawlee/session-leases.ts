@@ -257,12 +257,10 @@ export class SessionLeases {
       const left = this.maxWaitMs - (this.now() - started);
       if (turn.waitMs === 0 || left <= 0) {
         const key = banKey(best.lease.proxy.id, host);
-        const pace = this.paceOf(best.lease.proxy.id, host);
-        if (pace !== undefined) {
-          const admitted = admit(pace, this.now());
-          this.paces.set(key, admitted.pace);
-          if (admitted.probe) this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
-        }
+        // Unpaced too: the pace remembers the request, for adopt (see site-pace.ts).
+        const admitted = admit(this.paceOf(best.lease.proxy.id, host) ?? unpaced, this.now());
+        this.paces.set(key, admitted.pace);
+        if (admitted.probe) this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
         return best;
       }
       this.stats.paced++;

@@ -29,6 +29,13 @@ export const MAX_PROBE_AFTER_PERIODS = 80;
 export const HEADROOM_STEP = 0.1;
 /** ... up to this share of a token; a 429 beyond it lowers the limit after all. */
 export const MAX_HEADROOM = 0.5;
+/**
+ * The headroom a limit starts with when it is learned (or lowered). The travel varies most at
+ * the start: a proxy's first requests open connections, the ones after reuse them and arrive
+ * sooner, so starting from no margin cost nearly every proxy a drift 429 (and a rest) in its
+ * first seconds. A margin costs only the burst after a quiet spell, by this share of a token.
+ */
+export const FIRST_HEADROOM = 0.3;
 /** Success times remembered to learn the limit from. */
 const RECENT_CAP = 256;
 /** Before the first 429 the period is unknown: successes are remembered this long. */
@@ -53,6 +60,11 @@ export interface Pace {
   readonly probeAfterPeriods: number;
   /** Times of the latest successes, oldest first. */
   readonly recent: readonly number[];
+  /**
+   * Before the pace is known, when the latest requests went (oldest first): one sent and not
+   * yet answered has spent a token at the site all the same (see adopt).
+   */
+  readonly sent: readonly number[];
 }
 
 export const unpaced: Pace = {
@@ -66,6 +78,7 @@ export const unpaced: Pace = {
   probedAt: 0,
   probeAfterPeriods: PROBE_AFTER_PERIODS,
   recent: [],
+  sent: [],
 };
 
 /**
@@ -75,7 +88,12 @@ export const unpaced: Pace = {
  */
 export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; probe: boolean } {
   const { limit, periodMs } = pace;
-  if (limit === undefined) return { pace, waitMs: 0, probe: false };
+  if (limit === undefined)
+    return {
+      pace: { ...pace, sent: remember(pace.sent, now, RECENT_BEFORE_FIRST_MS) },
+      waitMs: 0,
+      probe: false,
+    };
   if (now < pace.restUntil) return { pace, waitMs: pace.restUntil - now, probe: false };
   // At least one token fits, whatever the headroom (a limit of one cannot hold any back).
   const capacity = Math.max(1, limit - pace.headroom);
@@ -93,12 +111,18 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
  * A proxy's first pace for a site that another proxy has learned already: a site limits every
  * source alike, so the limit, period and headroom carry over, and the proxy starts paced
  * instead of learning the limit by a 429 of its own (each costs a rest of a whole period).
- * Its bucket holds what its own successes of the last period left of the limit. A proxy with
- * a pace of its own keeps it.
+ * Its bucket holds what its own requests of the last period left of the limit: those sent,
+ * not only those answered (the requests in flight when the pace arrives spent a token each;
+ * counting only the successes sent one request too many per request in flight, and each got
+ * a 429 and a rest). A proxy with a pace of its own keeps it.
  */
 export function adopt(mine: Pace, learned: Pace, now: number): Pace {
   if (mine.limit !== undefined || learned.limit === undefined) return mine;
-  const spent = mine.recent.filter((t) => t > now - learned.periodMs).length;
+  const since = now - learned.periodMs;
+  const spent = Math.max(
+    mine.recent.filter((t) => t > since).length,
+    mine.sent.filter((t) => t > since).length,
+  );
   const capacity = Math.max(1, learned.limit - learned.headroom);
   return {
     ...unpaced,
@@ -129,18 +153,53 @@ export function heardOfProbe(pace: Pace, probedAt: number, probeAfterPeriods: nu
   };
 }
 
+/**
+ * Jitter allowed for in impliedLimit: success times are the client's, a few ms off the site's
+ * clock, so a window can look a hair denser than the site let it be.
+ */
+const IMPLIED_LIMIT_TOLERANCE = 0.1;
+
+/**
+ * The most requests per period a limit of `L` lets through over a span `s` is `L × (1 + s /
+ * period)`: a full bucket (or window) at its start and the refill during it; this holds for a
+ * token bucket, a fixed window and a sliding log alike. So the successes `times` (ascending)
+ * prove the limit is at least the densest window's `count / (1 + span / period)`; this returns
+ * that bound as a whole number. Why not just the last period's count: a site's bucket starts
+ * full, so the first period of a crawl gets the burst and the refill, up to twice the limit;
+ * learning that as the limit cost every proxy a 429 and a rest per request too many.
+ */
+export function impliedLimit(times: readonly number[], periodMs: number): number {
+  let bound = 0;
+  for (let from = 0; from < times.length; from++) {
+    for (let to = from; to < times.length; to++) {
+      bound = Math.max(bound, (to - from + 1) / (1 + (times[to]! - times[from]!) / periodMs));
+    }
+  }
+  return Math.max(1, Math.ceil(bound - IMPLIED_LIMIT_TOLERANCE));
+}
+
 /** A request through the proxy to the site succeeded. */
 export function succeeded(pace: Pace, now: number): Pace {
-  const keep = now - (pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs);
+  return {
+    ...pace,
+    recent: remember(pace.recent, now, pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs),
+  };
+}
+
+/** `times` with `now` added, without those older than `keepMs` and at most RECENT_CAP. */
+function remember(times: readonly number[], now: number, keepMs: number): readonly number[] {
+  const keep = now - keepMs;
   let from = 0;
-  while (from < pace.recent.length && pace.recent[from]! <= keep) from++;
-  if (pace.recent.length - from >= RECENT_CAP) from++;
-  return { ...pace, recent: [...pace.recent.slice(from), now] };
+  while (from < times.length && times[from]! <= keep) from++;
+  if (times.length - from >= RECENT_CAP) from++;
+  return [...times.slice(from), now];
 }
 
 /**
- * The site answered 429. The limit becomes what the site allowed in the last period (and one
- * less than before at most), at least one; when that was the whole limit, the bucket holds
+ * The site answered 429. The first limit is what the site allowed in the last period, and no
+ * more than the successes imply (impliedLimit: the first period holds a full bucket's burst);
+ * a later one is what the site allowed in the last period and one less than before at most,
+ * at least one; when that was the whole limit, the bucket holds
  * back more instead (HEADROOM_STEP, until MAX_HEADROOM). The answer to a probe only undoes the probe and
  * doubles the wait before the next one (any other 429 resets that wait: the site changed).
  * The bucket empties and nothing goes until the rest ends. A 429 during a rest comes from a
@@ -154,14 +213,16 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
   const probeRefused = pace.limit !== undefined && now - pace.probedAt < pace.periodMs;
   let limit: number;
   let headroom = pace.headroom;
-  if (pace.limit === undefined) limit = Math.max(1, allowed);
-  else if (probeRefused) limit = Math.max(1, pace.limit - 1);
+  if (pace.limit === undefined) {
+    limit = Math.max(1, Math.min(allowed, impliedLimit(pace.recent, periodMs)));
+    headroom = FIRST_HEADROOM;
+  } else if (probeRefused) limit = Math.max(1, pace.limit - 1);
   else if (allowed >= pace.limit && pace.headroom < MAX_HEADROOM - 1e-9) {
     limit = pace.limit;
     headroom = Math.min(MAX_HEADROOM, pace.headroom + HEADROOM_STEP);
   } else {
     limit = Math.max(1, Math.min(pace.limit - 1, allowed));
-    headroom = 0;
+    headroom = FIRST_HEADROOM;
   }
   return {
     limit,
@@ -176,5 +237,6 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
       ? Math.min(MAX_PROBE_AFTER_PERIODS, pace.probeAfterPeriods * 2)
       : PROBE_AFTER_PERIODS,
     recent: [],
+    sent: [],
   };
 }
