@@ -93,7 +93,7 @@ it(`crawls every page at Crawlee's defaults, never through a banned proxy after 
     faults,
     operator: { discoveryURL, proxyID: (i) => `${namespace}/${name(i)}`, selector: { pool: 'churn' } },
   });
-  console.log(`crawl under churn: ${JSON.stringify(figures)}`);
+  console.log(`crawl under churn: ${JSON.stringify({ ...figures, fetchedAt: undefined })}`);
 
   // Every page, no failed request, at Crawlee's defaults.
   expect(figures.fetched).toBe(PAGES);
@@ -167,7 +167,7 @@ it(`keeps the site's pace at Crawlee's defaults: every page, no failed request, 
       faults: { banned: [], dying: [], dieAtFraction: 1 },
       operator: { discoveryURL, proxyID: (i) => `${namespace}/paced-${i}`, selector: { pool: 'paced' } },
     });
-    console.log(`crawl at the site's pace: ${JSON.stringify(figures)}`);
+    console.log(`crawl at the site's pace: ${JSON.stringify({ ...figures, fetchedAt: undefined })}`);
     expect(figures.fetched).toBe(PACED_PAGES);
     expect(figures.failedRequests).toBe(0);
     // The pace was learned from 429s, and it held: far fewer 429s than pages.

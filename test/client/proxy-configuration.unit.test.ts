@@ -395,6 +395,61 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await active()).toBe(2);
     });
 
+    it('a request waiting for the pace of every leased proxy of the site leases another proxy and goes through it at once', async () => {
+      const host = 'https://shop.example/';
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      for (let i = 0; i < 3; i++) await navigated('s1', `${host}${i}`, urlOf(A), 200);
+      await config.postNavigationHook({
+        request: { url: `${host}3` },
+        session: { id: 's1' },
+        proxyInfo: { url: urlOf(A) },
+        response: { statusCode: 429, headers: { 'retry-after': '1' } },
+      });
+      // A rests for a second; B, not leased yet, has the whole pace of the site.
+      const started = Date.now();
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(B));
+      expect(Date.now() - started).toBeLessThan(500);
+      expect(granted()).toEqual([
+        { target: 'shop.example', session: 's1', proxy: 'ns/a' },
+        { target: 'shop.example', session: undefined, proxy: 'ns/b' },
+      ]);
+    });
+
+    it('asks for another proxy while pacing only until the server has none to add', async () => {
+      server.catalog.proxies = [{ ...A, maxLeases: 5 }];
+      const host = 'https://shop.example/';
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      await config.postNavigationHook({
+        request: { url: `${host}0` },
+        session: { id: 's1' },
+        proxyInfo: { url: urlOf(A) },
+        response: { statusCode: 429, headers: { 'retry-after': '1' } },
+      });
+      // While A rests for the site the server has nothing to add (all_cooling_down): one ask.
+      await Promise.all(Array.from({ length: 2 }, () => config.newUrl('s1', request(host))));
+      expect(calls('POST /v1/leases')).toHaveLength(2);
+      expect(calls('POST /v1/leases')[1]!.response).toMatchObject({ error: 'all_cooling_down' });
+    });
+
+    it('a pace-driven ask that brings a proxy already leased for the site is the last for a while', async () => {
+      server.catalog.proxies = [{ ...A, maxLeases: 5 }];
+      const host = 'https://shop.example/';
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      await navigated('s1', `${host}0`, urlOf(A), 200);
+      await config.postNavigationHook({
+        request: { url: `${host}1` },
+        session: { id: 's1' },
+        proxyInfo: { url: urlOf(A) },
+        response: { statusCode: 429, headers: { 'retry-after': '1' } },
+      });
+      // After the rest, one a second through A: the waits ask once, the server grants A again.
+      await new Promise((r) => setTimeout(r, 1_100));
+      await Promise.all(Array.from({ length: 3 }, () => config.newUrl('s1', request(host))));
+      expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/a']);
+      await Promise.all(Array.from({ length: 2 }, () => config.newUrl('s1', request(host))));
+      expect(calls('POST /v1/leases')).toHaveLength(2);
+    });
+
     it('close() also releases a lease still being asked for ahead', async () => {
       const host = 'https://shop.example/';
       await config.newUrl('s1', request(host));

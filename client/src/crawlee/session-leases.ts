@@ -118,6 +118,8 @@ const MAX_LEASE_ATTEMPTS = 4;
 /** Lease requests in flight per host at once: a burst of new sessions waits for their answers. */
 const LEASE_REQUESTS_PER_HOST = 4;
 const DEFAULT_WAIT = { retries: Infinity, baseDelayMs: 100, maxDelayMs: 2_000 };
+/** After a pace-driven ask brought no new proxy, the next such ask waits this long (the fleet may grow). */
+const WIDEN_AGAIN_MS = 30_000;
 /** Leases asked for ahead per host (in flight or granted and not yet joined by a session). */
 const LEASE_AHEAD = 2;
 
@@ -154,6 +156,14 @@ export class SessionLeases {
   private readonly fullUntil = new Map<string, number>();
   /** Host key → leases being asked for ahead of the sessions that will join them. */
   private readonly ahead = new Map<string, number>();
+  /**
+   * Host key → until when a request waiting for the site's pace does not ask for another
+   * proxy: set once such an ask brought a proxy already leased for the host, or none (the
+   * server had no other one to add).
+   */
+  private readonly widenedUntil = new Map<string, number>();
+  /** Host key → requests waiting for the pace, woken when a new lease of the host arrives. */
+  private readonly paceWaiters = new Map<string, Set<() => void>>();
   /** Host key → lease requests in flight, and the acquisitions waiting for one to answer. */
   private readonly asking = new Map<string, { count: number; waiters: (() => void)[] }>();
   /** Server-side session keys this client started (ended on retire and on close). */
@@ -264,11 +274,33 @@ export class SessionLeases {
         return best;
       }
       this.stats.paced++;
-      const slept = Math.min(turn.waitMs, left);
-      this.stats.pacedMs += slept;
-      await sleep(slept);
+      // Every leased proxy of the site has used its pace: a proxy not yet leased has all of
+      // its own (a crawl's first second leases its proxies one session at a time).
+      if (this.options.leaseAhead !== false && (this.widenedUntil.get(hostKey(host)) ?? 0) <= this.now()) {
+        this.leaseAheadFor(host, true);
+      }
+      const sleptFrom = this.now();
+      await this.paceWait(host, Math.min(turn.waitMs, left));
+      this.stats.pacedMs += this.now() - sleptFrom;
       if (!this.usable(own)) return undefined;
     }
+  }
+
+  /** Sleeps `ms`, or until a new lease of `host` arrives (it may have room now). */
+  private paceWait(host: string | undefined, ms: number): Promise<void> {
+    const key = hostKey(host);
+    return new Promise((resolve) => {
+      let waiters = this.paceWaiters.get(key);
+      if (waiters === undefined) this.paceWaiters.set(key, (waiters = new Set()));
+      const wake = () => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.paceWaiters.get(key) === waiters) this.paceWaiters.delete(key);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      waiters.add(wake);
+    });
   }
 
   /** When a request may go through this lease to `host`: its proxy's rest, then its pace. */
@@ -606,6 +638,7 @@ export class SessionLeases {
     forHost.add(shared);
     this.leaseCount++;
     this.scheduleRenewal(shared);
+    for (const wake of [...(this.paceWaiters.get(hostKey(host)) ?? [])]) wake();
     return shared;
   }
 
@@ -614,11 +647,13 @@ export class SessionLeases {
    * LEASE_AHEAD are already waiting or in flight, the server is believed full, or enough
    * lease requests are out. Not keyed by a session: whichever session joins it first uses it.
    */
-  private leaseAheadFor(host: string | undefined): void {
+  private leaseAheadFor(host: string | undefined, forPace = false): void {
     const ahead = this.ahead.get(hostKey(host)) ?? 0;
     let unjoined = 0;
     for (const s of this.byHost.get(hostKey(host)) ?? []) if (s.bindings.size === 0) unjoined++;
     if (ahead + unjoined >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
+    // Waits ask one at a time: each answer says whether there is another proxy to add.
+    if (forPace && ahead > 0) return;
     this.ahead.set(hostKey(host), ahead + 1);
     const work = (async () => {
       try {
@@ -642,9 +677,14 @@ export class SessionLeases {
           await this.client.release(lease.leaseID).catch(() => undefined);
           return;
         }
+        if (forPace && this.leasesOn(lease.proxy.id).some((s) => s.host === host)) {
+          this.widenedUntil.set(hostKey(host), this.now() + WIDEN_AGAIN_MS);
+        }
         this.adopt(lease, host);
         this.log.debug('leased ahead', { host, proxyID: lease.proxy.id, leaseID: lease.leaseID });
       } catch (err) {
+        // Nothing to add (every proxy full, cooling down for the site, or none matching).
+        if (forPace && isNoLease(err)) this.widenedUntil.set(hostKey(host), this.now() + WIDEN_AGAIN_MS);
         if (isNoLease(err) && err.code === 'all_busy') {
           this.stats.busy++;
           this.fullUntil.set(hostKey(host), this.now() + FULL_MEMORY_MS);
