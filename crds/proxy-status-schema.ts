@@ -55,6 +55,12 @@ const replacementProperties = {
     format: 'date-time',
     description: 'When the old instance was taken out of service.',
   },
+  oldInstanceGoneAt: {
+    type: 'string',
+    format: 'date-time',
+    description:
+      'When the old instance was found gone; from then on the instance is its replacement (a rotation drains only the old one).',
+  },
 } satisfies Record<keyof ReplacementStatus, JSONSchemaProps>;
 
 const statusProperties = {

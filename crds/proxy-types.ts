@@ -127,6 +127,12 @@ export interface ReplacementStatus {
   cause: ReplacementCause;
   /** When the old instance was taken out of service. */
   startedAt: string;
+  /**
+   * When the old instance was found gone: from then on the instance is its replacement. Instance
+   * names are deterministic (the same name again for the same revision), so this, not the
+   * instance's ID, tells a rotation's drained instance from the new one.
+   */
+  oldInstanceGoneAt?: string;
 }
 
 export interface ProxyStatus {

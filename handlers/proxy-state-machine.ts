@@ -212,9 +212,12 @@ export function rotationClock(
   const replacement = proxy.status?.replacement;
   const phase = proxy.status?.phase;
   if (replacement?.cause === 'Rotation') {
-    // Once its instance is deleted (Provisioning onwards) the drain is over: the new instance's
-    // Ready clears the record. Without this the new instance would be "drained" at once.
-    if (phase !== 'Ready' && phase !== 'Unhealthy') return { kind: 'off' };
+    // Once its instance is deleted (Provisioning onwards) the drain is over, yet the record
+    // stays until the new instance is Ready (it holds the slot). Without oldInstanceGoneAt a
+    // new instance Unhealthy at its first probe would be "drained" and deleted at once, on
+    // every try. Not the Provisioned reason: a failed get or delete overwrites Draining.
+    if (replacement.oldInstanceGoneAt !== undefined || (phase !== 'Ready' && phase !== 'Unhealthy'))
+      return { kind: 'off' };
     const drain = autopilot.drainSeconds ?? DEFAULT_ROTATION_DRAIN_SECONDS;
     const since = Date.parse(replacement.startedAt);
     const elapsed = Number.isNaN(since) ? drain : Math.max(0, (now - since) / 1000);
@@ -794,6 +797,16 @@ function goneStep(inp: Inputs): Step {
   const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
   const replacing = inp.desiredHash !== undefined && recorded !== inp.desiredHash;
   const record = replacementRecord(proxy, replacing ? 'SpecChanged' : 'InstanceGone', inp.autopilot?.now);
+  // The old instance is gone: what comes next is its replacement (the one way to a new
+  // instance is this forget, so every replacement's record says so before it exists).
+  const stored = proxy.status?.replacement;
+  const goneAt = (inp.autopilot?.now ?? new Date()).toISOString();
+  const marked =
+    stored === undefined
+      ? record && { ...record, oldInstanceGoneAt: goneAt }
+      : stored.oldInstanceGoneAt === undefined
+        ? { ...stored, oldInstanceGoneAt: goneAt }
+        : undefined;
   // Our own delete (a replacement already announced) is no disappearance to warn about.
   const deliberate = replacing || findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
   return finish(proxy, {
@@ -814,7 +827,7 @@ function goneStep(inp: Inputs): Step {
             reason: 'InstanceGone',
             message: `instance ${providerID} no longer exists; re-creating it`,
           },
-      record,
+      marked,
     ),
     events: deliberate
       ? []

@@ -40,7 +40,9 @@ export async function writeStatus(
   if (conditions !== stored) patch.conditions = conditions;
   if (intent.latencyMillis !== undefined) patch.latencyMillis = intent.latencyMillis;
   if (intent.lastHealthCheckTime !== undefined) patch.lastHealthCheckTime = intent.lastHealthCheckTime;
-  // null removes it (a merge patch).
-  if (intent.replacement !== undefined) patch.replacement = intent.replacement;
+  // null removes it (a merge patch). A record is written whole: merged into the stored one, a
+  // repair's record written over a rotation's would keep the rotation's oldInstanceGoneAt.
+  if (intent.replacement !== undefined)
+    patch.replacement = intent.replacement && { oldInstanceGoneAt: null, ...intent.replacement };
   return ctx.status.patch(patch);
 }

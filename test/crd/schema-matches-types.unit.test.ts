@@ -78,7 +78,11 @@ const status = {
   replacement: 'optional',
 } satisfies PresenceOf<ProxyStatus>;
 
-const replacement = { cause: 'required', startedAt: 'required' } satisfies PresenceOf<ReplacementStatus>;
+const replacement = {
+  cause: 'required',
+  startedAt: 'required',
+  oldInstanceGoneAt: 'optional',
+} satisfies PresenceOf<ReplacementStatus>;
 
 const condition = {
   type: 'required',

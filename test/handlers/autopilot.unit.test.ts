@@ -227,7 +227,13 @@ describe('a replacement is recorded from its start until Ready (item 4)', () => 
       observation: { kind: 'not-found' },
       autopilot: pilot(0),
     });
-    expect(step.status?.replacement).toBeUndefined();
+    // Not restarted (its start and cause stay, the metric is not counted again); the old
+    // instance's end is noted, so what runs next is known to be its replacement.
+    expect(step.status?.replacement).toEqual({
+      cause: 'SpecChanged',
+      startedAt: ago(60),
+      oldInstanceGoneAt: NOW.toISOString(),
+    });
     expect(step.startsReplacement).toBeUndefined();
     // Our own delete finishing is no disappearance.
     expect(step.events.map((e) => e.reason)).not.toContain('InstanceGone');

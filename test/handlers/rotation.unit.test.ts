@@ -20,6 +20,10 @@ import {
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
 import { stateMachineProxy } from './state-machine-proxy.js';
+import type { HandlerContext } from '../../framework/index.js';
+import { setCondition } from '../../framework/core/status-writer.js';
+import { applyMergePatch } from '../../framework/utils/merge-patch.js';
+import { writeStatus } from '../../handlers/proxy-status.js';
 
 // Issue 24 item 2: rotation on a schedule, drained.
 
@@ -36,7 +40,13 @@ const ID = 'i-1';
 const dueAfter = (maxAge: number) => Math.ceil(maxAge * (1 - ROTATION_JITTER * rotationJitter(ID)));
 
 function proxy(
-  o: { upSeconds?: number; phase?: ProxyPhase; replacement?: ProxyStatus['replacement'] } = {},
+  o: {
+    upSeconds?: number;
+    phase?: ProxyPhase;
+    replacement?: ProxyStatus['replacement'];
+    /** The Provisioned reason (with upSeconds); default InstanceRunning. */
+    reason?: string;
+  } = {},
 ): Proxy {
   return stateMachineProxy({
     annotations: { [SPEC_HASH_ANNOTATION]: 'h1' },
@@ -52,7 +62,7 @@ function proxy(
               {
                 type: CONDITION_PROVISIONED,
                 status: 'True' as const,
-                reason: 'InstanceRunning',
+                reason: o.reason ?? 'InstanceRunning',
                 message: '',
                 lastTransitionTime: ago(o.upSeconds),
               },
@@ -93,9 +103,11 @@ const ok: HealthVerdict = {
 const step = (p: Proxy, autopilot: Autopilot): Step =>
   managedStep({ proxy: p, desiredHash: 'h1', observation: found, verdict: ok, autopilot });
 const next = (s: Step) => (s.next.kind === 'requeue' ? `requeue ${s.next.seconds}` : s.next.kind);
-const rotating = (startedSecondsAgo: number): ProxyStatus['replacement'] => ({
+/** A rotation's record; `goneSecondsAgo`: its drained instance was found gone (a new one runs). */
+const rotating = (startedSecondsAgo: number, goneSecondsAgo?: number): ProxyStatus['replacement'] => ({
   cause: 'Rotation',
   startedAt: ago(startedSecondsAgo),
+  ...(goneSecondsAgo === undefined ? {} : { oldInstanceGoneAt: ago(goneSecondsAgo) }),
 });
 
 describe('the rotation clock', () => {
@@ -135,6 +147,42 @@ describe('the rotation clock', () => {
       { upSeconds: 99_999, replacement: rotating(100) },
       pilot(0),
       'off',
+    ],
+    [
+      'the new instance (the same name again) after the drained one went, Unhealthy at its first probe: not drained',
+      { upSeconds: 10, phase: 'Unhealthy', replacement: rotating(400, 60) },
+      pilot(maxAge),
+      'off',
+    ],
+    [
+      'the new instance, Ready: not drained (its Ready ends the rotation)',
+      { upSeconds: 10, phase: 'Ready', replacement: rotating(400, 60) },
+      pilot(maxAge),
+      'off',
+    ],
+    [
+      'the new instance, Unhealthy, a provider call just failed (reason ProviderError): not drained',
+      { upSeconds: 10, phase: 'Unhealthy', reason: 'ProviderError', replacement: rotating(400, 60) },
+      pilot(maxAge),
+      'off',
+    ],
+    [
+      'the drained instance while a provider call fails mid-drain: the drain goes on',
+      { upSeconds: 99_999, reason: 'ProviderError', replacement: rotating(100) },
+      pilot(maxAge),
+      'draining 200',
+    ],
+    [
+      'the drained instance whose delete failed (reason ProviderError): still drained, deleted again',
+      { upSeconds: 99_999, reason: 'ProviderError', replacement: rotating(300) },
+      pilot(maxAge),
+      'drained',
+    ],
+    [
+      'the drained instance Unhealthy at the drain end: drained all the same',
+      { upSeconds: 99_999, phase: 'Unhealthy', reason: 'Draining', replacement: rotating(300) },
+      pilot(maxAge),
+      'drained',
     ],
     [
       'another replacement in progress: not a rotation',
@@ -250,5 +298,134 @@ describe('a draining proxy is out of service and out of leases', () => {
       { key: 'ns/b', phase: 'Ready', replacing: false },
     ]);
     expect([...oos.replacing]).toEqual(['ns/a']);
+  });
+});
+
+describe('the new instance of a rotation that is not Ready at its first probe', () => {
+  // The bug: the Rotation record stays until the new instance is Ready (it holds the slot), so
+  // a new instance that came up Unhealthy was read as the drained one and deleted at once, on
+  // every new instance that failed its first probe. The new instance has the old one's name
+  // (providers name an instance by its Proxy's UID and revision): only its address is new.
+  const GRACE = 120;
+  const refused: HealthVerdict = {
+    healthy: false,
+    latencyMillis: 0,
+    reason: 'ConnectionRefused',
+    message: 'connection refused',
+    checkedAt: NOW,
+  };
+  const at = (ip: string, state: 'Provisioning' | 'Running' = 'Running'): Observation => ({
+    kind: 'found',
+    instance: { ...found.instance, ip, state },
+  });
+  const OLD = at('10.0.0.7');
+  const NEW = at('10.0.0.8');
+
+  /** Runs the state machine `seconds` after NOW and writes its status as the controller does. */
+  async function run(
+    p: Proxy,
+    seconds: number,
+    observation: Observation,
+    verdict?: HealthVerdict,
+  ): Promise<{ proxy: Proxy; step: Step }> {
+    const now = new Date(NOW.getTime() + seconds * 1000);
+    const s = managedStep({
+      proxy: p,
+      desiredHash: 'h1',
+      observation,
+      ...(verdict ? { verdict: { ...verdict, checkedAt: now } } : {}),
+      autopilot: { ...pilot(3600), unhealthyAfterSeconds: GRACE, now },
+    });
+    const object = structuredClone(p);
+    const ctx = {
+      object,
+      status: {
+        setCondition: (...a: Parameters<typeof setCondition>) => setCondition(a[0], a[1], a[2], () => now),
+        // A merge patch, as the API server applies it.
+        patch: async (patch: Record<string, unknown>) => {
+          object.status = applyMergePatch(object.status, patch) as ProxyStatus;
+          return true;
+        },
+      },
+    } as unknown as HandlerContext<Proxy>;
+    const created = s.action.type === 'create' ? { providerID: ID } : {};
+    if (s.status) await writeStatus(ctx, s.status, created);
+    return { proxy: object, step: s };
+  }
+
+  /** From a Ready old proxy to its new instance running, Unhealthy at its first probe (at 313 s). */
+  async function rotatedIntoUnhealthy(): Promise<{ proxy: Proxy; step: Step }> {
+    let r = await run(proxy({ upSeconds: 4000 }), 0, OLD, ok); // due: the drain begins
+    expect(r.proxy.status?.replacement).toEqual({ cause: 'Rotation', startedAt: NOW.toISOString() });
+    r = await run(r.proxy, 300, OLD, ok); // drained: the old instance goes
+    expect(r.step.action).toEqual({ type: 'delete', providerIDs: [ID] });
+    r = await run(r.proxy, 302, { kind: 'not-found' });
+    expect(r.step.action).toEqual({ type: 'forget' });
+    r = await run(r.proxy, 303, { kind: 'unprovisioned' });
+    expect(r.step.action).toEqual({ type: 'create', staleInstances: [] });
+    r = await run(r.proxy, 308, at('', 'Provisioning'));
+    r = await run(r.proxy, 313, NEW, refused);
+    expect(r.step.action).toEqual({ type: 'none' });
+    expect(r.proxy.status).toMatchObject({ phase: 'Unhealthy', providerID: ID, ip: '10.0.0.8' });
+    return r;
+  }
+
+  it('keeps it and waits, then replaces it as any Unhealthy Managed proxy after the grace', async () => {
+    let r = await rotatedIntoUnhealthy();
+    // Every run until the grace ends keeps it (before the fix the next run deleted it).
+    for (const seconds of [318, 330, 400, 313 + GRACE - 1]) {
+      r = await run(r.proxy, seconds, NEW, refused);
+      expect([seconds, r.step.action]).toEqual([seconds, { type: 'none' }]);
+      expect(r.proxy.status).toMatchObject({ phase: 'Unhealthy', ip: '10.0.0.8' });
+      // The rotation holds its slot until the new instance is Ready (the budget is unchanged).
+      expect(r.proxy.status?.replacement?.cause).toBe('Rotation');
+      expect(r.step.needsSlot).toBeUndefined();
+    }
+    // The dead-proxy grace (issue 24 item 1) applies to it as to any Unhealthy Managed proxy.
+    r = await run(r.proxy, 313 + GRACE, NEW, refused);
+    expect(r.step.action).toEqual({ type: 'delete', providerIDs: [ID] });
+    expect(r.step.needsSlot).toBe('repair');
+    expect(r.step.events).toEqual([expect.objectContaining({ reason: 'ReplacingUnhealthy' })]);
+    // The repair's record is written whole: the rotation's oldInstanceGoneAt does not stay in it.
+    expect(r.proxy.status?.replacement).toEqual({ cause: 'Unhealthy', startedAt: ago(-313 - GRACE) });
+    r = await run(r.proxy, 313 + GRACE + 2, { kind: 'not-found' });
+    expect(r.proxy.status?.replacement).toEqual({
+      cause: 'Unhealthy',
+      startedAt: ago(-313 - GRACE),
+      oldInstanceGoneAt: ago(-313 - GRACE - 2),
+    });
+  });
+
+  it('the forget of the drained instance records it gone: the record says the drain is over', async () => {
+    const r = await rotatedIntoUnhealthy();
+    expect(r.proxy.status?.replacement).toEqual({
+      cause: 'Rotation',
+      startedAt: NOW.toISOString(),
+      oldInstanceGoneAt: ago(-302),
+    });
+  });
+
+  it('Ready at a later probe: kept, the rotation over and its record cleared', async () => {
+    let r = await rotatedIntoUnhealthy();
+    r = await run(r.proxy, 318, NEW, refused);
+    expect(r.step.action).toEqual({ type: 'none' });
+    r = await run(r.proxy, 323, NEW, ok);
+    expect(r.step.action).toEqual({ type: 'none' });
+    expect(r.proxy.status).toMatchObject({ phase: 'Ready', providerID: ID, ip: '10.0.0.8' });
+    expect(r.proxy.status?.replacement).toBeUndefined();
+  });
+
+  it('a failed get or delete of the drained instance does not end its drain', async () => {
+    let r = await run(proxy({ upSeconds: 4000 }), 0, OLD, ok);
+    const stalled = structuredClone(r.proxy);
+    // What providerErrorStep writes over Draining when the delete of the drained instance fails.
+    stalled.status!.conditions = stalled.status!.conditions!.map((c) =>
+      c.type === CONDITION_PROVISIONED ? { ...c, status: 'False', reason: 'ProviderError' } : c,
+    );
+    r = await run(stalled, 100, OLD, ok);
+    expect(r.proxy.status).toMatchObject({ phase: 'Ready', replacement: { cause: 'Rotation' } });
+    expect(r.step.status?.provisioned?.reason).toBe('Draining');
+    r = await run(r.proxy, 300, OLD, ok);
+    expect(r.step.action).toEqual({ type: 'delete', providerIDs: [ID] });
   });
 });
