@@ -27,12 +27,10 @@ import {
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
-import { stateMachineProxy } from './state-machine-proxy.js';
+import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 24: the budget holds under failure (item 4) and dead proxies are replaced (item 1).
 
-const NOW = new Date('2026-03-01T12:00:00Z');
-const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
 const pilot = (unhealthyAfterSeconds: number): Autopilot => ({ now: NOW, unhealthyAfterSeconds });
 
 interface Opts {

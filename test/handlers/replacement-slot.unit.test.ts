@@ -21,13 +21,11 @@ import {
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
 import type { InstanceState } from '../../providers/contract.js';
-import { stateMachineProxy } from './state-machine-proxy.js';
+import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 26 item 2: the replacement slot is decided once. The shell asks the budget for the slot
 // slotWanted names; managedStep takes the answer as an input.
 
-const NOW = new Date('2026-03-01T12:00:00Z');
-const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
 const pilot: Autopilot = { now: NOW, unhealthyAfterSeconds: 60, maxAgeSeconds: 3600, drainSeconds: 300 };
 
 interface Opts {

@@ -19,7 +19,7 @@ import {
   type ProxyPhase,
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
-import { stateMachineProxy } from './state-machine-proxy.js';
+import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
 import type { HandlerContext } from '../../framework/index.js';
 import { setCondition } from '../../framework/core/status-writer.js';
 import { applyMergePatch } from '../../framework/utils/merge-patch.js';
@@ -27,8 +27,6 @@ import { writeStatus } from '../../handlers/proxy-status.js';
 
 // Issue 24 item 2: rotation on a schedule, drained.
 
-const NOW = new Date('2026-03-01T12:00:00Z');
-const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
 const pilot = (maxAgeSeconds: number, drainSeconds = 300): Autopilot => ({
   now: NOW,
   unhealthyAfterSeconds: 0,

@@ -2,6 +2,10 @@
 // CRD's defaults filled in; each test says only the metadata, spec and status it is about.
 import type { Proxy, ProxySpec, ProxyStatus } from '../../crds/proxy-types.js';
 
+/** The tables' clock: every time in a row is this moment or some seconds before it. */
+export const NOW = new Date('2026-03-01T12:00:00Z');
+export const ago = (seconds: number): string => new Date(NOW.getTime() - seconds * 1000).toISOString();
+
 export interface StateMachineProxy {
   generation?: number;
   annotations?: Record<string, string>;
