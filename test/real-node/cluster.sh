@@ -144,7 +144,7 @@ mkdir -p "$W/dns"
 : >"$W/dns/services"
 start dnsmasq dnsmasq --keep-in-foreground --no-resolv --no-hosts --no-poll --addn-hosts="$W/dns/services" \
   --listen-address="$POD_GW" --bind-interfaces --except-interface=lo --pid-file="$W/dns/dnsmasq.pid" \
-  --log-facility=- --user=root --domain-needed --local=/#/
+  --log-facility=- --log-queries --user=root --domain-needed --local=/#/
 sync_service_names() {
   while sleep 1; do
     $KUBECTL get svc -A -o jsonpath='{range .items[*]}{.spec.clusterIP} {.metadata.name}.{.metadata.namespace}.svc.cluster.local{"\n"}{end}' \

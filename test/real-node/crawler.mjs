@@ -43,7 +43,7 @@ async function api(method, path, body) {
  * GET `url` through an HTTP forward proxy (absolute-form request line), with the credentials
  * of the proxy URL's userinfo as Proxy-Authorization (the lease's `proxy.url` carries them).
  */
-function fetchVia(proxyURL, url) {
+function fetchVia(proxyURL, url, timeoutMs = 5000) {
   const proxy = new URL(proxyURL);
   const headers = { host: new URL(url).host };
   if (proxy.username !== '') {
@@ -59,7 +59,7 @@ function fetchVia(proxyURL, url) {
         res.on('end', () => resolve({ status: res.statusCode, body }));
       },
     );
-    req.setTimeout(5000, () => req.destroy(new Error('timeout')));
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     req.on('error', reject);
     req.end();
   });
@@ -100,12 +100,20 @@ async function quickstart() {
   expect(anonymousFetch.status === 407, 'the same fetch without the credentials answers 407', anonymousFetch);
   // ...and refuses every destination inside (the Service of that same target, the discovery
   // Service, the metadata address) that the providers config does not allow explicitly.
+  // A name is resolved by Squid before its dst rules match: a lost DNS datagram costs Squid's
+  // 5 s retransmit, so the wait outlasts Squid's own dns_timeout (30 s) and the time is shown.
   for (const inside of (process.env.INSIDE ?? '').split(' ').filter(Boolean)) {
-    const refused = await fetchVia(proxy.url, inside).catch((err) => ({ status: 0, body: String(err) }));
+    const started = Date.now();
+    const refused = await fetchVia(proxy.url, inside, 35_000).catch((err) => ({
+      status: 0,
+      body: String(err),
+    }));
     expect(refused.status === 403, `the leased Squid Pod refuses ${inside} (inside the cluster)`, {
       status: refused.status,
+      ms: Date.now() - started,
       body: refused.body.slice(0, 200),
     });
+    if (Date.now() - started > 1000) say({ slow: inside, ms: Date.now() - started });
   }
   const report = await api('POST', `/v1/leases/${leaseID}/report`, { result: 'ok', target: 'target.local' });
   expect(report.status === 200 && report.body.result === 'ok', 'report', report);

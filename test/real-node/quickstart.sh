@@ -18,6 +18,18 @@ save_operator_logs() {
   done
 }
 
+# What a failed discovery flow needs to be understood from CI's output alone: the cluster
+# DNS's last queries and the leased Squid Pod's own log.
+show_proxy_side() {
+  local pod
+  log "   cluster DNS (dnsmasq), last queries:"
+  grep -E 'query|reply|config|cached' "$LOGS/dnsmasq.log" 2>/dev/null | tail -15 | sed 's/^/     /' >&2
+  pod=$($KUBECTL get px proxy-kubernetes -o jsonpath='{.status.providerID}' 2>/dev/null)
+  [ -n "$pod" ] || return 0
+  log "   Squid Pod $pod, last lines:"
+  $KUBECTL -n "${pod%%/*}" logs "${pod#*/}" --tail=15 2>&1 | sed 's/^/     /' >&2
+}
+
 step "quickstart: kubectl apply -k dist/ and rollout status"
 $KUBECTL apply -k "$root/dist/" >"$LOGS/apply.log" 2>&1 || fail "kubectl apply -k dist/ (log: $LOGS/apply.log)"
 # As the README: the API is closed by default and the Pod mounts this Secret (it waits for it).
@@ -156,7 +168,7 @@ crawler_wait() {
 }
 
 step "quickstart: discovery through its Service: list, lease, fetch through the leased Squid Pod (407 without its credentials, 403 to any address inside), report, release"
-run_crawler crawler-quickstart 90 quickstart || { save_operator_logs; fail "the discovery flow (log: $LOGS/crawler-crawler-quickstart.log)"; }
+run_crawler crawler-quickstart 180 quickstart || { save_operator_logs; show_proxy_side; fail "the discovery flow (log: $LOGS/crawler-crawler-quickstart.log)"; }
 
 step "a deleted Proxy's Squid Pod goes promptly, and its deletion is logged once"
 proxy_manifest proxy-deleted | $KUBECTL apply -f - >/dev/null
@@ -235,8 +247,8 @@ operator_logs() { $KUBECTL -n proxy-operator-system logs deploy/proxy-operator -
 for px in proxy-kubernetes proxy-external; do
   wait_for "$px Ready under the split operator" 120 px_ready "$px" || { save_operator_logs; fail "$px is $(px_phase "$px") after the switch to Redis"; }
 done
-run_crawler crawler-redis-quickstart 90 quickstart ||
-  { save_operator_logs; fail "the discovery flow through 2 replicas and Redis (log: $LOGS/crawler-crawler-redis-quickstart.log)"; }
+run_crawler crawler-redis-quickstart 180 quickstart ||
+  { save_operator_logs; show_proxy_side; fail "the discovery flow through 2 replicas and Redis (log: $LOGS/crawler-crawler-redis-quickstart.log)"; }
 
 step "the lease loop against a steady operator (the control: the check itself finds nothing)"
 run_crawler crawler-lease-control 60 lease-loop 15 || {
