@@ -9,7 +9,9 @@
 //   npm run bench:discovery          (after bench/discovery.js and bench/lease-store.js)
 //   BENCH_PROBE_SECONDS=10 node build/bench/discovery-probes.js
 //
-// The server and the schedule run in a child process, the clients here.
+// The server and the schedule run in a child process, the clients here. The child runs with
+// the Deployment's Node settings (its heap and young-generation sizes decide how long a
+// collection holds the timers up); BENCH_NODE_OPTIONS replaces them to compare others.
 import { execFileSync, fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { pino } from 'pino';
@@ -23,12 +25,17 @@ import { DEFAULT_HANDLER_SETTINGS } from '../handlers/settings.js';
 import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import { fleet } from './discovery-fleet.js';
+import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 
 const SECONDS = Number(process.env.BENCH_PROBE_SECONDS ?? 10);
 const PROXIES = Number(process.env.BENCH_LARGE_FLEET ?? 10_000);
 const CLIENTS = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PROBES_PER_SECOND = 200;
 const TOKEN = 'bench-probes-token-0123456789';
+const SERVER_ENV: Record<string, string> =
+  process.env.BENCH_NODE_OPTIONS === undefined
+    ? { ...OPERATOR_RUNTIME_ENV }
+    : { ...OPERATOR_RUNTIME_ENV, NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS };
 
 type Message = { measure: number } | { stop: true };
 type Reply = { port: number } | { lateness: number[] };
@@ -112,6 +119,7 @@ interface Figures {
 async function measureConfiguration(config: Configuration): Promise<Figures> {
   const child = fork(new URL(import.meta.url).pathname, ['--server', String(config.maxLists)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...SERVER_ENV },
   });
   const next = () => new Promise<Reply>((resolve) => child.once('message', (m: Reply) => resolve(m)));
   const { port } = (await next()) as { port: number };
@@ -190,7 +198,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       '',
-      `## probe lateness while clients list (${PROXIES} proxies, ${PROBES_PER_SECOND} probes/s, ${CLIENTS} clients, ${SECONDS} s each)`,
+      `## probe lateness while clients list (${PROXIES} proxies, ${PROBES_PER_SECOND} probes/s, ${CLIENTS} clients, ${SECONDS} s each; server NODE_OPTIONS=${SERVER_ENV.NODE_OPTIONS})`,
       '',
       '| configuration | pinned | load average (1 min) | idle p99 ms | listing p50 ms | listing p99 ms | max ms | ratio p99 | pages/s | 429s/s | page p99 ms |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
