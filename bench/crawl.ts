@@ -33,6 +33,7 @@ import {
   startFleet,
   type CrawlFigures,
   type FaultPlan,
+  warmUpCrawlee,
 } from './crawl-scenario.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -366,6 +367,9 @@ async function main(): Promise<void> {
     const op = new OperatorProcess(await freePort(), await freePort(), cp.kubeconfigPath);
     cleanups.push(() => op.stop());
     await op.ready();
+
+    console.log('  warming up Crawlee (its first request of a process loads got-scraping)');
+    await warmUpCrawlee();
 
     const out: string[] = [];
     if (pages > 0) {
