@@ -15,7 +15,7 @@ import { Registry } from 'prom-client';
 import { ProxyAgent } from 'undici';
 import { HealthEngine } from '../health/health-engine.js';
 import type { Prober } from '../health/prober.js';
-import { UndiciProber } from '../health/undici-prober.js';
+import { SocketProber } from '../health/socket-prober.js';
 import { percentile } from '../health/scheduling-stats.js';
 import type { ProbeTarget } from '../health/probe-target.js';
 
@@ -110,16 +110,16 @@ async function measure(name: string, s: Settings, counters: Counters): Promise<P
 
 async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<PhaseResult> {
   // The engine's own prober, wrapped only to count successes for the report.
-  const undici = new UndiciProber({ tls: { ca: cert.cert } });
+  const sockets = new SocketProber({ tls: { ca: cert.cert } });
   let successes = 0;
   const prober: Prober = {
     probe: async (target, cancel) => {
-      const outcome = await undici.probe(target, cancel);
+      const outcome = await sockets.probe(target, cancel);
       if (outcome.success) successes++;
       return outcome;
     },
-    release: (key) => undici.release(key),
-    close: () => undici.close(),
+    release: (key) => sockets.release(key),
+    close: () => sockets.close(),
   };
   const engine = new HealthEngine({
     prober,
@@ -154,7 +154,7 @@ async function engineRun(s: Settings, fleet: FleetReady, cert: Cert): Promise<Ph
     steadyWrites: () => steadyWrites,
     lateness: () => engine.stats().latenessMillis,
   });
-  const tls = undici.tlsStats();
+  const tls = sockets.tlsStats();
   console.log(
     `  [engine] TLS handshakes=${tls.handshakes} resumed=${tls.resumed} (${((tls.resumed / Math.max(1, tls.handshakes)) * 100).toFixed(1)}%) fallbacks=${tls.fallbacks}`,
   );

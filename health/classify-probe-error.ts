@@ -1,4 +1,5 @@
 import { ProbeReason } from './probe-reason.js';
+import { ClosedEarlyError, TunnelRefusedError } from './proxy-wire.js';
 
 export interface ClassifiedFailure {
   reason: ProbeReason;
@@ -15,7 +16,7 @@ interface ErrorLike {
 function chain(err: unknown): ErrorLike[] {
   const out: ErrorLike[] = [];
   let current: unknown = err;
-  // Undici wraps socket errors in `cause`; bounded walk in case of a cycle.
+  // Wrapped errors carry the socket's in `cause`; bounded walk in case of a cycle.
   while (current && typeof current === 'object' && out.length < 8) {
     out.push(current as ErrorLike);
     current = (current as ErrorLike).cause;
@@ -23,21 +24,15 @@ function chain(err: unknown): ErrorLike[] {
   return out;
 }
 
-const TUNNEL_STATUS = /Proxy response \((\d{3})\) !== 200/;
-/** undici's own error for a 407 to a request sent to the proxy without a tunnel (http targets). */
-const PROXY_AUTH_REQUIRED = /Proxy Authentication Required \(407\)/;
-
 /** The status the proxy answered CONNECT with, when that is why the probe failed. */
 export function tunnelStatusOf(err: unknown): number | undefined {
-  const match = chain(err)
-    .map((e) => TUNNEL_STATUS.exec(e.message ?? ''))
-    .find(Boolean);
-  return match ? Number(match[1]) : undefined;
+  return chain(err).find((e): e is TunnelRefusedError => e instanceof TunnelRefusedError)?.status;
 }
 
 /**
- * Maps whatever undici threw to a condition reason. `timedOut` is decided by the caller
- * (its deadline signal fired), because an abort surfaces as a generic AbortError/TimeoutError.
+ * Maps what a probe's sockets failed with (proxy-wire.ts's errors and Node's socket codes) to
+ * a condition reason. `timedOut` is decided by the caller (its deadline fired): the deadline
+ * destroys the sockets, so the error itself only says "closed".
  */
 export function classifyProbeError(err: unknown, timedOut: boolean): ClassifiedFailure {
   const errors = chain(err);
@@ -48,10 +43,7 @@ export function classifyProbeError(err: unknown, timedOut: boolean): ClassifiedF
     .join(': ');
   const has = (...c: string[]): boolean => c.some((x) => codes.has(x));
 
-  if (
-    timedOut ||
-    has('UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT')
-  ) {
+  if (timedOut || has('ETIMEDOUT')) {
     return { reason: ProbeReason.ProxyTimeout, message: `probe timed out${detail ? ` (${detail})` : ''}` };
   }
   if (has('ECONNREFUSED')) {
@@ -60,23 +52,20 @@ export function classifyProbeError(err: unknown, timedOut: boolean): ClassifiedF
   if (has('ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH')) {
     return { reason: ProbeReason.ProxyUnreachable, message: `proxy unreachable: ${detail}` };
   }
-  const tunnelStatus = errors.map((e) => TUNNEL_STATUS.exec(e.message ?? '')).find(Boolean);
-  if (tunnelStatus?.[1] === '407' || errors.some((e) => PROXY_AUTH_REQUIRED.test(e.message ?? ''))) {
+  const tunnelStatus = tunnelStatusOf(err);
+  if (tunnelStatus === 407) {
     return {
       reason: ProbeReason.ProxyAuthenticationRequired,
       message: 'proxy answered 407 Proxy Authentication Required: its credentials are missing or wrong',
     };
   }
-  if (tunnelStatus) {
+  if (tunnelStatus !== undefined) {
     return {
       reason: ProbeReason.TunnelFailed,
-      message: `proxy answered CONNECT with ${tunnelStatus[1]} (it cannot reach the target)`,
+      message: `proxy answered CONNECT with ${tunnelStatus} (it cannot reach the target)`,
     };
   }
-  if (
-    has('UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'UND_ERR_PRX_TLS') ||
-    errors.some((e) => e.name === 'ProxyConnectionError')
-  ) {
+  if (has('ECONNRESET', 'EPIPE') || errors.some((e) => e instanceof ClosedEarlyError)) {
     return {
       reason: ProbeReason.TunnelFailed,
       message: `proxy closed the connection before the target answered: ${detail}`,

@@ -10,7 +10,7 @@ import type { Prober } from './prober.js';
 import { recheckStep, type Recheck } from './recheck.js';
 import { Semaphore } from './semaphore.js';
 import { exitIPDue, type ExitIPReading } from './exit-ip.js';
-import { UndiciProber, type UndiciProberOptions } from './undici-prober.js';
+import { SocketProber, type SocketProberOptions } from './socket-prober.js';
 import {
   DEFAULT_LATENCY_POLICY,
   INITIAL_HEALTH_STATE,
@@ -44,10 +44,10 @@ export interface HealthEngineOptions {
   clock?: Clock;
   /** Uniform [0, 1) source for jitter; injectable for deterministic tests. */
   random?: () => number;
-  /** Replaces the undici prober (unit tests). */
+  /** Replaces the socket prober (unit tests). */
   prober?: Prober;
   /** Extra CA for https probe URLs, passed to the default prober. */
-  tls?: UndiciProberOptions['tls'];
+  tls?: SocketProberOptions['tls'];
   /** Between the probes of a recheck (after an unreachable report). */
   recheckIntervalMillis?: number;
   /** Probes due within this window start together (see DueQueue); 0 starts each on its own. */
@@ -126,7 +126,7 @@ export class HealthEngine {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.latencyPolicy = options.latencyPolicy ?? DEFAULT_LATENCY_POLICY;
-    this.prober = options.prober ?? new UndiciProber({ tls: options.tls });
+    this.prober = options.prober ?? new SocketProber({ tls: options.tls });
     this.recheckIntervalMillis = options.recheckIntervalMillis ?? DEFAULT_RECHECK_INTERVAL_MILLIS;
     if (!(this.recheckIntervalMillis > 0)) {
       throw new RangeError(`recheckIntervalMillis must be > 0, got ${this.recheckIntervalMillis}`);

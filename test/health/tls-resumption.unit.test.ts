@@ -3,7 +3,7 @@ import type http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { UndiciProber } from '../../health/undici-prober.js';
+import { SocketProber } from '../../health/socket-prober.js';
 import { ProbeReason } from '../../health/probe-reason.js';
 import type { ProbeTarget } from '../../health/probe-target.js';
 import { TlsSessionBook } from '../../health/tls-session-book.js';
@@ -116,7 +116,7 @@ function offersSession(record: Buffer): boolean {
   return false;
 }
 
-describe('UndiciProber resumes TLS sessions across probes, each on a fresh tunnel', () => {
+describe('SocketProber resumes TLS sessions across probes, each on a fresh tunnel', () => {
   const cert = makeSelfSignedCert();
   let target: ResumptionTarget;
   const closers: Array<() => Promise<void>> = [];
@@ -135,8 +135,8 @@ describe('UndiciProber resumes TLS sessions across probes, each on a fresh tunne
     return p;
   }
 
-  function prober(sessions = new TlsSessionBook()): UndiciProber {
-    const p = new UndiciProber({ tls: { ca: cert.cert }, sessions });
+  function prober(sessions = new TlsSessionBook()): SocketProber {
+    const p = new SocketProber({ tls: { ca: cert.cert }, sessions });
     closers.push(() => p.close());
     return p;
   }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { UndiciProber } from '../../health/undici-prober.js';
+import { SocketProber } from '../../health/socket-prober.js';
 import type { ProbeTarget } from '../../health/probe-target.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { freePort } from '../../framework/testing/control-plane.js';
@@ -9,10 +9,10 @@ import { makeSelfSignedCert } from './targets.js';
 
 // Real sockets on loopback: the mock provider's forward proxy on 127.0.0.2 connects out from
 // its own address, so an echo server sees 127.0.0.2, not 127.0.0.1.
-describe('UndiciProber.readExitIP reads the echo through the proxy', () => {
+describe('SocketProber.readExitIP reads the echo through the proxy', () => {
   const cert = makeSelfSignedCert();
   let proxy: ForwardProxy;
-  let prober: UndiciProber;
+  let prober: SocketProber;
   const servers: Array<http.Server | https.Server> = [];
   let httpBase: string;
   let httpsBase: string;
@@ -35,7 +35,7 @@ describe('UndiciProber.readExitIP reads the echo through the proxy', () => {
 
   beforeAll(async () => {
     proxy = await startForwardProxy({ host: '127.0.0.2', port: await freePort() });
-    prober = new UndiciProber({ tls: { ca: cert.cert } });
+    prober = new SocketProber({ tls: { ca: cert.cert } });
     httpBase = `http://127.0.0.1:${await listen(http.createServer(handler))}`;
     httpsBase = `https://127.0.0.1:${await listen(https.createServer({ key: cert.key, cert: cert.cert }, handler))}`;
   });
@@ -72,7 +72,7 @@ describe('UndiciProber.readExitIP reads the echo through the proxy', () => {
       ok: true,
       ip: '127.0.0.2',
     });
-    expect(prober.liveAgents).toBe(0);
+    expect(prober.probesInFlight).toBe(0);
   });
 
   it.each([
@@ -82,7 +82,7 @@ describe('UndiciProber.readExitIP reads the echo through the proxy', () => {
   ])('%s tells nothing: %s', async (_what, path, reason) => {
     const reading = await prober.readExitIP(target(`${httpBase}${path}`), new AbortController().signal);
     expect(reading).toMatchObject({ ok: false, reason });
-    expect(prober.liveAgents).toBe(0);
+    expect(prober.probesInFlight).toBe(0);
   });
 
   it('a proxy that is gone is a RequestFailed, resolved, not thrown', async () => {

@@ -1,4 +1,4 @@
-import { UndiciProber } from '../../health/undici-prober.js';
+import { SocketProber } from '../../health/socket-prober.js';
 import { ProbeReason } from '../../health/probe-reason.js';
 import type { ProbeTarget } from '../../health/probe-target.js';
 import { TestForwardProxy, type ProxyMode } from './forward-proxy.js';
@@ -6,18 +6,18 @@ import { makeSelfSignedCert, startHttpTarget, startHttpsTarget, type TestTarget 
 import net from 'node:net';
 import { waitFor } from './wait-for.js';
 
-// Real sockets on loopback only: a target, a forward proxy per mode, and the real undici prober.
-describe('UndiciProber sends the probe through the proxy', () => {
+// Real sockets on loopback only: a target, a forward proxy per mode, and the real socket prober.
+describe('SocketProber sends the probe through the proxy', () => {
   const cert = makeSelfSignedCert();
   let httpTarget: TestTarget;
   let httpsTarget: TestTarget;
-  let prober: UndiciProber;
+  let prober: SocketProber;
   const proxies: TestForwardProxy[] = [];
 
   beforeAll(async () => {
     httpTarget = await startHttpTarget();
     httpsTarget = await startHttpsTarget(cert);
-    prober = new UndiciProber({ tls: { ca: cert.cert } });
+    prober = new SocketProber({ tls: { ca: cert.cert } });
   });
 
   afterAll(async () => {
@@ -132,20 +132,20 @@ describe('UndiciProber sends the probe through the proxy', () => {
     expect(httpsTarget.hits - hitsBefore).toBe(3);
   });
 
-  it('holds an agent only while a probe is in flight, so memory follows probes in flight, not the fleet', async () => {
+  it('holds sockets only while a probe is in flight, so memory follows probes in flight, not the fleet', async () => {
     const modes: ProxyMode[] = ['healthy', 'cannot-egress', 'closes', 'healthy'];
     const fleet = await Promise.all(modes.map((mode) => proxy(mode)));
     const outcomes = await Promise.all(
       fleet.map((p) => prober.probe(target(p.port, 'https'), new AbortController().signal)),
     );
     expect(outcomes.map((o) => o.success)).toEqual([true, false, false, true]);
-    expect(prober.liveAgents).toBe(0);
+    expect(prober.probesInFlight).toBe(0);
     const hole = await proxy('black-hole');
     const pending = prober.probe(target(hole.port, 'https'), new AbortController().signal);
     await waitFor(() => hole.openSockets === 1, 'the probe to reach the proxy');
-    expect(prober.liveAgents).toBe(1);
+    expect(prober.probesInFlight).toBe(1);
     await pending;
-    expect(prober.liveAgents).toBe(0);
+    expect(prober.probesInFlight).toBe(0);
     await waitFor(() => hole.openSockets === 0, 'the timed-out connection to close');
   });
 
@@ -189,13 +189,77 @@ describe('UndiciProber sends the probe through the proxy', () => {
 
   it('an https probe fails with ProbeError when the target certificate is not trusted', async () => {
     const p = await proxy('healthy');
-    const untrusting = new UndiciProber();
+    const untrusting = new SocketProber();
     try {
       const outcome = await untrusting.probe(target(p.port, 'https'), new AbortController().signal);
       expect(outcome).toMatchObject({ success: false, reason: ProbeReason.ProbeError });
     } finally {
       await untrusting.close();
     }
+  });
+
+  describe('a peer that does not speak HTTP costs one bounded read, never a hang or a crash', () => {
+    /** A raw TCP "proxy" that answers whatever it is sent with `reply(socket)`. */
+    async function rawProxy(reply: (socket: net.Socket) => void): Promise<number> {
+      const server = net.createServer((socket) => {
+        socket.on('error', () => undefined);
+        socket.once('data', () => reply(socket));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      closers.push(
+        () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+          }),
+      );
+      return (server.address() as net.AddressInfo).port;
+    }
+    const closers: Array<() => Promise<void>> = [];
+    afterAll(async () => void (await Promise.all(closers.map((c) => c()))));
+
+    it.each<[string, (socket: net.Socket) => void, 'http' | 'https', string]>([
+      [
+        'answers with no status line',
+        (s) => s.end('SSH-2.0-OpenSSH_9.6\r\n'),
+        'https',
+        'did not answer with an HTTP status line',
+      ],
+      [
+        'answers with no status line',
+        (s) => s.end('hello\r\n'),
+        'http',
+        'did not answer with an HTTP status line',
+      ],
+      [
+        'sends an endless head',
+        (s) => s.write(`HTTP/1.1 200 OK\r\n${'X-Pad: y\r\n'.repeat(4000)}`),
+        'https',
+        'without ending its head',
+      ],
+    ])('a proxy that %s (%s) fails with ProbeError', async (_what, reply, scheme, message) => {
+      const port = await rawProxy(reply);
+      const outcome = await prober.probe(target(port, scheme), new AbortController().signal);
+      expect(outcome).toMatchObject({ success: false, reason: ProbeReason.ProbeError });
+      expect(outcome.message).toContain(message);
+      expect(prober.probesInFlight).toBe(0);
+    });
+
+    it('a proxy that closes after its CONNECT head and before TLS fails with TunnelFailed', async () => {
+      const port = await rawProxy((s) => s.end('HTTP/1.1 200 Connection established\r\n\r\n'));
+      const outcome = await prober.probe(target(port, 'https'), new AbortController().signal);
+      expect(outcome).toMatchObject({ success: false, reason: ProbeReason.TunnelFailed });
+    });
+  });
+
+  it('release() during a probe closes its connections at once', async () => {
+    const hole = await proxy('black-hole');
+    const t = target(hole.port, 'https', { timeoutSeconds: 30 });
+    const pending = prober.probe(t, new AbortController().signal);
+    await waitFor(() => hole.openSockets === 1, 'the probe to reach the proxy');
+    await prober.release(t.key);
+    expect(await pending).toMatchObject({ success: false });
+    expect(prober.probesInFlight).toBe(0);
+    await waitFor(() => hole.openSockets === 0, 'the released connection to close');
   });
 });
 
