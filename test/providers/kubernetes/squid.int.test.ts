@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProxyAgent, request } from 'undici';
 import { freePort } from '../../../framework/testing/control-plane.js';
+import { ProbeReason } from '../../../health/probe-reason.js';
+import type { ProbeTarget } from '../../../health/probe-target.js';
+import { SocketProber } from '../../../health/socket-prober.js';
 import type { CreateRequest } from '../../../providers/contract.js';
 import type { KubernetesSettings } from '../../../providers/kubernetes/config.js';
 import {
@@ -207,6 +210,39 @@ describe("the kubernetes provider's squid.conf, run by a real Squid", () => {
     it('proxies a client with the credentials to the explicitly allowed probe target', async () => {
       const res = await fetchThrough(squid.port, '/', userinfo);
       expect(res).toEqual({ status: 200, body: 'hello from the origin' });
+    });
+
+    it.each<[string, Partial<ProbeTarget>, string]>([
+      ['with the credentials passes', { credentials }, ProbeReason.ProbeSucceeded],
+      ['without credentials is told so', {}, ProbeReason.ProxyAuthenticationRequired],
+      [
+        'with wrong credentials is told so',
+        { credentials: { ...credentials, password: 'wrong' } },
+        ProbeReason.ProxyAuthenticationRequired,
+      ],
+    ])("the health engine's probe through it %s", async (_what, over, reason) => {
+      const prober = new SocketProber();
+      try {
+        const outcome = await prober.probe(
+          {
+            key: 'default/px',
+            host: '127.0.0.1',
+            port: squid.port,
+            probeURL: `http://127.0.0.1:${originPort}/`,
+            intervalSeconds: 10,
+            timeoutSeconds: 5,
+            failureThreshold: 1,
+            successThreshold: 1,
+            expectedStatusCodes: [200],
+            ...over,
+          },
+          new AbortController().signal,
+        );
+        expect(outcome.reason).toBe(reason);
+        expect(outcome.message).not.toContain(credentials.password);
+      } finally {
+        await prober.close();
+      }
     });
 
     it('refuses a leased client a request to an address inside, and never connects to it', async () => {
