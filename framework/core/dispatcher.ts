@@ -195,16 +195,21 @@ export class Dispatcher {
         m.waiting = undefined;
         this.enqueue(key);
       }
-      this.forgetIfGone(key);
+      await this.forgetIfGone(key);
     }
   }
 
-  /** The object left the cache (deleted, or no longer selected): nothing about it is kept. */
-  private forgetIfGone(key: string): void {
+  /**
+   * The object left the cache (deleted, or no longer selected): nothing about it is kept, and
+   * its timers and daemons stop here too, since dropping its queued retry may have dropped
+   * the only pass that would have stopped them.
+   */
+  private async forgetIfGone(key: string): Promise<void> {
     const m = this.memory.peek(key);
     if (this.deps.informer.get(key) === undefined && !m?.active && m?.missed === undefined) {
       this.memory.forget(key);
       this.queue.drop(key);
+      await this.tasks.stop(key);
     } else this.memory.prune(key);
   }
 
@@ -295,12 +300,17 @@ export class Dispatcher {
       marks[this.deps.annotations.handled] !== generation ||
       marks[this.deps.annotations.permanentFailure] !== undefined
     ) {
-      await this.patch(obj, {
-        annotations: {
-          [this.deps.annotations.handled]: generation,
-          [this.deps.annotations.permanentFailure]: null,
-        },
-      });
+      try {
+        await this.patch(obj, {
+          annotations: {
+            [this.deps.annotations.handled]: generation,
+            [this.deps.annotations.permanentFailure]: null,
+          },
+        });
+      } catch (err) {
+        // Deleted while its handlers ran: nothing is left to mark, and its deletion is handled next.
+        if (!isStatus(err, 404)) throw err;
+      }
     }
     m.handledGeneration = Number(generation);
     m.failed = undefined;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../utils/logger.js';
-import { jittered, sleep } from '../utils/sleep.js';
+import { jittered, sleep, untilDoneOrAborted } from '../utils/sleep.js';
 import type { KeyedMutex } from '../utils/keyed-mutex.js';
 import { PermanentError, TemporaryError } from './errors.js';
 import type { DaemonOptions, TimerOptions } from './registry.js';
@@ -101,7 +101,7 @@ export class ObjectTasks {
     await sleep((options.initialDelay ?? seconds(first)) * 1000, signal);
     while (!signal.aborted) {
       let delay: number | undefined;
-      await this.lock.run(key, async () => {
+      const turn = this.lock.run(key, async () => {
         const obj = this.alive(key, uid);
         if (!obj || signal.aborted) return;
         try {
@@ -113,6 +113,10 @@ export class ObjectTasks {
           this.logger.warn({ key, method, err: errorMessage(err) }, 'timer handler failed');
         }
       });
+      // Stopped while queued for the lock: whoever holds it may be the one awaiting this
+      // timer's end (a delete stops the tasks under the lock). The queued turn returns at once.
+      await untilDoneOrAborted(turn, signal);
+      if (signal.aborted) return;
       const obj = this.alive(key, uid);
       if (!obj) return;
       await sleep(jittered((delay ?? seconds(obj)) * 1000, options.jitter ?? 0), signal);

@@ -58,3 +58,25 @@ export function withStopHelpers<F extends object>(
 export function jittered(ms: number, jitter: number, random: () => number = Math.random): number {
   return ms * (1 + jitter * (2 * random() - 1));
 }
+
+/**
+ * Waits for `work`, or for `signal` if it aborts first (the work goes on; its result is
+ * dropped). The abort listener is removed once either settles, so loops can call it freely.
+ */
+export function untilDoneOrAborted(work: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const aborted = () => resolve();
+    signal.addEventListener('abort', aborted, { once: true });
+    work.then(
+      () => {
+        signal.removeEventListener('abort', aborted);
+        resolve();
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', aborted);
+        reject(err);
+      },
+    );
+  });
+}

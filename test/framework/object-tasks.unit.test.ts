@@ -39,6 +39,35 @@ describe('ObjectTasks', () => {
     expect(overlaps).toBe(0);
   });
 
+  it('stops a timer queued for the lock from inside the lock (a delete handled under it)', async () => {
+    const lock = new KeyedMutex();
+    let ticks = 0;
+    const tasks = new ObjectTasks(
+      [{ method: 'tick', options: { interval: 0.01 } }],
+      [],
+      async () => {
+        ticks++;
+      },
+      () => widget('u1'),
+      lock,
+      new AbortController().signal,
+      logger,
+    );
+    await tasks.ensure('ns/w', widget('u1'));
+    const stopped = await lock.run('ns/w', async () => {
+      // Long enough for the timer to wake and queue behind this holder.
+      await new Promise((r) => setTimeout(r, 50));
+      return await Promise.race([
+        tasks.stop('ns/w').then(() => 'stopped'),
+        new Promise((r) => setTimeout(() => r('deadlocked'), 1000)),
+      ]);
+    });
+    expect(stopped).toBe('stopped');
+    const count = ticks;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(ticks).toBe(count);
+  });
+
   it('stops timers once the object is gone from the cache', async () => {
     let present = true;
     let ticks = 0;

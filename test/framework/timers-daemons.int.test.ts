@@ -18,16 +18,23 @@ class DaemonLog {
   aborted: string[] = [];
 }
 const DAEMONS = Symbol('daemons');
+/** Deletes a widget and resolves once the operator's cache no longer holds it. */
+type Vanish = (name: string) => Promise<void>;
+const VANISH = Symbol('vanish');
 
 @controller({ ...WIDGET })
 class Ticking {
   constructor(
     @inject(CALLS) private readonly calls: Calls,
     @inject(DAEMONS) private readonly daemons: DaemonLog,
+    @inject(VANISH) private readonly vanish: Vanish,
   ) {}
 
   @onCreate() async created(ctx: HandlerContext<Widget>) {
     this.calls.record('create', ctx.object);
+    // The deletion's watch event arrives while this handler still runs, and the handled-mark
+    // patch that follows it finds no object.
+    if (ctx.object.spec.fail === 'vanish-during-create') await this.vanish(ctx.object.metadata.name!);
   }
 
   @timer({ interval: (w: Widget) => w.spec.interval ?? 1, jitter: 0 }) async tick(
@@ -60,6 +67,12 @@ describe('timers and daemons', () => {
     operator = world.operator([Ticking], (c) => {
       c.register(CALLS, { useValue: calls });
       c.register(DAEMONS, { useValue: daemons });
+      c.register(VANISH, {
+        useValue: async (name: string) => {
+          await world.deleteWidget(name);
+          await eventually(() => expect(operator.cache.get(WIDGET, world.namespace, name)).toBeUndefined());
+        },
+      });
     });
     await operator.start();
   });
@@ -85,6 +98,12 @@ describe('timers and daemons', () => {
     expect(daemons.aborted).not.toContain('d1');
     await world.deleteWidget('d1');
     await eventually(() => expect(daemons.aborted).toContain('d1'));
+  });
+
+  it('aborts the daemon of an object deleted while its create handler still ran', async () => {
+    await world.createWidget('gone-early', { fail: 'vanish-during-create' });
+    await eventually(() => expect(calls.of('gone-early', 'create')).toHaveLength(1));
+    await eventually(() => expect(daemons.aborted).toContain('gone-early'));
   });
 
   it('restarts a daemon that threw a TemporaryError', async () => {
