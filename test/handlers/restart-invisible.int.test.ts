@@ -5,13 +5,13 @@ import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forwa
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   LeasePoller,
-  readyz,
-  runOperator,
+  runOperatorIn,
   scrape,
   until,
+  untilReady,
   type OperatorProcess,
 } from '../harness/operator-process.js';
 
@@ -40,31 +40,14 @@ interface Replica {
 }
 
 async function start(name: string, discovery?: number): Promise<Replica> {
-  const [metrics, disc] = [await freePort(), discovery ?? (await freePort())];
-  const process = runOperator(
-    [
-      '--kubeconfig',
-      globalThis.process.env[KUBECONFIG_ENV]!,
-      '--watch-namespace',
-      namespace,
-      '--leader-election-namespace',
-      namespace,
-      '--leader-election-id',
-      leaseName,
-      '--metrics-address',
-      `127.0.0.1:${metrics}`,
-      '--discovery-address',
-      `127.0.0.1:${disc}`,
-      '--log-level',
-      'warn',
-    ],
-    { POD_NAME: name },
-  );
-  running.push(process);
-  await until(`${name} ready`, () => readyz(metrics), 90_000).catch((err: Error) => {
-    throw new Error(`${err.message}\n${process.output()}`);
+  const replica = await runOperatorIn(namespace, {
+    flags: ['--leader-election-id', leaseName, '--log-level', 'warn'],
+    env: { POD_NAME: name },
+    discoveryPort: discovery,
   });
-  return { name, metrics, discovery: disc, process };
+  running.push(replica.process);
+  await untilReady(replica);
+  return { name, metrics: replica.metricsPort, discovery: replica.discoveryPort, process: replica.process };
 }
 
 /** The replica that holds the Lease: its POD_NAME, the prefix of its identity (cmd/leader-identity.ts). */
