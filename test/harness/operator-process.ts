@@ -51,28 +51,31 @@ export interface ServingOperator {
 
 /**
  * The operator process on the shared test control plane, as one replica of a Deployment runs:
- * watching `namespace` and electing its leader there, serving /metrics and the discovery API on
- * loopback (free ports unless given). `flags` follow those; `env` adds to its environment.
+ * watching `namespace` and electing its leader there (or, with `leaderElection: false`, leading
+ * alone), serving /metrics and the discovery API on loopback (free ports unless given). `flags`
+ * follow those; `env` adds to its environment.
  */
 export async function runOperatorIn(
   namespace: string,
   options: {
     flags?: string[];
     env?: Record<string, string>;
+    leaderElection?: boolean;
     metricsPort?: number;
     discoveryPort?: number;
   } = {},
 ): Promise<ServingOperator> {
   const metricsPort = options.metricsPort ?? (await freePort());
   const discoveryPort = options.discoveryPort ?? (await freePort());
+  const leader =
+    options.leaderElection === false ? ['--leader-elect=false'] : ['--leader-election-namespace', namespace];
   const process_ = runOperator(
     [
       '--kubeconfig',
       process.env[KUBECONFIG_ENV]!,
       '--watch-namespace',
       namespace,
-      '--leader-election-namespace',
-      namespace,
+      ...leader,
       '--metrics-address',
       `127.0.0.1:${metricsPort}`,
       '--discovery-address',
