@@ -1,6 +1,6 @@
 import { eventually as pollUntil } from '../../framework/testing/index.js';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { request, type Dispatcher } from 'undici';
 import type { Operator } from '../../framework/index.js';
@@ -112,9 +112,14 @@ export async function callDiscovery(
 
 /** What a suite's operator is given besides its namespace. */
 export interface OperatorSuiteOptions {
+  /** The suite's mock provider (default: instances up in 0.3 s, serving traffic). */
+  mock?: Parameters<typeof mockProvider>[0];
   /** The providers by name, made from the suite's mock provider (default: `{ mock }`). */
   providers?: (mock: MockProvider) => Record<string, Provider>;
   settings?: OperatorSettings;
+  /** The handler classes (default: all of them). */
+  handlers?: typeof PROXY_HANDLERS;
+  logger?: Logger;
 }
 
 /** One suite's operator on the shared control plane: see operatorSuite. */
@@ -150,10 +155,18 @@ export class OperatorSuite {
   readonly call = (method: Dispatcher.HttpMethod, path: string, body?: unknown): Promise<DiscoveryAnswer> =>
     callDiscovery(this.op.discoveryURL, method, path, body);
 
-  async start({ providers = (mock) => ({ mock }), settings = {} }: OperatorSuiteOptions): Promise<void> {
+  async start(options: OperatorSuiteOptions): Promise<void> {
+    const { providers = (mock: MockProvider) => ({ mock }), settings = {}, handlers, logger } = options;
     this.localTarget = (await suiteSetup(this.kc, this.namespace)).target;
-    this.mockProvider = mockProvider();
-    this.running = await startOperator(this.kc, providers(this.mockProvider), this.namespace, settings);
+    this.mockProvider = mockProvider(options.mock);
+    this.running = await startOperator(
+      this.kc,
+      providers(this.mockProvider),
+      this.namespace,
+      settings,
+      handlers,
+      logger,
+    );
   }
 
   async stop(): Promise<void> {
