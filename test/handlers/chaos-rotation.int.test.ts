@@ -1,7 +1,7 @@
 import { Watch } from '@kubernetes/client-node';
 import { CONDITION_PROVISIONED, type Proxy } from '../../crds/proxy-types.js';
 import { deleteProxy } from './operator-fixture.js';
-import { chaosSpec, chaosSuite, fakeKubelet, kill, listProxies, random, sleep } from './chaos-world.js';
+import { chaosSpec, chaosSuite, fakeKubelet, kill, random, sleep } from './chaos-world.js';
 
 // Issue 24 item 7: the chaos test's invariants hold with rotation enabled. The real operator
 // process is SIGKILLed at random moments while half the proxies rotate on age again and again
@@ -28,7 +28,7 @@ let agings = 0;
 /** Makes every rotating proxy that serves from its instance an hour old: due at its next reconcile. */
 async function age(): Promise<number> {
   let aged = 0;
-  for (const p of await listProxies(world)) {
+  for (const p of await api.list()) {
     const up = p.status?.conditions?.find((c) => c.type === CONDITION_PROVISIONED);
     if (!p.spec.rotation?.maxAgeSeconds || p.metadata.deletionTimestamp) continue;
     if (p.status?.phase !== 'Ready' || up?.reason !== 'InstanceRunning' || p.status.replacement) continue;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
@@ -9,7 +9,7 @@ import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { readyz, runOperatorIn, until, type OperatorProcess } from '../harness/operator-process.js';
-import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
+import { FINALIZER, SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
 import { LABEL_REVISION, LABEL_UID } from '../../providers/contract.js';
 
 // The chaos tests' world (chaos.int.test.ts, chaos-rotation.int.test.ts): Proxies in one
@@ -21,7 +21,6 @@ export interface ChaosWorld {
   /** The world's Proxies (in `namespace`). */
   api: ProxyApi;
   core: CoreV1Api;
-  objects: CustomObjectsApi;
   namespace: string;
   podNamespace: string;
 }
@@ -34,7 +33,6 @@ export function chaosWorld(prefix: string): ChaosWorld {
     kc,
     api: new ProxyApi(kc, namespace),
     core: kc.makeApiClient(CoreV1Api),
-    objects: kc.makeApiClient(CustomObjectsApi),
     namespace,
     podNamespace: uniqueName(`${prefix}-pods`),
   };
@@ -215,19 +213,9 @@ export function fakeKubelet({ core, podNamespace }: ChaosWorld): { stop(): Promi
   };
 }
 
-export async function listProxies({ objects, namespace }: ChaosWorld): Promise<Proxy[]> {
-  const list = (await objects.listNamespacedCustomObject({
-    group: 'crawl.example.com',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'proxies',
-  })) as { items: Proxy[] };
-  return list.items;
-}
-
 /** What is wrong with the world, or [] when every invariant holds. */
 export async function violations(world: ChaosWorld, survivors: Set<string>): Promise<string[]> {
-  const proxies = await listProxies(world);
+  const proxies = await world.api.list();
   const { core, podNamespace } = world;
   const pods = (await core.listNamespacedPod({ namespace: podNamespace })).items;
   const problems: string[] = [];

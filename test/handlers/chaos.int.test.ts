@@ -1,7 +1,7 @@
 import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { scrape } from '../harness/operator-process.js';
 import { deleteProxy } from './operator-fixture.js';
-import { chaosSpec, chaosSuite, fakeKubelet, kill, listProxies, random, sleep } from './chaos-world.js';
+import { chaosSpec, chaosSuite, fakeKubelet, kill, random, sleep } from './chaos-world.js';
 
 // Issue 11 item 12: the real operator process is SIGKILLed at 20+ random moments while 30+
 // Managed proxies on the `kubernetes` provider are created, replaced and deleted; some kills
@@ -83,7 +83,7 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
           await kill(p);
           if (podName) {
             stats.aimed++;
-            const recorded = (await listProxies(world)).some(
+            const recorded = (await api.list()).some(
               (x) => x.status?.providerID === `${podNamespace}/${podName}`,
             );
             if (!recorded) stats.aimedInWindow++;

@@ -1,8 +1,6 @@
 import { Writable } from 'node:stream';
-import { CustomObjectsApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
-import type { Proxy } from '../../crds/proxy-types.js';
 import { eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 const COUNT = 200;
@@ -20,8 +18,7 @@ const suite = operatorSuite('scale', {
     }),
   ),
 });
-const { api, kc, namespace } = suite;
-const objects = kc.makeApiClient(CustomObjectsApi);
+const { api, kc } = suite;
 
 /** Writes to Proxy objects and Events as the API server itself counts them. */
 async function apiServerWrites(): Promise<{ proxies: number; events: number }> {
@@ -59,13 +56,8 @@ describe(`${COUNT} Managed proxies created at once`, () => {
     await eventually(
       `all ${COUNT} Ready`,
       async () => {
-        const list = (await objects.listNamespacedCustomObject({
-          group: 'crawl.example.com',
-          version: 'v1alpha1',
-          namespace,
-          plural: 'proxies',
-        })) as { items: Proxy[] };
-        return list.items.filter((p) => p.status?.phase === 'Ready').length === COUNT ? true : undefined;
+        const ready = (await api.list()).filter((p) => p.status?.phase === 'Ready');
+        return ready.length === COUNT ? true : undefined;
       },
       240_000,
     );
