@@ -14,13 +14,10 @@
 // child process (its CPU seconds and peak RSS come from /proc), real forward proxies on their
 // own loopback addresses, a real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions,
 // maxRequestRetries 3). External Proxies probe a loopback target every 30 s (the CRD default).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { request } from 'undici';
 import { DiscoveryClient } from '../client/src/index.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
@@ -35,6 +32,7 @@ import {
   type FaultPlan,
   warmUpCrawlee,
 } from './crawl-scenario.js';
+import { BenchOperator } from './operator-process.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // The API is closed by default: the operator gets a token and every client here sends it.
@@ -53,79 +51,6 @@ const load = () =>
     .map((l) => l.toFixed(2))
     .join(' ');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The operator as a child process, with its CPU time and peak RSS read from /proc. */
-class OperatorProcess {
-  readonly child: ChildProcess;
-  private readonly exited: Promise<void>;
-
-  constructor(
-    readonly metricsPort: number,
-    readonly discoveryPort: number,
-    kubeconfig: string,
-  ) {
-    this.child = spawn(
-      process.execPath,
-      [
-        join(root, 'build/cmd/operator.js'),
-        `--kubeconfig=${kubeconfig}`,
-        '--leader-elect=false',
-        `--metrics-address=127.0.0.1:${metricsPort}`,
-        `--discovery-address=127.0.0.1:${discoveryPort}`,
-        '--log-level=warn',
-      ],
-      { env: { ...process.env, DISCOVERY_TOKEN: TOKEN }, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let tail = '';
-    this.child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-4096)));
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        if (code !== 0 && signal !== 'SIGTERM' && code !== null)
-          process.stderr.write(`operator exited ${code}: ${tail}\n`);
-        resolve();
-      }),
-    );
-  }
-
-  async ready(): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const ok = await request(`http://127.0.0.1:${this.metricsPort}/readyz`)
-        .then(async (r) => (await r.body.dump(), r.statusCode === 200))
-        .catch(() => false);
-      if (ok) return;
-      if (Date.now() > deadline || this.child.exitCode !== null)
-        throw new Error('operator never became ready');
-      await sleep(250);
-    }
-  }
-
-  /** User + system CPU seconds so far. */
-  cpuSeconds(): number {
-    const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  }
-
-  peakRssMiB(): number {
-    const text = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
-    return Number(/^VmHWM:\s+(\d+) kB/m.exec(text)?.[1] ?? NaN) / 1024;
-  }
-
-  /** One series' value from /metrics (the sum over its label sets matching `labels`). */
-  async metric(name: string, labels = ''): Promise<number> {
-    const text = await (await request(`http://127.0.0.1:${this.metricsPort}/metrics`)).body.text();
-    let sum = 0;
-    for (const m of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? ([0-9.e+-]+)$`, 'gm'))) {
-      if ((m[1] ?? '').includes(labels)) sum += Number(m[2]);
-    }
-    return sum;
-  }
-
-  async stop(): Promise<void> {
-    this.child.kill('SIGTERM');
-    await this.exited;
-  }
-}
 
 interface Row {
   figures: CrawlFigures;
@@ -170,7 +95,7 @@ async function createProxies(
 async function scenario(
   label: string,
   kc: KubeConfig,
-  op: OperatorProcess,
+  op: BenchOperator,
   target: LocalTarget,
   pages: number,
   proxies: number,
@@ -229,7 +154,7 @@ async function scenario(
         leasesLeft: await op.metric('proxy_operator_leases_active'),
         sessionsLeft: await op.metric('proxy_operator_sessions_active'),
         cpuSeconds: op.cpuSeconds() - cpu0,
-        peakRssMiB: op.peakRssMiB(),
+        peakRssMiB: op.memory()?.hwmMiB ?? NaN,
       };
       // This round's fleet dies with its processes: its Proxies go too, so no later round
       // (either side) shares the machine with an operator probing and writing a dead fleet.
@@ -364,7 +289,13 @@ async function main(): Promise<void> {
     await sleep(2000);
     const target = await startLocalTarget();
     cleanups.push(() => target.close());
-    const op = new OperatorProcess(await freePort(), await freePort(), cp.kubeconfigPath);
+    const op = new BenchOperator({
+      kubeconfig: cp.kubeconfigPath,
+      metricsPort: await freePort(),
+      discoveryPort: await freePort(),
+      flags: ['--log-level=warn'],
+      env: { DISCOVERY_TOKEN: TOKEN },
+    });
     cleanups.push(() => op.stop());
     await op.ready();
 

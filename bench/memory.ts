@@ -15,18 +15,16 @@
 // forward proxies and an HTTPS target in another child process (so neither the fleet nor this
 // script share the operator's heap). RSS comes from /proc/<pid>/status (VmRSS, and VmHWM for
 // the peak the kernel saw between samples); the heap breakdown from the operator's /metrics.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { request } from 'undici';
 import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
 import { selfSignedCert } from '../framework/testing/self-signed-cert.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startFleet, type FleetReady } from './proxy-fleet.js';
+import { BUILT_OPERATOR, BenchOperator, type BenchOperatorOptions } from './operator-process.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { GROUP, PLURAL, VERSION, type Proxy } from '../crds/proxy-types.js';
 
@@ -70,7 +68,7 @@ function settings(): Settings {
     restartSeconds: number('restart-seconds', 60, 0),
     listeners: Math.round(number('listeners', Math.min(proxies, 250))),
     runtimeEnv: runtimeEnv(),
-    operator: flag('operator') ?? join(root, 'build/cmd/operator.js'),
+    operator: flag('operator') ?? BUILT_OPERATOR,
   };
 }
 
@@ -98,63 +96,26 @@ interface HeapBreakdown {
   rssMiB: number;
 }
 
-class OperatorUnderTest {
-  readonly child: ChildProcess;
+/** The operator under measurement, its RSS sampled from /proc every 500 ms. */
+class OperatorUnderTest extends BenchOperator {
   readonly samples: Sample[] = [];
-  logBytes = 0;
   private readonly sampler: NodeJS.Timeout;
-  private readonly exited: Promise<void>;
 
-  constructor(
-    readonly metricsPort: number,
-    operator: string,
-    args: string[],
-    env: Record<string, string>,
-  ) {
-    this.child = spawn(process.execPath, [operator, ...args], {
-      env: { ...process.env, ...env },
-      // Logs go through a pipe that is read, as a container runtime reads stdout.
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let errTail = '';
-    this.child.stdout!.on('data', (b: Buffer) => (this.logBytes += b.length));
-    this.child.stderr!.on('data', (b: Buffer) => {
-      this.logBytes += b.length;
-      errTail = (errTail + b.toString()).slice(-4096);
-    });
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        if (code !== 0 && signal !== 'SIGTERM' && code !== null)
-          process.stderr.write(`operator exited with ${code}: ${errTail}\n`);
-        resolve();
-      }),
-    );
+  constructor(options: BenchOperatorOptions) {
+    super({ ...options, countLogs: true });
     this.sampler = setInterval(() => this.sample(), 500);
   }
 
   sample(): Sample | undefined {
-    const status = readStatus(this.child.pid);
+    const status = this.memory();
     if (!status) return undefined;
     const s = { at: Date.now(), ...status };
     this.samples.push(s);
     return s;
   }
 
-  async ready(): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const ok = await request(`http://127.0.0.1:${this.metricsPort}/readyz`)
-        .then(async (r) => (await r.body.dump(), r.statusCode === 200))
-        .catch(() => false);
-      if (ok) return;
-      if (Date.now() > deadline || this.child.exitCode !== null)
-        throw new Error('operator never became ready');
-      await sleep(250);
-    }
-  }
-
   async heap(): Promise<HeapBreakdown> {
-    const text = await (await request(`http://127.0.0.1:${this.metricsPort}/metrics`)).body.text();
+    const text = await this.metrics();
     const value = (name: string) => {
       const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, 'm').exec(text);
       return m ? Number(m[1]) / MiB : Number.NaN;
@@ -167,21 +128,9 @@ class OperatorUnderTest {
     };
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     clearInterval(this.sampler);
-    this.child.kill('SIGTERM');
-    await this.exited;
-  }
-}
-
-function readStatus(pid: number | undefined): { rssMiB: number; hwmMiB: number } | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-    return { rssMiB: kb('VmRSS') / 1024, hwmMiB: kb('VmHWM') / 1024 };
-  } catch {
-    return undefined;
+    await super.stop();
   }
 }
 
@@ -312,21 +261,16 @@ async function main(): Promise<void> {
     cleanups.push(async () => fleetChild.disconnect());
 
     const launch = async (): Promise<OperatorUnderTest> => {
-      const metricsPort = await freePort();
-      const op = new OperatorUnderTest(
-        metricsPort,
-        s.operator,
-        [
-          `--kubeconfig=${cp.kubeconfigPath}`,
-          '--leader-elect=false',
-          `--watch-namespace=${NAMESPACE}`,
-          `--metrics-address=127.0.0.1:${metricsPort}`,
-          `--discovery-address=127.0.0.1:${await freePort()}`,
-        ],
+      const op = new OperatorUnderTest({
+        kubeconfig: cp.kubeconfigPath,
+        metricsPort: await freePort(),
+        discoveryPort: await freePort(),
+        flags: [`--watch-namespace=${NAMESPACE}`],
         // A token as the Deployment has (the API is closed by default); an env var, so an older
         // build given by --operator takes it too.
-        { ...s.runtimeEnv, PROBE_CA_FILE: caFile, DISCOVERY_TOKEN: 'bench-memory-token-0123456789' },
-      );
+        env: { ...s.runtimeEnv, PROBE_CA_FILE: caFile, DISCOVERY_TOKEN: 'bench-memory-token-0123456789' },
+        entry: s.operator,
+      });
       cleanups.push(() => op.stop());
       await op.ready();
       return op;

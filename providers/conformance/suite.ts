@@ -258,29 +258,43 @@ export function describeProviderConformance(subject: ConformanceSubject): void {
           const ctl = new AbortController();
           const reason = new Error(`abort ${op}`);
           const pending = call(ctl.signal);
-          const early = await Promise.race([
+          const early = await within(
+            150,
             pending.then(
               () => 'resolved',
               (err: unknown) => `rejected: ${String(err)}`,
             ),
-            new Promise((r) => setTimeout(() => r('pending'), 150)),
-          ]);
+            'pending',
+          );
           expect([op, early]).toEqual([op, 'pending']);
           ctl.abort(reason);
-          const outcome = await Promise.race([
+          const outcome = await within(
+            ABORT_DEADLINE_MS,
             pending.then(
               () => 'resolved',
               (err: unknown) => err,
             ),
-            new Promise((r) =>
-              setTimeout(() => r(`still pending ${ABORT_DEADLINE_MS} ms after the abort`), ABORT_DEADLINE_MS),
-            ),
-          ]);
+            `still pending ${ABORT_DEADLINE_MS} ms after the abort`,
+          );
           expect([op, outcome]).toEqual([op, reason]);
         }
       },
     );
   });
+}
+
+/**
+ * What `promise` settles to within `ms`, else `late`. The timer is cleared either way: one left
+ * running would keep the plugin's jest from exiting after its last test.
+ */
+async function within<T>(ms: number, promise: Promise<T>, late: string): Promise<T | string> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(late), ms)));
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {

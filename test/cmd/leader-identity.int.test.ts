@@ -3,49 +3,30 @@
 // its own and both led. Real parts: the real API server of framework/testing, two real
 // operator processes (cmd/operator.ts), their /metrics and the Lease object itself.
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import {
+  runOperatorIn,
+  scrape,
+  until,
+  untilReady,
+  type ServingOperator as Replica,
+} from '../harness/operator-process.js';
 
 const kc = testKubeConfig();
 const leases = kc.makeApiClient(CoordinationV1Api);
 const POD_NAME = 'same-pod';
 
-interface Replica {
-  op: OperatorProcess;
-  metrics: number;
-}
-
-function start(namespace: string, metrics: number, discovery: number): Replica {
-  const op = runOperator(
-    [
-      '--kubeconfig',
-      process.env[KUBECONFIG_ENV]!,
-      '--watch-namespace',
-      namespace,
-      '--leader-election-namespace',
-      namespace,
-      '--metrics-address',
-      `127.0.0.1:${metrics}`,
-      '--discovery-address',
-      `127.0.0.1:${discovery}`,
-    ],
-    { POD_NAME },
-  );
-  return { op, metrics };
-}
-
 /** operator_framework_is_leader of a replica: 1 while it holds the Lease, as it sees it. */
 async function leads(r: Replica): Promise<boolean> {
-  const m = /^operator_framework_is_leader(?:\{[^}]*\})? (\d+)/m.exec(await scrape(r.metrics));
+  const m = /^operator_framework_is_leader(?:\{[^}]*\})? (\d+)/m.exec(await scrape(r.metricsPort));
   if (m === null) throw new Error('no operator_framework_is_leader in /metrics');
   return m[1] === '1';
 }
 
 /** The identity a replica logged on becoming leader (pino's JSON line), if it did. */
 function ledAs(r: Replica): string | undefined {
-  for (const line of r.op.output().split('\n')) {
+  for (const line of r.process.output().split('\n')) {
     if (!line.includes('"became leader"')) continue;
     const entry = JSON.parse(line) as { identity?: string; leading?: boolean };
     if (entry.leading === true) return entry.identity;
@@ -66,15 +47,11 @@ describe('two operator processes with one POD_NAME on one host', () => {
   it('get distinct identities, never both lead, and the survivor takes over when the leader is killed', async () => {
     const namespace = uniqueName('same-host');
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-    const a = start(namespace, await freePort(), await freePort());
-    const b = start(namespace, await freePort(), await freePort());
+    const a = await runOperatorIn(namespace, { env: { POD_NAME } });
+    const b = await runOperatorIn(namespace, { env: { POD_NAME } });
     const replicas = [a, b];
     try {
-      for (const r of replicas) {
-        await until('both ready', () => readyz(r.metrics), 90_000).catch((err: Error) => {
-          throw new Error(`${err.message}\n${r.op.output()}`);
-        });
-      }
+      for (const r of replicas) await untilReady(r);
       await until('one of them leads', async () =>
         (await Promise.all(replicas.map(leads))).some(Boolean) ? true : undefined,
       );
@@ -95,15 +72,15 @@ describe('two operator processes with one POD_NAME on one host', () => {
 
       // A crash, not a shutdown: the Lease is not released, so the survivor must see it
       // expire under another identity before it takes it.
-      leader.op.child.kill('SIGKILL');
-      await leader.op.exited;
+      leader.process.child.kill('SIGKILL');
+      await leader.process.exited;
       await until('the survivor leads', async () => ((await leads(follower)) ? true : undefined), 60_000);
       const second = ledAs(follower);
       expect(second).toMatch(new RegExp(`^${POD_NAME}_[0-9a-f]{12}$`));
       expect(second).not.toBe(first);
       expect(await holder(namespace)).toBe(second);
     } finally {
-      for (const r of replicas) r.op.child.kill('SIGKILL');
+      for (const r of replicas) r.process.child.kill('SIGKILL');
     }
   }, 180_000);
 });

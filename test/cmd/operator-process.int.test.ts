@@ -5,10 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { request } from 'undici';
-import { freePort } from '../../framework/testing/control-plane.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
-import { runOperator, until } from '../harness/operator-process.js';
+import { runOperator, runOperatorIn, until, untilReady } from '../harness/operator-process.js';
 
 const kc = testKubeConfig();
 const namespace = uniqueName('entrypoint');
@@ -52,28 +51,10 @@ describe('the operator process', () => {
   });
 
   it('serves probes and the discovery API, holds the leader Lease, and on SIGTERM releases it and exits 0', async () => {
-    const [metrics, discovery] = [await freePort(), await freePort()];
-    const op = runOperator(
-      [
-        '--kubeconfig',
-        process.env[KUBECONFIG_ENV]!,
-        '--watch-namespace',
-        namespace,
-        '--leader-election-namespace',
-        namespace,
-        '--metrics-address',
-        `127.0.0.1:${metrics}`,
-        '--discovery-address',
-        `127.0.0.1:${discovery}`,
-      ],
-      { POD_NAME: 'operator-under-test' },
-    );
+    const serving = await runOperatorIn(namespace, { env: { POD_NAME: 'operator-under-test' } });
+    const { process: op, metricsPort: metrics, discoveryPort: discovery } = serving;
     try {
-      await until('/readyz 200', async () => {
-        const res = await request(`http://127.0.0.1:${metrics}/readyz`);
-        await res.body.dump();
-        return res.statusCode === 200 ? true : undefined;
-      });
+      await untilReady(serving);
       const leases = kc.makeApiClient(CoordinationV1Api);
       await until('the Lease held', async () => {
         const lease = await leases.readNamespacedLease({ name: 'proxy-operator-leader', namespace });

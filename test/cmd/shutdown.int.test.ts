@@ -2,10 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, until, type OperatorProcess } from '../harness/operator-process.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { readyz, runOperatorIn, until, type OperatorProcess } from '../harness/operator-process.js';
 
 // Issue 11 item 10: a SIGTERM is never held hostage by a sweep. The real operator process,
 // with the default 10-minute sweep interval and a provider whose every list hangs until
@@ -18,30 +17,15 @@ const EXIT_WITHIN_MS = 5_000;
 let dir: string;
 let providersFile: string;
 
+/** The real operator process in `namespace`, over the hanging provider, as `identity`. */
 async function operatorIn(
   namespace: string,
   identity: string,
 ): Promise<{ op: OperatorProcess; metrics: number }> {
-  const metrics = await freePort();
-  const op = runOperator(
-    [
-      '--kubeconfig',
-      process.env[KUBECONFIG_ENV]!,
-      '--providers-config',
-      providersFile,
-      '--cluster-name',
-      'shutdown-test',
-      '--watch-namespace',
-      namespace,
-      '--leader-election-namespace',
-      namespace,
-      '--metrics-address',
-      `127.0.0.1:${metrics}`,
-      '--discovery-address',
-      `127.0.0.1:${await freePort()}`,
-    ],
-    { POD_NAME: identity },
-  );
+  const { process: op, metricsPort: metrics } = await runOperatorIn(namespace, {
+    flags: ['--providers-config', providersFile, '--cluster-name', 'shutdown-test'],
+    env: { POD_NAME: identity },
+  });
   return { op, metrics };
 }
 

@@ -75,6 +75,11 @@ export class ProxyApi {
     ) as Promise<Proxy>;
   }
 
+  /** Every Proxy in the namespace, in one list call. */
+  async list(): Promise<Proxy[]> {
+    return ((await this.api.listNamespacedCustomObject(this.where)) as { items: Proxy[] }).items;
+  }
+
   /** The server-side table `kubectl get px` prints. */
   table(): Promise<ServerTable> {
     return this.api.listNamespacedCustomObject(

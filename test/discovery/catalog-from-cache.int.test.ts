@@ -1,66 +1,19 @@
 // The discovery API follows each Proxy through the operator's cache events (no re-listing):
 // a real operator against the real API server, real mock forward proxies on loopback.
 import { CoreV1Api } from '@kubernetes/client-node';
-import { request } from 'undici';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import { freePort } from '../../framework/testing/control-plane.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  deleteProxy,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from '../handlers/operator-fixture.js';
+import { deleteProxy, eventually, managedSpec, operatorSuite } from '../handlers/operator-fixture.js';
 
-const kc = testKubeConfig();
-const namespace = uniqueName('discovery');
-let proxies: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
-let baseURL: string;
-
-beforeAll(async () => {
-  ({ api: proxies, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  const port = await freePort();
-  baseURL = `http://127.0.0.1:${port}`;
-  op = await startOperator(kc, { mock }, namespace, {
-    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
-  });
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
-
-async function call(method: string, path: string, body?: unknown) {
-  const response = await request(`${baseURL}${path}`, {
-    method: method as 'GET',
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.body.text();
-  return {
-    status: response.statusCode,
-    body: (text === '' ? undefined : JSON.parse(text)) as Record<string, unknown>,
-  };
-}
+const suite = operatorSuite('discovery');
+const { api: proxies, call, kc, namespace } = suite;
 
 const one = (name: string) => call('GET', `/v1/proxies/${namespace}/${name}`);
 
 describe('the discovery catalog over the cache', () => {
   it('follows a Proxy from creation through spec and status changes to deletion', async () => {
-    await proxies.create('eu-1', { spec: managedSpec(target, { attributes: { geo: 'eu' }, maxLeases: 2 }) });
-    await proxies.create('us-1', { spec: managedSpec(target, { attributes: { geo: 'us' } }) });
+    await proxies.create('eu-1', {
+      spec: managedSpec(suite.target, { attributes: { geo: 'eu' }, maxLeases: 2 }),
+    });
+    await proxies.create('us-1', { spec: managedSpec(suite.target, { attributes: { geo: 'us' } }) });
 
     // Listed as soon as the cache has it, leasable once its status says Ready and Healthy.
     await eventually('eu-1 listed', async () => ((await one('eu-1')).status === 200 ? true : undefined));

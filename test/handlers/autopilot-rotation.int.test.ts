@@ -1,19 +1,11 @@
-import type { Registry } from 'prom-client';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import { freePort } from '../../framework/testing/control-plane.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   condition,
   eventsFor,
   eventually,
   managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
+  operatorSuite,
+  readyProxy,
+  replacementsCounted,
 } from './operator-fixture.js';
 
 // Issue 24 item 2 on a real API server and the mock provider: an old instance is drained (no
@@ -22,62 +14,27 @@ import {
 
 const MAX_AGE = 3600;
 const DRAIN_SECONDS = 3;
-const kc = testKubeConfig();
-const namespace = uniqueName('rotation');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
 let offsetMillis = 0;
-let discovery: string;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  const port = await freePort();
-  discovery = `http://127.0.0.1:${port}`;
-  op = await startOperator(kc, { mock }, namespace, {
+const suite = operatorSuite('rotation', {
+  settings: {
     replaceUnhealthyAfterSeconds: 0,
     rotationDrainSeconds: DRAIN_SECONDS,
     driftCheckSeconds: 1,
     autopilotClock: () => new Date(Date.now() + offsetMillis),
-    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
-  });
+  },
 });
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
-
-async function metric(registry: Registry, cause: string): Promise<number> {
-  const m = await registry.getSingleMetric('proxy_operator_replacements_total')?.get();
-  return m?.values.find((v) => v.labels.cause === cause)?.value ?? 0;
-}
-
-const call = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${discovery}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-};
+const { api, call, kc, namespace } = suite;
 
 describe('rotation on a schedule, drained (item 2)', () => {
   it('an old proxy drains (no new lease, a live one renews), then gets a new instance; the metric and Events say why', async () => {
-    await api.create('old', { spec: managedSpec(target, { rotation: { maxAgeSeconds: MAX_AGE } }) });
-    const first = await eventually('Ready', async () => {
-      const p = await api.get('old');
-      return p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True' ? p : undefined;
-    });
+    await api.create('old', { spec: managedSpec(suite.target, { rotation: { maxAgeSeconds: MAX_AGE } }) });
+    const first = await eventually('Ready', () => readyProxy(api, 'old'));
     const firstUp = condition(first, 'Provisioned')!.lastTransitionTime;
     const held = await eventually('a lease before the drain', async () => {
       const r = await call('POST', '/v1/leases', { ttlSeconds: 600 });
       return r.status === 201 ? (r.body as { leaseID: string }) : undefined;
     });
-    expect(await metric(op.registry, 'Rotation')).toBe(0);
+    expect(await replacementsCounted(suite.op.registry, 'Rotation')).toBe(0);
 
     // The instance is now older than its max age; a reconcile (the drift check) sees it.
     offsetMillis = (MAX_AGE + 60) * 1000;
@@ -115,7 +72,7 @@ describe('rotation on a schedule, drained (item 2)', () => {
       30_000,
     );
     expect(replaced.status?.replacement).toBeUndefined();
-    expect(await metric(op.registry, 'Rotation')).toBe(1);
+    expect(await replacementsCounted(suite.op.registry, 'Rotation')).toBe(1);
     const events = await eventsFor(kc, namespace, 'old');
     expect(events).toEqual(
       expect.arrayContaining([

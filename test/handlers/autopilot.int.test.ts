@@ -1,10 +1,5 @@
-import type { Registry } from 'prom-client';
 import type { CreateRequest, Instance } from '../../providers/contract.js';
 import { providerError } from '../../providers/errors.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { DelegatingProvider } from './delegating-provider.js';
 import {
   condition,
@@ -12,10 +7,9 @@ import {
   eventsFor,
   eventually,
   managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
+  operatorSuite,
+  readyProxy,
+  replacementsCounted,
 } from './operator-fixture.js';
 
 // Issue 24 on a real API server and the mock provider: a replacement that fails permanently
@@ -54,46 +48,23 @@ class Bending extends DelegatingProvider {
 const DEAD_IP = '127.0.0.254';
 const CAP = 2;
 const COUNT = 5;
-const kc = testKubeConfig();
-const namespace = uniqueName('autopilot');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
 let bending: Bending;
-let op: RunningOperator;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  bending = new Bending(mock);
-  op = await startOperator(kc, { mock: bending }, namespace, {
+const suite = operatorSuite('autopilot', {
+  providers: (mock) => ({ mock: (bending = new Bending(mock)) }),
+  settings: {
     maxUnavailable: { default: { kind: 'count', value: CAP }, byProvider: {} },
     // The fleet default is off: the proxy's own field turns it on.
     replaceUnhealthyAfterSeconds: 0,
     driftCheckSeconds: 1,
-  });
+  },
 });
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
-
-async function metric(registry: Registry, cause: string): Promise<number> {
-  const m = await registry.getSingleMetric('proxy_operator_replacements_total')?.get();
-  return m?.values.find((v) => v.labels.cause === cause)?.value ?? 0;
-}
-
-const ready = async (name: string) => {
-  const p = await api.get(name);
-  return p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True' ? p : undefined;
-};
+const { api, kc, namespace } = suite;
+const ready = (name: string) => readyProxy(api, name);
 
 describe('dead Managed proxies are replaced after their Unhealthy grace (item 1)', () => {
   it('an Unhealthy proxy gets a new instance; one with the grace off is left alone', async () => {
-    await api.create('dies', { spec: managedSpec(target, { rotation: { unhealthyAfterSeconds: 3 } }) });
-    await api.create('kept', { spec: managedSpec(target, { rotation: { unhealthyAfterSeconds: 0 } }) });
+    await api.create('dies', { spec: managedSpec(suite.target, { rotation: { unhealthyAfterSeconds: 3 } }) });
+    await api.create('kept', { spec: managedSpec(suite.target, { rotation: { unhealthyAfterSeconds: 0 } }) });
     const before = await eventually('both Ready', async () => {
       const [a, b] = [await ready('dies'), await ready('kept')];
       return a && b ? { dies: a.status!.providerID!, kept: b.status!.providerID! } : undefined;
@@ -119,7 +90,7 @@ describe('dead Managed proxies are replaced after their Unhealthy grace (item 1)
     expect(events).toEqual(
       expect.arrayContaining([expect.objectContaining({ type: 'Warning', reason: 'ReplacingUnhealthy' })]),
     );
-    expect(await metric(op.registry, 'Unhealthy')).toBe(1);
+    expect(await replacementsCounted(suite.op.registry, 'Unhealthy')).toBe(1);
     const kept = await api.get('kept');
     expect(kept.status).toMatchObject({ phase: 'Unhealthy', providerID: before.kept, ip: DEAD_IP });
     // An Unhealthy proxy of the provider would take a slot of the next test's rollout.
@@ -141,7 +112,7 @@ describe('dead Managed proxies are replaced after their Unhealthy grace (item 1)
 describe('the budget holds under failure (item 4)', () => {
   it(`a bad image stops after ${CAP} proxies; the others wait, naming the blocked rollout; a fix resumes it`, async () => {
     const names = Array.from({ length: COUNT }, (_, i) => `fleet-${i}`);
-    const spec = managedSpec(target);
+    const spec = managedSpec(suite.target);
     await Promise.all(names.map((n) => api.create(n, { spec })));
     await eventually(`all ${COUNT} Ready`, async () => {
       for (const n of names) if (!(await ready(n))) return undefined;

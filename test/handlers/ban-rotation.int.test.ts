@@ -1,21 +1,14 @@
-import type { Registry } from 'prom-client';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { freePort } from '../../framework/testing/control-plane.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   condition,
   eventsFor,
   eventually,
   fastHealthCheck,
   managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
+  operatorSuite,
+  readyProxy,
+  replacementsCounted,
 } from './operator-fixture.js';
 
 // Issue 24 item 3 on a real API server and the mock provider: bans reported through the
@@ -26,54 +19,26 @@ const DRAIN_SECONDS = 2;
 // Short cooldowns: a ban counts once it ends past --cooldown + 10 % after the instance came up
 // (banRotation's floor: a replacement that keeps its egress keeps its cooldowns).
 const COOLDOWN_SECONDS = 10;
-const kc = testKubeConfig();
-const namespace = uniqueName('bans');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
-let discovery: string;
-let external: ForwardProxy;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  external = await startForwardProxy({ host: '127.0.0.1', port: await freePort() });
-  const port = await freePort();
-  discovery = `http://127.0.0.1:${port}`;
-  op = await startOperator(kc, { mock }, namespace, {
+const suite = operatorSuite('bans', {
+  settings: {
     replaceUnhealthyAfterSeconds: 0,
     rotationDrainSeconds: DRAIN_SECONDS,
     driftCheckSeconds: 1,
-    discovery: {
-      ...DEFAULT_HANDLER_SETTINGS.discovery,
-      host: '127.0.0.1',
-      port,
-      cooldownSeconds: COOLDOWN_SECONDS,
-    },
-  });
+    discovery: { cooldownSeconds: COOLDOWN_SECONDS },
+  },
+});
+const { api, call, kc, namespace } = suite;
+let external: ForwardProxy;
+
+beforeAll(async () => {
+  external = await startForwardProxy({ host: '127.0.0.1', port: await freePort() });
 });
 
 afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
   await external?.close();
-  await target?.close();
 });
 
-async function rotations(registry: Registry): Promise<number> {
-  const m = await registry.getSingleMetric('proxy_operator_replacements_total')?.get();
-  return m?.values.find((v) => v.labels.cause === 'Rotation')?.value ?? 0;
-}
-
-const call = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${discovery}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-};
+const rotations = () => replacementsCounted(suite.op.registry, 'Rotation');
 
 /** Leases a proxy of `pool` for each target and reports it banned there. */
 async function ban(pool: string, targets: string[]): Promise<void> {
@@ -91,17 +56,17 @@ async function ban(pool: string, targets: string[]): Promise<void> {
 describe('rotation on bans (item 3)', () => {
   it('a Managed proxy banned on N targets at once is drained and replaced: a new IP, the same name, Events and the metric', async () => {
     await api.create('banned', {
-      spec: managedSpec(target, { attributes: { pool: 'managed' }, rotation: { whenCoolingDownOn: 2 } }),
+      spec: managedSpec(suite.target, {
+        attributes: { pool: 'managed' },
+        rotation: { whenCoolingDownOn: 2 },
+      }),
     });
-    const first = await eventually('Ready', async () => {
-      const p = await api.get('banned');
-      return p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True' ? p : undefined;
-    });
+    const first = await eventually('Ready', () => readyProxy(api, 'banned'));
     // One banned target is below the threshold: nothing happens.
     await ban('managed', ['a.example']);
     await new Promise((r) => setTimeout(r, 1_500));
     expect(condition(await api.get('banned'), 'Provisioned')?.reason).toBe('InstanceRunning');
-    expect(await rotations(op.registry)).toBe(0);
+    expect(await rotations()).toBe(0);
 
     await ban('managed', ['b.example']);
     const draining = await eventually('draining', async () => {
@@ -125,7 +90,7 @@ describe('rotation on bans (item 3)', () => {
       30_000,
     );
     expect(replaced.status?.replacement).toBeUndefined();
-    expect(await rotations(op.registry)).toBe(1);
+    expect(await rotations()).toBe(1);
     expect(await eventsFor(kc, namespace, 'banned')).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
@@ -155,7 +120,7 @@ describe('rotation on bans (item 3)', () => {
     const after = await api.get('banned');
     expect(condition(after, 'Provisioned')?.reason).toBe('InstanceRunning');
     expect(after.status?.providerID).toBe(replaced.status?.providerID);
-    expect(await rotations(op.registry)).toBe(1);
+    expect(await rotations()).toBe(1);
   }, 90_000);
 
   it('an External proxy banned on N targets gets Provisioned reason RotationDue and a Warning Event, and is never touched', async () => {
@@ -164,7 +129,7 @@ describe('rotation on bans (item 3)', () => {
         mode: 'External',
         endpoint: { host: external.host, port: external.port },
         attributes: { pool: 'external' },
-        healthCheck: fastHealthCheck(target),
+        healthCheck: fastHealthCheck(suite.target),
         rotation: { whenCoolingDownOn: 2 },
       },
     });

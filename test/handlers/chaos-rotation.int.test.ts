@@ -1,18 +1,7 @@
-import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node';
 import { CONDITION_PROVISIONED, type Proxy } from '../../crds/proxy-types.js';
-import { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, until, type OperatorProcess } from '../harness/operator-process.js';
-import {
-  fakeKubelet,
-  kill,
-  listProxies,
-  setUpStage,
-  startChaosOperator,
-  violations,
-  type ChaosStage,
-  type ChaosWorld,
-} from './chaos-world.js';
+import { deleteProxy } from './operator-fixture.js';
+import { chaosSpec, chaosSuite, fakeKubelet, kill, random, sleep } from './chaos-world.js';
 
 // Issue 24 item 7: the chaos test's invariants hold with rotation enabled. The real operator
 // process is SIGKILLed at random moments while half the proxies rotate on age again and again
@@ -25,53 +14,21 @@ const PROXIES = 12;
 const ROTATING = 6;
 const KILLS = 10;
 const MAX_UNAVAILABLE = 2;
-const kc = testKubeConfig();
-const namespace = uniqueName('chaos-rot');
-const podNamespace = uniqueName('chaos-rot-pods');
-const api = new ProxyApi(kc, namespace);
-const core = kc.makeApiClient(CoreV1Api);
-const objects = kc.makeApiClient(CustomObjectsApi);
-const world: ChaosWorld = { core, objects, namespace, podNamespace };
-let stage: ChaosStage;
-let operator: OperatorProcess | undefined;
-let metricsPort = 0;
-const random = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function startOperator(): Promise<OperatorProcess> {
-  const started = await startChaosOperator(world, stage, [
-    '--max-unavailable',
-    String(MAX_UNAVAILABLE),
-    '--rotation-drain-timeout',
-    '1',
-  ]);
-  metricsPort = started.metricsPort;
-  operator = started.process;
-  return operator;
-}
-
-function spec(rotating: boolean) {
-  return {
-    mode: 'Managed',
-    provider: 'kubernetes',
-    port: stage.squid.port,
-    placement: { zone: 'zone-a' },
-    healthCheck: {
-      probeURL: stage.target.probeURL,
-      intervalSeconds: 2,
-      timeoutSeconds: 1,
-      failureThreshold: 1,
-    },
-    ...(rotating ? { rotation: { maxAgeSeconds: 300 } } : {}),
-  };
-}
+const suite = chaosSuite('chaos-rot', [
+  '--max-unavailable',
+  String(MAX_UNAVAILABLE),
+  '--rotation-drain-timeout',
+  '1',
+]);
+const { world } = suite;
+const { api, kc, namespace } = world;
 
 let agings = 0;
 
 /** Makes every rotating proxy that serves from its instance an hour old: due at its next reconcile. */
 async function age(): Promise<number> {
   let aged = 0;
-  for (const p of await listProxies(world)) {
+  for (const p of await api.list()) {
     const up = p.status?.conditions?.find((c) => c.type === CONDITION_PROVISIONED);
     if (!p.spec.rotation?.maxAgeSeconds || p.metadata.deletionTimestamp) continue;
     if (p.status?.phase !== 'Ready' || up?.reason !== 'InstanceRunning' || p.status.replacement) continue;
@@ -92,15 +49,6 @@ async function age(): Promise<number> {
   }
   return aged;
 }
-
-beforeAll(async () => {
-  stage = await setUpStage(kc, world);
-});
-
-afterAll(async () => {
-  if (operator) await kill(operator);
-  await stage?.close();
-});
 
 describe('chaos with rotation: the operator SIGKILLed while proxies rotate on age', () => {
   // It once saw 3 proxies between instances with --max-unavailable 2: a drain's second run
@@ -144,25 +92,21 @@ describe('chaos with rotation: the operator SIGKILLed while proxies rotate on ag
     await watchProxies();
     try {
       const names = Array.from({ length: PROXIES }, (_, i) => `px-${i}`);
-      for (const [i, name] of names.entries()) await api.create(name, { spec: spec(i < ROTATING) });
+      for (const [i, name] of names.entries()) {
+        const rotating = i < ROTATING ? { rotation: { maxAgeSeconds: 300 } } : {};
+        await api.create(name, { spec: chaosSpec(suite.stage, rotating) });
+      }
       // Two rotating proxies are deleted during the chaos, whatever their stage.
       const doomed = new Set(['px-0', 'px-1']);
       while (stats.kills < KILLS) {
-        const p = await startOperator();
-        await until('the operator ready', () => readyz(metricsPort), 90_000);
+        const p = await suite.startOperator();
         // A rotation starts only on a Ready verdict of this process: after its first probes.
         await sleep(3_000);
         stats.aged += await age();
         await sleep(random(500, 4_000));
         if (stats.kills === 5 || stats.kills === 7) {
           const name = stats.kills === 5 ? 'px-0' : 'px-1';
-          await objects.deleteNamespacedCustomObject({
-            group: 'crawl.example.com',
-            version: 'v1alpha1',
-            namespace,
-            plural: 'proxies',
-            name,
-          });
+          await deleteProxy(kc, namespace, name);
           stats.deletes++;
         }
         await sleep(random(200, 2_000));
@@ -172,20 +116,10 @@ describe('chaos with rotation: the operator SIGKILLed while proxies rotate on ag
       const survivors = new Set(names.filter((n) => !doomed.has(n)));
 
       // The last operator lives; no proxy is made old again, so every rotation runs out.
-      await startOperator();
-      await until('the operator ready', () => readyz(metricsPort), 90_000);
-      let last: string[] = [];
-      const settled = await until(
-        'every invariant',
-        async () => {
-          last = await violations(world, survivors);
-          return last.length === 0 ? true : undefined;
-        },
-        120_000,
-      ).catch(() => false);
+      await suite.startOperator();
+      const problems = await suite.settle(survivors);
       process.stdout.write(`[chaos-rotation] ${JSON.stringify(stats)}\n`);
-      expect(last).toEqual([]);
-      expect(settled).toBe(true);
+      expect(problems).toEqual([]);
       expect(stats.kills).toBeGreaterThanOrEqual(KILLS);
       // Rotation really ran under the kills (not a quiet fleet), and never past the budget.
       expect(stats.rotations).toBeGreaterThanOrEqual(3);

@@ -1,27 +1,46 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
-import { KUBECONFIG_ENV } from '../harness/kube.js';
-import { runOperator, type OperatorProcess } from '../harness/operator-process.js';
-import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
+import { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { readyz, runOperatorIn, until, type OperatorProcess } from '../harness/operator-process.js';
+import { FINALIZER, SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
 import { LABEL_REVISION, LABEL_UID } from '../../providers/contract.js';
 
 // The chaos tests' world (chaos.int.test.ts, chaos-rotation.int.test.ts): Proxies in one
-// namespace on the `kubernetes` provider's Pods in another, and what must hold at the end.
+// namespace on the `kubernetes` provider's Pods in another, the real operator process killed
+// and started again over them, and what must hold at the end.
 
 export interface ChaosWorld {
+  kc: KubeConfig;
+  /** The world's Proxies (in `namespace`). */
+  api: ProxyApi;
   core: CoreV1Api;
-  objects: CustomObjectsApi;
   namespace: string;
   podNamespace: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A world on the shared control plane: `<prefix>-…` for the Proxies, `<prefix>-pods-…` for their Pods. */
+export function chaosWorld(prefix: string): ChaosWorld {
+  const kc = testKubeConfig();
+  const namespace = uniqueName(prefix);
+  return {
+    kc,
+    api: new ProxyApi(kc, namespace),
+    core: kc.makeApiClient(CoreV1Api),
+    namespace,
+    podNamespace: uniqueName(`${prefix}-pods`),
+  };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A random number in [lo, hi): the chaos tests' random moments. */
+export const random = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
 
 /** What a chaos test stands on: a probe target, the forward proxy every Pod answers with, the providers file. */
 export interface ChaosStage {
@@ -32,8 +51,8 @@ export interface ChaosStage {
 }
 
 /** The CRD, the world's two namespaces and the stage. */
-export async function setUpStage(kc: KubeConfig, world: ChaosWorld): Promise<ChaosStage> {
-  await installProxyCrd(kc);
+async function setUpStage(world: ChaosWorld): Promise<ChaosStage> {
+  await installProxyCrd(world.kc);
   await world.core.createNamespace({ body: { metadata: { name: world.namespace } } });
   await world.core.createNamespace({ body: { metadata: { name: world.podNamespace } } });
   const target = await startLocalTarget();
@@ -56,34 +75,100 @@ export async function setUpStage(kc: KubeConfig, world: ChaosWorld): Promise<Cha
   };
 }
 
-/** The real operator process on the world's namespace, with fast sweeps and `extra` flags. */
-export async function startChaosOperator(
-  world: ChaosWorld,
-  stage: ChaosStage,
-  extra: string[],
-): Promise<{ process: OperatorProcess; metricsPort: number }> {
-  const metricsPort = await freePort();
-  const process_ = runOperator([
-    '--kubeconfig',
-    process.env[KUBECONFIG_ENV]!,
-    '--providers-config',
-    stage.providersFile,
-    '--watch-namespace',
-    world.namespace,
-    '--leader-elect=false',
-    '--metrics-address',
-    `127.0.0.1:${metricsPort}`,
-    '--discovery-address',
-    `127.0.0.1:${await freePort()}`,
-    '--orphan-sweep-interval',
-    '5',
-    '--orphan-min-age',
-    '10',
+/** A Managed proxy on the stage: the `kubernetes` provider, the Pods' forward proxy port, fast probes of the target. */
+export function chaosSpec(stage: ChaosStage, extra: Record<string, unknown> = {}) {
+  return {
+    mode: 'Managed',
+    provider: 'kubernetes',
+    port: stage.squid.port,
+    placement: { zone: 'zone-a' },
+    healthCheck: {
+      probeURL: stage.target.probeURL,
+      intervalSeconds: 2,
+      timeoutSeconds: 1,
+      failureThreshold: 1,
+    },
     ...extra,
-    '--log-level',
-    'warn',
-  ]);
-  return { process: process_, metricsPort };
+  };
+}
+
+/**
+ * A chaos suite: its world, and the stage its `beforeAll` sets up and its `afterAll` tears down
+ * (after killing the last operator process started).
+ */
+export function chaosSuite(prefix: string, operatorFlags: string[] = []): ChaosSuite {
+  const suite = new ChaosSuite(chaosWorld(prefix), operatorFlags);
+  beforeAll(() => suite.setUp());
+  afterAll(() => suite.tearDown());
+  return suite;
+}
+
+export class ChaosSuite {
+  private currentStage?: ChaosStage;
+  private operator?: OperatorProcess;
+  /** The /metrics port of the operator process started last. */
+  metricsPort = 0;
+
+  constructor(
+    readonly world: ChaosWorld,
+    private readonly operatorFlags: string[],
+  ) {}
+
+  get stage(): ChaosStage {
+    if (!this.currentStage) throw new Error('the chaos stage is set up in beforeAll: read it in a test');
+    return this.currentStage;
+  }
+
+  async setUp(): Promise<void> {
+    this.currentStage = await setUpStage(this.world);
+  }
+
+  async tearDown(): Promise<void> {
+    if (this.operator) await kill(this.operator);
+    await this.currentStage?.close();
+  }
+
+  /**
+   * A new operator process on the world's namespace (leading alone, sweeping every 5 s, with the
+   * suite's flags), once its /readyz answers 200.
+   */
+  async startOperator(): Promise<OperatorProcess> {
+    const started = await runOperatorIn(this.world.namespace, {
+      leaderElection: false,
+      flags: [
+        '--providers-config',
+        this.stage.providersFile,
+        '--orphan-sweep-interval',
+        '5',
+        '--orphan-min-age',
+        '10',
+        ...this.operatorFlags,
+        '--log-level',
+        'warn',
+      ],
+    });
+    this.operator = started.process;
+    this.metricsPort = started.metricsPort;
+    await until('the operator ready', () => readyz(this.metricsPort), 90_000);
+    return this.operator;
+  }
+
+  /**
+   * Waits up to two minutes for every invariant to hold (violations()): [] once they do, else
+   * what was still wrong at the end.
+   */
+  async settle(survivors: Set<string>): Promise<string[]> {
+    let last = ['the invariants were never read'];
+    await until(
+      'every invariant',
+      async () => {
+        last = await violations(this.world, survivors);
+        return last.length === 0 ? true : undefined;
+      },
+      120_000,
+    ).catch(() => undefined);
+    return last;
+  }
 }
 
 /** SIGKILL, and wait for the exit. */
@@ -128,19 +213,9 @@ export function fakeKubelet({ core, podNamespace }: ChaosWorld): { stop(): Promi
   };
 }
 
-export async function listProxies({ objects, namespace }: ChaosWorld): Promise<Proxy[]> {
-  const list = (await objects.listNamespacedCustomObject({
-    group: 'crawl.example.com',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'proxies',
-  })) as { items: Proxy[] };
-  return list.items;
-}
-
 /** What is wrong with the world, or [] when every invariant holds. */
 export async function violations(world: ChaosWorld, survivors: Set<string>): Promise<string[]> {
-  const proxies = await listProxies(world);
+  const proxies = await world.api.list();
   const { core, podNamespace } = world;
   const pods = (await core.listNamespacedPod({ namespace: podNamespace })).items;
   const problems: string[] = [];

@@ -1,17 +1,7 @@
-import { CoreV1Api, CustomObjectsApi, Watch, type V1Pod } from '@kubernetes/client-node';
-import { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
-import {
-  fakeKubelet,
-  kill,
-  listProxies,
-  setUpStage,
-  startChaosOperator,
-  violations,
-  type ChaosStage,
-  type ChaosWorld,
-} from './chaos-world.js';
+import { Watch, type V1Pod } from '@kubernetes/client-node';
+import { scrape } from '../harness/operator-process.js';
+import { deleteProxy } from './operator-fixture.js';
+import { chaosSpec, chaosSuite, fakeKubelet, kill, random, sleep } from './chaos-world.js';
 
 // Issue 11 item 12: the real operator process is SIGKILLed at 20+ random moments while 30+
 // Managed proxies on the `kubernetes` provider are created, replaced and deleted; some kills
@@ -20,46 +10,15 @@ import {
 // stuck with a finalizer, every surviving Proxy is Ready.
 const PROXIES = 36;
 const KILLS = 22;
-const kc = testKubeConfig();
-const namespace = uniqueName('chaos');
-const podNamespace = uniqueName('chaos-pods');
-const api = new ProxyApi(kc, namespace);
-const core = kc.makeApiClient(CoreV1Api);
-const objects = kc.makeApiClient(CustomObjectsApi);
-const world: ChaosWorld = { core, objects, namespace, podNamespace };
-let stage: ChaosStage;
-let operator: OperatorProcess | undefined;
-let metricsPort = 0;
-const random = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function startOperator(): Promise<OperatorProcess> {
-  const started = await startChaosOperator(world, stage, []);
-  metricsPort = started.metricsPort;
-  operator = started.process;
-  return operator;
-}
-
-function spec(zone: string) {
-  return {
-    mode: 'Managed',
-    provider: 'kubernetes',
-    port: stage.squid.port,
-    placement: { zone },
-    healthCheck: {
-      probeURL: stage.target.probeURL,
-      intervalSeconds: 2,
-      timeoutSeconds: 1,
-      failureThreshold: 1,
-    },
-  };
-}
+const suite = chaosSuite('chaos');
+const { world } = suite;
+const { api, kc, namespace, podNamespace } = world;
 
 /** Creates, replaces and deletes proxies at random moments; returns the names that should survive. */
 async function workload(stats: Record<string, number>): Promise<Set<string>> {
   const names = Array.from({ length: PROXIES }, (_, i) => `px-${i}`);
   for (const name of names) {
-    await api.create(name, { spec: spec('zone-a') });
+    await api.create(name, { spec: chaosSpec(suite.stage) });
     stats.creates++;
     await sleep(random(500, 2_000));
   }
@@ -72,13 +31,7 @@ async function workload(stats: Record<string, number>): Promise<Set<string>> {
     await sleep(random(500, 2_500));
   }
   for (const name of doomed) {
-    await objects.deleteNamespacedCustomObject({
-      group: 'crawl.example.com',
-      version: 'v1alpha1',
-      namespace,
-      plural: 'proxies',
-      name,
-    });
+    await deleteProxy(kc, namespace, name);
     stats.deletes++;
     await sleep(random(500, 2_500));
   }
@@ -90,15 +43,6 @@ async function workload(stats: Record<string, number>): Promise<Set<string>> {
   }
   return new Set(shuffled.slice(12));
 }
-
-beforeAll(async () => {
-  stage = await setUpStage(kc, world);
-});
-
-afterAll(async () => {
-  if (operator) await kill(operator);
-  await stage?.close();
-});
 
 describe('chaos: the operator process SIGKILLed at random moments', () => {
   it(`${KILLS}+ kills while ${PROXIES} Managed proxies are created, replaced and deleted: every invariant holds`, async () => {
@@ -128,8 +72,7 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
       let done = false;
       const survivorsP = workload(stats).finally(() => (done = true));
       while (!done || stats.kills < KILLS) {
-        const p = await startOperator();
-        await until('the operator ready', () => readyz(metricsPort), 90_000);
+        const p = await suite.startOperator();
         if (stats.kills % 3 === 2) {
           // Aimed: kill as soon as the next Pod is created, and see whether its record was missed.
           const podName = await Promise.race([
@@ -140,7 +83,7 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
           await kill(p);
           if (podName) {
             stats.aimed++;
-            const recorded = (await listProxies(world)).some(
+            const recorded = (await api.list()).some(
               (x) => x.status?.providerID === `${podNamespace}/${podName}`,
             );
             if (!recorded) stats.aimedInWindow++;
@@ -153,25 +96,15 @@ describe('chaos: the operator process SIGKILLed at random moments', () => {
       }
       const survivors = await survivorsP;
 
-      await startOperator();
-      await until('the operator ready', () => readyz(metricsPort), 90_000);
-      let last: string[] = [];
-      const settled = await until(
-        'every invariant',
-        async () => {
-          last = await violations(world, survivors);
-          return last.length === 0 ? true : undefined;
-        },
-        120_000,
-      ).catch(() => false);
-      const metrics = await scrape(metricsPort);
+      await suite.startOperator();
+      const problems = await suite.settle(survivors);
+      const metrics = await scrape(suite.metricsPort);
       const swept =
         /proxy_operator_orphans_deleted_total\{provider="kubernetes"\} (\d+)/.exec(metrics)?.[1] ?? '0';
       process.stdout.write(
         `[chaos] ${JSON.stringify({ ...stats, survivors: survivors.size, sweptByFinalOperator: Number(swept) })}\n`,
       );
-      expect(last).toEqual([]);
-      expect(settled).toBe(true);
+      expect(problems).toEqual([]);
       expect(stats.kills).toBeGreaterThanOrEqual(KILLS);
       expect(stats.creates).toBeGreaterThanOrEqual(30);
       // The aimed kills are the point of the test: at least one must have landed between a

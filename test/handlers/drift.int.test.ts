@@ -1,19 +1,7 @@
 import { pino } from 'pino';
 import type { CreateRequest, Instance } from '../../providers/contract.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
 import { ProxyController } from '../../handlers/proxy-controller.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  condition,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, counting calls: a steady proxy is only polled (`get`) by its drift timer. */
@@ -30,39 +18,20 @@ class Counting extends DelegatingProvider {
   }
 }
 
-const kc = testKubeConfig();
-const namespace = uniqueName('drift');
 const logs: string[] = [];
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
 let counting: Counting;
-let op: RunningOperator;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  counting = new Counting(mock);
+const suite = operatorSuite('drift', {
+  providers: (mock) => ({ mock: (counting = new Counting(mock)) }),
+  settings: { driftCheckSeconds: 1 },
   // Only the reconciler: no health verdict may notice the lost instance in the drift timer's place.
-  op = await startOperator(
-    kc,
-    { mock: counting },
-    namespace,
-    { driftCheckSeconds: 1 },
-    [ProxyController],
-    pino({ level: 'warn' }, { write: (line: string) => logs.push(line) }),
-  );
+  handlers: [ProxyController],
+  logger: pino({ level: 'warn' }, { write: (line: string) => logs.push(line) }),
 });
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
+const { api } = suite;
 
 describe('drift detection never switches itself off', () => {
   it('after a transient fault in the drift timer, an instance deleted behind the back is re-provisioned', async () => {
-    await api.create('drifty', { spec: managedSpec(target) });
+    await api.create('drifty', { spec: managedSpec(suite.target) });
     const running = await eventually('InstanceRunning', async () => {
       const p = await api.get('drifty');
       return condition(p, 'Provisioned')?.reason === 'InstanceRunning' ? p : undefined;
@@ -74,12 +43,12 @@ describe('drift detection never switches itself off', () => {
       (counting.gets.get(first) ?? 0) >= polled + 2 ? true : undefined,
     );
 
-    mock.injectFault('get', 'transient', 1);
+    suite.mock.injectFault('get', 'transient', 1);
     await eventually('the fault hit the drift timer', async () =>
       logs.some((l) => l.includes('timer handler failed')) ? true : undefined,
     );
     const created = counting.creates;
-    await mock.delete(first);
+    await suite.mock.delete(first);
 
     // Instance names derive from the Proxy's UID and revision, so the new one has the same ID.
     const reprovisioned = await eventually(
@@ -91,6 +60,6 @@ describe('drift detection never switches itself off', () => {
       },
       20_000,
     );
-    await expect(mock.get(reprovisioned.status!.providerID!)).resolves.toBeDefined();
+    await expect(suite.mock.get(reprovisioned.status!.providerID!)).resolves.toBeDefined();
   });
 });

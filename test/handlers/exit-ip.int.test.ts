@@ -2,28 +2,18 @@
 // on loopback aliases (they connect out from their own address, so each one's exit IP is its
 // own), the local target's /ip echo, the whole operator (health runner, reconciler, discovery).
 import { CONDITION_HEALTHY } from '../../crds/proxy-types.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import { freePort } from '../../framework/testing/control-plane.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  condition,
-  eventsFor,
-  eventually,
-  fastHealthCheck,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventsFor, eventually, fastHealthCheck, operatorSuite } from './operator-fixture.js';
 
-const kc = testKubeConfig();
-const namespace = uniqueName('exitip');
-let api: ProxyApi;
-let target: LocalTarget;
-let op: RunningOperator;
+// No provider: External proxies only.
+const suite = operatorSuite('exitip', {
+  providers: () => ({}),
+  // Re-read every half second, so a broken echo service shows within the test.
+  settings: { exitIPRefreshMillis: 500 },
+});
+const { api, kc, namespace } = suite;
 let client: DiscoveryClient;
 const forwarders = new Map<string, ForwardProxy>();
 
@@ -39,7 +29,7 @@ function external(fp: ForwardProxy, exitIPURL: string | undefined) {
       mode: 'External',
       endpoint: { host: fp.host, port: fp.port },
       maxLeases: 5,
-      healthCheck: { ...fastHealthCheck(target), ...(exitIPURL ? { exitIPURL } : {}) },
+      healthCheck: { ...fastHealthCheck(suite.target), ...(exitIPURL ? { exitIPURL } : {}) },
     },
   };
 }
@@ -50,24 +40,15 @@ const exitIPOf = (name: string) => async () => {
 };
 
 beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  const port = await freePort();
-  op = await startOperator(kc, {}, namespace, {
-    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
-    // Re-read every half second, so a broken echo service shows within the test.
-    exitIPRefreshMillis: 500,
-  });
-  client = new DiscoveryClient({ baseUrl: `http://127.0.0.1:${port}` });
-  await api.create('exit-a', external(await forwarder('127.0.0.2'), target.exitIPURL));
-  await api.create('exit-b', external(await forwarder('127.0.0.3'), target.exitIPURL));
+  client = new DiscoveryClient({ baseUrl: suite.op.discoveryURL });
+  await api.create('exit-a', external(await forwarder('127.0.0.2'), suite.target.exitIPURL));
+  await api.create('exit-b', external(await forwarder('127.0.0.3'), suite.target.exitIPURL));
   await api.create('no-exit', external(await forwarder('127.0.0.5'), undefined));
   await forwarder('127.0.0.4');
 }, 120_000);
 
 afterAll(async () => {
-  await op?.stop();
   await Promise.all([...forwarders.values()].map((p) => p.close()));
-  await target?.close();
 });
 
 it('records each proxy’s observed egress address in status.exitIP, with an Event, the wide column and the discovery object', async () => {
@@ -147,9 +128,11 @@ it('a new exit IP is written once with an ExitIPChanged Event from → to', asyn
 
 it('an echo service that stops answering with an address keeps the last exit IP and the proxy healthy (warn + metric)', async () => {
   // The local target's other pages answer 200 with a sentence: not an address.
-  await api.patchSpec('exit-b', { healthCheck: { exitIPURL: `${target.url}not-an-ip` } });
+  await api.patchSpec('exit-b', { healthCheck: { exitIPURL: `${suite.target.url}not-an-ip` } });
   await eventually('failed reads counted', async () => {
-    const metric = await op.registry.getSingleMetric('proxy_operator_exit_ip_read_failures_total')?.get();
+    const metric = await suite.op.registry
+      .getSingleMetric('proxy_operator_exit_ip_read_failures_total')
+      ?.get();
     const notAnIP = metric?.values.find((v) => v.labels.reason === 'NotAnIP');
     return notAnIP !== undefined && notAnIP.value >= 2 ? true : undefined;
   });

@@ -3,17 +3,16 @@
 // operator must not probe it — a URL parser reads 127.0.0.0102 as 127.0.0.66, where a real
 // forward proxy listens — and discovery must not hand it out. Its own control plane: the shared
 // one's CRD must never lose a rule, even for a moment.
-import { request } from 'undici';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import type { CustomResourceDefinition } from '../../crds/openapi-schema.js';
 import { ControlPlane, freePort } from '../../framework/testing/control-plane.js';
 import { CONTROL_PLANE_DIR_PREFIX } from '../harness/kube.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { rejectionOf } from '../crd/api-error.js';
 import { installProxyCrd, readDistProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import {
+  callDiscovery,
   condition,
   createNamespace,
   eventually,
@@ -29,7 +28,6 @@ let target: LocalTarget;
 let misread: ForwardProxy; // where a URL parser would send probes for 127.0.0.0102
 let canonical: ForwardProxy;
 let op: RunningOperator | undefined;
-let baseURL: string;
 
 /** The dist/ CRD without the rule on spec.endpoint.host: the CRD before issue 12. */
 function withoutHostRule(crd: CustomResourceDefinition): CustomResourceDefinition {
@@ -61,11 +59,7 @@ beforeAll(async () => {
   await api.create('canonical', external('127.0.0.67', canonical.port, 'canonical'));
   // The rule arrives; the stored object is not re-validated.
   await installProxyCrd(kc);
-  const port = await freePort();
-  baseURL = `http://127.0.0.1:${port}`;
-  op = await startOperator(kc, {}, namespace, {
-    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
-  });
+  op = await startOperator(kc, {}, namespace);
 }, 120_000);
 
 afterAll(async () => {
@@ -76,14 +70,8 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-async function call(method: 'GET' | 'POST', path: string, body?: unknown) {
-  const response = await request(`${baseURL}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
-}
+const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
+  callDiscovery(op!.discoveryURL, method, path, body);
 
 describe('an External Proxy stored before the host rule', () => {
   it('is refused today: the rule is in place', async () => {

@@ -1,21 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
 import type { Instance } from '../../providers/contract.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  condition,
-  eventsFor,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 // Issue 12 item 2: a proxy that cannot be probed says so, once.
@@ -28,12 +14,6 @@ class ZonedAddresses extends DelegatingProvider {
   }
 }
 
-const kc = testKubeConfig();
-const namespace = uniqueName('unprobeable');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
 const warnings: Array<{ msg: string; proxy?: string }> = [];
 const logger = pino(
   { level: 'warn' },
@@ -45,22 +25,17 @@ const logger = pino(
   }),
 );
 
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider({ serveTraffic: false });
-  // The health runner re-reads the cache every 0.2 s here: a warning per sync would be dozens.
-  op = await startOperator(kc, { mock: new ZonedAddresses(mock) }, namespace, {}, PROXY_HANDLERS, logger);
+// The health runner re-reads the cache every 0.2 s here: a warning per sync would be dozens.
+const suite = operatorSuite('unprobeable', {
+  mock: { serveTraffic: false },
+  providers: (mock) => ({ mock: new ZonedAddresses(mock) }),
+  logger,
 });
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
+const { api, kc, namespace } = suite;
 
 describe('a proxy that cannot be probed', () => {
   it('gets Healthy=False/InvalidProbeTarget and one Warning Event, and is logged once', async () => {
-    await api.create('zoned', { spec: managedSpec(target) });
+    await api.create('zoned', { spec: managedSpec(suite.target) });
     const p = await eventually('InvalidProbeTarget', async () => {
       const x = await api.get('zoned');
       return condition(x, 'Healthy')?.reason === 'InvalidProbeTarget' ? x : undefined;

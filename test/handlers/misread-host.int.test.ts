@@ -3,24 +3,8 @@
 // an External Proxy stored before the rule is the same case (both go through the same check).
 // The real operator must neither probe it (a WHATWG parser reads 127.0.0.012 as 127.0.0.10, where
 // a real forward proxy answers, so a probe would succeed) nor hand the raw string to crawlers.
-import { request } from 'undici';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import { freePort } from '../../framework/testing/control-plane.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import type { Instance } from '../../providers/contract.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  condition,
-  eventsFor,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, reporting its canonical IPv4 addresses with the last octet in octal: 127.0.0.10 → 127.0.0.012. */
@@ -34,44 +18,16 @@ class OctalAddresses extends DelegatingProvider {
   }
 }
 
-const kc = testKubeConfig();
-const namespace = uniqueName('misread-host');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
-let baseURL: string;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider({ serveTraffic: true });
-  const port = await freePort();
-  baseURL = `http://127.0.0.1:${port}`;
-  op = await startOperator(kc, { mock, octal: new OctalAddresses(mock) }, namespace, {
-    discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
-  });
+const suite = operatorSuite('misread-host', {
+  providers: (mock) => ({ mock, octal: new OctalAddresses(mock) }),
 });
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
-
-async function call(method: 'GET' | 'POST', path: string, body?: unknown) {
-  const response = await request(`${baseURL}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.statusCode, body: (await response.body.json()) as Record<string, unknown> };
-}
+const { api, call, kc, namespace } = suite;
 
 describe('a proxy whose address is not written as one address', () => {
   it('is Healthy=False/InvalidProbeTarget, never probed healthy, listed without an address and never leased', async () => {
-    await api.create('canonical', { spec: managedSpec(target, { attributes: { geo: 'both' } }) });
+    await api.create('canonical', { spec: managedSpec(suite.target, { attributes: { geo: 'both' } }) });
     await api.create('octal', {
-      spec: managedSpec(target, { provider: 'octal', attributes: { geo: 'octal' } }),
+      spec: managedSpec(suite.target, { provider: 'octal', attributes: { geo: 'octal' } }),
     });
 
     const octal = await eventually('octal InvalidProbeTarget', async () => {

@@ -1,7 +1,8 @@
 import { eventually as pollUntil } from '../../framework/testing/index.js';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Registry } from 'prom-client';
+import { request, type Dispatcher } from 'undici';
 import type { Operator } from '../../framework/index.js';
 import type { ConditionType, Proxy } from '../../crds/proxy-types.js';
 import { createProxyOperator, PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
@@ -13,6 +14,7 @@ import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.
 import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
 
 export const quiet = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
@@ -32,30 +34,38 @@ export async function createNamespace(kc: KubeConfig, name: string): Promise<voi
 export interface RunningOperator {
   operator: Operator;
   registry: Registry;
+  /** Where its discovery API listens: http://127.0.0.1:<port>. */
+  discoveryURL: string;
   stop(): Promise<void>;
   /** Stops without any cleanup (no lease release, in-flight handlers abandoned): a crash. */
   kill(): Promise<void>;
 }
+
+/** The handler settings a test changes; `discovery` is merged into the defaults key by key. */
+export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery'>> & {
+  discovery?: Partial<HandlerSettings['discovery']>;
+};
 
 /** One operator over the given providers; `wrap` lets a test interpose on provider calls. */
 export async function startOperator(
   kc: KubeConfig,
   providers: Record<string, Provider>,
   namespace: string,
-  settings: Partial<HandlerSettings> = {},
+  settings: OperatorSettings = {},
   handlers = PROXY_HANDLERS,
   logger = quiet,
 ): Promise<RunningOperator> {
   const registry = new Registry();
+  const discovery = {
+    ...DEFAULT_HANDLER_SETTINGS.discovery,
+    host: '127.0.0.1',
+    port: await freePort(),
+    ...settings.discovery,
+  };
   const operator = createProxyOperator({
     kubeConfig: kc,
     providers: new ProviderSet(new Map(Object.entries(providers))),
-    settings: {
-      ...DEFAULT_HANDLER_SETTINGS,
-      healthSyncSeconds: 0.2,
-      discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: await freePort() },
-      ...settings,
-    },
+    settings: { ...DEFAULT_HANDLER_SETTINGS, healthSyncSeconds: 0.2, ...settings, discovery },
     logger,
     registry,
     leaderElection: false,
@@ -66,7 +76,123 @@ export async function startOperator(
     namespace,
   });
   await operator.start();
-  return { operator, registry, stop: () => operator.stop(), kill: () => operator.kill() };
+  return {
+    operator,
+    registry,
+    discoveryURL: `http://${discovery.host}:${discovery.port}`,
+    stop: () => operator.stop(),
+    kill: () => operator.kill(),
+  };
+}
+
+/** A discovery API answer: the status and the JSON body (undefined when there is none, as for a 204). */
+export interface DiscoveryAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** One call to the discovery API at `baseURL`, with a JSON body when one is given. */
+export async function callDiscovery(
+  baseURL: string,
+  method: Dispatcher.HttpMethod,
+  path: string,
+  body?: unknown,
+): Promise<DiscoveryAnswer> {
+  const response = await request(`${baseURL}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.body.text();
+  return {
+    status: response.statusCode,
+    body: (text === '' ? undefined : JSON.parse(text)) as Record<string, unknown>,
+  };
+}
+
+/** What a suite's operator is given besides its namespace. */
+export interface OperatorSuiteOptions {
+  /** The suite's mock provider (default: instances up in 0.3 s, serving traffic). */
+  mock?: Parameters<typeof mockProvider>[0];
+  /** The providers by name, made from the suite's mock provider (default: `{ mock }`). */
+  providers?: (mock: MockProvider) => Record<string, Provider>;
+  settings?: OperatorSettings;
+  /** The handler classes (default: all of them). */
+  handlers?: typeof PROXY_HANDLERS;
+  logger?: Logger;
+}
+
+/** One suite's operator on the shared control plane: see operatorSuite. */
+export class OperatorSuite {
+  /** The suite's Proxies, in its namespace. */
+  readonly api: ProxyApi;
+  private localTarget?: LocalTarget;
+  private mockProvider?: MockProvider;
+  private running?: RunningOperator;
+
+  constructor(
+    readonly kc: KubeConfig,
+    readonly namespace: string,
+  ) {
+    this.api = new ProxyApi(kc, namespace);
+  }
+
+  /** The local site the health checks probe (its /ip echoes a proxy's exit IP). */
+  get target(): LocalTarget {
+    return this.started(this.localTarget);
+  }
+
+  /** The mock provider the suite's providers were made from. */
+  get mock(): MockProvider {
+    return this.started(this.mockProvider);
+  }
+
+  get op(): RunningOperator {
+    return this.started(this.running);
+  }
+
+  /** One call to the operator's discovery API. */
+  readonly call = (method: Dispatcher.HttpMethod, path: string, body?: unknown): Promise<DiscoveryAnswer> =>
+    callDiscovery(this.op.discoveryURL, method, path, body);
+
+  async start(options: OperatorSuiteOptions): Promise<void> {
+    const { providers = (mock: MockProvider) => ({ mock }), settings = {}, handlers, logger } = options;
+    this.localTarget = (await suiteSetup(this.kc, this.namespace)).target;
+    this.mockProvider = mockProvider(options.mock);
+    this.running = await startOperator(
+      this.kc,
+      providers(this.mockProvider),
+      this.namespace,
+      settings,
+      handlers,
+      logger,
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.running?.stop();
+    await this.mockProvider?.close();
+    await this.localTarget?.close();
+  }
+
+  private started<T>(value: T | undefined): T {
+    if (value === undefined)
+      throw new Error(`the suite in ${this.namespace} is not started: read it in a test or a hook`);
+    return value;
+  }
+}
+
+/**
+ * One suite's operator on the shared control plane. Registers the suite's `beforeAll` (the
+ * CRD, a namespace of its own named after `name`, a local probe target, a mock provider and the
+ * operator over `providers(mock)`) and its `afterAll` (all of it stopped and closed). The
+ * target, the mock and the operator are there from the `beforeAll` on.
+ */
+export function operatorSuite(name: string, options: OperatorSuiteOptions = {}): OperatorSuite {
+  const suite = new OperatorSuite(testKubeConfig(), uniqueName(name));
+  beforeAll(() => suite.start(options));
+  afterAll(() => suite.stop());
+  return suite;
 }
 
 export function mockProvider(
@@ -112,6 +238,18 @@ export async function suiteSetup(
 
 export function condition(p: Proxy | undefined, type: ConditionType) {
   return p?.status?.conditions?.find((c) => c.type === type);
+}
+
+/** The Proxy `name` if it is Ready and Healthy, else undefined: a check for `eventually`. */
+export async function readyProxy(api: ProxyApi, name: string): Promise<Proxy | undefined> {
+  const p = await api.get(name);
+  return p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True' ? p : undefined;
+}
+
+/** proxy_operator_replacements_total of one cause, as the operator's registry holds it. */
+export async function replacementsCounted(registry: Registry, cause: string): Promise<number> {
+  const m = await registry.getSingleMetric('proxy_operator_replacements_total')?.get();
+  return m?.values.find((v) => v.labels.cause === cause)?.value ?? 0;
 }
 
 export async function eventsFor(

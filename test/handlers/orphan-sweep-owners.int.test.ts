@@ -2,14 +2,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { freePort } from '../../framework/testing/control-plane.js';
 import { LABEL_NAMESPACE, LABEL_OWNER } from '../../providers/contract.js';
 import { KubernetesProvider } from '../../providers/kubernetes/kubernetes-provider.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { quiet } from './operator-fixture.js';
-import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
+import { readyz, runOperatorIn, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
 
 // Issue 11 item 4: operators sharing one provider backend (the `kubernetes` provider's Pods
 // in one namespace, real API objects) each sweep every second, and each deletes only its own
@@ -27,29 +26,22 @@ const operators: Array<{ name: string; process: OperatorProcess; metrics: number
 const backend = new KubernetesProvider('kubernetes', { namespace: pods, image: 'ubuntu/squid' }, quiet, kc);
 
 async function start(name: string, clusterName: string, watch: string): Promise<void> {
-  const metrics = await freePort();
-  const process = runOperator([
-    '--kubeconfig',
-    globalThis.process.env[KUBECONFIG_ENV]!,
-    '--providers-config',
-    providersFile,
-    '--cluster-name',
-    clusterName,
-    '--watch-namespace',
-    watch,
-    '--leader-elect=false',
-    '--metrics-address',
-    `127.0.0.1:${metrics}`,
-    '--discovery-address',
-    `127.0.0.1:${await freePort()}`,
-    '--orphan-sweep-interval',
-    '1',
-    '--orphan-min-age',
-    '1',
-    '--log-level',
-    'warn',
-  ]);
-  operators.push({ name, process, metrics });
+  const { process, metricsPort } = await runOperatorIn(watch, {
+    leaderElection: false,
+    flags: [
+      '--providers-config',
+      providersFile,
+      '--cluster-name',
+      clusterName,
+      '--orphan-sweep-interval',
+      '1',
+      '--orphan-min-age',
+      '1',
+      '--log-level',
+      'warn',
+    ],
+  });
+  operators.push({ name, process, metrics: metricsPort });
 }
 
 /** An instance whose Proxy is gone, as the operator of `owner` watching `namespace` made it. */

@@ -1,30 +1,16 @@
 import { CoreV1Api, Watch } from '@kubernetes/client-node';
 import type { Proxy } from '../../crds/proxy-types.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  condition,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Issue 11 item 6: rotating a cloud-init Secret shared by many proxies replaces them a few at a
 // time (--max-unavailable), the others waiting with a visible reason.
 const COUNT = 10;
 const CAP = 2;
-const kc = testKubeConfig();
-const namespace = uniqueName('paced');
+const suite = operatorSuite('paced', {
+  settings: { maxUnavailable: { default: { kind: 'count', value: CAP }, byProvider: {} } },
+});
+const { api, kc, namespace } = suite;
 const core = kc.makeApiClient(CoreV1Api);
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
 
 function secret(version: string) {
   return {
@@ -33,24 +19,12 @@ function secret(version: string) {
   };
 }
 
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  op = await startOperator(kc, { mock }, namespace, {
-    maxUnavailable: { default: { kind: 'count', value: CAP }, byProvider: {} },
-  });
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
-
 describe('mass replacement is paced', () => {
   it(`${COUNT} proxies sharing a Secret: at no moment of the rotation are more than ${CAP} unleasable`, async () => {
     await core.createNamespacedSecret({ namespace, body: secret('v1') });
-    const spec = managedSpec(target, { cloudInit: { secretRef: { name: 'shared-init', key: 'user-data' } } });
+    const spec = managedSpec(suite.target, {
+      cloudInit: { secretRef: { name: 'shared-init', key: 'user-data' } },
+    });
     await Promise.all(Array.from({ length: COUNT }, (_, i) => api.create(`px-${i}`, { spec })));
     const before = new Map<string, string>();
     await eventually(`all ${COUNT} Ready`, async () => {

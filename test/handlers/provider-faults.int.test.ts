@@ -1,19 +1,7 @@
 import type { Instance } from '../../providers/contract.js';
 import { providerError, type ProviderErrorKind, type ProviderOperation } from '../../providers/errors.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  condition,
-  eventsFor,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, but calls on one instance fail as a cloud's would (403, 400 resourceNotReady, timeouts). */
@@ -47,27 +35,10 @@ class Faulty extends DelegatingProvider {
   }
 }
 
-const kc = testKubeConfig();
-const namespace = uniqueName('faults');
 const PERMANENT_FAILURE = 'crawl.example.com/permanent-failure-generation';
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
 let faulty: Faulty;
-let op: RunningOperator;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  faulty = new Faulty(mock);
-  op = await startOperator(kc, { mock: faulty }, namespace);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
+const suite = operatorSuite('faults', { providers: (mock) => ({ mock: (faulty = new Faulty(mock)) }) });
+const { api, kc, namespace } = suite;
 
 const ready = (name: string, predicate: (p: Awaited<ReturnType<ProxyApi['get']>>) => boolean = () => true) =>
   eventually(`${name} Ready`, async () => {
@@ -84,7 +55,7 @@ describe('a permission blip or a not-ready cloud never fails a running proxy', (
     '%s keeps it Ready with Provisioned=False/ProviderError, then it recovers',
     async (what, kind, message) => {
       const name = `get-${what.split(' ')[1].toLowerCase()}`;
-      await api.create(name, { spec: managedSpec(target) });
+      await api.create(name, { spec: managedSpec(suite.target) });
       const before = await ready(name);
       faulty.fail('get', before.status!.providerID!, kind, message, 2);
       // A new generation makes the reconciler look at the instance again.
@@ -111,7 +82,7 @@ describe('a permission blip or a not-ready cloud never fails a running proxy', (
   );
 
   it('a delete failure during replacement is never Permanent: the proxy keeps serving, then is replaced', async () => {
-    await api.create('replace-blip', { spec: managedSpec(target) });
+    await api.create('replace-blip', { spec: managedSpec(suite.target) });
     const before = await ready('replace-blip');
     faulty.fail(
       'delete',

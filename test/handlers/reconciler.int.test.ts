@@ -3,40 +3,17 @@ import { startForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { FINALIZER, SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
 import { isNotFound } from '../../providers/errors.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   condition,
   deleteProxy,
   eventsFor,
   eventually,
   managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
+  operatorSuite,
 } from './operator-fixture.js';
 
-const kc = testKubeConfig();
-const namespace = uniqueName('reconciler');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider();
-  op = await startOperator(kc, { mock }, namespace);
-});
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
+const suite = operatorSuite('reconciler');
+const { api, kc, namespace } = suite;
 
 const ready = (name: string) =>
   eventually(`${name} Ready`, async () => {
@@ -46,7 +23,7 @@ const ready = (name: string) =>
 
 async function instanceGone(providerID: string): Promise<boolean> {
   try {
-    await mock.get(providerID);
+    await suite.mock.get(providerID);
     return false;
   } catch (err) {
     return isNotFound(err);
@@ -55,7 +32,7 @@ async function instanceGone(providerID: string): Promise<boolean> {
 
 describe('a Managed proxy', () => {
   it('is provisioned, probed through itself and becomes Ready with its conditions and Events', async () => {
-    await api.create('basic', { spec: managedSpec(target) });
+    await api.create('basic', { spec: managedSpec(suite.target) });
     const p = await ready('basic');
     expect(p.metadata.finalizers).toContain(FINALIZER);
     expect(p.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toMatch(/^[0-9a-f]{16}$/);
@@ -72,7 +49,7 @@ describe('a Managed proxy', () => {
 
 describe('an External proxy', () => {
   it('gets a generated credentials Secret owned by the Proxy, whose values never reach status or Events', async () => {
-    await api.create('with-creds', { spec: managedSpec(target) });
+    await api.create('with-creds', { spec: managedSpec(suite.target) });
     const p = await ready('with-creds');
     const core = kc.makeApiClient(CoreV1Api);
     const secret = await core.readNamespacedSecret({ namespace, name: 'with-creds-proxy-credentials' });
@@ -104,7 +81,7 @@ describe('an External proxy', () => {
         spec: {
           mode: 'External',
           endpoint: { host: proxy.host, port: proxy.port },
-          healthCheck: managedSpec(target).healthCheck,
+          healthCheck: managedSpec(suite.target).healthCheck,
         },
       });
       const p = await ready('ext-health');
@@ -138,7 +115,7 @@ describe('a steady Ready proxy', () => {
   });
 
   it('is counted in the proxy_operator_proxies gauge by phase', async () => {
-    const metric = await op.registry.getSingleMetric('proxy_operator_proxies')!.get();
+    const metric = await suite.op.registry.getSingleMetric('proxy_operator_proxies')!.get();
     const ready = metric.values.find((v) => v.labels.phase === 'Ready');
     expect(ready?.value).toBeGreaterThanOrEqual(1);
   });
@@ -151,7 +128,7 @@ describe('replacement: proxies are immutable cattle', () => {
     ['port', { port: 3129 }],
   ])('changing %s replaces the instance (new providerID, old one gone)', async (what, change) => {
     const name = `replace-${what}`;
-    await api.create(name, { spec: managedSpec(target) });
+    await api.create(name, { spec: managedSpec(suite.target) });
     const before = await ready(name);
     await api.patchSpec(name, change);
     const after = await eventually('a new instance', async () => {
@@ -171,7 +148,7 @@ describe('replacement: proxies are immutable cattle', () => {
     ['maxLeases', { maxLeases: 9 }],
   ])('changing %s keeps the instance', async (what, change) => {
     const name = `keep-${what.toLowerCase()}`;
-    await api.create(name, { spec: managedSpec(target) });
+    await api.create(name, { spec: managedSpec(suite.target) });
     const before = await ready(name);
     const patched = await api.patchSpec(name, change);
     await eventually('the change handled', async () => {
@@ -193,7 +170,7 @@ describe('replacement: proxies are immutable cattle', () => {
       },
     });
     await api.create('from-secret', {
-      spec: managedSpec(target, { cloudInit: { secretRef: { name: 'squid-init', key: 'user-data' } } }),
+      spec: managedSpec(suite.target, { cloudInit: { secretRef: { name: 'squid-init', key: 'user-data' } } }),
     });
     const before = await ready('from-secret');
     await core.replaceNamespacedSecret({
@@ -217,7 +194,7 @@ describe('replacement: proxies are immutable cattle', () => {
       body: { metadata: { name: 'unlabelled' }, stringData: { 'user-data': '#cloud-config\n' } },
     });
     await api.create('bad-secret', {
-      spec: managedSpec(target, { cloudInit: { secretRef: { name: 'unlabelled', key: 'user-data' } } }),
+      spec: managedSpec(suite.target, { cloudInit: { secretRef: { name: 'unlabelled', key: 'user-data' } } }),
     });
     const p = await eventually('CloudInitError', async () => {
       const x = await api.get('bad-secret');
@@ -231,7 +208,7 @@ describe('replacement: proxies are immutable cattle', () => {
 
 describe('deletion', () => {
   it('a Managed proxy runs its finalizer, which deletes the instance', async () => {
-    await api.create('doomed', { spec: managedSpec(target) });
+    await api.create('doomed', { spec: managedSpec(suite.target) });
     const p = await ready('doomed');
     await deleteProxy(kc, namespace, 'doomed');
     await eventually('the Proxy gone', async () => {
@@ -250,7 +227,7 @@ describe('deletion', () => {
       spec: {
         mode: 'External',
         endpoint: { host: '127.0.0.3', port: 3128 },
-        healthCheck: managedSpec(target).healthCheck,
+        healthCheck: managedSpec(suite.target).healthCheck,
       },
     });
     const p = await eventually('handled', async () => {
@@ -265,8 +242,8 @@ describe('deletion', () => {
 
 describe('provider errors', () => {
   it('QuotaExceeded sets the condition and retries slowly (300 s)', async () => {
-    mock.failNextCreates(1, 'quota');
-    await api.create('quota', { spec: managedSpec(target) });
+    suite.mock.failNextCreates(1, 'quota');
+    await api.create('quota', { spec: managedSpec(suite.target) });
     const p = await eventually('QuotaExceeded', async () => {
       const x = await api.get('quota');
       return condition(x, 'Provisioned')?.reason === 'QuotaExceeded' ? x : undefined;
@@ -276,8 +253,8 @@ describe('provider errors', () => {
   });
 
   it('a Permanent error fails the proxy and stops retrying until the spec changes', async () => {
-    mock.failNextCreates(1, 'permanent');
-    await api.create('perm', { spec: managedSpec(target) });
+    suite.mock.failNextCreates(1, 'permanent');
+    await api.create('perm', { spec: managedSpec(suite.target) });
     const p = await eventually('Failed', async () => {
       const x = await api.get('perm');
       return x.status?.phase === 'Failed' ? x : undefined;
@@ -291,14 +268,14 @@ describe('provider errors', () => {
   });
 
   it('transient failures of the next creates back off and recover', async () => {
-    mock.failNextCreates(2, 'transient');
-    await api.create('flaky', { spec: managedSpec(target) });
+    suite.mock.failNextCreates(2, 'transient');
+    await api.create('flaky', { spec: managedSpec(suite.target) });
     const p = await ready('flaky');
     expect(p.status?.providerID).toBeTruthy();
   });
 
   it('an unknown provider is a configuration mistake: Pending with UnknownProvider, a Warning, no permanent failure', async () => {
-    await api.create('nowhere', { spec: { ...managedSpec(target), provider: 'gcp-mars' } });
+    await api.create('nowhere', { spec: { ...managedSpec(suite.target), provider: 'gcp-mars' } });
     const p = await eventually('UnknownProvider', async () => {
       const x = await api.get('nowhere');
       return condition(x, 'Provisioned')?.reason === 'UnknownProvider' ? x : undefined;
@@ -315,9 +292,9 @@ describe('provider errors', () => {
 
 describe('drift', () => {
   it('an instance deleted behind the operator is noticed and re-created', async () => {
-    await api.create('drift', { spec: managedSpec(target) });
+    await api.create('drift', { spec: managedSpec(suite.target) });
     const before = await ready('drift');
-    await mock.delete(before.status!.providerID!);
+    await suite.mock.delete(before.status!.providerID!);
     // The drift timer runs every 60 s (jittered): allow two periods. The same spec gives the
     // same instance name, so "re-created" means the provider has it again.
     await eventually(

@@ -1,17 +1,16 @@
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { freePort } from '../../framework/testing/control-plane.js';
-import type { Proxy } from '../../crds/proxy-types.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   LeasePoller,
-  readyz,
-  runOperator,
+  runOperatorIn,
   scrape,
   until,
+  untilReady,
   type OperatorProcess,
 } from '../harness/operator-process.js';
 
@@ -25,7 +24,6 @@ const kc = testKubeConfig();
 const namespace = uniqueName('restart');
 const leaseName = 'restart-leader';
 const api = new ProxyApi(kc, namespace);
-const objects = kc.makeApiClient(CustomObjectsApi);
 const core = kc.makeApiClient(CoreV1Api);
 const leases = kc.makeApiClient(CoordinationV1Api);
 let target: LocalTarget;
@@ -40,31 +38,14 @@ interface Replica {
 }
 
 async function start(name: string, discovery?: number): Promise<Replica> {
-  const [metrics, disc] = [await freePort(), discovery ?? (await freePort())];
-  const process = runOperator(
-    [
-      '--kubeconfig',
-      globalThis.process.env[KUBECONFIG_ENV]!,
-      '--watch-namespace',
-      namespace,
-      '--leader-election-namespace',
-      namespace,
-      '--leader-election-id',
-      leaseName,
-      '--metrics-address',
-      `127.0.0.1:${metrics}`,
-      '--discovery-address',
-      `127.0.0.1:${disc}`,
-      '--log-level',
-      'warn',
-    ],
-    { POD_NAME: name },
-  );
-  running.push(process);
-  await until(`${name} ready`, () => readyz(metrics), 90_000).catch((err: Error) => {
-    throw new Error(`${err.message}\n${process.output()}`);
+  const replica = await runOperatorIn(namespace, {
+    flags: ['--leader-election-id', leaseName, '--log-level', 'warn'],
+    env: { POD_NAME: name },
+    discoveryPort: discovery,
   });
-  return { name, metrics, discovery: disc, process };
+  running.push(replica.process);
+  await untilReady(replica);
+  return { name, metrics: replica.metricsPort, discovery: replica.discoveryPort, process: replica.process };
 }
 
 /** The replica that holds the Lease: its POD_NAME, the prefix of its identity (cmd/leader-identity.ts). */
@@ -73,20 +54,10 @@ async function holder(): Promise<string> {
   return /^(.+)_[0-9a-f]{12}$/.exec(lease.spec?.holderIdentity ?? '')?.[1] ?? '';
 }
 
-async function proxies(): Promise<Proxy[]> {
-  const list = (await objects.listNamespacedCustomObject({
-    group: 'crawl.example.com',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'proxies',
-  })) as { items: Proxy[] };
-  return list.items;
-}
-
 /** What a write would change: every Proxy's resourceVersion, and the Events in the namespace. */
 async function snapshot(): Promise<{ versions: Record<string, string>; events: number }> {
   const versions = Object.fromEntries(
-    (await proxies()).map((p) => [p.metadata.name, p.metadata.resourceVersion!]),
+    (await api.list()).map((p) => [p.metadata.name, p.metadata.resourceVersion!]),
   );
   const events = (await core.listNamespacedEvent({ namespace })).items.length;
   return { versions, events };
@@ -153,7 +124,7 @@ describe('restarts and leader changes are invisible to crawlers', () => {
     await until(
       `${COUNT} Ready`,
       async () =>
-        (await proxies()).filter((p) => p.status?.phase === 'Ready').length === COUNT ? true : undefined,
+        (await api.list()).filter((p) => p.status?.phase === 'Ready').length === COUNT ? true : undefined,
       90_000,
     );
     poller.start();

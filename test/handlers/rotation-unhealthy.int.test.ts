@@ -1,21 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import type { Proxy } from '../../crds/proxy-types.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { DelegatingProvider } from './delegating-provider.js';
-import {
-  condition,
-  eventsFor,
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Issue 24: a rotated proxy whose new instance is not Ready at its first probe keeps that
 // instance. The Rotation record stays until the new instance is Ready (it holds the slot);
@@ -29,12 +16,6 @@ import {
 const MAX_AGE = 3600;
 const OFFSET = MAX_AGE + 60;
 const GRACE = 12;
-const kc = testKubeConfig();
-const namespace = uniqueName('rotation-unhealthy');
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
 let offsetMillis = OFFSET * 1000;
 let probes: Server;
 let probeURL = '';
@@ -50,25 +31,25 @@ class Recording extends DelegatingProvider {
   }
 }
 
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  // A probe target the test can break: 503 instead of 204 while `failing`.
-  probes = createServer((_req, res) => res.writeHead(failing ? 503 : 204).end());
-  await new Promise<void>((resolve) => probes.listen(0, '127.0.0.1', resolve));
-  probeURL = `http://127.0.0.1:${(probes.address() as AddressInfo).port}/generate_204`;
-  mock = mockProvider();
-  op = await startOperator(kc, { mock: new Recording(mock) }, namespace, {
+const suite = operatorSuite('rotation-unhealthy', {
+  providers: (mock) => ({ mock: new Recording(mock) }),
+  settings: {
     replaceUnhealthyAfterSeconds: OFFSET + GRACE,
     rotationDrainSeconds: 2,
     driftCheckSeconds: 1,
     autopilotClock: () => new Date(Date.now() + offsetMillis),
-  });
+  },
+});
+const { api, kc, namespace } = suite;
+
+beforeAll(async () => {
+  // A probe target the test can break: 503 instead of 204 while `failing`.
+  probes = createServer((_req, res) => res.writeHead(failing ? 503 : 204).end());
+  await new Promise<void>((resolve) => probes.listen(0, '127.0.0.1', resolve));
+  probeURL = `http://127.0.0.1:${(probes.address() as AddressInfo).port}/generate_204`;
 });
 
 afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
   probes?.closeAllConnections();
   await new Promise((resolve) => probes?.close(resolve));
 });
@@ -77,7 +58,7 @@ const get = () => api.get('rotated');
 
 describe('a rotated proxy whose new instance starts Unhealthy (issue 24)', () => {
   it('keeps the new instance until the Unhealthy grace replaces it once, then is Ready when the target heals', async () => {
-    const base = managedSpec(target, { rotation: { maxAgeSeconds: MAX_AGE } });
+    const base = managedSpec(suite.target, { rotation: { maxAgeSeconds: MAX_AGE } });
     await api.create('rotated', {
       spec: { ...base, healthCheck: { ...base.healthCheck, probeURL } },
     });

@@ -1,36 +1,14 @@
 import { Writable } from 'node:stream';
-import { CustomObjectsApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Agent, request } from 'undici';
-import type { Proxy } from '../../crds/proxy-types.js';
-import type { MockProvider } from '../../providers/mock/mock-provider.js';
-import type { LocalTarget } from '../../cmd/demo/local-target.js';
-import type { ProxyApi } from '../crd/proxy-api.js';
-import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import {
-  eventually,
-  managedSpec,
-  mockProvider,
-  startOperator,
-  suiteSetup,
-  type RunningOperator,
-} from './operator-fixture.js';
+import { eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 const COUNT = 200;
-const kc = testKubeConfig();
-const namespace = uniqueName('scale');
-const objects = kc.makeApiClient(CustomObjectsApi);
-let api: ProxyApi;
-let target: LocalTarget;
-let mock: MockProvider;
-let op: RunningOperator;
 let transitions = 0;
-
-beforeAll(async () => {
-  ({ api, target } = await suiteSetup(kc, namespace));
-  mock = mockProvider({ provisioningSeconds: 1 });
+const suite = operatorSuite('scale', {
+  mock: { provisioningSeconds: 1 },
   // Counts the health engine's status-affecting verdicts, to compare with the writes.
-  const logger = pino(
+  logger: pino(
     { level: 'info' },
     new Writable({
       write(chunk: Buffer, _enc, done) {
@@ -38,15 +16,9 @@ beforeAll(async () => {
         done();
       },
     }),
-  );
-  op = await startOperator(kc, { mock }, namespace, {}, undefined, logger);
+  ),
 });
-
-afterAll(async () => {
-  await op?.stop();
-  await mock?.close();
-  await target?.close();
-});
+const { api, kc } = suite;
 
 /** Writes to Proxy objects and Events as the API server itself counts them. */
 async function apiServerWrites(): Promise<{ proxies: number; events: number }> {
@@ -77,20 +49,15 @@ async function apiServerWrites(): Promise<{ proxies: number; events: number }> {
 describe(`${COUNT} Managed proxies created at once`, () => {
   it('all reach Ready with a bounded number of API writes each, and afterwards write only for status-affecting verdicts', async () => {
     const before = await apiServerWrites();
-    const spec = managedSpec(target, {
-      healthCheck: { ...managedSpec(target).healthCheck, intervalSeconds: 5, timeoutSeconds: 2 },
+    const spec = managedSpec(suite.target, {
+      healthCheck: { ...managedSpec(suite.target).healthCheck, intervalSeconds: 5, timeoutSeconds: 2 },
     });
     await Promise.all(Array.from({ length: COUNT }, (_, i) => api.create(`px-${i}`, { spec })));
     await eventually(
       `all ${COUNT} Ready`,
       async () => {
-        const list = (await objects.listNamespacedCustomObject({
-          group: 'crawl.example.com',
-          version: 'v1alpha1',
-          namespace,
-          plural: 'proxies',
-        })) as { items: Proxy[] };
-        return list.items.filter((p) => p.status?.phase === 'Ready').length === COUNT ? true : undefined;
+        const ready = (await api.list()).filter((p) => p.status?.phase === 'Ready');
+        return ready.length === COUNT ? true : undefined;
       },
       240_000,
     );

@@ -3,6 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { KUBECONFIG_ENV } from './kube.js';
 
 // The operator's entry point as a real process (cmd/operator.ts through the harness's
 // TypeScript hooks), for tests of what a restart or a leader change looks like from outside.
@@ -38,6 +40,58 @@ export function runOperator(args: string[], env: Record<string, string> = {}): O
   child.stderr!.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, exited, output: () => out };
+}
+
+/** An operator process and the loopback ports of its /metrics (and probes) and discovery API. */
+export interface ServingOperator {
+  process: OperatorProcess;
+  metricsPort: number;
+  discoveryPort: number;
+}
+
+/**
+ * The operator process on the shared test control plane, as one replica of a Deployment runs:
+ * watching `namespace` and electing its leader there (or, with `leaderElection: false`, leading
+ * alone), serving /metrics and the discovery API on loopback (free ports unless given). `flags`
+ * follow those; `env` adds to its environment.
+ */
+export async function runOperatorIn(
+  namespace: string,
+  options: {
+    flags?: string[];
+    env?: Record<string, string>;
+    leaderElection?: boolean;
+    metricsPort?: number;
+    discoveryPort?: number;
+  } = {},
+): Promise<ServingOperator> {
+  const metricsPort = options.metricsPort ?? (await freePort());
+  const discoveryPort = options.discoveryPort ?? (await freePort());
+  const leader =
+    options.leaderElection === false ? ['--leader-elect=false'] : ['--leader-election-namespace', namespace];
+  const process_ = runOperator(
+    [
+      '--kubeconfig',
+      process.env[KUBECONFIG_ENV]!,
+      '--watch-namespace',
+      namespace,
+      ...leader,
+      '--metrics-address',
+      `127.0.0.1:${metricsPort}`,
+      '--discovery-address',
+      `127.0.0.1:${discoveryPort}`,
+      ...(options.flags ?? []),
+    ],
+    options.env,
+  );
+  return { process: process_, metricsPort, discoveryPort };
+}
+
+/** Waits until its /readyz answers 200; a timeout's error carries the process's output. */
+export async function untilReady(op: ServingOperator, timeoutMs = 90_000): Promise<void> {
+  await until('/readyz 200', () => readyz(op.metricsPort), timeoutMs).catch((err: Error) => {
+    throw new Error(`${err.message}\n${op.process.output()}`);
+  });
 }
 
 /** Polls until `check` returns a value (not undefined) or the deadline passes; a throw is a "not yet". */

@@ -17,8 +17,8 @@ import { freePort } from '../../framework/testing/control-plane.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { createNamespace, deleteProxy, fastHealthCheck } from '../handlers/operator-fixture.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperator, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { readyz, runOperatorIn, scrape, until, type OperatorProcess } from '../harness/operator-process.js';
 import { TestForwardProxy } from '../health/forward-proxy.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -101,25 +101,12 @@ beforeAll(async () => {
       ],
     }),
   );
-  operator = runOperator(
-    [
-      '--kubeconfig',
-      process.env[KUBECONFIG_ENV]!,
-      '--watch-namespace',
-      namespace,
-      '--leader-election-namespace',
-      namespace,
-      '--metrics-address',
-      `127.0.0.1:${metricsPort}`,
-      '--discovery-address',
-      `127.0.0.1:${discoveryPort}`,
-      '--providers-config',
-      providers,
-      '--log-level',
-      'warn',
-    ],
-    { POD_NAME: 'prometheus-test' },
-  );
+  ({ process: operator } = await runOperatorIn(namespace, {
+    metricsPort,
+    discoveryPort,
+    flags: ['--providers-config', providers, '--log-level', 'warn'],
+    env: { POD_NAME: 'prometheus-test' },
+  }));
 
   // The shipped rules, `for:` shortened.
   const rules = parse(await readFile(join(ROOT, 'dist', MONITORING_DIR, RULES_FILE), 'utf8')) as {

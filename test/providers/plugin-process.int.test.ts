@@ -3,12 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { request } from 'undici';
-import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
-import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
-import { runOperator, until } from '../harness/operator-process.js';
+import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { runOperator, runOperatorIn, until, untilReady } from '../harness/operator-process.js';
 
 // Out-of-tree plugins in the real operator process (cmd/operator.ts through the harness's
 // TypeScript hooks, as `npm start` runs it): loaded from the providers file at start-up,
@@ -50,26 +48,13 @@ describe('provider plugins in the operator process', () => {
         '',
       ].join('\n'),
     );
-    const metrics = await freePort();
-    const op = runOperator([
-      '--providers-config',
-      providers,
-      '--kubeconfig',
-      process.env[KUBECONFIG_ENV]!,
-      '--watch-namespace',
-      namespace,
-      '--leader-elect=false',
-      '--metrics-address',
-      `127.0.0.1:${metrics}`,
-      '--discovery-address',
-      `127.0.0.1:${await freePort()}`,
-    ]);
+    const serving = await runOperatorIn(namespace, {
+      leaderElection: false,
+      flags: ['--providers-config', providers],
+    });
+    const op = serving.process;
     try {
-      await until('/readyz 200', async () => {
-        const res = await request(`http://127.0.0.1:${metrics}/readyz`);
-        await res.body.dump();
-        return res.statusCode === 200 ? true : undefined;
-      });
+      await untilReady(serving);
       expect(op.output()).toMatch(/"providers":\["files","recorder"\][^\n]*providers configured/);
 
       const api = new ProxyApi(kc, namespace);

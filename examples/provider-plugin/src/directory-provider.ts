@@ -1,4 +1,3 @@
-import 'reflect-metadata';
 import { link, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';

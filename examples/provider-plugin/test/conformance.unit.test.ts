@@ -1,12 +1,15 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describeProviderConformance } from 'proxy-operator/conformance';
+import { classifyFsError } from '../src/error-mapping.js';
 import { DirectoryProvider } from '../src/index.js';
 
-// What a plugin author runs: the operator's conformance kit against their provider.
+// What a plugin author runs: the operator's conformance kit against their provider, and their
+// error mapping's table.
 const logger = pino({ level: 'silent' });
 let dir: string;
 const settings = (path: string, latencyMillis = 0) => ({
@@ -40,4 +43,21 @@ describeProviderConformance({
   },
   provisionsVisibly: true,
   teardown: () => rm(dir, { recursive: true, force: true }),
+});
+
+describe('the error mapping', () => {
+  it.each([
+    ['ENOENT', 'NotFound'],
+    ['ENOSPC', 'QuotaExceeded'],
+    ['EDQUOT', 'QuotaExceeded'],
+    ['EACCES', 'Permanent'],
+    ['EPERM', 'Permanent'],
+    ['EROFS', 'Permanent'],
+    ['ENOTDIR', 'Permanent'],
+    ['EISDIR', 'Permanent'],
+    ['EMFILE', 'Transient'],
+    ['EIO', 'Transient'],
+  ])('%s is %s', (code, kind) => {
+    expect(classifyFsError(Object.assign(new Error(code), { code }))).toBe(kind);
+  });
 });
