@@ -67,17 +67,23 @@ export type AcquireReply =
   | { kind: 'need'; proxyID: string }
   | { kind: 'none'; leasable: number; cooling: number; moved: boolean; waitMs: number; hints: LoadHints };
 
-/** Reads the acquire script's one-string answer (fields separated by \0). */
-export function decodeAcquireReply(reply: string): AcquireReply {
+/**
+ * Reads the acquire script's one-string answer (fields separated by \0). `ids`: the
+ * candidates as sent (candidateArgs's order), whose loads come back one per candidate in
+ * that order ('' for one a hold keeps out: no hint).
+ */
+export function decodeAcquireReply(reply: string, ids: readonly string[]): AcquireReply {
   const f = reply.split(SEP);
   const hints = (from: number): LoadHints => {
     const out: LoadHints = [];
-    for (let i = from; i + 1 < f.length; i += 2) out.push([f[i], Number(f[i + 1])]);
+    for (let i = 0; i < ids.length; i++) {
+      const load = f[from + i];
+      if (load !== '' && load !== undefined) out.push([ids[i], Number(load)]);
+    }
     return out;
   };
   switch (f[0]) {
-    case 'ok': {
-      const slots = Number(f[6]);
+    case 'ok':
       return {
         kind: 'ok',
         proxyID: f[1],
@@ -85,10 +91,9 @@ export function decodeAcquireReply(reply: string): AcquireReply {
         expiresAt: Number(f[3]),
         moved: f[4] === '1',
         load: Number(f[5]),
-        slots: f.slice(7, 7 + slots),
-        hints: hints(7 + slots),
+        slots: f.slice(6 + ids.length),
+        hints: hints(6),
       };
-    }
     case 'need':
       return { kind: 'need', proxyID: f[1] };
     case 'none':

@@ -260,6 +260,8 @@ export class RedisLeaseStore implements LeaseStore {
     const fixed = [
       scopedKey(request.owner, leaseID),
       String(request.ttlSeconds),
+      // The lease key's life (ms): its TTL and a minute, sent so the script formats no number.
+      String(Math.ceil(request.ttlSeconds * 1000) + 60_000),
       request.target ?? '',
       session,
     ];
@@ -288,14 +290,12 @@ export class RedisLeaseStore implements LeaseStore {
       // requests in flight together then rank different proxies first, instead of all
       // sending the same few and missing once those are full.
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, (this.hints.get(chunk[0].id) ?? 0) + 1);
+      const candidates = candidateArgs(chunk, recordJSON);
+      const ids: string[] = [];
+      for (let i = 1; i < candidates.length; i += 4) ids.push(candidates[i]);
       const reply = decodeAcquireReply(
-        (await this.eval('acquire', [
-          ...fixed,
-          mode,
-          gone,
-          selector,
-          ...candidateArgs(chunk, recordJSON),
-        ])) as string,
+        (await this.eval('acquire', [...fixed, mode, gone, selector, ...candidates])) as string,
+        ids,
       );
       if (reply.kind === 'need') return { need: reply.proxyID };
       if (reply.kind === 'ok') {
@@ -720,7 +720,8 @@ export class RedisLeaseStore implements LeaseStore {
 
   private async eval(name: ScriptName, args: string[]): Promise<unknown> {
     // ARGV[1]: a test's clock, or '' for Redis's own TIME.
-    const argv = [this.clock === undefined ? '' : String(this.clock.now()), ...args];
+    // An integer: the scripts write their clock as it came (redis-scripts.ts's now block).
+    const argv = [this.clock === undefined ? '' : String(Math.floor(this.clock.now())), ...args];
     const script = this.scripts[name];
     const sha = this.shas.get(name)!;
     return this.guard(async () => {

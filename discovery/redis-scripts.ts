@@ -117,13 +117,20 @@ const BLOCKS: Record<BlockName, Block> = {
   now: {
     needs: [],
     lua: String.raw`
-local NOW
+-- NOW (ms, a number, for comparisons) and NOW_S (the same as a string, for what is written):
+-- made from TIME's two strings without formatting a number (Lua's "%.14g" costs ~2 µs per
+-- 13-digit number here; docs/benchmarks.md, issue 21's third round). A test's clock comes
+-- in ARGV[1] as an integer string.
+local NOW_S
 if ARGV[1] ~= '' then
-  NOW = tonumber(ARGV[1])
+  NOW_S = ARGV[1]
 else
   local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end`,
+  NOW_S = t[1] .. string.sub('00000' .. t[2], -6, -4)
+end
+local NOW = tonumber(NOW_S)
+-- An integer as a string: "%d" is ~5x cheaper than the "%.14g" of a plain concatenation.
+local function int(x) return string.format('%d', x) end`,
   },
   keep: {
     needs: [],
@@ -467,42 +474,56 @@ end`,
 local function k_load(id) return P .. ':load:' .. id end
 local function k_ld(id) return P .. ':ld:' .. id end
 
--- A proxy's live leases from its P:ld value v ("n e m"): n itself while e is still ahead;
--- else its zset is pruned and the value rewritten (or dropped with the last member).
--- Returns the live count, the earliest expiry's lower bound and the latest's upper bound.
+-- A proxy's live leases from its P:ld value v ("n e m"): n itself while n is 0 (its zset
+-- holds only the sentinel) or e is still ahead; else its zset is pruned and the value
+-- rewritten. Returns the live count, then e and m as the strings they were (written back
+-- as they are), or 0, nil, nil when the proxy has no load keys.
 local function load_of(id, v)
   if not v then return 0, nil, nil end
-  local n, e, m = string.match(v, '^(%d+) (%S+) (%S+)$')
-  n, e, m = tonumber(n), tonumber(e), tonumber(m)
-  if e > NOW then return n, e, m end
+  local a = string.find(v, ' ', 1, true)
+  local b = string.find(v, ' ', a + 1, true)
+  local n = tonumber(string.sub(v, 1, a - 1))
+  local e, m = string.sub(v, a + 1, b - 1), string.sub(v, b + 1)
+  if n == 0 or tonumber(e) > NOW then return n, e, m end
   local key = k_load(id)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', NOW)
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if not first[1] then
+  -- '(-inf': the sentinel (member '', score -inf) stays.
+  redis.call('ZREMRANGEBYSCORE', key, '(-inf', NOW_S)
+  local first = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+  if first[1] ~= '' then
+    -- No sentinel: this zset is not the one written with P:ld (both should live and die
+    -- together); dropping P:ld sends the next lease here down load_put's full path.
     redis.call('DEL', k_ld(id))
-    return 0, nil, nil
+    return redis.call('ZCARD', key), nil, nil
   end
-  n, e = redis.call('ZCARD', key), tonumber(first[2])
-  redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
+  n = redis.call('ZCARD', key) - 1
+  if n > 0 then e = first[4] end
+  redis.call('SET', k_ld(id), int(n) .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
   return n, e, m
 end
 
--- Writes a proxy's load n after a lease was added or extended (its expiry exp). While exp is
--- within m and the zset had a member before (n > 1: it exists, with its life), that is all.
--- Else m moves to exp + SLACK, and with it the life of both keys (m plus a minute) and the
--- proxy's entry in P:busy: once per SLACK per busy proxy instead of on every lease.
-local function load_put(id, n, e, m, exp)
-  if e == nil or exp < e then e = exp end
-  if m ~= nil and exp <= m and n > 1 then
-    redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
-    return
+-- Writes a proxy's load n (a number, at least 1) after a lease was added or extended (its
+-- expiry exp, and exp_s as a string), given e and m as load_of returned them. While exp is
+-- within m that is one SET. Else m moves to exp + SLACK, and with it the life of both keys
+-- (m plus a minute), the zset's sentinel (member '' at -inf: the zset never empties, so it
+-- keeps its life while P:ld has one and a lease after the last release is two writes) and
+-- the proxy's entry in P:busy: once per SLACK per busy proxy. Returns n as a string.
+local function load_put(id, n, e, m, exp, exp_s)
+  if e == nil or n == 1 or exp < tonumber(e) then e = exp_s end
+  local n_s = int(n)
+  if m ~= nil and exp <= tonumber(m) then
+    redis.call('SET', k_ld(id), n_s .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
+    return n_s
   end
-  m = exp + SLACK
-  local life = math.ceil(m - NOW + 60000)
-  redis.call('PEXPIRE', k_load(id), life)
-  redis.call('SET', k_ld(id), n .. ' ' .. e .. ' ' .. m, 'PX', life)
+  local later = exp + SLACK
+  m = int(later)
+  local life = int(math.ceil(later - NOW + 60000))
+  local key = k_load(id)
+  redis.call('ZADD', key, '-inf', '')
+  redis.call('PEXPIRE', key, life)
+  redis.call('SET', k_ld(id), n_s .. ' ' .. e .. ' ' .. m, 'PX', life)
   redis.call('ZADD', K_BUSY, m, id)
   keep(K_BUSY, life)
+  return n_s
 end`,
   },
 };
@@ -563,33 +584,33 @@ export function blocksFor(needs: readonly string[]): string[] {
 }
 
 /**
- * Leases a proxy. ARGV after now: leaseID, ttlSeconds, target ('' = global pool), session
- * ('' = none), session mode ('check' | 'moved' | 'none'), a bound proxy the replica knows is
- * not leasable for this request (''), selector JSON, candidate count, then per candidate in
- * the replica's (latency, id) order (its place there is its rank): id, maxLeases, address,
- * record JSON. Answers one string of \0-separated fields (one bulk reply: a nested reply
- * of ~15 elements cost the client ~10 µs more to decode, docs/benchmarks.md; the codec's
- * decodeAcquireReply reads it): ok, proxyID, now, expiresAt, moved, load, the number of
- * statistics slots, the slots, hints...; or need, boundProxyID (the session's proxy was not
- * among the candidates); or none, leasable, cooling, moved, ms until the first cooldown
- * among them ends (-1: none), hints...; hints are (id, load) pairs of the candidates it
- * looked at.
+ * Leases a proxy. ARGV after now: leaseID, ttlSeconds, the lease key's life in ms (ttl plus
+ * a minute), target ('' = global pool), session ('' = none), session mode ('check' |
+ * 'moved' | 'none'), a bound proxy the replica knows is not leasable for this request (''),
+ * selector JSON, candidate count, then per candidate in the replica's (latency, id) order
+ * (its place there is its rank): id, maxLeases, address, record JSON. Answers one string of
+ * \0-separated fields (one bulk reply: a nested reply of ~15 elements cost the client ~10 µs
+ * more to decode, docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID,
+ * now, expiresAt, moved, load, one hint per candidate, then the statistics slots; or need,
+ * boundProxyID (the session's proxy was not among the candidates); or none, leasable,
+ * cooling, moved, ms until the first cooldown among them ends (-1: none), one hint per
+ * candidate. A hint is the candidate's load, '' when a hold keeps it out.
+ *
+ * Written for its common path (docs/benchmarks.md, issue 21's third round): what it writes
+ * is made of the strings it read or was sent (NOW_S, exp_s, e, m), not of formatted numbers;
+ * a candidate's load string is read past only when it is not 0.
  */
 const ACQUIRE = String.raw`
 local lease_id = ARGV[A + 1]
-local ttl = tonumber(ARGV[A + 2])
-local target = ARGV[A + 3]
-local session = ARGV[A + 4]
-local mode = ARGV[A + 5]
-local gone = ARGV[A + 6]
-local n = tonumber(ARGV[A + 8])
-local B = A + 8
-local ids, slot = {}, {}
-for i = 1, n do
-  local id = ARGV[B + (i - 1) * 4 + 1]
-  ids[i] = id
-  slot[id] = i
-end
+local ttl = ARGV[A + 2]
+local target = ARGV[A + 4]
+local session = ARGV[A + 5]
+local mode = ARGV[A + 6]
+local gone = ARGV[A + 7]
+local n = tonumber(ARGV[A + 9])
+local B = A + 9
+local ids = {}
+for i = 1, n do ids[i] = ARGV[B + (i - 1) * 4 + 1] end
 
 -- The session first: a binding to a proxy the replica did not send costs no reads.
 local moved = false
@@ -600,7 +621,9 @@ if session ~= '' and mode == 'check' then
     if bound == gone then
       moved = true
     else
-      bound_i = slot[bound]
+      for i = 1, n do
+        if ids[i] == bound then bound_i = i end
+      end
       if not bound_i then return 'need\0' .. bound end
     end
   end
@@ -610,26 +633,40 @@ end
 
 -- Everything the choice needs, one MGET for the whole chunk: loads, holds, cooldowns for the
 -- target.
-local held_c, load_c, first_c, last_c, cool_c, entry_c, hints = {}, {}, {}, {}, {}, {}, {}
+local held_c, load_c, e_c, m_c, cool_c, entry_c, hints = {}, {}, {}, {}, {}, {}, {}
+local got
 if n > 0 then
   local keys = {}
+  local for_target = '\0' .. target
   for i = 1, n do
-    keys[i] = k_ld(ids[i])
-    keys[n + i] = k_hold(ids[i])
-    keys[2 * n + i] = k_cd(ids[i], target)
+    local id = ids[i]
+    keys[i] = P .. ':ld:' .. id
+    keys[n + i] = P .. ':hold:' .. id
+    keys[2 * n + i] = P .. ':cd:' .. id .. for_target
   end
-  local got = redis.call('MGET', unpack(keys))
-  for i = 1, n do
-    local h = got[n + i]
-    held_c[i] = h and held(cjson.decode(h), ARGV[B + (i - 1) * 4 + 3]) ~= nil
-    if not held_c[i] then
-      load_c[i], first_c[i], last_c[i] = load_of(ids[i], got[i])
-      hints[#hints + 1] = ids[i]
-      hints[#hints + 1] = load_c[i]
-      local ends = got[2 * n + i]
-      entry_c[i] = ends ~= false
-      if entry_c[i] and tonumber(ends) > NOW then cool_c[i] = tonumber(ends) end
+  got = redis.call('MGET', unpack(keys))
+end
+for i = 1, n do
+  local h = got[n + i]
+  held_c[i] = h and held(cjson.decode(h), ARGV[B + (i - 1) * 4 + 3]) ~= nil
+  if held_c[i] then
+    hints[i] = ''
+  else
+    local v = got[i]
+    if not v then
+      load_c[i] = 0
+      hints[i] = '0'
+    elseif string.sub(v, 1, 2) == '0 ' then
+      -- Idle: its zset holds only the sentinel; e and m are read if it is chosen.
+      load_c[i] = 0
+      hints[i] = '0'
+    else
+      load_c[i], e_c[i], m_c[i] = load_of(ids[i], v)
+      hints[i] = int(load_c[i])
     end
+    local ends = got[2 * n + i]
+    entry_c[i] = ends ~= false
+    if entry_c[i] and tonumber(ends) > NOW then cool_c[i] = tonumber(ends) end
   end
 end
 local function max_of(i) return tonumber(ARGV[B + (i - 1) * 4 + 2]) end
@@ -672,26 +709,31 @@ end
 if not chosen then
   local wait = -1
   if first_end >= 0 then wait = first_end - NOW end
-  local out = { 'none', leasable, cooling, moved and 1 or 0, wait }
-  for _, h in ipairs(hints) do out[#out + 1] = h end
-  return table.concat(out, '\0')
+  return 'none\0' .. leasable .. '\0' .. cooling .. '\0' .. (moved and '1' or '0') .. '\0' .. wait ..
+    '\0' .. table.concat(hints, '\0')
 end
 
 local id = ids[chosen]
 local o = B + (chosen - 1) * 4
-local exp = NOW + ttl * 1000
-local life = ttl * 1000 + 60000
-redis.call('SET', k_lease(lease_id), table.concat({ id, ARGV[o + 3], ARGV[A + 2], NOW, exp, target,
-  ARGV[A + 7], ARGV[o + 4], session }, '\0'), 'PX', math.ceil(life))
-local before = load_c[chosen]
-redis.call('ZADD', k_load(id), exp, lease_id)
-load_put(id, before + 1, first_c[chosen], last_c[chosen], exp)
+local exp = NOW + tonumber(ttl) * 1000
+local exp_s = int(exp)
+redis.call('SET', P .. ':lease:' .. lease_id, id .. '\0' .. ARGV[o + 3] .. '\0' .. ttl .. '\0' .. NOW_S ..
+  '\0' .. exp_s .. '\0' .. target .. '\0' .. ARGV[A + 8] .. '\0' .. ARGV[o + 4] .. '\0' .. session,
+  'PX', ARGV[A + 3])
+redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
+local e, m = e_c[chosen], m_c[chosen]
+if e == nil and got[chosen] then
+  -- An idle proxy's load string (skipped above): its e and m.
+  local v = got[chosen]
+  local b = string.find(v, ' ', 3, true)
+  e, m = string.sub(v, 3, b - 1), string.sub(v, b + 1)
+end
+local load = load_put(id, load_c[chosen] + 1, e, m, exp, exp_s)
 if session ~= '' then bind(session, id, chosen == bound_i) end
 -- Chosen, so not held: no second look at its hold.
-local slots = stats_raw(id)
-local out = { 'ok', id, NOW, exp, moved and 1 or 0, before + 1, #slots }
-for _, s in ipairs(slots) do out[#out + 1] = s end
-for _, h in ipairs(hints) do out[#out + 1] = h end
+local out = { 'ok', id, NOW_S, exp_s, moved and '1' or '0', load }
+for i = 1, n do out[6 + i] = hints[i] end
+for _, s in ipairs(redis.call('HVALS', P .. ':stats:' .. id)) do out[#out + 1] = s end
 return table.concat(out, '\0')
 `;
 
@@ -704,15 +746,18 @@ local id = ARGV[A + 1]
 local f = live_lease(id)
 if not f then return false end
 local ttl = tonumber(ARGV[A + 2] ~= '' and ARGV[A + 2] or f[3])
-local exp = math.max(tonumber(f[5]), NOW + ttl * 1000)
-local life = exp - NOW + 60000
-f[5] = exp
+local exp, exp_s = tonumber(f[5]), f[5]
+if NOW + ttl * 1000 > exp then
+  exp = NOW + ttl * 1000
+  exp_s = int(exp)
+end
+f[5] = exp_s
 local v = table.concat(f, '\0')
-redis.call('SET', k_lease(id), v, 'PX', math.ceil(life))
+redis.call('SET', k_lease(id), v, 'PX', int(math.ceil(exp - NOW + 60000)))
 local proxy = f[1]
 local load, first, last = load_of(proxy, redis.call('GET', k_ld(proxy)))
-if redis.call('ZADD', k_load(proxy), exp, id) == 1 then load = load + 1 end
-load_put(proxy, load, first, last, exp)
+if redis.call('ZADD', k_load(proxy), exp_s, id) == 1 then load = load + 1 end
+load_put(proxy, load, first, last, exp, exp_s)
 if f[9] ~= '' then
   local bound = bound_to(f[9])
   if bound then bind(f[9], bound, true) end
@@ -723,7 +768,8 @@ return { v, load, held(hold_get(proxy), f[2]) or '', stats_raw(proxy), NOW }
 /**
  * ARGV after now: leaseID. Answers "proxyID\0its leases now" (-1: not counted there any
  * more) when the lease was known, else nil. Needs no clock: what it removes was counted,
- * live or ended.
+ * live or ended. A load string that reaches 0 stays (with its zset's sentinel, until both
+ * expire): the next lease on the proxy is then two writes, not five.
  */
 const RELEASE = String.raw`
 local id = ARGV[A + 1]
@@ -736,12 +782,10 @@ local entry = redis.call('GET', ld)
 if not entry then return proxy .. '\0-1' end
 local sp = string.find(entry, ' ', 1, true)
 local n = tonumber(string.sub(entry, 1, sp - 1)) - 1
-if n > 0 then
-  redis.call('SET', ld, n .. string.sub(entry, sp), 'KEEPTTL')
-else
-  redis.call('DEL', ld)
-end
-return proxy .. '\0' .. n
+if n < 0 then n = 0 end
+local n_s = string.format('%d', n)
+redis.call('SET', ld, n_s .. string.sub(entry, sp), 'KEEPTTL')
+return proxy .. '\0' .. n_s
 `;
 
 /**
@@ -893,7 +937,7 @@ return #cold
 
 const BODIES: Record<ScriptName, { needs: readonly BlockName[]; body: string }> = {
   acquire: {
-    needs: ['now', 'held', 'entries', 'sessions', 'leases', 'loads', 'statsRaw'],
+    needs: ['now', 'held', 'entries', 'sessions', 'loads'],
     body: ACQUIRE,
   },
   renew: { needs: ['now', 'holds', 'sessions', 'leases', 'loads', 'statsRaw'], body: RENEW },

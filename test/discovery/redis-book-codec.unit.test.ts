@@ -46,8 +46,9 @@ describe('decodeAcquireReply', () => {
   const reply = (...fields: (string | number)[]) => fields.join('\u0000');
   it.each([
     [
-      'a lease: fields, no slots, no hints',
-      reply('ok', 'ns/a', 1000, 61000, 0, 1, 0),
+      'a lease: fields, no candidate hints, no slots',
+      reply('ok', 'ns/a', 1000, 61000, 0, 1),
+      [],
       {
         kind: 'ok',
         proxyID: 'ns/a',
@@ -60,8 +61,9 @@ describe('decodeAcquireReply', () => {
       },
     ],
     [
-      'a lease with slots (spaces inside) and hints after them',
-      reply('ok', 'ns/b', 1000, 61000, 1, 2, 2, '3 1 0 0 0', '4 0 1 0 0', 'ns/b', 2, 'ns/c', 0),
+      'a lease: one load per candidate in the order sent, then slots (spaces inside)',
+      reply('ok', 'ns/b', 1000, 61000, 1, 2, 2, 0, '3 1 0 0 0', '4 0 1 0 0'),
+      ['ns/b', 'ns/c'],
       {
         kind: 'ok',
         proxyID: 'ns/b',
@@ -76,10 +78,26 @@ describe('decodeAcquireReply', () => {
         ],
       },
     ],
-    ['the session is bound elsewhere', reply('need', 'ns/z'), { kind: 'need', proxyID: 'ns/z' }],
+    [
+      'a held candidate has no hint',
+      reply('ok', 'ns/c', 1000, 61000, 0, 1, '', 1),
+      ['ns/b', 'ns/c'],
+      {
+        kind: 'ok',
+        proxyID: 'ns/c',
+        now: 1000,
+        expiresAt: 61000,
+        moved: false,
+        load: 1,
+        slots: [],
+        hints: [['ns/c', 1]],
+      },
+    ],
+    ['the session is bound elsewhere', reply('need', 'ns/z'), ['ns/a'], { kind: 'need', proxyID: 'ns/z' }],
     [
       'none in this chunk, no cooldown',
-      reply('none', 3, 0, 0, -1, 'ns/a', 5, 'ns/b', 5, 'ns/c', 5),
+      reply('none', 3, 0, 0, -1, 5, 5, 5),
+      ['ns/a', 'ns/b', 'ns/c'],
       {
         kind: 'none',
         leasable: 3,
@@ -95,15 +113,16 @@ describe('decodeAcquireReply', () => {
     ],
     [
       'none, cooling, the session moved, no candidate looked at',
-      reply('none', 2, 2, 1, 1500),
+      reply('none', 2, 2, 1, 1500, ''),
+      [],
       { kind: 'none', leasable: 2, cooling: 2, moved: true, waitMs: 1500, hints: [] },
     ],
-  ])('%s', (_name, raw, expected) => {
-    expect(decodeAcquireReply(raw)).toEqual(expected);
+  ] as const)('%s', (_name, raw, ids, expected) => {
+    expect(decodeAcquireReply(raw, ids)).toEqual(expected);
   });
 
   it('refuses an answer it does not know', () => {
-    expect(() => decodeAcquireReply('what\u0000ever')).toThrow(/unexpected acquire reply/);
+    expect(() => decodeAcquireReply('what\u0000ever', [])).toThrow(/unexpected acquire reply/);
   });
 });
 
