@@ -47,12 +47,13 @@ import {
 import { WINDOW_BUCKETS } from './outcome-window.js';
 import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
 import {
+  acquireArgs,
   addressOf,
-  candidateArgs,
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
   oldestBucket,
+  rankCandidates,
   windowCounts,
   type LoadHints,
 } from './redis-book-codec.js';
@@ -132,7 +133,7 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly statsWindowSeconds: number;
   private readonly bucketMillis: number;
   private readonly sweepIntervalMs: number;
-  private readonly shas = new Map<ScriptName, string>();
+  private readonly shas = {} as Record<ScriptName, string>;
   private readonly index = new FreeProxyIndex();
   private readonly tracked = new Map<string, Tracked>();
   private readonly hints = new Map<string, number>();
@@ -212,24 +213,25 @@ export class RedisLeaseStore implements LeaseStore {
       maxTargetEntries,
       jitter: COOLDOWN_JITTER,
       buckets: WINDOW_BUCKETS,
+      clockArgument: this.clock !== undefined,
     });
     for (const script of Object.values(this.scripts)) {
-      this.shas.set(script.name as ScriptName, createHash('sha1').update(script.source).digest('hex'));
+      this.shas[script.name as ScriptName] = createHash('sha1').update(script.source).digest('hex');
     }
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
   }
 
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
-    const matches = proxyMatcher(request.selector, request.exitIP);
     const leaseID = this.newID();
+    // Without a session the script never answers 'need': one try.
+    if (request.session === undefined) return (await this.tryAcquire(request, leaseID)) as AcquireResult;
+    const matches = proxyMatcher(request.selector, request.exitIP);
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
-    if (request.session !== undefined) {
-      const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
-      const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
-      if (record !== undefined && matches(record)) bound = record;
-    }
+    const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
+    const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
+    if (record !== undefined && matches(record)) bound = record;
     let gone = '';
     // A session bound (by another replica, or before a restart) to a proxy not sent: send it,
     // or tell the script this replica cannot lease it. Bounded: a binding that keeps changing
@@ -252,22 +254,20 @@ export class RedisLeaseStore implements LeaseStore {
   private async tryAcquire(
     request: LeaseRequest,
     leaseID: string,
-    bound: ProxyRecord | undefined,
-    gone: string,
+    bound?: ProxyRecord,
+    gone = '',
   ): Promise<AcquireResult | { need: string }> {
     // The owner lives in the keys (lease-owner.ts): the scripts stay owner-blind.
     const session = request.session === undefined ? '' : scopedKey(request.owner, request.session);
-    const fixed = [
-      scopedKey(request.owner, leaseID),
-      String(request.ttlSeconds),
-      // The lease key's life (ms): its TTL and a minute, sent so the script formats no number.
-      String(Math.ceil(request.ttlSeconds * 1000) + 60_000),
-      request.target ?? '',
-      session,
-    ];
+    const key = scopedKey(request.owner, leaseID);
+    const ttl = String(request.ttlSeconds);
+    // The lease key's life (ms): its TTL and a minute, sent so the script formats no number.
+    const life = String(Math.ceil(request.ttlSeconds * 1000) + 60_000);
+    const target = request.target ?? '';
     const selector = JSON.stringify(request.selector);
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
-    const sent = new Set<string>();
+    // What earlier rounds sent (made only when a second round comes).
+    let sent: Set<string> | undefined;
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
@@ -281,22 +281,17 @@ export class RedisLeaseStore implements LeaseStore {
         if (next.done === true) break;
         const record = this.tracked.get(next.value.proxy.id)!.record;
         // The index may move under a suspended walk (other replies): never send one twice.
-        if (record !== bound && !sent.has(record.id)) chunk.push(record);
+        if (record !== bound && sent?.has(record.id) !== true) chunk.push(record);
       }
       // An empty first chunk still runs when a session may need moving (and to say no_match).
       if (chunk.length === 0 && round > 0) break;
-      for (const record of chunk) sent.add(record.id);
       // The proxy this lease will most likely get counts as taken until the answer says:
       // requests in flight together then rank different proxies first, instead of all
       // sending the same few and missing once those are full.
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, (this.hints.get(chunk[0].id) ?? 0) + 1);
-      const candidates = candidateArgs(chunk, recordJSON);
-      const ids: string[] = [];
-      for (let i = 1; i < candidates.length; i += 4) ids.push(candidates[i]);
-      const reply = decodeAcquireReply(
-        (await this.eval('acquire', [...fixed, mode, gone, selector, ...candidates])) as string,
-        ids,
-      );
+      const ranked = rankCandidates(chunk);
+      const args = acquireArgs(key, ttl, life, target, selector, ranked, recordJSON, session, mode, gone);
+      const reply = decodeAcquireReply((await this.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
       if (reply.kind === 'ok') {
         const proxyID = reply.proxyID;
@@ -305,15 +300,15 @@ export class RedisLeaseStore implements LeaseStore {
         const lease: Lease = {
           id: leaseID,
           proxyID,
-          proxy: chunk.find((r) => r.id === proxyID)!,
+          proxy: reply.proxy,
           selector: { ...request.selector },
-          ...(request.target === undefined ? {} : { target: request.target }),
-          ...(request.session === undefined ? {} : { session: request.session }),
-          ...(request.owner === undefined ? {} : { owner: request.owner }),
           ttlSeconds: request.ttlSeconds,
           acquiredAt: new Date(reply.now),
           expiresAt: new Date(reply.expiresAt),
         };
+        if (request.target !== undefined) lease.target = request.target;
+        if (request.session !== undefined) lease.session = request.session;
+        if (request.owner !== undefined) lease.owner = request.owner;
         const usage = this.usageFrom(reply.load, '', reply.slots, reply.now);
         if (request.session === undefined) return { granted: true, lease, usage };
         this.rememberSession(session, proxyID);
@@ -324,6 +319,8 @@ export class RedisLeaseStore implements LeaseStore {
           session: { key: request.session, moved: reply.moved },
         };
       }
+      sent ??= new Set();
+      for (const record of chunk) sent.add(record.id);
       // 'none': nothing in this chunk could take it; the session's fate is settled.
       leasable += reply.leasable;
       cooling += reply.cooling;
@@ -718,21 +715,26 @@ export class RedisLeaseStore implements LeaseStore {
     await subscriber.subscribe(this.channel);
   }
 
-  private async eval(name: ScriptName, args: string[]): Promise<unknown> {
-    // ARGV[1]: a test's clock, or '' for Redis's own TIME.
-    // An integer: the scripts write their clock as it came (redis-scripts.ts's now block).
-    const argv = [this.clock === undefined ? '' : String(Math.floor(this.clock.now())), ...args];
-    const script = this.scripts[name];
-    const sha = this.shas.get(name)!;
-    return this.guard(async () => {
-      try {
-        return await this.redis.evalsha(sha, 1, this.countersKey, ...argv);
-      } catch (err) {
-        // A restarted Redis has an empty script cache: the source goes once, then EVALSHA again.
-        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-        return await this.redis.eval(script.source, 1, this.countersKey, ...argv);
-      }
-    });
+  /**
+   * Runs a script: one EVALSHA, its errors as StoreUnavailableError where they mean "not now".
+   * A plain promise chain, no async wrappers: each awaited layer costs the acquire and the
+   * release a microtask and an allocation.
+   */
+  private eval(name: ScriptName, args: string[]): Promise<unknown> {
+    // A test's clock goes first; without one the scripts read Redis's TIME and take no clock
+    // argument (redis-scripts.ts's header: A).
+    if (this.clock !== undefined) args.unshift(String(Math.floor(this.clock.now())));
+    return this.redis
+      .evalsha(this.shas[name], 1, this.countersKey, ...args)
+      .then(undefined, (err: unknown) => this.reload(name, args, err));
+  }
+
+  /** A restarted Redis has an empty script cache: the source goes once, then EVALSHA again. */
+  private reload(name: ScriptName, args: string[], err: unknown): Promise<unknown> {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) return Promise.reject(translate(err));
+    return this.redis
+      .eval(this.scripts[name].source, 1, this.countersKey, ...args)
+      .then(undefined, (e: unknown) => Promise.reject(translate(e)));
   }
 
   private async guard<T>(call: () => Promise<T>): Promise<T> {

@@ -65,6 +65,11 @@ export interface ScriptSettings {
   jitter: number;
   /** Ring slots of the statistics window (outcome-window.ts's WINDOW_BUCKETS). */
   buckets: number;
+  /**
+   * Whether every call's first argument is a test's clock (ms). Without one the scripts read
+   * Redis's TIME and take no clock argument: one argument fewer on every call.
+   */
+  clockArgument: boolean;
 }
 
 /**
@@ -120,9 +125,9 @@ const BLOCKS: Record<BlockName, Block> = {
 -- NOW (ms, a number, for comparisons) and NOW_S (the same as a string, for what is written):
 -- made from TIME's two strings without formatting a number (Lua's "%.14g" costs ~2 µs per
 -- 13-digit number here; docs/benchmarks.md, issue 21's third round). A test's clock comes
--- in ARGV[1] as an integer string.
+-- in ARGV[1] as an integer string (then A = 1: every other argument is one further).
 local NOW_S
-if ARGV[1] ~= '' then
+if CLOCK_ARGUMENT then
   NOW_S = ARGV[1]
 else
   local t = redis.call('TIME')
@@ -537,7 +542,9 @@ function header(s: ScriptSettings): string {
   const P = s.prefix;
   return [
     `local P = '${P}'`,
-    'local A = 1',
+    // Where the arguments start: after a test's clock, when the store has one.
+    `local A = ${s.clockArgument ? 1 : 0}`,
+    `local CLOCK_ARGUMENT = ${s.clockArgument ? 'true' : 'false'}`,
     `local WINDOW = ${lua(s.windowMillis)}`,
     `local BUCKET = ${lua(s.bucketMillis)}`,
     `local BUCKETS = ${lua(s.buckets)}`,
@@ -587,16 +594,17 @@ export function blocksFor(needs: readonly string[]): string[] {
 
 /**
  * Leases a proxy. ARGV after now: leaseID, ttlSeconds, the lease key's life in ms (ttl plus
- * a minute), target ('' = global pool), session ('' = none), session mode ('check' |
- * 'moved' | 'none'), a bound proxy the replica knows is not leasable for this request (''),
- * selector JSON, candidate count, then per candidate in the replica's (latency, id) order
- * (its place there is its rank): id, maxLeases, address, record JSON. Answers one string of
- * \0-separated fields (one bulk reply: a nested reply of ~15 elements cost the client ~10 µs
- * more to decode, docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID,
- * now, expiresAt, moved, load, one hint per candidate, then the statistics slots; or need,
- * boundProxyID (the session's proxy was not among the candidates); or none, leasable,
- * cooling, moved, ms until the first cooldown among them ends (-1: none), one hint per
- * candidate. A hint is the candidate's load, '' when a hold keeps it out.
+ * a minute), target ('' = global pool), selector JSON, candidate count, then per candidate in
+ * the replica's (latency, id) order (its place there is its rank): id, maxLeases, address,
+ * record JSON; then, left out when they are '', 'none' and '': session, session mode
+ * ('check' | 'moved' | 'none'), a bound proxy the replica knows is not leasable for this
+ * request (redis-book-codec.ts's acquireArgs). Answers one string of \0-separated fields (one
+ * bulk reply: a nested reply of ~15 elements cost the client ~10 µs more to decode,
+ * docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID, now, expiresAt,
+ * moved, load, one hint per candidate, then the statistics slots; or need, boundProxyID (the
+ * session's proxy was not among the candidates); or none, leasable, cooling, moved, ms until
+ * the first cooldown among them ends (-1: none), one hint per candidate. A hint is the
+ * candidate's load, '' when a hold keeps it out.
  *
  * Written for its common path (docs/benchmarks.md, issue 21's third round): what it writes
  * is made of the strings it read or was sent (NOW_S, exp_s, e, m), not of formatted numbers;
@@ -607,12 +615,13 @@ local ARGV = ARGV
 local lease_id = ARGV[A + 1]
 local ttl = ARGV[A + 2]
 local target = ARGV[A + 4]
-local session = ARGV[A + 5]
-local mode = ARGV[A + 6]
-local gone = ARGV[A + 7]
-local n = tonumber(ARGV[A + 9])
+local n = tonumber(ARGV[A + 6])
 -- Candidate i's fields: id ARGV[B + 4i - 3], maxLeases B + 4i - 2, address B + 4i - 1, record B + 4i.
-local B = A + 9
+local B = A + 6
+-- After the candidates, only when not '', 'none', '': session, its mode, the bound proxy gone.
+local session = ARGV[B + 4 * n + 1] or ''
+local mode = ARGV[B + 4 * n + 2] or 'none'
+local gone = ARGV[B + 4 * n + 3] or ''
 
 -- The session first: a binding to a proxy the replica did not send costs no reads.
 local moved = false
@@ -739,7 +748,7 @@ local id = ARGV[B + 4 * chosen - 3]
 local exp = NOW + tonumber(ttl) * 1000
 local exp_s = int(exp)
 redis.call('SET', P .. ':lease:' .. lease_id, id .. '\0' .. ARGV[B + 4 * chosen - 1] .. '\0' .. ttl .. '\0' ..
-  NOW_S .. '\0' .. exp_s .. '\0' .. target .. '\0' .. ARGV[A + 8] .. '\0' .. ARGV[B + 4 * chosen] .. '\0' ..
+  NOW_S .. '\0' .. exp_s .. '\0' .. target .. '\0' .. ARGV[A + 5] .. '\0' .. ARGV[B + 4 * chosen] .. '\0' ..
   session, 'PX', ARGV[A + 3])
 redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
 local e, m

@@ -3,28 +3,31 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ProxyRecord } from '../../discovery/catalog.js';
 import {
-  candidateArgs,
+  acquireArgs,
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
   oldestBucket,
+  rankCandidates,
   windowCounts,
 } from '../../discovery/redis-book-codec.js';
 import { blocksFor, buildScripts, type ScriptSettings } from '../../discovery/redis-scripts.js';
 import { proxy } from './fixtures.js';
 
-describe('candidateArgs', () => {
+describe('rankCandidates and acquireArgs', () => {
   const json = (r: ProxyRecord) => `{${r.id}}`;
   const a = proxy('ns/a', { latencyMillis: 30, maxLeases: 2 });
   const b = proxy('ns/b', { latencyMillis: 10, maxLeases: 3 });
   const c = proxy('ns/c', { latencyMillis: 10, maxLeases: 1 });
+  const head = ['lease-1', '60', '120000', 'shop.example', '{}'];
   it.each([
-    ['no candidates', [], ['0']],
-    ['one', [a], ['1', 'ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}']],
+    ['no candidates', [], [...head, '0']],
+    ['one', [a], [...head, '1', 'ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}']],
     [
       'latency first, then id: the order is the rank',
       [a, c, b],
       [
+        ...head,
         '3',
         ...['ns/b', '3', `${b.ip}:${b.port}`, '{ns/b}'],
         ...['ns/c', '1', `${c.ip}:${c.port}`, '{ns/c}'],
@@ -32,26 +35,40 @@ describe('candidateArgs', () => {
       ],
     ],
   ])('%s', (_name, chunk, expected) => {
-    expect(candidateArgs(chunk, json)).toEqual(expected);
+    const ranked = rankCandidates(chunk);
+    expect(acquireArgs('lease-1', '60', '120000', 'shop.example', '{}', ranked, json, '', 'none', '')).toEqual(
+      expected,
+    );
+  });
+
+  it.each([
+    ['a session to check', 's1', 'check', '', ['s1', 'check', '']],
+    ['a session known moved', 's1', 'moved', '', ['s1', 'moved', '']],
+    ['a bound proxy known gone', 's1', 'check', 'ns/z', ['s1', 'check', 'ns/z']],
+    ['no session: nothing after the candidates', '', 'none', '', []],
+  ] as const)('%s', (_name, session, mode, gone, tail) => {
+    expect(acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, session, mode, gone).slice(10)).toEqual(tail);
   });
 
   it('leaves the chunk it was given as it was', () => {
     const chunk = [a, b];
-    candidateArgs(chunk, json);
+    rankCandidates(chunk);
     expect(chunk).toEqual([a, b]);
   });
 });
 
 describe('decodeAcquireReply', () => {
   const reply = (...fields: (string | number)[]) => fields.join('\u0000');
+  const [a, b, c] = [proxy('ns/a'), proxy('ns/b'), proxy('ns/c')];
   it.each([
     [
       'a lease: fields, no candidate hints, no slots',
       reply('ok', 'ns/a', 1000, 61000, 0, 1),
-      [],
+      [a],
       {
         kind: 'ok',
         proxyID: 'ns/a',
+        proxy: a,
         now: 1000,
         expiresAt: 61000,
         moved: false,
@@ -63,10 +80,11 @@ describe('decodeAcquireReply', () => {
     [
       'a lease: one load per candidate in the order sent, then slots (spaces inside)',
       reply('ok', 'ns/b', 1000, 61000, 1, 2, 2, 0, '3 1 0 0 0', '4 0 1 0 0'),
-      ['ns/b', 'ns/c'],
+      [b, c],
       {
         kind: 'ok',
         proxyID: 'ns/b',
+        proxy: b,
         now: 1000,
         expiresAt: 61000,
         moved: true,
@@ -81,10 +99,11 @@ describe('decodeAcquireReply', () => {
     [
       'a held candidate has no hint',
       reply('ok', 'ns/c', 1000, 61000, 0, 1, '', 1),
-      ['ns/b', 'ns/c'],
+      [b, c],
       {
         kind: 'ok',
         proxyID: 'ns/c',
+        proxy: c,
         now: 1000,
         expiresAt: 61000,
         moved: false,
@@ -93,11 +112,11 @@ describe('decodeAcquireReply', () => {
         hints: [['ns/c', 1]],
       },
     ],
-    ['the session is bound elsewhere', reply('need', 'ns/z'), ['ns/a'], { kind: 'need', proxyID: 'ns/z' }],
+    ['the session is bound elsewhere', reply('need', 'ns/z'), [a], { kind: 'need', proxyID: 'ns/z' }],
     [
       'none in this chunk, no cooldown',
       reply('none', 3, 0, 0, -1, 5, 5, 5),
-      ['ns/a', 'ns/b', 'ns/c'],
+      [a, b, c],
       {
         kind: 'none',
         leasable: 3,
@@ -121,8 +140,9 @@ describe('decodeAcquireReply', () => {
     expect(decodeAcquireReply(raw, ids)).toEqual(expected);
   });
 
-  it('refuses an answer it does not know', () => {
+  it('refuses an answer it does not know, or a choice it did not send', () => {
     expect(() => decodeAcquireReply('what\u0000ever', [])).toThrow(/unexpected acquire reply/);
+    expect(() => decodeAcquireReply(reply('ok', 'ns/z', 1000, 61000, 0, 1, 0), [a])).toThrow(/not sent/);
   });
 });
 
@@ -233,6 +253,7 @@ describe('buildScripts', () => {
     maxTargetEntries: 1000,
     jitter: 0.1,
     buckets: 15,
+    clockArgument: false,
   };
 
   it('bakes the settings and the prefix into the source', () => {
@@ -242,6 +263,11 @@ describe('buildScripts', () => {
     expect(acquire.source).toContain('local JITTER = 0.1');
     expect(acquire.source).toContain("local K_BUSY = '{t}:busy'");
     expect(acquire.source).not.toContain(':leases');
+  });
+
+  it("takes a test's clock as its first argument only when the store has one", () => {
+    expect(buildScripts(settings).acquire.source).toContain('local A = 0');
+    expect(buildScripts({ ...settings, clockArgument: true }).acquire.source).toContain('local A = 1');
   });
 
   it.each([
