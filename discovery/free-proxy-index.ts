@@ -130,12 +130,14 @@ class Ladder {
   remove(proxy: ProxyRecord, load: number): void {
     if (this.levels[load]?.remove(proxy) !== true) return;
     this.size--;
-    while (this.levels.length > 0 && this.levels[this.levels.length - 1].size === 0) this.levels.pop();
+    // An emptied level stays (the walk skips it): dropping it made a lease+release that took
+    // a level from 0 to 1 entry and back build a new one each time.
   }
 
   *entries(): Generator<Candidate> {
     for (let load = 0; load < this.levels.length; load++) {
-      for (const proxy of this.levels[load]) yield { proxy, load };
+      const level = this.levels[load];
+      if (level.size > 0) for (const proxy of level) yield { proxy, load };
     }
   }
 }

@@ -18,7 +18,7 @@ import {
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
 } from './cooldown-policy.js';
 import { egressOf } from './egress.js';
-import { FreeProxyIndex } from './free-proxy-index.js';
+import { HintedRanking } from './hinted-ranking.js';
 import type { ProxyCooldown } from './leasability.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
@@ -113,12 +113,6 @@ export interface RedisLeaseStoreOptions {
   newID?: () => string;
 }
 
-interface Tracked {
-  record: ProxyRecord;
-  /** The record as the ranking index holds it: never "full", so every proxy stays a candidate. */
-  ranked: ProxyRecord;
-}
-
 export class RedisLeaseStore implements LeaseStore {
   private readonly redis: Redis;
   private readonly catalog: ProxyCatalog;
@@ -134,9 +128,8 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly bucketMillis: number;
   private readonly sweepIntervalMs: number;
   private readonly shas = {} as Record<ScriptName, string>;
-  private readonly index = new FreeProxyIndex();
-  private readonly tracked = new Map<string, Tracked>();
-  private readonly hints = new Map<string, number>();
+  /** The catalog's leasable proxies with their hinted loads, in ranking order. */
+  private readonly ranking = new HintedRanking();
   private readonly sessionHints = new Map<string, string>();
   private readonly listeners = new Set<ProbeRequestListener>();
   private readonly unsubscribe: () => void;
@@ -230,7 +223,7 @@ export class RedisLeaseStore implements LeaseStore {
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
     const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
-    const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
+    const record = hinted === undefined ? undefined : this.ranking.record(hinted);
     if (record !== undefined && matches(record)) bound = record;
     let gone = '';
     // A session bound (by another replica, or before a restart) to a proxy not sent: send it,
@@ -239,7 +232,7 @@ export class RedisLeaseStore implements LeaseStore {
     for (let attempt = 0; attempt < 4; attempt++) {
       const outcome = await this.tryAcquire(request, leaseID, bound, gone);
       if (!('need' in outcome)) return outcome;
-      const record = this.tracked.get(outcome.need)?.record;
+      const record = this.ranking.record(outcome.need);
       if (record !== undefined && matches(record)) {
         bound = record;
         gone = '';
@@ -271,7 +264,7 @@ export class RedisLeaseStore implements LeaseStore {
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
-    const free = this.index.free(request.selector, request.exitIP);
+    const free = this.ranking.walk(request.selector, request.exitIP);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
       const chunk: ProxyRecord[] = [];
@@ -279,7 +272,7 @@ export class RedisLeaseStore implements LeaseStore {
       while (chunk.length < size) {
         const next = free.next();
         if (next.done === true) break;
-        const record = this.tracked.get(next.value.proxy.id)!.record;
+        const record = next.value;
         // The index may move under a suspended walk (other replies): never send one twice.
         if (record !== bound && sent?.has(record.id) !== true) chunk.push(record);
       }
@@ -288,7 +281,7 @@ export class RedisLeaseStore implements LeaseStore {
       // The proxy this lease will most likely get counts as taken until the answer says:
       // requests in flight together then rank different proxies first, instead of all
       // sending the same few and missing once those are full.
-      if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, (this.hints.get(chunk[0].id) ?? 0) + 1);
+      if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
       const args = acquireArgs(key, ttl, life, target, selector, ranked, recordJSON, session, mode, gone);
       const reply = decodeAcquireReply((await this.eval('acquire', args)) as string, ranked);
@@ -531,7 +524,7 @@ export class RedisLeaseStore implements LeaseStore {
   async sweep(): Promise<void> {
     try {
       await this.eval('sweep', []);
-      const busy = [...this.hints.keys()];
+      const busy = this.ranking.busy();
       for (let i = 0; i < busy.length; i += 1000) await this.usage(busy.slice(i, i + 1000));
     } catch (err) {
       this.logger.warn({ err }, 'lease store sweep failed; retrying on the next interval');
@@ -584,12 +577,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   private hint(proxyID: string, load: number): void {
-    const before = this.hints.get(proxyID) ?? 0;
-    if (before === load) return;
-    if (load === 0) this.hints.delete(proxyID);
-    else this.hints.set(proxyID, load);
-    const tracked = this.tracked.get(proxyID);
-    if (tracked !== undefined) this.index.move(tracked.ranked, before, load);
+    this.ranking.hint(proxyID, load);
   }
 
   private rememberSession(key: string, proxyID: string): void {
@@ -601,17 +589,8 @@ export class RedisLeaseStore implements LeaseStore {
 
   private catalogChanged({ before, after }: CatalogChange): void {
     const id = (before ?? after)!.id;
-    const load = this.hints.get(id) ?? 0;
-    const old = this.tracked.get(id);
-    if (old !== undefined) {
-      this.index.delete(old.ranked, load);
-      this.tracked.delete(id);
-    }
-    if (after !== undefined && isLeasable(after)) {
-      const ranked = { ...after, maxLeases: Number.MAX_SAFE_INTEGER };
-      this.tracked.set(id, { record: after, ranked });
-      this.index.add(ranked, load);
-    }
+    if (after !== undefined && isLeasable(after)) this.ranking.add(after);
+    else this.ranking.delete(id);
     if (after === undefined) this.egressSent.delete(id);
     else this.followEgress(after);
     // The book's down hold ends when the status caught up or the proxy moved (in the background:
