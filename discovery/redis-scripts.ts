@@ -14,14 +14,25 @@
 //   P:lease:<id>        string: proxy \0 addr \0 ttl \0 at \0 exp \0 target \0 sel \0 rec \0 session
 //                       (session last: the one field that may hold any byte), PX = its life
 //   P:load:<proxy>      zset leaseID -> expiry (ms): the proxy's leases, live or ended-not-pruned
-//   P:ld:<proxy>        string "n e m": n = members of P:load:<proxy>, e <= the earliest and
-//                       m >= the latest expiry among them. While e > now every member is live,
-//                       so n is the load and one MGET reads a whole chunk's loads (and holds);
-//                       otherwise that zset is pruned first. Both keys live until m + 60 s (PX
-//                       from m: no TTL to read back); m runs SLACK ahead of the latest expiry,
-//                       so it (and those lives) move once per SLACK, not on every lease.
+//   P:ld:<proxy>        string "Fn e m": F a flag letter ('a' + bits: see below), then n =
+//                       members of P:load:<proxy> but its sentinel, e <= the earliest and
+//                       m >= the latest expiry among them. While n is 0 or e > now every
+//                       member is live, so n is the load and one MGET reads a whole chunk's
+//                       loads; otherwise that zset is pruned first. Both keys live until
+//                       m + 60 s (PX from m: no TTL to read back); m runs SLACK ahead of the
+//                       latest expiry, so it (and those lives) move once per SLACK, not on
+//                       every lease. The zset holds a sentinel ('' at -inf) so it never
+//                       empties: P:ld stays at 0 after the last release, and the next lease
+//                       there is two writes, not five.
 //                       Per-proxy strings, not one hash: a hash of up to 512 fields is a
 //                       listpack, and every HMGET field a linear scan of it.
+//                       The flags say what else an acquire must read for the proxy: HOLD (1)
+//                       P:hold may exist, COOL (2) P:cd entries may exist, STATS (4)
+//                       P:stats may exist. While P:ld exists a clear bit means there is none:
+//                       whatever writes one sets its bit first (flag), an acquire that makes
+//                       P:ld reads all three, and a bit is cleared only when its state is
+//                       gone. Most proxies have none, and their acquire reads one key each
+//                       instead of three (~11 µs less per acquire; docs/benchmarks.md).
 //   P:busy              zset proxyID -> its m: the proxies that may have live leases (totals
 //                       counts theirs); written when m moves, pruned by totals and the sweep
 //   P:sessions          hash session -> proxyID;  P:sessions-used  zset session -> last use
@@ -30,12 +41,12 @@
 //   P:tord:<proxy>      zset target -> cooldown end: the proxy's targets, for its cap
 //   P:targets           zset proxy\0target -> cooldown end: every entry (cap, active count)
 //   P:cd:<proxy>\0<target>  string: that entry's cooldown end again (its score), for the
-//                       acquire's one MGET; written and deleted with the member, PX = RETAIN
+//                       acquire's MGET; written and deleted with the member, PX = RETAIN
 //   P:egress:<proxy>    string "exit <ip>" | "ip <ip>": the proxy's egress as the book last
 //                       heard of it (egress.ts); PX = RETAIN, kept alive by bad reports, so
 //                       it lasts while the proxy has cooldowns to forget
 //   P:hold:<proxy>      string JSON {sa, ss, su, da, ca, ct}: suspect/down holds (read in the
-//                       acquire's one MGET with the loads), PX = the book's retention
+//                       acquire's second MGET when the flags say so), PX = the book's retention
 //   P:suspects          zset proxyID -> suspicion deadline
 //   P:counters          hash of monotonic counters
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or
@@ -105,6 +116,7 @@ type BlockName =
   | 'now'
   | 'keep'
   | 'count'
+  | 'flags'
   | 'oldest'
   | 'statsRaw'
   | 'statsAdd'
@@ -157,6 +169,20 @@ local function count(name, n)
   redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
 end`,
   },
+  flags: {
+    needs: [],
+    lua: String.raw`
+-- Sets (on) or clears a flag bit in a proxy's P:ld, when it exists (the layout above). A
+-- P:ld without a flag letter (written before flags existed) reads all three anyway.
+local function flag(id, bit, on)
+  local key = P .. ':ld:' .. id
+  local v = redis.call('GET', key)
+  if not v then return end
+  local f = string.byte(v) - 97
+  if f < 0 or (f % (2 * bit) >= bit) == on then return end
+  redis.call('SET', key, string.char(97 + f + (on and bit or -bit)) .. string.sub(v, 2), 'KEEPTTL')
+end`,
+  },
   oldest: {
     needs: ['now'],
     lua: String.raw`
@@ -172,10 +198,11 @@ local function stats_raw(id)
 end`,
   },
   statsAdd: {
-    needs: ['oldest'],
+    needs: ['oldest', 'flags'],
     lua: String.raw`
 -- Proxy statistics: one field per ring slot.
 local function stats_add(id, result)
+  flag(id, STATS, true)
   local key = P .. ':stats:' .. id
   local b = math.floor(NOW / BUCKET)
   local slot = b % BUCKETS
@@ -230,7 +257,7 @@ local function failing_ratio(id, target)
 end`,
   },
   targets: {
-    needs: ['entries', 'keep', 'count'],
+    needs: ['entries', 'keep', 'count', 'flags'],
     lua: String.raw`
 local function k_tord(id) return P .. ':tord:' .. id end
 local function k_egress(id) return P .. ':egress:' .. id end
@@ -270,6 +297,8 @@ local function forget_target(id, target)
   redis.call('DEL', k_cd(id, target))
   redis.call('ZREM', k_tord(id), target)
   redis.call('ZREM', K_TARGETS, member(id, target))
+  -- Its last entry gone: its acquire need not look for cooldowns.
+  if redis.call('EXISTS', k_tord(id)) == 0 then flag(id, COOL, false) end
 end
 
 -- Room for a new (proxy, target) entry. At a cap the entry whose cooldown ended longest ago
@@ -331,6 +360,7 @@ local function target_report(id, target, result, retry_after, random)
   redis.call('HSET', key, target, tencode(e))
   redis.call('ZADD', k_tord(id), score, target)
   redis.call('ZADD', K_TARGETS, score, member(id, target))
+  flag(id, COOL, true)
   redis.call('SET', k_cd(id, target), score, 'PX', RETAIN)
   keep(key, RETAIN)
   keep(k_tord(id), RETAIN)
@@ -360,7 +390,7 @@ local function held(h, addr)
 end`,
   },
   holds: {
-    needs: ['held', 'count'],
+    needs: ['held', 'count', 'flags'],
     lua: String.raw`
 -- Holds: sa/ss/su = suspect address, since, deadline; da = down address; ca/ct = address and
 -- time of the last suspicion a probe ended (the abuse guard's hold-off).
@@ -373,7 +403,9 @@ end
 local function hold_put(id, h)
   if next(h) == nil then
     redis.call('DEL', k_hold(id))
+    flag(id, HOLD, false)
   else
+    flag(id, HOLD, true)
     redis.call('SET', k_hold(id), cjson.encode(h), 'PX', RETAIN)
   end
 end
@@ -479,17 +511,23 @@ end`,
 local function k_load(id) return P .. ':load:' .. id end
 local function k_ld(id) return P .. ':ld:' .. id end
 
--- A proxy's live leases from its P:ld value v ("n e m"): n itself while n is 0 (its zset
+-- A flag letter for bits f (nil: unknown, so all three).
+local function letter(f) return string.char(97 + (f or 7)) end
+
+-- A proxy's live leases from its P:ld value v ("Fn e m"): n itself while n is 0 (its zset
 -- holds only the sentinel) or e is still ahead; else its zset is pruned and the value
 -- rewritten. Returns the live count, then e and m as the strings they were (written back
--- as they are), or 0, nil, nil when the proxy has no load keys.
+-- as they are), then the flag bits (nil for a value without them); or 0 and nils when the
+-- proxy has no load keys.
 local function load_of(id, v)
-  if not v then return 0, nil, nil end
-  local a = string.find(v, ' ', 1, true)
+  if not v then return 0, nil, nil, nil end
+  local f, from = string.byte(v) - 97, 2
+  if f < 0 then f, from = nil, 1 end
+  local a = string.find(v, ' ', from, true)
   local b = string.find(v, ' ', a + 1, true)
-  local n = tonumber(string.sub(v, 1, a - 1))
+  local n = tonumber(string.sub(v, from, a - 1))
   local e, m = string.sub(v, a + 1, b - 1), string.sub(v, b + 1)
-  if n == 0 or tonumber(e) > NOW then return n, e, m end
+  if n == 0 or tonumber(e) > NOW then return n, e, m, f end
   local key = k_load(id)
   -- '(-inf': the sentinel (member '', score -inf) stays.
   redis.call('ZREMRANGEBYSCORE', key, '(-inf', NOW_S)
@@ -498,27 +536,27 @@ local function load_of(id, v)
     -- No sentinel: this zset is not the one written with P:ld (both should live and die
     -- together); dropping P:ld sends the next lease here down load_put's full path.
     redis.call('DEL', k_ld(id))
-    return redis.call('ZCARD', key), nil, nil
+    return redis.call('ZCARD', key), nil, nil, nil
   end
   n = redis.call('ZCARD', key) - 1
   if n > 0 then e = first[4] end
-  redis.call('SET', k_ld(id), int(n) .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
-  return n, e, m
+  redis.call('SET', k_ld(id), letter(f) .. int(n) .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
+  return n, e, m, f
 end
 
 -- Writes a proxy's load n (a number, at least 1) after a lease was added or extended (its
--- expiry exp, and exp_s as a string), given e and m as load_of returned them. While exp is
--- within m that is one SET. Else m moves to exp + SLACK, and with it the life of both keys
--- (m plus a minute), the zset's sentinel (member '' at -inf: the zset never empties, so it
--- keeps its life while P:ld has one and a lease after the last release is two writes) and
+-- expiry exp, and exp_s as a string), given e and m as load_of returned them and the flag
+-- bits f to keep (nil: all three). While exp is within m that is one SET. Else m moves to
+-- exp + SLACK, and with it the life of both keys (m plus a minute), the zset's sentinel
+-- (member '' at -inf: the zset never empties, so it keeps its life while P:ld has one) and
 -- the proxy's entry in P:busy: once per SLACK per busy proxy. Returns n as a string. ld_key:
 -- P:ld:<id> when the caller has it already (a new string costs ~0.5 µs here).
-local function load_put(id, n, e, m, exp, exp_s, ld_key)
+local function load_put(id, n, e, m, exp, exp_s, ld_key, f)
   ld_key = ld_key or k_ld(id)
   if e == nil or n == 1 or exp < tonumber(e) then e = exp_s end
   local n_s = int(n)
   if m ~= nil and exp <= tonumber(m) then
-    redis.call('SET', ld_key, n_s .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
+    redis.call('SET', ld_key, letter(f) .. n_s .. ' ' .. e .. ' ' .. m, 'KEEPTTL')
     return n_s
   end
   local later = exp + SLACK
@@ -527,7 +565,7 @@ local function load_put(id, n, e, m, exp, exp_s, ld_key)
   local key = k_load(id)
   redis.call('ZADD', key, '-inf', '')
   redis.call('PEXPIRE', key, life)
-  redis.call('SET', ld_key, n_s .. ' ' .. e .. ' ' .. m, 'PX', life)
+  redis.call('SET', ld_key, letter(f) .. n_s .. ' ' .. e .. ' ' .. m, 'PX', life)
   redis.call('ZADD', K_BUSY, m, id)
   keep(K_BUSY, life)
   return n_s
@@ -562,6 +600,8 @@ function header(s: ScriptSettings): string {
     `local JITTER = ${lua(s.jitter)}`,
     `local RETAIN = ${lua(retain)}`,
     `local K_COUNTERS = '${P}:counters'`,
+    // P:ld's flag bits (the layout above).
+    'local HOLD, COOL, STATS = 1, 2, 4',
     `local K_BUSY = '${P}:busy'`,
     `local SLACK = ${lua(LOAD_SLACK_MILLIS)}`,
     `local K_SESS = '${P}:sessions'`,
@@ -643,40 +683,57 @@ elseif mode == 'moved' then
   moved = true
 end
 
--- Everything the choice needs, one MGET for the whole chunk: loads, holds, cooldowns for the
--- target. load[i]: the candidate's live leases, -1 while a hold keeps it out. The tables of
--- the rare cases (ld: e and m of a busy proxy's load string; cool, entry: cooldowns) are
--- made when first needed.
+-- Everything the choice needs: one MGET of the chunk's load strings, whose flags say which
+-- holds and cooldowns for the target to read too (all of them for a proxy without one): a
+-- second MGET only when some proxy has any. load[i]: the candidate's live leases, -1 while
+-- a hold keeps it out. The tables of the rare cases (extra: what the second MGET read for
+-- whom; ld: e, m and flags of a busy proxy's load string; cool, entry: cooldowns) are made
+-- when first needed.
 local keys, load = {}, {}
-local got, ld, cool, entry
+local got, extra, more, ld, cool, entry
 if n > 0 then
-  local for_target = '\0' .. target
-  for i = 1, n do
-    local id = ARGV[B + 4 * i - 3]
-    keys[i] = P .. ':ld:' .. id
-    keys[n + i] = P .. ':hold:' .. id
-    keys[2 * n + i] = P .. ':cd:' .. id .. for_target
-  end
+  for i = 1, n do keys[i] = P .. ':ld:' .. ARGV[B + 4 * i - 3] end
   got = redis.call('MGET', unpack(keys))
+  local ekeys
+  for i = 1, n do
+    local v = got[i]
+    local f = v and string.byte(v) - 97 or -1
+    if f < 0 or f % 4 ~= 0 then
+      local id = ARGV[B + 4 * i - 3]
+      ekeys, extra = ekeys or {}, extra or {}
+      local x = {}
+      if f < 0 or f % 2 == 1 then
+        ekeys[#ekeys + 1] = P .. ':hold:' .. id
+        x.hold = #ekeys
+      end
+      if f < 0 or f % 4 >= 2 then
+        ekeys[#ekeys + 1] = P .. ':cd:' .. id .. '\0' .. target
+        x.cd = #ekeys
+      end
+      extra[i] = x
+    end
+  end
+  if ekeys then more = redis.call('MGET', unpack(ekeys)) end
 end
 for i = 1, n do
-  local h = got[n + i]
+  local x = extra and extra[i]
+  local h = x and x.hold and more[x.hold]
   if h then
     if not held then held = load_holds() end
     if held(cjson.decode(h), ARGV[B + 4 * i - 1]) ~= nil then load[i] = -1 end
   end
   if not load[i] then
     local v = got[i]
-    if not v or string.sub(v, 1, 2) == '0 ' then
+    if not v or string.sub(v, 2, 3) == '0 ' then
       -- Idle (its zset holds only the sentinel): e and m are read if it is chosen.
       load[i] = 0
     else
       ld = ld or {}
-      local e, m
-      load[i], e, m = load_of(ARGV[B + 4 * i - 3], v)
-      ld[i] = { e, m }
+      local e, m, f
+      load[i], e, m, f = load_of(ARGV[B + 4 * i - 3], v)
+      ld[i] = { e, m, f }
     end
-    local ends = got[2 * n + i]
+    local ends = x and x.cd and more[x.cd]
     if ends then
       entry = entry or {}
       entry[i] = true
@@ -751,16 +808,29 @@ redis.call('SET', P .. ':lease:' .. lease_id, id .. '\0' .. ARGV[B + 4 * chosen 
   NOW_S .. '\0' .. exp_s .. '\0' .. target .. '\0' .. ARGV[A + 5] .. '\0' .. ARGV[B + 4 * chosen] .. '\0' ..
   session, 'PX', ARGV[A + 3])
 redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
-local e, m
+local e, m, f
+local v = got[chosen]
 if ld and ld[chosen] then
-  e, m = ld[chosen][1], ld[chosen][2]
-elseif got[chosen] then
-  -- An idle proxy's load string (skipped above): its e and m.
-  local v = got[chosen]
-  local b = string.find(v, ' ', 3, true)
-  e, m = string.sub(v, 3, b - 1), string.sub(v, b + 1)
+  e, m, f = ld[chosen][1], ld[chosen][2], ld[chosen][3]
+elseif v and string.byte(v) >= 97 then
+  -- An idle proxy's load string (skipped above): its e, m and flags.
+  local b = string.find(v, ' ', 4, true)
+  e, m, f = string.sub(v, 4, b - 1), string.sub(v, b + 1), string.byte(v) - 97
 end
-local now_load = load_put(id, load[chosen] + 1, e, m, exp, exp_s, keys[chosen])
+-- Its statistics, when it may have some; none found: the flag goes with this write.
+local slots
+if not f or f >= STATS then
+  slots = redis.call('HVALS', P .. ':stats:' .. id)
+  if f and #slots == 0 then f = f - STATS end
+end
+if not f then
+  -- A new load string (or one from before flags): its flags from what is there. The hold
+  -- and the cooldown for this target were read above.
+  local x = extra[chosen]
+  f = (more[x.hold] and HOLD or 0) + (#slots > 0 and STATS or 0)
+  if more[x.cd] or redis.call('EXISTS', P .. ':tord:' .. id) == 1 then f = f + COOL end
+end
+local now_load = load_put(id, load[chosen] + 1, e, m, exp, exp_s, keys[chosen], f)
 if session ~= '' then
   if not bind then bound_to, bind = load_sessions() end
   bind(session, id, chosen == bound_i)
@@ -768,7 +838,9 @@ end
 -- Chosen, so not held: no second look at its hold.
 local out = { 'ok', id, NOW_S, exp_s, moved and '1' or '0', now_load }
 for i = 1, n do out[6 + i] = hint(i) end
-for _, slot in ipairs(redis.call('HVALS', P .. ':stats:' .. id)) do out[#out + 1] = slot end
+if slots then
+  for _, slot in ipairs(slots) do out[#out + 1] = slot end
+end
 return table.concat(out, '\0')
 `;
 
@@ -790,9 +862,9 @@ f[5] = exp_s
 local v = table.concat(f, '\0')
 redis.call('SET', k_lease(id), v, 'PX', int(math.ceil(exp - NOW + 60000)))
 local proxy = f[1]
-local load, first, last = load_of(proxy, redis.call('GET', k_ld(proxy)))
+local load, first, last, flags = load_of(proxy, redis.call('GET', k_ld(proxy)))
 if redis.call('ZADD', k_load(proxy), exp_s, id) == 1 then load = load + 1 end
-load_put(proxy, load, first, last, exp, exp_s)
+load_put(proxy, load, first, last, exp, exp_s, nil, flags)
 if f[9] ~= '' then
   local bound = bound_to(f[9])
   if bound then bind(f[9], bound, true) end
@@ -815,11 +887,13 @@ if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-
 local ld = P .. ':ld:' .. proxy
 local entry = redis.call('GET', ld)
 if not entry then return proxy .. '\0-1' end
-local sp = string.find(entry, ' ', 1, true)
-local n = tonumber(string.sub(entry, 1, sp - 1)) - 1
+-- "Fn e m" (redis-scripts' header), or "n e m" from before the flag letter.
+local from = string.byte(entry) >= 97 and 2 or 1
+local sp = string.find(entry, ' ', from, true)
+local n = tonumber(string.sub(entry, from, sp - 1)) - 1
 if n < 0 then n = 0 end
 local n_s = string.format('%d', n)
-redis.call('SET', ld, n_s .. string.sub(entry, sp), 'KEEPTTL')
+redis.call('SET', ld, string.sub(entry, 1, from - 1) .. n_s .. string.sub(entry, sp), 'KEEPTTL')
 return proxy .. '\0' .. n_s
 `;
 

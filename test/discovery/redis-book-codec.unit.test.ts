@@ -223,7 +223,7 @@ describe('blocksFor', () => {
     ['nothing', [], []],
     ['the clock alone', ['now'], ['now']],
     ['what a block calls comes with it, in definition order', ['loads', 'keep'], ['now', 'keep', 'loads']],
-    ['holds bring the clock and counters', ['holds'], ['now', 'count', 'held', 'holds']],
+    ['holds bring the clock, counters and load flags', ['holds'], ['now', 'count', 'flags', 'held', 'holds']],
     ['loads bring the clock and keep-alives', ['loads'], ['now', 'keep', 'loads']],
     ['twice asked, once given', ['now', 'now'], ['now']],
   ])('%s', (_name, needs, expected) => {
