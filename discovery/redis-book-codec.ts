@@ -16,10 +16,11 @@ export function rankCandidates(chunk: readonly ProxyRecord[]): ProxyRecord[] {
 
 /**
  * The acquire script's arguments (redis-scripts.ts's ACQUIRE): leaseID, ttlSeconds, the
- * lease key's life (ms), target, selector JSON, candidate count, per candidate (ranked) id,
- * maxLeases, address, record JSON, then session, its mode and the bound proxy known gone,
- * left out when they are '', 'none' and '' (a lease without a session: three arguments
- * fewer, each ~0.2 µs for the client and for Redis).
+ * lease key's life (ms), candidate count, per candidate (ranked) id, maxLeases, record JSON,
+ * then target, selector JSON, session, its mode and the bound proxy known gone, the tail cut
+ * after the last one that is not its default ('', '{}', '', 'none', ''): each argument costs
+ * the client and Redis ~0.2 µs (~1k instructions of redis-server), so a lease without
+ * target, selector or session sends none of them.
  */
 export function acquireArgs(
   leaseID: string,
@@ -33,9 +34,13 @@ export function acquireArgs(
   mode: 'check' | 'moved' | 'none',
   gone: string,
 ): string[] {
-  const args = [leaseID, ttlSeconds, lifeMillis, target, selector, String(ranked.length)];
-  for (const record of ranked) args.push(record.id, String(record.maxLeases), addressOf(record), json(record));
-  if (session !== '' || mode !== 'none' || gone !== '') args.push(session, mode, gone);
+  const args = [leaseID, ttlSeconds, lifeMillis, String(ranked.length)];
+  for (const record of ranked) args.push(record.id, String(record.maxLeases), json(record));
+  const tail = [target, selector, session, mode, gone];
+  const defaults = ['', '{}', '', 'none', ''];
+  let last = tail.length;
+  while (last > 0 && tail[last - 1] === defaults[last - 1]) last--;
+  for (let i = 0; i < last; i++) args.push(tail[i]);
   return args;
 }
 
@@ -92,17 +97,25 @@ export type AcquireReply =
 
 /**
  * Reads the acquire script's one-string answer (fields separated by \0). `ranked`: the
- * candidates as sent (acquireArgs's order), whose loads come back one per candidate in that
- * order ('' for one a hold keeps out: no hint).
+ * candidates as sent (acquireArgs's order). Its hints field lists "i:load" (1-based) for the
+ * candidates with leases and "i:h" for those a hold keeps out: every other candidate is idle
+ * (a hint of 0), a held one has no hint.
  */
 export function decodeAcquireReply(reply: string, ranked: readonly ProxyRecord[]): AcquireReply {
   const f = reply.split(SEP);
-  const hints = (from: number): LoadHints => {
-    const out: LoadHints = [];
-    for (let i = 0; i < ranked.length; i++) {
-      const load = f[from + i];
-      if (load !== '' && load !== undefined) out.push([ranked[i].id, Number(load)]);
+  const hints = (field: string | undefined): LoadHints => {
+    const loads: (number | undefined)[] = ranked.map(() => 0);
+    if (field !== undefined && field !== '') {
+      for (const hint of field.split(',')) {
+        const at = hint.indexOf(':');
+        const value = hint.slice(at + 1);
+        loads[Number(hint.slice(0, at)) - 1] = value === 'h' ? undefined : Number(value);
+      }
     }
+    const out: LoadHints = [];
+    loads.forEach((load, i) => {
+      if (load !== undefined) out.push([ranked[i].id, load]);
+    });
     return out;
   };
   switch (f[0]) {
@@ -117,8 +130,8 @@ export function decodeAcquireReply(reply: string, ranked: readonly ProxyRecord[]
         expiresAt: Number(f[3]),
         moved: f[4] === '1',
         load: Number(f[5]),
-        slots: f.slice(6 + ranked.length),
-        hints: hints(6),
+        slots: f.slice(7),
+        hints: hints(f[6]),
       };
     }
     case 'need':
@@ -130,7 +143,7 @@ export function decodeAcquireReply(reply: string, ranked: readonly ProxyRecord[]
         cooling: Number(f[2]),
         moved: f[3] === '1',
         waitMs: Number(f[4]),
-        hints: hints(5),
+        hints: hints(f[5]),
       };
     default:
       throw new Error(`unexpected acquire reply ${JSON.stringify(reply.slice(0, 40))}`);

@@ -114,6 +114,7 @@ interface Block {
 
 type BlockName =
   | 'now'
+  | 'int'
   | 'keep'
   | 'count'
   | 'flags'
@@ -134,19 +135,24 @@ const BLOCKS: Record<BlockName, Block> = {
   now: {
     needs: [],
     lua: String.raw`
--- NOW (ms, a number, for comparisons) and NOW_S (the same as a string, for what is written):
--- made from TIME's two strings without formatting a number (Lua's "%.14g" costs ~2 µs per
--- 13-digit number here; docs/benchmarks.md, issue 21's third round). A test's clock comes
--- in ARGV[1] as an integer string (then A = 1: every other argument is one further).
-local NOW_S
+-- NOW: ms since the epoch, from TIME's two strings by arithmetic (two string-to-number
+-- conversions), or a test's clock in ARGV[1] (then A = 1: every other argument is one further).
+-- NOW_S is that clock's string as it came (nil with TIME: int(NOW) where a script writes it).
+local NOW, NOW_S
 if CLOCK_ARGUMENT then
   NOW_S = ARGV[1]
+  NOW = tonumber(NOW_S)
 else
   local t = redis.call('TIME')
-  NOW_S = t[1] .. string.sub('00000' .. t[2], -6, -4)
+  NOW = t[1] * 1000 + math.floor(t[2] / 1000)
 end
-local NOW = tonumber(NOW_S)
--- An integer as a string: "%d" is ~5x cheaper than the "%.14g" of a plain concatenation.
+`,
+  },
+  int: {
+    needs: [],
+    lua: String.raw`
+-- An integer as a string: "%d" is ~5x cheaper than the "%.14g" of a plain concatenation
+-- (~2 µs per 13-digit number here; docs/benchmarks.md, issue 21's third round).
 local function int(x) return string.format('%d', x) end`,
   },
   keep: {
@@ -496,6 +502,14 @@ local function lease_decode(v)
   return f
 end
 
+-- The proxy address a lease was taken at: its own field, or (leases taken without one: the
+-- acquire sends no address per candidate) from its record JSON.
+local function addr_of(f)
+  if f[2] ~= '' then return f[2] end
+  local r = cjson.decode(f[8])
+  return r.ip .. ':' .. r.port
+end
+
 -- A live lease's fields and its stored value, or nil when unknown or expired.
 local function live_lease(id)
   local v = redis.call('GET', k_lease(id))
@@ -506,7 +520,7 @@ local function live_lease(id)
 end`,
   },
   loads: {
-    needs: ['now', 'keep'],
+    needs: ['now', 'int', 'keep'],
     lua: String.raw`
 local function k_load(id) return P .. ':load:' .. id end
 local function k_ld(id) return P .. ':ld:' .. id end
@@ -530,7 +544,7 @@ local function load_of(id, v)
   if n == 0 or tonumber(e) > NOW then return n, e, m, f end
   local key = k_load(id)
   -- '(-inf': the sentinel (member '', score -inf) stays.
-  redis.call('ZREMRANGEBYSCORE', key, '(-inf', NOW_S)
+  redis.call('ZREMRANGEBYSCORE', key, '(-inf', NOW_S or int(NOW))
   local first = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
   if first[1] ~= '' then
     -- No sentinel: this zset is not the one written with P:ld (both should live and die
@@ -634,34 +648,37 @@ export function blocksFor(needs: readonly string[]): string[] {
 
 /**
  * Leases a proxy. ARGV after now: leaseID, ttlSeconds, the lease key's life in ms (ttl plus
- * a minute), target ('' = global pool), selector JSON, candidate count, then per candidate in
- * the replica's (latency, id) order (its place there is its rank): id, maxLeases, address,
- * record JSON; then, left out when they are '', 'none' and '': session, session mode
- * ('check' | 'moved' | 'none'), a bound proxy the replica knows is not leasable for this
- * request (redis-book-codec.ts's acquireArgs). Answers one string of \0-separated fields (one
- * bulk reply: a nested reply of ~15 elements cost the client ~10 µs more to decode,
- * docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID, now, expiresAt,
- * moved, load, one hint per candidate, then the statistics slots; or need, boundProxyID (the
+ * a minute), candidate count, then per candidate in the replica's (latency, id) order (its
+ * place there is its rank): id, maxLeases, record JSON; then, left out from the last one
+ * that has its default on (redis-book-codec.ts's acquireArgs): target ('' = global pool),
+ * selector JSON ('{}'), session (''), session mode ('check' | 'moved' | 'none'), a bound
+ * proxy the replica knows is not leasable for this request (''). Answers one string of
+ * \0-separated fields (one bulk reply: a nested reply of ~15 elements cost the client ~10 µs
+ * more to decode, docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID,
+ * now, expiresAt, moved, load, hints, then the statistics slots; or need, boundProxyID (the
  * session's proxy was not among the candidates); or none, leasable, cooling, moved, ms until
- * the first cooldown among them ends (-1: none), one hint per candidate. A hint is the
- * candidate's load, '' when a hold keeps it out.
+ * the first cooldown among them ends (-1: none), hints. Hints: "i:load" for each candidate
+ * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
+ * candidate has none.
  *
- * Written for its common path (docs/benchmarks.md, issue 21's third round): what it writes
- * is made of the strings it read or was sent (NOW_S, exp_s, e, m), not of formatted numbers;
- * a candidate's load string is read past only when it is not 0.
+ * Written for its common path, an idle proxy among idle candidates (docs/benchmarks.md, issue
+ * 21's third round): each closure, table, new string, number conversion and argument costs
+ * Redis ~1-3k instructions here, about a microsecond, so that path makes as few as it can:
+ * no helper defined up front (busy proxies, new load strings, sessions, holds and the
+ * failure ratio are behind loaders), no number converted that need not be, writes made of
+ * the strings it was sent or read.
  */
 const ACQUIRE = String.raw`
 local ARGV = ARGV
 local lease_id = ARGV[A + 1]
 local ttl = ARGV[A + 2]
-local target = ARGV[A + 4]
-local n = tonumber(ARGV[A + 6])
--- Candidate i's fields: id ARGV[B + 4i - 3], maxLeases B + 4i - 2, address B + 4i - 1, record B + 4i.
-local B = A + 6
--- After the candidates, only when not '', 'none', '': session, its mode, the bound proxy gone.
-local session = ARGV[B + 4 * n + 1] or ''
-local mode = ARGV[B + 4 * n + 2] or 'none'
-local gone = ARGV[B + 4 * n + 3] or ''
+local n = tonumber(ARGV[A + 4])
+-- Candidate i's fields: id ARGV[B + 3i - 2], maxLeases B + 3i - 1, record B + 3i.
+local B = A + 4
+local T = B + 3 * n
+local target = ARGV[T + 1] or ''
+local session = ARGV[T + 3] or ''
+local mode = ARGV[T + 4] or 'none'
 
 -- The session first: a binding to a proxy the replica did not send costs no reads.
 local moved = false
@@ -670,11 +687,11 @@ if session ~= '' and mode == 'check' then
   if not bound_to then bound_to, bind = load_sessions() end
   local bound = bound_to(session)
   if bound then
-    if bound == gone then
+    if bound == (ARGV[T + 5] or '') then
       moved = true
     else
       for i = 1, n do
-        if ARGV[B + 4 * i - 3] == bound then bound_i = i end
+        if ARGV[B + 3 * i - 2] == bound then bound_i = i end
       end
       if not bound_i then return 'need\0' .. bound end
     end
@@ -683,23 +700,23 @@ elseif mode == 'moved' then
   moved = true
 end
 
--- Everything the choice needs: one MGET of the chunk's load strings, whose flags say which
--- holds and cooldowns for the target to read too (all of them for a proxy without one): a
--- second MGET only when some proxy has any. load[i]: the candidate's live leases, -1 while
--- a hold keeps it out. The tables of the rare cases (extra: what the second MGET read for
--- whom; ld: e, m and flags of a busy proxy's load string; cool, entry: cooldowns) are made
--- when first needed.
+-- One MGET of the chunk's load strings ("Fn e m", the header); their flags say which holds
+-- and cooldowns for the target to read too (all for a proxy without one): a second MGET only
+-- when some proxy may have any. load[i]: the candidate's live leases, -1 while a hold keeps
+-- it out. The tables of the rare cases are made when first needed: extra (what the second
+-- MGET read for whom), busy (e, m and flags of a proxy with leases), cool and entry
+-- (cooldowns).
 local keys, load = {}, {}
-local got, extra, more, ld, cool, entry
+local got, extra, more, busy, cool, entry
 if n > 0 then
-  for i = 1, n do keys[i] = P .. ':ld:' .. ARGV[B + 4 * i - 3] end
+  for i = 1, n do keys[i] = P .. ':ld:' .. ARGV[B + 3 * i - 2] end
   got = redis.call('MGET', unpack(keys))
   local ekeys
   for i = 1, n do
     local v = got[i]
     local f = v and string.byte(v) - 97 or -1
     if f < 0 or f % 4 ~= 0 then
-      local id = ARGV[B + 4 * i - 3]
+      local id = ARGV[B + 3 * i - 2]
       ekeys, extra = ekeys or {}, extra or {}
       local x = {}
       if f < 0 or f % 2 == 1 then
@@ -715,23 +732,30 @@ if n > 0 then
   end
   if ekeys then more = redis.call('MGET', unpack(ekeys)) end
 end
+local hints = ''
 for i = 1, n do
   local x = extra and extra[i]
   local h = x and x.hold and more[x.hold]
   if h then
     if not held then held = load_holds() end
-    if held(cjson.decode(h), ARGV[B + 4 * i - 1]) ~= nil then load[i] = -1 end
+    local r = cjson.decode(ARGV[B + 3 * i])
+    if held(cjson.decode(h), r.ip .. ':' .. r.port) ~= nil then
+      load[i] = -1
+      hints = hints .. ',' .. i .. ':h'
+    end
   end
   if not load[i] then
     local v = got[i]
     if not v or string.sub(v, 2, 3) == '0 ' then
-      -- Idle (its zset holds only the sentinel): e and m are read if it is chosen.
+      -- Idle (its zset holds only the sentinel): its load string is read past if chosen.
       load[i] = 0
     else
-      ld = ld or {}
-      local e, m, f
-      load[i], e, m, f = load_of(ARGV[B + 4 * i - 3], v)
-      ld[i] = { e, m, f }
+      if not load_of then load_of, load_put = load_loads() end
+      local l, e, m, f = load_of(ARGV[B + 3 * i - 2], v)
+      load[i] = l
+      busy = busy or {}
+      busy[i] = { e, m, f }
+      if l > 0 then hints = hints .. ',' .. i .. ':' .. l end
     end
     local ends = x and x.cd and more[x.cd]
     if ends then
@@ -745,9 +769,16 @@ for i = 1, n do
   end
 end
 
+-- Under its cap: an idle one unless its cap is 0 (no number to convert), a busy one below it.
+local function room(i)
+  local l = load[i]
+  if l == 0 then return ARGV[B + 3 * i - 1] ~= '0' end
+  return l < tonumber(ARGV[B + 3 * i - 1])
+end
+
 local chosen
 if bound_i then
-  if load[bound_i] >= 0 and not (cool and cool[bound_i]) and load[bound_i] < tonumber(ARGV[B + 4 * bound_i - 2]) then
+  if load[bound_i] >= 0 and not (cool and cool[bound_i]) and room(bound_i) then
     chosen = bound_i
   else
     moved = true
@@ -763,7 +794,7 @@ if not chosen then
     if not failing_ratio then failing_ratio = load_ratio() end
     local ratio = {}
     ratio_of = function(i)
-      if ratio[i] == nil then ratio[i] = entry[i] and failing_ratio(ARGV[B + 4 * i - 3], target) or -1 end
+      if ratio[i] == nil then ratio[i] = entry[i] and failing_ratio(ARGV[B + 3 * i - 2], target) or -1 end
       return ratio[i]
     end
   end
@@ -775,7 +806,7 @@ if not chosen then
       if c then
         cooling = cooling + 1
         if first_end < 0 or c < first_end then first_end = c end
-      elseif l < tonumber(ARGV[B + 4 * i - 2]) then
+      elseif room(i) then
         -- Without any (proxy, target) entry among them every ratio is -1: the rank decides.
         if chosen == nil or l < load[chosen] or
           (entry and l == load[chosen] and ratio_of(i) < ratio_of(chosen)) then
@@ -786,62 +817,67 @@ if not chosen then
   end
 end
 
--- One hint per candidate: its load, '' while held.
-local function hint(i)
-  local l = load[i]
-  if l == 0 then return '0' elseif l < 0 then return '' end
-  return int(l)
-end
-
 if not chosen then
   local wait = -1
   if first_end >= 0 then wait = first_end - NOW end
-  local out = { 'none', leasable, cooling, moved and '1' or '0', wait }
-  for i = 1, n do out[5 + i] = hint(i) end
-  return table.concat(out, '\0')
+  return 'none\0' .. leasable .. '\0' .. cooling .. '\0' .. (moved and '1' or '0') .. '\0' .. wait .. '\0' ..
+    string.sub(hints, 2)
 end
 
-local id = ARGV[B + 4 * chosen - 3]
+local id = ARGV[B + 3 * chosen - 2]
 local exp = NOW + tonumber(ttl) * 1000
-local exp_s = int(exp)
-redis.call('SET', P .. ':lease:' .. lease_id, id .. '\0' .. ARGV[B + 4 * chosen - 1] .. '\0' .. ttl .. '\0' ..
-  NOW_S .. '\0' .. exp_s .. '\0' .. target .. '\0' .. ARGV[A + 5] .. '\0' .. ARGV[B + 4 * chosen] .. '\0' ..
-  session, 'PX', ARGV[A + 3])
+local exp_s = string.format('%d', exp)
+local now_s = NOW_S or string.format('%d', NOW)
+-- The address field stays empty: readers take it from the record (leases block's addr_of).
+redis.call('SET', P .. ':lease:' .. lease_id, id .. '\0\0' .. ttl .. '\0' .. now_s .. '\0' .. exp_s .. '\0' ..
+  target .. '\0' .. (ARGV[T + 2] or '{}') .. '\0' .. ARGV[B + 3 * chosen] .. '\0' .. session,
+  'PX', ARGV[A + 3])
 redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
-local e, m, f
 local v = got[chosen]
-if ld and ld[chosen] then
-  e, m, f = ld[chosen][1], ld[chosen][2], ld[chosen][3]
-elseif v and string.byte(v) >= 97 then
-  -- An idle proxy's load string (skipped above): its e, m and flags.
-  local b = string.find(v, ' ', 4, true)
-  e, m, f = string.sub(v, 4, b - 1), string.sub(v, b + 1), string.byte(v) - 97
+local now_load = '1'
+local f
+if v and not (busy and busy[chosen]) and string.byte(v) >= 97 then
+  -- Idle with a load string "F0 e m": it becomes "F1 exp m" while exp fits within m.
+  local tail = string.sub(v, (string.find(v, ' ', 4, true)))
+  f = string.byte(v) - 97
+  if f >= STATS or exp > tonumber(tail) then f = nil end
+  if f then redis.call('SET', keys[chosen], string.sub(v, 1, 1) .. '1 ' .. exp_s .. tail, 'KEEPTTL') end
 end
--- Its statistics, when it may have some; none found: the flag goes with this write.
 local slots
-if not f or f >= STATS then
-  slots = redis.call('HVALS', P .. ':stats:' .. id)
-  if f and #slots == 0 then f = f - STATS end
-end
 if not f then
-  -- A new load string (or one from before flags): its flags from what is there. The hold
-  -- and the cooldown for this target were read above.
-  local x = extra[chosen]
-  f = (more[x.hold] and HOLD or 0) + (#slots > 0 and STATS or 0)
-  if more[x.cd] or redis.call('EXISTS', P .. ':tord:' .. id) == 1 then f = f + COOL end
+  -- A busy proxy, a new load string, m to move, or statistics to read: the general path.
+  if not load_of then load_of, load_put = load_loads() end
+  local e, m
+  local b = busy and busy[chosen]
+  if b then
+    e, m, f = b[1], b[2], b[3]
+  elseif v and string.byte(v) >= 97 then
+    local at = string.find(v, ' ', 4, true)
+    e, m, f = string.sub(v, 4, at - 1), string.sub(v, at + 1), string.byte(v) - 97
+  end
+  -- Its statistics, when it may have some; none found: the flag goes with this write.
+  if not f or f >= STATS then
+    slots = redis.call('HVALS', P .. ':stats:' .. id)
+    if f and #slots == 0 then f = f - STATS end
+  end
+  if not f then
+    -- A new load string (or one from before flags): its flags from what is there. The hold
+    -- and the cooldown for this target were read above.
+    local x = extra[chosen]
+    f = (more[x.hold] and HOLD or 0) + (#slots > 0 and STATS or 0)
+    if more[x.cd] or redis.call('EXISTS', P .. ':tord:' .. id) == 1 then f = f + COOL end
+  end
+  now_load = load_put(id, load[chosen] + 1, e, m, exp, exp_s, keys[chosen], f)
 end
-local now_load = load_put(id, load[chosen] + 1, e, m, exp, exp_s, keys[chosen], f)
 if session ~= '' then
   if not bind then bound_to, bind = load_sessions() end
   bind(session, id, chosen == bound_i)
 end
 -- Chosen, so not held: no second look at its hold.
-local out = { 'ok', id, NOW_S, exp_s, moved and '1' or '0', now_load }
-for i = 1, n do out[6 + i] = hint(i) end
-if slots then
-  for _, slot in ipairs(slots) do out[#out + 1] = slot end
-end
-return table.concat(out, '\0')
+local reply = 'ok\0' .. id .. '\0' .. now_s .. '\0' .. exp_s .. '\0' .. (moved and '1' or '0') .. '\0' ..
+  now_load .. '\0' .. string.sub(hints, 2)
+if slots and #slots > 0 then reply = reply .. '\0' .. table.concat(slots, '\0') end
+return reply
 `;
 
 /**
@@ -869,7 +905,7 @@ if f[9] ~= '' then
   local bound = bound_to(f[9])
   if bound then bind(f[9], bound, true) end
 end
-return { v, load, held(hold_get(proxy), f[2]) or '', stats_raw(proxy), NOW }
+return { v, load, held(hold_get(proxy), addr_of(f)) or '', stats_raw(proxy), NOW }
 `;
 
 /**
@@ -887,7 +923,12 @@ if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-
 local ld = P .. ':ld:' .. proxy
 local entry = redis.call('GET', ld)
 if not entry then return proxy .. '\0-1' end
--- "Fn e m" (redis-scripts' header), or "n e m" from before the flag letter.
+-- "Fn e m" (the header), or "n e m" from before the flag letter. The last lease of a proxy
+-- is the common case: "F1 ..." becomes "F0 ..." with no number converted.
+if string.sub(entry, 2, 3) == '1 ' then
+  redis.call('SET', ld, string.sub(entry, 1, 1) .. '0' .. string.sub(entry, 3), 'KEEPTTL')
+  return proxy .. '\0' .. '0'
+end
 local from = string.byte(entry) >= 97 and 2 or 1
 local sp = string.find(entry, ' ', from, true)
 local n = tonumber(string.sub(entry, from, sp - 1)) - 1
@@ -912,7 +953,7 @@ local target = ARGV[A + 3]
 if target == '\0' then target = f[6] end
 local retry_after = -1
 if ARGV[A + 4] ~= '' then retry_after = tonumber(ARGV[A + 4]) * 1000 end
-local proxy, addr = f[1], f[2]
+local proxy, addr = f[1], addr_of(f)
 stats_add(proxy, result)
 local ends, suspect, probe = -1, -1, -1
 if result == 'unreachable' then
@@ -1065,8 +1106,9 @@ interface Body {
 
 const BODIES: Record<ScriptName, Body> = {
   acquire: {
-    needs: ['now', 'loads'],
+    needs: ['now'],
     lazy: [
+      { loader: 'load_loads', needs: ['loads'], exports: ['load_of', 'load_put'] },
       { loader: 'load_holds', needs: ['held'], exports: ['held'] },
       { loader: 'load_sessions', needs: ['sessions'], exports: ['bound_to', 'bind'] },
       { loader: 'load_ratio', needs: ['entries'], exports: ['failing_ratio'] },

@@ -19,35 +19,31 @@ describe('rankCandidates and acquireArgs', () => {
   const a = proxy('ns/a', { latencyMillis: 30, maxLeases: 2 });
   const b = proxy('ns/b', { latencyMillis: 10, maxLeases: 3 });
   const c = proxy('ns/c', { latencyMillis: 10, maxLeases: 1 });
-  const head = ['lease-1', '60', '120000', 'shop.example', '{}'];
+  const head = ['lease-1', '60', '120000'];
   it.each([
     ['no candidates', [], [...head, '0']],
-    ['one', [a], [...head, '1', 'ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}']],
+    ['one', [a], [...head, '1', 'ns/a', '2', '{ns/a}']],
     [
       'latency first, then id: the order is the rank',
       [a, c, b],
-      [
-        ...head,
-        '3',
-        ...['ns/b', '3', `${b.ip}:${b.port}`, '{ns/b}'],
-        ...['ns/c', '1', `${c.ip}:${c.port}`, '{ns/c}'],
-        ...['ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}'],
-      ],
+      [...head, '3', ...['ns/b', '3', '{ns/b}'], ...['ns/c', '1', '{ns/c}'], ...['ns/a', '2', '{ns/a}']],
     ],
   ])('%s', (_name, chunk, expected) => {
     const ranked = rankCandidates(chunk);
-    expect(acquireArgs('lease-1', '60', '120000', 'shop.example', '{}', ranked, json, '', 'none', '')).toEqual(
-      expected,
-    );
+    expect(acquireArgs('lease-1', '60', '120000', '', '{}', ranked, json, '', 'none', '')).toEqual(expected);
   });
 
   it.each([
-    ['a session to check', 's1', 'check', '', ['s1', 'check', '']],
-    ['a session known moved', 's1', 'moved', '', ['s1', 'moved', '']],
-    ['a bound proxy known gone', 's1', 'check', 'ns/z', ['s1', 'check', 'ns/z']],
-    ['no session: nothing after the candidates', '', 'none', '', []],
-  ] as const)('%s', (_name, session, mode, gone, tail) => {
-    expect(acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, session, mode, gone).slice(10)).toEqual(tail);
+    ['all defaults: nothing after the candidates', ['', '{}', '', 'none', ''], []],
+    ['a target', ['t.example', '{}', '', 'none', ''], ['t.example']],
+    ['a selector', ['', '{"geo":"eu"}', '', 'none', ''], ['', '{"geo":"eu"}']],
+    ['a session to check', ['', '{}', 's1', 'check', ''], ['', '{}', 's1', 'check']],
+    ['a session known moved', ['', '{}', 's1', 'moved', ''], ['', '{}', 's1', 'moved']],
+    ['a bound proxy known gone', ['t', '{}', 's1', 'check', 'ns/z'], ['t', '{}', 's1', 'check', 'ns/z']],
+  ] as const)('%s', (_name, [target, selector, session, mode, gone], tail) => {
+    expect(
+      acquireArgs('lease-1', '60', '120000', target, selector, [a], json, session, mode, gone).slice(7),
+    ).toEqual(tail);
   });
 
   it('leaves the chunk it was given as it was', () => {
@@ -62,8 +58,8 @@ describe('decodeAcquireReply', () => {
   const [a, b, c] = [proxy('ns/a'), proxy('ns/b'), proxy('ns/c')];
   it.each([
     [
-      'a lease: fields, no candidate hints, no slots',
-      reply('ok', 'ns/a', 1000, 61000, 0, 1),
+      'a lease on the only candidate, no slots',
+      reply('ok', 'ns/a', 1000, 61000, 0, 1, ''),
       [a],
       {
         kind: 'ok',
@@ -74,12 +70,12 @@ describe('decodeAcquireReply', () => {
         moved: false,
         load: 1,
         slots: [],
-        hints: [],
+        hints: [['ns/a', 0]],
       },
     ],
     [
-      'a lease: one load per candidate in the order sent, then slots (spaces inside)',
-      reply('ok', 'ns/b', 1000, 61000, 1, 2, 2, 0, '3 1 0 0 0', '4 0 1 0 0'),
+      'a lease: loads of the busy candidates by their place, the rest idle, then slots (spaces inside)',
+      reply('ok', 'ns/b', 1000, 61000, 1, 2, '1:1', '3 1 0 0 0', '4 0 1 0 0'),
       [b, c],
       {
         kind: 'ok',
@@ -91,14 +87,14 @@ describe('decodeAcquireReply', () => {
         load: 2,
         slots: ['3 1 0 0 0', '4 0 1 0 0'],
         hints: [
-          ['ns/b', 2],
+          ['ns/b', 1],
           ['ns/c', 0],
         ],
       },
     ],
     [
       'a held candidate has no hint',
-      reply('ok', 'ns/c', 1000, 61000, 0, 1, '', 1),
+      reply('ok', 'ns/c', 1000, 61000, 0, 1, '1:h'),
       [b, c],
       {
         kind: 'ok',
@@ -109,13 +105,13 @@ describe('decodeAcquireReply', () => {
         moved: false,
         load: 1,
         slots: [],
-        hints: [['ns/c', 1]],
+        hints: [['ns/c', 0]],
       },
     ],
     ['the session is bound elsewhere', reply('need', 'ns/z'), [a], { kind: 'need', proxyID: 'ns/z' }],
     [
       'none in this chunk, no cooldown',
-      reply('none', 3, 0, 0, -1, 5, 5, 5),
+      reply('none', 3, 0, 0, -1, '1:5,2:5,3:5'),
       [a, b, c],
       {
         kind: 'none',
@@ -142,7 +138,7 @@ describe('decodeAcquireReply', () => {
 
   it('refuses an answer it does not know, or a choice it did not send', () => {
     expect(() => decodeAcquireReply('what\u0000ever', [])).toThrow(/unexpected acquire reply/);
-    expect(() => decodeAcquireReply(reply('ok', 'ns/z', 1000, 61000, 0, 1, 0), [a])).toThrow(/not sent/);
+    expect(() => decodeAcquireReply(reply('ok', 'ns/z', 1000, 61000, 0, 1, ''), [a])).toThrow(/not sent/);
   });
 });
 
@@ -222,9 +218,13 @@ describe('blocksFor', () => {
   it.each([
     ['nothing', [], []],
     ['the clock alone', ['now'], ['now']],
-    ['what a block calls comes with it, in definition order', ['loads', 'keep'], ['now', 'keep', 'loads']],
+    [
+      'what a block calls comes with it, in definition order',
+      ['loads', 'keep'],
+      ['now', 'int', 'keep', 'loads'],
+    ],
     ['holds bring the clock, counters and load flags', ['holds'], ['now', 'count', 'flags', 'held', 'holds']],
-    ['loads bring the clock and keep-alives', ['loads'], ['now', 'keep', 'loads']],
+    ['loads bring the clock, integers and keep-alives', ['loads'], ['now', 'int', 'keep', 'loads']],
     ['twice asked, once given', ['now', 'now'], ['now']],
   ])('%s', (_name, needs, expected) => {
     expect(blocksFor(needs)).toEqual(expected);
