@@ -85,29 +85,33 @@ export class HintedRanking {
   }
 
   /**
-   * Leasable proxies matching the selector in (hinted load, latency, id) order: the index's
-   * walk, stepping over raised proxies until the walk would pass their hint (see above).
+   * The first `size` leasable proxies matching the selector in (hinted load, latency, id)
+   * order, but those `skip` names: the index's walk, stepping over raised proxies until the
+   * walk would pass their hint (see above). Plain loops: a walk steps over every proxy in
+   * flight from this replica.
    */
-  *walk(selector: Readonly<Record<string, string>>, exitIP?: ExitIPTerm): Generator<ProxyRecord> {
-    // What this walk yielded, as a set once a restart needs one.
-    const yielded: string[] = [];
-    let seen: Set<string> | undefined;
+  candidates(
+    selector: Readonly<Record<string, string>>,
+    exitIP: ExitIPTerm | undefined,
+    size: number,
+    skip?: (proxyID: string) => boolean,
+  ): ProxyRecord[] {
+    if (size <= 0) return [];
     for (;;) {
+      const out: ProxyRecord[] = [];
       const skipped: Entry[] = [];
-      for (const { proxy, load: level } of this.index.free(selector, exitIP)) {
-        if (seen?.has(proxy.id) === true) continue;
-        const entry = this.entries.get(proxy.id)!;
-        if (this.load(proxy.id) > level) {
-          skipped.push(entry);
-          continue;
-        }
-        if (skipped.length > 0 && level > skipped[0].level) break;
-        yielded.push(proxy.id);
-        yield entry.record;
-      }
-      if (skipped.length === 0) return;
+      this.index.scan(selector, exitIP, (proxy, level) => {
+        // Past the level a raised proxy was stepped over in: place those first, walk again.
+        if (skipped.length > 0 && level > skipped[0].level) return false;
+        const id = proxy.id;
+        if (skip?.(id) === true) return true;
+        const entry = this.entries.get(id)!;
+        if ((this.hints.get(id) ?? 0) > level) skipped.push(entry);
+        else out.push(entry.record);
+        return out.length < size;
+      });
+      if (out.length === size || skipped.length === 0) return out;
       for (const entry of skipped) this.place(entry);
-      seen = new Set(yielded);
     }
   }
 

@@ -259,22 +259,28 @@ export class RedisLeaseStore implements LeaseStore {
     const target = request.target ?? '';
     const selector = JSON.stringify(request.selector);
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
-    // What earlier rounds sent (made only when a second round comes).
+    // What earlier rounds sent (made only when a second round comes): each round walks the
+    // ranking afresh, in its order then, and steps over these.
     let sent: Set<string> | undefined;
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
-    const free = this.ranking.walk(request.selector, request.exitIP);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
-      const chunk: ProxyRecord[] = [];
-      if (round === 0 && bound !== undefined) chunk.push(bound);
-      while (chunk.length < size) {
-        const next = free.next();
-        if (next.done === true) break;
-        const record = next.value;
-        // The index may move under a suspended walk (other replies): never send one twice.
-        if (record !== bound && sent?.has(record.id) !== true) chunk.push(record);
+      let chunk: ProxyRecord[];
+      if (round === 0 && bound !== undefined) {
+        const boundID = bound.id;
+        chunk = [
+          bound,
+          ...this.ranking.candidates(request.selector, request.exitIP, size - 1, (id) => id === boundID),
+        ];
+      } else {
+        chunk = this.ranking.candidates(
+          request.selector,
+          request.exitIP,
+          size,
+          sent && ((id) => sent!.has(id)),
+        );
       }
       // An empty first chunk still runs when a session may need moving (and to say no_match).
       if (chunk.length === 0 && round > 0) break;
