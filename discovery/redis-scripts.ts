@@ -12,7 +12,9 @@
 // one Cluster slot; KEYS[1] is P..':counters', which routes the call, and the scripts derive
 // the other keys from P):
 //   P:lease:<id>        string: proxy \0 addr \0 ttl \0 at \0 exp \0 target \0 sel \0 rec \0 session
-//                       (session last: the one field that may hold any byte), PX = its life
+//                       (session last: the one field that may hold any byte), PX = its life;
+//                       addr is empty when the acquire was sent no address (readers take it
+//                       from rec: addr_of)
 //   P:load:<proxy>      zset leaseID -> expiry (ms): the proxy's leases, live or ended-not-pruned
 //   P:ld:<proxy>        string "Fn e m": F a flag letter ('a' + bits: see below), then n =
 //                       members of P:load:<proxy> but its sentinel, e <= the earliest and
