@@ -18,7 +18,7 @@ import {
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
 } from './cooldown-policy.js';
 import { egressOf } from './egress.js';
-import { FreeProxyIndex } from './free-proxy-index.js';
+import { HintedRanking } from './hinted-ranking.js';
 import type { ProxyCooldown } from './leasability.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
@@ -47,12 +47,13 @@ import {
 import { WINDOW_BUCKETS } from './outcome-window.js';
 import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
 import {
+  acquireArgs,
   addressOf,
-  candidateArgs,
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
   oldestBucket,
+  rankCandidates,
   windowCounts,
   type LoadHints,
 } from './redis-book-codec.js';
@@ -112,12 +113,6 @@ export interface RedisLeaseStoreOptions {
   newID?: () => string;
 }
 
-interface Tracked {
-  record: ProxyRecord;
-  /** The record as the ranking index holds it: never "full", so every proxy stays a candidate. */
-  ranked: ProxyRecord;
-}
-
 export class RedisLeaseStore implements LeaseStore {
   private readonly redis: Redis;
   private readonly catalog: ProxyCatalog;
@@ -132,10 +127,9 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly statsWindowSeconds: number;
   private readonly bucketMillis: number;
   private readonly sweepIntervalMs: number;
-  private readonly shas = new Map<ScriptName, string>();
-  private readonly index = new FreeProxyIndex();
-  private readonly tracked = new Map<string, Tracked>();
-  private readonly hints = new Map<string, number>();
+  private readonly shas = {} as Record<ScriptName, string>;
+  /** The catalog's leasable proxies with their hinted loads, in ranking order. */
+  private readonly ranking = new HintedRanking();
   private readonly sessionHints = new Map<string, string>();
   private readonly listeners = new Set<ProbeRequestListener>();
   private readonly unsubscribe: () => void;
@@ -212,24 +206,25 @@ export class RedisLeaseStore implements LeaseStore {
       maxTargetEntries,
       jitter: COOLDOWN_JITTER,
       buckets: WINDOW_BUCKETS,
+      clockArgument: this.clock !== undefined,
     });
     for (const script of Object.values(this.scripts)) {
-      this.shas.set(script.name as ScriptName, createHash('sha1').update(script.source).digest('hex'));
+      this.shas[script.name as ScriptName] = createHash('sha1').update(script.source).digest('hex');
     }
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
   }
 
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
-    const matches = proxyMatcher(request.selector, request.exitIP);
     const leaseID = this.newID();
+    // Without a session the script never answers 'need': one try.
+    if (request.session === undefined) return (await this.tryAcquire(request, leaseID)) as AcquireResult;
+    const matches = proxyMatcher(request.selector, request.exitIP);
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
-    if (request.session !== undefined) {
-      const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
-      const record = hinted === undefined ? undefined : this.tracked.get(hinted)?.record;
-      if (record !== undefined && matches(record)) bound = record;
-    }
+    const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
+    const record = hinted === undefined ? undefined : this.ranking.record(hinted);
+    if (record !== undefined && matches(record)) bound = record;
     let gone = '';
     // A session bound (by another replica, or before a restart) to a proxy not sent: send it,
     // or tell the script this replica cannot lease it. Bounded: a binding that keeps changing
@@ -237,7 +232,7 @@ export class RedisLeaseStore implements LeaseStore {
     for (let attempt = 0; attempt < 4; attempt++) {
       const outcome = await this.tryAcquire(request, leaseID, bound, gone);
       if (!('need' in outcome)) return outcome;
-      const record = this.tracked.get(outcome.need)?.record;
+      const record = this.ranking.record(outcome.need);
       if (record !== undefined && matches(record)) {
         bound = record;
         gone = '';
@@ -252,51 +247,50 @@ export class RedisLeaseStore implements LeaseStore {
   private async tryAcquire(
     request: LeaseRequest,
     leaseID: string,
-    bound: ProxyRecord | undefined,
-    gone: string,
+    bound?: ProxyRecord,
+    gone = '',
   ): Promise<AcquireResult | { need: string }> {
     // The owner lives in the keys (lease-owner.ts): the scripts stay owner-blind.
     const session = request.session === undefined ? '' : scopedKey(request.owner, request.session);
-    const fixed = [
-      scopedKey(request.owner, leaseID),
-      String(request.ttlSeconds),
-      request.target ?? '',
-      session,
-    ];
+    const key = scopedKey(request.owner, leaseID);
+    const ttl = String(request.ttlSeconds);
+    // The lease key's life (ms): its TTL and a minute, sent so the script formats no number.
+    const life = String(Math.ceil(request.ttlSeconds * 1000) + 60_000);
+    const target = request.target ?? '';
     const selector = JSON.stringify(request.selector);
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
-    const sent = new Set<string>();
+    // What earlier rounds sent (made only when a second round comes): each round walks the
+    // ranking afresh, in its order then, and steps over these.
+    let sent: Set<string> | undefined;
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
-    const free = this.index.free(request.selector, request.exitIP);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
-      const chunk: ProxyRecord[] = [];
-      if (round === 0 && bound !== undefined) chunk.push(bound);
-      while (chunk.length < size) {
-        const next = free.next();
-        if (next.done === true) break;
-        const record = this.tracked.get(next.value.proxy.id)!.record;
-        // The index may move under a suspended walk (other replies): never send one twice.
-        if (record !== bound && !sent.has(record.id)) chunk.push(record);
+      let chunk: ProxyRecord[];
+      if (round === 0 && bound !== undefined) {
+        const boundID = bound.id;
+        chunk = [
+          bound,
+          ...this.ranking.candidates(request.selector, request.exitIP, size - 1, (id) => id === boundID),
+        ];
+      } else {
+        chunk = this.ranking.candidates(
+          request.selector,
+          request.exitIP,
+          size,
+          sent && ((id) => sent!.has(id)),
+        );
       }
       // An empty first chunk still runs when a session may need moving (and to say no_match).
       if (chunk.length === 0 && round > 0) break;
-      for (const record of chunk) sent.add(record.id);
       // The proxy this lease will most likely get counts as taken until the answer says:
       // requests in flight together then rank different proxies first, instead of all
       // sending the same few and missing once those are full.
-      if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, (this.hints.get(chunk[0].id) ?? 0) + 1);
-      const reply = decodeAcquireReply(
-        (await this.eval('acquire', [
-          ...fixed,
-          mode,
-          gone,
-          selector,
-          ...candidateArgs(chunk, recordJSON),
-        ])) as string,
-      );
+      if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.ranking.load(chunk[0].id) + 1);
+      const ranked = rankCandidates(chunk);
+      const args = acquireArgs(key, ttl, life, target, selector, ranked, recordJSON, session, mode, gone);
+      const reply = decodeAcquireReply((await this.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
       if (reply.kind === 'ok') {
         const proxyID = reply.proxyID;
@@ -305,15 +299,15 @@ export class RedisLeaseStore implements LeaseStore {
         const lease: Lease = {
           id: leaseID,
           proxyID,
-          proxy: chunk.find((r) => r.id === proxyID)!,
+          proxy: reply.proxy,
           selector: { ...request.selector },
-          ...(request.target === undefined ? {} : { target: request.target }),
-          ...(request.session === undefined ? {} : { session: request.session }),
-          ...(request.owner === undefined ? {} : { owner: request.owner }),
           ttlSeconds: request.ttlSeconds,
           acquiredAt: new Date(reply.now),
           expiresAt: new Date(reply.expiresAt),
         };
+        if (request.target !== undefined) lease.target = request.target;
+        if (request.session !== undefined) lease.session = request.session;
+        if (request.owner !== undefined) lease.owner = request.owner;
         const usage = this.usageFrom(reply.load, '', reply.slots, reply.now);
         if (request.session === undefined) return { granted: true, lease, usage };
         this.rememberSession(session, proxyID);
@@ -324,6 +318,8 @@ export class RedisLeaseStore implements LeaseStore {
           session: { key: request.session, moved: reply.moved },
         };
       }
+      sent ??= new Set();
+      for (const record of chunk) sent.add(record.id);
       // 'none': nothing in this chunk could take it; the session's fate is settled.
       leasable += reply.leasable;
       cooling += reply.cooling;
@@ -534,7 +530,7 @@ export class RedisLeaseStore implements LeaseStore {
   async sweep(): Promise<void> {
     try {
       await this.eval('sweep', []);
-      const busy = [...this.hints.keys()];
+      const busy = this.ranking.busy();
       for (let i = 0; i < busy.length; i += 1000) await this.usage(busy.slice(i, i + 1000));
     } catch (err) {
       this.logger.warn({ err }, 'lease store sweep failed; retrying on the next interval');
@@ -587,12 +583,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   private hint(proxyID: string, load: number): void {
-    const before = this.hints.get(proxyID) ?? 0;
-    if (before === load) return;
-    if (load === 0) this.hints.delete(proxyID);
-    else this.hints.set(proxyID, load);
-    const tracked = this.tracked.get(proxyID);
-    if (tracked !== undefined) this.index.move(tracked.ranked, before, load);
+    this.ranking.hint(proxyID, load);
   }
 
   private rememberSession(key: string, proxyID: string): void {
@@ -604,17 +595,8 @@ export class RedisLeaseStore implements LeaseStore {
 
   private catalogChanged({ before, after }: CatalogChange): void {
     const id = (before ?? after)!.id;
-    const load = this.hints.get(id) ?? 0;
-    const old = this.tracked.get(id);
-    if (old !== undefined) {
-      this.index.delete(old.ranked, load);
-      this.tracked.delete(id);
-    }
-    if (after !== undefined && isLeasable(after)) {
-      const ranked = { ...after, maxLeases: Number.MAX_SAFE_INTEGER };
-      this.tracked.set(id, { record: after, ranked });
-      this.index.add(ranked, load);
-    }
+    if (after !== undefined && isLeasable(after)) this.ranking.add(after);
+    else this.ranking.delete(id);
     if (after === undefined) this.egressSent.delete(id);
     else this.followEgress(after);
     // The book's down hold ends when the status caught up or the proxy moved (in the background:
@@ -718,20 +700,26 @@ export class RedisLeaseStore implements LeaseStore {
     await subscriber.subscribe(this.channel);
   }
 
-  private async eval(name: ScriptName, args: string[]): Promise<unknown> {
-    // ARGV[1]: a test's clock, or '' for Redis's own TIME.
-    const argv = [this.clock === undefined ? '' : String(this.clock.now()), ...args];
-    const script = this.scripts[name];
-    const sha = this.shas.get(name)!;
-    return this.guard(async () => {
-      try {
-        return await this.redis.evalsha(sha, 1, this.countersKey, ...argv);
-      } catch (err) {
-        // A restarted Redis has an empty script cache: the source goes once, then EVALSHA again.
-        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-        return await this.redis.eval(script.source, 1, this.countersKey, ...argv);
-      }
-    });
+  /**
+   * Runs a script: one EVALSHA, its errors as StoreUnavailableError where they mean "not now".
+   * A plain promise chain, no async wrappers: each awaited layer costs the acquire and the
+   * release a microtask and an allocation.
+   */
+  private eval(name: ScriptName, args: string[]): Promise<unknown> {
+    // A test's clock goes first; without one the scripts read Redis's TIME and take no clock
+    // argument (redis-scripts.ts's header: A).
+    if (this.clock !== undefined) args.unshift(String(Math.floor(this.clock.now())));
+    return this.redis
+      .evalsha(this.shas[name], 1, this.countersKey, ...args)
+      .then(undefined, (err: unknown) => this.reload(name, args, err));
+  }
+
+  /** A restarted Redis has an empty script cache: the source goes once, then EVALSHA again. */
+  private reload(name: ScriptName, args: string[], err: unknown): Promise<unknown> {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) return Promise.reject(translate(err));
+    return this.redis
+      .eval(this.scripts[name].source, 1, this.countersKey, ...args)
+      .then(undefined, (e: unknown) => Promise.reject(translate(e)));
   }
 
   private async guard<T>(call: () => Promise<T>): Promise<T> {

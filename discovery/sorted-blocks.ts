@@ -41,6 +41,14 @@ export class SortedBlocks<T> {
     for (const block of this.blocks) yield* block;
   }
 
+  /** Visits the entries in order until `visit` answers false; answers whether it got to the end. */
+  scan(visit: (item: T) => boolean): boolean {
+    for (const block of this.blocks) {
+      for (let i = 0; i < block.length; i++) if (!visit(block[i])) return false;
+    }
+    return true;
+  }
+
   /** The first block whose last entry does not sort before `item` (else the last block). */
   private blockFor(item: T): number {
     let lo = 0;

@@ -3,83 +3,116 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ProxyRecord } from '../../discovery/catalog.js';
 import {
-  candidateArgs,
+  acquireArgs,
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
   oldestBucket,
+  rankCandidates,
   windowCounts,
 } from '../../discovery/redis-book-codec.js';
 import { blocksFor, buildScripts, type ScriptSettings } from '../../discovery/redis-scripts.js';
 import { proxy } from './fixtures.js';
 
-describe('candidateArgs', () => {
+describe('rankCandidates and acquireArgs', () => {
   const json = (r: ProxyRecord) => `{${r.id}}`;
   const a = proxy('ns/a', { latencyMillis: 30, maxLeases: 2 });
   const b = proxy('ns/b', { latencyMillis: 10, maxLeases: 3 });
   const c = proxy('ns/c', { latencyMillis: 10, maxLeases: 1 });
+  const head = ['lease-1', '60', '120000'];
   it.each([
-    ['no candidates', [], ['0']],
-    ['one', [a], ['1', 'ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}']],
+    ['no candidates', [], [...head, '0']],
+    ['one', [a], [...head, '1', 'ns/a', '2', '{ns/a}']],
     [
       'latency first, then id: the order is the rank',
       [a, c, b],
-      [
-        '3',
-        ...['ns/b', '3', `${b.ip}:${b.port}`, '{ns/b}'],
-        ...['ns/c', '1', `${c.ip}:${c.port}`, '{ns/c}'],
-        ...['ns/a', '2', `${a.ip}:${a.port}`, '{ns/a}'],
-      ],
+      [...head, '3', ...['ns/b', '3', '{ns/b}'], ...['ns/c', '1', '{ns/c}'], ...['ns/a', '2', '{ns/a}']],
     ],
   ])('%s', (_name, chunk, expected) => {
-    expect(candidateArgs(chunk, json)).toEqual(expected);
+    const ranked = rankCandidates(chunk);
+    expect(acquireArgs('lease-1', '60', '120000', '', '{}', ranked, json, '', 'none', '')).toEqual(expected);
+  });
+
+  it.each([
+    ['all defaults: nothing after the candidates', ['', '{}', '', 'none', ''], []],
+    ['a target', ['t.example', '{}', '', 'none', ''], ['t.example']],
+    ['a selector', ['', '{"geo":"eu"}', '', 'none', ''], ['', '{"geo":"eu"}']],
+    ['a session to check', ['', '{}', 's1', 'check', ''], ['', '{}', 's1', 'check']],
+    ['a session known moved', ['', '{}', 's1', 'moved', ''], ['', '{}', 's1', 'moved']],
+    ['a bound proxy known gone', ['t', '{}', 's1', 'check', 'ns/z'], ['t', '{}', 's1', 'check', 'ns/z']],
+  ] as const)('%s', (_name, [target, selector, session, mode, gone], tail) => {
+    expect(
+      acquireArgs('lease-1', '60', '120000', target, selector, [a], json, session, mode, gone).slice(7),
+    ).toEqual(tail);
   });
 
   it('leaves the chunk it was given as it was', () => {
     const chunk = [a, b];
-    candidateArgs(chunk, json);
+    rankCandidates(chunk);
     expect(chunk).toEqual([a, b]);
   });
 });
 
 describe('decodeAcquireReply', () => {
   const reply = (...fields: (string | number)[]) => fields.join('\u0000');
+  const [a, b, c] = [proxy('ns/a'), proxy('ns/b'), proxy('ns/c')];
   it.each([
     [
-      'a lease: fields, no slots, no hints',
-      reply('ok', 'ns/a', 1000, 61000, 0, 1, 0),
+      'a lease on the only candidate, no slots',
+      reply('ok', 'ns/a', 1000, 61000, 0, 1, ''),
+      [a],
       {
         kind: 'ok',
         proxyID: 'ns/a',
+        proxy: a,
         now: 1000,
         expiresAt: 61000,
         moved: false,
         load: 1,
         slots: [],
-        hints: [],
+        hints: [['ns/a', 0]],
       },
     ],
     [
-      'a lease with slots (spaces inside) and hints after them',
-      reply('ok', 'ns/b', 1000, 61000, 1, 2, 2, '3 1 0 0 0', '4 0 1 0 0', 'ns/b', 2, 'ns/c', 0),
+      'a lease: loads of the busy candidates by their place, the rest idle, then slots (spaces inside)',
+      reply('ok', 'ns/b', 1000, 61000, 1, 2, '1:1', '3 1 0 0 0', '4 0 1 0 0'),
+      [b, c],
       {
         kind: 'ok',
         proxyID: 'ns/b',
+        proxy: b,
         now: 1000,
         expiresAt: 61000,
         moved: true,
         load: 2,
         slots: ['3 1 0 0 0', '4 0 1 0 0'],
         hints: [
-          ['ns/b', 2],
+          ['ns/b', 1],
           ['ns/c', 0],
         ],
       },
     ],
-    ['the session is bound elsewhere', reply('need', 'ns/z'), { kind: 'need', proxyID: 'ns/z' }],
+    [
+      'a held candidate has no hint',
+      reply('ok', 'ns/c', 1000, 61000, 0, 1, '1:h'),
+      [b, c],
+      {
+        kind: 'ok',
+        proxyID: 'ns/c',
+        proxy: c,
+        now: 1000,
+        expiresAt: 61000,
+        moved: false,
+        load: 1,
+        slots: [],
+        hints: [['ns/c', 0]],
+      },
+    ],
+    ['the session is bound elsewhere', reply('need', 'ns/z'), [a], { kind: 'need', proxyID: 'ns/z' }],
     [
       'none in this chunk, no cooldown',
-      reply('none', 3, 0, 0, -1, 'ns/a', 5, 'ns/b', 5, 'ns/c', 5),
+      reply('none', 3, 0, 0, -1, '1:5,2:5,3:5'),
+      [a, b, c],
       {
         kind: 'none',
         leasable: 3,
@@ -95,15 +128,17 @@ describe('decodeAcquireReply', () => {
     ],
     [
       'none, cooling, the session moved, no candidate looked at',
-      reply('none', 2, 2, 1, 1500),
+      reply('none', 2, 2, 1, 1500, ''),
+      [],
       { kind: 'none', leasable: 2, cooling: 2, moved: true, waitMs: 1500, hints: [] },
     ],
-  ])('%s', (_name, raw, expected) => {
-    expect(decodeAcquireReply(raw)).toEqual(expected);
+  ] as const)('%s', (_name, raw, ids, expected) => {
+    expect(decodeAcquireReply(raw, ids)).toEqual(expected);
   });
 
-  it('refuses an answer it does not know', () => {
-    expect(() => decodeAcquireReply('what\u0000ever')).toThrow(/unexpected acquire reply/);
+  it('refuses an answer it does not know, or a choice it did not send', () => {
+    expect(() => decodeAcquireReply('what\u0000ever', [])).toThrow(/unexpected acquire reply/);
+    expect(() => decodeAcquireReply(reply('ok', 'ns/z', 1000, 61000, 0, 1, ''), [a])).toThrow(/not sent/);
   });
 });
 
@@ -183,9 +218,13 @@ describe('blocksFor', () => {
   it.each([
     ['nothing', [], []],
     ['the clock alone', ['now'], ['now']],
-    ['what a block calls comes with it, in definition order', ['loads', 'keep'], ['now', 'keep', 'loads']],
-    ['holds bring the clock and counters', ['holds'], ['now', 'count', 'held', 'holds']],
-    ['loads bring the clock and keep-alives', ['loads'], ['now', 'keep', 'loads']],
+    [
+      'what a block calls comes with it, in definition order',
+      ['loads', 'keep'],
+      ['now', 'int', 'keep', 'loads'],
+    ],
+    ['holds bring the clock, counters and load flags', ['holds'], ['now', 'count', 'flags', 'held', 'holds']],
+    ['loads bring the clock, integers and keep-alives', ['loads'], ['now', 'int', 'keep', 'loads']],
     ['twice asked, once given', ['now', 'now'], ['now']],
   ])('%s', (_name, needs, expected) => {
     expect(blocksFor(needs)).toEqual(expected);
@@ -214,6 +253,7 @@ describe('buildScripts', () => {
     maxTargetEntries: 1000,
     jitter: 0.1,
     buckets: 15,
+    clockArgument: false,
   };
 
   it('bakes the settings and the prefix into the source', () => {
@@ -223,6 +263,11 @@ describe('buildScripts', () => {
     expect(acquire.source).toContain('local JITTER = 0.1');
     expect(acquire.source).toContain("local K_BUSY = '{t}:busy'");
     expect(acquire.source).not.toContain(':leases');
+  });
+
+  it("takes a test's clock as its first argument only when the store has one", () => {
+    expect(buildScripts(settings).acquire.source).toContain('local A = 0');
+    expect(buildScripts({ ...settings, clockArgument: true }).acquire.source).toContain('local A = 1');
   });
 
   it.each([

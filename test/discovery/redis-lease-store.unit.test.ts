@@ -105,6 +105,61 @@ describe('the Redis lease store', () => {
     });
   });
 
+  describe("what an acquire reads (its load strings' flags)", () => {
+    /** The MGETs the scripts ran while `run` ran, as lists of keys. */
+    async function mgets(run: () => Promise<void>): Promise<string[][]> {
+      const monitor = await server.client().monitor();
+      const seen: string[][] = [];
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source === 'lua' && args[0].toLowerCase() === 'mget') seen.push(args.slice(1));
+      });
+      await run();
+      // MONITOR's stream lags the replies: an ECHO from the admin connection marks the end.
+      let done = false;
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0].toLowerCase() === 'echo' && args[1] === 'mgets-end') done = true;
+      });
+      await admin.echo('mgets-end');
+      await eventually(() => done);
+      monitor.disconnect();
+      return seen;
+    }
+
+    it('reads one load string per candidate, and a hold or a cooldown only where its proxy may have one', async () => {
+      const { store, redis } = open({ keyPrefix: 'flags', proxies: 3 });
+      await connected(redis);
+      // Every proxy leased once: each has its load string.
+      const warm = await Promise.all([0, 1, 2].map(() => store.acquire(request())));
+      for (const lease of warm) if (lease.granted) await store.release(lease.lease.id);
+      const quiet = await mgets(async () => {
+        const lease = await store.acquire(request({ target: 't.example' }));
+        if (!lease.granted) throw new Error('expected a lease');
+        await store.release(lease.lease.id);
+      });
+      expect(quiet).toEqual([['{flags}:ld:ns/p0', '{flags}:ld:ns/p1', '{flags}:ld:ns/p2']]);
+      // A ban of ns/p0 for t.example and a hold on ns/p1: their next acquire reads those too.
+      const banned = await store.acquire(request());
+      const held = await store.acquire(request());
+      if (!banned.granted || !held.granted) throw new Error('expected two leases');
+      await store.report(banned.lease.id, 'banned', { target: 't.example' });
+      await store.report(held.lease.id, 'unreachable');
+      await store.release(banned.lease.id);
+      await store.release(held.lease.id);
+      let chosen = '';
+      const flagged = await mgets(async () => {
+        const lease = await store.acquire(request({ target: 't.example' }));
+        if (!lease.granted) throw new Error('expected a lease');
+        chosen = lease.lease.proxyID;
+      });
+      expect(flagged).toEqual([
+        ['{flags}:ld:ns/p0', '{flags}:ld:ns/p1', '{flags}:ld:ns/p2'],
+        // MONITOR shows the key's \0 as the four characters \x00.
+        ['{flags}:cd:ns/p0\\x00t.example', '{flags}:hold:ns/p1'],
+      ]);
+      expect(chosen).toBe('ns/p2');
+    });
+  });
+
   describe('when Redis is unreachable', () => {
     afterEach(async () => {
       server.resume();
