@@ -26,6 +26,8 @@ import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import { fleet } from './discovery-fleet.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
+import { ServerResponse, type RequestListener } from 'node:http';
+import { LatenessTrace, type TraceSummary } from './lateness-trace.js';
 
 const SECONDS = Number(process.env.BENCH_PROBE_SECONDS ?? 10);
 const PROXIES = Number(process.env.BENCH_LARGE_FLEET ?? 10_000);
@@ -38,7 +40,9 @@ const SERVER_ENV: Record<string, string> =
     : { ...OPERATOR_RUNTIME_ENV, NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS };
 
 type Message = { measure: number } | { stop: true };
-type Reply = { port: number } | { lateness: number[] };
+type Reply = { port: number } | { lateness: number[]; trace?: TraceSummary };
+/** BENCH_PROBE_TRACE=1: the server child also records where each late timer's time went. */
+const TRACE = process.env.BENCH_PROBE_TRACE === '1';
 
 interface Configuration {
   name: string;
@@ -74,7 +78,28 @@ async function server(maxLists: number): Promise<void> {
     rateLimit: DEFAULT_HANDLER_SETTINGS.discovery.rateLimit,
     maxConcurrentLists: maxLists,
   });
-  const http = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
+  const trace = TRACE ? new LatenessTrace() : undefined;
+  let listener: RequestListener = app;
+  if (trace !== undefined) {
+    // A page runs from its catalog read to its res.end, all in one turn (turn-queue.ts).
+    const list = catalog.list.bind(catalog);
+    catalog.list = (filter) => {
+      trace.pageStart();
+      return list(filter);
+    };
+    const end = ServerResponse.prototype.end;
+    ServerResponse.prototype.end = function (this: ServerResponse, ...args: unknown[]) {
+      const result = (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+      trace.pageEnd();
+      return result;
+    } as typeof end;
+    listener = (req, res) => {
+      const start = performance.now();
+      void app(req, res);
+      trace.request(start);
+    };
+  }
+  const http = new DiscoveryServer(listener, { host: '127.0.0.1', port: 0 }, logger);
   await http.start();
   process.send!({ port: http.port } satisfies Reply);
   process.on('message', (message: Message) => {
@@ -84,6 +109,7 @@ async function server(maxLists: number): Promise<void> {
     }
     // A probe schedule: each timer due at its planned instant; lateness = fired - planned.
     const lateness: number[] = [];
+    trace?.begin();
     const start = performance.now();
     const count = Math.round(message.measure * PROBES_PER_SECOND);
     for (let i = 0; i < count; i++) {
@@ -91,7 +117,14 @@ async function server(maxLists: number): Promise<void> {
       setTimeout(
         () => {
           lateness.push(performance.now() - due);
-          if (lateness.length === count) process.send!({ lateness } satisfies Reply);
+          trace?.timer(due);
+          if (lateness.length === count) {
+            if (trace === undefined) process.send!({ lateness } satisfies Reply);
+            else
+              void trace
+                .summary()
+                .then((summary) => process.send!({ lateness, trace: summary } satisfies Reply));
+          }
         },
         Math.max(0, due - performance.now()),
       );
@@ -114,12 +147,17 @@ interface Figures {
   refused: number;
   pageMillis: number[];
   pinned: string;
+  loadAfter: number;
+  idleTrace?: TraceSummary;
+  busyTrace?: TraceSummary;
 }
 
 async function measureConfiguration(config: Configuration): Promise<Figures> {
   const child = fork(new URL(import.meta.url).pathname, ['--server', String(config.maxLists)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ...SERVER_ENV },
+    // BENCH_SERVER_ARGS: node flags NODE_OPTIONS does not allow, e.g. --trace-gc (diagnosis).
+    execArgv: (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter((a) => a !== ''),
   });
   const next = () => new Promise<Reply>((resolve) => child.once('message', (m: Reply) => resolve(m)));
   const { port } = (await next()) as { port: number };
@@ -127,10 +165,10 @@ async function measureConfiguration(config: Configuration): Promise<Figures> {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CLIENTS });
   const measure = async () => {
     child.send({ measure: SECONDS } satisfies Message);
-    return ((await next()) as { lateness: number[] }).lateness;
+    return (await next()) as { lateness: number[]; trace?: TraceSummary };
   };
   const load = loadavg()[0];
-  const idle = await measure();
+  const { lateness: idle, trace: idleTrace } = await measure();
   let stop = false;
   let pages = 0;
   let lists = 0;
@@ -162,13 +200,27 @@ async function measureConfiguration(config: Configuration): Promise<Figures> {
     }
   };
   const clients = Array.from({ length: CLIENTS }, client);
-  const busy = await measure();
+  const { lateness: busy, trace: busyTrace } = await measure();
+  const loadAfter = loadavg()[0];
   stop = true;
   await Promise.all(clients);
   await pool.close();
   child.send({ stop: true } satisfies Message);
   await new Promise((r) => child.once('exit', r));
-  return { config, load, idle, busy, pages, lists, refused, pageMillis, pinned };
+  return {
+    config,
+    load,
+    loadAfter,
+    idle,
+    busy,
+    pages,
+    lists,
+    refused,
+    pageMillis,
+    pinned,
+    idleTrace,
+    busyTrace,
+  };
 }
 
 /**
@@ -192,7 +244,10 @@ function pinApart(serverPid: number): string {
 
 async function main(): Promise<void> {
   const rows: Figures[] = [];
-  for (const config of CONFIGURATIONS) rows.push(await measureConfiguration(config));
+  // BENCH_PROBE_ONLY=defaults (or any part of a configuration's name): only those.
+  const only = process.env.BENCH_PROBE_ONLY;
+  for (const config of CONFIGURATIONS)
+    if (only === undefined || config.name.includes(only)) rows.push(await measureConfiguration(config));
   const ms = (l: number[], p: number) => percentile(l, p).toFixed(2);
   const ratio = (f: Figures) => percentile(f.busy, 99) / Math.max(percentile(f.idle, 99), 1);
   process.stdout.write(
@@ -210,8 +265,54 @@ async function main(): Promise<void> {
       'ratio = lateness p99 listing / idle (idle floored at 1 ms); target <= 2: ' +
         rows.map((f) => `${f.config.name}: ${ratio(f) <= 2 ? 'met' : 'NOT met'}`).join('; '),
       '',
+      ...(TRACE ? rows.flatMap(traceLines) : []),
     ].join('\n'),
   );
+}
+
+/** Where the worst 1 % of timers' lateness went (BENCH_PROBE_TRACE=1). */
+function traceLines(f: Figures): string[] {
+  // NaN crosses the IPC channel as null.
+  const fix = (v: number | null, digits: number) => (v === null ? '-' : v.toFixed(digits));
+  const pct = (part: number, whole: number) => `${((100 * part) / Math.max(whole, 1e-9)).toFixed(0)} %`;
+  const lines = [
+    `### ${f.config.name}: the worst 1 % of timers (load average after: ${f.loadAfter.toFixed(2)})`,
+    '',
+    'Shares of their summed lateness (GC, page, other request work and the rest add up to it; waiting for a CPU is the time the thread was runnable but not running, which overlaps the others), and the cause that dominated each timer:',
+    '',
+    '| phase | timers | cut ms | sum ms | GC | page work | other request work | rest | waiting for a CPU | dominant causes | GCs (scavenges) | GC ms | longest GC ms | pages | page p50 / p99 / max ms | main thread CPU ms | its run-queue wait ms |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const [phase, t] of [
+    ['idle', f.idleTrace],
+    ['listing', f.busyTrace],
+  ] as const) {
+    if (t === undefined) continue;
+    const w = t.totals.lateness;
+    const causes = Object.entries(t.causes)
+      .sort((a, b) => b[1] - a[1])
+      .map(([c, n]) => `${c} ${n}`)
+      .join(', ');
+    lines.push(
+      `| ${phase} | ${t.late.length} | ${fix(t.cut, 2)} | ${fix(w, 1)} | ${pct(t.totals.gc, w)} | ${pct(t.totals.page, w)} | ${pct(t.totals.request, w)} | ${pct(t.totals.rest, w)} | ${pct(t.totals.runQueue, w)} | ${causes} | ${t.gcCount} (${t.scavenges}) | ${fix(t.gcMillis, 1)} | ${fix(t.gcMaxMillis, 2)} | ${t.pages} | ${fix(t.pageMillisP50, 2)} / ${fix(t.pageMillisP99, 2)} / ${fix(t.pageMillisMax, 2)} | ${fix(t.cpuMillis, 0)} | ${fix(t.runQueueMillis, 0)} |`,
+    );
+  }
+  const worst = f.busyTrace?.late.slice(0, 10) ?? [];
+  if (worst.length > 0) {
+    lines.push(
+      '',
+      'The ten worst timers while listing (ms):',
+      '',
+      '| lateness | cause | GC | GC kinds | page | other request | rest | waiting for a CPU |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    for (const l of worst)
+      lines.push(
+        `| ${l.lateness.toFixed(2)} | ${l.cause} | ${l.gc.toFixed(2)} | ${l.gcKinds} | ${l.page.toFixed(2)} | ${l.request.toFixed(2)} | ${l.rest.toFixed(2)} | ${l.runQueue.toFixed(2)} |`,
+      );
+  }
+  lines.push('');
+  return lines;
 }
 
 if (process.argv.includes('--server'))
