@@ -152,8 +152,17 @@ interface Figures {
   busyTrace?: TraceSummary;
 }
 
-async function measureConfiguration(config: Configuration): Promise<Figures> {
-  const child = fork(new URL(import.meta.url).pathname, ['--server', String(config.maxLists)], {
+/**
+ * BENCH_PROBE_BEFORE=path/to/another/build: each configuration is also measured with that
+ * build's server (its build/bench/discovery-probes.js), one right after the other, so a
+ * change is compared with what it replaced in the same run.
+ */
+const BEFORE = process.env.BENCH_PROBE_BEFORE;
+
+async function measureConfiguration(config: Configuration, build?: string): Promise<Figures> {
+  const script =
+    build === undefined ? new URL(import.meta.url).pathname : `${build}/bench/discovery-probes.js`;
+  const child = fork(script, ['--server', String(config.maxLists)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ...SERVER_ENV },
     // BENCH_SERVER_ARGS: node flags NODE_OPTIONS does not allow, e.g. --trace-gc (diagnosis).
@@ -247,7 +256,10 @@ async function main(): Promise<void> {
   // BENCH_PROBE_ONLY=defaults (or any part of a configuration's name): only those.
   const only = process.env.BENCH_PROBE_ONLY;
   for (const config of CONFIGURATIONS)
-    if (only === undefined || config.name.includes(only)) rows.push(await measureConfiguration(config));
+    if (only === undefined || config.name.includes(only)) {
+      if (BEFORE !== undefined) rows.push(await measureConfiguration(config, BEFORE));
+      rows.push(await measureConfiguration(config));
+    }
   const ms = (l: number[], p: number) => percentile(l, p).toFixed(2);
   const ratio = (f: Figures) => percentile(f.busy, 99) / Math.max(percentile(f.idle, 99), 1);
   process.stdout.write(
