@@ -20,7 +20,7 @@ function setup(options: Partial<MemoryLeaseStoreOptions> = {}, proxies: ProxyRec
     newID: () => `lease-${++next}`,
     ...options,
   });
-  const load = async (id: string) => (await store.usage([id])).get(id)!.activeLeases;
+  const load = async (id: string) => (await store.usage([id]))[0].activeLeases;
   const lease = async (overrides: Partial<LeaseRequest> = {}) =>
     granted(await store.acquire(request(overrides)));
   return { clock, catalog, store, load, lease };
@@ -637,7 +637,7 @@ describe('MemoryLeaseStore', () => {
       const held = await lease({ ttlSeconds: 3600 });
       for (let i = 0; i < 5000; i++) await store.report(held.id, 'ok', { target: `site-${i}.example` });
       expect((await store.totals()).cooldownsEvicted).toBe(0);
-      expect((await store.usage(['ns/a'])).get('ns/a')!.stats.ok).toBe(5000);
+      expect((await store.usage(['ns/a']))[0].stats.ok).toBe(5000);
     });
   });
 
@@ -652,7 +652,7 @@ describe('MemoryLeaseStore', () => {
       clock.advanceSeconds(300);
       await store.report(held.id, 'rate_limited');
       await store.report(held.id, 'ok');
-      const stats = async () => (await store.usage(['ns/a'])).get('ns/a')!.stats;
+      const stats = async () => (await store.usage(['ns/a']))[0].stats;
       expect(await stats()).toEqual({
         windowSeconds: 900,
         ok: 2,
@@ -724,13 +724,11 @@ describe('MemoryLeaseStore', () => {
       await lease();
       await store.report(a.id, 'banned', { target: 'x.example' });
       await store.report(a.id, 'banned', { target: 'y.example' });
-      expect(await store.usage(['ns/a', 'ns/b', 'ns/c'])).toEqual(
-        new Map([
-          ['ns/a', expect.objectContaining({ activeLeases: 2 })],
-          ['ns/b', expect.objectContaining({ activeLeases: 1 })],
-          ['ns/c', expect.objectContaining({ activeLeases: 0 })],
-        ]),
-      );
+      expect(await store.usage(['ns/a', 'ns/b', 'ns/c'])).toEqual([
+        expect.objectContaining({ activeLeases: 2 }),
+        expect.objectContaining({ activeLeases: 1 }),
+        expect.objectContaining({ activeLeases: 0 }),
+      ]);
       expect(await store.totals()).toEqual({
         activeLeases: 3,
         activeSessions: 2,
@@ -815,9 +813,7 @@ describe('MemoryLeaseStore', () => {
       expect(again).toEqual(
         expect.objectContaining({ granted: true, session: { key: 'crawl-1', moved: true } }),
       );
-      expect((await s.store.usage(['ns/a'])).get('ns/a')).toEqual(
-        expect.objectContaining({ held: 'suspect' }),
-      );
+      expect((await s.store.usage(['ns/a']))[0]).toEqual(expect.objectContaining({ held: 'suspect' }));
       expect((await s.store.totals()).suspectProxies).toBe(1);
     });
 
@@ -868,21 +864,21 @@ describe('MemoryLeaseStore', () => {
       const s = setup({}, two());
       await s.store.observeHealth('ns/a', { kind: 'down', address: A });
       expect((await s.lease()).proxyID).toBe('ns/b');
-      expect((await s.store.usage(['ns/a'])).get('ns/a')).toEqual(expect.objectContaining({ held: 'down' }));
+      expect((await s.store.usage(['ns/a']))[0]).toEqual(expect.objectContaining({ held: 'down' }));
       await s.store.observeHealth('ns/a', { kind: 'up', address: A });
       expect((await s.lease()).proxyID).toBe('ns/a');
       // Down again; then the status says unhealthy, then healthy: the status decides from there.
       await s.store.observeHealth('ns/a', { kind: 'down', address: A });
       s.catalog.proxies = [proxy('ns/a', { latencyMillis: 1, healthy: false }), two()[1]];
       s.catalog.proxies = two();
-      expect((await s.store.usage(['ns/a'])).get('ns/a')?.held).toBeUndefined();
+      expect((await s.store.usage(['ns/a']))[0]?.held).toBeUndefined();
       const fresh = await s.store.acquire(request());
       expect(fresh.granted && fresh.lease.proxyID).toBe('ns/a');
     });
 
     it('counts unreachable reports in the statistics without benching any target', async () => {
       const s = await reportedDead();
-      expect((await s.store.usage(['ns/a'])).get('ns/a')?.stats).toEqual(
+      expect((await s.store.usage(['ns/a']))[0]?.stats).toEqual(
         expect.objectContaining({ unreachable: 1, banned: 0, rate_limited: 0 }),
       );
       expect((await s.store.totals()).activeCooldowns).toBe(0);
