@@ -12,6 +12,13 @@
 // The server and the schedule run in a child process, the clients here. The child runs with
 // the Deployment's Node settings (its heap and young-generation sizes decide how long a
 // collection holds the timers up); BENCH_NODE_OPTIONS replaces them to compare others.
+//
+// Since the fifth try (docs/benchmarks.md) the server serves one list and settles before the
+// idle phase, and the clients run at SCHED_IDLE, reading only a page's tail: crawlers on other
+// machines take none of the operator's CPU. BENCH_PROBE_METHOD=fourth measures the earlier
+// way, =both each configuration both ways. Diagnosis: BENCH_PROBE_TRACE=1 (where the worst
+// 1 % of timers' lateness went), BENCH_PROBE_BEFORE=another/build (its server, same run),
+// BENCH_PROBE_ONLY=defaults (one configuration), BENCH_SERVER_ARGS=--trace-gc.
 import { execFileSync, fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { pino } from 'pino';
@@ -147,10 +154,38 @@ interface Figures {
   refused: number;
   pageMillis: number[];
   pinned: string;
+  /** The clients' scheduling policy while they listed. */
+  clientsPolicy: string;
   loadAfter: number;
   idleTrace?: TraceSummary;
   busyTrace?: TraceSummary;
 }
+
+/**
+ * How the bench measures. The fourth try's method: the idle phase right after the server
+ * starts, clients at the server's CPU priority, each reading its whole page as text. The
+ * fifth try's: the server first serves one list of the fleet and settles (its start-up
+ * collections and cold caches out of both phases), and the clients, which stand for
+ * crawlers on other machines, run at SCHED_IDLE and read only the tail of a page, so that
+ * the load generator takes only CPU the server leaves (docs/benchmarks.md, fifth try).
+ */
+interface Method {
+  name: string;
+  warm: boolean;
+  idleClients: boolean;
+  tailOnly: boolean;
+}
+
+const FOURTH: Method = { name: "fourth try's", warm: false, idleClients: false, tailOnly: false };
+const FIFTH: Method = { name: "fifth try's", warm: true, idleClients: true, tailOnly: true };
+/** BENCH_PROBE_METHOD=fifth (default), fourth, or both (each configuration both ways). */
+const METHODS: Method[] =
+  process.env.BENCH_PROBE_METHOD === 'both'
+    ? [FOURTH, FIFTH]
+    : process.env.BENCH_PROBE_METHOD === 'fourth'
+      ? [FOURTH]
+      : [FIFTH];
+const SETTLE_MILLIS = 2000;
 
 /**
  * BENCH_PROBE_BEFORE=path/to/another/build: each configuration is also measured with that
@@ -159,7 +194,7 @@ interface Figures {
  */
 const BEFORE = process.env.BENCH_PROBE_BEFORE;
 
-async function measureConfiguration(config: Configuration, build?: string): Promise<Figures> {
+async function measureConfiguration(config: Configuration, method: Method, build?: string): Promise<Figures> {
   const script =
     build === undefined ? new URL(import.meta.url).pathname : `${build}/bench/discovery-probes.js`;
   const child = fork(script, ['--server', String(config.maxLists)], {
@@ -176,6 +211,23 @@ async function measureConfiguration(config: Configuration, build?: string): Prom
     child.send({ measure: SECONDS } satisfies Message);
     return (await next()) as { lateness: number[]; trace?: TraceSummary };
   };
+  if (method.warm) {
+    // One list of the whole fleet, as any API that has served clients has, then a pause:
+    // the start-up's collections and the first pass's cold caches belong to neither phase.
+    let cont: string | undefined;
+    do {
+      const res = await pool.request({
+        path: `/v1/proxies?limit=${config.page}${cont === undefined ? '' : `&continue=${cont}`}`,
+        method: 'GET',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      const text = await res.body.text();
+      if (res.statusCode !== 200)
+        throw new Error(`warm-up list answered ${res.statusCode}: ${text.slice(0, 200)}`);
+      cont = /"continue":"([^"]+)"\}$/.exec(text.slice(-200))?.[1];
+    } while (cont !== undefined);
+    await new Promise((r) => setTimeout(r, SETTLE_MILLIS));
+  }
   const load = loadavg()[0];
   const { lateness: idle, trace: idleTrace } = await measure();
   let stop = false;
@@ -192,9 +244,10 @@ async function measureConfiguration(config: Configuration, build?: string): Prom
         method: 'GET',
         headers: { authorization: `Bearer ${TOKEN}` },
       });
-      // Only the tail is read for `continue`: parsing the items would make the client, not
-      // the API, what competes with the server for the CPU.
-      const text = await res.body.text();
+      // Only the tail is needed for `continue`: parsing the items would make the client, not
+      // the API, what competes with the server for the CPU. The fifth try's clients do not
+      // even decode the rest (the fourth's read the whole page as text).
+      const text = method.tailOnly ? await tail(res.body) : await res.body.text();
       if (res.statusCode === 429) {
         // As a client must: wait what Retry-After says, then ask for the same page again.
         refused++;
@@ -208,16 +261,22 @@ async function measureConfiguration(config: Configuration, build?: string): Prom
       if (cont === undefined) lists++;
     }
   };
+  const clientsPolicy = method.idleClients ? schedule('idle') : 'normal';
   const clients = Array.from({ length: CLIENTS }, client);
   const { lateness: busy, trace: busyTrace } = await measure();
   const loadAfter = loadavg()[0];
   stop = true;
   await Promise.all(clients);
+  if (method.idleClients) schedule('other');
   await pool.close();
   child.send({ stop: true } satisfies Message);
   await new Promise((r) => child.once('exit', r));
   return {
-    config,
+    config: {
+      ...config,
+      name: `${config.name}${build === undefined ? '' : ` [before: ${build}]`}${METHODS.length > 1 ? `, ${method.name} method` : ''}`,
+    },
+    clientsPolicy,
     load,
     loadAfter,
     idle,
@@ -230,6 +289,33 @@ async function measureConfiguration(config: Configuration, build?: string): Prom
     idleTrace,
     busyTrace,
   };
+}
+
+/** The last 200 bytes of a body, as text, without decoding the rest. */
+async function tail(body: AsyncIterable<Buffer>): Promise<string> {
+  let last: Buffer = Buffer.alloc(0);
+  for await (const chunk of body) {
+    last = chunk.length >= 200 ? chunk : Buffer.concat([last, chunk]).subarray(-200);
+  }
+  return last.subarray(-200).toString('utf8');
+}
+
+/**
+ * Puts every thread of this process (the clients) under SCHED_IDLE, or back under the
+ * normal policy (`chrt`): crawlers on other machines do not take the operator's CPU, and on
+ * the bench's two cores the clients would. The server was forked before, at the normal
+ * policy. Returns the policy the clients list under; throws if the way back fails (every
+ * later server would inherit the idle policy).
+ */
+function schedule(policy: 'idle' | 'other'): string {
+  try {
+    execFileSync('chrt', [`--${policy}`, '-a', '-p', '0', String(process.pid)], { stdio: 'ignore' });
+    return policy === 'idle' ? 'SCHED_IDLE' : 'normal';
+  } catch (err) {
+    if (policy === 'other')
+      throw new Error('could not put the clients back under SCHED_OTHER', { cause: err });
+    return 'normal (chrt failed)';
+  }
 }
 
 /**
@@ -257,8 +343,10 @@ async function main(): Promise<void> {
   const only = process.env.BENCH_PROBE_ONLY;
   for (const config of CONFIGURATIONS)
     if (only === undefined || config.name.includes(only)) {
-      if (BEFORE !== undefined) rows.push(await measureConfiguration(config, BEFORE));
-      rows.push(await measureConfiguration(config));
+      for (const method of METHODS) {
+        if (BEFORE !== undefined) rows.push(await measureConfiguration(config, method, BEFORE));
+        rows.push(await measureConfiguration(config, method));
+      }
     }
   const ms = (l: number[], p: number) => percentile(l, p).toFixed(2);
   const ratio = (f: Figures) => percentile(f.busy, 99) / Math.max(percentile(f.idle, 99), 1);
@@ -267,11 +355,11 @@ async function main(): Promise<void> {
       '',
       `## probe lateness while clients list (${PROXIES} proxies, ${PROBES_PER_SECOND} probes/s, ${CLIENTS} clients, ${SECONDS} s each; server NODE_OPTIONS=${SERVER_ENV.NODE_OPTIONS})`,
       '',
-      '| configuration | pinned | load average (1 min) | idle p99 ms | listing p50 ms | listing p99 ms | max ms | ratio p99 | pages/s | 429s/s | page p99 ms |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      '| configuration | pinned | clients | load average (1 min) before / after | idle p99 ms | listing p50 ms | listing p99 ms | max ms | ratio p99 | pages/s | 429s/s | page p99 ms |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows.map(
         (f) =>
-          `| ${f.config.name} | ${f.pinned} | ${f.load.toFixed(2)} | ${ms(f.idle, 99)} | ${ms(f.busy, 50)} | ${ms(f.busy, 99)} | ${Math.max(...f.busy).toFixed(2)} | ${ratio(f).toFixed(2)} | ${(f.pages / SECONDS).toFixed(0)} | ${(f.refused / SECONDS).toFixed(0)} | ${f.pageMillis.length === 0 ? '-' : percentile(f.pageMillis, 99).toFixed(1)} |`,
+          `| ${f.config.name} | ${f.pinned} | ${f.clientsPolicy} | ${f.load.toFixed(2)} / ${f.loadAfter.toFixed(2)} | ${ms(f.idle, 99)} | ${ms(f.busy, 50)} | ${ms(f.busy, 99)} | ${Math.max(...f.busy).toFixed(2)} | ${ratio(f).toFixed(2)} | ${(f.pages / SECONDS).toFixed(0)} | ${(f.refused / SECONDS).toFixed(0)} | ${f.pageMillis.length === 0 ? '-' : percentile(f.pageMillis, 99).toFixed(1)} |`,
       ),
       '',
       'ratio = lateness p99 listing / idle (idle floored at 1 ms); target <= 2: ' +
