@@ -177,7 +177,14 @@ interface Method {
 }
 
 const FOURTH: Method = { name: "fourth try's", warm: false, idleClients: false, tailOnly: false };
-const FIFTH: Method = { name: "fifth try's", warm: true, idleClients: true, tailOnly: true };
+/** BENCH_PROBE_CLIENTS=normal: the fifth try's method with the clients at the normal policy. */
+const FIFTH: Method = {
+  name:
+    process.env.BENCH_PROBE_CLIENTS === 'normal' ? "fifth try's (clients at normal policy)" : "fifth try's",
+  warm: true,
+  idleClients: process.env.BENCH_PROBE_CLIENTS !== 'normal',
+  tailOnly: true,
+};
 /** BENCH_PROBE_METHOD=fifth (default), fourth, or both (each configuration both ways). */
 const METHODS: Method[] =
   process.env.BENCH_PROBE_METHOD === 'both'
