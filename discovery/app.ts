@@ -20,6 +20,7 @@ import type { Lease, LeaseStore, NoLeaseReason } from './lease-store.js';
 import { leasability } from './leasability.js';
 import { openApiDocument } from './openapi.js';
 import { ProxyListSerializer, toLeaseView, toProxyView } from './proxy-view.js';
+import type { PageBuffers } from './page-buffers.js';
 import {
   parseLeaseBody,
   parseListQuery,
@@ -54,6 +55,8 @@ export interface DiscoveryAppOptions {
   maxConcurrentLists?: number;
   logger: Logger;
   registry: Registry;
+  /** The pool list pages are written into (default: a pool of its own); given to watch it. */
+  pageBuffers?: PageBuffers;
   defaultTTLSeconds?: number;
   maxTTLSeconds?: number;
 }
@@ -63,7 +66,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
   const cooldowns = new TargetCooldownMetrics(options.registry);
-  const serializer = new ProxyListSerializer();
+  const serializer = new ProxyListSerializer(options.pageBuffers);
   const token = options.token?.trim() ?? '';
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
   const reportLog = new ReportLog(logger);
@@ -120,13 +123,14 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       try {
         // One page per loop iteration: the probes' timers run between any two (turn-queue.ts).
         await listTurns.turn();
+        // A client that left while the page waited for its turn costs no page.
+        if (res.destroyed) return;
         const { items, next } = page(catalog.list(query), query);
         const usage = await leases.usage(items.map((p) => p.id));
-        sendJSON(
-          res,
-          200,
-          serializer.list(items, usage, next === undefined ? undefined : continueToken(next)),
-        );
+        const body = serializer.list(items, usage, next === undefined ? undefined : continueToken(next));
+        // The page's buffer is reused once the response is done with it: written, or cut off.
+        res.once('close', () => serializer.release(body));
+        sendJSON(res, 200, body);
       } finally {
         listSlots.release(who);
       }

@@ -41,7 +41,13 @@ export class IndexedCatalog implements ProxyCatalog {
       this.listCache.set(key, cached);
       return cached.records;
     }
-    const records = Object.freeze(this.compute(filter.selector ?? {}, filter.healthy, filter.exitIP));
+    // Not frozen (its records are, and callers get it as readonly): V8 slices a frozen array
+    // on a slow path, ~15 us for a page of 200 against 0.3 us (docs/benchmarks.md).
+    const records: readonly ProxyRecord[] = this.compute(
+      filter.selector ?? {},
+      filter.healthy,
+      filter.exitIP,
+    );
     this.listCache.delete(key);
     this.listCache.set(key, { version: this.currentVersion, records });
     if (this.listCache.size > LIST_CACHE_ENTRIES) this.listCache.delete(this.listCache.keys().next().value!);

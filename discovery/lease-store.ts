@@ -201,8 +201,12 @@ export interface LeaseStore {
   onProbeRequest(listener: ProbeRequestListener): () => void;
   /** Forgets a session's binding (this owner's session of that key); its leases stay valid. Idempotent. */
   endSession(key: string, owner?: string): Promise<void>;
-  /** Live leases and recent report counts, for many proxies in one call (one round trip). */
-  usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>>;
+  /**
+   * Live leases and recent report counts, for many proxies in one call (one round trip):
+   * element i is proxy `proxyIDs[i]`'s. An array, not a map: a list page asks for 200 at a
+   * time, and a map of 200 entries is most of the page's garbage (docs/benchmarks.md).
+   */
+  usage(proxyIDs: readonly string[]): Promise<ProxyUsage[]>;
   /**
    * One proxy's usage and its running cooldowns (every target), read at once, with the
    * store's time of the reading: what GET /v1/proxies/{namespace}/{name} explains.

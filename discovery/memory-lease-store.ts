@@ -333,10 +333,10 @@ export class MemoryLeaseStore implements LeaseStore {
     this.sessions.end(scopedKey(owner, key));
   }
 
-  async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
+  async usage(proxyIDs: readonly string[]): Promise<ProxyUsage[]> {
     const now = this.expireDue();
-    const usage = new Map<string, ProxyUsage>();
-    for (const id of proxyIDs) usage.set(id, this.usageOf(id, now));
+    const usage = new Array<ProxyUsage>(proxyIDs.length);
+    for (let i = 0; i < proxyIDs.length; i++) usage[i] = this.usageOf(proxyIDs[i], now);
     return usage;
   }
 

@@ -1,6 +1,7 @@
 // The JSON shapes of proxies and leases on the wire.
 import type { ProxyRecord } from './catalog.js';
 import type { HoldReason, Lease, OutcomeStats, ProxyUsage, SessionOutcome } from './lease-store.js';
+import { PageBuffers } from './page-buffers.js';
 
 export interface ProxyView {
   id: string;
@@ -88,34 +89,63 @@ export function proxyURL(
 }
 
 const OPEN = Buffer.from('{"items":[');
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']}');
+const COMMA = 0x2c;
 
 /**
  * Serializes `{items: [...]}` from per-record fragments: the static part of each record is
  * serialized once per record (records are immutable and replaced on change), only the live
  * lease count and statistics are appended per answer, and the whole item of an idle proxy (no
- * leases, no reports: most of a large fleet) is kept as ready bytes.
+ * leases, no reports: most of a large fleet) is kept as ready bytes. A page is written in
+ * one pass into a buffer of its exact size from a pool (page-buffers.ts): no array of parts,
+ * no copy into a fresh buffer; the caller gives the buffer back with `release` once the
+ * response no longer reads it.
  */
 export class ProxyListSerializer {
   private readonly fragments = new WeakMap<ProxyRecord, string>();
   private readonly idleItems = new WeakMap<ProxyRecord, { windowSeconds: number; bytes: Buffer }>();
+  /** The items of the page being written (ready bytes, or a busy item's text); emptied after. */
+  private readonly parts: (Buffer | string)[] = [];
 
-  /** The list answer as UTF-8 bytes; `continueToken` when another page follows. */
-  list(
-    proxies: readonly ProxyRecord[],
-    usage: ReadonlyMap<string, ProxyUsage>,
-    continueToken?: string,
-  ): Buffer {
-    const parts: Buffer[] = [OPEN];
-    for (let i = 0; i < proxies.length; i++) {
-      if (i > 0) parts.push(COMMA);
-      parts.push(this.itemBytes(proxies[i], usage.get(proxies[i].id)!));
+  constructor(private readonly buffers = new PageBuffers()) {}
+
+  /**
+   * The list answer as UTF-8 bytes; `usage[i]` is `proxies[i]`'s. `continueToken` when another
+   * page follows. Give the result back with `release` when it has been written.
+   */
+  list(proxies: readonly ProxyRecord[], usage: readonly ProxyUsage[], continueToken?: string): Buffer {
+    if (usage.length !== proxies.length) {
+      throw new Error(`usage for ${usage.length} proxies, expected ${proxies.length}`);
     }
-    parts.push(
-      continueToken === undefined ? CLOSE : Buffer.from(`],"continue":${JSON.stringify(continueToken)}}`),
-    );
-    return Buffer.concat(parts);
+    const parts = this.parts;
+    const tail = continueToken === undefined ? ']}' : `],"continue":${JSON.stringify(continueToken)}}`;
+    let length = OPEN.length + Math.max(0, proxies.length - 1) + Buffer.byteLength(tail);
+    for (let i = 0; i < proxies.length; i++) {
+      const part = this.itemPart(proxies[i], usage[i]);
+      parts.push(part);
+      length += typeof part === 'string' ? Buffer.byteLength(part) : part.length;
+    }
+    const out = this.buffers.take(length);
+    out.set(OPEN, 0);
+    let at = OPEN.length;
+    for (let i = 0; i < parts.length; i++) {
+      if (i > 0) out[at++] = COMMA;
+      const part = parts[i];
+      if (typeof part === 'string') {
+        at += out.write(part, at);
+      } else {
+        out.set(part, at);
+        at += part.length;
+      }
+    }
+    parts.length = 0;
+    at += out.write(tail, at);
+    if (at !== length) throw new Error(`list page of ${length} bytes written as ${at}`);
+    return out;
+  }
+
+  /** Gives back a page `list` returned, once nothing reads it any more (its response closed). */
+  release(page: Uint8Array): void {
+    this.buffers.give(page);
   }
 
   item(proxy: ProxyRecord, usage: ProxyUsage): string {
@@ -141,11 +171,12 @@ export class ProxyListSerializer {
     return `${fragment},"activeLeases":${usage.activeLeases},"stats":{"windowSeconds":${windowSeconds},"ok":${ok},"banned":${banned},"rate_limited":${rate_limited},"unreachable":${unreachable}}${held}}`;
   }
 
-  private itemBytes(proxy: ProxyRecord, usage: ProxyUsage): Buffer {
+  /** An idle item's ready bytes, or a busy item's text (written straight into the page). */
+  private itemPart(proxy: ProxyRecord, usage: ProxyUsage): Buffer | string {
     const { windowSeconds, ok, banned, rate_limited, unreachable } = usage.stats;
     const busy = usage.activeLeases !== 0 || usage.held !== undefined;
     if (busy || ok !== 0 || banned !== 0 || rate_limited !== 0 || unreachable !== 0) {
-      return Buffer.from(this.item(proxy, usage));
+      return this.item(proxy, usage);
     }
     const cached = this.idleItems.get(proxy);
     if (cached !== undefined && cached.windowSeconds === windowSeconds) return cached.bytes;

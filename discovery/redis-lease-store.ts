@@ -406,9 +406,8 @@ export class RedisLeaseStore implements LeaseStore {
     await this.eval('endSession', [scoped]);
   }
 
-  async usage(proxyIDs: readonly string[]): Promise<Map<string, ProxyUsage>> {
-    const usage = new Map<string, ProxyUsage>();
-    if (proxyIDs.length === 0) return usage;
+  async usage(proxyIDs: readonly string[]): Promise<ProxyUsage[]> {
+    if (proxyIDs.length === 0) return [];
     // Reads only: one pipeline (one round trip), no script holding the server for a long list.
     const now = this.clock?.now() ?? Date.now();
     const pipeline = this.redis.pipeline();
@@ -425,21 +424,20 @@ export class RedisLeaseStore implements LeaseStore {
     };
     const holds = value(proxyIDs.length * 2) as (string | null)[];
     const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
-    proxyIDs.forEach((id, i) => {
+    return proxyIDs.map((id, i) => {
       const activeLeases = Number(value(i * 2));
       const record = this.catalog.get(id);
       const held = holdReason(holds[i], record === undefined ? '' : addressOf(record), now);
       this.hint(id, activeLeases);
-      usage.set(id, {
+      return {
         activeLeases,
         stats: {
           windowSeconds: this.statsWindowSeconds,
           ...windowCounts(value(i * 2 + 1) as string[], oldest),
         },
         ...(held === undefined ? {} : { held }),
-      });
+      };
     });
-    return usage;
   }
 
   async standing(proxyID: string): Promise<ProxyStanding> {

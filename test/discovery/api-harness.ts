@@ -7,6 +7,7 @@ import { createDiscoveryApp } from '../../discovery/app.js';
 import type { BucketLimits } from '../../discovery/token-bucket.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
 import type { LeaseStore } from '../../discovery/lease-store.js';
+import type { PageBuffers } from '../../discovery/page-buffers.js';
 import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../discovery/memory-lease-store.js';
 import { DiscoveryServer, type DiscoveryServerOptions } from '../../discovery/server.js';
 import { capturingLogger, FakeClock, TestCatalog } from './fixtures.js';
@@ -24,6 +25,8 @@ export interface HarnessOptions {
   maxTTLSeconds?: number;
   server?: Partial<DiscoveryServerOptions>;
   store?: Partial<MemoryLeaseStoreOptions>;
+  /** The pool list pages are written into (tests that watch it). */
+  pageBuffers?: PageBuffers;
   /** Puts a decorator between the app and the store (tests that watch every store call). */
   wrapStore?: (store: MemoryLeaseStore) => LeaseStore;
 }
@@ -79,6 +82,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(options.tokens === undefined ? {} : { tokens: options.tokens }),
     ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
     ...(options.maxConcurrentLists === undefined ? {} : { maxConcurrentLists: options.maxConcurrentLists }),
+    ...(options.pageBuffers === undefined ? {} : { pageBuffers: options.pageBuffers }),
     logger,
     registry,
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,
@@ -95,7 +99,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logLines: lines,
     server,
     call: (method, path, callOptions) => call(baseURL, method, path, callOptions),
-    activeLeases: async (proxyID) => (await store.usage([proxyID])).get(proxyID)!.activeLeases,
+    activeLeases: async (proxyID) => (await store.usage([proxyID]))[0].activeLeases,
     stop: () => server.stop(),
   };
 }

@@ -290,7 +290,7 @@ describe('the indexed lease path against a scan of the whole fleet', () => {
       }
       if (step % 100 === 0) {
         const usage = await store.usage(IDS);
-        const loads = IDS.map((id) => usage.get(id)!.activeLeases);
+        const loads = usage.map((u) => u.activeLeases);
         expect({ step, loads }).toEqual({ step, loads: IDS.map((id) => ref.load(id, clock.now())) });
       }
     }

@@ -83,7 +83,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       ...options,
     });
     created.push(store);
-    const load = async (id: string) => (await store.usage([id])).get(id)!.activeLeases;
+    const load = async (id: string) => (await store.usage([id]))[0].activeLeases;
     const lease = async (overrides: Partial<LeaseRequest> = {}) =>
       granted(await store.acquire(request(overrides)));
     return { clock, catalog, store, load, lease };
@@ -762,7 +762,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         const held = await lease({ ttlSeconds: 3600 });
         for (let i = 0; i < 500; i++) await store.report(held.id, 'ok', { target: `site-${i}.example` });
         expect((await store.totals()).cooldownsEvicted).toBe(0);
-        expect((await store.usage(['ns/a'])).get('ns/a')!.stats.ok).toBe(500);
+        expect((await store.usage(['ns/a']))[0].stats.ok).toBe(500);
         // Room is still there for a real ban.
         expect(
           (await store.report(held.id, 'banned', { target: 'shop.example' }))!.cooldownUntil,
@@ -781,7 +781,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         clock.advanceSeconds(300);
         await store.report(held.id, 'rate_limited');
         await store.report(held.id, 'ok');
-        const stats = async () => (await store.usage(['ns/a'])).get('ns/a')!.stats;
+        const stats = async () => (await store.usage(['ns/a']))[0].stats;
         expect(await stats()).toEqual({
           windowSeconds: 900,
           ok: 2,
@@ -840,7 +840,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         // A prefix that would spell the owner's scoped key from another owner's ID.
         expect(await store.renew(`a.${mine.id}`, undefined, 'team')).toBeUndefined();
         expect(await load('ns/a')).toBe(1);
-        expect((await store.usage(['ns/a'])).get('ns/a')!.stats.banned).toBe(0);
+        expect((await store.usage(['ns/a']))[0].stats.banned).toBe(0);
         // The owner's lease is untouched: it keeps its expiry and still leases no second time.
         const live = await store.get(mine.id, 'team-a');
         expect(live).toMatchObject({ id: mine.id, owner: 'team-a', target: 'example.com' });
@@ -951,13 +951,11 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         await lease();
         await store.report(a.id, 'banned', { target: 'x.example' });
         await store.report(a.id, 'banned', { target: 'y.example' });
-        expect(await store.usage(['ns/a', 'ns/b', 'ns/c'])).toEqual(
-          new Map([
-            ['ns/a', expect.objectContaining({ activeLeases: 2 })],
-            ['ns/b', expect.objectContaining({ activeLeases: 1 })],
-            ['ns/c', expect.objectContaining({ activeLeases: 0 })],
-          ]),
-        );
+        expect(await store.usage(['ns/a', 'ns/b', 'ns/c'])).toEqual([
+          expect.objectContaining({ activeLeases: 2 }),
+          expect.objectContaining({ activeLeases: 1 }),
+          expect.objectContaining({ activeLeases: 0 }),
+        ]);
         expect(await store.totals()).toEqual({
           activeLeases: 3,
           activeSessions: 2,
@@ -970,6 +968,19 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         });
         clock.advanceSeconds(60);
         expect((await store.totals()).activeCooldowns).toBe(0);
+      });
+
+      it('answers usage in the order asked, one entry per id asked, unknown ids idle', async () => {
+        const { store, lease } = setup({}, [
+          proxy('ns/a', { maxLeases: 2, latencyMillis: 1 }),
+          proxy('ns/b', { latencyMillis: 2 }),
+        ]);
+        await lease();
+        await lease();
+        await lease();
+        const usage = await store.usage(['ns/b', 'ns/gone', 'ns/a', 'ns/b']);
+        expect(usage.map((u) => u.activeLeases)).toEqual([1, 0, 2, 1]);
+        expect(await store.usage([])).toEqual([]);
       });
     });
 
@@ -1124,9 +1135,9 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         for (const target of ['example.com', 'other.org', undefined]) {
           expect(granted(await s.store.acquire(request({ target }))).proxyID).toBe('ns/b');
         }
-        const usage = await s.store.usage(['ns/a', 'ns/b']);
-        expect(usage.get('ns/a')).toMatchObject({ held: 'suspect', stats: { unreachable: 1 } });
-        expect(usage.get('ns/b')!.held).toBeUndefined();
+        const [a, b] = await s.store.usage(['ns/a', 'ns/b']);
+        expect(a).toMatchObject({ held: 'suspect', stats: { unreachable: 1 } });
+        expect(b.held).toBeUndefined();
         expect(await s.store.totals()).toMatchObject({
           suspectProxies: 1,
           suspicionsRaised: 1,
@@ -1219,7 +1230,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           suspicionsRaised: 1,
           suspicionsExpired: 1,
         });
-        expect((await s.store.usage(['ns/a'])).get('ns/a')!.held).toBeUndefined();
+        expect((await s.store.usage(['ns/a']))[0].held).toBeUndefined();
       });
 
       it('does not believe a report right after a probe cleared the address (the abuse guard)', async () => {
@@ -1283,7 +1294,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         const s = setup();
         await s.store.observeHealth('ns/a', { kind: 'down', address: ADDRESS });
         expect(await s.store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
-        expect((await s.store.usage(['ns/a'])).get('ns/a')!.held).toBe('down');
+        expect((await s.store.usage(['ns/a']))[0].held).toBe('down');
         await event(s);
         // A catalog change reaches a shared book in the background; give it a moment.
         const deadline = Date.now() + 2000;
@@ -1300,7 +1311,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         const held = await s.lease({ ttlSeconds: 3600 });
         await s.store.report(held.id, 'unreachable');
         await s.store.observeHealth('ns/a', { kind: 'down', address: ADDRESS });
-        expect((await s.store.usage(['ns/a'])).get('ns/a')!.held).toBe('down');
+        expect((await s.store.usage(['ns/a']))[0].held).toBe('down');
         s.clock.advanceSeconds(120);
         expect(await s.store.totals()).toMatchObject({ suspectProxies: 0, suspicionsExpired: 0 });
         expect(await s.store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
@@ -1367,8 +1378,8 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         await Promise.all(ops.map((op) => op()));
         expect(violations).toEqual([]);
         const usage = await store.usage(proxies.map((p) => p.id));
-        for (const p of proxies) expect(usage.get(p.id)!.activeLeases).toBeLessThanOrEqual(p.maxLeases);
-        const total = [...usage.values()].reduce((n, u) => n + u.activeLeases, 0);
+        proxies.forEach((p, i) => expect(usage[i].activeLeases).toBeLessThanOrEqual(p.maxLeases));
+        const total = usage.reduce((n, u) => n + u.activeLeases, 0);
         expect(total).toBe(live.size);
         expect((await store.totals()).activeLeases).toBe(live.size);
       });
