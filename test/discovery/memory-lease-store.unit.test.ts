@@ -20,7 +20,7 @@ function setup(options: Partial<MemoryLeaseStoreOptions> = {}, proxies: ProxyRec
     newID: () => `lease-${++next}`,
     ...options,
   });
-  const load = async (id: string) => (await store.usage([id])).get(id)!.activeLeases;
+  const load = async (id: string) => (await store.usage([id]))[0].activeLeases;
   const lease = async (overrides: Partial<LeaseRequest> = {}) =>
     granted(await store.acquire(request(overrides)));
   return { clock, catalog, store, load, lease };
@@ -169,7 +169,7 @@ describe('MemoryLeaseStore', () => {
       const held = await lease({ ttlSeconds: 3600 });
       for (let i = 0; i < 5000; i++) await store.report(held.id, 'ok', { target: `site-${i}.example` });
       expect((await store.totals()).cooldownsEvicted).toBe(0);
-      expect((await store.usage(['ns/a'])).get('ns/a')!.stats.ok).toBe(5000);
+      expect((await store.usage(['ns/a']))[0].stats.ok).toBe(5000);
     });
   });
 
@@ -242,9 +242,7 @@ describe('MemoryLeaseStore', () => {
       expect(again).toEqual(
         expect.objectContaining({ granted: true, session: { key: 'crawl-1', moved: true } }),
       );
-      expect((await s.store.usage(['ns/a'])).get('ns/a')).toEqual(
-        expect.objectContaining({ held: 'suspect' }),
-      );
+      expect((await s.store.usage(['ns/a']))[0]).toEqual(expect.objectContaining({ held: 'suspect' }));
       expect((await s.store.totals()).suspectProxies).toBe(1);
     });
 
@@ -295,21 +293,21 @@ describe('MemoryLeaseStore', () => {
       const s = setup({}, two());
       await s.store.observeHealth('ns/a', { kind: 'down', address: A });
       expect((await s.lease()).proxyID).toBe('ns/b');
-      expect((await s.store.usage(['ns/a'])).get('ns/a')).toEqual(expect.objectContaining({ held: 'down' }));
+      expect((await s.store.usage(['ns/a']))[0]).toEqual(expect.objectContaining({ held: 'down' }));
       await s.store.observeHealth('ns/a', { kind: 'up', address: A });
       expect((await s.lease()).proxyID).toBe('ns/a');
       // Down again; then the status says unhealthy, then healthy: the status decides from there.
       await s.store.observeHealth('ns/a', { kind: 'down', address: A });
       s.catalog.proxies = [proxy('ns/a', { latencyMillis: 1, healthy: false }), two()[1]];
       s.catalog.proxies = two();
-      expect((await s.store.usage(['ns/a'])).get('ns/a')?.held).toBeUndefined();
+      expect((await s.store.usage(['ns/a']))[0]?.held).toBeUndefined();
       const fresh = await s.store.acquire(request());
       expect(fresh.granted && fresh.lease.proxyID).toBe('ns/a');
     });
 
     it('counts unreachable reports in the statistics without benching any target', async () => {
       const s = await reportedDead();
-      expect((await s.store.usage(['ns/a'])).get('ns/a')?.stats).toEqual(
+      expect((await s.store.usage(['ns/a']))[0]?.stats).toEqual(
         expect.objectContaining({ unreachable: 1, banned: 0, rate_limited: 0 }),
       );
       expect((await s.store.totals()).activeCooldowns).toBe(0);
