@@ -90,6 +90,28 @@ finish() {
   [ $rc -eq 0 ] && log "PASSED" || log "FAILED (see above; logs in $LOGS)"
   exit $rc
 }
+# Defined before the trap: a run that fails before its isolation step still reports (nothing).
+isolation_report() {
+  [ -f "$W/iptables.before" ] || return 0
+  local leaked=0 line
+  for ipt in iptables ip6tables; do
+    while read -r line; do
+      # -v -x -L: pkts bytes target ...; a non-zero packet count on a DROP is a leak stopped.
+      local pkts
+      pkts=$(awk '{print $1}' <<<"$line")
+      if [ "$pkts" != 0 ]; then
+        log "   isolation: $ipt rule stopped $pkts packet(s): $line"
+        leaked=1
+      fi
+    done < <(for c in PO-REAL-NODE-FWD PO-REAL-NODE-OUT; do $ipt -v -x -n -L "$c" 2>/dev/null | awk 'NR>2'; done)
+  done
+  if [ $leaked = 1 ]; then
+    log "   isolation: packets tried to leave the machine (they were dropped); failing the run"
+    return 1
+  fi
+  log "   isolation: no packet tried to leave the machine"
+}
+
 # cluster.sh replaces this with the node's teardown once there is a node to tear down.
 teardown() { :; }
 trap finish EXIT
@@ -159,26 +181,6 @@ ip link set po-api1 up
 ip link set "$API_VETH" up
 log "   forward: DROP out of ${uplinks//$'\n'/,} and out of $BRIDGE to anything else; registry DNS dropped"
 
-isolation_report() {
-  [ -f "$W/iptables.before" ] || return 0
-  local leaked=0 line
-  for ipt in iptables ip6tables; do
-    while read -r line; do
-      # -v -x -L: pkts bytes target ...; a non-zero packet count on a DROP is a leak stopped.
-      local pkts
-      pkts=$(awk '{print $1}' <<<"$line")
-      if [ "$pkts" != 0 ]; then
-        log "   isolation: $ipt rule stopped $pkts packet(s): $line"
-        leaked=1
-      fi
-    done < <(for c in PO-REAL-NODE-FWD PO-REAL-NODE-OUT; do $ipt -v -x -n -L "$c" 2>/dev/null | awk 'NR>2'; done)
-  done
-  if [ $leaked = 1 ]; then
-    log "   isolation: packets tried to leave the machine (they were dropped); failing the run"
-    return 1
-  fi
-  log "   isolation: no packet tried to leave the machine"
-}
 
 # ---------------------------------------------------------------------------------------
 step "binaries: kube-apiserver, etcd, kubectl (control-plane:setup) and the node's, v$K8S_VERSION"
