@@ -12,11 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
 import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
-import {
-  COOLDOWN_JITTER,
-  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
-  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-} from './cooldown-policy.js';
+import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { egressOf, egressStep } from './egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
@@ -39,8 +35,6 @@ import type {
   StoreTotals,
 } from './lease-store.js';
 import {
-  DEFAULT_SUSPICION_HOLDOFF_SECONDS,
-  DEFAULT_SUSPICION_TIMEOUT_SECONDS,
   holdOf,
   isForgettable,
   isSuspect,
@@ -50,15 +44,11 @@ import {
   type HoldState,
   type SuspicionPolicy,
 } from './proxy-holds.js';
-import { OutcomeWindow, WINDOW_BUCKETS } from './outcome-window.js';
+import { OutcomeWindow } from './outcome-window.js';
 import { proxyMatcher } from './selector.js';
-import {
-  DEFAULT_MAX_SESSIONS,
-  DEFAULT_SESSION_IDLE_SECONDS,
-  MIN_MAX_SESSIONS,
-  SessionBook,
-} from './session-book.js';
+import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
+import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -67,41 +57,10 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-export const DEFAULT_COOLDOWN_SECONDS = 15 * 60;
-export const DEFAULT_MAX_COOLDOWN_SECONDS = 60 * 60;
-export const DEFAULT_STATS_WINDOW_SECONDS = 15 * 60;
-export const DEFAULT_SWEEP_INTERVAL_MS = 5000;
-
-export interface MemoryLeaseStoreOptions {
+export interface MemoryLeaseStoreOptions extends LeaseBookOptions {
   catalog: ProxyCatalog;
   logger: Logger;
   clock?: Clock;
-  /** The first cooldown after a banned|rate_limited report (`--cooldown`). */
-  cooldownSeconds?: number;
-  /** The longest cooldown a streak of bad reports can reach (`--max-cooldown`). */
-  maxCooldownSeconds?: number;
-  /** The first cooldown after a rate_limited report (`--rate-limit-cooldown`). */
-  rateLimitCooldownSeconds?: number;
-  /** The longest rate-limit cooldown a streak can reach (`--max-rate-limit-cooldown`). */
-  maxRateLimitCooldownSeconds?: number;
-  /** rate_limited rests like banned, on one streak (`--single-cooldown-window`: the specification's rule). */
-  singleCooldownWindow?: boolean;
-  /** An unanswered suspicion ends after this long (`--suspicion-timeout`). */
-  suspicionTimeoutSeconds?: number;
-  /** Reports this soon after a passing re-probe are not believed (`--suspicion-holdoff`). */
-  suspicionHoldoffSeconds?: number;
-  /** Uniform in [0, 1): spreads cooldowns (tests pin it). */
-  random?: () => number;
-  sessionIdleSeconds?: number;
-  maxSessions?: number;
-  /** Length of the sliding window of report statistics. */
-  statsWindowSeconds?: number;
-  /** Caps of the (proxy, target) memory; the defaults are documented in target-book.ts. */
-  maxTargetsPerProxy?: number;
-  maxTargetEntries?: number;
-  /** How often the background loop frees memory of expired state. */
-  sweepIntervalMs?: number;
-  newID?: () => string;
 }
 
 /** Cooldown and statistics key of the global pool: leases and reports that name no target. */
@@ -144,39 +103,19 @@ export class MemoryLeaseStore implements LeaseStore {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: MemoryLeaseStoreOptions) {
-    const cooldownSeconds = options.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS;
-    const maxCooldownSeconds =
-      options.maxCooldownSeconds ?? Math.max(DEFAULT_MAX_COOLDOWN_SECONDS, cooldownSeconds);
-    requireNumber('cooldownSeconds', cooldownSeconds, 0);
-    requireNumber('maxCooldownSeconds', maxCooldownSeconds, cooldownSeconds);
-    const rateLimitCooldownSeconds = options.rateLimitCooldownSeconds ?? DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS;
-    const maxRateLimitCooldownSeconds =
-      options.maxRateLimitCooldownSeconds ??
-      Math.max(DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS, rateLimitCooldownSeconds);
-    requireNumber('rateLimitCooldownSeconds', rateLimitCooldownSeconds, 0);
-    requireNumber('maxRateLimitCooldownSeconds', maxRateLimitCooldownSeconds, rateLimitCooldownSeconds);
-    const suspicionTimeoutSeconds = options.suspicionTimeoutSeconds ?? DEFAULT_SUSPICION_TIMEOUT_SECONDS;
-    requireNumber('suspicionTimeoutSeconds', suspicionTimeoutSeconds, 1);
-    const suspicionHoldoffSeconds = options.suspicionHoldoffSeconds ?? DEFAULT_SUSPICION_HOLDOFF_SECONDS;
-    requireNumber('suspicionHoldoffSeconds', suspicionHoldoffSeconds, 0);
+    const settings = leaseBookSettings(options);
     this.suspicion = {
-      timeoutMillis: suspicionTimeoutSeconds * 1000,
-      holdoffMillis: suspicionHoldoffSeconds * 1000,
+      timeoutMillis: settings.suspicionTimeoutMillis,
+      holdoffMillis: settings.suspicionHoldoffMillis,
     };
-    const sessionIdleSeconds = options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS;
-    requireNumber('sessionIdleSeconds', sessionIdleSeconds, 1);
-    const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
-    requireNumber('maxSessions', maxSessions, MIN_MAX_SESSIONS);
-    this.statsWindowSeconds = options.statsWindowSeconds ?? DEFAULT_STATS_WINDOW_SECONDS;
-    requireNumber('statsWindowSeconds', this.statsWindowSeconds, WINDOW_BUCKETS);
-    this.sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
-    requireNumber('sweepIntervalMs', this.sweepIntervalMs, 1);
+    this.statsWindowSeconds = settings.statsWindowSeconds;
+    this.sweepIntervalMs = settings.sweepIntervalMs;
+    this.bucketMillis = settings.bucketMillis;
 
     this.catalog = options.catalog;
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.newID = options.newID ?? randomUUID;
-    this.bucketMillis = (this.statsWindowSeconds * 1000) / WINDOW_BUCKETS;
     this.idle = Object.freeze({
       activeLeases: 0,
       stats: Object.freeze({
@@ -187,25 +126,25 @@ export class MemoryLeaseStore implements LeaseStore {
         unreachable: 0,
       }),
     });
-    this.sessions = new SessionBook(sessionIdleSeconds * 1000, maxSessions);
+    this.sessions = new SessionBook(settings.sessionIdleMillis, settings.maxSessions);
     this.targets = new TargetBook({
       rules: {
         banned: {
-          baseMillis: cooldownSeconds * 1000,
-          maxMillis: maxCooldownSeconds * 1000,
+          baseMillis: settings.banBaseMillis,
+          maxMillis: settings.banMaxMillis,
           jitter: COOLDOWN_JITTER,
         },
         rateLimited: {
-          baseMillis: rateLimitCooldownSeconds * 1000,
-          maxMillis: maxRateLimitCooldownSeconds * 1000,
+          baseMillis: settings.rateLimitBaseMillis,
+          maxMillis: settings.rateLimitMaxMillis,
           jitter: COOLDOWN_JITTER,
         },
-        single: options.singleCooldownWindow ?? false,
+        single: settings.singleCooldownWindow,
       },
       bucketMillis: this.bucketMillis,
       random: options.random ?? Math.random,
-      maxTargetsPerProxy: options.maxTargetsPerProxy,
-      maxEntries: options.maxTargetEntries,
+      maxTargetsPerProxy: settings.maxTargetsPerProxy,
+      maxEntries: settings.maxTargetEntries,
     });
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
@@ -565,10 +504,4 @@ export class MemoryLeaseStore implements LeaseStore {
 /** The address a hold is about: where the proxy listens. */
 function addressOf(proxy: ProxyRecord): string {
   return `${proxy.ip}:${proxy.port}`;
-}
-
-function requireNumber(name: string, value: number, min: number): void {
-  if (!Number.isFinite(value) || value < min) {
-    throw new Error(`${name} must be a number >= ${min}, got ${value}`);
-  }
 }

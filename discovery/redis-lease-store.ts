@@ -12,11 +12,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
-import {
-  COOLDOWN_JITTER,
-  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
-  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-} from './cooldown-policy.js';
+import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { egressOf } from './egress.js';
 import { HintedRanking } from './hinted-ranking.js';
 import type { ProxyCooldown } from './leasability.js';
@@ -37,15 +33,9 @@ import type {
   ReportResult,
   StoreTotals,
 } from './lease-store.js';
-import {
-  DEFAULT_COOLDOWN_SECONDS,
-  DEFAULT_MAX_COOLDOWN_SECONDS,
-  DEFAULT_STATS_WINDOW_SECONDS,
-  DEFAULT_SWEEP_INTERVAL_MS,
-  type Clock,
-} from './memory-lease-store.js';
+import type { Clock } from './memory-lease-store.js';
 import { WINDOW_BUCKETS } from './outcome-window.js';
-import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from './proxy-holds.js';
+import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import {
   acquireArgs,
   addressOf,
@@ -59,10 +49,8 @@ import {
 } from './redis-book-codec.js';
 import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.js';
 import { proxyMatcher } from './selector.js';
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, MIN_MAX_SESSIONS } from './session-book.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
-import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from './target-book.js';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
 /** What a 503 store_unavailable tells the client to wait. */
@@ -86,7 +74,7 @@ const NO_TARGET = '\u0000';
 /** The report script's cooldownUntil when the target could not be recorded at a cap. */
 const CAPPED = -2;
 
-export interface RedisLeaseStoreOptions {
+export interface RedisLeaseStoreOptions extends LeaseBookOptions {
   /** A connected (or connecting) client; the store owns it from here (stop() leaves it open). */
   redis: Redis;
   catalog: ProxyCatalog;
@@ -95,22 +83,6 @@ export interface RedisLeaseStoreOptions {
   keyPrefix?: string;
   /** A test's clock; absent: Redis's own TIME, one clock for every replica. */
   clock?: Clock;
-  cooldownSeconds?: number;
-  maxCooldownSeconds?: number;
-  rateLimitCooldownSeconds?: number;
-  maxRateLimitCooldownSeconds?: number;
-  /** rate_limited counts like banned (the rule before rate limits had a cooldown of their own). */
-  singleCooldownWindow?: boolean;
-  suspicionTimeoutSeconds?: number;
-  suspicionHoldoffSeconds?: number;
-  random?: () => number;
-  sessionIdleSeconds?: number;
-  maxSessions?: number;
-  statsWindowSeconds?: number;
-  maxTargetsPerProxy?: number;
-  maxTargetEntries?: number;
-  sweepIntervalMs?: number;
-  newID?: () => string;
 }
 
 export class RedisLeaseStore implements LeaseStore {
@@ -150,33 +122,9 @@ export class RedisLeaseStore implements LeaseStore {
     if (!KEY_PREFIX_PATTERN.test(prefix)) {
       throw new Error(`keyPrefix must match ${KEY_PREFIX_PATTERN.source}, got ${JSON.stringify(prefix)}`);
     }
-    const cooldownSeconds = options.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS;
-    const maxCooldownSeconds =
-      options.maxCooldownSeconds ?? Math.max(DEFAULT_MAX_COOLDOWN_SECONDS, cooldownSeconds);
-    requireNumber('cooldownSeconds', cooldownSeconds, 0);
-    requireNumber('maxCooldownSeconds', maxCooldownSeconds, cooldownSeconds);
-    const rateLimitSeconds = options.rateLimitCooldownSeconds ?? DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS;
-    const maxRateLimitSeconds =
-      options.maxRateLimitCooldownSeconds ??
-      Math.max(DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS, rateLimitSeconds);
-    requireNumber('rateLimitCooldownSeconds', rateLimitSeconds, 0);
-    requireNumber('maxRateLimitCooldownSeconds', maxRateLimitSeconds, rateLimitSeconds);
-    const suspicionSeconds = options.suspicionTimeoutSeconds ?? DEFAULT_SUSPICION_TIMEOUT_SECONDS;
-    requireNumber('suspicionTimeoutSeconds', suspicionSeconds, 1);
-    const holdoffSeconds = options.suspicionHoldoffSeconds ?? DEFAULT_SUSPICION_HOLDOFF_SECONDS;
-    requireNumber('suspicionHoldoffSeconds', holdoffSeconds, 0);
-    const sessionIdleSeconds = options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS;
-    requireNumber('sessionIdleSeconds', sessionIdleSeconds, 1);
-    const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
-    requireNumber('maxSessions', maxSessions, MIN_MAX_SESSIONS);
-    this.statsWindowSeconds = options.statsWindowSeconds ?? DEFAULT_STATS_WINDOW_SECONDS;
-    requireNumber('statsWindowSeconds', this.statsWindowSeconds, WINDOW_BUCKETS);
-    this.sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
-    requireNumber('sweepIntervalMs', this.sweepIntervalMs, 1);
-    const maxTargetsPerProxy = options.maxTargetsPerProxy ?? MAX_TARGETS_PER_PROXY;
-    requireNumber('maxTargetsPerProxy', maxTargetsPerProxy, 1);
-    const maxTargetEntries = options.maxTargetEntries ?? MAX_TARGET_ENTRIES;
-    requireNumber('maxTargetEntries', maxTargetEntries, 1);
+    const settings = leaseBookSettings(options);
+    this.statsWindowSeconds = settings.statsWindowSeconds;
+    this.sweepIntervalMs = settings.sweepIntervalMs;
 
     this.redis = options.redis;
     this.catalog = options.catalog;
@@ -187,23 +135,23 @@ export class RedisLeaseStore implements LeaseStore {
     this.prefix = `{${prefix}}`;
     this.countersKey = `${this.prefix}:counters`;
     this.channel = `${this.prefix}:probe-requests`;
-    this.bucketMillis = (this.statsWindowSeconds * 1000) / WINDOW_BUCKETS;
+    this.bucketMillis = settings.bucketMillis;
     // Settings are constants of this store's scripts: no per-call parsing in Redis.
     this.scripts = buildScripts({
       prefix: this.prefix,
       windowMillis: this.statsWindowSeconds * 1000,
       bucketMillis: this.bucketMillis,
-      idleMillis: sessionIdleSeconds * 1000,
-      maxSessions,
-      banBaseMillis: cooldownSeconds * 1000,
-      banMaxMillis: maxCooldownSeconds * 1000,
-      rateLimitBaseMillis: rateLimitSeconds * 1000,
-      rateLimitMaxMillis: maxRateLimitSeconds * 1000,
-      singleCooldownWindow: options.singleCooldownWindow === true,
-      suspicionMillis: suspicionSeconds * 1000,
-      holdoffMillis: holdoffSeconds * 1000,
-      maxTargetsPerProxy,
-      maxTargetEntries,
+      idleMillis: settings.sessionIdleMillis,
+      maxSessions: settings.maxSessions,
+      banBaseMillis: settings.banBaseMillis,
+      banMaxMillis: settings.banMaxMillis,
+      rateLimitBaseMillis: settings.rateLimitBaseMillis,
+      rateLimitMaxMillis: settings.rateLimitMaxMillis,
+      singleCooldownWindow: settings.singleCooldownWindow,
+      suspicionMillis: settings.suspicionTimeoutMillis,
+      holdoffMillis: settings.suspicionHoldoffMillis,
+      maxTargetsPerProxy: settings.maxTargetsPerProxy,
+      maxTargetEntries: settings.maxTargetEntries,
       jitter: COOLDOWN_JITTER,
       buckets: WINDOW_BUCKETS,
       clockArgument: this.clock !== undefined,
@@ -768,10 +716,4 @@ function holdReason(raw: string | null, address: string, now: number): HoldReaso
   if (hold.sa === address && (hold.su ?? 0) > now) return 'suspect';
   if (hold.da === address) return 'down';
   return undefined;
-}
-
-function requireNumber(name: string, value: number, min: number): void {
-  if (!Number.isFinite(value) || value < min) {
-    throw new Error(`${name} must be a number >= ${min}, got ${value}`);
-  }
 }

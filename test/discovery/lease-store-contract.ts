@@ -13,28 +13,14 @@ import type {
 } from '../../discovery/lease-store.js';
 import type { ProxyCooldown } from '../../discovery/leasability.js';
 import type { Clock } from '../../discovery/memory-lease-store.js';
+import type { LeaseBookOptions } from '../../discovery/lease-book-settings.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 /** What every store accepts (its own options may hold more). */
-export interface ContractOptions {
+export interface ContractOptions extends LeaseBookOptions {
   catalog: ProxyCatalog;
   logger: Logger;
   clock: Clock;
-  random?: () => number;
-  newID?: () => string;
-  cooldownSeconds?: number;
-  maxCooldownSeconds?: number;
-  rateLimitCooldownSeconds?: number;
-  maxRateLimitCooldownSeconds?: number;
-  singleCooldownWindow?: boolean;
-  suspicionTimeoutSeconds?: number;
-  suspicionHoldoffSeconds?: number;
-  sessionIdleSeconds?: number;
-  maxSessions?: number;
-  statsWindowSeconds?: number;
-  maxTargetsPerProxy?: number;
-  maxTargetEntries?: number;
-  sweepIntervalMs?: number;
 }
 
 export interface LeaseStoreSubject {
@@ -995,6 +981,9 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         [{ rateLimitCooldownSeconds: -1 }, /rateLimitCooldownSeconds/],
         [{ rateLimitCooldownSeconds: 30, maxRateLimitCooldownSeconds: 20 }, /maxRateLimitCooldownSeconds/],
         [{ suspicionTimeoutSeconds: 0 }, /suspicionTimeoutSeconds/],
+        [{ suspicionHoldoffSeconds: -1 }, /suspicionHoldoffSeconds/],
+        [{ maxTargetsPerProxy: 0 }, /maxTargetsPerProxy must be a number >= 1/],
+        [{ maxTargetEntries: Number.POSITIVE_INFINITY }, /maxTargetEntries/],
       ])('rejects %j with an error naming the option', (options, message) => {
         expect(() => setup(options)).toThrow(message);
       });
