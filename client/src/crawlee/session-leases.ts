@@ -252,6 +252,9 @@ export class SessionLeases {
    */
   private async throughPace(own: SharedLease, host: string | undefined): Promise<SharedLease | undefined> {
     const started = this.now();
+    // One request's wait counts once, however many sleeps it takes: a timer may fire a
+    // millisecond before Date.now() says the turn has come, and a lease arriving wakes it early.
+    let counted = false;
     for (;;) {
       let best = own;
       let turn = this.turnIn(own, host);
@@ -273,7 +276,8 @@ export class SessionLeases {
         if (admitted.probe) this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
         return best;
       }
-      this.stats.paced++;
+      if (!counted) this.stats.paced++;
+      counted = true;
       // Every leased proxy of the site has used its pace: a proxy not yet leased has all of
       // its own (a crawl's first second leases its proxies one session at a time).
       if (this.options.leaseAhead !== false && (this.widenedUntil.get(hostKey(host)) ?? 0) <= this.now()) {
