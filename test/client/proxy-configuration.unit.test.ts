@@ -559,7 +559,8 @@ describe('ProxyOperatorConfiguration', () => {
     });
   });
 
-  it('paces instead of failing when every proxy rests for the site after rate limits', async () => {
+  /** Session s1 leases the only proxy, A, and the shop answers it 429 with Retry-After: 1. */
+  async function onlyProxyRateLimited(): Promise<void> {
     server.catalog.proxies = [A];
     const url = await config.newUrl('s1', request('https://shop.example/'));
     await config.postNavigationHook({
@@ -568,6 +569,10 @@ describe('ProxyOperatorConfiguration', () => {
       proxyInfo: { url: url! },
       response: { statusCode: 429, headers: { 'retry-after': '1' } },
     });
+  }
+
+  it('paces instead of failing when every proxy rests for the site after rate limits', async () => {
+    await onlyProxyRateLimited();
     const started = Date.now();
     // The only proxy rests for a second: the next request waits for it instead of throwing.
     expect(await config.newUrl('s2', request('https://shop.example/y'))).toBe(urlOf(A));
@@ -583,14 +588,7 @@ describe('ProxyOperatorConfiguration', () => {
     let now = Date.now();
     await config.close();
     config = make({ leaseAhead: false, now: () => now });
-    server.catalog.proxies = [A];
-    const url = await config.newUrl('s1', request('https://shop.example/'));
-    await config.postNavigationHook({
-      request: { url: 'https://shop.example/x' },
-      session: { id: 's1' },
-      proxyInfo: { url: url! },
-      response: { statusCode: 429, headers: { 'retry-after': '1' } },
-    });
+    await onlyProxyRateLimited();
     const rested = now;
     const waited = config.newUrl('s2', request('https://shop.example/y'));
     // Every sleep ends short of the turn by this clock (as a timer may, by Date.now(), by a
