@@ -336,14 +336,18 @@ export class Dispatcher {
     // We released it already: a cache that has not caught up with that patch must not run
     // the delete handlers a second time.
     if (m.released) return undefined;
-    const handlers = this.deleteHandlers(obj).filter((h) => holding || h.options.optional);
-    const result = await this.runAll(
-      handlers.map((h) => h.method),
-      obj,
-      'delete',
-    );
-    if (result.requeueAfter !== undefined) return result;
-    m.deleteHandled = true;
+    // Handled here but not yet released (the release met a newer version, often the handlers'
+    // own status write): only the release is retried, the handlers do not run again.
+    if (!m.deleteHandled) {
+      const handlers = this.deleteHandlers(obj).filter((h) => holding || h.options.optional);
+      const result = await this.runAll(
+        handlers.map((h) => h.method),
+        obj,
+        'delete',
+      );
+      if (result.requeueAfter !== undefined) return result;
+      m.deleteHandled = true;
+    }
     if (holding) {
       try {
         await this.patch(obj, {

@@ -38,6 +38,8 @@ class Widgets {
 
   @onDelete() async cleanup(ctx: HandlerContext<Widget>) {
     this.calls.record('delete', ctx.object);
+    // Writing the object makes the copy the handler got stale before the finalizer is released.
+    if (ctx.object.metadata.labels?.['writes-on-delete']) await ctx.status.patch({ phase: 'Deleting' });
   }
 }
 
@@ -129,6 +131,16 @@ describe('dispatch by cause (level-triggered, from the object state)', () => {
     await eventually(() => world.gone('a'));
     expect(calls.causes('a').at(-1)).toBe('delete');
     expect(calls.of('a', 'delete')).toHaveLength(1);
+  });
+
+  it('runs the delete handlers once even when they write the object before its release', async () => {
+    await world.createWidget('writer', {}, { 'writes-on-delete': 'yes' });
+    await eventually(async () =>
+      expect((await world.getWidget('writer')).metadata.annotations?.[HANDLED]).toBe('1'),
+    );
+    await world.deleteWidget('writer');
+    await eventually(() => world.gone('writer'));
+    expect(calls.causes('writer')).toEqual(['create', 'delete']);
   });
 
   it('still releases an object that held the finalizer and later stopped matching the filter', async () => {
