@@ -16,7 +16,10 @@ export interface ObjectMemory {
   handledGeneration?: number;
   /** Generation that failed permanently here (see failureMemory). */
   failed?: FailedGeneration;
-  /** Its delete handlers ran here: without our finalizer they run once per process. */
+  /**
+   * Its delete handlers succeeded here: they do not run again in this process (without our
+   * finalizer there is nothing more to do; with it, only the release is retried).
+   */
   deleteHandled: boolean;
   /** We released our finalizer: a cache that has not caught up must not run the delete handlers again. */
   released: boolean;
