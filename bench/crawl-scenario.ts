@@ -54,6 +54,14 @@ export async function startFleet(count: number, first = '127.0.4.1'): Promise<Fl
 /** A DiscoveryClient that notes when each unreachable report was sent, per proxy. */
 class ReportingClient extends DiscoveryClient {
   readonly firstUnreachable = new Map<string, number>();
+  /** Each lease granted: when it was asked for and when it came (ms since the epoch). */
+  readonly leaseTimes: { askedAt: number; grantedAt: number }[] = [];
+  override async lease(...args: Parameters<DiscoveryClient['lease']>): ReturnType<DiscoveryClient['lease']> {
+    const askedAt = Date.now();
+    const lease = await super.lease(...args);
+    this.leaseTimes.push({ askedAt, grantedAt: Date.now() });
+    return lease;
+  }
   override async report(
     leaseID: string,
     result: ReportResult,
@@ -105,7 +113,10 @@ export interface CrawlFigures {
   integration?: Record<string, number>;
   /** Crawlee's autoscaled pool, sampled each second: median tasks running, desired at the end. */
   concurrency: { medianRunning: number; desiredAtEnd: number };
-  /** Per second of the crawl: `second:200s/429s/sources that got a 200` (with `trace`). */
+  /**
+   * Per second of the crawl: `second:200s/429s/sources that got a 200`, then its first second in
+   * ms (first request, sources' first 200s, the 20th/60th/100th 200, the first leases) (with `trace`).
+   */
   perSecond?: string;
 }
 
@@ -234,7 +245,12 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     }),
     rateLimited: site.hits.filter((h) => h.status === 429).length,
     concurrency,
-    ...(options.trace ? { perSecond: perSecond(site.hits, started) } : {}),
+    ...(options.trace
+      ? {
+          perSecond:
+            perSecond(site.hits, started) + (client ? `, ${leasePhase(client.leaseTimes, started)}` : ''),
+        }
+      : {}),
     ...(integration ? { integration: { ...integration.stats } } : {}),
   };
 }
@@ -273,5 +289,27 @@ function perSecond(hits: readonly { from: string; status: number; at: number }[]
   return [...seconds]
     .sort(([a], [b]) => a - b)
     .map(([second, e]) => `${second}:${e.ok}/${e.throttled}/${e.sources.size}`)
-    .join(' ');
+    .join(' ')
+    .concat(' | ', startPhase(hits, started));
+}
+
+/** When the crawl's first leases came, and how long one took to come. */
+function leasePhase(times: readonly { askedAt: number; grantedAt: number }[], started: number): string {
+  const granted = times.map((t) => t.grantedAt - started).sort((a, b) => a - b);
+  const took = times.map((t) => t.grantedAt - t.askedAt).sort((a, b) => a - b);
+  return `lease no. 1/10/20 granted at ${granted[0] ?? '-'}/${granted[9] ?? '-'}/${granted[19] ?? '-'} ms, round trip median ${took[Math.floor(took.length / 2)] ?? '-'} ms`;
+}
+
+/** The crawl's first second in ms from its start: first request, each source's first 200, the 20th/60th/100th 200. */
+function startPhase(hits: readonly { from: string; status: number; at: number }[], started: number): string {
+  const ok = hits.filter((h) => h.status === 200).map((h) => h.at - started);
+  const firstOk = new Map<string, number>();
+  for (const h of hits) if (h.status === 200 && !firstOk.has(h.from)) firstOk.set(h.from, h.at - started);
+  const sources = [...firstOk.values()].sort((a, b) => a - b);
+  const nth = (n: number) => (ok.length >= n ? `${ok[n - 1]}` : '-');
+  return [
+    `first request ${hits.length > 0 ? hits[0]!.at - started : '-'} ms`,
+    `sources' first 200 median ${sources[Math.floor(sources.length / 2)] ?? '-'} last ${sources.at(-1) ?? '-'} ms`,
+    `200 no. 20/60/100 at ${nth(20)}/${nth(60)}/${nth(100)} ms`,
+  ].join(', ');
 }

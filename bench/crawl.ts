@@ -6,7 +6,7 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
-//          --trace (per second of each crawl: 200s/429s/sources that got a 200)
+//          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //
@@ -15,6 +15,7 @@
 // own loopback addresses, a real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions,
 // maxRequestRetries 3). External Proxies probe a loopback target every 30 s (the CRD default).
 import { loadavg } from 'node:os';
+import { settle } from './settle.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -106,12 +107,20 @@ async function scenario(
   trace: boolean,
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
+  // Both sides start on a quiet machine (see settle.ts); how long that took is shown.
+  const settled = async () => {
+    const s = await settle();
+    progress(
+      `machine ${s.quiet ? 'quiet' : 'still busy'} after ${s.waitedMs} ms (cores ${(s.busyShare * 100).toFixed(0)} % busy)`,
+    );
+  };
   const run = async (withOperator: boolean, first: string, round: number): Promise<Row> => {
     const namespace = `crawl-${label}-${round}`;
     const fleet = await startFleet(proxies, first);
     const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
     try {
       if (!withOperator) {
+        await settled();
         progress(`baseline: Crawlee's ProxyConfiguration({ proxyUrls }) over the same ${proxies} proxies`);
         return { figures: await crawl({ site, fleet, faults, progress, trace }) };
       }
@@ -132,6 +141,7 @@ async function scenario(
         (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"')) +
         (await op.metric('proxy_operator_lease_requests_total', 'outcome="no_match"')) +
         (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_cooling_down"'));
+      await settled();
       const conflicts0 = await refusals();
       const cpu0 = op.cpuSeconds();
       progress('crawling through the operator (ProxyOperatorConfiguration at Crawlee defaults)');
