@@ -1,6 +1,7 @@
 // The pace a proxy keeps for a site after its 429s (client/src/crawlee/site-pace.ts).
 import {
   adopt,
+  replayTokens,
   admit,
   heardOfProbe,
   impliedLimit,
@@ -369,6 +370,19 @@ describe('the limit a run of successes implies', () => {
   });
 });
 
+describe('replaying requests through a bucket (what a proxy that went unpaced has left)', () => {
+  // A bucket of 2.8 refilled 3 a second (0.003 per ms), as a limit of 3 with 0.2 of headroom.
+  it.each<[string, number[], number, number]>([
+    ['no request: full', [], 5_000, 2.8],
+    ['one request, then refilled from when it went', [4_000], 4_100, 2.1],
+    ['a burst refills from its last request on', [4_000, 4_010, 4_020], 4_500, 1.3],
+    ['full again after long enough, never above full', [1_000, 1_001], 5_000, 2.8],
+    ['more requests than tokens: empty, never below', [4_990, 4_991, 4_992, 4_993], 5_000, 0],
+  ])('%s', (_name, times, now, expected) => {
+    expect(replayTokens(times, 2.8, 0.003, now)).toBeCloseTo(expected, 5);
+  });
+});
+
 describe('a proxy adopting the pace another proxy learned for the site', () => {
   const learned: Pace = { ...threePerSecond, headroom: 0.2, probeAfterPeriods: 20 };
   it.each<[string, Pace, Pace, number, Partial<Pace>]>([
@@ -380,23 +394,34 @@ describe('a proxy adopting the pace another proxy learned for the site', () => {
       { limit: 3, periodMs: 1_000, headroom: 0.2, tokens: 2.8, at: 5_000, limitedAt: 5_000, restUntil: 0 },
     ],
     [
-      'less what its own successes of the last period spent',
+      // 2.8 → 1.8 at 3,000; full again by 4,500 → 1.8; +0.9 by 4,800 → 1.7; +0.6 by 5,000.
+      'less what its own successes spent, each refilled from when it went',
       { ...unpaced, recent: [3_000, 4_500, 4_800] },
       learned,
       5_000,
-      { limit: 3, tokens: expect.closeTo(0.8, 5) as number, recent: [3_000, 4_500, 4_800] },
+      { limit: 3, tokens: expect.closeTo(2.3, 5) as number, recent: [3_000, 4_500, 4_800] },
     ],
     [
       // Requests in flight when the pace arrives spent a token at the site all the same.
-      'less what its requests of the last period spent, answered or not',
-      { ...unpaced, recent: [4_500], sent: [3_900, 4_500, 4_950] },
+      'less what its requests spent, answered or not',
+      { ...unpaced, recent: [4_500], sent: [4_900, 4_910, 4_920] },
       learned,
       5_000,
-      { limit: 3, tokens: expect.closeTo(0.8, 5) as number, sent: [] },
+      { limit: 3, tokens: expect.closeTo(0.1, 5) as number, sent: [] },
+    ],
+    [
+      // The first 429 comes a few hundred ms after a crawl's first burst: the site's bucket
+      // has refilled since, and so does this one (counting the burst as spent now held every
+      // proxy back by the time between them).
+      'a burst long enough ago has partly refilled',
+      { ...unpaced, sent: [4_000, 4_010, 4_020] },
+      learned,
+      4_500,
+      { tokens: expect.closeTo(1.3, 5) as number },
     ],
     [
       'never below an empty bucket',
-      { ...unpaced, recent: [4_100, 4_200, 4_300, 4_400] },
+      { ...unpaced, recent: [4_900, 4_910, 4_920, 4_930] },
       learned,
       5_000,
       { tokens: 0 },

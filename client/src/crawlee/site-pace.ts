@@ -111,31 +111,55 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
  * A proxy's first pace for a site that another proxy has learned already: a site limits every
  * source alike, so the limit, period and headroom carry over, and the proxy starts paced
  * instead of learning the limit by a 429 of its own (each costs a rest of a whole period).
- * Its bucket holds what its own requests of the last period left of the limit: those sent,
- * not only those answered (the requests in flight when the pace arrives spent a token each;
- * counting only the successes sent one request too many per request in flight, and each got
- * a 429 and a rest). A proxy with a pace of its own keeps it.
+ * Its bucket holds what its own requests left, replayed through the learned bucket from a
+ * full one (replayTokens): those sent, not only those answered (the requests in flight when
+ * the pace arrives spent a token each; counting only the successes sent one request too many
+ * per request in flight, and each got a 429 and a rest), each refilled from when it went, not
+ * from now (a crawl's first burst goes a few hundred ms before the first 429 teaches the pace;
+ * counting it as spent now held every proxy back that long). A proxy with a pace of its own
+ * keeps it.
  */
 export function adopt(mine: Pace, learned: Pace, now: number): Pace {
   if (mine.limit !== undefined || learned.limit === undefined) return mine;
-  const since = now - learned.periodMs;
-  const spent = Math.max(
-    mine.recent.filter((t) => t > since).length,
-    mine.sent.filter((t) => t > since).length,
-  );
   const capacity = Math.max(1, learned.limit - learned.headroom);
+  const refill = learned.limit / learned.periodMs;
+  const tokens = Math.min(
+    replayTokens(mine.recent, capacity, refill, now),
+    replayTokens(mine.sent, capacity, refill, now),
+  );
   return {
     ...unpaced,
     limit: learned.limit,
     periodMs: learned.periodMs,
     headroom: learned.headroom,
-    tokens: Math.max(0, capacity - spent),
+    tokens,
     at: now,
     // The quiet before its first probe starts now, as after a 429 of its own.
     limitedAt: now,
     probeAfterPeriods: learned.probeAfterPeriods,
     recent: mine.recent,
   };
+}
+
+/**
+ * The tokens a bucket of `capacity`, refilled `refill` per ms, holds at `now` after a request
+ * at each of `times` (ascending), starting full: within [0, capacity]. A request the bucket
+ * had no token for still spent one at the site (it went unpaced), so the replay goes below
+ * zero between requests and only the result is clamped.
+ */
+export function replayTokens(
+  times: readonly number[],
+  capacity: number,
+  refill: number,
+  now: number,
+): number {
+  let tokens = capacity;
+  let at = times[0] ?? now;
+  for (const t of times) {
+    tokens = Math.min(capacity, tokens + (t - at) * refill) - 1;
+    at = t;
+  }
+  return Math.max(0, Math.min(capacity, tokens + (now - at) * refill));
 }
 
 /**
