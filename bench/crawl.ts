@@ -15,7 +15,6 @@
 // own loopback addresses, a real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions,
 // maxRequestRetries 3). External Proxies probe a loopback target every 30 s (the CRD default).
 import { loadavg } from 'node:os';
-import { settle } from './settle.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -34,6 +33,7 @@ import {
   warmUpCrawlee,
 } from './crawl-scenario.js';
 import { BenchOperator } from './operator-process.js';
+import { settle } from './settle.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // The API is closed by default: the operator gets a token and every client here sends it.

@@ -1,8 +1,9 @@
 // Waits until the machine is quiet before a measured crawl. Why: a round's setup leaves work
 // behind (the operator reconciling and probing a fleet just registered, the API server and
 // etcd writing its status and Events, or deleting the previous round's Proxies), and a crawl
-// started into it shares the two cores with that tail. Only the operator's rounds have such
-// a setup, so without this the bench measured the operator's crawl on a busier machine.
+// started into it would share the two cores with that tail. Only the operator's rounds have
+// such a setup, so the tail would fall on the operator's crawl alone. A guard: in the runs of
+// 2026-12-03 the machine was already quiet every time (0-2 % busy after 0.5 s).
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 
