@@ -616,17 +616,52 @@ describe('ProxyOperatorConfiguration', () => {
         proxyInfo: { url: proxyUrl },
         response: { statusCode, headers: statusCode === 429 ? { 'retry-after': '1' } : {} },
       });
-    // The site allowed one request a second through the own proxy, three through the other.
-    await answer('s1', own, 200);
+    // The site allowed three requests a second through each proxy.
+    for (let i = 0; i < 3; i++) await answer('s1', own, 200);
     for (let i = 0; i < 3; i++) await answer('s2', other, 200);
     now = start;
     await answer('s1', own, 429);
     await answer('s2', other, 429);
-    // Long after: the own proxy's one token goes; the next request may only probe it (no 429
-    // for more than PROBE_AFTER_PERIODS periods), while the other proxy has tokens.
+    // Long after: the own proxy's two whole tokens go (three less the headroom); the next
+    // request may only probe it (no 429 for more than PROBE_AFTER_PERIODS periods), while the
+    // other proxy has tokens.
     now = start + 6_000;
     expect(await config.newUrl('s1', request(page))).toBe(own);
+    expect(await config.newUrl('s1', request(page))).toBe(own);
     expect(await config.newUrl('s1', request(page))).toBe(other);
+  });
+
+  it('a proxy whose own successes showed less of the site takes the limit another proxy showed', async () => {
+    const start = Date.now();
+    let now = start - 1_000;
+    await config.close();
+    config = make({ leaseAhead: false, now: () => now });
+    const page = 'https://shop.example/';
+    const sparse = (await config.newUrl('s1', request(page)))!;
+    const dense = (await config.newUrl('s2', request(page)))!;
+    expect(dense).not.toBe(sparse);
+    const answer = async (session: string, proxyUrl: string, statusCode: number, at: number) => {
+      now = at;
+      await config.postNavigationHook({
+        request: { url: page },
+        session: { id: session },
+        proxyInfo: { url: proxyUrl },
+        response: { statusCode, headers: statusCode === 429 ? { 'retry-after': '1' } : {} },
+      });
+    };
+    // The site allows three a second per source. Through the first proxy three requests went
+    // 400 ms apart and the fourth got a 429: by themselves they show only two a second.
+    for (const at of [start - 900, start - 500, start - 100]) await answer('s1', sparse, 200, at);
+    await answer('s1', sparse, 429, start);
+    // Through the second, three went within 20 ms before its 429: the site allows three.
+    for (const at of [start - 20, start - 10, start]) await answer('s2', dense, 200, at);
+    await answer('s2', dense, 429, start);
+    // Both rests over: the first proxy has the three-a-second bucket too (three less the
+    // headroom: two whole tokens), not the one whole token of two a second.
+    now = start + 1_000;
+    expect(await config.newUrl('s1', request(page))).toBe(sparse);
+    expect(await config.newUrl('s1', request(page))).toBe(sparse);
+    expect(await config.newUrl('s1', request(page))).toBe(dense);
   });
 
   it('passes the Retry-After of a 429 with the report', async () => {

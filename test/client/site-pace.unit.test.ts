@@ -10,6 +10,9 @@ import {
   FIRST_HEADROOM,
   MAX_HEADROOM,
   PROBE_AFTER_PERIODS,
+  provenAfter429,
+  provenByProbe,
+  raiseTo,
   rateLimited,
   succeeded,
   unpaced,
@@ -474,5 +477,81 @@ describe("a proxy hearing of another proxy's probe of the site", () => {
     const due: Pace = { ...threePerSecond, tokens: 0, at: 10_000, restUntil: 1_000, probedAt: 0 };
     expect(admit(due, 10_000).probe).toBe(true);
     expect(admit(heardOfProbe(due, 9_900, PROBE_AFTER_PERIODS), 10_000).probe).toBe(false);
+  });
+});
+
+describe('what the site has shown it allows every source (sites limit every source alike)', () => {
+  // Each case: the limit shown so far, the proxy's pace before a 429 at `at`, and after it.
+  const after429 = (before: Pace, at: number) => rateLimited(before, at, 1_000);
+  it.each<[string, number, Pace, number, number]>([
+    [
+      // Three within 20 ms and a 429: the site allows three (impliedLimit).
+      "a proxy's first 429 shows what its last period's successes imply",
+      0,
+      { ...unpaced, recent: [4_980, 4_990, 5_000] },
+      5_000,
+      3,
+    ],
+    [
+      // 400 ms apart: these prove only two a second, but another proxy showed three.
+      'a weaker showing does not lower what another proxy showed',
+      3,
+      { ...unpaced, recent: [4_100, 4_500, 4_900] },
+      5_000,
+      3,
+    ],
+    [
+      'successes older than the period show nothing',
+      0,
+      { ...unpaced, recent: [1_000, 1_010, 1_020] },
+      5_000,
+      0,
+    ],
+    [
+      // Its limit held the quiet periods before the probe; the probe one above it did not.
+      'a refused probe shows the limit before it',
+      2,
+      { ...threePerSecond, limit: 4, probedAt: 9_900, limitedAt: 1_000, recent: [9_500, 9_900] },
+      10_000,
+      3,
+    ],
+    [
+      // Not a probe's answer: the site allows less than before, whatever was shown earlier.
+      'a 429 that lowers a limit shows that lower limit',
+      3,
+      { ...threePerSecond, limitedAt: 1_000, probedAt: 0, recent: [9_600] },
+      10_000,
+      1,
+    ],
+    [
+      'a 429 that only widens the headroom keeps what was shown',
+      3,
+      { ...threePerSecond, limitedAt: 1_000, probedAt: 0, recent: [9_300, 9_600, 9_900] },
+      10_000,
+      3,
+    ],
+  ])('%s', (_name, shown, before, at, expected) => {
+    expect(provenAfter429(shown, before, after429(before, at), at)).toBe(expected);
+  });
+
+  it.each<[string, number, Pace, number]>([
+    ['a probe of four shows three (the limit held its quiet periods)', 2, { ...threePerSecond, limit: 4 }, 3],
+    ['and keeps a higher showing', 5, { ...threePerSecond, limit: 4 }, 5],
+    ['an unpaced proxy probes nothing', 2, unpaced, 2],
+  ])('%s', (_name, shown, probing, expected) => {
+    expect(provenByProbe(shown, probing)).toBe(expected);
+  });
+
+  it.each<[string, Pace, number, Partial<Pace>]>([
+    [
+      'a lower limit rises to what was shown',
+      { ...threePerSecond, limit: 2, tokens: 0.4, headroom: 0.3 },
+      3,
+      { limit: 3, tokens: 0.4, headroom: 0.3 },
+    ],
+    ['a limit at or above it stays', threePerSecond, 2, { limit: 3 }],
+    ['an unpaced proxy stays unpaced (it adopts first)', unpaced, 3, { limit: undefined }],
+  ])('%s', (_name, pace, shown, expected) => {
+    expect(raiseTo(pace, shown)).toMatchObject(expected);
   });
 });

@@ -15,6 +15,9 @@ import {
   adopt,
   admit,
   heardOfProbe,
+  provenAfter429,
+  provenByProbe,
+  raiseTo,
   rateLimited as paceRateLimited,
   succeeded as paceSucceeded,
   unpaced,
@@ -148,6 +151,8 @@ export class SessionLeases {
   private readonly paces = new Map<string, Pace>();
   /** Host key → the latest pace a 429 taught any proxy for that host (see adopt). */
   private readonly learned = new Map<string, Pace>();
+  /** Host key → the limit the site has shown it allows every source (see provenAfter429). */
+  private readonly proven = new Map<string, number>();
   /** Proxies reported unreachable, by id. */
   private readonly dead = new Map<string, DeadProxy>();
   /** Proxy URL → proxy id, to attribute a response to a proxy after its lease is gone. */
@@ -273,7 +278,10 @@ export class SessionLeases {
         // Unpaced too: the pace remembers the request, for adopt (see site-pace.ts).
         const admitted = admit(this.paceOf(best.lease.proxy.id, host) ?? unpaced, this.now());
         this.paces.set(key, admitted.pace);
-        if (admitted.probe) this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
+        if (admitted.probe) {
+          this.proven.set(hostKey(host), provenByProbe(this.proven.get(hostKey(host)) ?? 0, admitted.pace));
+          this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
+        }
         return best;
       }
       if (!counted) this.stats.paced++;
@@ -330,16 +338,19 @@ export class SessionLeases {
     }
   }
 
-  /** The proxy's pace for `host`: its own, or the one another proxy learned for that host. */
+  /**
+   * The proxy's pace for `host`: its own, or the one another proxy learned for that host; at
+   * least the limit the site has shown it allows every source.
+   */
   private paceOf(proxyID: string, host: string | undefined): Pace | undefined {
     const key = banKey(proxyID, host);
     const own = this.paces.get(key);
-    if (own?.limit !== undefined) return own;
+    let pace = own;
     const learned = this.learned.get(hostKey(host));
-    if (learned === undefined) return own;
-    const adopted = adopt(own ?? unpaced, learned, this.now());
-    this.paces.set(key, adopted);
-    return adopted;
+    if (own?.limit === undefined && learned !== undefined) pace = adopt(own ?? unpaced, learned, this.now());
+    if (pace !== undefined) pace = raiseTo(pace, this.proven.get(hostKey(host)) ?? 0);
+    if (pace !== own && pace !== undefined) this.paces.set(key, pace);
+    return pace;
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
@@ -423,7 +434,12 @@ export class SessionLeases {
   ): void {
     const key = banKey(proxyID, host);
     const retryAfterMs = retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000;
-    const pace = paceRateLimited(this.paceOf(proxyID, host) ?? unpaced, this.now(), retryAfterMs);
+    const before = this.paceOf(proxyID, host) ?? unpaced;
+    const pace = paceRateLimited(before, this.now(), retryAfterMs);
+    this.proven.set(
+      hostKey(host),
+      provenAfter429(this.proven.get(hostKey(host)) ?? 0, before, pace, this.now()),
+    );
     this.paces.set(key, pace);
     if (pace.limit !== undefined) this.learned.set(hostKey(host), pace);
     this.spreadProbe(host, pace, proxyID);
@@ -888,6 +904,7 @@ export class SessionLeases {
       if (forHost.size === 0) {
         this.byHost.delete(hostKey(shared.host));
         this.learned.delete(hostKey(shared.host));
+        this.proven.delete(hostKey(shared.host));
       }
     }
   }

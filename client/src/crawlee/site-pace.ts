@@ -163,6 +163,46 @@ export function replayTokens(
 }
 
 /**
+ * The limit the site has shown it allows every source, after a 429 through one proxy (its
+ * pace `before` the 429 and `after` it), given what other proxies showed so far (`proven`, 0
+ * for nothing). Sites limit every source alike, so the best evidence any proxy has holds for
+ * all (see raiseTo):
+ * - the successes of the last period before the 429 (impliedLimit): what the site let through;
+ * - a refused probe: the limit before it held for the quiet periods before the probe.
+ * A 429 that lowered the limit otherwise says the site allows less than before: that limit,
+ * whatever was shown earlier.
+ * Why: a proxy's first limit is the least its own successes prove, and a proxy whose first
+ * requests went far apart learns less than the site allows (two a second for a site allowing
+ * three). Learned alone, each such proxy stayed low for the whole crawl: a probe raises only
+ * the proxy that sends it, and a probe of any proxy defers everyone's next one.
+ */
+export function provenAfter429(proven: number, before: Pace, after: Pace, now: number): number {
+  if (after.limit === undefined) return proven;
+  const probeRefused = before.limit !== undefined && now - before.probedAt < before.periodMs;
+  if (before.limit !== undefined && after.limit < before.limit && !probeRefused) return after.limit;
+  const lastPeriod = before.recent.filter((t) => t > now - after.periodMs);
+  const shown = lastPeriod.length === 0 ? 0 : impliedLimit(lastPeriod, after.periodMs);
+  return Math.max(proven, shown, probeRefused ? after.limit : 0);
+}
+
+/**
+ * A probe goes out only after the limit held for `probeAfterPeriods` periods without a 429:
+ * the limit before the probe (`probing` is the pace admit returned with it) is shown.
+ */
+export function provenByProbe(proven: number, probing: Pace): number {
+  return probing.limit === undefined ? proven : Math.max(proven, probing.limit - 1);
+}
+
+/**
+ * A proxy whose limit is below what the site has shown it allows every source (`proven`)
+ * takes that limit; its bucket, headroom, rest and quiet stay. An unpaced proxy stays unpaced.
+ */
+export function raiseTo(pace: Pace, proven: number): Pace {
+  if (pace.limit === undefined || pace.limit >= proven) return pace;
+  return { ...pace, limit: proven };
+}
+
+/**
  * Another proxy of the site probed it at `probedAt`, and its quiet between probes is now
  * `probeAfterPeriods` (doubled if the site refused): sites limit every source alike, so one
  * probe answers for all of them, and the others wait as if it had been theirs. Twenty proxies
