@@ -10,6 +10,7 @@ import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
 import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
 import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
 import { startCrawlSite, type CrawlSite } from './crawl-site.js';
+import { siteBudget, type SiteBudget } from './site-budget.js';
 
 export interface FaultPlan {
   /** Proxies (by index) the site answers 403. */
@@ -109,6 +110,8 @@ export interface CrawlFigures {
   inFlightAtReport: number[];
   /** 429s the site sent. */
   rateLimited: number;
+  /** A rate-limited site's budget up to the last page, by where it went (see site-budget.ts). */
+  budget?: SiteBudget;
   /** What the integration counted (operator only). */
   integration?: Record<string, number>;
   /** Crawlee's autoscaled pool, sampled each second: median tasks running, desired at the end. */
@@ -225,6 +228,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const attemptsAfter = (i: number, at: number | undefined) =>
     at === undefined ? 0 : attempts.filter((a) => a.proxy === urlOf(i) && a.startedAt > at).length;
   const reportAt = (i: number) => (operator ? client!.firstUnreachable.get(operator.proxyID(i)) : undefined);
+  const budget = budgetAtLastPage(site);
   return {
     mode: operator ? 'operator' : 'list',
     pages: site.pages.length,
@@ -244,11 +248,14 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
       ).length;
     }),
     rateLimited: site.hits.filter((h) => h.status === 429).length,
+    ...(budget ? { budget } : {}),
     concurrency,
     ...(options.trace
       ? {
           perSecond:
-            perSecond(site.hits, started) + (client ? `, ${leasePhase(client.leaseTimes, started)}` : ''),
+            perSecond(site.hits, started) +
+            (client ? `, ${leasePhase(client.leaseTimes, started)}` : '') +
+            (budget ? `; ${describeBudget(budget)}` : ''),
         }
       : {}),
     ...(integration ? { integration: { ...integration.stats } } : {}),
@@ -312,4 +319,16 @@ function startPhase(hits: readonly { from: string; status: number; at: number }[
     `sources' first 200 median ${sources[Math.floor(sources.length / 2)] ?? '-'} last ${sources.at(-1) ?? '-'} ms`,
     `200 no. 20/60/100 at ${nth(20)}/${nth(60)}/${nth(100)} ms`,
   ].join(', ');
+}
+
+/** A rate-limited site's budget up to its last 200 (undefined: no limit, or no page). */
+function budgetAtLastPage(site: CrawlSite): SiteBudget | undefined {
+  const last = site.hits.findLast((h) => h.status === 200);
+  if (site.rateLimitPerSecond === undefined || last === undefined) return undefined;
+  return siteBudget(site.hits, site.rateLimitPerSecond, last.at);
+}
+
+function describeBudget(b: SiteBudget): string {
+  const f = (n: number) => n.toFixed(1);
+  return `site budget by the last page ${f(b.total)} tokens: used ${b.used}, before each source's first request ${f(b.beforeFirst)}, lost while full ${f(b.whileFull)}, left in buckets ${f(b.left)}`;
 }

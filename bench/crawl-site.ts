@@ -18,6 +18,8 @@ export interface CrawlSite {
   ban(address: string): void;
   /** When each banned source first got a 403. */
   firstRefusal: Map<string, number>;
+  /** Requests per second one source may send (undefined: no limit). */
+  rateLimitPerSecond?: number;
   close(): Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export async function startCrawlSite(options: CrawlSiteOptions): Promise<CrawlSi
     pages,
     hits,
     firstRefusal,
+    ...(limit === undefined ? {} : { rateLimitPerSecond: limit }),
     ban: (address) => void banned.add(address),
     close: () =>
       new Promise((resolve) => {

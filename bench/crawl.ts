@@ -207,6 +207,14 @@ interface Rounds {
   lists: Row[];
 }
 
+/**
+ * Of the tokens the site's buckets held or refilled from the crawl's first request to its last
+ * page, the share spent on pages: how well a crawl used a rate-limited site whatever number of
+ * pages it fetched (see site-budget.ts).
+ */
+const budgetShare = (f: CrawlFigures) =>
+  f.budget === undefined ? 'n/a' : `${((100 * f.budget.used) / f.budget.total).toFixed(1)} %`;
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function table(title: string, { operator, list, operators, lists }: Rounds): string {
@@ -233,6 +241,7 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
       'n/a (no reports)',
     ],
     ['429s from the site', String(o.rateLimited), String(l.rateLimited)],
+    ["share of the site's rate-limit budget used by the last page", budgetShare(o), budgetShare(l)],
     [
       "Crawlee's pool: median tasks running / desired at the end",
       `${o.concurrency.medianRunning} / ${o.concurrency.desiredAtEnd}`,
@@ -262,6 +271,11 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
     `  pages/s per round: operator ${opRates.map((r) => r.toFixed(1)).join(', ')}; baseline ${listRates.map((r) => r.toFixed(1)).join(', ')} (ratio ${ratio.toFixed(3)}x)`,
     `  pages/s ratio operator / baseline (medians): ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
     `  pages/s over the first K pages both fetched (K per round ${sameK.join(', ')}): operator ${opSame.map((r) => r.toFixed(1)).join(', ')}; baseline ${listSame.map((r) => r.toFixed(1)).join(', ')}; ratio ${sameRatio.toFixed(3)}x`,
+    ...(o.budget === undefined
+      ? []
+      : [
+          `  share of the site's budget used per round: operator ${operators.map((r) => budgetShare(r.figures)).join(', ')}; baseline ${lists.map((r) => budgetShare(r.figures)).join(', ')}`,
+        ]),
     `  integration: ${JSON.stringify(o.integration)}`,
     ...[...operators, ...lists]
       .filter((r) => r.figures.perSecond !== undefined)
