@@ -6,7 +6,8 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
-//          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms)
+//          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms;
+//                   where a rate-limited site's budget went, see site-budget.ts)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //
