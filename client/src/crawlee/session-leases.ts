@@ -71,6 +71,8 @@ export interface SessionLeasesOptions {
 /** One server lease and the sessions using it, for one host. */
 interface SharedLease {
   host: string | undefined;
+  /** Its proxy and host, as bans, rests and paces are keyed (banKey). */
+  readonly key: string;
   lease: Lease;
   /** The sessions (binding keys) using it; the first one's key is the server session. */
   bindings: Set<string>;
@@ -274,7 +276,7 @@ export class SessionLeases {
       }
       const left = this.maxWaitMs - (this.now() - started);
       if (turn.waitMs === 0 || left <= 0) {
-        const key = banKey(best.lease.proxy.id, host);
+        const key = best.key;
         // Unpaced too: the pace remembers the request, for adopt (see site-pace.ts).
         const admitted = admit(this.paceOf(best.lease.proxy.id, host) ?? unpaced, this.now());
         this.paces.set(key, admitted.pace);
@@ -317,7 +319,7 @@ export class SessionLeases {
 
   /** When a request may go through this lease to `host`: its proxy's rest, then its pace. */
   private turnIn(shared: SharedLease, host: string | undefined): Turn {
-    const key = banKey(shared.lease.proxy.id, host);
+    const key = shared.key;
     const now = this.now();
     const rest = (this.rests.get(key) ?? 0) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
@@ -646,6 +648,7 @@ export class SessionLeases {
   private adopt(lease: Lease, host: string | undefined): SharedLease {
     const shared: SharedLease = {
       host,
+      key: banKey(lease.proxy.id, host),
       lease,
       bindings: new Set(),
       ...this.expiry(lease),
@@ -669,9 +672,12 @@ export class SessionLeases {
    */
   private leaseAheadFor(host: string | undefined, forPace = false): void {
     const ahead = this.ahead.get(hostKey(host)) ?? 0;
+    // Called for every new session: the cheap checks first, and the count stops once enough.
+    if (ahead >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
     let unjoined = 0;
-    for (const s of this.byHost.get(hostKey(host)) ?? []) if (s.bindings.size === 0) unjoined++;
-    if (ahead + unjoined >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
+    for (const s of this.byHost.get(hostKey(host)) ?? []) {
+      if (s.bindings.size === 0 && ahead + ++unjoined >= LEASE_AHEAD) return;
+    }
     // Waits ask one at a time: each answer says whether there is another proxy to add.
     if (forPace && ahead > 0) return;
     this.ahead.set(hostKey(host), ahead + 1);
@@ -750,12 +756,15 @@ export class SessionLeases {
 
   /** Whether a binding's lease may still carry requests. */
   private usable(shared: SharedLease): boolean {
-    const id = shared.lease.proxy.id;
+    return this.isLive(shared) && this.carries(shared, this.now());
+  }
+
+  /** A live lease may carry requests: not banned for its host, not dead, not expired. */
+  private carries(shared: SharedLease, now: number): boolean {
     return (
-      this.isLive(shared) &&
-      !this.isBanned(id, shared.host) &&
-      !this.isDead(id) &&
-      shared.expiresAt > this.now()
+      shared.expiresAt > now &&
+      (this.bans.size === 0 || !this.isBannedKey(shared.key)) &&
+      (this.dead.size === 0 || !this.isDead(shared.lease.proxy.id))
     );
   }
 
@@ -776,9 +785,11 @@ export class SessionLeases {
     let best: SharedLease | undefined;
     let bestRest = Infinity;
     const now = this.now();
+    // Called for every new session over every lease of the host (hundreds with Crawlee's
+    // defaults on a large fleet): nothing here may cost more than a map lookup.
     for (const shared of this.byHost.get(hostKey(host)) ?? []) {
-      if (!this.usable(shared)) continue;
-      const rest = Math.max(0, (this.rests.get(banKey(shared.lease.proxy.id, host)) ?? 0) - now);
+      if (!this.carries(shared, now)) continue;
+      const rest = this.rests.size === 0 ? 0 : Math.max(0, (this.rests.get(shared.key) ?? 0) - now);
       if (
         best === undefined ||
         rest < bestRest ||
@@ -786,6 +797,8 @@ export class SessionLeases {
       ) {
         best = shared;
         bestRest = rest;
+        // Nothing beats a lease with no rest and no session: the first one found is the one.
+        if (rest === 0 && shared.bindings.size === 0) break;
       }
     }
     return best;
@@ -933,7 +946,10 @@ export class SessionLeases {
   }
 
   private isBanned(proxyID: string, host: string | undefined): boolean {
-    const key = banKey(proxyID, host);
+    return this.isBannedKey(banKey(proxyID, host));
+  }
+
+  private isBannedKey(key: string): boolean {
     const until = this.bans.get(key);
     if (until === undefined) return false;
     if (until > this.now()) return true;
