@@ -600,6 +600,28 @@ describe('ProxyOperatorConfiguration', () => {
     expect(config.stats.paced).toBe(1);
   });
 
+  it('counts one paced wait per request when the server says twice that every proxy rests', async () => {
+    await onlyProxyRateLimited();
+    // Crawlee retires a session on a 429: its lease goes, and the next session has none to
+    // share, so it waits on the server's all_cooling_down.
+    await config.leases.sessionEnded('s1');
+    const started = Date.now();
+    const waited = config.newUrl('s2', request('https://shop.example/y'));
+    // While it waits, another crawler's 429 through the same proxy makes it rest longer.
+    await new Promise((r) => setTimeout(r, 300));
+    const other = new DiscoveryClient({ baseUrl: server.baseUrl });
+    const lease = await other.lease({ target: 'elsewhere.example' });
+    await other.report(lease.leaseID, 'rate_limited', { target: 'shop.example', retryAfterSeconds: 2 });
+    await other.release(lease.leaseID);
+    expect(await waited).toBe(urlOf(A));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+    const refusals = calls('POST /v1/leases').filter(
+      (r) => (r.response as { error?: string }).error === 'all_cooling_down',
+    );
+    expect(refusals.length).toBeGreaterThanOrEqual(2);
+    expect(config.stats.paced).toBe(1);
+  });
+
   it("sends a request through another leased proxy's token before probing its own proxy for a higher limit", async () => {
     const start = Date.now();
     let now = start - 500;

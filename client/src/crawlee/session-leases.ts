@@ -104,7 +104,10 @@ export interface SessionLeasesStats {
   shared: number;
   /** all_busy answers seen (each one 409). */
   busy: number;
-  /** Waits for a rest to end: a 429's rest on the session's own proxy, or every proxy resting for the site. */
+  /**
+   * Requests that waited for a rest to end (a 429's rest on the session's own proxy, or every
+   * proxy resting for the site), each counted once however long or often it waited.
+   */
   paced: number;
   /** Milliseconds requests spent in those waits, summed. */
   pacedMs: number;
@@ -223,7 +226,16 @@ export class SessionLeases {
    * The proxy URL for a request of `session` to `host`, leasing (or sharing a lease) on first
    * use; null means "go direct" (only with `whenNoneLeasable: 'direct'`).
    */
-  async proxyUrl(session: string | undefined, host: string | undefined): Promise<string | null> {
+  proxyUrl(session: string | undefined, host: string | undefined): Promise<string | null> {
+    return this.urlFor(session, host, { counted: false });
+  }
+
+  /** proxyUrl, for one request: `wait` says whether its wait was counted in stats.paced yet. */
+  private async urlFor(
+    session: string | undefined,
+    host: string | undefined,
+    wait: PacedWait,
+  ): Promise<string | null> {
     if (this.closed) throw new Error('the proxy-operator lease manager is closed');
     const key = bindingKey(session, host);
     let shared = this.bindings.get(key);
@@ -234,7 +246,7 @@ export class SessionLeases {
     if (shared === undefined) {
       let acquiring = this.acquiring.get(key);
       if (acquiring === undefined) {
-        acquiring = this.acquire(key, session, host).finally(() => this.acquiring.delete(key));
+        acquiring = this.acquire(key, session, host, wait).finally(() => this.acquiring.delete(key));
         this.acquiring.set(key, acquiring);
       }
       const acquired = await acquiring;
@@ -242,8 +254,8 @@ export class SessionLeases {
       shared = acquired;
     }
     shared.usedSinceRenewal = true;
-    const via = await this.throughPace(shared, host);
-    if (via === undefined) return this.proxyUrl(session, host);
+    const via = await this.throughPace(shared, host, wait);
+    if (via === undefined) return this.urlFor(session, host, wait);
     via.usedSinceRenewal = true;
     return via.lease.proxy.url;
   }
@@ -257,11 +269,12 @@ export class SessionLeases {
    * waits only when no leased proxy of the site may take it. Undefined: the own lease became
    * unusable while waiting.
    */
-  private async throughPace(own: SharedLease, host: string | undefined): Promise<SharedLease | undefined> {
+  private async throughPace(
+    own: SharedLease,
+    host: string | undefined,
+    wait: PacedWait,
+  ): Promise<SharedLease | undefined> {
     const started = this.now();
-    // One request's wait counts once, however many sleeps it takes: a timer may fire a
-    // millisecond before Date.now() says the turn has come, and a lease arriving wakes it early.
-    let counted = false;
     for (;;) {
       let best = own;
       let turn = this.turnIn(own, host);
@@ -286,8 +299,7 @@ export class SessionLeases {
         }
         return best;
       }
-      if (!counted) this.stats.paced++;
-      counted = true;
+      this.countPaced(wait);
       // Every leased proxy of the site has used its pace: a proxy not yet leased has all of
       // its own (a crawl's first second leases its proxies one session at a time).
       if (this.options.leaseAhead !== false && (this.widenedUntil.get(hostKey(host)) ?? 0) <= this.now()) {
@@ -298,6 +310,16 @@ export class SessionLeases {
       this.stats.pacedMs += this.now() - sleptFrom;
       if (!this.usable(own)) return undefined;
     }
+  }
+
+  /**
+   * One request's wait counts once in stats.paced, however many sleeps it takes and wherever:
+   * a timer may fire a millisecond before Date.now() says the turn has come, a lease arriving
+   * wakes it early, and the server may say every proxy rests more than once.
+   */
+  private countPaced(wait: PacedWait): void {
+    if (!wait.counted) this.stats.paced++;
+    wait.counted = true;
   }
 
   /** Sleeps `ms`, or until a new lease of `host` arrives (it may have room now). */
@@ -549,7 +571,12 @@ export class SessionLeases {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
-  private async acquire(key: string, session: string | undefined, host: string | undefined) {
+  private async acquire(
+    key: string,
+    session: string | undefined,
+    host: string | undefined,
+    paced: PacedWait,
+  ) {
     const started = this.now();
     const wait = this.options.retryAllBusy ?? DEFAULT_WAIT;
     const mayWait = (waits: number) =>
@@ -610,7 +637,7 @@ export class SessionLeases {
         ) {
           // Every proxy rests for this site (rate limits): the crawl slows down to the site's
           // pace instead of failing the request. A little jitter spreads the waiters.
-          this.stats.paced++;
+          this.countPaced(paced);
           const slept = err.retryAfterSeconds * 1000 + Math.floor(Math.random() * 250);
           this.stats.pacedMs += slept;
           await sleep(slept);
@@ -1001,6 +1028,11 @@ export function sessionKey(session: string): string {
   return SESSION_KEY.test(session)
     ? session
     : `h:${createHash('sha256').update(session).digest('hex').slice(0, 40)}`;
+}
+
+/** One request's waits for the site's pace (see countPaced). */
+interface PacedWait {
+  counted: boolean;
 }
 
 /** When a request may go through a lease: after waitMs; `probe` if only as a probe of its pace. */
