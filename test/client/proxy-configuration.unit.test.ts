@@ -622,32 +622,47 @@ describe('ProxyOperatorConfiguration', () => {
     expect(config.stats.paced).toBe(1);
   });
 
-  it("sends a request through another leased proxy's token before probing its own proxy for a higher limit", async () => {
-    const start = Date.now();
-    let now = start - 500;
+  /**
+   * A configuration on a clock the test sets, sessions s1 and s2 on the two proxies for
+   * `page`; `answer` feeds the hook a response through a proxy at `at` (a 429 says
+   * Retry-After: 1).
+   */
+  async function twoProxiesOnAClock(page: string, at: number) {
+    let now = at;
     await config.close();
     config = make({ leaseAhead: false, now: () => now });
+    const first = (await config.newUrl('s1', request(page)))!;
+    const second = (await config.newUrl('s2', request(page)))!;
+    expect(second).not.toBe(first);
+    return {
+      first,
+      second,
+      setNow: (t: number) => void (now = t),
+      answer: async (session: string, proxyUrl: string, statusCode: number, when = now) => {
+        now = when;
+        await config.postNavigationHook({
+          request: { url: page },
+          session: { id: session },
+          proxyInfo: { url: proxyUrl },
+          response: { statusCode, headers: statusCode === 429 ? { 'retry-after': '1' } : {} },
+        });
+      },
+    };
+  }
+
+  it("sends a request through another leased proxy's token before probing its own proxy for a higher limit", async () => {
+    const start = Date.now();
     const page = 'https://shop.example/';
-    const own = (await config.newUrl('s1', request(page)))!;
-    const other = (await config.newUrl('s2', request(page)))!;
-    expect(other).not.toBe(own);
-    const answer = (session: string, proxyUrl: string, statusCode: number) =>
-      config.postNavigationHook({
-        request: { url: page },
-        session: { id: session },
-        proxyInfo: { url: proxyUrl },
-        response: { statusCode, headers: statusCode === 429 ? { 'retry-after': '1' } : {} },
-      });
+    const { first: own, second: other, answer, setNow } = await twoProxiesOnAClock(page, start - 500);
     // The site allowed three requests a second through each proxy.
     for (let i = 0; i < 3; i++) await answer('s1', own, 200);
     for (let i = 0; i < 3; i++) await answer('s2', other, 200);
-    now = start;
-    await answer('s1', own, 429);
-    await answer('s2', other, 429);
+    await answer('s1', own, 429, start);
+    await answer('s2', other, 429, start);
     // Long after: the own proxy's two whole tokens go (three less the headroom); the next
     // request may only probe it (no 429 for more than PROBE_AFTER_PERIODS periods), while the
     // other proxy has tokens.
-    now = start + 6_000;
+    setNow(start + 6_000);
     expect(await config.newUrl('s1', request(page))).toBe(own);
     expect(await config.newUrl('s1', request(page))).toBe(own);
     expect(await config.newUrl('s1', request(page))).toBe(other);
@@ -655,22 +670,8 @@ describe('ProxyOperatorConfiguration', () => {
 
   it('a proxy whose own successes showed less of the site takes the limit another proxy showed', async () => {
     const start = Date.now();
-    let now = start - 1_000;
-    await config.close();
-    config = make({ leaseAhead: false, now: () => now });
     const page = 'https://shop.example/';
-    const sparse = (await config.newUrl('s1', request(page)))!;
-    const dense = (await config.newUrl('s2', request(page)))!;
-    expect(dense).not.toBe(sparse);
-    const answer = async (session: string, proxyUrl: string, statusCode: number, at: number) => {
-      now = at;
-      await config.postNavigationHook({
-        request: { url: page },
-        session: { id: session },
-        proxyInfo: { url: proxyUrl },
-        response: { statusCode, headers: statusCode === 429 ? { 'retry-after': '1' } : {} },
-      });
-    };
+    const { first: sparse, second: dense, answer, setNow } = await twoProxiesOnAClock(page, start - 1_000);
     // The site allows three a second per source. Through the first proxy three requests went
     // 400 ms apart and the fourth got a 429: by themselves they show only two a second.
     for (const at of [start - 900, start - 500, start - 100]) await answer('s1', sparse, 200, at);
@@ -680,7 +681,7 @@ describe('ProxyOperatorConfiguration', () => {
     await answer('s2', dense, 429, start);
     // Both rests over: the first proxy has the three-a-second bucket too (three less the
     // headroom: two whole tokens), not the one whole token of two a second.
-    now = start + 1_000;
+    setNow(start + 1_000);
     expect(await config.newUrl('s1', request(page))).toBe(sparse);
     expect(await config.newUrl('s1', request(page))).toBe(sparse);
     expect(await config.newUrl('s1', request(page))).toBe(dense);
