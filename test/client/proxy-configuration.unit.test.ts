@@ -687,6 +687,30 @@ describe('ProxyOperatorConfiguration', () => {
     expect(await config.newUrl('s1', request(page))).toBe(dense);
   });
 
+  it('a probe shows the limit it went out from, and a proxy that lowered its own limit takes it', async () => {
+    const start = Date.now();
+    const page = 'https://shop.example/';
+    const { first: a, second: b, answer, setNow } = await twoProxiesOnAClock(page, start - 1_000);
+    // A shows three a second (three within 20 ms, then a 429).
+    for (const at of [start - 20, start - 10, start]) await answer('s1', a, 200, at);
+    await answer('s1', a, 429, start);
+    // B gets a 429 after one success in its period: the site seems to allow less now, and
+    // B's limit falls to one (what a lowered limit shows resets what was shown).
+    await answer('s2', b, 200, start + 100);
+    await answer('s2', b, 429, start + 200);
+    // Quiet periods later: A spends its two whole tokens, B's one token goes, and the next
+    // request probes A: three held for five quiet periods.
+    const later = start + 6_000;
+    setNow(later);
+    const sent = [];
+    for (let i = 0; i < 4; i++) sent.push(await config.newUrl('s1', request(page)));
+    expect(sent).toEqual([a, a, b, a]);
+    // B has the three-a-second bucket again: two whole tokens, not one.
+    setNow(later + 10_000);
+    expect(await config.newUrl('s2', request(page))).toBe(b);
+    expect(await config.newUrl('s2', request(page))).toBe(b);
+  });
+
   it('passes the Retry-After of a 429 with the report', async () => {
     const url = await config.newUrl('s1', request('https://shop.example/'));
     await config.postNavigationHook({
