@@ -3,7 +3,6 @@
 import { Configuration, Request, SessionPool } from 'crawlee';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
 import {
-  hostOf,
   isProxyFailure,
   outcomeOf,
   ProxyOperatorConfiguration,
@@ -831,16 +830,6 @@ describe('the pure rules', () => {
   ])('a $ttlS s lease with $leftS s left is renewed in $dueS s', ({ ttlS, leftS, dueS }) => {
     const now = 1_000_000;
     expect(renewalDelayMs(now + leftS * 1000, ttlS * 1000, now)).toBe(dueS * 1000);
-  });
-
-  it.each([
-    ['https://Shop.Example:8443/x', 'shop.example'],
-    ['http://[::1]:8080/', '::1'],
-    ['http://127.0.0.1:9/', '127.0.0.1'],
-    ['not a url', undefined],
-    [undefined, undefined],
-  ])('hostOf(%p) is %p', (url, host) => {
-    expect(hostOf(url)).toBe(host);
   });
 
   it.each([

@@ -1,13 +1,13 @@
 // @proxy-operator/client/crawlee: the Crawlee 3 integration (crawlee is a peer dependency).
 export {
   ProxyOperatorConfiguration,
-  hostOf,
   isProxyFailure,
   outcomeOf,
   retryAfterSeconds,
   type NavigationContext,
   type ProxyOperatorConfigurationOptions,
 } from './proxy-configuration.js';
+export { hostOf } from './host-names.js';
 export {
   SessionLeases,
   renewalDelayMs,

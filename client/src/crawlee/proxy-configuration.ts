@@ -10,6 +10,7 @@ import {
   type SessionLeasesOptions,
   type SessionLeasesStats,
 } from './session-leases.js';
+import { HostNames } from './host-names.js';
 
 export interface ProxyOperatorConfigurationOptions extends SessionLeasesOptions {
   /** Responses reported as `banned`. Default [401, 403] (Crawlee's default blocked codes). */
@@ -56,6 +57,7 @@ const SESSION_RETIRED = 'sessionRetired';
  */
 export class ProxyOperatorConfiguration extends ProxyConfiguration {
   readonly leases: SessionLeases;
+  private readonly hosts: HostNames;
   private readonly leaseLog: LeaseLog;
   private readonly banned: ReadonlySet<number>;
   private readonly rateLimited: ReadonlySet<number>;
@@ -66,14 +68,16 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   constructor(options: ProxyOperatorConfigurationOptions) {
     const log = options.log ?? crawleeLog.child({ prefix: 'ProxyOperator' });
     const leases = new SessionLeases({ ...options, log });
+    const hosts = new HostNames();
     super({
       newUrlFunction: (sessionId, newUrlOptions) =>
         leases.proxyUrl(
           sessionId === undefined ? undefined : String(sessionId),
-          hostOf(newUrlOptions?.request?.url),
+          hosts.of(newUrlOptions?.request?.url),
         ),
     });
     this.leases = leases;
+    this.hosts = hosts;
     this.leaseLog = log;
     this.banned = new Set(options.bannedStatusCodes ?? [401, 403]);
     this.rateLimited = new Set(options.rateLimitedStatusCodes ?? [429]);
@@ -91,7 +95,7 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const proxyUrl = ctx.proxyInfo?.url;
     const status = statusOf(ctx.response);
     if (!proxyUrl || status === undefined) return;
-    const host = hostOf(ctx.request.url);
+    const host = this.hosts.of(ctx.request.url);
     const session = ctx.session?.id;
     const outcome = outcomeOf(status, this.banned, this.rateLimited);
     if (outcome === 'ok') this.leases.succeeded(session, host, proxyUrl);
@@ -151,17 +155,6 @@ export function outcomeOf(
   if (banned.has(status)) return 'banned';
   if (rateLimited.has(status)) return 'rate_limited';
   return status < 400 ? 'ok' : undefined;
-}
-
-/** The lower-cased host name of a URL (IPv6 without brackets), or undefined. */
-export function hostOf(url: string | undefined): string | undefined {
-  if (url === undefined) return undefined;
-  try {
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    return host === '' ? undefined : host;
-  } catch {
-    return undefined;
-  }
 }
 
 function statusOf(response: NavigationContext['response']): number | undefined {

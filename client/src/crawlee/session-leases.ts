@@ -23,6 +23,7 @@ import {
   unpaced,
   type Pace,
 } from './site-pace.js';
+import { LeastShared } from './least-shared.js';
 
 /** Where the integration says what it did and what went wrong (Crawlee's `log` fits). */
 export interface LeaseLog {
@@ -144,8 +145,8 @@ interface DeadProxy {
 export class SessionLeases {
   /** binding key (session, host) → the lease it uses. */
   private readonly bindings = new Map<string, SharedLease>();
-  /** Every live lease, by host key, in no particular order. */
-  private readonly byHost = new Map<string, Set<SharedLease>>();
+  /** Every live lease, by host key, found least shared first. */
+  private readonly byHost = new Map<string, LeastShared<SharedLease>>();
   /** In-flight acquisitions per binding key: concurrent requests of a session share one. */
   private readonly acquiring = new Map<string, Promise<SharedLease | null>>();
   /** `proxyID \0 host` → ms until which that proxy must not be used for that host. */
@@ -684,7 +685,7 @@ export class SessionLeases {
       lastOkReportAt: this.now(),
     };
     let forHost = this.byHost.get(hostKey(host));
-    if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new Set()));
+    if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new LeastShared()));
     forHost.add(shared);
     this.leaseCount++;
     this.scheduleRenewal(shared);
@@ -701,10 +702,7 @@ export class SessionLeases {
     const ahead = this.ahead.get(hostKey(host)) ?? 0;
     // Called for every new session: the cheap checks first, and the count stops once enough.
     if (ahead >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
-    let unjoined = 0;
-    for (const s of this.byHost.get(hostKey(host)) ?? []) {
-      if (s.bindings.size === 0 && ahead + ++unjoined >= LEASE_AHEAD) return;
-    }
+    if (ahead + (this.byHost.get(hostKey(host))?.withUsers(0) ?? 0) >= LEASE_AHEAD) return;
     // Waits ask one at a time: each answer says whether there is another proxy to add.
     if (forPace && ahead > 0) return;
     this.ahead.set(hostKey(host), ahead + 1);
@@ -777,6 +775,7 @@ export class SessionLeases {
   private attach(key: string, shared: SharedLease, sharing: boolean): SharedLease {
     if (sharing) this.stats.shared++;
     shared.bindings.add(key);
+    this.counted(shared);
     this.bindings.set(key, shared);
     return shared;
   }
@@ -795,6 +794,12 @@ export class SessionLeases {
     );
   }
 
+  /** Keeps the host's buckets in step with a live lease's session count. */
+  private counted(shared: SharedLease): void {
+    const forHost = this.byHost.get(hostKey(shared.host));
+    if (forHost?.has(shared)) forHost.count(shared, shared.bindings.size);
+  }
+
   private isLive(shared: SharedLease): boolean {
     return this.byHost.get(hostKey(shared.host))?.has(shared) ?? false;
   }
@@ -809,12 +814,14 @@ export class SessionLeases {
    * whose rest ends first), then the fewest sessions on it.
    */
   private shareable(host: string | undefined): SharedLease | undefined {
+    const now = this.now();
+    const forHost = this.byHost.get(hostKey(host));
+    // Called for every new session (a thousand with Crawlee's defaults) over hundreds of
+    // leases: with no rest anywhere, the least shared lease comes from its bucket.
+    if (this.rests.size === 0) return forHost?.least((shared) => this.carries(shared, now));
     let best: SharedLease | undefined;
     let bestRest = Infinity;
-    const now = this.now();
-    // Called for every new session over every lease of the host (hundreds with Crawlee's
-    // defaults on a large fleet): nothing here may cost more than a map lookup.
-    for (const shared of this.byHost.get(hostKey(host)) ?? []) {
+    for (const shared of forHost ?? []) {
       if (!this.carries(shared, now)) continue;
       const rest = this.rests.size === 0 ? 0 : Math.max(0, (this.rests.get(shared.key) ?? 0) - now);
       if (
@@ -920,6 +927,7 @@ export class SessionLeases {
   private detach(key: string, shared: SharedLease, why: string): Promise<void> {
     if (this.bindings.get(key) === shared) this.bindings.delete(key);
     shared.bindings.delete(key);
+    this.counted(shared);
     if (shared.bindings.size > 0 || !this.isLive(shared)) return Promise.resolve();
     this.forget(shared);
     const work = this.release(shared, why);
