@@ -108,6 +108,13 @@ export interface CrawlFigures {
   attemptsAfterReport: number[];
   /** Per dying proxy: attempts in flight on it when the first report was sent (operator only). */
   inFlightAtReport: number[];
+  /** Requests Crawlee sent (every attempt of every page, retries included). */
+  attempts: number;
+  /**
+   * CPU milliseconds this process spent per page fetched (Crawlee, the integration, and the
+   * site and proxies it serves): what a CPU-bound crawl's pages/s comes down to.
+   */
+  cpuMsPerPage: number;
   /** 429s the site sent. */
   rateLimited: number;
   /** A rate-limited site's budget up to the last page, by where it went (see site-budget.ts). */
@@ -203,6 +210,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     new Configuration({ persistStorage: false, purgeOnStart: true }),
   );
   const started = Date.now();
+  const cpu = process.cpuUsage();
   // Crawlee scales its pool by the machine's load: a busy machine keeps it at 1-10 tasks,
   // which is what makes any wait inside a request cost throughput. Shown beside the figures.
   const running: number[] = [];
@@ -212,6 +220,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   await crawler.run([site.start]);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
+  const { user, system } = process.cpuUsage(cpu);
   const concurrency = {
     medianRunning:
       running.length === 0 ? 0 : [...running].sort((a, b) => a - b)[Math.floor(running.length / 2)],
@@ -238,6 +247,8 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     pagesPerSecond: fetched.size / seconds,
     fetchedAt,
     bannedLate,
+    attempts: attempts.length,
+    cpuMsPerPage: fetched.size === 0 ? 0 : (user + system) / 1000 / fetched.size,
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt.get(i))),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),
     inFlightAtReport: faults.dying.map((i) => {

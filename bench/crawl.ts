@@ -229,7 +229,13 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
       `${l.fetched}/${l.pages} (${((100 * l.fetched) / l.pages).toFixed(2)} %)`,
     ],
     ['failed requests', String(o.failedRequests), String(l.failedRequests)],
+    ['requests Crawlee sent (retries included)', String(o.attempts), String(l.attempts)],
     ['pages/s', o.pagesPerSecond.toFixed(1), l.pagesPerSecond.toFixed(1)],
+    [
+      'CPU ms per page in the crawling process (Crawlee, site, proxies)',
+      o.cpuMsPerPage.toFixed(2),
+      l.cpuMsPerPage.toFixed(2),
+    ],
     ['requests via a banned proxy > 2 s after its first 403', String(o.bannedLate), String(l.bannedLate)],
     [
       'attempts via each dead proxy after its death',
@@ -256,6 +262,12 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
   const opRates = operators.map((r) => r.figures.pagesPerSecond);
   const listRates = lists.map((r) => r.figures.pagesPerSecond);
   const ratio = median(opRates) / median(listRates);
+  // Rounds run side by side (see scenario()): each round's own ratio leaves out how fast the
+  // machine was in that round, which moves both sides alike.
+  const roundRatios = operators.map(
+    (r, i) => r.figures.pagesPerSecond / (lists[i]?.figures.pagesPerSecond ?? NaN),
+  );
+  const cpuRatios = operators.map((r, i) => (lists[i]?.figures.cpuMsPerPage ?? NaN) / r.figures.cpuMsPerPage);
   // A site's buckets start full: the first pages of any crawl come at a burst, so a crawl that
   // gives up on pages is shorter and gets a larger share of its pages from the burst. Over the
   // same first K pages both sides had the same burst to spend.
@@ -271,6 +283,7 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
     ...rows.map(([name, a, b]) => `  ${name.padEnd(width)} | ${a} | ${b}`),
     `  pages/s per round: operator ${opRates.map((r) => r.toFixed(1)).join(', ')}; baseline ${listRates.map((r) => r.toFixed(1)).join(', ')} (ratio ${ratio.toFixed(3)}x)`,
     `  pages/s ratio operator / baseline (medians): ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
+    `  per round, operator / baseline: pages/s ${roundRatios.map((r) => r.toFixed(3)).join(', ')} (median ${median(roundRatios).toFixed(3)}x); pages per CPU second ${cpuRatios.map((r) => r.toFixed(3)).join(', ')} (median ${median(cpuRatios).toFixed(3)}x)`,
     `  pages/s over the first K pages both fetched (K per round ${sameK.join(', ')}): operator ${opSame.map((r) => r.toFixed(1)).join(', ')}; baseline ${listSame.map((r) => r.toFixed(1)).join(', ')}; ratio ${sameRatio.toFixed(3)}x`,
     ...(o.budget === undefined
       ? []
