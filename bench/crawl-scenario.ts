@@ -4,6 +4,8 @@
 // sources above a rate (429), and some proxies die mid-crawl (listener closed, sockets
 // destroyed). The proxies come either from the operator (ProxyOperatorConfiguration) or from
 // Crawlee's own static list (the baseline); the faults are the same, seeded.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
@@ -11,6 +13,7 @@ import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
 import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
 import { startCrawlSite, type CrawlSite } from './crawl-site.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
+import { cpuShare, startCpuProfile, type CpuShare } from './cpu-share.js';
 
 export interface FaultPlan {
   /** Proxies (by index) the site answers 403. */
@@ -115,6 +118,11 @@ export interface CrawlFigures {
    * site and proxies it serves): what a CPU-bound crawl's pages/s comes down to.
    */
   cpuMsPerPage: number;
+  /**
+   * With `profile`: the crawling process's busy CPU, and of it the integration's (its code and
+   * the undici calls it makes; the list side has none, so its figure checks the attribution).
+   */
+  integrationCpu?: CpuShare;
   /** 429s the site sent. */
   rateLimited: number;
   /** A rate-limited site's budget up to the last page, by where it went (see site-budget.ts). */
@@ -140,6 +148,10 @@ export interface CrawlOptions {
   progress?: (message: string) => void;
   /** Also return the per-second figures. */
   trace?: boolean;
+  /** Profile the crawl (1 ms samples) for the integration's share of its CPU. */
+  profile?: boolean;
+  /** With `profile`: also write the profile (.cpuprofile) into this directory. */
+  profileDir?: string;
 }
 
 /** One crawl of the whole site at Crawlee's defaults; the faults are injected as it goes. */
@@ -211,6 +223,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   );
   const started = Date.now();
   const cpu = process.cpuUsage();
+  const stopProfile = options.profile ? await startCpuProfile() : undefined;
   // Crawlee scales its pool by the machine's load: a busy machine keeps it at 1-10 tasks,
   // which is what makes any wait inside a request cost throughput. Shown beside the figures.
   const running: number[] = [];
@@ -221,6 +234,12 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const { user, system } = process.cpuUsage(cpu);
+  const profile = await stopProfile?.();
+  if (profile && options.profileDir !== undefined) {
+    const file = join(options.profileDir, `crawl-${operator ? 'operator' : 'list'}-${started}.cpuprofile`);
+    await writeFile(file, JSON.stringify(profile));
+    options.progress?.(`CPU profile written to ${file} (open it in Chrome DevTools)`);
+  }
   const concurrency = {
     medianRunning:
       running.length === 0 ? 0 : [...running].sort((a, b) => a - b)[Math.floor(running.length / 2)],
@@ -258,6 +277,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
         (a) => a.proxy === urlOf(i) && a.startedAt <= at && (a.endedAt ?? Infinity) >= at,
       ).length;
     }),
+    ...(profile ? { integrationCpu: cpuShare(profile, isIntegration) } : {}),
     rateLimited: site.hits.filter((h) => h.status === 429).length,
     ...(budget ? { budget } : {}),
     concurrency,
@@ -342,4 +362,9 @@ function budgetAtLastPage(site: CrawlSite): SiteBudget | undefined {
 function describeBudget(b: SiteBudget): string {
   const f = (n: number) => n.toFixed(1);
   return `site budget by the last page ${f(b.total)} tokens: used ${b.used}, before each source's first request ${f(b.beforeFirst)}, lost while full ${f(b.whileFull)}, left in buckets ${f(b.left)}`;
+}
+
+/** The integration's frames: the client's code, and undici, which only the client uses here. */
+function isIntegration(url: string): boolean {
+  return url.includes('/client/src/') || url.includes('/node_modules/undici/');
 }

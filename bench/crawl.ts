@@ -6,6 +6,8 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
+//          --profile (CPU-profile each crawl: the integration's share of the crawling process's CPU)
+//          --profile-dir=DIR (with --profile: also write each crawl's .cpuprofile into DIR)
 //          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms;
 //                   where a rate-limited site's budget went, see site-budget.ts)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
@@ -106,6 +108,8 @@ async function scenario(
   repeat: number,
   /** --trace: each crawl's per-second 200s, 429s and sources too. */
   trace: boolean,
+  /** --profile: each crawl CPU-profiled (--profile-dir: written there too). */
+  profile: { on: boolean; dir?: string },
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
   // Both sides start on a quiet machine (see settle.ts); how long that took is shown.
@@ -123,7 +127,17 @@ async function scenario(
       if (!withOperator) {
         await settled();
         progress(`baseline: Crawlee's ProxyConfiguration({ proxyUrls }) over the same ${proxies} proxies`);
-        return { figures: await crawl({ site, fleet, faults, progress, trace }) };
+        return {
+          figures: await crawl({
+            site,
+            fleet,
+            faults,
+            progress,
+            trace,
+            profile: profile.on,
+            profileDir: profile.dir,
+          }),
+        };
       }
       await createProxies(
         kc,
@@ -152,6 +166,8 @@ async function scenario(
         faults,
         progress,
         trace,
+        profile: profile.on,
+        profileDir: profile.dir,
         operator: {
           discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
           token: TOKEN,
@@ -216,6 +232,11 @@ interface Rounds {
 const budgetShare = (f: CrawlFigures) =>
   f.budget === undefined ? 'n/a' : `${((100 * f.budget.used) / f.budget.total).toFixed(1)} %`;
 
+const cpuShareText = (c: CrawlFigures['integrationCpu']) =>
+  c === undefined
+    ? 'n/a'
+    : `${((100 * c.oursMs) / c.busyMs).toFixed(2)} % (${c.oursMs.toFixed(0)} of ${c.busyMs.toFixed(0)} ms)`;
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function table(title: string, { operator, list, operators, lists }: Rounds): string {
@@ -254,6 +275,15 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
       `${o.concurrency.medianRunning} / ${o.concurrency.desiredAtEnd}`,
       `${l.concurrency.medianRunning} / ${l.concurrency.desiredAtEnd}`,
     ],
+    ...(o.integrationCpu === undefined
+      ? []
+      : [
+          [
+            "the integration's share of the crawling process's busy CPU",
+            cpuShareText(o.integrationCpu),
+            cpuShareText(l.integrationCpu),
+          ] as [string, string, string],
+        ]),
     ['409s from discovery', String(operator.conflicts ?? 0), 'n/a'],
     ['leases / sessions left after close()', `${operator.leasesLeft} / ${operator.sessionsLeft}`, 'n/a'],
     ['operator CPU seconds during the crawl', (operator.cpuSeconds ?? 0).toFixed(2), 'n/a'],
@@ -290,6 +320,11 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
       : [
           `  share of the site's budget used per round: operator ${operators.map((r) => budgetShare(r.figures)).join(', ')}; baseline ${lists.map((r) => budgetShare(r.figures)).join(', ')}`,
         ]),
+    ...(o.integrationCpu === undefined
+      ? []
+      : [
+          `  the integration's share of the crawling process's busy CPU per round: operator ${operators.map((r) => cpuShareText(r.figures.integrationCpu)).join(', ')}; baseline ${lists.map((r) => cpuShareText(r.figures.integrationCpu)).join(', ')}`,
+        ]),
     `  integration: ${JSON.stringify(o.integration)}`,
     ...[...operators, ...lists]
       .filter((r) => r.figures.perSecond !== undefined)
@@ -317,6 +352,8 @@ async function main(): Promise<void> {
   const rateLimit = flag('rate-limit', 3);
   const repeat = Math.max(1, Math.round(flag('repeat', 1)));
   const trace = process.argv.includes('--trace');
+  const profileDir = process.argv.find((a) => a.startsWith('--profile-dir='))?.slice('--profile-dir='.length);
+  const profile = { on: process.argv.includes('--profile') || profileDir !== undefined, dir: profileDir };
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -356,6 +393,7 @@ async function main(): Promise<void> {
         churnRateLimit,
         repeat,
         trace,
+        profile,
       );
       out.push(table(`scenario 1 (load average now ${load()})`, churn));
     }
@@ -375,6 +413,7 @@ async function main(): Promise<void> {
         rateLimit,
         repeat,
         trace,
+        profile,
       );
       out.push(table(`scenario 2 (load average now ${load()})`, rated));
     }

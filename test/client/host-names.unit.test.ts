@@ -60,3 +60,27 @@ describe('the target host of a URL', () => {
     expect(authorityOf(url)).toBe(authority);
   });
 });
+
+describe('a URL after another', () => {
+  it.each([
+    ['the same site, another path', 'https://shop.example/a', 'https://shop.example/b?c', 'shop.example'],
+    [
+      'a longer host that starts like the last one',
+      'http://shop.example/a',
+      'http://shop.example.evil/a',
+      'shop.example.evil',
+    ],
+    ['a port after the last host', 'http://shop.example/a', 'http://shop.example:8080/a', 'shop.example'],
+    ['the last one was not http', 'ftp://shop.example/a', 'http://other.example/', 'other.example'],
+    [
+      'the same authority with nothing after it',
+      'http://shop.example/a',
+      'http://shop.example',
+      'shop.example',
+    ],
+  ])('%s: %p then %p is %p', (_, first, second, host) => {
+    const hosts = new HostNames();
+    hosts.of(first);
+    expect(hosts.of(second)).toBe(host);
+  });
+});

@@ -292,7 +292,7 @@ export class SessionLeases {
       if (turn.waitMs === 0 || left <= 0) {
         const key = best.key;
         // Unpaced too: the pace remembers the request, for adopt (see site-pace.ts).
-        const admitted = admit(this.paceOf(best.lease.proxy.id, host) ?? unpaced, this.now());
+        const admitted = admit(this.paceOf(key, host) ?? unpaced, this.now());
         this.paces.set(key, admitted.pace);
         if (admitted.probe) {
           this.proven.set(hostKey(host), provenByProbe(this.proven.get(hostKey(host)) ?? 0, admitted.pace));
@@ -346,7 +346,7 @@ export class SessionLeases {
     const now = this.now();
     const rest = (this.rests.get(key) ?? 0) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
-    const pace = this.paceOf(shared.lease.proxy.id, host);
+    const pace = this.paceOf(key, host);
     if (pace === undefined) return { waitMs: 0, probe: false };
     const { waitMs, probe } = admit(pace, now);
     return { waitMs, probe };
@@ -367,8 +367,7 @@ export class SessionLeases {
    * The proxy's pace for `host`: its own, or the one another proxy learned for that host; at
    * least the limit the site has shown it allows every source.
    */
-  private paceOf(proxyID: string, host: string | undefined): Pace | undefined {
-    const key = banKey(proxyID, host);
+  private paceOf(key: string, host: string | undefined): Pace | undefined {
     const own = this.paces.get(key);
     let pace = own;
     const learned = this.learned.get(hostKey(host));
@@ -381,14 +380,14 @@ export class SessionLeases {
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
   succeeded(session: string | undefined, host: string | undefined, proxyUrl: string): void {
     this.stats.successes++;
-    const proxyID = this.proxyIDs.get(proxyUrl);
-    if (proxyID !== undefined) {
-      const key = banKey(proxyID, host);
-      this.paces.set(key, paceSucceeded(this.paces.get(key) ?? unpaced, this.now()));
-    }
     // The lease may have ended mid-request (renewal, ban, session retired): count the success
     // on another live lease of the same proxy and host, if there is one.
     const shared = this.sharedFor(session, host, proxyUrl) ?? this.anyLeaseOn(proxyUrl, host);
+    const proxyID = shared?.lease.proxy.id ?? this.proxyIDs.get(proxyUrl);
+    if (proxyID !== undefined) {
+      const key = shared?.key ?? banKey(proxyID, host);
+      this.paces.set(key, paceSucceeded(this.paces.get(key) ?? unpaced, this.now()));
+    }
     if (shared === undefined) return;
     shared.unreportedOk++;
     if (this.now() - shared.lastOkReportAt >= this.okReportIntervalMs) this.track(this.reportOk(shared));
@@ -459,7 +458,7 @@ export class SessionLeases {
   ): void {
     const key = banKey(proxyID, host);
     const retryAfterMs = retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000;
-    const before = this.paceOf(proxyID, host) ?? unpaced;
+    const before = this.paceOf(key, host) ?? unpaced;
     const pace = paceRateLimited(before, this.now(), retryAfterMs);
     this.proven.set(
       hostKey(host),
