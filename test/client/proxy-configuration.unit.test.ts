@@ -93,6 +93,16 @@ describe('ProxyOperatorConfiguration', () => {
     expect(await active()).toBe(1);
   });
 
+  it('hands a session its live lease at once, without a promise, and leaves leasing and rests to proxyUrl', async () => {
+    const page = 'https://shop.example/';
+    expect(config.leases.readyUrl('s1', 'shop.example')).toBeUndefined(); // no lease yet
+    expect(await config.newUrl('s1', request(page))).toBe(urlOf(A));
+    expect(config.leases.readyUrl('s1', 'shop.example')).toBe(urlOf(A));
+    expect(config.leases.readyUrl('s1', 'other.example')).toBeUndefined(); // a lease is per host
+    await navigated('s1', page, urlOf(A), 429); // A rests for the host
+    expect(config.leases.readyUrl('s1', 'shop.example')).toBeUndefined();
+  });
+
   it('takes one lease per host and per session', async () => {
     await config.newUrl('s1', request('https://one.example/'));
     await config.newUrl('s1', request('https://two.example/'));

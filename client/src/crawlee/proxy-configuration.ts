@@ -70,11 +70,11 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const leases = new SessionLeases({ ...options, log });
     const hosts = new HostNames();
     super({
-      newUrlFunction: (sessionId, newUrlOptions) =>
-        leases.proxyUrl(
-          sessionId === undefined ? undefined : String(sessionId),
-          hosts.of(newUrlOptions?.request?.url),
-        ),
+      newUrlFunction: (sessionId, newUrlOptions) => {
+        const session = sessionId === undefined ? undefined : String(sessionId);
+        const host = hosts.of(newUrlOptions?.request?.url);
+        return leases.readyUrl(session, host) ?? leases.proxyUrl(session, host);
+      },
     });
     this.leases = leases;
     this.hosts = hosts;

@@ -231,6 +231,23 @@ export class SessionLeases {
     return this.urlFor(session, host, { counted: false });
   }
 
+  /**
+   * The proxy URL for a request of `session` to `host` when it may go now without a call or a
+   * wait: the session's lease is live and its proxy has a token. Otherwise undefined (then
+   * proxyUrl). Synchronous: Crawlee takes a string from newUrlFunction as well as a promise,
+   * and this is every request's path once its session has a lease.
+   */
+  readyUrl(session: string | undefined, host: string | undefined): string | undefined {
+    if (this.closed) return undefined;
+    const shared = this.bindings.get(bindingKey(session, host));
+    if (shared === undefined || !this.usable(shared)) return undefined;
+    const turn = this.turnIn(shared, host);
+    if (turn.waitMs > 0 || turn.probe) return undefined;
+    shared.usedSinceRenewal = true;
+    this.take(shared, host, turn);
+    return shared.lease.proxy.url;
+  }
+
   /** proxyUrl, for one request: `wait` says whether its wait was counted in stats.paced yet. */
   private async urlFor(
     session: string | undefined,
@@ -290,14 +307,7 @@ export class SessionLeases {
       }
       const left = this.maxWaitMs - (this.now() - started);
       if (turn.waitMs === 0 || left <= 0) {
-        const key = best.key;
-        // Unpaced too: the pace remembers the request, for adopt (see site-pace.ts).
-        const admitted = admit(this.paceOf(key, host) ?? unpaced, this.now());
-        this.paces.set(key, admitted.pace);
-        if (admitted.probe) {
-          this.proven.set(hostKey(host), provenByProbe(this.proven.get(hostKey(host)) ?? 0, admitted.pace));
-          this.spreadProbe(host, admitted.pace, best.lease.proxy.id);
-        }
+        this.take(best, host, turn.waitMs === 0 ? turn : undefined);
         return best;
       }
       this.countPaced(wait);
@@ -310,6 +320,20 @@ export class SessionLeases {
       await this.paceWait(host, Math.min(turn.waitMs, left));
       this.stats.pacedMs += this.now() - sleptFrom;
       if (!this.usable(own)) return undefined;
+    }
+  }
+
+  /**
+   * A request goes through `shared` now: its pace spends a token (or, unpaced, remembers the
+   * request, for adopt; see site-pace.ts), from `turn` when it was just taken for this request.
+   */
+  private take(shared: SharedLease, host: string | undefined, turn: Turn | undefined): void {
+    const key = shared.key;
+    const admitted = turn?.admitted ?? admit(this.paceOf(key, host) ?? unpaced, this.now());
+    this.paces.set(key, admitted.pace);
+    if (admitted.probe) {
+      this.proven.set(hostKey(host), provenByProbe(this.proven.get(hostKey(host)) ?? 0, admitted.pace));
+      this.spreadProbe(host, admitted.pace, shared.lease.proxy.id);
     }
   }
 
@@ -346,10 +370,8 @@ export class SessionLeases {
     const now = this.now();
     const rest = (this.rests.get(key) ?? 0) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
-    const pace = this.paceOf(key, host);
-    if (pace === undefined) return { waitMs: 0, probe: false };
-    const { waitMs, probe } = admit(pace, now);
-    return { waitMs, probe };
+    const admitted = admit(this.paceOf(key, host) ?? unpaced, now);
+    return { waitMs: admitted.waitMs, probe: admitted.probe, admitted };
   }
 
   /** One proxy's probe of `host` (or its refusal) stands for every proxy of that host (see heardOfProbe). */
@@ -1046,6 +1068,8 @@ interface PacedWait {
 interface Turn {
   waitMs: number;
   probe: boolean;
+  /** The pace after the request goes, when it may go now (admit's answer). */
+  admitted?: { pace: Pace; probe: boolean };
 }
 
 /** A token now beats a probe now, which beats any wait; between waits, the shorter. */
