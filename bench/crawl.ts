@@ -123,21 +123,13 @@ async function scenario(
     const namespace = `crawl-${label}-${round}`;
     const fleet = await startFleet(proxies, first);
     const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
+    // What both sides crawl, and how it is watched.
+    const same = { site, fleet, faults, progress, trace, profile: profile.on, profileDir: profile.dir };
     try {
       if (!withOperator) {
         await settled();
         progress(`baseline: Crawlee's ProxyConfiguration({ proxyUrls }) over the same ${proxies} proxies`);
-        return {
-          figures: await crawl({
-            site,
-            fleet,
-            faults,
-            progress,
-            trace,
-            profile: profile.on,
-            profileDir: profile.dir,
-          }),
-        };
+        return { figures: await crawl(same) };
       }
       await createProxies(
         kc,
@@ -161,13 +153,7 @@ async function scenario(
       const cpu0 = op.cpuSeconds();
       progress('crawling through the operator (ProxyOperatorConfiguration at Crawlee defaults)');
       const figures = await crawl({
-        site,
-        fleet,
-        faults,
-        progress,
-        trace,
-        profile: profile.on,
-        profileDir: profile.dir,
+        ...same,
         operator: {
           discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
           token: TOKEN,
