@@ -721,7 +721,7 @@ export class SessionLeases {
    */
   private leaseAheadFor(host: string | undefined, forPace = false): void {
     const ahead = this.ahead.get(hostKey(host)) ?? 0;
-    // Called for every new session: the cheap checks first, and the count stops once enough.
+    // Called for every new session: the unjoined leases are counted by their bucket (LeastShared).
     if (ahead >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
     if (ahead + (this.byHost.get(hostKey(host))?.withUsers(0) ?? 0) >= LEASE_AHEAD) return;
     // Waits ask one at a time: each answer says whether there is another proxy to add.
