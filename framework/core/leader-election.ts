@@ -88,6 +88,11 @@ export class LeaderElector {
   private loop?: Promise<void>;
   /** Local monotonic time of our last successful acquire/renew; -Infinity = never. */
   private lastRenew = -Infinity;
+  /**
+   * We have written ourselves into the Lease and seen no other holder since. Leading may still
+   * be false (stop came between the write and the loop's check), so stop() releases on this.
+   */
+  private mayHold = false;
   private observed?: { record: string; at: number };
   private lastErrorLog?: { reason: LeaderElectionErrorReason; at: number };
   readonly identity: string;
@@ -138,7 +143,7 @@ export class LeaderElector {
   async stop(release: boolean, releaseSeconds = 5): Promise<void> {
     this.stopper.abort();
     await this.loop;
-    if (this.leading && release) {
+    if ((this.leading || this.mayHold) && release) {
       try {
         const signal = AbortSignal.timeout(releaseSeconds * 1000);
         const lease = await this.get(signal);
@@ -161,7 +166,16 @@ export class LeaderElector {
 
   /** One request's deadline: a retry period plus slack, and never past stop(). */
   private attemptSignal(): AbortSignal {
-    return AbortSignal.any([this.stopper.signal, AbortSignal.timeout(this.retryPeriod * 1000 + 2000)]);
+    return AbortSignal.any([this.stopper.signal, this.writeSignal()]);
+  }
+
+  /**
+   * A write's deadline ignores stop(): a write cancelled mid-flight may still be committed by
+   * the API server, leaving a Lease held by a process that has gone. Waiting for its answer
+   * (bounded by the same deadline) lets stop() release what it wrote.
+   */
+  private writeSignal(): AbortSignal {
+    return AbortSignal.timeout(this.retryPeriod * 1000 + 2000);
   }
 
   private async get(signal: AbortSignal): Promise<Lease | undefined> {
@@ -231,8 +245,9 @@ export class LeaderElector {
   private async tryAcquireOrRenew(wallNow: Date): Promise<boolean> {
     const lease = await this.get(this.attemptSignal());
     if (!lease) {
+      this.mayHold = true;
       await this.client.request('POST', this.path(), {
-        signal: this.attemptSignal(),
+        signal: this.writeSignal(),
         body: {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
@@ -256,6 +271,7 @@ export class LeaderElector {
     const expired = this.observed.at + duration <= this.now();
     if (holder && holder !== this.identity && !expired) {
       this.lastRenew = -Infinity;
+      this.mayHold = false;
       return false;
     }
     if (holder !== this.identity) {
@@ -266,9 +282,10 @@ export class LeaderElector {
     lease.spec.leaseDurationSeconds = this.duration;
     lease.spec.renewTime = microTime(wallNow);
     // PUT with the read resourceVersion: a concurrent candidate's write makes ours fail (409).
+    this.mayHold = true;
     await this.client.request('PUT', this.path(this.opts.name), {
       body: lease,
-      signal: this.attemptSignal(),
+      signal: this.writeSignal(),
     });
     this.observed = { record: recordOf(lease), at: this.now() };
     return true;
