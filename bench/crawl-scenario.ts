@@ -99,6 +99,8 @@ export interface CrawlFigures {
   pages: number;
   fetched: number;
   failedRequests: number;
+  /** When the crawl started, in ms since the epoch. */
+  startedAt: number;
   seconds: number;
   pagesPerSecond: number;
   /** When each page was fetched, in ms since the crawl started (ascending). */
@@ -262,6 +264,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     pages: site.pages.length,
     fetched: fetched.size,
     failedRequests,
+    startedAt: started,
     seconds,
     pagesPerSecond: fetched.size / seconds,
     fetchedAt,

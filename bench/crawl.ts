@@ -6,6 +6,8 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
+//          --side-by-side (both sides of a round crawl at once, each in its own process, pinned to
+//                          one core; pages/s compared over the window both crawled, see shared-window.ts)
 //          --profile (CPU-profile each crawl: the integration's share of the crawling process's CPU)
 //          --profile-dir=DIR (with --profile: also write each crawl's .cpuprofile into DIR)
 //          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms;
@@ -35,7 +37,9 @@ import {
   type FaultPlan,
   warmUpCrawlee,
 } from './crawl-scenario.js';
+import { canPin, SideProcess } from './crawl-side-process.js';
 import { BenchOperator } from './operator-process.js';
+import { sharedWindow, type Timeline } from './shared-window.js';
 import { settle } from './settle.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -110,6 +114,8 @@ async function scenario(
   trace: boolean,
   /** --profile: each crawl CPU-profiled (--profile-dir: written there too). */
   profile: { on: boolean; dir?: string },
+  /** --side-by-side: both sides of a round crawl at once, sharing one core. */
+  sideBySide: boolean,
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
   // Both sides start on a quiet machine (see settle.ts); how long that took is shown.
@@ -119,6 +125,56 @@ async function scenario(
       `machine ${s.quiet ? 'quiet' : 'still busy'} after ${s.waitedMs} ms (cores ${(s.busyShare * 100).toFixed(0)} % busy)`,
     );
   };
+  /** Registers a fleet's proxies as this round's Proxies; resolves once all are healthy in discovery. */
+  const register = async (namespace: string, endpoints: { host: string; port: number }[]) => {
+    await createProxies(kc, namespace, endpoints, target.probeURL);
+    const admin = new DiscoveryClient({ baseUrl: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN });
+    progress(`waiting until ${proxies} proxies are healthy in the discovery API ...`);
+    for (;;) {
+      const healthy = await admin.listProxies({ selector: { run: namespace }, healthy: true });
+      if (healthy.length === proxies) break;
+      await sleep(1000);
+    }
+    return admin;
+  };
+  const refusals = async () =>
+    (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"')) +
+    (await op.metric('proxy_operator_lease_requests_total', 'outcome="no_match"')) +
+    (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_cooling_down"'));
+  /** The operator's side of a round: its crawl, and what the operator counted meanwhile. */
+  const throughOperator = async (
+    namespace: string,
+    admin: DiscoveryClient,
+    crawlIt: () => Promise<CrawlFigures>,
+  ): Promise<Row> => {
+    const conflicts0 = await refusals();
+    const cpu0 = op.cpuSeconds();
+    const figures = await crawlIt();
+    const row: Row = {
+      figures,
+      conflicts: (await refusals()) - conflicts0,
+      leasesLeft: await op.metric('proxy_operator_leases_active'),
+      sessionsLeft: await op.metric('proxy_operator_sessions_active'),
+      cpuSeconds: op.cpuSeconds() - cpu0,
+      peakRssMiB: op.memory()?.hwmMiB ?? NaN,
+    };
+    // This round's fleet dies with its processes: its Proxies go too, so no later round
+    // (either side) shares the machine with an operator probing and writing a dead fleet.
+    await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: PLURAL,
+    });
+    while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(500);
+    return row;
+  };
+  const operatorSide = (namespace: string) => ({
+    discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
+    token: TOKEN,
+    proxyID: (i: number) => `${namespace}/proxy-${i}`,
+    selector: { run: namespace },
+  });
   const run = async (withOperator: boolean, first: string, round: number): Promise<Row> => {
     const namespace = `crawl-${label}-${round}`;
     const fleet = await startFleet(proxies, first);
@@ -131,57 +187,58 @@ async function scenario(
         progress(`baseline: Crawlee's ProxyConfiguration({ proxyUrls }) over the same ${proxies} proxies`);
         return { figures: await crawl(same) };
       }
-      await createProxies(
-        kc,
+      const admin = await register(
         namespace,
         fleet.proxies.map((p) => ({ host: p.host, port: p.port })),
-        target.probeURL,
       );
-      const admin = new DiscoveryClient({ baseUrl: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN });
-      progress(`waiting until ${proxies} proxies are healthy in the discovery API ...`);
-      for (;;) {
-        const healthy = await admin.listProxies({ selector: { run: namespace }, healthy: true });
-        if (healthy.length === proxies) break;
-        await sleep(1000);
-      }
-      const refusals = async () =>
-        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_busy"')) +
-        (await op.metric('proxy_operator_lease_requests_total', 'outcome="no_match"')) +
-        (await op.metric('proxy_operator_lease_requests_total', 'outcome="all_cooling_down"'));
       await settled();
-      const conflicts0 = await refusals();
-      const cpu0 = op.cpuSeconds();
-      progress('crawling through the operator (ProxyOperatorConfiguration at Crawlee defaults)');
-      const figures = await crawl({
-        ...same,
-        operator: {
-          discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
-          token: TOKEN,
-          proxyID: (i) => `${namespace}/proxy-${i}`,
-          selector: { run: namespace },
-        },
+      return await throughOperator(namespace, admin, () => {
+        progress('crawling through the operator (ProxyOperatorConfiguration at Crawlee defaults)');
+        return crawl({ ...same, operator: operatorSide(namespace) });
       });
-      const row: Row = {
-        figures,
-        conflicts: (await refusals()) - conflicts0,
-        leasesLeft: await op.metric('proxy_operator_leases_active'),
-        sessionsLeft: await op.metric('proxy_operator_sessions_active'),
-        cpuSeconds: op.cpuSeconds() - cpu0,
-        peakRssMiB: op.memory()?.hwmMiB ?? NaN,
-      };
-      // This round's fleet dies with its processes: its Proxies go too, so no later round
-      // (either side) shares the machine with an operator probing and writing a dead fleet.
-      await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: PLURAL,
-      });
-      while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(500);
-      return row;
     } finally {
       await fleet.close();
       await site.close();
+    }
+  };
+  /**
+   * --side-by-side: both sides crawl at once, each in its own process, both pinned to core 0
+   * (the operator, the API server and this process keep core 1), so the machine's drift falls
+   * on both alike; compared over the window both were crawling (see shared-window.ts).
+   */
+  const together = async (round: number): Promise<[Row, Row]> => {
+    const namespace = `crawl-${label}-${round}`;
+    const base = label === 'churn' ? 8 : 40;
+    const config = { pages, proxies, faults, rateLimitPerSecond, trace };
+    const sideProgress = (side: string) => (m: string) => progress(`${side}: ${m}`);
+    const operator = new SideProcess(
+      {
+        ...config,
+        first: `127.0.${base + 2 * round}.1`,
+        operator: { discoveryURL: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN, namespace },
+      },
+      { core: 0, progress: sideProgress('operator') },
+    );
+    const list = new SideProcess(
+      { ...config, first: `127.0.${base + 2 * round + 1}.1` },
+      { core: 0, progress: sideProgress('baseline') },
+    );
+    try {
+      const [endpoints] = await Promise.all([operator.ready, list.ready]);
+      const admin = await register(namespace, endpoints);
+      await settled();
+      progress(`both sides crawl at once${canPin ? ', pinned to core 0' : ' (taskset missing: not pinned)'}`);
+      const listRow = list.figures.then((figures): Row => ({ figures }));
+      listRow.catch(() => undefined); // awaited below, once the operator's side is done
+      const operatorRow = await throughOperator(namespace, admin, () => {
+        operator.go();
+        list.go();
+        return operator.figures;
+      });
+      return [operatorRow, await listRow];
+    } finally {
+      operator.kill();
+      list.kill();
     }
   };
   // Rounds alternate which side goes first, so a machine that gets busier or quieter during
@@ -189,6 +246,12 @@ async function scenario(
   const operators: Row[] = [];
   const lists: Row[] = [];
   for (let round = 0; round < repeat; round++) {
+    if (sideBySide) {
+      const [operatorRow, listRow] = await together(round);
+      operators.push(operatorRow);
+      lists.push(listRow);
+      continue;
+    }
     const base = label === 'churn' ? 8 : 40;
     const operatorRun = () => run(true, `127.0.${base + 2 * round}.1`, round);
     const listRun = () => run(false, `127.0.${base + 2 * round + 1}.1`, round);
@@ -200,7 +263,7 @@ async function scenario(
       operators.push(await operatorRun());
     }
   }
-  return { operator: operators[0], list: lists[0], operators, lists };
+  return { operator: operators[0], list: lists[0], operators, lists, sideBySide };
 }
 
 interface Rounds {
@@ -208,7 +271,15 @@ interface Rounds {
   list: Row;
   operators: Row[];
   lists: Row[];
+  /** The sides of each round crawled at once (--side-by-side). */
+  sideBySide: boolean;
 }
+
+const timelineOf = (f: CrawlFigures): Timeline => ({
+  startedAt: f.startedAt,
+  durationMs: f.seconds * 1000,
+  fetchedAt: f.fetchedAt,
+});
 
 /**
  * Of the tokens the site's buckets held or refilled from the crawl's first request to its last
@@ -225,7 +296,7 @@ const cpuShareText = (c: CrawlFigures['integrationCpu']) =>
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-function table(title: string, { operator, list, operators, lists }: Rounds): string {
+function table(title: string, { operator, list, operators, lists, sideBySide }: Rounds): string {
   const o = operator.figures;
   const l = list.figures;
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -292,6 +363,12 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
   const opSame = operators.map((r, i) => rateAt(r, sameK[i]!));
   const listSame = lists.map((r, i) => rateAt(r, sameK[i] ?? 0));
   const sameRatio = median(opSame) / median(listSame);
+  // Side by side, the rounds' pages/s above include the stretch one side crawled alone.
+  const windows = sideBySide
+    ? operators.map((r, i) => sharedWindow(timelineOf(r.figures), timelineOf(lists[i]!.figures)))
+    : [];
+  const windowRatio = median(windows.map((w) => w.ratio));
+  const verdict = sideBySide ? windowRatio : ratio;
   const width = Math.max(...rows.map((r) => r[0].length));
   return [
     `${title}`,
@@ -301,6 +378,12 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
     `  pages/s ratio operator / baseline (medians): ${ratio.toFixed(2)}x; total dead-proxy attempts ${sum(o.attemptsAfterDeath)} vs ${sum(l.attemptsAfterDeath)}`,
     `  per round, operator / baseline: pages/s ${roundRatios.map((r) => r.toFixed(3)).join(', ')} (median ${median(roundRatios).toFixed(3)}x); pages per CPU second ${cpuRatios.map((r) => r.toFixed(3)).join(', ')} (median ${median(cpuRatios).toFixed(3)}x)`,
     `  pages/s over the first K pages both fetched (K per round ${sameK.join(', ')}): operator ${opSame.map((r) => r.toFixed(1)).join(', ')}; baseline ${listSame.map((r) => r.toFixed(1)).join(', ')}; ratio ${sameRatio.toFixed(3)}x`,
+    ...(sideBySide
+      ? [
+          `  side by side on one core, pages/s while both crawled (window s): operator ${windows.map((w) => w.a.toFixed(1)).join(', ')}; baseline ${windows.map((w) => w.b.toFixed(1)).join(', ')} (${windows.map((w) => (w.ms / 1000).toFixed(1)).join(', ')})`,
+          `  side by side, operator / baseline per round: ${windows.map((w) => w.ratio.toFixed(3)).join(', ')} (median ${windowRatio.toFixed(3)}x)`,
+        ]
+      : []),
     ...(o.budget === undefined
       ? []
       : [
@@ -318,7 +401,7 @@ function table(title: string, { operator, list, operators, lists }: Rounds): str
     `  targets: fetched >= 99.9 % ${o.fetched / o.pages >= 0.999 ? 'met' : 'NOT met'}; banned-late 0 ${o.bannedLate === 0 ? 'met' : 'NOT met'}; ` +
       `dead after report <= in flight ${o.attemptsAfterReport.every((a, i) => a <= o.inFlightAtReport[i]) ? 'met' : 'NOT met'}; ` +
       `0 leases/sessions left ${operator.leasesLeft === 0 && operator.sessionsLeft === 0 ? 'met' : 'NOT met'}; ` +
-      `pages/s >= 1.0x ${ratio >= 1 ? 'met' : 'NOT met'}`,
+      `pages/s >= 1.0x (${sideBySide ? 'side by side, median of the rounds' : 'medians of the rounds'}) ${verdict >= 1 ? 'met' : 'NOT met'}`,
   ].join('\n');
 }
 
@@ -340,6 +423,9 @@ async function main(): Promise<void> {
   const trace = process.argv.includes('--trace');
   const profileDir = process.argv.find((a) => a.startsWith('--profile-dir='))?.slice('--profile-dir='.length);
   const profile = { on: process.argv.includes('--profile') || profileDir !== undefined, dir: profileDir };
+  const sideBySide = process.argv.includes('--side-by-side');
+  if (sideBySide && profile.on)
+    throw new Error('--profile profiles this process: it cannot be combined with --side-by-side');
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -380,6 +466,7 @@ async function main(): Promise<void> {
         repeat,
         trace,
         profile,
+        sideBySide,
       );
       out.push(table(`scenario 1 (load average now ${load()})`, churn));
     }
@@ -400,6 +487,7 @@ async function main(): Promise<void> {
         repeat,
         trace,
         profile,
+        sideBySide,
       );
       out.push(table(`scenario 2 (load average now ${load()})`, rated));
     }

@@ -1,0 +1,68 @@
+// One side of a side-by-side round of `npm run bench:crawl -- --side-by-side`, as its own
+// process (the parent pins both sides to one core; see shared-window.ts for why). It warms
+// Crawlee up, starts its fleet and site, says so, waits for the parent's "go" (the operator's
+// side needs its proxies registered and healthy first), crawls, and answers with its figures.
+//
+// Protocol (crawl-side-process.ts): the parent passes a SideConfig as JSON in argv[2]; lines on
+// stdout starting with SIDE_PREFIX are messages (SideMessage, JSON), any other line is
+// progress; "go" on stdin starts the crawl.
+import { createInterface } from 'node:readline';
+import { crawl, startCrawlSite, startFleet, warmUpCrawlee } from './crawl-scenario.js';
+import { SIDE_PREFIX, type SideConfig, type SideMessage } from './crawl-side-process.js';
+
+const send = (message: SideMessage) => process.stdout.write(`${SIDE_PREFIX}${JSON.stringify(message)}\n`);
+
+async function main(): Promise<void> {
+  const config = JSON.parse(process.argv[2] ?? '') as SideConfig;
+  await warmUpCrawlee();
+  const fleet = await startFleet(config.proxies, config.first);
+  const site = await startCrawlSite({
+    pages: config.pages,
+    rateLimitPerSecond: config.rateLimitPerSecond,
+    retryAfterSeconds: 1,
+  });
+  try {
+    const go = new Promise<void>((resolve, reject) => {
+      const lines = createInterface({ input: process.stdin });
+      lines.on('line', (line) => {
+        if (line.trim() === 'go') {
+          resolve();
+          lines.close();
+        }
+      });
+      lines.on('close', () => reject(new Error('the parent closed stdin before "go"')));
+    });
+    send({ ready: { proxies: fleet.proxies.map((p) => ({ host: p.host, port: p.port })) } });
+    await go;
+    const { operator } = config;
+    const figures = await crawl({
+      site,
+      fleet,
+      faults: config.faults,
+      trace: config.trace,
+      progress: (m) => console.log(m),
+      ...(operator
+        ? {
+            operator: {
+              discoveryURL: operator.discoveryURL,
+              token: operator.token,
+              proxyID: (i: number) => `${operator.namespace}/proxy-${i}`,
+              selector: { run: operator.namespace },
+            },
+          }
+        : {}),
+    });
+    send({ figures });
+  } finally {
+    await fleet.close();
+    await site.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    send({ error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    process.exit(1);
+  },
+);
