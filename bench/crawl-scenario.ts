@@ -367,7 +367,15 @@ function describeBudget(b: SiteBudget): string {
   return `site budget by the last page ${f(b.total)} tokens: used ${b.used}, before each source's first request ${f(b.beforeFirst)}, lost while full ${f(b.whileFull)}, left in buckets ${f(b.left)}`;
 }
 
-/** The integration's frames: the client's code, and undici, which only the client uses here. */
-function isIntegration(url: string): boolean {
-  return url.includes('/client/src/') || url.includes('/node_modules/undici/');
+/**
+ * The integration's frames: the client's code, and undici, which only the client uses here.
+ * The undici package's `request` runs on Node's global dispatcher, which is Node's own copy of
+ * undici (`node:internal/deps/undici`), often from a timer with no client frame above it.
+ */
+export function isIntegration(url: string): boolean {
+  return (
+    url.includes('/client/src/') ||
+    url.includes('/node_modules/undici/') ||
+    url.startsWith('node:internal/deps/undici/')
+  );
 }

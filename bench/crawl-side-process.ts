@@ -18,6 +18,9 @@ export interface SideConfig {
   faults: FaultPlan;
   rateLimitPerSecond?: number;
   trace: boolean;
+  /** CPU-profile the crawl (the integration's share), and write the profile into `profileDir` if set. */
+  profile: boolean;
+  profileDir?: string;
   /** Absent: Crawlee's own list (the baseline). */
   operator?: { discoveryURL: string; token: string; namespace: string };
 }

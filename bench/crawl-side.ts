@@ -40,6 +40,8 @@ async function main(): Promise<void> {
       fleet,
       faults: config.faults,
       trace: config.trace,
+      profile: config.profile,
+      ...(config.profileDir !== undefined ? { profileDir: config.profileDir } : {}),
       progress: (m) => console.log(m),
       ...(operator
         ? {

@@ -209,7 +209,15 @@ async function scenario(
   const together = async (round: number): Promise<[Row, Row]> => {
     const namespace = `crawl-${label}-${round}`;
     const base = label === 'churn' ? 8 : 40;
-    const config = { pages, proxies, faults, rateLimitPerSecond, trace };
+    const config = {
+      pages,
+      proxies,
+      faults,
+      rateLimitPerSecond,
+      trace,
+      profile: profile.on,
+      ...(profile.dir !== undefined ? { profileDir: profile.dir } : {}),
+    };
     const sideProgress = (side: string) => (m: string) => progress(`${side}: ${m}`);
     const operator = new SideProcess(
       {
@@ -424,8 +432,6 @@ async function main(): Promise<void> {
   const profileDir = process.argv.find((a) => a.startsWith('--profile-dir='))?.slice('--profile-dir='.length);
   const profile = { on: process.argv.includes('--profile') || profileDir !== undefined, dir: profileDir };
   const sideBySide = process.argv.includes('--side-by-side');
-  if (sideBySide && profile.on)
-    throw new Error('--profile profiles this process: it cannot be combined with --side-by-side');
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   const cleanups: Array<() => Promise<unknown>> = [];
   try {

@@ -207,8 +207,13 @@ export class DiscoveryClient {
   private async callOnce<T>(method: Method, path: string, body: unknown, options: CallOptions): Promise<T> {
     const name = `${method} ${path.split('?')[0]}`;
     const timeoutMs = positive('timeoutMs', options.timeoutMs ?? this.timeoutMs);
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    // A timer cleared when the call ends: AbortSignal.timeout's would fire for every call
+    // anyway, long after it answered, and build a DOMException each time (a crawl makes
+    // thousands of calls; the profile showed them).
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), timeoutMs);
+    timer.unref(); // as AbortSignal.timeout's: a call in flight keeps the process up by its socket
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -224,9 +229,11 @@ export class DiscoveryClient {
       return decode<T>(name, response.statusCode, text, retryAfterOf(response.headers['retry-after']));
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason;
-      if (timeout.aborted) throw new DiscoveryTimeoutError(name, timeoutMs);
+      if (timeout.signal.aborted) throw new DiscoveryTimeoutError(name, timeoutMs);
       if (err instanceof DiscoveryApiError || err instanceof DiscoveryTransportError) throw err;
       throw new DiscoveryTransportError(name, (err as Error).message ?? String(err), err);
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
