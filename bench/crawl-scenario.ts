@@ -120,6 +120,8 @@ export interface CrawlFigures {
    * site and proxies it serves): what a CPU-bound crawl's pages/s comes down to.
    */
   cpuMsPerPage: number;
+  /** Of that CPU time, the kernel's share (sockets, timers): what a JS profile does not show. */
+  systemCpuShare: number;
   /**
    * With `profile`: the crawling process's busy CPU, and of it the integration's (its code and
    * the undici calls it makes; the list side has none, so its figure checks the attribution).
@@ -154,6 +156,8 @@ export interface CrawlOptions {
   profile?: boolean;
   /** With `profile`: also write the profile (.cpuprofile) into this directory. */
   profileDir?: string;
+  /** The integration's okReportIntervalMs (default: its own). */
+  okReportIntervalMs?: number;
 }
 
 /** One crawl of the whole site at Crawlee's defaults; the faults are injected as it goes. */
@@ -167,6 +171,9 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     ? new ProxyOperatorConfiguration({
         client,
         ...(operator?.selector ? { selector: operator.selector } : {}),
+        ...(options.okReportIntervalMs !== undefined
+          ? { okReportIntervalMs: options.okReportIntervalMs }
+          : {}),
       })
     : undefined;
   const proxyConfiguration = integration ?? new ProxyConfiguration({ proxyUrls: fleet.urls });
@@ -271,6 +278,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     bannedLate,
     attempts: attempts.length,
     cpuMsPerPage: fetched.size === 0 ? 0 : (user + system) / 1000 / fetched.size,
+    systemCpuShare: user + system === 0 ? 0 : system / (user + system),
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt.get(i))),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),
     inFlightAtReport: faults.dying.map((i) => {

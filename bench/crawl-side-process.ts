@@ -21,6 +21,8 @@ export interface SideConfig {
   /** CPU-profile the crawl (the integration's share), and write the profile into `profileDir` if set. */
   profile: boolean;
   profileDir?: string;
+  /** The integration's okReportIntervalMs (default: its own). */
+  okReportIntervalMs?: number;
   /** Absent: Crawlee's own list (the baseline). */
   operator?: { discoveryURL: string; token: string; namespace: string };
 }

@@ -41,6 +41,7 @@ async function main(): Promise<void> {
       faults: config.faults,
       trace: config.trace,
       profile: config.profile,
+      ...(config.okReportIntervalMs !== undefined ? { okReportIntervalMs: config.okReportIntervalMs } : {}),
       ...(config.profileDir !== undefined ? { profileDir: config.profileDir } : {}),
       progress: (m) => console.log(m),
       ...(operator

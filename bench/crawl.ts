@@ -6,6 +6,7 @@
 //   npm run bench:crawl -- --pages=2000 --proxies=40 --rate-pages=1000
 //   flags: --pages=P --proxies=N --bans=0.1 --deaths=0.05 --seed=S
 //          --repeat=K (K rounds per scenario, alternating which side goes first; pages/s by median)
+//          --ok-report-interval-ms=MS (the integration's batched ok reports: one per lease per MS)
 //          --side-by-side (both sides of a round crawl at once, each in its own process, pinned to
 //                          one core; pages/s compared over the window both crawled, see shared-window.ts)
 //          --profile (CPU-profile each crawl: the integration's share of the crawling process's CPU)
@@ -116,6 +117,8 @@ async function scenario(
   profile: { on: boolean; dir?: string },
   /** --side-by-side: both sides of a round crawl at once, sharing one core. */
   sideBySide: boolean,
+  /** --ok-report-interval-ms: the integration's okReportIntervalMs (default: its own). */
+  okReportIntervalMs: number | undefined,
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
   // Both sides start on a quiet machine (see settle.ts); how long that took is shown.
@@ -180,7 +183,16 @@ async function scenario(
     const fleet = await startFleet(proxies, first);
     const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
     // What both sides crawl, and how it is watched.
-    const same = { site, fleet, faults, progress, trace, profile: profile.on, profileDir: profile.dir };
+    const same = {
+      site,
+      fleet,
+      faults,
+      progress,
+      trace,
+      profile: profile.on,
+      profileDir: profile.dir,
+      ...(okReportIntervalMs !== undefined ? { okReportIntervalMs } : {}),
+    };
     try {
       if (!withOperator) {
         await settled();
@@ -217,6 +229,7 @@ async function scenario(
       trace,
       profile: profile.on,
       ...(profile.dir !== undefined ? { profileDir: profile.dir } : {}),
+      ...(okReportIntervalMs !== undefined ? { okReportIntervalMs } : {}),
     };
     const sideProgress = (side: string) => (m: string) => progress(`${side}: ${m}`);
     const operator = new SideProcess(
@@ -321,6 +334,11 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
       'CPU ms per page in the crawling process (Crawlee, site, proxies)',
       o.cpuMsPerPage.toFixed(2),
       l.cpuMsPerPage.toFixed(2),
+    ],
+    [
+      "of it, the kernel's share",
+      `${(100 * o.systemCpuShare).toFixed(1)} %`,
+      `${(100 * l.systemCpuShare).toFixed(1)} %`,
     ],
     ['requests via a banned proxy > 2 s after its first 403', String(o.bannedLate), String(l.bannedLate)],
     [
@@ -432,6 +450,9 @@ async function main(): Promise<void> {
   const profileDir = process.argv.find((a) => a.startsWith('--profile-dir='))?.slice('--profile-dir='.length);
   const profile = { on: process.argv.includes('--profile') || profileDir !== undefined, dir: profileDir };
   const sideBySide = process.argv.includes('--side-by-side');
+  const okReportIntervalMs = process.argv.some((a) => a.startsWith('--ok-report-interval-ms='))
+    ? flag('ok-report-interval-ms', 0)
+    : undefined;
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -473,6 +494,7 @@ async function main(): Promise<void> {
         trace,
         profile,
         sideBySide,
+        okReportIntervalMs,
       );
       out.push(table(`scenario 1 (load average now ${load()})`, churn));
     }
@@ -494,6 +516,7 @@ async function main(): Promise<void> {
         trace,
         profile,
         sideBySide,
+        okReportIntervalMs,
       );
       out.push(table(`scenario 2 (load average now ${load()})`, rated));
     }
