@@ -18,7 +18,8 @@ export async function eventually<T>(
   check: Check<T>,
   { timeoutMs = 30_000, intervalMs = 100 }: EventuallyOptions = {},
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  // A monotonic clock: a step of the wall clock (a VM's time sync) must not end the wait early.
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     let failure: { err: unknown } | undefined;
     let last: unknown;
@@ -28,7 +29,7 @@ export async function eventually<T>(
     } catch (err) {
       failure = { err };
     }
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       if (failure) throw failure.err;
       throw new Error(
         `timed out after ${timeoutMs} ms waiting for ${what}; last value ${JSON.stringify(last)}`,
