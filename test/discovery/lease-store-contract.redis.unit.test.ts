@@ -15,7 +15,10 @@ let books = 0;
 
 beforeAll(async () => {
   server = await startRedisServer();
-  redis = connectRedis({ url: server.url, logger: silentLogger });
+  // The contract is about what the book answers, not how fast: a generous deadline, so a
+  // loaded CI machine stalling this process past the production default (1 s) cannot turn a
+  // reply into a timeout. The deadline itself is tested in redis-lease-store.unit.test.ts.
+  redis = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: 15_000 });
   await redis.ping().catch(async () => {
     await new Promise((resolve) => redis.once('ready', resolve));
   });

@@ -22,7 +22,11 @@ let books = 0;
 const opened: { store: RedisLeaseStore; redis: Redis }[] = [];
 
 function open(options: { timeoutMs?: number; keyPrefix?: string; proxies?: number } = {}) {
-  const redis = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: options.timeoutMs ?? 300 });
+  const redis = connectRedis({
+    url: server.url,
+    logger: silentLogger,
+    timeoutMs: options.timeoutMs ?? 15_000,
+  });
   const catalog = new TestCatalog(
     Array.from({ length: options.proxies ?? 3 }, (_, i) =>
       proxy(`ns/p${i}`, { latencyMillis: i, maxLeases: 2 }),

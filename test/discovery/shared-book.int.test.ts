@@ -50,6 +50,9 @@ async function startReplica(): Promise<Replica> {
     '--lease-store=redis',
     `--redis-url=${redis.url}`,
     `--redis-key-prefix=${namespace}`,
+    // What the shared book answers is under test, not how fast: a loaded CI machine must not
+    // turn a slow reply into a 503 (the production deadline is tested in redis-lease-store).
+    '--redis-timeout=15000',
     '--metrics-address',
     `127.0.0.1:${metrics}`,
     '--discovery-address',
