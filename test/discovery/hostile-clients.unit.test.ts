@@ -106,7 +106,7 @@ describe('hostile clients', () => {
   const post = (headers: string) =>
     `POST /v1/leases HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}\r\n`;
 
-  it('413 at once for a declared Content-Length above the limit, without waiting for the body', async () => {
+  it('413 for a declared Content-Length above the limit, the server closing without waiting for the body', async () => {
     const result = await exchange(
       patient.server.port,
       [post('Content-Length: 10000000\r\n'), '{"sel'],
@@ -122,7 +122,7 @@ describe('hostile clients', () => {
     expect(result.closedBy).toBe('server');
   });
 
-  it('413 as soon as a chunked body grows past the limit, without waiting for its end', async () => {
+  it('413 once a chunked body grows past the limit, the server closing without waiting for its end', async () => {
     const chunk = 'x'.repeat(4096);
     const chunks = Array.from({ length: 5 }, () => `${(4096).toString(16)}\r\n${chunk}\r\n`);
     const result = await exchange(
