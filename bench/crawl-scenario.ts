@@ -9,9 +9,8 @@ import { join } from 'node:path';
 import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
-import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
-import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
-import { startCrawlSite, type CrawlSite } from './crawl-site.js';
+import { startCrawlSite, type SiteHit } from './crawl-site.js';
+import { localWorld, startFleet, type CrawlWorld } from './crawl-world.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
 import { cpuShare, startCpuProfile, type CpuShare } from './cpu-share.js';
 
@@ -33,26 +32,6 @@ export function planFaults(count: number, bans: number, deaths: number, seed: nu
     [order[i], order[j]] = [order[j], order[i]];
   }
   return { banned: order.slice(0, bans), dying: order.slice(bans, bans + deaths), dieAtFraction: 0.3 };
-}
-
-export interface Fleet {
-  proxies: ForwardProxy[];
-  urls: string[];
-  close(): Promise<void>;
-}
-
-/** N real forward proxies, each on its own loopback address (the site tells them apart by it). */
-export async function startFleet(count: number, first = '127.0.4.1'): Promise<Fleet> {
-  const addresses = new LoopbackAddresses(first);
-  const proxies: ForwardProxy[] = [];
-  for (let i = 0; i < count; i++) {
-    proxies.push(await addresses.bind((host) => startForwardProxy({ host, port: 0 })));
-  }
-  return {
-    proxies,
-    urls: proxies.map((p) => `http://${p.host}:${p.port}`),
-    close: async () => void (await Promise.allSettled(proxies.map((p) => p.close()))),
-  };
 }
 
 /** A DiscoveryClient that notes when each unreachable report was sent, per proxy. */
@@ -122,6 +101,8 @@ export interface CrawlFigures {
   cpuMsPerPage: number;
   /** Of that CPU time, the kernel's share (sockets, timers): what a JS profile does not show. */
   systemCpuShare: number;
+  /** CPU ms per page fetched of the world's own process (the proxies and the site), when apart. */
+  worldCpuMsPerPage?: number;
   /**
    * With `profile`: the crawling process's busy CPU, and of it the integration's (its code and
    * the undici calls it makes; the list side has none, so its figure checks the attribution).
@@ -143,8 +124,8 @@ export interface CrawlFigures {
 }
 
 export interface CrawlOptions {
-  site: CrawlSite;
-  fleet: Fleet;
+  /** The proxies and the site (see crawl-world.ts). */
+  world: CrawlWorld;
   faults: FaultPlan;
   /** The operator's discovery API; absent = Crawlee's own static list (the baseline). */
   operator?: OperatorSide;
@@ -162,8 +143,8 @@ export interface CrawlOptions {
 
 /** One crawl of the whole site at Crawlee's defaults; the faults are injected as it goes. */
 export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
-  const { site, fleet, faults, operator } = options;
-  for (const i of faults.banned) site.ban(fleet.proxies[i].host);
+  const { world, faults, operator } = options;
+  await world.ban(faults.banned.map((i) => world.hosts[i]!));
   const client = operator
     ? new ReportingClient({ baseUrl: operator.discoveryURL, token: operator.token })
     : undefined;
@@ -176,11 +157,11 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
           : {}),
       })
     : undefined;
-  const proxyConfiguration = integration ?? new ProxyConfiguration({ proxyUrls: fleet.urls });
+  const proxyConfiguration = integration ?? new ProxyConfiguration({ proxyUrls: world.urls });
 
   const attempts: Attempt[] = [];
   const open = new Map<string, Attempt>();
-  const diedAt = new Map<number, number>();
+  let deaths: Promise<number> | undefined;
   const fetched = new Set<string>();
   const fetchedAt: number[] = [];
   let failedRequests = 0;
@@ -189,7 +170,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     if (attempt) attempt.endedAt = Date.now();
     open.delete(id);
   };
-  const dieAt = Math.ceil(site.pages.length * faults.dieAtFraction);
+  const dieAt = Math.ceil(world.pages * faults.dieAtFraction);
   crawleeLog.setLevel(LogLevel.OFF);
   const crawler = new HttpCrawler(
     {
@@ -215,10 +196,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
         fetched.add(request.url);
         fetchedAt.push(Date.now() - started);
         if (fetched.size === dieAt) {
-          for (const i of faults.dying) {
-            diedAt.set(i, Date.now());
-            void fleet.proxies[i].close();
-          }
+          deaths = world.kill(faults.dying);
           options.progress?.(`${fetched.size} pages fetched: ${faults.dying.length} proxies die now`);
         } else if (fetched.size % 1000 === 0) options.progress?.(`${fetched.size} pages fetched`);
         const hrefs = [...String(body).matchAll(/href="([^"]+)"/g)].map(
@@ -230,6 +208,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     },
     new Configuration({ persistStorage: false, purgeOnStart: true }),
   );
+  const worldCpu = await world.cpuMs?.();
   const started = Date.now();
   const cpu = process.cpuUsage();
   const stopProfile = options.profile ? await startCpuProfile() : undefined;
@@ -239,7 +218,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const sampler = setInterval(() => {
     if (crawler.autoscaledPool) running.push(crawler.autoscaledPool.currentConcurrency);
   }, 1000);
-  await crawler.run([site.start]);
+  await crawler.run([world.start]);
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const { user, system } = process.cpuUsage(cpu);
@@ -256,19 +235,22 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   };
   await integration?.close();
 
-  const urlOf = (i: number) => fleet.urls[i];
-  const bannedHosts = new Set(faults.banned.map((i) => fleet.proxies[i].host));
-  const bannedLate = site.hits.filter((h) => {
-    const first = site.firstRefusal.get(h.from);
+  const worldCpuMs = worldCpu === undefined ? undefined : (await world.cpuMs!()) - worldCpu;
+  const diedAt = deaths === undefined ? undefined : await deaths;
+  const record = await world.record();
+  const urlOf = (i: number) => world.urls[i];
+  const bannedHosts = new Set(faults.banned.map((i) => world.hosts[i]));
+  const bannedLate = record.hits.filter((h) => {
+    const first = record.firstRefusal.get(h.from);
     return bannedHosts.has(h.from) && first !== undefined && h.at > first + 2000;
   }).length;
   const attemptsAfter = (i: number, at: number | undefined) =>
     at === undefined ? 0 : attempts.filter((a) => a.proxy === urlOf(i) && a.startedAt > at).length;
   const reportAt = (i: number) => (operator ? client!.firstUnreachable.get(operator.proxyID(i)) : undefined);
-  const budget = budgetAtLastPage(site);
+  const budget = budgetAtLastPage(record.hits, world.rateLimitPerSecond);
   return {
     mode: operator ? 'operator' : 'list',
-    pages: site.pages.length,
+    pages: world.pages,
     fetched: fetched.size,
     failedRequests,
     startedAt: started,
@@ -279,7 +261,8 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     attempts: attempts.length,
     cpuMsPerPage: fetched.size === 0 ? 0 : (user + system) / 1000 / fetched.size,
     systemCpuShare: user + system === 0 ? 0 : system / (user + system),
-    attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt.get(i))),
+    ...(worldCpuMs !== undefined && fetched.size > 0 ? { worldCpuMsPerPage: worldCpuMs / fetched.size } : {}),
+    attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt)),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),
     inFlightAtReport: faults.dying.map((i) => {
       const at = reportAt(i);
@@ -289,13 +272,13 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
       ).length;
     }),
     ...(profile ? { integrationCpu: cpuShare(profile, isIntegration) } : {}),
-    rateLimited: site.hits.filter((h) => h.status === 429).length,
+    rateLimited: record.hits.filter((h) => h.status === 429).length,
     ...(budget ? { budget } : {}),
     concurrency,
     ...(options.trace
       ? {
           perSecond:
-            perSecond(site.hits, started) +
+            perSecond(record.hits, started) +
             (client ? `, ${leasePhase(client.leaseTimes, started)}` : '') +
             (budget ? `; ${describeBudget(budget)}` : ''),
         }
@@ -314,7 +297,7 @@ export async function warmUpCrawlee(): Promise<void> {
   const fleet = await startFleet(1, '127.0.99.1');
   const site = await startCrawlSite({ pages: 5 });
   try {
-    await crawl({ site, fleet, faults: { banned: [], dying: [], dieAtFraction: 1 } });
+    await crawl({ world: localWorld(fleet, site), faults: { banned: [], dying: [], dieAtFraction: 1 } });
   } finally {
     await fleet.close();
     await site.close();
@@ -364,10 +347,13 @@ function startPhase(hits: readonly { from: string; status: number; at: number }[
 }
 
 /** A rate-limited site's budget up to its last 200 (undefined: no limit, or no page). */
-function budgetAtLastPage(site: CrawlSite): SiteBudget | undefined {
-  const last = site.hits.findLast((h) => h.status === 200);
-  if (site.rateLimitPerSecond === undefined || last === undefined) return undefined;
-  return siteBudget(site.hits, site.rateLimitPerSecond, last.at);
+function budgetAtLastPage(
+  hits: readonly SiteHit[],
+  rateLimitPerSecond: number | undefined,
+): SiteBudget | undefined {
+  const last = hits.findLast((h) => h.status === 200);
+  if (rateLimitPerSecond === undefined || last === undefined) return undefined;
+  return siteBudget(hits, rateLimitPerSecond, last.at);
 }
 
 function describeBudget(b: SiteBudget): string {

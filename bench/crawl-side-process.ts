@@ -23,6 +23,8 @@ export interface SideConfig {
   profileDir?: string;
   /** The integration's okReportIntervalMs (default: its own). */
   okReportIntervalMs?: number;
+  /** Run the fleet and site in a process of their own, pinned to this core (--world-apart). */
+  worldCore?: number;
   /** Absent: Crawlee's own list (the baseline). */
   operator?: { discoveryURL: string; token: string; namespace: string };
 }
@@ -31,7 +33,7 @@ export type SideMessage =
   { ready: { proxies: { host: string; port: number }[] } } | { figures: CrawlFigures } | { error: string };
 
 const SIDE_ENTRY = fileURLToPath(new URL('./crawl-side.js', import.meta.url));
-const TASKSET = '/usr/bin/taskset';
+export const TASKSET = '/usr/bin/taskset';
 
 /** Whether sides can be pinned to one core here. */
 export const canPin = existsSync(TASKSET);

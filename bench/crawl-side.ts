@@ -1,13 +1,16 @@
 // One side of a side-by-side round of `npm run bench:crawl -- --side-by-side`, as its own
 // process (the parent pins both sides to one core; see shared-window.ts for why). It warms
-// Crawlee up, starts its fleet and site, says so, waits for the parent's "go" (the operator's
-// side needs its proxies registered and healthy first), crawls, and answers with its figures.
+// Crawlee up, starts its fleet and site (here, or apart with --world-apart: see
+// crawl-world.ts), says so, waits for the parent's "go" (the operator's side needs its
+// proxies registered and healthy first), crawls, and answers with its figures.
 //
 // Protocol (crawl-side-process.ts): the parent passes a SideConfig as JSON in argv[2]; lines on
 // stdout starting with SIDE_PREFIX are messages (SideMessage, JSON), any other line is
 // progress; "go" on stdin starts the crawl.
 import { createInterface } from 'node:readline';
-import { crawl, startCrawlSite, startFleet, warmUpCrawlee } from './crawl-scenario.js';
+import { crawl, startCrawlSite, warmUpCrawlee } from './crawl-scenario.js';
+import { localWorld, startFleet, type CrawlWorld } from './crawl-world.js';
+import { startWorldProcess } from './crawl-world-process.js';
 import { SIDE_PREFIX, type SideConfig, type SideMessage } from './crawl-side-process.js';
 
 const send = (message: SideMessage) => process.stdout.write(`${SIDE_PREFIX}${JSON.stringify(message)}\n`);
@@ -15,12 +18,7 @@ const send = (message: SideMessage) => process.stdout.write(`${SIDE_PREFIX}${JSO
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as SideConfig;
   await warmUpCrawlee();
-  const fleet = await startFleet(config.proxies, config.first);
-  const site = await startCrawlSite({
-    pages: config.pages,
-    rateLimitPerSecond: config.rateLimitPerSecond,
-    retryAfterSeconds: 1,
-  });
+  const world = await startWorld(config);
   try {
     const go = new Promise<void>((resolve, reject) => {
       const lines = createInterface({ input: process.stdin });
@@ -32,12 +30,11 @@ async function main(): Promise<void> {
       });
       lines.on('close', () => reject(new Error('the parent closed stdin before "go"')));
     });
-    send({ ready: { proxies: fleet.proxies.map((p) => ({ host: p.host, port: p.port })) } });
+    send({ ready: { proxies: world.hosts.map((host, i) => ({ host, port: world.ports[i]! })) } });
     await go;
     const { operator } = config;
     const figures = await crawl({
-      site,
-      fleet,
+      world,
       faults: config.faults,
       trace: config.trace,
       profile: config.profile,
@@ -57,9 +54,35 @@ async function main(): Promise<void> {
     });
     send({ figures });
   } finally {
-    await fleet.close();
-    await site.close();
+    await world.close();
   }
+}
+
+/** The side's fleet and site: in this process, or apart on the core `worldCore` names. */
+async function startWorld(
+  config: SideConfig,
+): Promise<CrawlWorld & { ports: number[]; close(): Promise<void> }> {
+  const siteOptions = {
+    pages: config.pages,
+    rateLimitPerSecond: config.rateLimitPerSecond,
+    retryAfterSeconds: 1,
+  };
+  if (config.worldCore !== undefined) {
+    return startWorldProcess(
+      { proxies: config.proxies, first: config.first, ...siteOptions },
+      { core: config.worldCore },
+    );
+  }
+  const fleet = await startFleet(config.proxies, config.first);
+  const site = await startCrawlSite(siteOptions);
+  return {
+    ...localWorld(fleet, site),
+    ports: fleet.proxies.map((p) => p.port),
+    close: async () => {
+      await fleet.close();
+      await site.close();
+    },
+  };
 }
 
 main().then(

@@ -9,6 +9,10 @@
 //          --ok-report-interval-ms=MS (the integration's batched ok reports: one per lease per MS)
 //          --side-by-side (both sides of a round crawl at once, each in its own process, pinned to
 //                          one core; pages/s compared over the window both crawled, see shared-window.ts)
+//          --world-apart (side by side: each side's fleet and site in a process of their own, on
+//                         the other core, as real proxies and sites are other machines; crawl-world.ts)
+//          --calibrate (side by side: an A/A run, both sides Crawlee's list, one side's fleet still
+//                       probed by the operator; how far it falls from 1.0x is the harness's error)
 //          --profile (CPU-profile each crawl: the integration's share of the crawling process's CPU)
 //          --profile-dir=DIR (with --profile: also write each crawl's .cpuprofile into DIR)
 //          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms;
@@ -33,12 +37,12 @@ import {
   crawl,
   planFaults,
   startCrawlSite,
-  startFleet,
   type CrawlFigures,
   type FaultPlan,
   warmUpCrawlee,
 } from './crawl-scenario.js';
 import { canPin, SideProcess } from './crawl-side-process.js';
+import { localWorld, startFleet } from './crawl-world.js';
 import { BenchOperator } from './operator-process.js';
 import { sharedWindow, type Timeline } from './shared-window.js';
 import { settle } from './settle.js';
@@ -100,6 +104,26 @@ async function createProxies(
   }
 }
 
+/** How every round runs and what it records: the flags that are not the scenario's figures. */
+interface HowToRun {
+  /** --trace: each crawl's per-second 200s, 429s and sources too. */
+  trace: boolean;
+  /** --profile: each crawl CPU-profiled (--profile-dir: written there too). */
+  profile: { on: boolean; dir?: string };
+  /** --side-by-side: both sides of a round crawl at once, sharing one core. */
+  sideBySide: boolean;
+  /** --ok-report-interval-ms: the integration's okReportIntervalMs (default: its own). */
+  okReportIntervalMs: number | undefined;
+  /** --world-apart (side by side): each side's fleet and site in a process of their own, on core 1. */
+  worldApart: boolean;
+  /**
+   * --calibrate (side by side): an A/A run. Both sides crawl through Crawlee's list; the first
+   * side's fleet is still registered and probed by the operator, as the operator's side's is.
+   * How far its rounds fall from 1.0 is how far the harness can be trusted.
+   */
+  calibrate: boolean;
+}
+
 /** One scenario: the operator's crawl, then the baseline's, each on a fresh fleet and site. */
 async function scenario(
   label: string,
@@ -111,14 +135,7 @@ async function scenario(
   faults: FaultPlan,
   rateLimitPerSecond: number | undefined,
   repeat: number,
-  /** --trace: each crawl's per-second 200s, 429s and sources too. */
-  trace: boolean,
-  /** --profile: each crawl CPU-profiled (--profile-dir: written there too). */
-  profile: { on: boolean; dir?: string },
-  /** --side-by-side: both sides of a round crawl at once, sharing one core. */
-  sideBySide: boolean,
-  /** --ok-report-interval-ms: the integration's okReportIntervalMs (default: its own). */
-  okReportIntervalMs: number | undefined,
+  { trace, profile, sideBySide, okReportIntervalMs, worldApart, calibrate }: HowToRun,
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
   // Both sides start on a quiet machine (see settle.ts); how long that took is shown.
@@ -184,8 +201,7 @@ async function scenario(
     const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
     // What both sides crawl, and how it is watched.
     const same = {
-      site,
-      fleet,
+      world: localWorld(fleet, site),
       faults,
       progress,
       trace,
@@ -230,13 +246,17 @@ async function scenario(
       profile: profile.on,
       ...(profile.dir !== undefined ? { profileDir: profile.dir } : {}),
       ...(okReportIntervalMs !== undefined ? { okReportIntervalMs } : {}),
+      // Core 1 is the operator's and the API server's: a real fleet and site are other machines.
+      ...(worldApart ? { worldCore: 1 } : {}),
     };
     const sideProgress = (side: string) => (m: string) => progress(`${side}: ${m}`);
     const operator = new SideProcess(
       {
         ...config,
         first: `127.0.${base + 2 * round}.1`,
-        operator: { discoveryURL: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN, namespace },
+        ...(calibrate
+          ? {}
+          : { operator: { discoveryURL: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN, namespace } }),
       },
       { core: 0, progress: sideProgress('operator') },
     );
@@ -331,7 +351,7 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
     ['requests Crawlee sent (retries included)', String(o.attempts), String(l.attempts)],
     ['pages/s', o.pagesPerSecond.toFixed(1), l.pagesPerSecond.toFixed(1)],
     [
-      'CPU ms per page in the crawling process (Crawlee, site, proxies)',
+      'CPU ms per page in the crawling process (Crawlee; site and proxies unless apart)',
       o.cpuMsPerPage.toFixed(2),
       l.cpuMsPerPage.toFixed(2),
     ],
@@ -340,6 +360,15 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
       `${(100 * o.systemCpuShare).toFixed(1)} %`,
       `${(100 * l.systemCpuShare).toFixed(1)} %`,
     ],
+    ...(o.worldCpuMsPerPage === undefined
+      ? []
+      : [
+          [
+            'CPU ms per page in the fleet and site, apart',
+            o.worldCpuMsPerPage.toFixed(2),
+            l.worldCpuMsPerPage?.toFixed(2) ?? 'n/a',
+          ] as [string, string, string],
+        ]),
     ['requests via a banned proxy > 2 s after its first 403', String(o.bannedLate), String(l.bannedLate)],
     [
       'attempts via each dead proxy after its death',
@@ -431,6 +460,16 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
   ].join('\n');
 }
 
+/** What a table's title says about how its rounds ran, beyond the scenario. */
+function described({ sideBySide, worldApart, calibrate }: HowToRun): string {
+  const how = [
+    sideBySide ? 'side by side' : '',
+    worldApart ? 'fleet and site apart' : '',
+    calibrate ? "A/A calibration: both sides Crawlee's list" : '',
+  ].filter((s) => s !== '');
+  return how.length === 0 ? '' : `, ${how.join(', ')}`;
+}
+
 async function main(): Promise<void> {
   const pages = flag('pages', 10_000);
   const proxies = flag('proxies', 100);
@@ -453,7 +492,19 @@ async function main(): Promise<void> {
   const okReportIntervalMs = process.argv.some((a) => a.startsWith('--ok-report-interval-ms='))
     ? flag('ok-report-interval-ms', 0)
     : undefined;
+  const worldApart = process.argv.includes('--world-apart');
+  const calibrate = process.argv.includes('--calibrate');
+  if ((worldApart || calibrate) && !sideBySide)
+    throw new Error('--world-apart and --calibrate need --side-by-side');
+  const howToRun: HowToRun = { trace, profile, sideBySide, okReportIntervalMs, worldApart, calibrate };
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
+  if (calibrate) {
+    console.log(
+      "  --calibrate: an A/A run; the 'operator' column is Crawlee's list too, over a fleet the operator probes",
+    );
+  }
+  if (worldApart)
+    console.log("  --world-apart: each side's fleet and site run in a process of their own, on core 1");
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
     const cp = await ControlPlane.start({ progress: (m) => console.log(`  ${m}`) });
@@ -491,12 +542,9 @@ async function main(): Promise<void> {
         faults,
         churnRateLimit,
         repeat,
-        trace,
-        profile,
-        sideBySide,
-        okReportIntervalMs,
+        howToRun,
       );
-      out.push(table(`scenario 1 (load average now ${load()})`, churn));
+      out.push(table(`scenario 1${described(howToRun)} (load average now ${load()})`, churn));
     }
     if (ratePages > 0) {
       console.log(
@@ -513,12 +561,9 @@ async function main(): Promise<void> {
         none,
         rateLimit,
         repeat,
-        trace,
-        profile,
-        sideBySide,
-        okReportIntervalMs,
+        howToRun,
       );
-      out.push(table(`scenario 2 (load average now ${load()})`, rated));
+      out.push(table(`scenario 2${described(howToRun)} (load average now ${load()})`, rated));
     }
     console.log(`\n${out.join('\n\n')}\nload average after: ${load()}`);
   } finally {

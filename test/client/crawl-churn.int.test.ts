@@ -3,14 +3,8 @@
 // slots) crawls 1,000 linked pages through 20 real forward proxies leased from a running
 // operator (real control plane, health engine, discovery API). The site bans two proxies and
 // throttles busy sources; one proxy dies mid-crawl. Every invariant of the benchmark holds.
-import {
-  crawl,
-  planFaults,
-  startCrawlSite,
-  startFleet,
-  type CrawlFigures,
-  type Fleet,
-} from '../../bench/crawl-scenario.js';
+import { crawl, planFaults, startCrawlSite, type CrawlFigures } from '../../bench/crawl-scenario.js';
+import { localWorld, startFleet, type Fleet } from '../../bench/crawl-world.js';
 import type { CrawlSite } from '../../bench/crawl-site.js';
 import { CONDITION_HEALTHY } from '../../crds/proxy-types.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
@@ -88,8 +82,7 @@ it(`crawls every page at Crawlee's defaults, never through a banned proxy after 
     60_000,
   );
   const figures: CrawlFigures = await crawl({
-    site,
-    fleet,
+    world: localWorld(fleet, site),
     faults,
     operator: { discoveryURL, proxyID: (i) => `${namespace}/${name(i)}`, selector: { pool: 'churn' } },
   });
@@ -162,8 +155,7 @@ it(`keeps the site's pace at Crawlee's defaults: every page, no failed request, 
       60_000,
     );
     const figures = await crawl({
-      site: pacedSite,
-      fleet: pacedFleet,
+      world: localWorld(pacedFleet, pacedSite),
       faults: { banned: [], dying: [], dieAtFraction: 1 },
       operator: { discoveryURL, proxyID: (i) => `${namespace}/paced-${i}`, selector: { pool: 'paced' } },
     });

@@ -1,0 +1,77 @@
+// What one crawl of `bench:crawl` runs against: its forward proxies and its site, the faults
+// the crawl injects into them (bans, deaths), and the site's record, read once the crawl is
+// done. Either in the crawling process (`localWorld`: the test, sequential rounds) or in a
+// process of its own (crawl-world-process.ts, `--world-apart`), as a real fleet and a real
+// site are other machines: then the crawling process's CPU is the crawler's alone, and the
+// operator's health probes through the proxies are not charged to the crawl.
+import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
+import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
+import type { CrawlSite, SiteHit } from './crawl-site.js';
+
+export interface Fleet {
+  proxies: ForwardProxy[];
+  urls: string[];
+  close(): Promise<void>;
+}
+
+/** N real forward proxies, each on its own loopback address (the site tells them apart by it). */
+export async function startFleet(count: number, first = '127.0.4.1'): Promise<Fleet> {
+  const addresses = new LoopbackAddresses(first);
+  const proxies: ForwardProxy[] = [];
+  for (let i = 0; i < count; i++) {
+    proxies.push(await addresses.bind((host) => startForwardProxy({ host, port: 0 })));
+  }
+  return {
+    proxies,
+    urls: proxies.map((p) => `http://${p.host}:${p.port}`),
+    close: async () => void (await Promise.allSettled(proxies.map((p) => p.close()))),
+  };
+}
+
+export interface SiteRecord {
+  /** Every request the site answered: its source, status and time (ms since the epoch). */
+  hits: SiteHit[];
+  /** When each banned source first got a 403. */
+  firstRefusal: Map<string, number>;
+}
+
+export interface CrawlWorld {
+  /** Proxy i's URL. */
+  urls: string[];
+  /** Proxy i's source address: the site tells proxies apart by it. */
+  hosts: string[];
+  /** The site's first page, where the crawl starts. */
+  start: string;
+  /** How many pages the site has. */
+  pages: number;
+  /** Requests per second one source may send (undefined: no limit). */
+  rateLimitPerSecond?: number;
+  /** The site answers 403 to these sources from now on. */
+  ban(hosts: string[]): Promise<void>;
+  /** Kills these proxies (listener closed, sockets destroyed); resolves with when they died. */
+  kill(indices: number[]): Promise<number>;
+  /** The site's record so far. */
+  record(): Promise<SiteRecord>;
+  /** CPU ms the world's own process has spent so far (only a world apart has one). */
+  cpuMs?(): Promise<number>;
+}
+
+/** A world whose fleet and site run in this process. */
+export function localWorld(fleet: Fleet, site: CrawlSite): CrawlWorld {
+  return {
+    urls: fleet.urls,
+    hosts: fleet.proxies.map((p) => p.host),
+    start: site.start,
+    pages: site.pages.length,
+    ...(site.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: site.rateLimitPerSecond }),
+    ban: async (hosts) => {
+      for (const host of hosts) site.ban(host);
+    },
+    kill: async (indices) => {
+      const at = Date.now();
+      for (const i of indices) void fleet.proxies[i].close();
+      return at;
+    },
+    record: async () => ({ hits: site.hits, firstRefusal: site.firstRefusal }),
+  };
+}
