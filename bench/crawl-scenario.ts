@@ -197,6 +197,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
         fetchedAt.push(Date.now() - started);
         if (fetched.size === dieAt) {
           deaths = world.kill(faults.dying);
+          deaths.catch(() => undefined); // awaited once the crawl is done: a failure surfaces there
           options.progress?.(`${fetched.size} pages fetched: ${faults.dying.length} proxies die now`);
         } else if (fetched.size % 1000 === 0) options.progress?.(`${fetched.size} pages fetched`);
         const hrefs = [...String(body).matchAll(/href="([^"]+)"/g)].map(

@@ -53,12 +53,12 @@ async function through(world: CrawlWorld, i: number, page = 0): Promise<string> 
   }
 }
 
-describe.each(kinds)("a crawl's world %s", (_kind, start) => {
+describe.each(kinds)("a crawl's world %s", (kind, start) => {
   let running: Running;
   let world: CrawlWorld;
   beforeEach(async () => {
     // Each kind on loopback addresses of its own, apart from every other test's.
-    running = await start(_kind === 'in the crawling process' ? '127.0.97.1' : '127.0.98.1');
+    running = await start(kind === 'in the crawling process' ? '127.0.97.1' : '127.0.98.1');
     world = running.world;
   });
   afterEach(() => running.close());
