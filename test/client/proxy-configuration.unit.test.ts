@@ -188,8 +188,13 @@ describe('ProxyOperatorConfiguration', () => {
           response: { statusCode: 429, headers: { 'retry-after': '60' } },
         });
       await Promise.all([throttled('s1', '1'), throttled('s3', '2'), throttled('s1', '3')]);
-      await eventually(() => reported().length > 0);
-      expect(reported()).toEqual([{ result: 'rate_limited', target: 'shop.example' }]);
+      // The two successes on A's leases are reported first, so the 429's streak stands.
+      await eventually(() => reported().length === 3);
+      expect(reported()).toEqual([
+        { result: 'ok', target: 'shop.example' },
+        { result: 'ok', target: 'shop.example' },
+        { result: 'rate_limited', target: 'shop.example' },
+      ]);
       // The leases stay and s1 stays on A; while A rests its next request goes through B,
       // waiting at most for B's pace, never for A's minute (stats.pacedMs adds up every wait).
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(B));
@@ -271,6 +276,25 @@ describe('ProxyOperatorConfiguration', () => {
       expect(reported()).toEqual([{ result: 'ok', target: 'shop.example' }]);
       expect(config.stats).toMatchObject({ successes: 10, okReports: 1 });
     });
+
+    it.each([
+      { status: 403, result: 'banned' },
+      { status: 429, result: 'rate_limited' },
+    ])(
+      '$status after successes: their ok goes first, so the server sees $result last and its streak stands',
+      async ({ status, result }) => {
+        const host = 'https://shop.example/';
+        const url = await config.newUrl('s1', request(host));
+        for (let i = 0; i < 3; i++) await navigated('s1', `${host}${i}`, url!, 200);
+        await navigated('s1', `${host}3`, url!, status);
+        await eventually(() => reported().length === 2);
+        await config.close();
+        expect(reported()).toEqual([
+          { result: 'ok', target: 'shop.example' },
+          { result, target: 'shop.example' },
+        ]);
+      },
+    );
 
     it('sends at most one ok per lease per interval', async () => {
       config = make({ okReportIntervalMs: 200 });

@@ -445,6 +445,9 @@ export class SessionLeases {
     const via = own ?? affected[0];
     const work = (async () => {
       if (via !== undefined) {
+        // The successes before the ban go first: an ok after it would reset its streak.
+        const flushed = this.flushOk(affected);
+        if (flushed) await flushed;
         try {
           const report = await this.client.report(via.lease.leaseID, result, host ? { target: host } : {});
           this.stats.reportedBanned++;
@@ -491,9 +494,13 @@ export class SessionLeases {
     this.spreadProbe(host, pace, proxyID);
     if ((this.rests.get(key) ?? 0) > this.now()) return;
     this.rests.set(key, this.now() + (retryAfterSeconds ?? FALLBACK_REST_SECONDS) * 1000);
-    const via = own ?? this.leasesOn(proxyID).find((s) => s.host === host);
+    const onProxy = this.leasesOn(proxyID).filter((s) => s.host === host);
+    const via = own ?? onProxy[0];
     if (via === undefined) return;
     const work = (async () => {
+      // The successes before the 429 go first: an ok after it would reset its streak.
+      const flushed = this.flushOk(onProxy);
+      if (flushed) await flushed;
       try {
         const report = await this.client.report(via.lease.leaseID, 'rate_limited', {
           ...(host ? { target: host } : {}),
@@ -928,6 +935,15 @@ export class SessionLeases {
     } catch (err) {
       if (!isLeaseGone(err)) this.log.debug('ok report failed', { error: String(err) });
     }
+  }
+
+  /**
+   * Sends the pending ok of each lease now; undefined when none has one, so that a report
+   * with nothing to wait for goes out at once (new leases must avoid the proxy from then on).
+   */
+  private flushOk(leases: readonly SharedLease[]): Promise<unknown> | undefined {
+    const pending = leases.filter((shared) => shared.unreportedOk > 0);
+    return pending.length === 0 ? undefined : Promise.all(pending.map((shared) => this.reportOk(shared)));
   }
 
   private async release(shared: SharedLease, why: string): Promise<void> {
