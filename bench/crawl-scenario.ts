@@ -10,7 +10,7 @@ import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfigura
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
 import { startCrawlSite, type SiteHit } from './crawl-site.js';
-import { localWorld, startFleet, type CrawlWorld } from './crawl-world.js';
+import { startLocalWorld, type CrawlWorld } from './crawl-world.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
 import { cpuShare, startCpuProfile, type CpuShare } from './cpu-share.js';
 
@@ -295,13 +295,11 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
  * and round 1 always starts with the operator's side.
  */
 export async function warmUpCrawlee(): Promise<void> {
-  const fleet = await startFleet(1, '127.0.99.1');
-  const site = await startCrawlSite({ pages: 5 });
+  const world = await startLocalWorld({ proxies: 1, first: '127.0.99.1', pages: 5, retryAfterSeconds: 1 });
   try {
-    await crawl({ world: localWorld(fleet, site), faults: { banned: [], dying: [], dieAtFraction: 1 } });
+    await crawl({ world, faults: { banned: [], dying: [], dieAtFraction: 1 } });
   } finally {
-    await fleet.close();
-    await site.close();
+    await world.close();
   }
 }
 

@@ -8,8 +8,8 @@
 // stdout starting with SIDE_PREFIX are messages (SideMessage, JSON), any other line is
 // progress; "go" on stdin starts the crawl.
 import { createInterface } from 'node:readline';
-import { crawl, startCrawlSite, warmUpCrawlee } from './crawl-scenario.js';
-import { localWorld, startFleet, type CrawlWorld } from './crawl-world.js';
+import { crawl, warmUpCrawlee } from './crawl-scenario.js';
+import { startLocalWorld, type RunningWorld } from './crawl-world.js';
 import { startWorldProcess } from './crawl-world-process.js';
 import { SIDE_PREFIX, type SideConfig, type SideMessage } from './crawl-side-process.js';
 
@@ -59,30 +59,17 @@ async function main(): Promise<void> {
 }
 
 /** The side's fleet and site: in this process, or apart on the core `worldCore` names. */
-async function startWorld(
-  config: SideConfig,
-): Promise<CrawlWorld & { ports: number[]; close(): Promise<void> }> {
-  const siteOptions = {
+function startWorld(config: SideConfig): Promise<RunningWorld> {
+  const world = {
+    proxies: config.proxies,
+    first: config.first,
     pages: config.pages,
-    rateLimitPerSecond: config.rateLimitPerSecond,
+    ...(config.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: config.rateLimitPerSecond }),
     retryAfterSeconds: 1,
   };
-  if (config.worldCore !== undefined) {
-    return startWorldProcess(
-      { proxies: config.proxies, first: config.first, ...siteOptions },
-      { core: config.worldCore },
-    );
-  }
-  const fleet = await startFleet(config.proxies, config.first);
-  const site = await startCrawlSite(siteOptions);
-  return {
-    ...localWorld(fleet, site),
-    ports: fleet.proxies.map((p) => p.port),
-    close: async () => {
-      await fleet.close();
-      await site.close();
-    },
-  };
+  return config.worldCore === undefined
+    ? startLocalWorld(world)
+    : startWorldProcess(world, { core: config.worldCore });
 }
 
 main().then(

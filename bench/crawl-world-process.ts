@@ -5,17 +5,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SiteHit } from './crawl-site.js';
-import type { CrawlWorld } from './crawl-world.js';
+import type { RunningWorld, WorldConfig } from './crawl-world.js';
 import { canPin, TASKSET } from './crawl-side-process.js';
-
-export interface WorldConfig {
-  proxies: number;
-  /** The fleet's first loopback address. */
-  first: string;
-  pages: number;
-  rateLimitPerSecond?: number;
-  retryAfterSeconds: number;
-}
 
 export type WorldRequest =
   | { id: number; ban: string[] }
@@ -34,11 +25,8 @@ export type WorldMessage =
 const BUILT = fileURLToPath(new URL('./crawl-world-server.js', import.meta.url));
 const ENTRY = existsSync(BUILT) ? BUILT : BUILT.replace(/\.js$/, '.ts');
 
-export interface WorldProcess extends CrawlWorld {
-  /** Proxy i's port. */
-  ports: number[];
+export interface WorldProcess extends RunningWorld {
   cpuMs(): Promise<number>;
-  close(): Promise<void>;
 }
 
 export interface WorldProcessOptions {

@@ -5,47 +5,35 @@
 // Protocol: the parent passes a WorldConfig as JSON in argv[2]; this process answers
 // { ready } once its fleet and site are up, then each WorldRequest with a WorldReply of the
 // same id; it exits when the parent disconnects.
-import { startCrawlSite } from './crawl-site.js';
-import { startFleet } from './crawl-world.js';
-import type { WorldConfig, WorldMessage, WorldRequest } from './crawl-world-process.js';
+import { startLocalWorld, type WorldConfig } from './crawl-world.js';
+import type { WorldMessage, WorldRequest } from './crawl-world-process.js';
 
 const send = (message: WorldMessage) => process.send!(message);
 
 async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '') as WorldConfig;
-  const fleet = await startFleet(config.proxies, config.first);
-  const site = await startCrawlSite({
-    pages: config.pages,
-    ...(config.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: config.rateLimitPerSecond }),
-    retryAfterSeconds: config.retryAfterSeconds,
-  });
+  const world = await startLocalWorld(JSON.parse(process.argv[2] ?? '') as WorldConfig);
   process.on('message', (raw) => {
     const request = raw as WorldRequest;
+    void answer(request).then(
+      (message) => send(message),
+      (err: unknown) => send({ error: err instanceof Error ? err.message : String(err) }),
+    );
+  });
+  const answer = async (request: WorldRequest): Promise<WorldMessage> => {
     if ('ban' in request) {
-      for (const host of request.ban) site.ban(host);
-      send({ id: request.id, done: Date.now() });
-    } else if ('kill' in request) {
-      const at = Date.now();
-      for (const i of request.kill) void fleet.proxies[i].close();
-      send({ id: request.id, done: at });
-    } else if ('cpu' in request) {
-      const { user, system } = process.cpuUsage();
-      send({ id: request.id, cpuMs: (user + system) / 1000 });
-    } else {
-      send({ id: request.id, record: { hits: site.hits, firstRefusal: [...site.firstRefusal] } });
+      await world.ban(request.ban);
+      return { id: request.id, done: Date.now() };
     }
-  });
-  process.once('disconnect', () => {
-    void Promise.allSettled([fleet.close(), site.close()]).then(() => process.exit(0));
-  });
-  send({
-    ready: {
-      urls: fleet.urls,
-      hosts: fleet.proxies.map((p) => p.host),
-      ports: fleet.proxies.map((p) => p.port),
-      start: site.start,
-    },
-  });
+    if ('kill' in request) return { id: request.id, done: await world.kill(request.kill) };
+    if ('cpu' in request) {
+      const { user, system } = process.cpuUsage();
+      return { id: request.id, cpuMs: (user + system) / 1000 };
+    }
+    const { hits, firstRefusal } = await world.record();
+    return { id: request.id, record: { hits, firstRefusal: [...firstRefusal] } };
+  };
+  process.once('disconnect', () => void world.close().finally(() => process.exit(0)));
+  send({ ready: { urls: world.urls, hosts: world.hosts, ports: world.ports, start: world.start } });
 }
 
 main().catch((err: unknown) => {

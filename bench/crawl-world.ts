@@ -6,7 +6,7 @@
 // operator's health probes through the proxies are not charged to the crawl.
 import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
 import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
-import type { CrawlSite, SiteHit } from './crawl-site.js';
+import { startCrawlSite, type CrawlSite, type SiteHit } from './crawl-site.js';
 
 export interface Fleet {
   proxies: ForwardProxy[];
@@ -54,6 +54,41 @@ export interface CrawlWorld {
   record(): Promise<SiteRecord>;
   /** CPU ms the world's own process has spent so far (only a world apart has one). */
   cpuMs?(): Promise<number>;
+}
+
+/** What a world is made of: the fleet and the site. */
+export interface WorldConfig {
+  proxies: number;
+  /** The fleet's first loopback address. */
+  first: string;
+  pages: number;
+  rateLimitPerSecond?: number;
+  retryAfterSeconds: number;
+}
+
+/** A world someone started, and must close. */
+export interface RunningWorld extends CrawlWorld {
+  /** Proxy i's port. */
+  ports: number[];
+  close(): Promise<void>;
+}
+
+/** Starts a fleet and a site in this process, as a world. */
+export async function startLocalWorld(config: WorldConfig): Promise<RunningWorld> {
+  const fleet = await startFleet(config.proxies, config.first);
+  const site = await startCrawlSite({
+    pages: config.pages,
+    ...(config.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: config.rateLimitPerSecond }),
+    retryAfterSeconds: config.retryAfterSeconds,
+  });
+  return {
+    ...localWorld(fleet, site),
+    ports: fleet.proxies.map((p) => p.port),
+    close: async () => {
+      await fleet.close();
+      await site.close();
+    },
+  };
 }
 
 /** A world whose fleet and site run in this process. */

@@ -33,16 +33,9 @@ import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
 import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
-import {
-  crawl,
-  planFaults,
-  startCrawlSite,
-  type CrawlFigures,
-  type FaultPlan,
-  warmUpCrawlee,
-} from './crawl-scenario.js';
+import { crawl, planFaults, type CrawlFigures, type FaultPlan, warmUpCrawlee } from './crawl-scenario.js';
 import { canPin, SideProcess } from './crawl-side-process.js';
-import { localWorld, startFleet } from './crawl-world.js';
+import { startLocalWorld } from './crawl-world.js';
 import { BenchOperator } from './operator-process.js';
 import { sharedWindow, type Timeline } from './shared-window.js';
 import { settle } from './settle.js';
@@ -197,11 +190,16 @@ async function scenario(
   });
   const run = async (withOperator: boolean, first: string, round: number): Promise<Row> => {
     const namespace = `crawl-${label}-${round}`;
-    const fleet = await startFleet(proxies, first);
-    const site = await startCrawlSite({ pages, rateLimitPerSecond, retryAfterSeconds: 1 });
+    const world = await startLocalWorld({
+      proxies,
+      first,
+      pages,
+      ...(rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond }),
+      retryAfterSeconds: 1,
+    });
     // What both sides crawl, and how it is watched.
     const same = {
-      world: localWorld(fleet, site),
+      world,
       faults,
       progress,
       trace,
@@ -217,7 +215,7 @@ async function scenario(
       }
       const admin = await register(
         namespace,
-        fleet.proxies.map((p) => ({ host: p.host, port: p.port })),
+        world.hosts.map((host, i) => ({ host, port: world.ports[i]! })),
       );
       await settled();
       return await throughOperator(namespace, admin, () => {
@@ -225,8 +223,7 @@ async function scenario(
         return crawl({ ...same, operator: operatorSide(namespace) });
       });
     } finally {
-      await fleet.close();
-      await site.close();
+      await world.close();
     }
   };
   /**

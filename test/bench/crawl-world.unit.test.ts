@@ -1,42 +1,24 @@
 import { fileURLToPath } from 'node:url';
 import { fetch, ProxyAgent } from 'undici';
-import { startCrawlSite } from '../../bench/crawl-site.js';
-import { localWorld, startFleet, type CrawlWorld } from '../../bench/crawl-world.js';
+import { startLocalWorld, type CrawlWorld, type RunningWorld } from '../../bench/crawl-world.js';
 import { startWorldProcess } from '../../bench/crawl-world-process.js';
 
 const tsHooks = fileURLToPath(new URL('../harness/ts-hooks.ts', import.meta.url));
 
-interface Running {
-  world: CrawlWorld;
-  close(): Promise<void>;
-}
-
 // The same world, run in the crawling process (the test, sequential rounds) or apart
 // (--world-apart): a crawl must see no difference but where the CPU goes.
-const kinds: [string, (first: string) => Promise<Running>][] = [
+const kinds: [string, (first: string) => Promise<RunningWorld>][] = [
   [
     'in the crawling process',
-    async (first) => {
-      const fleet = await startFleet(3, first);
-      const site = await startCrawlSite({ pages: 5 });
-      return {
-        world: localWorld(fleet, site),
-        close: async () => {
-          await fleet.close();
-          await site.close();
-        },
-      };
-    },
+    (first) => startLocalWorld({ proxies: 3, first, pages: 5, retryAfterSeconds: 1 }),
   ],
   [
     'in a process of its own',
-    async (first) => {
-      const world = await startWorldProcess(
+    (first) =>
+      startWorldProcess(
         { proxies: 3, first, pages: 5, retryAfterSeconds: 1 },
         { nodeFlags: ['--import', tsHooks] },
-      );
-      return { world, close: () => world.close() };
-    },
+      ),
   ],
 ];
 
@@ -54,14 +36,12 @@ async function through(world: CrawlWorld, i: number, page = 0): Promise<string> 
 }
 
 describe.each(kinds)("a crawl's world %s", (kind, start) => {
-  let running: Running;
-  let world: CrawlWorld;
+  let world: RunningWorld;
   beforeEach(async () => {
     // Each kind on loopback addresses of its own, apart from every other test's.
-    running = await start(kind === 'in the crawling process' ? '127.0.97.1' : '127.0.98.1');
-    world = running.world;
+    world = await start(kind === 'in the crawling process' ? '127.0.97.1' : '127.0.98.1');
   });
-  afterEach(() => running.close());
+  afterEach(() => world.close());
 
   it('has a proxy per address and a site of linked pages', () => {
     expect(world.urls).toHaveLength(3);
