@@ -219,12 +219,14 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/leases/:id/report')
     .all(guard)
     .post(body, async (req, res) => {
-      const { result, ...details } = parseReportBody(req.body);
+      const { result, release, ...details } = parseReportBody(req.body);
       const outcome = await leases.report(req.params.id, result, details, owner(res));
       if (outcome === undefined) {
         leaseNotFound(res, req.params.id);
         return;
       }
+      // After the report, so that the proxy's last outcome is in the book before its slot frees.
+      if (release === true) await leases.release(req.params.id, owner(res));
       metrics.countReport(result);
       // Debug lines and a periodic info summary: a client's reports never grow the log unboundedly.
       if (outcome.probeRequested) {
@@ -264,6 +266,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
         // The target was not recorded: every cooldown at the book's cap still runs.
         ...(outcome.capped === true ? { capped: true } : {}),
+        ...(release === true ? { released: true } : {}),
       });
     })
     .all(methodNotAllowed('POST'));

@@ -391,7 +391,8 @@ export const openApiDocument: OpenApiDocument = {
           'session) until the health engine, asked at once, has probed it again: a passing probe ends the ' +
           'suspicion, failureThreshold failing ones make it Unhealthy. A report on a proxy already suspect, or ' +
           'within --suspicion-holdoff of a passing re-probe, starts nothing (suspect tells which). Every report ' +
-          "counts in the proxy's stats.",
+          "counts in the proxy's stats. release: true ends the lease once the report is recorded (as DELETE " +
+          '/v1/leases/{id} would), so that a last report and the release are one call.',
         parameters: [leaseID],
         requestBody: { required: true, content: json(ref('ReportRequest')) },
         responses: {
@@ -639,6 +640,12 @@ export const openApiDocument: OpenApiDocument = {
               "rate_limited only: the response's Retry-After in seconds; the cooldown lasts exactly this long " +
               '(at least 1 s, at most --max-cooldown).',
           },
+          release: {
+            type: 'boolean',
+            description:
+              'true: end the lease once the report is recorded, freeing its slot (the last report and the release ' +
+              'in one call). Default false.',
+          },
         },
       },
       ReportResponse: {
@@ -668,6 +675,11 @@ export const openApiDocument: OpenApiDocument = {
               'banned/rate_limited only, present when true: this target was not recorded (no cooldown started) ' +
               'because the book is at its cap of (proxy, target) entries and every one of them still cools down: ' +
               "eviction never lifts a running cooldown. The report still counts in the proxy's statistics.",
+          },
+          released: {
+            type: 'boolean',
+            enum: [true],
+            description: 'Present when the request asked for release: the lease has ended.',
           },
         },
       },

@@ -41,6 +41,8 @@ export interface ReportBody {
   target?: string;
   /** rate_limited only: the response's Retry-After, in whole seconds. */
   retryAfterSeconds?: number;
+  /** Ends the lease once the report is recorded: a crawler's last report and its release in one call. */
+  release?: true;
 }
 
 /** A day: longer Retry-After values are client bugs (or a site asking for more than any cooldown gives). */
@@ -190,7 +192,7 @@ function parseTTL(ttlSeconds: unknown, limits: TTLLimits): number {
 
 /** Parses the body of POST /v1/leases/{id}/report. */
 export function parseReportBody(body: unknown): ReportBody {
-  const fields = objectBody(body ?? {}, ['result', 'target', 'retryAfterSeconds']);
+  const fields = objectBody(body ?? {}, ['result', 'target', 'retryAfterSeconds', 'release']);
   const result = fields.result;
   if (!REPORT_RESULTS.includes(result as ReportResult)) {
     throw invalid(
@@ -199,10 +201,14 @@ export function parseReportBody(body: unknown): ReportBody {
   }
   const target = parseTarget(fields.target);
   const retryAfterSeconds = parseRetryAfter(fields.retryAfterSeconds, result as ReportResult);
+  if (fields.release !== undefined && typeof fields.release !== 'boolean') {
+    throw invalid(`release must be true or false, got ${JSON.stringify(fields.release)}`);
+  }
   return {
     result: result as ReportResult,
     ...(target === undefined ? {} : { target }),
     ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+    ...(fields.release === true ? { release: true as const } : {}),
   };
 }
 

@@ -165,7 +165,10 @@ export class DiscoveryClient {
     await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
   }
 
-  /** POST /v1/leases/{id}/report: banned/rate_limited bench the proxy for the target; unreachable holds it out until a probe passes. */
+  /**
+   * POST /v1/leases/{id}/report: banned/rate_limited bench the proxy for the target; unreachable
+   * holds it out until a probe passes. `release: true` also ends the lease (one call for both).
+   */
   async report(
     leaseID: string,
     result: ReportResult,

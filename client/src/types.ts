@@ -179,6 +179,8 @@ export interface ReportRequest {
   target?: string;
   /** rate_limited only: the response's Retry-After in seconds (0..86400). */
   retryAfterSeconds?: number;
+  /** End the lease once the report is recorded: a last report and the release in one call. */
+  release?: boolean;
 }
 
 /** The answer of POST /v1/leases/{id}/report. */
@@ -194,6 +196,8 @@ export interface ReportResponse {
   suspect?: boolean;
   /** True when the store's caps were full of running cooldowns and this report could start none. */
   capped?: boolean;
+  /** Present when the request asked for `release`: the lease has ended. */
+  released?: true;
 }
 
 /** GET /v1/proxies answers `{items}`. */

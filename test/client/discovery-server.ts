@@ -3,6 +3,8 @@
 // call and its JSON answer, so tests can assert what the server understood.
 import type { BucketLimits } from '../../discovery/token-bucket.js';
 import express, { type Response } from 'express';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../../discovery/app.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
@@ -97,4 +99,52 @@ export async function startDiscoveryServer(
       await server.stop();
     },
   };
+}
+
+/**
+ * An operator that predates a report field, in front of the real API: a report naming the
+ * field gets the 400 such an operator gave (its parser's "unknown field(s)"); everything
+ * else is passed through unchanged.
+ */
+export async function startPredatingFront(
+  baseUrl: string,
+  field: string,
+): Promise<{ baseUrl: string; refused: number; stop(): Promise<void> }> {
+  const front = { baseUrl: '', refused: 0, stop: (): Promise<void> => Promise.resolve() };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (
+        req.method === 'POST' &&
+        /\/report$/.test(req.url ?? '') &&
+        field in (JSON.parse(body.toString() || '{}') as object)
+      ) {
+        front.refused++;
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            error: 'invalid_request',
+            message: `unknown field(s) '${field}'; allowed: result, target, retryAfterSeconds`,
+          }),
+        );
+        return;
+      }
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([name]) => name !== 'host' && name !== 'content-length'),
+      ) as Record<string, string>;
+      fetch(`${baseUrl}${req.url}`, { method: req.method, headers, ...(body.length ? { body } : {}) })
+        .then(async (answer) => {
+          const type = answer.headers.get('content-type');
+          res.writeHead(answer.status, type ? { 'content-type': type } : {});
+          res.end(Buffer.from(await answer.arrayBuffer()));
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  front.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  front.stop = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return front;
 }

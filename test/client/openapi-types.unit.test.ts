@@ -104,6 +104,7 @@ const reportRequestShape = {
   result: 'required',
   target: 'optional',
   retryAfterSeconds: 'optional',
+  release: 'optional',
 } as const satisfies Shape<ReportRequest>;
 const reportResponseShape = {
   leaseID: 'required',
@@ -113,6 +114,7 @@ const reportResponseShape = {
   cooldownUntil: 'required',
   suspect: 'optional',
   capped: 'optional',
+  released: 'optional',
 } as const satisfies Shape<ReportResponse>;
 const proxyListShape = { items: 'required', continue: 'optional' } as const satisfies Shape<ProxyList>;
 const errorShape = { error: 'required', message: 'required' } as const satisfies Shape<ApiErrorBody>;

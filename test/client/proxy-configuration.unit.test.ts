@@ -11,7 +11,7 @@ import {
   sessionKey,
 } from '../../client/src/crawlee/index.js';
 import { eventually, proxy } from '../discovery/fixtures.js';
-import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
+import { startDiscoveryServer, startPredatingFront, type TestDiscoveryServer } from './discovery-server.js';
 
 const A = proxy('ns/a', { ip: '10.0.0.1', latencyMillis: 10 });
 const B = proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 20 });
@@ -43,6 +43,11 @@ describe('ProxyOperatorConfiguration', () => {
       const report = r.response as { result: string; target: string | null };
       return { result: report.result, target: report.target };
     });
+  const releasedByReport = () =>
+    callsMatching(/^POST \/v1\/leases\/.+\/report$/)
+      .map((r) => r.response as { result: string; target: string | null; released?: true })
+      .filter((report) => report.released === true)
+      .map(({ result, target, released }) => ({ result, target, released }));
   const callsMatching = (pattern: RegExp) => server.requests.filter((r) => pattern.test(r.call));
   const request = (url: string) => ({ request: new Request({ url }) });
   const active = () => server.activeLeases();
@@ -274,7 +279,38 @@ describe('ProxyOperatorConfiguration', () => {
       expect(callsMatching(/report$/)).toHaveLength(0);
       await config.close();
       expect(reported()).toEqual([{ result: 'ok', target: 'shop.example' }]);
-      expect(config.stats).toMatchObject({ successes: 10, okReports: 1 });
+      expect(config.stats).toMatchObject({ successes: 10, okReports: 1, released: 1 });
+      // The last ok carries the release: one call, not a report and a DELETE.
+      expect(releasedByReport()).toHaveLength(1);
+      expect(callsMatching(/^DELETE \/v1\/leases\//)).toHaveLength(0);
+      expect(await active()).toBe(0);
+    });
+
+    it('against an operator that predates release on a report: the ok and the release go in two calls, asked once', async () => {
+      const older = await startPredatingFront(server.baseUrl, 'release');
+      try {
+        config = make({ client: new DiscoveryClient({ baseUrl: older.baseUrl }) });
+        // One release (a retired session's), then another (on close): only the first asks.
+        const first = await pool.getSession();
+        const url = await config.newUrl(first.id, request('https://one.example/'));
+        await navigated(first.id, 'https://one.example/', url!, 200);
+        first.retire();
+        await eventually(async () => (await active()) === 0);
+        const second = await config.newUrl('s2', request('https://two.example/'));
+        await navigated('s2', 'https://two.example/', second!, 200);
+        await config.close();
+        expect(older.refused).toBe(1);
+        expect(reported()).toEqual([
+          { result: 'ok', target: 'one.example' },
+          { result: 'ok', target: 'two.example' },
+        ]);
+        expect(callsMatching(/^DELETE \/v1\/leases\//)).toHaveLength(2);
+        expect(config.stats).toMatchObject({ successes: 2, okReports: 2, released: 2 });
+        expect(await active()).toBe(0);
+        expect(warnings).toEqual(['the discovery API predates release on report: releasing in two calls']);
+      } finally {
+        await older.stop();
+      }
     });
 
     it.each([
@@ -331,7 +367,9 @@ describe('ProxyOperatorConfiguration', () => {
     await eventually(
       async () => (await active()) === 1 && calls(`DELETE /v1/sessions/${session.id}`).length === 1,
     );
-    expect(callsMatching(/^DELETE \/v1\/leases\//)).toHaveLength(2);
+    // The lease with a success to report ends in that ok report; the other in a DELETE.
+    expect(callsMatching(/^DELETE \/v1\/leases\//)).toHaveLength(1);
+    expect(releasedByReport()).toEqual([{ result: 'ok', target: 'one.example', released: true }]);
     expect(config.leases.activeLeases).toBe(1);
   });
 

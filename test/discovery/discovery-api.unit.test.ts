@@ -668,6 +668,73 @@ describe('discovery API', () => {
       },
     );
 
+    describe('release: true, the last report and the release in one call', () => {
+      const stats = async () =>
+        ((await h.call('GET', '/v1/proxies/ns/one')).body as { stats: Record<string, number> }).stats;
+
+      it.each<[string, Record<string, unknown>, string | null]>([
+        // [result, report body extra, cooldown key the report applied]
+        ['ok', { target: 'shop.example' }, 'shop.example'],
+        ['banned', { target: 'shop.example' }, 'shop.example'],
+        ['rate_limited', { target: 'shop.example', retryAfterSeconds: 5 }, 'shop.example'],
+      ])('%s: the report counts, then the lease ends and its slot frees', async (result, extra, key) => {
+        h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
+        const held = await lease();
+        const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+          body: { result, ...extra, release: true },
+        });
+        expect(response.status).toBe(200);
+        expect(response.body).toMatchObject({ leaseID: held.leaseID, result, target: key, released: true });
+        expect((await stats())[result]).toBe(1);
+        expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(404);
+        // The slot is free (for a target the report did not bench).
+        expect((await lease({ target: 'other.example' })).proxy.id).toBe('ns/one');
+      });
+
+      it('a banned report with release still benches the proxy for the target', async () => {
+        h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
+        const held = await lease({ target: 'shop.example' });
+        await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+          body: { result: 'banned', release: true },
+        });
+        const refused = await h.call('POST', '/v1/leases', { body: { target: 'shop.example' } });
+        expect(refused.body).toMatchObject({ error: 'all_cooling_down' });
+      });
+
+      it('release: false, or none, keeps the lease and says nothing of it', async () => {
+        const held = await lease();
+        for (const body of [{ result: 'ok', release: false }, { result: 'ok' }]) {
+          const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, { body });
+          expect(response.status).toBe(200);
+          expect(response.body).not.toHaveProperty('released');
+        }
+        expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(200);
+      });
+
+      it('404 once released, and the report is not counted twice', async () => {
+        h.catalog.proxies = [proxy('ns/one')];
+        const held = await lease();
+        const send = () =>
+          h.call('POST', `/v1/leases/${held.leaseID}/report`, { body: { result: 'ok', release: true } });
+        expect((await send()).status).toBe(200);
+        expect((await send()).status).toBe(404);
+        expect((await stats()).ok).toBe(1);
+      });
+
+      it.each([['yes'], [1], [null]])('400 for release %j, and the lease stays', async (value) => {
+        const held = await lease();
+        const response = await h.call('POST', `/v1/leases/${held.leaseID}/report`, {
+          body: { result: 'ok', release: value },
+        });
+        expect(response.status).toBe(400);
+        expect(response.body).toEqual({
+          error: 'invalid_request',
+          message: `release must be true or false, got ${JSON.stringify(value)}`,
+        });
+        expect((await h.call('POST', `/v1/leases/${held.leaseID}/renew`)).status).toBe(200);
+      });
+    });
+
     it('409 all_cooling_down says in Retry-After when the first cooldown for the target ends', async () => {
       h.catalog.proxies = [proxy('ns/one'), proxy('ns/two', { ip: '10.0.0.2' })];
       const one = await lease({ target: 'shop.example' });

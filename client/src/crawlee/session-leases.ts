@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { sleep, type BackoffOptions, backoffDelayMs } from '../backoff.js';
 import type { DiscoveryClient } from '../client.js';
-import { isLeaseGone, isNoLease } from '../errors.js';
+import { DiscoveryApiError, isLeaseGone, isNoLease } from '../errors.js';
 import type { Attributes, Lease } from '../types.js';
 import {
   adopt,
@@ -188,6 +188,8 @@ export class SessionLeases {
   private readonly now: () => number;
   private closed = false;
   private leaseCount = 0;
+  /** False once the server refused `release` on a report (an operator older than this client). */
+  private okRidesRelease = true;
   readonly stats: SessionLeasesStats = {
     leased: 0,
     renewed: 0,
@@ -938,6 +940,37 @@ export class SessionLeases {
   }
 
   /**
+   * The pending ok and the release in one call (a crawl's calls to the API cost the crawler
+   * CPU: docs/benchmarks.md). True when the lease has ended, or the server no longer knew it;
+   * false when the release is still to be sent: a server that predates `release` refused the
+   * field (its pending ok is kept, and every later release goes in two calls), or the call
+   * failed (the ok is dropped, as a failed ok report's always was).
+   */
+  private async reportOkAndRelease(shared: SharedLease): Promise<boolean> {
+    const pending = shared.unreportedOk;
+    shared.unreportedOk = 0;
+    shared.lastOkReportAt = this.now();
+    try {
+      await this.client.report(shared.lease.leaseID, 'ok', {
+        ...(shared.host ? { target: shared.host } : {}),
+        release: true,
+      });
+      this.stats.okReports++;
+      return true;
+    } catch (err) {
+      if (isLeaseGone(err)) return true;
+      if (refusedField(err, 'release')) {
+        this.okRidesRelease = false;
+        shared.unreportedOk = pending;
+        this.log.warning('the discovery API predates release on report: releasing in two calls');
+      } else {
+        this.log.debug('ok report with release failed', { error: String(err) });
+      }
+      return false;
+    }
+  }
+
+  /**
    * Sends the pending ok of each lease now; undefined when none has one, so that a report
    * with nothing to wait for goes out at once (new leases must avoid the proxy from then on).
    */
@@ -947,6 +980,14 @@ export class SessionLeases {
   }
 
   private async release(shared: SharedLease, why: string): Promise<void> {
+    if (shared.unreportedOk > 0 && this.okRidesRelease) {
+      const ended = await this.reportOkAndRelease(shared);
+      if (ended) {
+        this.stats.released++;
+        this.log.debug('released', { leaseID: shared.lease.leaseID, why });
+        return;
+      }
+    }
     await this.reportOk(shared);
     try {
       await this.client.release(shared.lease.leaseID);
@@ -1092,4 +1133,14 @@ interface Turn {
 function isSooner(a: Turn, b: Turn): boolean {
   if (a.waitMs !== b.waitMs) return a.waitMs < b.waitMs;
   return !a.probe && b.probe;
+}
+
+/** The server refused a request field it does not know (it predates the field). */
+function refusedField(err: unknown, field: string): boolean {
+  return (
+    err instanceof DiscoveryApiError &&
+    err.code === 'invalid_request' &&
+    err.serverMessage.startsWith('unknown field(s)') &&
+    err.serverMessage.includes(`'${field}'`)
+  );
 }
