@@ -3,7 +3,14 @@
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ApiError, sendError, sendJSON, type ApiErrorCode } from './api-error.js';
+import {
+  ApiError,
+  errorBody,
+  sendError,
+  sendJSON,
+  type ApiErrorBody,
+  type ApiErrorCode,
+} from './api-error.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { ApiTokens } from './api-tokens.js';
 import { bearerAuth, ownerOf } from './bearer-auth.js';
@@ -16,7 +23,7 @@ import type { ProxyCatalog, ProxyRecord } from './catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
 import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
-import type { Lease, LeaseStore, NoLeaseReason } from './lease-store.js';
+import type { Lease, LeaseStore, NoLeaseReason, ReportResult } from './lease-store.js';
 import { leasability } from './leasability.js';
 import { openApiDocument } from './openapi.js';
 import { ProxyListSerializer, toLeaseView, toProxyView } from './proxy-view.js';
@@ -27,9 +34,11 @@ import {
   parseProxyQuery,
   parseRenewBody,
   parseReportBody,
+  parseReportsBody,
   parseSessionKey,
   continueToken,
   type ListQuery,
+  type ReportBody,
 } from './request-parsing.js';
 
 export const DEFAULT_TTL_SECONDS = 300;
@@ -215,59 +224,82 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     })
     .all(methodNotAllowed('POST'));
 
+  /** Records one report (and the release it asks for); undefined when the lease is gone. */
+  const recordReport = async (
+    leaseID: string,
+    report: ReportBody,
+    who: string,
+  ): Promise<ReportView | undefined> => {
+    const { result, release, ...details } = report;
+    const outcome = await leases.report(leaseID, result, details, who);
+    if (outcome === undefined) return undefined;
+    // After the report, so that the proxy's last outcome is in the book before its slot frees.
+    if (release === true) await leases.release(leaseID, who);
+    metrics.countReport(result);
+    // Debug lines and a periodic info summary: a client's reports never grow the log unboundedly.
+    if (outcome.probeRequested) {
+      reportLog.record(
+        'suspect',
+        { owner: who, proxyID: outcome.lease.proxyID },
+        'proxy reported unreachable: held out of leases until a probe passes',
+      );
+    }
+    if (outcome.cooldownUntil !== undefined) {
+      cooldowns.countCooldown(outcome.target);
+      reportLog.record(
+        'cooldown',
+        {
+          owner: who,
+          proxyID: outcome.lease.proxyID,
+          result,
+          target: outcome.target ?? null,
+          cooldownUntil: outcome.cooldownUntil.toISOString(),
+        },
+        'proxy cooling down',
+      );
+    }
+    if (outcome.capped === true) {
+      reportLog.record(
+        'capped',
+        { owner: who, proxyID: outcome.lease.proxyID, result },
+        'target not recorded: the book is at its cap',
+      );
+    }
+    return {
+      leaseID: outcome.lease.id,
+      proxyID: outcome.lease.proxyID,
+      result,
+      target: outcome.target ?? null,
+      cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
+      ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
+      // The target was not recorded: every cooldown at the book's cap still runs.
+      ...(outcome.capped === true ? { capped: true } : {}),
+      ...(release === true ? { released: true } : {}),
+    };
+  };
+
   app
     .route('/v1/leases/:id/report')
     .all(guard)
     .post(body, async (req, res) => {
-      const { result, release, ...details } = parseReportBody(req.body);
-      const outcome = await leases.report(req.params.id, result, details, owner(res));
-      if (outcome === undefined) {
-        leaseNotFound(res, req.params.id);
-        return;
+      const view = await recordReport(req.params.id, parseReportBody(req.body), owner(res));
+      if (view === undefined) leaseNotFound(res, req.params.id);
+      else sendJSON(res, 200, view);
+    })
+    .all(methodNotAllowed('POST'));
+
+  app
+    .route('/v1/reports')
+    .all(guard)
+    .post(body, async (req, res) => {
+      const reports = parseReportsBody(req.body);
+      const who = owner(res);
+      const items: (ReportView | (ApiErrorBody & { leaseID: string }))[] = [];
+      // In order: two reports on one lease apply as if sent one after the other.
+      for (const { leaseID, ...report } of reports) {
+        items.push((await recordReport(leaseID, report, who)) ?? { leaseID, ...leaseNotFoundBody(leaseID) });
       }
-      // After the report, so that the proxy's last outcome is in the book before its slot frees.
-      if (release === true) await leases.release(req.params.id, owner(res));
-      metrics.countReport(result);
-      // Debug lines and a periodic info summary: a client's reports never grow the log unboundedly.
-      if (outcome.probeRequested) {
-        reportLog.record(
-          'suspect',
-          { owner: owner(res), proxyID: outcome.lease.proxyID },
-          'proxy reported unreachable: held out of leases until a probe passes',
-        );
-      }
-      if (outcome.cooldownUntil !== undefined) {
-        cooldowns.countCooldown(outcome.target);
-        reportLog.record(
-          'cooldown',
-          {
-            owner: owner(res),
-            proxyID: outcome.lease.proxyID,
-            result,
-            target: outcome.target ?? null,
-            cooldownUntil: outcome.cooldownUntil.toISOString(),
-          },
-          'proxy cooling down',
-        );
-      }
-      if (outcome.capped === true) {
-        reportLog.record(
-          'capped',
-          { owner: owner(res), proxyID: outcome.lease.proxyID, result },
-          'target not recorded: the book is at its cap',
-        );
-      }
-      sendJSON(res, 200, {
-        leaseID: outcome.lease.id,
-        proxyID: outcome.lease.proxyID,
-        result,
-        target: outcome.target ?? null,
-        cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
-        ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
-        // The target was not recorded: every cooldown at the book's cap still runs.
-        ...(outcome.capped === true ? { capped: true } : {}),
-        ...(release === true ? { released: true } : {}),
-      });
+      sendJSON(res, 200, { items });
     })
     .all(methodNotAllowed('POST'));
 
@@ -336,7 +368,24 @@ function rateLimited(limits: BucketLimits, metrics: DiscoveryMetrics): RequestHa
 }
 
 function leaseNotFound(res: Parameters<RequestHandler>[1], id: string): void {
-  sendError(res, 404, 'lease_not_found', `lease '${id}' is unknown, expired or released`);
+  const { error, message } = leaseNotFoundBody(id);
+  sendError(res, 404, error, message);
+}
+
+function leaseNotFoundBody(id: string): ApiErrorBody {
+  return errorBody('lease_not_found', `lease '${id}' is unknown, expired or released`);
+}
+
+/** The answer to one report (POST /v1/leases/{id}/report, and each item of POST /v1/reports). */
+interface ReportView {
+  leaseID: string;
+  proxyID: string;
+  result: ReportResult;
+  target: string | null;
+  cooldownUntil: string | null;
+  suspect?: boolean;
+  capped?: true;
+  released?: true;
 }
 
 function ttlLimits(options: DiscoveryAppOptions) {

@@ -8,6 +8,7 @@ import { DEFAULT_MAX_CONCURRENT_LISTS } from './list-slots.js';
 import {
   DEFAULT_LIST_LIMIT,
   MAX_LIST_LIMIT,
+  MAX_BATCH_REPORTS,
   MAX_RETRY_AFTER_SECONDS,
   MAX_SESSION_LENGTH,
 } from './request-parsing.js';
@@ -19,6 +20,9 @@ export interface SchemaObject {
   required?: string[];
   additionalProperties?: boolean | SchemaObject;
   items?: SchemaObject;
+  minItems?: number;
+  maxItems?: number;
+  oneOf?: SchemaObject[];
   enum?: readonly (string | number | boolean | null)[];
   format?: string;
   minimum?: number;
@@ -94,6 +98,25 @@ const ttlSeconds: SchemaObject = {
   description: 'At most the configured maximum (--max-lease-ttl, default 3600).',
 };
 const bodyLimit = `${BODY_LIMIT_BYTES / 1024}kb`;
+/** One report's fields: the body of POST /v1/leases/{id}/report, and an item of POST /v1/reports. */
+const reportRequestProperties: Record<string, SchemaObject> = {
+  result: { type: 'string', enum: [...REPORT_RESULTS] },
+  target,
+  retryAfterSeconds: {
+    type: 'integer',
+    minimum: 0,
+    maximum: MAX_RETRY_AFTER_SECONDS,
+    description:
+      "rate_limited only: the response's Retry-After in seconds; the cooldown lasts exactly this long " +
+      '(at least 1 s, at most --max-cooldown).',
+  },
+  release: {
+    type: 'boolean',
+    description:
+      'true: end the lease once the report is recorded, freeing its slot (the last report and the release ' +
+      'in one call). Default false.',
+  },
+};
 
 /** The Proxy schema: a list item, the single GET, and (with url) the leased proxy. */
 const proxySchema = {
@@ -408,6 +431,30 @@ export const openApiDocument: OpenApiDocument = {
         },
       },
     },
+    '/v1/reports': {
+      post: {
+        operationId: 'reportLeases',
+        summary: `Report on several leases in one call (1 to ${MAX_BATCH_REPORTS}).`,
+        description:
+          'Each report means what it means on POST /v1/leases/{id}/report, and they are applied in order. ' +
+          'Every report is checked first: a 400 names the first bad one (reports[i]) and records none. A ' +
+          "report whose lease is unknown, expired, released or another token's answers its own " +
+          'lease_not_found item, and the others still count. For a crawler that batches its ok reports: one ' +
+          'call for every lease with successes to report, instead of one per lease.',
+        requestBody: { required: true, content: json(ref('ReportsRequest')) },
+        responses: {
+          '200': {
+            description: "Every report's answer, in the request's order.",
+            content: json(ref('ReportsResponse')),
+          },
+          '400': shared('BadRequest'),
+          '401': shared('Unauthorized'),
+          '503': shared('StoreUnavailable'),
+          '413': shared('PayloadTooLarge'),
+          '415': shared('UnsupportedMediaType'),
+        },
+      },
+    },
     '/v1/sessions/{key}': {
       delete: {
         operationId: 'endSession',
@@ -629,22 +676,51 @@ export const openApiDocument: OpenApiDocument = {
         type: 'object',
         required: ['result'],
         additionalProperties: false,
+        properties: reportRequestProperties,
+      },
+      ReportsRequest: {
+        type: 'object',
+        required: ['reports'],
+        additionalProperties: false,
         properties: {
-          result: { type: 'string', enum: [...REPORT_RESULTS] },
-          target,
-          retryAfterSeconds: {
-            type: 'integer',
-            minimum: 0,
-            maximum: MAX_RETRY_AFTER_SECONDS,
-            description:
-              "rate_limited only: the response's Retry-After in seconds; the cooldown lasts exactly this long " +
-              '(at least 1 s, at most --max-cooldown).',
+          reports: {
+            type: 'array',
+            minItems: 1,
+            maxItems: MAX_BATCH_REPORTS,
+            items: {
+              type: 'object',
+              required: ['leaseID', 'result'],
+              additionalProperties: false,
+              properties: {
+                leaseID: { type: 'string', minLength: 1, maxLength: 128 },
+                ...reportRequestProperties,
+              },
+            },
           },
-          release: {
-            type: 'boolean',
-            description:
-              'true: end the lease once the report is recorded, freeing its slot (the last report and the release ' +
-              'in one call). Default false.',
+        },
+      },
+      ReportsResponse: {
+        type: 'object',
+        required: ['items'],
+        additionalProperties: false,
+        properties: {
+          items: {
+            type: 'array',
+            items: {
+              oneOf: [
+                ref('ReportResponse'),
+                {
+                  type: 'object',
+                  required: ['leaseID', 'error', 'message'],
+                  additionalProperties: false,
+                  properties: {
+                    leaseID: { type: 'string' },
+                    error: { type: 'string', enum: ['lease_not_found'] },
+                    message: { type: 'string' },
+                  },
+                },
+              ],
+            },
           },
         },
       },

@@ -192,7 +192,51 @@ function parseTTL(ttlSeconds: unknown, limits: TTLLimits): number {
 
 /** Parses the body of POST /v1/leases/{id}/report. */
 export function parseReportBody(body: unknown): ReportBody {
-  const fields = objectBody(body ?? {}, ['result', 'target', 'retryAfterSeconds', 'release']);
+  return reportFields(objectBody(body ?? {}, REPORT_FIELDS));
+}
+
+/** One report of a batch: a report body naming its lease. */
+export interface BatchedReport extends ReportBody {
+  leaseID: string;
+}
+
+/**
+ * A batch stays well inside the 16 KiB body limit (about 100 bytes a report), and a client
+ * with more to say sends several.
+ */
+export const MAX_BATCH_REPORTS = 100;
+const MAX_LEASE_ID_LENGTH = 128;
+
+/** POST /v1/reports: every report is checked before any is recorded, so a 400 records none. */
+export function parseReportsBody(body: unknown): BatchedReport[] {
+  const { reports } = objectBody(body ?? {}, ['reports']);
+  if (!Array.isArray(reports) || reports.length === 0 || reports.length > MAX_BATCH_REPORTS) {
+    throw invalid(
+      `reports must be an array of 1 to ${MAX_BATCH_REPORTS} reports, got ${
+        Array.isArray(reports) ? `${reports.length}` : describe(reports)
+      }`,
+    );
+  }
+  return reports.map((item: unknown, i) => {
+    try {
+      const fields = objectBody(item, ['leaseID', ...REPORT_FIELDS], 'a report');
+      const { leaseID } = fields;
+      if (typeof leaseID !== 'string' || leaseID.length === 0 || leaseID.length > MAX_LEASE_ID_LENGTH) {
+        throw invalid(
+          `leaseID must be a string of 1 to ${MAX_LEASE_ID_LENGTH} characters, got ${describe(leaseID)}`,
+        );
+      }
+      return { leaseID, ...reportFields(fields) };
+    } catch (err) {
+      if (err instanceof ApiError) throw invalid(`reports[${i}]: ${err.message}`);
+      throw err;
+    }
+  });
+}
+
+const REPORT_FIELDS = ['result', 'target', 'retryAfterSeconds', 'release'] as const;
+
+function reportFields(fields: Record<string, unknown>): ReportBody {
   const result = fields.result;
   if (!REPORT_RESULTS.includes(result as ReportResult)) {
     throw invalid(
@@ -225,9 +269,13 @@ function parseRetryAfter(value: unknown, result: ReportResult): number | undefin
   return value as number;
 }
 
-function objectBody(body: unknown, allowed: readonly string[]): Record<string, unknown> {
+function objectBody(
+  body: unknown,
+  allowed: readonly string[],
+  what = 'request body',
+): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalid(`request body must be a JSON object, got ${describe(body)}`);
+    throw invalid(`${what} must be a JSON object, got ${describe(body)}`);
   }
   const unknown = Object.keys(body).filter((key) => !allowed.includes(key));
   if (unknown.length > 0) {
@@ -275,6 +323,7 @@ function parseTarget(value: unknown): string | undefined {
 }
 
 function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';

@@ -11,10 +11,15 @@ import type {
   ProxyDetail,
   ProxyList,
   RenewRequest,
+  BatchedReport,
   ReportRequest,
   ReportResponse,
   ReportResult,
+  ReportsResponse,
 } from './types.js';
+
+/** The most reports POST /v1/reports takes in one call (the server's cap). */
+export const MAX_BATCH_REPORTS = 100;
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_TOO_MANY_REQUESTS_RETRIES = 3;
@@ -181,6 +186,15 @@ export class DiscoveryClient {
       { result, ...report },
       options,
     );
+  }
+
+  /**
+   * POST /v1/reports: several reports in one call (at most MAX_BATCH_REPORTS), applied in
+   * order; a report whose lease is gone answers its own `lease_not_found` item, and the others
+   * still count.
+   */
+  async reportMany(reports: readonly BatchedReport[], options: CallOptions = {}): Promise<ReportsResponse> {
+    return this.call<ReportsResponse>('POST', '/v1/reports', { reports }, options);
   }
 
   /** DELETE /v1/sessions/{key}: forgets the session's proxy binding; idempotent. */

@@ -1,5 +1,5 @@
 // @proxy-operator/client: a typed client for the proxy-operator discovery API.
-export { DiscoveryClient, DEFAULT_TIMEOUT_MS } from './client.js';
+export { DiscoveryClient, DEFAULT_TIMEOUT_MS, MAX_BATCH_REPORTS } from './client.js';
 export type {
   CallOptions,
   DiscoveryClientOptions,

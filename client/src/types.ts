@@ -200,6 +200,23 @@ export interface ReportResponse {
   released?: true;
 }
 
+/** One report of POST /v1/reports: a report naming its lease. */
+export interface BatchedReport extends ReportRequest {
+  leaseID: string;
+}
+
+/** A report of a batch whose lease the server no longer knows (expired, released, never issued). */
+export interface BatchedReportNotFound {
+  leaseID: string;
+  error: 'lease_not_found';
+  message: string;
+}
+
+/** The answer of POST /v1/reports: each report's answer, in the request's order. */
+export interface ReportsResponse {
+  items: (ReportResponse | BatchedReportNotFound)[];
+}
+
 /** GET /v1/proxies answers `{items}`. */
 export interface ProxyList {
   items: Proxy[];

@@ -238,6 +238,33 @@ describe('DiscoveryClient against the real discovery API', () => {
       });
     });
 
+    it('reports on several leases in one call, each answered in place, and can release with the report', async () => {
+      const one = await client.lease({ target: 'shop.example' });
+      const two = await client.lease({ target: 'shop.example' });
+      const answer = await client.reportMany([
+        { leaseID: one.leaseID, result: 'ok' },
+        { leaseID: 'gone', result: 'ok' },
+        { leaseID: two.leaseID, result: 'ok', release: true },
+      ]);
+      expect(answer.items).toEqual([
+        expect.objectContaining({ leaseID: one.leaseID, result: 'ok', target: 'shop.example' }),
+        {
+          leaseID: 'gone',
+          error: 'lease_not_found',
+          message: "lease 'gone' is unknown, expired or released",
+        },
+        expect.objectContaining({ leaseID: two.leaseID, result: 'ok', released: true }),
+      ]);
+      expect(server.requests.filter((r) => r.call === 'POST /v1/reports')).toHaveLength(1);
+      expect(isLeaseGone(await rejection(client.renew(two.leaseID)))).toBe(true);
+    });
+
+    it('a bad batch is a DiscoveryApiError naming the report', async () => {
+      const err = await rejection(client.reportMany([{ leaseID: 'x', result: 'blocked' as 'ok' }]));
+      expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
+      expect((err as DiscoveryApiError).serverMessage).toMatch(/^reports\[0\]: result must be one of/);
+    });
+
     it('ends a session, idempotently', async () => {
       await client.lease({ session: 'crawl-1' });
       await client.endSession('crawl-1');

@@ -101,34 +101,44 @@ export async function startDiscoveryServer(
   };
 }
 
+/** What an operator older than the client lacks: a request field, or a whole route. */
+export type Predates = { field: string } | { route: string };
+
 /**
- * An operator that predates a report field, in front of the real API: a report naming the
- * field gets the 400 such an operator gave (its parser's "unknown field(s)"); everything
- * else is passed through unchanged.
+ * An operator that predates a field or a route, in front of the real API: a report naming
+ * the field gets the 400 such an operator gave (its parser's "unknown field(s)"), a call to
+ * the route its 404; everything else is passed through unchanged.
  */
 export async function startPredatingFront(
   baseUrl: string,
-  field: string,
+  predates: Predates,
 ): Promise<{ baseUrl: string; refused: number; stop(): Promise<void> }> {
   const front = { baseUrl: '', refused: 0, stop: (): Promise<void> => Promise.resolve() };
+  const refusal = (method: string | undefined, path: string, body: Buffer) => {
+    if ('route' in predates) {
+      return path === predates.route
+        ? { status: 404, error: 'not_found', message: `no route for ${method} ${path}` }
+        : undefined;
+    }
+    const named = /\/report$/.test(path) && predates.field in (JSON.parse(body.toString() || '{}') as object);
+    return named
+      ? {
+          status: 400,
+          error: 'invalid_request',
+          message: `unknown field(s) '${predates.field}'; allowed: result, target, retryAfterSeconds`,
+        }
+      : undefined;
+  };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      if (
-        req.method === 'POST' &&
-        /\/report$/.test(req.url ?? '') &&
-        field in (JSON.parse(body.toString() || '{}') as object)
-      ) {
+      const refused = refusal(req.method, (req.url ?? '').split('?')[0]!, body);
+      if (refused !== undefined) {
         front.refused++;
-        res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            error: 'invalid_request',
-            message: `unknown field(s) '${field}'; allowed: result, target, retryAfterSeconds`,
-          }),
-        );
+        res.writeHead(refused.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: refused.error, message: refused.message }));
         return;
       }
       const headers = Object.fromEntries(

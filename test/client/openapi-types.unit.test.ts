@@ -16,11 +16,14 @@ import type {
   ProxyList,
   ProxyStats,
   RenewRequest,
+  BatchedReport,
+  BatchedReportNotFound,
   ReportRequest,
   ReportResponse,
   ReportResult,
+  ReportsResponse,
 } from '../../client/src/index.js';
-import { DiscoveryClient } from '../../client/src/index.js';
+import { DiscoveryClient, MAX_BATCH_REPORTS } from '../../client/src/index.js';
 import { proxy } from '../discovery/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 
@@ -116,6 +119,16 @@ const reportResponseShape = {
   capped: 'optional',
   released: 'optional',
 } as const satisfies Shape<ReportResponse>;
+const batchedReportShape = {
+  leaseID: 'required',
+  ...reportRequestShape,
+} as const satisfies Shape<BatchedReport>;
+const batchedReportNotFoundShape = {
+  leaseID: 'required',
+  error: 'required',
+  message: 'required',
+} as const satisfies Shape<BatchedReportNotFound>;
+const reportsResponseShape = { items: 'required' } as const satisfies Shape<ReportsResponse>;
 const proxyListShape = { items: 'required', continue: 'optional' } as const satisfies Shape<ProxyList>;
 const errorShape = { error: 'required', message: 'required' } as const satisfies Shape<ApiErrorBody>;
 
@@ -147,6 +160,8 @@ const reportResults = {
 
 interface Schema {
   type?: string | string[];
+  oneOf?: Schema[];
+  maxItems?: number;
   properties?: Record<string, Schema>;
   required?: string[];
   items?: Schema;
@@ -257,6 +272,28 @@ describe("the client's types against the served /openapi.json", () => {
       where: () => responseBody('post', '/v1/leases/{id}/report', '200'),
       shape: reportResponseShape,
     },
+    {
+      type: 'BatchedReport',
+      where: () => resolve(requestBody('post', '/v1/reports').properties?.reports?.items),
+      shape: batchedReportShape,
+    },
+    {
+      type: 'ReportsResponse',
+      where: () => responseBody('post', '/v1/reports', '200'),
+      shape: reportsResponseShape,
+    },
+    {
+      type: 'ReportResponse (a batch item)',
+      where: () =>
+        resolve(resolve(responseBody('post', '/v1/reports', '200').properties?.items?.items).oneOf?.[0]),
+      shape: reportResponseShape,
+    },
+    {
+      type: 'BatchedReportNotFound (a batch item)',
+      where: () =>
+        resolve(resolve(responseBody('post', '/v1/reports', '200').properties?.items?.items).oneOf?.[1]),
+      shape: batchedReportNotFoundShape,
+    },
     { type: 'ApiErrorBody', where: () => resolve(doc.components.schemas.Error), shape: errorShape },
   ])('$type has the documented properties and required ones', ({ where, shape }) => {
     expectShape(where(), shape);
@@ -284,6 +321,10 @@ describe("the client's types against the served /openapi.json", () => {
     expect([...(resolve(where()).enum ?? [])].sort()).toEqual(Object.keys(members).sort());
   });
 
+  it("MAX_BATCH_REPORTS is the document's cap on a batch", () => {
+    expect(requestBody('post', '/v1/reports').properties?.reports?.maxItems).toBe(MAX_BATCH_REPORTS);
+  });
+
   it('calls only documented operations', async () => {
     const client = new DiscoveryClient({ baseUrl: server.baseUrl });
     const lease = await client.lease({ session: 's1', target: 'example.com' });
@@ -291,6 +332,7 @@ describe("the client's types against the served /openapi.json", () => {
     await client.getProxy('ns/a', { target: 'example.com' });
     await client.renew(lease.leaseID);
     await client.report(lease.leaseID, 'ok');
+    await client.reportMany([{ leaseID: lease.leaseID, result: 'ok' }]);
     await client.release(lease.leaseID);
     await client.endSession('s1');
     const templates = Object.entries(doc.paths).flatMap(([path, ops]) =>
@@ -300,7 +342,7 @@ describe("the client's types against the served /openapi.json", () => {
       })),
     );
     const calls = server.requests.map((r) => r.call).filter((c) => c !== 'GET /openapi.json');
-    expect(calls).toHaveLength(7);
+    expect(calls).toHaveLength(8);
     for (const call of calls) {
       const [method, path] = call.split(' ');
       expect({

@@ -39,9 +39,14 @@ describe('ProxyOperatorConfiguration', () => {
     });
   /** What the server recorded for each report. */
   const reported = () =>
-    callsMatching(/^POST \/v1\/leases\/.+\/report$/).map((r) => {
-      const report = r.response as { result: string; target: string | null };
-      return { result: report.result, target: report.target };
+    callsMatching(/^POST \/v1\/(leases\/.+\/report|reports)$/).flatMap((r) => {
+      // A batch (POST /v1/reports) answers each of its reports in order.
+      const answers = r.call.endsWith('/reports')
+        ? (r.response as { items: { result?: string; target?: string | null }[] }).items
+        : [r.response as { result: string; target: string | null }];
+      return answers
+        .filter((a) => a.result !== undefined)
+        .map((a) => ({ result: a.result, target: a.target }));
     });
   const releasedByReport = () =>
     callsMatching(/^POST \/v1\/leases\/.+\/report$/)
@@ -286,8 +291,61 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await active()).toBe(0);
     });
 
+    describe('the oks of every lease go in one call per interval', () => {
+      const batches = () => callsMatching(/^POST \/v1\/reports$/);
+      const succeedOnThree = async () => {
+        for (const session of ['s1', 's2', 's3']) {
+          const url = await config.newUrl(session, request('https://shop.example/'));
+          await navigated(session, `https://shop.example/${session}`, url!, 200);
+        }
+      };
+
+      it('three leases with successes: one POST /v1/reports of three oks, no report per lease', async () => {
+        config = make({ leaseAhead: false, okReportIntervalMs: 100 });
+        await succeedOnThree();
+        expect(await active()).toBe(3);
+        await eventually(() => reported().length === 3);
+        expect(batches()).toHaveLength(1);
+        expect(callsMatching(/^POST \/v1\/leases\/.+\/report$/)).toHaveLength(0);
+        expect(reported()).toEqual(
+          Array.from({ length: 3 }, () => ({ result: 'ok', target: 'shop.example' })),
+        );
+        expect(config.stats).toMatchObject({ successes: 3, okReports: 3 });
+        // Nothing new to report: no more calls, and close releases without an ok.
+        await new Promise((r) => setTimeout(r, 250));
+        await config.close();
+        expect(batches()).toHaveLength(1);
+        expect(reported()).toHaveLength(3);
+        expect(callsMatching(/^DELETE \/v1\/leases\//)).toHaveLength(3);
+      });
+
+      it('against an operator without POST /v1/reports: one report per lease from then on, no ok lost', async () => {
+        const older = await startPredatingFront(server.baseUrl, { route: '/v1/reports' });
+        try {
+          config = make({
+            leaseAhead: false,
+            okReportIntervalMs: 100,
+            client: new DiscoveryClient({ baseUrl: older.baseUrl }),
+          });
+          await succeedOnThree();
+          await eventually(() => reported().length === 3);
+          await succeedOnThree();
+          await eventually(() => reported().length === 6);
+          expect(older.refused).toBe(1);
+          expect(callsMatching(/^POST \/v1\/leases\/.+\/report$/)).toHaveLength(6);
+          expect(config.stats).toMatchObject({ successes: 6, okReports: 6 });
+          expect(warnings).toEqual([
+            'the discovery API predates POST /v1/reports: ok reports go one per lease',
+          ]);
+        } finally {
+          await config.close();
+          await older.stop();
+        }
+      });
+    });
+
     it('against an operator that predates release on a report: the ok and the release go in two calls, asked once', async () => {
-      const older = await startPredatingFront(server.baseUrl, 'release');
+      const older = await startPredatingFront(server.baseUrl, { field: 'release' });
       try {
         config = make({ client: new DiscoveryClient({ baseUrl: older.baseUrl }) });
         // One release (a retired session's), then another (on close): only the first asks.

@@ -857,6 +857,119 @@ describe('discovery API', () => {
     });
   });
 
+  describe('POST /v1/reports', () => {
+    const stats = async (id: string) =>
+      ((await h.call('GET', `/v1/proxies/${id}`)).body as { stats: Record<string, number> }).stats;
+    const send = (reports: unknown) => h.call('POST', '/v1/reports', { body: { reports } });
+
+    it('records each report as its own call would, in order, and answers each in place', async () => {
+      h.catalog.proxies = [
+        proxy('ns/one', { maxLeases: 5 }),
+        proxy('ns/two', { ip: '10.0.0.2', maxLeases: 5 }),
+      ];
+      const one = await lease({ selector: {}, target: 'shop.example' });
+      const two = await lease({ target: 'shop.example' });
+      expect(new Set([one.proxy.id, two.proxy.id])).toEqual(new Set(['ns/one', 'ns/two']));
+      const response = await send([
+        { leaseID: one.leaseID, result: 'ok' },
+        { leaseID: two.leaseID, result: 'rate_limited', retryAfterSeconds: 5 },
+        { leaseID: 'never-issued', result: 'ok' },
+        { leaseID: one.leaseID, result: 'ok', target: 'other.example', release: true },
+        { leaseID: one.leaseID, result: 'ok' },
+      ]);
+      expect(response.status).toBe(200);
+      const cooled = new Date(h.clock.now() + 5000).toISOString();
+      expect(response.body).toEqual({
+        items: [
+          {
+            leaseID: one.leaseID,
+            proxyID: one.proxy.id,
+            result: 'ok',
+            target: 'shop.example',
+            cooldownUntil: null,
+          },
+          {
+            leaseID: two.leaseID,
+            proxyID: two.proxy.id,
+            result: 'rate_limited',
+            target: 'shop.example',
+            cooldownUntil: cooled,
+          },
+          {
+            leaseID: 'never-issued',
+            error: 'lease_not_found',
+            message: "lease 'never-issued' is unknown, expired or released",
+          },
+          {
+            leaseID: one.leaseID,
+            proxyID: one.proxy.id,
+            result: 'ok',
+            target: 'other.example',
+            cooldownUntil: null,
+            released: true,
+          },
+          // Released by the report before it: gone, as a separate call would have found it.
+          {
+            leaseID: one.leaseID,
+            error: 'lease_not_found',
+            message: `lease '${one.leaseID}' is unknown, expired or released`,
+          },
+        ],
+      });
+      expect(await stats(one.proxy.id)).toMatchObject({ ok: 2, rate_limited: 0 });
+      expect(await stats(two.proxy.id)).toMatchObject({ ok: 0, rate_limited: 1 });
+    });
+
+    it.each<[string, unknown, string]>([
+      ['no reports', undefined, 'reports must be an array of 1 to 100 reports, got nothing'],
+      ['an empty batch', [], 'reports must be an array of 1 to 100 reports, got 0'],
+      [
+        'a batch over the cap',
+        Array.from({ length: 101 }, () => ({ leaseID: 'x', result: 'ok' })),
+        'got 101',
+      ],
+      [
+        'reports that is not an array',
+        { leaseID: 'x' },
+        'reports must be an array of 1 to 100 reports, got an object',
+      ],
+      [
+        'a report that is not an object',
+        ['ok'],
+        'reports[1]: a report must be a JSON object, got string "ok"',
+      ],
+      [
+        'a report without leaseID',
+        [{ result: 'ok' }],
+        'reports[1]: leaseID must be a string of 1 to 128 characters',
+      ],
+      [
+        'a report with an unknown field',
+        [{ leaseID: 'x', result: 'ok', why: 'x' }],
+        "reports[1]: unknown field(s) 'why'",
+      ],
+      [
+        'a report with an unknown result',
+        [{ leaseID: 'x', result: 'blocked' }],
+        'reports[1]: result must be one of',
+      ],
+      [
+        'retryAfterSeconds with a ban',
+        [{ leaseID: 'x', result: 'banned', retryAfterSeconds: 3 }],
+        'reports[1]: retryAfterSeconds goes only with result rate_limited',
+      ],
+    ])('400 for %s, naming it, and no report of the batch is recorded', async (_case, bad, message) => {
+      h.catalog.proxies = [proxy('ns/one')];
+      const held = await lease();
+      const good = { leaseID: held.leaseID, result: 'banned' };
+      const reports = Array.isArray(bad) && bad.length === 1 ? [good, ...bad] : bad;
+      const response = await send(reports);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringContaining(message) });
+      expect(await stats('ns/one')).toEqual(NO_REPORTS);
+    });
+  });
+
   describe('routing', () => {
     it.each([
       ['GET', '/'],

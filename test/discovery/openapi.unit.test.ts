@@ -167,6 +167,25 @@ describe('the OpenAPI document', () => {
       await check('POST', '/v1/leases/unknown/report', { body: { result: 'ok' } });
       await check('POST', `/v1/leases/${leaseID}/report`, { rawBody: big });
       await check('POST', `/v1/leases/${leaseID}/report`, { rawBody: '{}', headers: klingon });
+      const batch = await check('POST', '/v1/reports', {
+        body: {
+          reports: [
+            { leaseID, result: 'ok' },
+            { leaseID: 'unknown', result: 'banned' },
+          ],
+        },
+      });
+      expect((batch.body as { items: unknown[] }).items).toEqual([
+        expect.objectContaining({ leaseID, result: 'ok' }),
+        expect.objectContaining({ leaseID: 'unknown', error: 'lease_not_found' }),
+      ]);
+      await check('POST', '/v1/reports', { body: { reports: [] } });
+      await check('POST', '/v1/reports', {
+        body: { reports: [] },
+        headers: { authorization: 'Bearer wrong' },
+      });
+      await check('POST', '/v1/reports', { rawBody: big });
+      await check('POST', '/v1/reports', { rawBody: '{}', headers: klingon });
       await check('DELETE', `/v1/leases/${leaseID}`);
       await check('DELETE', '/v1/leases/%E0%A4%A');
       await check('DELETE', `/v1/leases/${leaseID}`, { headers: { authorization: 'Bearer wrong' } });
@@ -206,6 +225,7 @@ describe('the OpenAPI document', () => {
           ['POST', '/v1/leases', {}],
           ['POST', '/v1/leases/some-lease/renew', {}],
           ['POST', '/v1/leases/some-lease/report', { result: 'ok' }],
+          ['POST', '/v1/reports', { reports: [{ leaseID: 'some-lease', result: 'ok' }] }],
           ['DELETE', '/v1/leases/some-lease', undefined],
           ['DELETE', '/v1/sessions/crawl-1', undefined],
         ] as const) {
@@ -231,6 +251,7 @@ describe('the OpenAPI document', () => {
           ['POST', '/v1/leases', {}],
           ['POST', '/v1/leases/some-lease/renew', {}],
           ['POST', '/v1/leases/some-lease/report', { result: 'ok' }],
+          ['POST', '/v1/reports', { reports: [{ leaseID: 'some-lease', result: 'ok' }] }],
           ['DELETE', '/v1/leases/some-lease', undefined],
           ['DELETE', '/v1/sessions/crawl-1', undefined],
         ] as const) {

@@ -16,6 +16,11 @@ export function validate(
     if (target === undefined) return [`${at}: unresolved $ref ${schema.$ref}`];
     return validate(value, { ...target, ...withoutRef(schema) }, schemas, at);
   }
+  if (schema.oneOf !== undefined) {
+    const matching = schema.oneOf.filter((option) => validate(value, option, schemas, at).length === 0);
+    if (matching.length !== 1)
+      return [`${at}: matches ${matching.length} of oneOf's ${schema.oneOf.length} schemas`];
+  }
   if (schema.type !== undefined) {
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
     if (!types.some((type) => hasType(value, type)))
@@ -33,6 +38,10 @@ export function validate(
   if (typeof value === 'string' && schema.format === 'date-time' && !ISO_DATE_TIME.test(value)) {
     errors.push(`${at}: ${value} is not a date-time`);
   }
+  if (Array.isArray(value) && schema.minItems !== undefined && value.length < schema.minItems)
+    errors.push(`${at}: ${value.length} items < minItems ${schema.minItems}`);
+  if (Array.isArray(value) && schema.maxItems !== undefined && value.length > schema.maxItems)
+    errors.push(`${at}: ${value.length} items > maxItems ${schema.maxItems}`);
   if (Array.isArray(value) && schema.items !== undefined) {
     value.forEach((item, i) => errors.push(...validate(item, schema.items!, schemas, `${at}[${i}]`)));
   }

@@ -8,7 +8,7 @@
 // (proxy-configuration.ts) only feeds it events.
 import { createHash } from 'node:crypto';
 import { sleep, type BackoffOptions, backoffDelayMs } from '../backoff.js';
-import type { DiscoveryClient } from '../client.js';
+import { MAX_BATCH_REPORTS, type DiscoveryClient } from '../client.js';
 import { DiscoveryApiError, isLeaseGone, isNoLease } from '../errors.js';
 import type { Attributes, Lease } from '../types.js';
 import {
@@ -52,7 +52,11 @@ export interface SessionLeasesOptions {
   retryAllBusy?: BackoffOptions | false;
   /** At most this many leases at once (then sessions share). Default: as many as the server grants. */
   maxLeases?: number;
-  /** At most one `ok` report per lease per this many ms (plus one at release). Default 30,000. */
+  /**
+   * Successes are reported as one `ok` per lease, for every lease at once in one call, this
+   * many ms after the first success not yet reported (and each lease's last at its release).
+   * Default 30,000.
+   */
   okReportIntervalMs?: number;
   /** Forget a session on the server (DELETE /v1/sessions/{key}) when it retires. Default true. */
   endSessionOnRetire?: boolean;
@@ -84,7 +88,6 @@ interface SharedLease {
   usedSinceRenewal: boolean;
   /** Successes not yet reported. */
   unreportedOk: number;
-  lastOkReportAt: number;
   timer?: NodeJS.Timeout;
 }
 
@@ -190,6 +193,10 @@ export class SessionLeases {
   private leaseCount = 0;
   /** False once the server refused `release` on a report (an operator older than this client). */
   private okRidesRelease = true;
+  /** False once the server had no POST /v1/reports (an operator older than this client). */
+  private okBatches = true;
+  /** Set while the pending oks wait for their call (scheduleOks). */
+  private okTimer?: NodeJS.Timeout;
   readonly stats: SessionLeasesStats = {
     leased: 0,
     renewed: 0,
@@ -414,7 +421,7 @@ export class SessionLeases {
     }
     if (shared === undefined) return;
     shared.unreportedOk++;
-    if (this.now() - shared.lastOkReportAt >= this.okReportIntervalMs) this.track(this.reportOk(shared));
+    this.scheduleOks();
   }
 
   /**
@@ -592,8 +599,10 @@ export class SessionLeases {
   /** Stops renewing, sends the batched ok reports, releases every lease, ends every server session. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.okTimer);
+    this.okTimer = undefined;
     await Promise.allSettled([...this.acquiring.values()]);
-    const all = [...this.byHost.values()].flatMap((set) => [...set]);
+    const all = this.allLeases();
     for (const s of all) this.forget(s);
     await Promise.all(all.map((s) => this.release(s, 'closing')));
     const sessions = [...this.serverSessions];
@@ -712,7 +721,6 @@ export class SessionLeases {
       ...this.expiry(lease),
       usedSinceRenewal: false,
       unreportedOk: 0,
-      lastOkReportAt: this.now(),
     };
     let forHost = this.byHost.get(hostKey(host));
     if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new LeastShared()));
@@ -930,12 +938,64 @@ export class SessionLeases {
   private async reportOk(shared: SharedLease): Promise<void> {
     if (shared.unreportedOk === 0) return;
     shared.unreportedOk = 0;
-    shared.lastOkReportAt = this.now();
     try {
       await this.client.report(shared.lease.leaseID, 'ok', shared.host ? { target: shared.host } : {});
       this.stats.okReports++;
     } catch (err) {
       if (!isLeaseGone(err)) this.log.debug('ok report failed', { error: String(err) });
+    }
+  }
+
+  /**
+   * The pending oks of every lease go out together once per okReportIntervalMs, counted from
+   * the first success not yet reported: one call for the whole crawl's oks instead of one per
+   * lease (a crawl's calls to the API cost the crawler CPU: docs/benchmarks.md).
+   */
+  private scheduleOks(): void {
+    if (this.okTimer !== undefined || this.closed) return;
+    this.okTimer = setTimeout(() => {
+      this.okTimer = undefined;
+      this.track(this.sendPendingOks());
+    }, this.okReportIntervalMs);
+    this.okTimer.unref();
+  }
+
+  private async sendPendingOks(): Promise<void> {
+    const pending = this.allLeases().filter((shared) => shared.unreportedOk > 0);
+    for (let i = 0; i < pending.length; i += MAX_BATCH_REPORTS) {
+      await this.reportOks(pending.slice(i, i + MAX_BATCH_REPORTS));
+    }
+  }
+
+  /**
+   * One ok per lease, in one call (POST /v1/reports). Against an operator without that route,
+   * one call per lease from then on. A failed call drops the oks, as a failed ok report's always was.
+   */
+  private async reportOks(leases: readonly SharedLease[]): Promise<void> {
+    if (leases.length === 1 || !this.okBatches) {
+      await Promise.all(leases.map((shared) => this.reportOk(shared)));
+      return;
+    }
+    const counts = leases.map((shared) => shared.unreportedOk);
+    for (const shared of leases) shared.unreportedOk = 0;
+    try {
+      const { items } = await this.client.reportMany(
+        leases.map((shared) => ({
+          leaseID: shared.lease.leaseID,
+          result: 'ok' as const,
+          ...(shared.host ? { target: shared.host } : {}),
+        })),
+      );
+      this.stats.okReports += items.filter((item) => !('error' in item)).length;
+    } catch (err) {
+      if (!isMissingRoute(err)) {
+        this.log.debug('ok reports failed', { error: String(err) });
+        return;
+      }
+      this.okBatches = false;
+      this.log.warning('the discovery API predates POST /v1/reports: ok reports go one per lease');
+      leases.forEach((shared, i) => (shared.unreportedOk += counts[i]!));
+      await Promise.all(leases.map((shared) => this.reportOk(shared)));
     }
   }
 
@@ -949,7 +1009,6 @@ export class SessionLeases {
   private async reportOkAndRelease(shared: SharedLease): Promise<boolean> {
     const pending = shared.unreportedOk;
     shared.unreportedOk = 0;
-    shared.lastOkReportAt = this.now();
     try {
       await this.client.report(shared.lease.leaseID, 'ok', {
         ...(shared.host ? { target: shared.host } : {}),
@@ -976,7 +1035,7 @@ export class SessionLeases {
    */
   private flushOk(leases: readonly SharedLease[]): Promise<unknown> | undefined {
     const pending = leases.filter((shared) => shared.unreportedOk > 0);
-    return pending.length === 0 ? undefined : Promise.all(pending.map((shared) => this.reportOk(shared)));
+    return pending.length === 0 ? undefined : this.reportOks(pending);
   }
 
   private async release(shared: SharedLease, why: string): Promise<void> {
@@ -1011,6 +1070,10 @@ export class SessionLeases {
     const work = this.release(shared, why);
     this.track(work);
     return work;
+  }
+
+  private allLeases(): SharedLease[] {
+    return [...this.byHost.values()].flatMap((set) => [...set]);
   }
 
   /** Forgets a lease locally (no server call): no request gets it any more, nor any of its sessions. */
@@ -1133,6 +1196,11 @@ interface Turn {
 function isSooner(a: Turn, b: Turn): boolean {
   if (a.waitMs !== b.waitMs) return a.waitMs < b.waitMs;
   return !a.probe && b.probe;
+}
+
+/** The server has no such route (it predates it). */
+function isMissingRoute(err: unknown): boolean {
+  return err instanceof DiscoveryApiError && err.status === 404 && err.code === 'not_found';
 }
 
 /** The server refused a request field it does not know (it predates the field). */
