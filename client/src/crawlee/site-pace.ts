@@ -256,7 +256,10 @@ function remember(times: readonly number[], now: number, keepMs: number): readon
   let from = 0;
   while (from < times.length && times[from]! <= keep) from++;
   if (times.length - from >= RECENT_CAP) from++;
-  return [...times.slice(from), now];
+  // One copy, not two: this runs on every request and every success.
+  const kept = times.slice(from);
+  kept.push(now);
+  return kept;
 }
 
 /**
