@@ -439,7 +439,8 @@ export const openApiDocument: OpenApiDocument = {
           'Each report means what it means on POST /v1/leases/{id}/report, and they are applied in order. ' +
           'Every report is checked first: a 400 names the first bad one (reports[i]) and records none. A ' +
           "report whose lease is unknown, expired, released or another token's answers its own " +
-          'lease_not_found item, and the others still count. For a crawler that batches its ok reports: one ' +
+          'lease_not_found item, and the others still count. A 503 (the store failed) may come after the ' +
+          'reports before the failing one were recorded: they are not undone. For a crawler that batches its ok reports: one ' +
           'call for every lease with successes to report, instead of one per lease.',
         requestBody: { required: true, content: json(ref('ReportsRequest')) },
         responses: {

@@ -1,5 +1,7 @@
 // The discovery API over real HTTP on loopback, against a fake catalog.
 import type { ProxyRecord } from '../../discovery/catalog.js';
+import type { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { StoreUnavailableError } from '../../discovery/store-unavailable.js';
 import { startHarness, type Harness } from './api-harness.js';
 import { proxy } from './fixtures.js';
 
@@ -967,6 +969,46 @@ describe('discovery API', () => {
       expect(response.status).toBe(400);
       expect(response.body).toEqual({ error: 'invalid_request', message: expect.stringContaining(message) });
       expect(await stats('ns/one')).toEqual(NO_REPORTS);
+    });
+
+    it('a store that fails mid-batch answers 503: the reports before the failure stay recorded, the rest are not', async () => {
+      const failing = new Set<string>();
+      const flaky = await startHarness({
+        proxies: [proxy('ns/one', { maxLeases: 5 })],
+        wrapStore: (store) =>
+          new Proxy(store, {
+            get(target, name) {
+              if (name === 'report') {
+                return (
+                  leaseID: string,
+                  ...rest: Parameters<MemoryLeaseStore['report']> extends [string, ...infer R] ? R : never
+                ) => {
+                  if (failing.has(leaseID)) throw new StoreUnavailableError('the store is unreachable', 1);
+                  return target.report(leaseID, ...rest);
+                };
+              }
+              const value: unknown = Reflect.get(target, name, target);
+              return typeof value === 'function'
+                ? (value as (...a: unknown[]) => unknown).bind(target)
+                : value;
+            },
+          }),
+      });
+      try {
+        const granted = async () =>
+          ((await flaky.call('POST', '/v1/leases', { body: {} })).body as LeaseBody).leaseID;
+        const [a, b, c] = [await granted(), await granted(), await granted()];
+        failing.add(b);
+        const response = await flaky.call('POST', '/v1/reports', {
+          body: { reports: [a, b, c].map((leaseID) => ({ leaseID, result: 'ok' })) },
+        });
+        expect(response.status).toBe(503);
+        expect(response.body).toMatchObject({ error: 'store_unavailable' });
+        const stats = (await flaky.call('GET', '/v1/proxies/ns/one')).body as { stats: { ok: number } };
+        expect(stats.stats.ok).toBe(1);
+      } finally {
+        await flaky.stop();
+      }
     });
   });
 
