@@ -1,6 +1,6 @@
 // The Crawlee integration against the real discovery API and a real Crawlee SessionPool:
 // one lease per (session, host), reports, renewals, releases and going direct.
-import { Configuration, Request, SessionPool } from 'crawlee';
+import { Configuration, ProxyConfiguration, Request, SessionPool } from 'crawlee';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
 import {
   isProxyFailure,
@@ -92,6 +92,15 @@ describe('ProxyOperatorConfiguration', () => {
     expect(granted()).toEqual([{ target: 'shop.example', session: 'session_1', proxy: 'ns/a' }]);
     const expiresAt = Date.parse((calls('POST /v1/leases')[0].response as { expiresAt: string }).expiresAt);
     expect(expiresAt - Date.now()).toBeGreaterThan(290_000); // the default TTL, 300 s
+  });
+
+  it("answers a session's next request from its lease, without a call, as Crawlee's own proxy info", async () => {
+    await config.newProxyInfo('session_1', request('https://shop.example/a'));
+    const before = server.requests.length;
+    const info = await config.newProxyInfo('session_1', request('https://shop.example/b'));
+    expect(server.requests.length).toBe(before);
+    const crawlee = await new ProxyConfiguration({ proxyUrls: [urlOf(A)] }).newProxyInfo('session_1');
+    expect(info).toEqual(crawlee);
   });
 
   it('shares one lease among concurrent requests of a session to a host', async () => {

@@ -2,7 +2,7 @@
 // post-navigation hook that turns responses into reports and session retirements into
 // releases, and an error handler that turns proxy connection failures into unreachable
 // reports. All the lease logic lives in SessionLeases; this file only translates events.
-import { log as crawleeLog, ProxyConfiguration } from 'crawlee';
+import { log as crawleeLog, ProxyConfiguration, type ProxyInfo } from 'crawlee';
 import type { ReportResult } from '../types.js';
 import {
   SessionLeases,
@@ -11,6 +11,7 @@ import {
   type SessionLeasesStats,
 } from './session-leases.js';
 import { HostNames } from './host-names.js';
+import { ProxyInfos } from './proxy-infos.js';
 
 export interface ProxyOperatorConfigurationOptions extends SessionLeasesOptions {
   /** Responses reported as `banned`. Default [401, 403] (Crawlee's default blocked codes). */
@@ -58,6 +59,7 @@ const SESSION_RETIRED = 'sessionRetired';
 export class ProxyOperatorConfiguration extends ProxyConfiguration {
   readonly leases: SessionLeases;
   private readonly hosts: HostNames;
+  private readonly infos = new ProxyInfos();
   private readonly leaseLog: LeaseLog;
   private readonly banned: ReadonlySet<number>;
   private readonly rateLimited: ReadonlySet<number>;
@@ -67,20 +69,48 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
 
   constructor(options: ProxyOperatorConfigurationOptions) {
     const log = options.log ?? crawleeLog.child({ prefix: 'ProxyOperator' });
-    const leases = new SessionLeases({ ...options, log });
-    const hosts = new HostNames();
+    // Crawlee asks newProxyInfo (overridden below); its newUrlFunction is what a caller of
+    // Crawlee's other paths gets, the same answer.
     super({
-      newUrlFunction: (sessionId, newUrlOptions) => {
-        const session = sessionId === undefined ? undefined : String(sessionId);
-        const host = hosts.of(newUrlOptions?.request?.url);
-        return leases.readyUrl(session, host) ?? leases.proxyUrl(session, host);
-      },
+      newUrlFunction: (sessionId, newUrlOptions) => this.urlFor(sessionId, newUrlOptions?.request?.url),
     });
-    this.leases = leases;
-    this.hosts = hosts;
+    this.leases = new SessionLeases({ ...options, log });
+    this.hosts = new HostNames();
     this.leaseLog = log;
     this.banned = new Set(options.bannedStatusCodes ?? [401, 403]);
     this.rateLimited = new Set(options.rateLimitedStatusCodes ?? [429]);
+  }
+
+  /**
+   * Crawlee's newProxyInfo, minus its per-request work: the URL a lease gives is parsed once
+   * per proxy (not on every request), and a request whose session holds a ready lease gets its
+   * answer without a call or a wait in between. Every request of a crawl comes through here.
+   */
+  override newProxyInfo(
+    sessionId?: string | number,
+    options?: { request?: { url?: string } },
+  ): Promise<ProxyInfo | undefined> {
+    const session = sessionId === undefined ? undefined : String(sessionId);
+    const url = this.urlFor(session, options?.request?.url);
+    if (typeof url === 'string') return Promise.resolve(this.infos.of(url, session));
+    return url.then((found) => (found === null ? undefined : this.infos.of(found, session)));
+  }
+
+  override async newUrl(
+    sessionId?: string | number,
+    options?: { request?: { url?: string } },
+  ): Promise<string | undefined> {
+    return (await this.urlFor(sessionId, options?.request?.url)) ?? undefined;
+  }
+
+  /** The proxy URL for a request to `url` in the session: at once when its lease is ready. */
+  private urlFor(
+    sessionId: string | number | undefined,
+    url: string | undefined,
+  ): string | Promise<string | null> {
+    const session = sessionId === undefined ? undefined : String(sessionId);
+    const host = this.hosts.of(url);
+    return this.leases.readyUrl(session, host) ?? this.leases.proxyUrl(session, host);
   }
 
   /**
@@ -89,20 +119,20 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
    * that host) and counts successes for batched `ok` reports; on first use it subscribes to
    * the session pool's retirements to release their leases.
    */
-  readonly postNavigationHook = async (ctx: NavigationContext): Promise<void> => {
+  readonly postNavigationHook = (ctx: NavigationContext): Promise<void> | undefined => {
     this.hooked = true;
     this.watch(ctx.crawler?.sessionPool);
     const proxyUrl = ctx.proxyInfo?.url;
     const status = statusOf(ctx.response);
-    if (!proxyUrl || status === undefined) return;
+    if (!proxyUrl || status === undefined) return undefined;
     const host = this.hosts.of(ctx.request.url);
     const session = ctx.session?.id;
     const outcome = outcomeOf(status, this.banned, this.rateLimited);
+    // A success returns nothing to await: it is every page's path, and needs no call.
     if (outcome === 'ok') this.leases.succeeded(session, host, proxyUrl);
-    else if (outcome !== undefined) {
-      const retryAfter = outcome === 'rate_limited' ? retryAfterSeconds(headersOf(ctx.response)) : undefined;
-      await this.leases.blocked(session, host, proxyUrl, outcome, retryAfter);
-    }
+    if (outcome === 'ok' || outcome === undefined) return undefined;
+    const retryAfter = outcome === 'rate_limited' ? retryAfterSeconds(headersOf(ctx.response)) : undefined;
+    return this.leases.blocked(session, host, proxyUrl, outcome, retryAfter);
   };
 
   /**

@@ -23,6 +23,7 @@ import {
   unpaced,
   type Pace,
 } from './site-pace.js';
+import { Bindings, slotOf } from './bindings.js';
 import { LeastShared } from './least-shared.js';
 
 /** Where the integration says what it did and what went wrong (Crawlee's `log` fits). */
@@ -79,8 +80,10 @@ interface SharedLease {
   /** Its proxy and host, as bans, rests and paces are keyed (banKey). */
   readonly key: string;
   lease: Lease;
-  /** The sessions (binding keys) using it; the first one's key is the server session. */
+  /** The sessions using it (slotOf: no session is ''). */
   bindings: Set<string>;
+  /** Until forget(): a live lease is shareable, renewed and counted. */
+  live: boolean;
   /** ms since epoch the lease ends, by the server's clock as we read it. */
   expiresAt: number;
   /** The TTL the server granted last; renewal comes when a third of it is left. */
@@ -146,8 +149,8 @@ interface DeadProxy {
 }
 
 export class SessionLeases {
-  /** binding key (session, host) → the lease it uses. */
-  private readonly bindings = new Map<string, SharedLease>();
+  /** (session, host) → the lease it uses. */
+  private readonly bindings = new Bindings<SharedLease>();
   /** Every live lease, by host key, found least shared first. */
   private readonly byHost = new Map<string, LeastShared<SharedLease>>();
   /** In-flight acquisitions per binding key: concurrent requests of a session share one. */
@@ -248,7 +251,7 @@ export class SessionLeases {
    */
   readyUrl(session: string | undefined, host: string | undefined): string | undefined {
     if (this.closed) return undefined;
-    const shared = this.bindings.get(bindingKey(session, host));
+    const shared = this.bindings.get(session, host);
     if (shared === undefined || !this.usable(shared)) return undefined;
     const turn = this.turnIn(shared, host);
     if (turn.waitMs > 0 || turn.probe) return undefined;
@@ -264,16 +267,16 @@ export class SessionLeases {
     wait: PacedWait,
   ): Promise<string | null> {
     if (this.closed) throw new Error('the proxy-operator lease manager is closed');
-    const key = bindingKey(session, host);
-    let shared = this.bindings.get(key);
+    let shared = this.bindings.get(session, host);
     if (shared && !this.usable(shared)) {
-      this.detach(key, shared, 'banned, unreachable or expired');
+      this.detach(session, shared, 'banned, unreachable or expired');
       shared = undefined;
     }
     if (shared === undefined) {
+      const key = bindingKey(session, host);
       let acquiring = this.acquiring.get(key);
       if (acquiring === undefined) {
-        acquiring = this.acquire(key, session, host, wait).finally(() => this.acquiring.delete(key));
+        acquiring = this.acquire(session, host, wait).finally(() => this.acquiring.delete(key));
         this.acquiring.set(key, acquiring);
       }
       const acquired = await acquiring;
@@ -444,7 +447,7 @@ export class SessionLeases {
     if (result === 'rate_limited') return this.rateLimited(proxyID, host, own, retryAfterSeconds);
     if (this.isBanned(proxyID, host)) {
       // Another request already reported this proxy for this host; just move this session.
-      if (own) this.detach(bindingKey(session, host), own, 'proxy banned for host');
+      if (own) this.detach(session, own, 'proxy banned for host');
       return;
     }
     // Synchronously, before any await: no request after this line gets this proxy for host.
@@ -573,8 +576,9 @@ export class SessionLeases {
   /** The session ended (Crawlee retired it): release its leases and forget it on the server. */
   async sessionEnded(session: string): Promise<void> {
     if (this.closed) return;
-    const mine = [...this.bindings].filter(([key]) => sessionOf(key) === session);
-    const released = mine.map(([key, shared]) => this.detach(key, shared, 'session retired'));
+    const released = this.bindings
+      .ofSession(session)
+      .map((shared) => this.detach(session, shared, 'session retired'));
     const work = (async () => {
       await Promise.all(released);
       const serverKey = sessionKey(session);
@@ -611,12 +615,7 @@ export class SessionLeases {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
-  private async acquire(
-    key: string,
-    session: string | undefined,
-    host: string | undefined,
-    paced: PacedWait,
-  ) {
+  private async acquire(session: string | undefined, host: string | undefined, paced: PacedWait) {
     const started = this.now();
     const wait = this.options.retryAllBusy ?? DEFAULT_WAIT;
     const mayWait = (waits: number) =>
@@ -626,14 +625,14 @@ export class SessionLeases {
       // Full (by the server's last word, or by our own cap): share a live lease of this host.
       if (this.believedFull(host)) {
         const shared = this.shareable(host);
-        if (shared !== undefined) return this.attach(key, shared, true);
+        if (shared !== undefined) return this.attach(session, shared, true);
       } else if (this.options.leaseAhead !== false) {
         // Crawlee's pool runs few tasks on a busy machine: a lease request in the request's
         // path costs the crawl its round trip. Join a live lease now; lease for the next ones.
         const spare = this.shareable(host);
         if (spare !== undefined) {
           this.leaseAheadFor(host);
-          return this.attach(key, spare, spare.bindings.size > 0);
+          return this.attach(session, spare, spare.bindings.size > 0);
         }
       }
       if (!this.mayAsk(host)) {
@@ -657,7 +656,7 @@ export class SessionLeases {
           this.stats.busy++;
           this.fullUntil.set(hostKey(host), this.now() + FULL_MEMORY_MS);
           const shared = this.shareable(host);
-          if (shared !== undefined) return this.attach(key, shared, true);
+          if (shared !== undefined) return this.attach(session, shared, true);
           if (wait !== false && mayWait(busy)) {
             // Nothing to share yet: wait for a slot instead of failing the request.
             await sleep(backoffDelayMs(busy++, wait));
@@ -667,7 +666,7 @@ export class SessionLeases {
         if (isNoLease(err) && err.code === 'all_cooling_down') {
           // Every proxy rests for this site: join a live lease of it and wait with its sessions.
           const shared = this.shareable(host);
-          if (shared !== undefined) return this.attach(key, shared, true);
+          if (shared !== undefined) return this.attach(session, shared, true);
         }
         if (
           isNoLease(err) &&
@@ -707,7 +706,7 @@ export class SessionLeases {
         continue;
       }
       this.log.debug('leased', { session, host, proxyID: lease.proxy.id, leaseID: lease.leaseID });
-      return this.attach(key, this.adopt(lease, host), false);
+      return this.attach(session, this.adopt(lease, host), false);
     }
   }
 
@@ -718,6 +717,7 @@ export class SessionLeases {
       key: banKey(lease.proxy.id, host),
       lease,
       bindings: new Set(),
+      live: true,
       ...this.expiry(lease),
       usedSinceRenewal: false,
       unreportedOk: 0,
@@ -810,11 +810,11 @@ export class SessionLeases {
     }
   }
 
-  private attach(key: string, shared: SharedLease, sharing: boolean): SharedLease {
+  private attach(session: string | undefined, shared: SharedLease, sharing: boolean): SharedLease {
     if (sharing) this.stats.shared++;
-    shared.bindings.add(key);
+    shared.bindings.add(slotOf(session));
     this.counted(shared);
-    this.bindings.set(key, shared);
+    this.bindings.set(session, shared.host, shared);
     return shared;
   }
 
@@ -834,12 +834,11 @@ export class SessionLeases {
 
   /** Keeps the host's buckets in step with a live lease's session count. */
   private counted(shared: SharedLease): void {
-    const forHost = this.byHost.get(hostKey(shared.host));
-    if (forHost?.has(shared)) forHost.count(shared, shared.bindings.size);
+    if (shared.live) this.byHost.get(hostKey(shared.host))?.count(shared, shared.bindings.size);
   }
 
   private isLive(shared: SharedLease): boolean {
-    return this.byHost.get(hostKey(shared.host))?.has(shared) ?? false;
+    return shared.live;
   }
 
   private believedFull(host: string | undefined): boolean {
@@ -1061,9 +1060,9 @@ export class SessionLeases {
   }
 
   /** One session stops using a lease; the lease goes when no session is left on it. */
-  private detach(key: string, shared: SharedLease, why: string): Promise<void> {
-    if (this.bindings.get(key) === shared) this.bindings.delete(key);
-    shared.bindings.delete(key);
+  private detach(session: string | undefined, shared: SharedLease, why: string): Promise<void> {
+    this.bindings.deleteIf(session, shared.host, shared);
+    shared.bindings.delete(slotOf(session));
     this.counted(shared);
     if (shared.bindings.size > 0 || !this.isLive(shared)) return Promise.resolve();
     this.forget(shared);
@@ -1079,8 +1078,9 @@ export class SessionLeases {
   /** Forgets a lease locally (no server call): no request gets it any more, nor any of its sessions. */
   private forget(shared: SharedLease): void {
     clearTimeout(shared.timer);
-    for (const key of shared.bindings) if (this.bindings.get(key) === shared) this.bindings.delete(key);
+    for (const session of shared.bindings) this.bindings.deleteIf(session, shared.host, shared);
     shared.bindings.clear();
+    shared.live = false;
     const forHost = this.byHost.get(hostKey(shared.host));
     if (forHost?.delete(shared)) {
       this.leaseCount--;
@@ -1111,7 +1111,7 @@ export class SessionLeases {
   }
 
   private sharedFor(session: string | undefined, host: string | undefined, proxyUrl: string) {
-    const shared = this.bindings.get(bindingKey(session, host));
+    const shared = this.bindings.get(session, host);
     return shared?.lease.proxy.url === proxyUrl ? shared : undefined;
   }
 
@@ -1156,12 +1156,9 @@ export function renewalDelayMs(expiresAt: number, ttlMs: number, now: number): n
   return Math.max(0, expiresAt - ttlMs / 3 - now);
 }
 
+/** The key of a (session, host)'s acquisition in flight (not on the per-request path). */
 function bindingKey(session: string | undefined, host: string | undefined): string {
   return `${session ?? ''}\0${host ?? ''}`;
-}
-
-function sessionOf(key: string): string {
-  return key.slice(0, key.indexOf('\0'));
 }
 
 function hostKey(host: string | undefined): string {
