@@ -24,6 +24,8 @@ export class ProxyInfos {
       if (this.parsed.size >= this.capacity) this.parsed.clear();
       this.parsed.set(url, parts);
     }
-    return { sessionId, url, ...parts, proxyTier: undefined };
+    // Spelled out, not spread: this runs on every request.
+    const { username, password, hostname, port } = parts;
+    return { sessionId, url, username, password, hostname, port, proxyTier: undefined };
   }
 }
