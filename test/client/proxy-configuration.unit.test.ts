@@ -103,6 +103,26 @@ describe('ProxyOperatorConfiguration', () => {
     expect(info).toEqual(crawlee);
   });
 
+  it('rejects, never throws, when the proxy URL the server sent does not parse: first request or ready lease', async () => {
+    server.catalog.proxies = [proxy('ns/bad', { ip: 'not a host' })];
+    config = make({ leaseAhead: false });
+    const answers = [];
+    for (let i = 0; i < 2; i++) {
+      let pending: Promise<unknown> | undefined;
+      expect(
+        () => (pending = config.newProxyInfo('session_1', request(`https://shop.example/${i}`))),
+      ).not.toThrow();
+      answers.push(
+        await pending!.then(
+          () => 'resolved',
+          (err: unknown) => err,
+        ),
+      );
+    }
+    // Node's own invalid-URL error, rejected as Crawlee's newProxyInfo would.
+    expect(answers).toMatchObject([{ code: 'ERR_INVALID_URL' }, { code: 'ERR_INVALID_URL' }]);
+  });
+
   it('shares one lease among concurrent requests of a session to a host', async () => {
     const urls = await Promise.all(
       Array.from({ length: 5 }, (_, i) => config.newUrl('session_1', request(`https://shop.example/${i}`))),

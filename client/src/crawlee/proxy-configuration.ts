@@ -92,8 +92,15 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   ): Promise<ProxyInfo | undefined> {
     const session = sessionId === undefined ? undefined : String(sessionId);
     const url = this.urlFor(session, options?.request?.url);
-    if (typeof url === 'string') return Promise.resolve(this.infos.of(url, session));
-    return url.then((found) => (found === null ? undefined : this.infos.of(found, session)));
+    if (typeof url !== 'string') {
+      return url.then((found) => (found === null ? undefined : this.infos.of(found, session)));
+    }
+    try {
+      return Promise.resolve(this.infos.of(url, session));
+    } catch (err) {
+      // A URL the server sent that does not parse: a rejection, as from Crawlee's own.
+      return Promise.reject(err as Error);
+    }
   }
 
   override async newUrl(
