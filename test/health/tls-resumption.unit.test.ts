@@ -158,6 +158,28 @@ describe('SocketProber resumes TLS sessions across probes, each on a fresh tunne
 
   const never = new AbortController().signal;
 
+  /**
+   * A book that says when a probe's session was kept. A TLS 1.3 ticket comes after the
+   * handshake, and on a loaded machine it can come after the probe's answer: a test that
+   * probes again at once would then be measuring that race, not resumption (a real probe
+   * comes an interval later).
+   */
+  class WatchedBook extends TlsSessionBook {
+    private readonly kept = new Map<string, number>();
+    override remember(key: string, endpoint: string, session: Buffer): void {
+      super.remember(key, endpoint, session);
+      this.kept.set(key, (this.kept.get(key) ?? 0) + 1);
+    }
+    /** Probes `target`, then waits (up to 2 s) until its session is kept. */
+    async probeAndKeep(subject: SocketProber, target: ProbeTarget): Promise<void> {
+      const before = this.kept.get(target.key) ?? 0;
+      expect(await subject.probe(target, never)).toMatchObject({ success: true });
+      for (let waited = 0; (this.kept.get(target.key) ?? 0) === before && waited < 2_000; waited += 10) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+  }
+
   /** What the target saw for the requests made while `run` ran. */
   async function seenBy(run: () => Promise<void>): Promise<boolean[]> {
     const before = target.resumed.length;
@@ -167,11 +189,10 @@ describe('SocketProber resumes TLS sessions across probes, each on a fresh tunne
 
   it('the second probe through a proxy resumes the first probe’s session, on a new CONNECT', async () => {
     const p = await proxy();
-    const subject = prober();
+    const book = new WatchedBook();
+    const subject = prober(book);
     const seen = await seenBy(async () => {
-      for (let i = 0; i < 3; i++) {
-        expect(await subject.probe(probeTarget(p.port), never)).toMatchObject({ success: true });
-      }
+      for (let i = 0; i < 3; i++) await book.probeAndKeep(subject, probeTarget(p.port));
     });
     expect(seen).toEqual([false, true, true]);
     expect(p.connectCount).toBe(3);
@@ -180,11 +201,12 @@ describe('SocketProber resumes TLS sessions across probes, each on a fresh tunne
 
   it('sessions are per proxy: the first probe through another proxy pays a full handshake', async () => {
     const [a, b] = [await proxy(), await proxy()];
-    const subject = prober();
+    const book = new WatchedBook();
+    const subject = prober(book);
     const seen = await seenBy(async () => {
-      await subject.probe(probeTarget(a.port), never);
-      await subject.probe(probeTarget(b.port), never);
-      await subject.probe(probeTarget(b.port), never);
+      await book.probeAndKeep(subject, probeTarget(a.port));
+      await book.probeAndKeep(subject, probeTarget(b.port));
+      await book.probeAndKeep(subject, probeTarget(b.port));
     });
     expect(seen).toEqual([false, false, true]);
   });
