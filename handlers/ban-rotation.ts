@@ -46,7 +46,8 @@ const NAMED_TARGETS = 5;
  * (one exit IP behind a NAT gateway, an address handed out again) keeps them, rightly for
  * leasing, and they must not rotate it again at once; nor may those a shared book has not yet
  * forgotten (it hears of the new egress in the background). The price: a ban in the
- * instance's first ~10 % of `--cooldown` counts only once it repeats.
+ * instance's first 20 % of `--cooldown` (10 % for the floor's jitter, 10 % for the ban's own,
+ * which may shorten it) may count only once it repeats.
  * `threshold` is spec.rotation.whenCoolingDownOn; absent = off.
  */
 export function banRotation(

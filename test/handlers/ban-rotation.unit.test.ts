@@ -45,6 +45,20 @@ describe('the ban rotation decision', () => {
       NOW - 600_000,
       'due a',
     ],
+    [
+      'a ban reported 20 % of --cooldown after the instance came up counts even at its shortest (−10 % jitter)',
+      1,
+      reading(cd('a', 0.9 * BASE)),
+      NOW - 0.2 * BASE * 1000,
+      'due a',
+    ],
+    [
+      'a ban reported 10 % of --cooldown after it came up and shortened by jitter counts only once it repeats',
+      1,
+      reading(cd('a', 0.9 * BASE)),
+      NOW - 0.1 * BASE * 1000,
+      'below ',
+    ],
     ['a threshold of 1: one banned target is enough', 1, reading(cd('z', 600)), UP, 'due z'],
     ['no status clock (not up): every running cooldown counts', 1, reading(cd('z', 10)), Number.NaN, 'due z'],
   ])('%s', (_n, threshold, r, up, expected) => {
