@@ -18,6 +18,7 @@ import {
   unpaced,
   type Pace,
 } from '../../client/src/crawlee/site-pace.js';
+import { TimeLog } from '../../client/src/crawlee/time-log.js';
 
 type Step = ['admit' | 'ok', number] | ['429', number, number | undefined];
 
@@ -331,8 +332,8 @@ describe('site pace', () => {
 
   it('remembers when each request went while unpaced, and no longer once paced', () => {
     const first = admit(unpaced, 100).pace;
-    expect(admit(first, 200).pace.sent).toEqual([100, 200]);
-    expect(admit(threePerSecond, 2_000).pace.sent).toEqual([]);
+    expect(admit(first, 200).pace.sent.toArray()).toEqual([100, 200]);
+    expect(admit(threePerSecond, 2_000).pace.sent.toArray()).toEqual([]);
   });
 
   it('remembers a bounded number of successes', () => {
@@ -345,7 +346,7 @@ describe('site pace', () => {
   it('forgets successes older than the period once paced', () => {
     let pace = threePerSecond;
     for (let t = 1_000; t <= 10_000; t += 100) pace = succeeded(pace, t);
-    expect(pace.recent.every((t) => t > 9_000)).toBe(true);
+    expect(pace.recent.toArray().every((t) => t > 9_000)).toBe(true);
   });
 });
 
@@ -399,32 +400,32 @@ describe('a proxy adopting the pace another proxy learned for the site', () => {
     [
       // 2.8 → 1.8 at 3,000; full again by 4,500 → 1.8; +0.9 by 4,800 → 1.7; +0.6 by 5,000.
       'less what its own successes spent, each refilled from when it went',
-      { ...unpaced, recent: [3_000, 4_500, 4_800] },
+      { ...unpaced, recent: TimeLog.of([3_000, 4_500, 4_800]) },
       learned,
       5_000,
-      { limit: 3, tokens: expect.closeTo(2.3, 5) as number, recent: [3_000, 4_500, 4_800] },
+      { limit: 3, tokens: expect.closeTo(2.3, 5) as number, recent: TimeLog.of([3_000, 4_500, 4_800]) },
     ],
     [
       // Requests in flight when the pace arrives spent a token at the site all the same.
       'less what its requests spent, answered or not',
-      { ...unpaced, recent: [4_500], sent: [4_900, 4_910, 4_920] },
+      { ...unpaced, recent: TimeLog.of([4_500]), sent: TimeLog.of([4_900, 4_910, 4_920]) },
       learned,
       5_000,
-      { limit: 3, tokens: expect.closeTo(0.1, 5) as number, sent: [] },
+      { limit: 3, tokens: expect.closeTo(0.1, 5) as number, sent: TimeLog.of([]) },
     ],
     [
       // The first 429 comes a few hundred ms after a crawl's first burst: the site's bucket
       // has refilled since, and so does this one (counting the burst as spent now held every
       // proxy back by the time between them).
       'a burst long enough ago has partly refilled',
-      { ...unpaced, sent: [4_000, 4_010, 4_020] },
+      { ...unpaced, sent: TimeLog.of([4_000, 4_010, 4_020]) },
       learned,
       4_500,
       { tokens: expect.closeTo(1.3, 5) as number },
     ],
     [
       'never below an empty bucket',
-      { ...unpaced, recent: [4_900, 4_910, 4_920, 4_930] },
+      { ...unpaced, recent: TimeLog.of([4_900, 4_910, 4_920, 4_930]) },
       learned,
       5_000,
       { tokens: 0 },
@@ -488,7 +489,7 @@ describe('what the site has shown it allows every source (sites limit every sour
       // Three within 20 ms and a 429: the site allows three (impliedLimit).
       "a proxy's first 429 shows what its last period's successes imply",
       0,
-      { ...unpaced, recent: [4_980, 4_990, 5_000] },
+      { ...unpaced, recent: TimeLog.of([4_980, 4_990, 5_000]) },
       5_000,
       3,
     ],
@@ -496,14 +497,14 @@ describe('what the site has shown it allows every source (sites limit every sour
       // 400 ms apart: these prove only two a second, but another proxy showed three.
       'a weaker showing does not lower what another proxy showed',
       3,
-      { ...unpaced, recent: [4_100, 4_500, 4_900] },
+      { ...unpaced, recent: TimeLog.of([4_100, 4_500, 4_900]) },
       5_000,
       3,
     ],
     [
       'successes older than the period show nothing',
       0,
-      { ...unpaced, recent: [1_000, 1_010, 1_020] },
+      { ...unpaced, recent: TimeLog.of([1_000, 1_010, 1_020]) },
       5_000,
       0,
     ],
@@ -511,7 +512,7 @@ describe('what the site has shown it allows every source (sites limit every sour
       // Its limit held the quiet periods before the probe; the probe one above it did not.
       'a refused probe shows the limit before it',
       2,
-      { ...threePerSecond, limit: 4, probedAt: 9_900, limitedAt: 1_000, recent: [9_500, 9_900] },
+      { ...threePerSecond, limit: 4, probedAt: 9_900, limitedAt: 1_000, recent: TimeLog.of([9_500, 9_900]) },
       10_000,
       3,
     ],
@@ -519,14 +520,14 @@ describe('what the site has shown it allows every source (sites limit every sour
       // Not a probe's answer: the site allows less than before, whatever was shown earlier.
       'a 429 that lowers a limit shows that lower limit',
       3,
-      { ...threePerSecond, limitedAt: 1_000, probedAt: 0, recent: [9_600] },
+      { ...threePerSecond, limitedAt: 1_000, probedAt: 0, recent: TimeLog.of([9_600]) },
       10_000,
       1,
     ],
     [
       'a 429 that only widens the headroom keeps what was shown',
       3,
-      { ...threePerSecond, limitedAt: 1_000, probedAt: 0, recent: [9_300, 9_600, 9_900] },
+      { ...threePerSecond, limitedAt: 1_000, probedAt: 0, recent: TimeLog.of([9_300, 9_600, 9_900]) },
       10_000,
       3,
     ],

@@ -380,7 +380,8 @@ export class SessionLeases {
   private turnIn(shared: SharedLease, host: string | undefined): Turn {
     const key = shared.key;
     const now = this.now();
-    const rest = (this.rests.get(key) ?? 0) - now;
+    // Most crawls never see a 429: no lookup then (this runs on every request).
+    const rest = (this.rests.size === 0 ? 0 : (this.rests.get(key) ?? 0)) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
     const admitted = admit(this.paceOf(key, host) ?? unpaced, now);
     return { waitMs: admitted.waitMs, probe: admitted.probe, admitted };
@@ -403,6 +404,8 @@ export class SessionLeases {
    */
   private paceOf(key: string, host: string | undefined): Pace | undefined {
     const own = this.paces.get(key);
+    // Before any 429 of any host (most crawls), nothing was learned: no lookups per request.
+    if (this.learned.size === 0 && this.proven.size === 0) return own;
     let pace = own;
     const learned = this.learned.get(hostKey(host));
     if (own?.limit === undefined && learned !== undefined) pace = adopt(own ?? unpaced, learned, this.now());

@@ -8,6 +8,7 @@
 // what the site allowed keeps the crawl at the site's rate with few 429s; a bucket (rather
 // than fixed windows) loses nothing when requests come late; a probe one above the limit,
 // when demand exceeds it and no 429 came for a while, finds a limit that rose.
+import { TimeLog } from './time-log.js';
 
 /** Periods without a 429 before the limit is probed one higher (and between probes). */
 export const PROBE_AFTER_PERIODS = 5;
@@ -59,12 +60,12 @@ export interface Pace {
   /** Quiet periods before the next probe: PROBE_AFTER_PERIODS, doubled by each refused probe. */
   readonly probeAfterPeriods: number;
   /** Times of the latest successes, oldest first. */
-  readonly recent: readonly number[];
+  readonly recent: TimeLog;
   /**
    * Before the pace is known, when the latest requests went (oldest first): one sent and not
    * yet answered has spent a token at the site all the same (see adopt).
    */
-  readonly sent: readonly number[];
+  readonly sent: TimeLog;
 }
 
 export const unpaced: Pace = {
@@ -77,8 +78,8 @@ export const unpaced: Pace = {
   limitedAt: 0,
   probedAt: 0,
   probeAfterPeriods: PROBE_AFTER_PERIODS,
-  recent: [],
-  sent: [],
+  recent: TimeLog.empty,
+  sent: TimeLog.empty,
 };
 
 /**
@@ -90,7 +91,7 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
   const { limit, periodMs } = pace;
   if (limit === undefined)
     return {
-      pace: { ...pace, sent: remember(pace.sent, now, RECENT_BEFORE_FIRST_MS) },
+      pace: { ...pace, sent: pace.sent.remember(now, now - RECENT_BEFORE_FIRST_MS, RECENT_CAP) },
       waitMs: 0,
       probe: false,
     };
@@ -124,8 +125,8 @@ export function adopt(mine: Pace, learned: Pace, now: number): Pace {
   const capacity = Math.max(1, learned.limit - learned.headroom);
   const refill = learned.limit / learned.periodMs;
   const tokens = Math.min(
-    replayTokens(mine.recent, capacity, refill, now),
-    replayTokens(mine.sent, capacity, refill, now),
+    replayTokens(mine.recent.toArray(), capacity, refill, now),
+    replayTokens(mine.sent.toArray(), capacity, refill, now),
   );
   return {
     ...unpaced,
@@ -180,7 +181,7 @@ export function provenAfter429(proven: number, before: Pace, after: Pace, now: n
   if (after.limit === undefined) return proven;
   const probeRefused = before.limit !== undefined && now - before.probedAt < before.periodMs;
   if (before.limit !== undefined && after.limit < before.limit && !probeRefused) return after.limit;
-  const lastPeriod = before.recent.filter((t) => t > now - after.periodMs);
+  const lastPeriod = before.recent.toArray().filter((t) => t > now - after.periodMs);
   const shown = lastPeriod.length === 0 ? 0 : impliedLimit(lastPeriod, after.periodMs);
   return Math.max(proven, shown, probeRefused ? after.limit : 0);
 }
@@ -244,22 +245,8 @@ export function impliedLimit(times: readonly number[], periodMs: number): number
 
 /** A request through the proxy to the site succeeded. */
 export function succeeded(pace: Pace, now: number): Pace {
-  return {
-    ...pace,
-    recent: remember(pace.recent, now, pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs),
-  };
-}
-
-/** `times` with `now` added, without those older than `keepMs` and at most RECENT_CAP. */
-function remember(times: readonly number[], now: number, keepMs: number): readonly number[] {
-  const keep = now - keepMs;
-  let from = 0;
-  while (from < times.length && times[from]! <= keep) from++;
-  if (times.length - from >= RECENT_CAP) from++;
-  // One copy, not two: this runs on every request and every success.
-  const kept = times.slice(from);
-  kept.push(now);
-  return kept;
+  const keepMs = pace.limit === undefined ? RECENT_BEFORE_FIRST_MS : pace.periodMs;
+  return { ...pace, recent: pace.recent.remember(now, now - keepMs, RECENT_CAP) };
 }
 
 /**
@@ -275,13 +262,14 @@ function remember(times: readonly number[], now: number, keepMs: number): readon
 export function rateLimited(pace: Pace, now: number, retryAfterMs: number | undefined): Pace {
   if (now < pace.restUntil) return pace;
   const periodMs = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : pace.periodMs;
-  const allowed = pace.recent.filter((t) => t > now - periodMs).length;
+  const recent = pace.recent.toArray();
+  const allowed = recent.filter((t) => t > now - periodMs).length;
   // The answer to a probe (within a period of it): the limit before the probe was right.
   const probeRefused = pace.limit !== undefined && now - pace.probedAt < pace.periodMs;
   let limit: number;
   let headroom = pace.headroom;
   if (pace.limit === undefined) {
-    limit = Math.max(1, Math.min(allowed, impliedLimit(pace.recent, periodMs)));
+    limit = Math.max(1, Math.min(allowed, impliedLimit(recent, periodMs)));
     headroom = FIRST_HEADROOM;
   } else if (probeRefused) limit = Math.max(1, pace.limit - 1);
   else if (allowed >= pace.limit && pace.headroom < MAX_HEADROOM - 1e-9) {
@@ -303,7 +291,7 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
     probeAfterPeriods: probeRefused
       ? Math.min(MAX_PROBE_AFTER_PERIODS, pace.probeAfterPeriods * 2)
       : PROBE_AFTER_PERIODS,
-    recent: [],
-    sent: [],
+    recent: TimeLog.empty,
+    sent: TimeLog.empty,
   };
 }
