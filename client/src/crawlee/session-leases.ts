@@ -91,7 +91,17 @@ interface SharedLease {
   usedSinceRenewal: boolean;
   /** Successes not yet reported. */
   unreportedOk: number;
+  /** The pace of its proxy for its host, shared with the other leases of that pair. */
+  readonly pace: PaceCell;
   timer?: NodeJS.Timeout;
+}
+
+/**
+ * One (proxy, host)'s pace, held by each of its leases: every request and every success reads
+ * and writes it, and a field is cheaper than a map lookup there (bench:crawl-path).
+ */
+interface PaceCell {
+  pace: Pace | undefined;
 }
 
 export interface SessionLeasesStats {
@@ -160,7 +170,7 @@ export class SessionLeases {
   /** `proxyID \0 host` → ms until which requests through that proxy to that host wait (a 429's rest). */
   private readonly rests = new Map<string, number>();
   /** `proxyID \0 host` → the pace the site allows that proxy, learned from its 429s. */
-  private readonly paces = new Map<string, Pace>();
+  private readonly paces = new Map<string, PaceCell>();
   /** Host key → the latest pace a 429 taught any proxy for that host (see adopt). */
   private readonly learned = new Map<string, Pace>();
   /** Host key → the limit the site has shown it allows every source (see provenAfter429). */
@@ -340,9 +350,8 @@ export class SessionLeases {
    * request, for adopt; see site-pace.ts), from `turn` when it was just taken for this request.
    */
   private take(shared: SharedLease, host: string | undefined, turn: Turn | undefined): void {
-    const key = shared.key;
-    const admitted = turn?.admitted ?? admit(this.paceOf(key, host) ?? unpaced, this.now());
-    this.paces.set(key, admitted.pace);
+    const admitted = turn?.admitted ?? admit(this.paceOf(shared.pace, host) ?? unpaced, this.now());
+    shared.pace.pace = admitted.pace;
     if (admitted.probe) {
       this.proven.set(hostKey(host), provenByProbe(this.proven.get(hostKey(host)) ?? 0, admitted.pace));
       this.spreadProbe(host, admitted.pace, shared.lease.proxy.id);
@@ -383,7 +392,7 @@ export class SessionLeases {
     // Most crawls never see a 429: no lookup then (this runs on every request).
     const rest = (this.rests.size === 0 ? 0 : (this.rests.get(key) ?? 0)) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
-    const admitted = admit(this.paceOf(key, host) ?? unpaced, now);
+    const admitted = admit(this.paceOf(shared.pace, host) ?? unpaced, now);
     return { waitMs: admitted.waitMs, probe: admitted.probe, admitted };
   }
 
@@ -392,9 +401,9 @@ export class SessionLeases {
     for (const shared of this.byHost.get(hostKey(host)) ?? []) {
       const id = shared.lease.proxy.id;
       if (id === proxyID) continue;
-      const key = banKey(id, host);
-      const pace = this.paces.get(key);
-      if (pace !== undefined) this.paces.set(key, heardOfProbe(pace, from.probedAt, from.probeAfterPeriods));
+      const cell = this.paces.get(banKey(id, host));
+      if (cell?.pace !== undefined)
+        cell.pace = heardOfProbe(cell.pace, from.probedAt, from.probeAfterPeriods);
     }
   }
 
@@ -402,16 +411,23 @@ export class SessionLeases {
    * The proxy's pace for `host`: its own, or the one another proxy learned for that host; at
    * least the limit the site has shown it allows every source.
    */
-  private paceOf(key: string, host: string | undefined): Pace | undefined {
-    const own = this.paces.get(key);
+  private paceOf(cell: PaceCell, host: string | undefined): Pace | undefined {
+    const own = cell.pace;
     // Before any 429 of any host (most crawls), nothing was learned: no lookups per request.
     if (this.learned.size === 0 && this.proven.size === 0) return own;
     let pace = own;
     const learned = this.learned.get(hostKey(host));
     if (own?.limit === undefined && learned !== undefined) pace = adopt(own ?? unpaced, learned, this.now());
     if (pace !== undefined) pace = raiseTo(pace, this.proven.get(hostKey(host)) ?? 0);
-    if (pace !== own && pace !== undefined) this.paces.set(key, pace);
+    if (pace !== own && pace !== undefined) cell.pace = pace;
     return pace;
+  }
+
+  /** The pace cell of `key`, made on first use. */
+  private paceCell(key: string): PaceCell {
+    let cell = this.paces.get(key);
+    if (cell === undefined) this.paces.set(key, (cell = { pace: undefined }));
+    return cell;
   }
 
   /** A request through `proxyUrl` to `host` succeeded: counted, reported in batches. */
@@ -422,8 +438,8 @@ export class SessionLeases {
     const shared = this.sharedFor(session, host, proxyUrl) ?? this.anyLeaseOn(proxyUrl, host);
     const proxyID = shared?.lease.proxy.id ?? this.proxyIDs.get(proxyUrl);
     if (proxyID !== undefined) {
-      const key = shared?.key ?? banKey(proxyID, host);
-      this.paces.set(key, paceSucceeded(this.paces.get(key) ?? unpaced, this.now()));
+      const cell = shared?.pace ?? this.paceCell(banKey(proxyID, host));
+      cell.pace = paceSucceeded(cell.pace ?? unpaced, this.now());
     }
     if (shared === undefined) return;
     shared.unreportedOk++;
@@ -498,13 +514,14 @@ export class SessionLeases {
   ): void {
     const key = banKey(proxyID, host);
     const retryAfterMs = retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000;
-    const before = this.paceOf(key, host) ?? unpaced;
+    const cell = this.paceCell(key);
+    const before = this.paceOf(cell, host) ?? unpaced;
     const pace = paceRateLimited(before, this.now(), retryAfterMs);
     this.proven.set(
       hostKey(host),
       provenAfter429(this.proven.get(hostKey(host)) ?? 0, before, pace, this.now()),
     );
-    this.paces.set(key, pace);
+    cell.pace = pace;
     if (pace.limit !== undefined) this.learned.set(hostKey(host), pace);
     this.spreadProbe(host, pace, proxyID);
     if ((this.rests.get(key) ?? 0) > this.now()) return;
@@ -718,6 +735,7 @@ export class SessionLeases {
     const shared: SharedLease = {
       host,
       key: banKey(lease.proxy.id, host),
+      pace: this.paceCell(banKey(lease.proxy.id, host)),
       lease,
       bindings: new Set(),
       live: true,
