@@ -25,6 +25,11 @@ export class TimeLog {
     return this.to - this.from;
   }
 
+  /** Times its buffer holds, its own and those dropped from its head: at most about twice the cap. */
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
   /** The times, oldest first, as a new array. */
   toArray(): number[] {
     return this.buffer.slice(this.from, this.to);
