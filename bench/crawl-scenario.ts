@@ -6,6 +6,9 @@
 // Crawlee's own static list (the baseline); the faults are the same, seeded.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
@@ -101,6 +104,12 @@ export interface CrawlFigures {
   cpuMsPerPage: number;
   /** Of that CPU time, the kernel's share (sockets, timers): what a JS profile does not show. */
   systemCpuShare: number;
+  /**
+   * What the crawling process cost the kernel and V8 per page fetched: minor page faults,
+   * context switches (voluntary: it waited; involuntary: it was preempted), and the
+   * collector's pauses. The kernel's share above, broken down.
+   */
+  perPage: ProcessCostPerPage;
   /** CPU ms per page fetched of the world's own process (the proxies and the site), when apart. */
   worldCpuMsPerPage?: number;
   /**
@@ -121,6 +130,66 @@ export interface CrawlFigures {
    * ms (first request, sources' first 200s, the 20th/60th/100th 200, the first leases) (with `trace`).
    */
   perSecond?: string;
+}
+
+export interface ProcessCostPerPage {
+  minorFaults: number;
+  voluntarySwitches: number;
+  involuntarySwitches: number;
+  /** Collections' pause ms (wall time: a preempted pause counts its wait) and counts, per page. */
+  gcMs: number;
+  gcs: number;
+  /** Of them, the full (mark-compact) collections'. */
+  majorGcMs: number;
+  majorGcs: number;
+  /** V8's heap in use when the crawl ended, MiB (not per page). */
+  heapUsedMiB: number;
+  /** What of it a full collection keeps, MiB (not per page). */
+  retainedMiB: number;
+}
+
+/** The heap a full collection leaves, MiB. */
+function retainedHeapMiB(): number {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  return getHeapStatistics().used_heap_size / 2 ** 20;
+}
+
+/** Starts counting the process's faults, switches and collections; the result stops it. */
+function countProcessCost(): (pages: number) => ProcessCostPerPage {
+  const before = process.resourceUsage();
+  let gcMs = 0;
+  let gcs = 0;
+  let majorGcMs = 0;
+  let majorGcs = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gcMs += entry.duration;
+      gcs++;
+      if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        majorGcMs += entry.duration;
+        majorGcs++;
+      }
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return (pages) => {
+    observer.disconnect();
+    const after = process.resourceUsage();
+    const per = (n: number) => (pages === 0 ? 0 : n / pages);
+    return {
+      minorFaults: per(after.minorPageFault - before.minorPageFault),
+      voluntarySwitches: per(after.voluntaryContextSwitches - before.voluntaryContextSwitches),
+      involuntarySwitches: per(after.involuntaryContextSwitches - before.involuntaryContextSwitches),
+      gcMs: per(gcMs),
+      gcs: per(gcs),
+      majorGcMs: per(majorGcMs),
+      majorGcs: per(majorGcs),
+      heapUsedMiB: getHeapStatistics().used_heap_size / 2 ** 20,
+      retainedMiB: retainedHeapMiB(),
+    };
+  };
 }
 
 export interface CrawlOptions {
@@ -212,6 +281,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const worldCpu = await world.cpuMs?.();
   const started = Date.now();
   const cpu = process.cpuUsage();
+  const processCost = countProcessCost();
   const stopProfile = options.profile ? await startCpuProfile() : undefined;
   // Crawlee scales its pool by the machine's load: a busy machine keeps it at 1-10 tasks,
   // which is what makes any wait inside a request cost throughput. Shown beside the figures.
@@ -223,6 +293,12 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   clearInterval(sampler);
   const seconds = (Date.now() - started) / 1000;
   const { user, system } = process.cpuUsage(cpu);
+  const perPage = processCost(fetched.size);
+  // BENCH_HEAP_SNAPSHOT_DIR: what each side's crawler holds once its crawl is done (the
+  // integration's leases still live), to compare in Chrome DevTools.
+  const snapshots = process.env.BENCH_HEAP_SNAPSHOT_DIR;
+  if (snapshots)
+    writeHeapSnapshot(join(snapshots, `crawl-${operator ? 'operator' : 'list'}-${started}.heapsnapshot`));
   const profile = await stopProfile?.();
   if (profile && options.profileDir !== undefined) {
     const file = join(options.profileDir, `crawl-${operator ? 'operator' : 'list'}-${started}.cpuprofile`);
@@ -262,6 +338,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     attempts: attempts.length,
     cpuMsPerPage: fetched.size === 0 ? 0 : (user + system) / 1000 / fetched.size,
     systemCpuShare: user + system === 0 ? 0 : system / (user + system),
+    perPage,
     ...(worldCpuMs !== undefined && fetched.size > 0 ? { worldCpuMsPerPage: worldCpuMs / fetched.size } : {}),
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt)),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),

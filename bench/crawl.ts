@@ -19,6 +19,7 @@
 //                   where a rate-limited site's budget went, see site-budget.ts)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
+//   env:   BENCH_HEAP_SNAPSHOT_DIR=DIR (a heap snapshot of each crawling process once its crawl is done)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
 // child process (its CPU seconds and peak RSS come from /proc), real forward proxies on their
@@ -332,6 +333,10 @@ const cpuShareText = (c: CrawlFigures['integrationCpu']) =>
     ? 'n/a'
     : `${((100 * c.oursMs) / c.busyMs).toFixed(2)} % (${c.oursMs.toFixed(0)} of ${c.busyMs.toFixed(0)} ms)`;
 
+const perPageText = (p: CrawlFigures['perPage']) =>
+  `${p.minorFaults.toFixed(1)}, ${p.voluntarySwitches.toFixed(2)} / ${p.involuntarySwitches.toFixed(2)}, ` +
+  `${p.gcMs.toFixed(3)} (${(1000 * p.gcs).toFixed(1)}, ${(1000 * p.majorGcs).toFixed(1)}), ${p.heapUsedMiB.toFixed(0)} MiB (${p.retainedMiB.toFixed(0)} MiB)`;
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function table(title: string, { operator, list, operators, lists, sideBySide }: Rounds): string {
@@ -356,6 +361,11 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
       "of it, the kernel's share",
       `${(100 * o.systemCpuShare).toFixed(1)} %`,
       `${(100 * l.systemCpuShare).toFixed(1)} %`,
+    ],
+    [
+      'per page: minor faults, switches (voluntary / involuntary), GC ms (per 1,000 pages: collections, full ones), heap at the end (after a full GC)',
+      perPageText(o.perPage),
+      perPageText(l.perPage),
     ],
     ...(o.worldCpuMsPerPage === undefined
       ? []

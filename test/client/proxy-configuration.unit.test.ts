@@ -1,6 +1,10 @@
 // The Crawlee integration against the real discovery API and a real Crawlee SessionPool:
 // one lease per (session, host), reports, renewals, releases and going direct.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Configuration, ProxyConfiguration, Request, SessionPool } from 'crawlee';
+import { Agent } from 'undici';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
 import {
   isProxyFailure,
@@ -16,6 +20,12 @@ import { startDiscoveryServer, startPredatingFront, type TestDiscoveryServer } f
 const A = proxy('ns/a', { ip: '10.0.0.1', latencyMillis: 10 });
 const B = proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 20 });
 const urlOf = (p: typeof A) => `http://${p.ip}:3128`;
+
+/** A full collection, as `node --expose-gc`'s gc(). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
 
 describe('ProxyOperatorConfiguration', () => {
   let server: TestDiscoveryServer;
@@ -478,6 +488,40 @@ describe('ProxyOperatorConfiguration', () => {
       expect(config.stats.renewed).toBeGreaterThanOrEqual(2);
       expect(await active()).toBe(1); // idle was released at its first renewal point
       expect(config.leases.activeLeases).toBe(1);
+    });
+
+    it("a live lease's renewal timer does not hold the request that took the lease", async () => {
+      // A timer keeps the async context it was made in: Crawlee's crawling context (request,
+      // response, body) lives in one, so a renewal timer made there held it for 2/3 of the TTL.
+      const crawling = new AsyncLocalStorage<{ body: string }>();
+      /** Per renewal call: whether it ran in a request's context. */
+      const renewedInRequest: boolean[] = [];
+      class Recording extends DiscoveryClient {
+        override renew(...args: Parameters<DiscoveryClient['renew']>) {
+          renewedInRequest.push(crawling.getStore() !== undefined);
+          return super.renew(...args);
+        }
+      }
+      // A socket, too, keeps the context it was opened in, for as long as it is kept alive
+      // (a pool's few, not one per lease): here the one connection is opened beforehand.
+      const dispatcher = new Agent({ connections: 1 });
+      const client = new Recording({ baseUrl: server.baseUrl, dispatcher });
+      config = make({ client, ttlSeconds: 3, okReportIntervalMs: 100 });
+      await client.listProxies();
+      let context: WeakRef<object> | undefined;
+      await crawling.run({ body: 'x'.repeat(1 << 20) }, async () => {
+        context = new WeakRef(crawling.getStore()!);
+        const url = await config.newUrl('s', request('https://shop.example/')); // sets the renewal timer
+        await navigated('s', 'https://shop.example/', url!, 200); // sets the ok timer
+      });
+      await eventually(() => config.stats.okReports === 1 && renewedInRequest.length === 1, 5_000);
+      expect(renewedInRequest).toEqual([false]);
+      expect(config.leases.activeLeases).toBe(1); // the lease and its next renewal timer live on
+      await new Promise((r) => setImmediate(r)); // a WeakRef holds its target until the job ends
+      collectGarbage();
+      expect(context!.deref() === undefined).toBe(true);
+      await config.close();
+      await dispatcher.close();
     });
 
     it('leases again when the server forgot the lease (an operator restart)', async () => {

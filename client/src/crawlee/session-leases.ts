@@ -25,6 +25,7 @@ import {
 } from './site-pace.js';
 import { Bindings, slotOf } from './bindings.js';
 import { LeastShared } from './least-shared.js';
+import { DetachedTimers } from './detached-timers.js';
 
 /** Where the integration says what it did and what went wrong (Crawlee's `log` fits). */
 export interface LeaseLog {
@@ -210,6 +211,8 @@ export class SessionLeases {
   private okBatches = true;
   /** Set while the pending oks wait for their call (scheduleOks). */
   private okTimer?: NodeJS.Timeout;
+  /** Renewals and ok batches: timers that must not hold the request that set them. */
+  private readonly timers = new DetachedTimers();
   readonly stats: SessionLeasesStats = {
     leased: 0,
     renewed: 0,
@@ -918,8 +921,7 @@ export class SessionLeases {
   private scheduleRenewal(shared: SharedLease, delayMs?: number): void {
     clearTimeout(shared.timer);
     const due = delayMs ?? renewalDelayMs(shared.expiresAt, shared.ttlMs, this.now());
-    shared.timer = setTimeout(() => this.track(this.renewOrLetGo(shared)), due);
-    shared.timer.unref();
+    shared.timer = this.timers.schedule(() => this.track(this.renewOrLetGo(shared)), due);
   }
 
   private async renewOrLetGo(shared: SharedLease): Promise<void> {
@@ -973,11 +975,10 @@ export class SessionLeases {
    */
   private scheduleOks(): void {
     if (this.okTimer !== undefined || this.closed) return;
-    this.okTimer = setTimeout(() => {
+    this.okTimer = this.timers.schedule(() => {
       this.okTimer = undefined;
       this.track(this.sendPendingOks());
     }, this.okReportIntervalMs);
-    this.okTimer.unref();
   }
 
   private async sendPendingOks(): Promise<void> {
