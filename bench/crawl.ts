@@ -337,6 +337,17 @@ const perPageText = (p: CrawlFigures['perPage']) =>
   `${p.minorFaults.toFixed(1)}, ${p.voluntarySwitches.toFixed(2)} / ${p.involuntarySwitches.toFixed(2)}, ` +
   `${p.gcMs.toFixed(3)} (${(1000 * p.gcs).toFixed(1)}, ${(1000 * p.majorGcs).toFixed(1)}), ${p.heapUsedMiB.toFixed(0)} MiB (${p.retainedMiB.toFixed(0)} MiB)`;
 
+const perRoundCost = (p: CrawlFigures['perPage']) =>
+  `${p.minorFaults.toFixed(1)} / ${p.voluntarySwitches.toFixed(2)}, ${p.retainedMiB.toFixed(0)} MiB`;
+
+/** Every target but pages/s, for one round of the operator's side. */
+const targetsMet = ({ figures: f, leasesLeft, sessionsLeft }: Row) =>
+  f.fetched / f.pages >= 0.999 &&
+  f.bannedLate === 0 &&
+  f.attemptsAfterReport.every((a, i) => a <= f.inFlightAtReport[i]!) &&
+  leasesLeft === 0 &&
+  sessionsLeft === 0;
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function table(title: string, { operator, list, operators, lists, sideBySide }: Rounds): string {
@@ -456,6 +467,8 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
       : [
           `  the integration's share of the crawling process's busy CPU per round: operator ${operators.map((r) => cpuShareText(r.figures.integrationCpu)).join(', ')}; baseline ${lists.map((r) => cpuShareText(r.figures.integrationCpu)).join(', ')}`,
         ]),
+    `  per round, minor faults / voluntary switches per page, heap after a full GC: operator ${operators.map((r) => perRoundCost(r.figures.perPage)).join('; ')}; baseline ${lists.map((r) => perRoundCost(r.figures.perPage)).join('; ')}`,
+    `  targets per round (every page, no banned-late request, none after a report, nothing left): operator ${operators.map((r) => (targetsMet(r) ? 'met' : 'NOT met')).join(', ')}`,
     `  integration: ${JSON.stringify(o.integration)}`,
     ...[...operators, ...lists]
       .filter((r) => r.figures.perSecond !== undefined)
