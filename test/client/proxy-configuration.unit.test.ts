@@ -262,7 +262,45 @@ describe('ProxyOperatorConfiguration', () => {
       expect(config.stats).toMatchObject({ reportedRateLimited: 1, reportedBanned: 0 });
     });
 
+    /**
+     * A configuration on a clock the test moves. A pace test asserts which requests went by
+     * each moment of that clock, which a stalled machine cannot change (it only makes them go
+     * later in real time).
+     */
+    async function onAClock() {
+      const start = Date.now();
+      let now = start;
+      await config.close();
+      config = make({ leaseAhead: false, now: () => now });
+      let went = 0;
+      return {
+        start,
+        /** Sets the clock to `ms` after the start. */
+        at: (ms: number) => void (now = start + ms),
+        /** Sends `count` requests of `session` to `host`, each expected through `url`. */
+        send: (count: number, session: string, host: string, url: string | undefined) =>
+          Promise.all(
+            Array.from({ length: count }, async () => {
+              expect(await config.newUrl(session, request(host))).toBe(url);
+              went++;
+            }),
+          ),
+        /** How many went once the clock reads `ms` and every waiting request looked at it again. */
+        wentBy: async (ms: number) => {
+          now = start + ms;
+          await new Promise((r) => setTimeout(r, 400));
+          return went;
+        },
+        /** Sets the clock to `ms` and waits until `count` went in all. */
+        until: async (ms: number, count: number) => {
+          now = start + ms;
+          await eventually(() => went === count);
+        },
+      };
+    }
+
     it('after a 429 the proxy keeps the pace the site allowed: what succeeded per Retry-After, then spaced', async () => {
+      const clock = await onAClock();
       const host = 'https://shop.example/';
       const url = await config.newUrl('s1', request(host));
       for (let i = 0; i < 3; i++) await navigated('s1', `${host}${i}`, url!, 200);
@@ -272,22 +310,32 @@ describe('ProxyOperatorConfiguration', () => {
         proxyInfo: { url: url! },
         response: { statusCode: 429, headers: { 'retry-after': '1' } },
       });
-      const started = Date.now();
-      const after = await Promise.all(
-        Array.from({ length: 5 }, async () => {
-          expect(await config.newUrl('s1', request(host))).toBe(url);
-          return Date.now() - started;
-        }),
-      );
-      after.sort((a, b) => a - b);
-      // Three went when the rest ended (the site allowed three per second), then one per third of a second.
-      expect(after.slice(0, 3).every((ms) => ms >= 800 && ms < 1_300)).toBe(true);
-      expect(after[3]! - after[0]!).toBeGreaterThanOrEqual(300);
-      expect(after[4]! - after[3]!).toBeGreaterThanOrEqual(300);
+      // The rest ends when the server's cooldown does (its clock: the report's cooldownUntil).
+      await eventually(() => config.stats.reportedRateLimited === 1);
+      const report = callsMatching(/report$/).find(
+        (r) => (r.response as { result?: string }).result === 'rate_limited',
+      )!.response as { cooldownUntil: string };
+      const rest = Date.parse(report.cooldownUntil) - clock.start;
+      // None goes while the proxy rests. The site allowed three per second: the bucket holds
+      // 2.7 of them when the rest ends (0.3 of a token is held back for the requests' varying
+      // travel, FIRST_HEADROOM), so two go at once, the third 0.1 s later, then one per third
+      // of a second.
+      clock.at(rest - 10);
+      const all = clock.send(5, 's1', host, url);
+      expect(await clock.wentBy(rest - 10)).toBe(0);
+      await clock.until(rest, 2);
+      expect(await clock.wentBy(rest + 90)).toBe(2);
+      await clock.until(rest + 101, 3);
+      expect(await clock.wentBy(rest + 420)).toBe(3);
+      await clock.until(rest + 440, 4);
+      expect(await clock.wentBy(rest + 760)).toBe(4);
+      await clock.until(rest + 770, 5);
+      await all;
       expect(calls('POST /v1/leases')).toHaveLength(1);
     });
 
     it('a proxy leased for a site another proxy learned the pace of starts at that pace, without a 429 of its own', async () => {
+      const clock = await onAClock();
       const host = 'https://shop.example/';
       const first = await config.newUrl('s1', request(host));
       for (let i = 0; i < 3; i++) await navigated('s1', `${host}${i}`, first!, 200);
@@ -300,20 +348,19 @@ describe('ProxyOperatorConfiguration', () => {
       const second = await config.newUrl('s2', request(host));
       expect(second).not.toBe(first);
       // Four more while the first proxy still rests (its second of Retry-After): all through
-      // the second, which the site allows three a second, as it did the first. Its bucket was
-      // full (the lease's first request above took one): two go at once, then one per third of
-      // a second. Before, it went unpaced until a 429 of its own.
-      const started = Date.now();
-      const after = await Promise.all(
-        Array.from({ length: 4 }, async () => {
-          expect(await config.newUrl('s2', request(host))).toBe(second);
-          return Date.now() - started;
-        }),
-      );
-      after.sort((a, b) => a - b);
-      expect(after.slice(0, 2).every((ms) => ms < 200)).toBe(true);
-      expect(after[2]! - after[1]!).toBeGreaterThanOrEqual(250);
-      expect(after[3]! - after[2]!).toBeGreaterThanOrEqual(250);
+      // the second, which the site allows three a second, as it did the first. Its bucket
+      // holds what the first proxy's does when full, 2.7 (see the test before), less the
+      // lease's first request above: one goes at once, the next 0.1 s later, then one per
+      // third of a second. Before, it went unpaced until a 429 of its own.
+      const all = clock.send(4, 's2', host, second);
+      expect(await clock.wentBy(0)).toBe(1);
+      expect(await clock.wentBy(90)).toBe(1);
+      await clock.until(101, 2);
+      expect(await clock.wentBy(420)).toBe(2);
+      await clock.until(440, 3);
+      expect(await clock.wentBy(760)).toBe(3);
+      await clock.until(770, 4);
+      await all;
       expect(config.stats).toMatchObject({ reportedRateLimited: 1 });
     });
 
