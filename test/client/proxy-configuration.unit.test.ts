@@ -651,6 +651,28 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await active()).toBe(2);
     });
 
+    it('stops asking ahead once the server grants a proxy the site already has: the sessions share what the fleet gave', async () => {
+      server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 5 }));
+      const host = 'https://shop.example/';
+      const urls = [await config.newUrl('s0', request(host))];
+      // s1 joins A and one lease is asked ahead (B); s2 joins B and one more is asked: the
+      // server, with no proxy less used, grants one the site has already.
+      for (const [i, asked] of [
+        [1, 2],
+        [2, 3],
+      ] as const) {
+        urls.push(await config.newUrl(`s${i}`, request(host)));
+        await eventually(() => calls('POST /v1/leases').length === asked);
+      }
+      expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/b', expect.stringMatching(/^ns\/[ab]$/)]);
+      // Every session after shares those three leases: no more asks, though 7 slots are free.
+      for (let i = 3; i < 20; i++) urls.push(await config.newUrl(`s${i}`, request(host)));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(calls('POST /v1/leases')).toHaveLength(3);
+      expect(new Set(urls)).toEqual(new Set([urlOf(A), urlOf(B)]));
+      expect(config.stats.leased).toBe(3);
+    });
+
     it('a request waiting for the pace of every leased proxy of the site leases another proxy and goes through it at once', async () => {
       const host = 'https://shop.example/';
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));

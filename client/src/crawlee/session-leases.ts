@@ -144,8 +144,8 @@ const MAX_LEASE_ATTEMPTS = 4;
 /** Lease requests in flight per host at once: a burst of new sessions waits for their answers. */
 const LEASE_REQUESTS_PER_HOST = 4;
 const DEFAULT_WAIT = { retries: Infinity, baseDelayMs: 100, maxDelayMs: 2_000 };
-/** After a pace-driven ask brought no new proxy, the next such ask waits this long (the fleet may grow). */
-const WIDEN_AGAIN_MS = 30_000;
+/** After an ask ahead brought no new proxy, the next one waits this long (the fleet may grow, leases end). */
+const COVERED_FOR_MS = 30_000;
 /** Leases asked for ahead per host (in flight or granted and not yet joined by a session). */
 const LEASE_AHEAD = 2;
 
@@ -185,11 +185,11 @@ export class SessionLeases {
   /** Host key → leases being asked for ahead of the sessions that will join them. */
   private readonly ahead = new Map<string, number>();
   /**
-   * Host key → until when a request waiting for the site's pace does not ask for another
-   * proxy: set once such an ask brought a proxy already leased for the host, or none (the
-   * server had no other one to add).
+   * Host key → until when no lease is asked for ahead: set once an ask ahead brought a proxy
+   * already leased for the host (the server has no less used one to add: the host's leases
+   * already cover the fleet, and its sessions share them), or, asked for the pace, none.
    */
-  private readonly widenedUntil = new Map<string, number>();
+  private readonly coveredUntil = new Map<string, number>();
   /** Host key → requests waiting for the pace, woken when a new lease of the host arrives. */
   private readonly paceWaiters = new Map<string, Set<() => void>>();
   /** Host key → lease requests in flight, and the acquisitions waiting for one to answer. */
@@ -338,9 +338,7 @@ export class SessionLeases {
       this.countPaced(wait);
       // Every leased proxy of the site has used its pace: a proxy not yet leased has all of
       // its own (a crawl's first second leases its proxies one session at a time).
-      if (this.options.leaseAhead !== false && (this.widenedUntil.get(hostKey(host)) ?? 0) <= this.now()) {
-        this.leaseAheadFor(host, true);
-      }
+      if (this.options.leaseAhead !== false) this.leaseAheadFor(host, true);
       const sleptFrom = this.now();
       await this.paceWait(host, Math.min(turn.waitMs, left));
       this.stats.pacedMs += this.now() - sleptFrom;
@@ -757,13 +755,15 @@ export class SessionLeases {
 
   /**
    * Asks for one more lease of `host` in the background, for the next new session, unless
-   * LEASE_AHEAD are already waiting or in flight, the server is believed full, or enough
-   * lease requests are out. Not keyed by a session: whichever session joins it first uses it.
+   * LEASE_AHEAD are already waiting or in flight, the server is believed full, enough lease
+   * requests are out, or the host's leases cover the fleet (coveredUntil). Not keyed by a
+   * session: whichever session joins it first uses it.
    */
   private leaseAheadFor(host: string | undefined, forPace = false): void {
     const ahead = this.ahead.get(hostKey(host)) ?? 0;
     // Called for every new session: the unjoined leases are counted by their bucket (LeastShared).
     if (ahead >= LEASE_AHEAD || this.believedFull(host) || !this.mayAsk(host)) return;
+    if ((this.coveredUntil.get(hostKey(host)) ?? 0) > this.now()) return;
     if (ahead + (this.byHost.get(hostKey(host))?.withUsers(0) ?? 0) >= LEASE_AHEAD) return;
     // Waits ask one at a time: each answer says whether there is another proxy to add.
     if (forPace && ahead > 0) return;
@@ -790,14 +790,17 @@ export class SessionLeases {
           await this.client.release(lease.leaseID).catch(() => undefined);
           return;
         }
-        if (forPace && this.leasesOn(lease.proxy.id).some((s) => s.host === host)) {
-          this.widenedUntil.set(hostKey(host), this.now() + WIDEN_AGAIN_MS);
+        // The server gives the least used proxy: one this host holds already means no other
+        // is less used, and another lease on it spreads nothing (each ask costs the crawler a
+        // call, see docs/benchmarks.md). The lease is kept for sessions to share.
+        if (this.leasesOn(lease.proxy.id).some((s) => s.host === host)) {
+          this.coveredUntil.set(hostKey(host), this.now() + COVERED_FOR_MS);
         }
         this.adopt(lease, host);
         this.log.debug('leased ahead', { host, proxyID: lease.proxy.id, leaseID: lease.leaseID });
       } catch (err) {
         // Nothing to add (every proxy full, cooling down for the site, or none matching).
-        if (forPace && isNoLease(err)) this.widenedUntil.set(hostKey(host), this.now() + WIDEN_AGAIN_MS);
+        if (forPace && isNoLease(err)) this.coveredUntil.set(hostKey(host), this.now() + COVERED_FOR_MS);
         if (isNoLease(err) && err.code === 'all_busy') {
           this.stats.busy++;
           this.fullUntil.set(hostKey(host), this.now() + FULL_MEMORY_MS);
