@@ -208,6 +208,19 @@ export interface CrawlOptions {
   profileDir?: string;
   /** The integration's okReportIntervalMs (default: its own). */
   okReportIntervalMs?: number;
+  /** Calls to the discovery API while the crawl runs (a crawl through Crawlee's list only). */
+  apiCalls?: ApiCalls;
+}
+
+/**
+ * A GET of one proxy every `everyMs` while a crawl runs: an A/A run's first side makes as many
+ * calls as the integration does, to show what the calls alone cost the crawling process.
+ */
+export interface ApiCalls {
+  discoveryURL: string;
+  token: string;
+  proxyID: string;
+  everyMs: number;
 }
 
 /** One crawl of the whole site at Crawlee's defaults; the faults are injected as it goes. */
@@ -289,8 +302,10 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const sampler = setInterval(() => {
     if (crawler.autoscaledPool) running.push(crawler.autoscaledPool.currentConcurrency);
   }, 1000);
+  const stopCalls = options.apiCalls ? callEvery(options.apiCalls) : undefined;
   await crawler.run([world.start]);
   clearInterval(sampler);
+  if (stopCalls) options.progress?.(`${stopCalls()} calls to the discovery API beside the crawl`);
   const seconds = (Date.now() - started) / 1000;
   const { user, system } = process.cpuUsage(cpu);
   const perPage = processCost(fetched.size);
@@ -362,6 +377,20 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
         }
       : {}),
     ...(integration ? { integration: { ...integration.stats } } : {}),
+  };
+}
+
+/** Starts the calls; the function returned stops them and says how many went. */
+function callEvery({ discoveryURL, token, proxyID, everyMs }: ApiCalls): () => number {
+  const client = new DiscoveryClient({ baseUrl: discoveryURL, token });
+  let calls = 0;
+  const timer = setInterval(() => {
+    calls++;
+    client.getProxy(proxyID).catch(() => undefined); // what it answers does not matter, that it was asked does
+  }, everyMs);
+  return () => {
+    clearInterval(timer);
+    return calls;
   };
 }
 

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { CrawlFigures, FaultPlan } from './crawl-scenario.js';
+import type { ApiCalls, CrawlFigures, FaultPlan } from './crawl-scenario.js';
 
 /** Lines on a side's stdout that start with this are messages (SideMessage, JSON). */
 export const SIDE_PREFIX = '@@side ';
@@ -27,6 +27,8 @@ export interface SideConfig {
   worldCore?: number;
   /** Absent: Crawlee's own list (the baseline). */
   operator?: { discoveryURL: string; token: string; namespace: string };
+  /** --api-calls-every-ms (an A/A run's first side): calls to the discovery API beside the crawl. */
+  apiCalls?: ApiCalls;
 }
 
 export type SideMessage =

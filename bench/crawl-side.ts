@@ -41,6 +41,7 @@ async function main(): Promise<void> {
       ...(config.okReportIntervalMs !== undefined ? { okReportIntervalMs: config.okReportIntervalMs } : {}),
       ...(config.profileDir !== undefined ? { profileDir: config.profileDir } : {}),
       progress: (m) => console.log(m),
+      ...(config.apiCalls ? { apiCalls: config.apiCalls } : {}),
       ...(operator
         ? {
             operator: {

@@ -13,6 +13,8 @@
 //                         the other core, as real proxies and sites are other machines; crawl-world.ts)
 //          --calibrate (side by side: an A/A run, both sides Crawlee's list, one side's fleet still
 //                       probed by the operator; how far it falls from 1.0x is the harness's error)
+//          --api-calls-every-ms=MS (with --calibrate: the first side also calls the discovery API
+//                       every MS ms while it crawls, a GET of one proxy: what calls alone cost a crawler)
 //          --profile (CPU-profile each crawl: the integration's share of the crawling process's CPU)
 //          --profile-dir=DIR (with --profile: also write each crawl's .cpuprofile into DIR)
 //          --trace (per second of each crawl: 200s/429s/sources that got a 200; its first second in ms;
@@ -116,6 +118,8 @@ interface HowToRun {
    * How far its rounds fall from 1.0 is how far the harness can be trusted.
    */
   calibrate: boolean;
+  /** --api-calls-every-ms (with --calibrate): the first side also calls the discovery API this often. */
+  apiCallsEveryMs: number | undefined;
 }
 
 /** One scenario: the operator's crawl, then the baseline's, each on a fresh fleet and site. */
@@ -129,7 +133,7 @@ async function scenario(
   faults: FaultPlan,
   rateLimitPerSecond: number | undefined,
   repeat: number,
-  { trace, profile, sideBySide, okReportIntervalMs, worldApart, calibrate }: HowToRun,
+  { trace, profile, sideBySide, okReportIntervalMs, worldApart, calibrate, apiCallsEveryMs }: HowToRun,
 ): Promise<Rounds> {
   const progress = (m: string) => console.log(`  [${label}] ${m}`);
   // Both sides start on a quiet machine (see settle.ts); how long that took is shown.
@@ -253,7 +257,16 @@ async function scenario(
         ...config,
         first: `127.0.${base + 2 * round}.1`,
         ...(calibrate
-          ? {}
+          ? apiCallsEveryMs === undefined
+            ? {}
+            : {
+                apiCalls: {
+                  discoveryURL: `http://127.0.0.1:${op.discoveryPort}`,
+                  token: TOKEN,
+                  proxyID: `${namespace}/proxy-0`,
+                  everyMs: apiCallsEveryMs,
+                },
+              }
           : { operator: { discoveryURL: `http://127.0.0.1:${op.discoveryPort}`, token: TOKEN, namespace } }),
       },
       { core: 0, progress: sideProgress('operator') },
@@ -520,7 +533,20 @@ async function main(): Promise<void> {
   const calibrate = process.argv.includes('--calibrate');
   if ((worldApart || calibrate) && !sideBySide)
     throw new Error('--world-apart and --calibrate need --side-by-side');
-  const howToRun: HowToRun = { trace, profile, sideBySide, okReportIntervalMs, worldApart, calibrate };
+  const apiCallsEveryMs = process.argv.some((a) => a.startsWith('--api-calls-every-ms='))
+    ? flag('api-calls-every-ms', 0)
+    : undefined;
+  if (apiCallsEveryMs !== undefined && (!calibrate || !(apiCallsEveryMs > 0)))
+    throw new Error('--api-calls-every-ms needs --calibrate and a number of ms above 0');
+  const howToRun: HowToRun = {
+    trace,
+    profile,
+    sideBySide,
+    okReportIntervalMs,
+    worldApart,
+    calibrate,
+    apiCallsEveryMs,
+  };
   console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
   if (calibrate) {
     console.log(
