@@ -1,6 +1,6 @@
 import {
   condition,
-  eventsFor,
+  eventsOnceThere,
   eventually,
   managedSpec,
   operatorSuite,
@@ -73,7 +73,7 @@ describe('rotation on a schedule, drained (item 2)', () => {
     );
     expect(replaced.status?.replacement).toBeUndefined();
     expect(await replacementsCounted(suite.op.registry, 'Rotation')).toBe(1);
-    const events = await eventsFor(kc, namespace, 'old');
+    const events = await eventsOnceThere(kc, namespace, 'old', 'Rotating');
     expect(events).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ type: 'Normal', reason: 'Rotating' }),

@@ -4,7 +4,7 @@ import { DelegatingProvider } from './delegating-provider.js';
 import {
   condition,
   deleteProxy,
-  eventsFor,
+  eventsOnceThere,
   eventually,
   managedSpec,
   operatorSuite,
@@ -86,7 +86,7 @@ describe('dead Managed proxies are replaced after their Unhealthy grace (item 1)
       30_000,
     );
     expect(replaced.status?.replacement).toBeUndefined();
-    const events = await eventsFor(kc, namespace, 'dies');
+    const events = await eventsOnceThere(kc, namespace, 'dies', 'ReplacingUnhealthy');
     expect(events).toEqual(
       expect.arrayContaining([expect.objectContaining({ type: 'Warning', reason: 'ReplacingUnhealthy' })]),
     );
@@ -144,7 +144,7 @@ describe('the budget holds under failure (item 4)', () => {
       expect(p.status?.phase).toBe('Ready');
       expect(condition(p, 'Provisioned')?.message).toContain(failedKeys.join(', '));
     }
-    const events = await eventsFor(kc, namespace, blocked[0].metadata.name);
+    const events = await eventsOnceThere(kc, namespace, blocked[0].metadata.name, 'ReplacementBlocked');
     expect(events).toEqual(
       expect.arrayContaining([expect.objectContaining({ type: 'Warning', reason: 'ReplacementBlocked' })]),
     );

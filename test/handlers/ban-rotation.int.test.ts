@@ -3,6 +3,7 @@ import { freePort } from '../../framework/testing/control-plane.js';
 import {
   condition,
   eventsFor,
+  eventsOnceThere,
   eventually,
   fastHealthCheck,
   managedSpec,
@@ -96,7 +97,7 @@ describe('rotation on bans (item 3)', () => {
     );
     expect(replaced.status?.replacement).toBeUndefined();
     expect(await rotations()).toBe(1);
-    expect(await eventsFor(kc, namespace, 'banned')).toEqual(
+    expect(await eventsOnceThere(kc, namespace, 'banned', 'Rotating', 'Replacing')).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
           type: 'Normal',

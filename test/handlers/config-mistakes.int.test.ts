@@ -12,7 +12,7 @@ import {
   condition,
   deleteProxy,
   dropFinalizers,
-  eventsFor,
+  eventsOnceThere,
   eventually,
   managedSpec,
   mockProvider,
@@ -101,7 +101,9 @@ describe('a provider missing from the config', () => {
     expect(condition(waiting, 'Provisioned')?.message).toMatch(
       /fix the providers config and restart the operator/,
     );
-    expect((await eventsFor(kc, namespace, 'later')).map((e) => e.reason)).toContain('UnknownProvider');
+    expect((await eventsOnceThere(kc, namespace, 'later', 'UnknownProvider')).map((e) => e.reason)).toContain(
+      'UnknownProvider',
+    );
     expect(errors).toEqual(
       expect.arrayContaining([expect.objectContaining({ msg: 'provider not configured' })]),
     );
@@ -128,7 +130,9 @@ describe('a provider missing from the config', () => {
     expect(holding.status?.phase).toBe('Deleting');
     expect(holding.metadata.finalizers).toContain(FINALIZER);
     expect(condition(holding, 'Provisioned')?.message).toContain(`cannot delete instance ${instance}`);
-    const warnings = (await eventsFor(kc, namespace, 'held')).filter((e) => e.type === 'Warning');
+    const warnings = (await eventsOnceThere(kc, namespace, 'held', 'UnknownProvider')).filter(
+      (e) => e.type === 'Warning',
+    );
     expect(warnings.map((e) => e.reason)).toContain('UnknownProvider');
     expect(errors).toEqual(
       expect.arrayContaining([

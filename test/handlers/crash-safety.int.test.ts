@@ -6,7 +6,7 @@ import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import {
   deleteProxy,
-  eventsFor,
+  eventsOnceThere,
   eventually,
   managedSpec,
   mockProvider,
@@ -166,7 +166,7 @@ describe('a crash at the worst moment leaves exactly the instances it should', (
     const p = await readyWith('crash-then-change');
     expect((await instancesOf(uid)).map((i) => i.id)).toEqual([p.status?.providerID]);
     expect(p.status?.providerID).not.toBe(first.id);
-    const events = await eventsFor(kc, namespace, 'crash-then-change');
+    const events = await eventsOnceThere(kc, namespace, 'crash-then-change', 'StaleInstances');
     expect(events.find((e) => e.reason === 'StaleInstances')?.message).toContain(first.id);
     await running!.stop();
   });

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Instance } from '../../providers/contract.js';
-import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 // Issue 12 item 2: a proxy that cannot be probed says so, once.
@@ -47,7 +47,9 @@ describe('a proxy that cannot be probed', () => {
 
     // Many syncs and reconciles later: still one Event, one warning.
     await new Promise((r) => setTimeout(r, 5_000));
-    const events = (await eventsFor(kc, namespace, 'zoned')).filter((e) => e.reason === 'InvalidProbeTarget');
+    const events = (await eventsOnceThere(kc, namespace, 'zoned', 'InvalidProbeTarget')).filter(
+      (e) => e.reason === 'InvalidProbeTarget',
+    );
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: 'Warning' });
     expect(warnings.filter((w) => w.proxy === `${namespace}/zoned`)).toHaveLength(1);

@@ -4,7 +4,7 @@
 // The real operator must neither probe it (a WHATWG parser reads 127.0.0.012 as 127.0.0.10, where
 // a real forward proxy answers, so a probe would succeed) nor hand the raw string to crawlers.
 import type { Instance } from '../../providers/contract.js';
-import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, reporting its canonical IPv4 addresses with the last octet in octal: 127.0.0.10 → 127.0.0.012. */
@@ -63,7 +63,9 @@ describe('a proxy whose address is not written as one address', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     const later = await api.get('octal');
     expect(condition(later, 'Healthy')?.reason).toBe('InvalidProbeTarget');
-    const events = (await eventsFor(kc, namespace, 'octal')).filter((e) => e.reason === 'InvalidProbeTarget');
+    const events = (await eventsOnceThere(kc, namespace, 'octal', 'InvalidProbeTarget')).filter(
+      (e) => e.reason === 'InvalidProbeTarget',
+    );
     expect(events).toHaveLength(1);
   });
 });

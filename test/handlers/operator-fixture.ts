@@ -263,6 +263,22 @@ export async function eventsFor(
   return list.items;
 }
 
+/**
+ * The Events about `name` once every one of `reasons` is among them. A handler posts its
+ * Events after the status write a test waits for, so a list read at once can miss them.
+ */
+export function eventsOnceThere(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  ...reasons: string[]
+): Promise<Array<{ reason?: string; type?: string; message?: string }>> {
+  return eventually(`Events ${reasons.join(', ')} about ${name}`, async () => {
+    const events = await eventsFor(kc, namespace, name);
+    return reasons.every((r) => events.some((e) => e.reason === r)) ? events : undefined;
+  });
+}
+
 export async function deleteProxy(kc: KubeConfig, namespace: string, name: string): Promise<void> {
   const { CustomObjectsApi } = await import('@kubernetes/client-node');
   await kc.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({

@@ -1,7 +1,7 @@
 import type { Instance } from '../../providers/contract.js';
 import { providerError, type ProviderErrorKind, type ProviderOperation } from '../../providers/errors.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
-import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 import { DelegatingProvider } from './delegating-provider.js';
 
 /** The mock, but calls on one instance fail as a cloud's would (403, 400 resourceNotReady, timeouts). */
@@ -76,7 +76,7 @@ describe('a permission blip or a not-ready cloud never fails a running proxy', (
       });
       expect(after.status?.phase).toBe('Ready');
       expect(after.status?.providerID).toBe(before.status?.providerID);
-      const events = await eventsFor(kc, namespace, name);
+      const events = await eventsOnceThere(kc, namespace, name, 'ProviderError');
       expect(events.some((e) => e.type === 'Warning' && e.reason === 'ProviderError')).toBe(true);
     },
   );

@@ -6,7 +6,7 @@ import { isNotFound } from '../../providers/errors.js';
 import {
   condition,
   deleteProxy,
-  eventsFor,
+  eventsOnceThere,
   eventually,
   managedSpec,
   operatorSuite,
@@ -42,7 +42,9 @@ describe('a Managed proxy', () => {
     expect(condition(p, 'Provisioned')).toMatchObject({ status: 'True', reason: 'InstanceRunning' });
     expect(condition(p, 'Healthy')).toMatchObject({ status: 'True', reason: 'ProbeSucceeded' });
     expect(p.status?.lastHealthCheckTime).toBeTruthy();
-    const reasons = (await eventsFor(kc, namespace, 'basic')).map((e) => e.reason);
+    const reasons = (await eventsOnceThere(kc, namespace, 'basic', 'Creating', 'Provisioned', 'Ready')).map(
+      (e) => e.reason,
+    );
     expect(reasons).toEqual(expect.arrayContaining(['Creating', 'Provisioned', 'Ready']));
   });
 });
@@ -60,7 +62,7 @@ describe('an External proxy', () => {
     ]);
     const password = Buffer.from(secret.data!.password, 'base64').toString('utf8');
     expect(password).toMatch(/^[A-Za-z0-9_-]{24}$/);
-    const events = await eventsFor(kc, namespace, 'with-creds');
+    const events = await eventsOnceThere(kc, namespace, 'with-creds', 'Ready');
     expect(JSON.stringify([p, events])).not.toContain(password);
   });
 
@@ -94,7 +96,7 @@ describe('an External proxy', () => {
       await eventually('Unhealthy', async () =>
         (await api.get('ext-health')).status?.phase === 'Unhealthy' ? true : undefined,
       );
-      const events = await eventsFor(kc, namespace, 'ext-health');
+      const events = await eventsOnceThere(kc, namespace, 'ext-health', 'Unhealthy');
       expect(events).toEqual(
         expect.arrayContaining([expect.objectContaining({ type: 'Warning', reason: 'Unhealthy' })]),
       );
@@ -139,7 +141,7 @@ describe('replacement: proxies are immutable cattle', () => {
     expect(after.metadata.annotations?.[SPEC_HASH_ANNOTATION]).not.toBe(
       before.metadata.annotations?.[SPEC_HASH_ANNOTATION],
     );
-    const events = await eventsFor(kc, namespace, name);
+    const events = await eventsOnceThere(kc, namespace, name, 'Replacing');
     expect(events.find((e) => e.reason === 'Replacing')?.message).toMatch(/IP WILL CHANGE/);
   });
 
@@ -260,7 +262,7 @@ describe('provider errors', () => {
       return x.status?.phase === 'Failed' ? x : undefined;
     });
     expect(condition(p, 'Provisioned')).toMatchObject({ status: 'False', reason: 'ProvisioningFailed' });
-    const events = await eventsFor(kc, namespace, 'perm');
+    const events = await eventsOnceThere(kc, namespace, 'perm', 'ProvisioningFailed');
     expect(events.some((e) => e.type === 'Warning' && e.reason === 'ProvisioningFailed')).toBe(true);
     // A spec change is a new generation: it is retried and now succeeds.
     await api.patchSpec('perm', { placement: { zone: 'local-c', machineType: 'small', image: 'squid-1' } });
@@ -285,7 +287,7 @@ describe('provider errors', () => {
       /provider "gcp-mars" is not configured \(configured: mock\)/,
     );
     expect(p.metadata.annotations?.['crawl.example.com/permanent-failure-generation']).toBeUndefined();
-    const events = await eventsFor(kc, namespace, 'nowhere');
+    const events = await eventsOnceThere(kc, namespace, 'nowhere', 'UnknownProvider');
     expect(events.filter((e) => e.type === 'Warning' && e.reason === 'UnknownProvider')).toHaveLength(1);
   });
 });
@@ -302,7 +304,7 @@ describe('drift', () => {
       async () => ((await instanceGone(before.status!.providerID!)) ? undefined : true),
       150_000,
     );
-    const events = await eventsFor(kc, namespace, 'drift');
+    const events = await eventsOnceThere(kc, namespace, 'drift', 'InstanceGone');
     expect(events.find((e) => e.reason === 'InstanceGone')?.message).toMatch(/IP will change/);
     await ready('drift');
   }, 180_000);

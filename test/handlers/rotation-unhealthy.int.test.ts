@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Proxy } from '../../crds/proxy-types.js';
 import { DelegatingProvider } from './delegating-provider.js';
-import { condition, eventsFor, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Issue 24: a rotated proxy whose new instance is not Ready at its first probe keeps that
 // instance. The Rotation record stays until the new instance is Ready (it holds the slot);
@@ -117,7 +117,7 @@ describe('a rotated proxy whose new instance starts Unhealthy (issue 24)', () =>
     await eventually('the repair deleted the instance', async () =>
       deletes.length === 2 ? true : undefined,
     );
-    const events = await eventsFor(kc, namespace, 'rotated');
+    const events = await eventsOnceThere(kc, namespace, 'rotated', 'Rotating', 'ReplacingUnhealthy');
     expect(events).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ reason: 'Rotating' }),
