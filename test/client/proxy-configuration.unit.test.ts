@@ -1,5 +1,6 @@
 // The Crawlee integration against the real discovery API and a real Crawlee SessionPool:
 // one lease per (session, host), reports, renewals, releases and going direct.
+import { jest } from '@jest/globals';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -1001,6 +1002,59 @@ describe('ProxyOperatorConfiguration', () => {
     await eventually(() => callsMatching(/report$/).length === 1);
     const report = callsMatching(/report$/)[0].response as { cooldownUntil: string };
     expect(Date.parse(report.cooldownUntil) - Date.now()).toBeGreaterThan(40_000);
+  });
+
+  describe("the lease rides on the request's ProxyInfo to the hook", () => {
+    /** The hook as Crawlee calls it: with the ProxyInfo newProxyInfo gave the request. */
+    const through = (
+      sessionId: string,
+      url: string,
+      proxyInfo: { url?: string } | undefined,
+      statusCode = 200,
+    ) =>
+      config.postNavigationHook({
+        request: { url },
+        session: { id: sessionId },
+        proxyInfo,
+        response: { statusCode },
+        crawler: { sessionPool: pool },
+      });
+
+    it('a success is counted on the lease that carried it, with no lookup of the session', async () => {
+      await config.newProxyInfo('s1', request('https://shop.example/'));
+      const lookups = jest.spyOn(config.leases, 'succeeded');
+      for (let i = 0; i < 10; i++) {
+        const info = await config.newProxyInfo('s1', request(`https://shop.example/${i}`));
+        await through('s1', `https://shop.example/${i}`, info);
+      }
+      expect(lookups).not.toHaveBeenCalled();
+      await config.close();
+      expect(reported()).toEqual([{ result: 'ok', target: 'shop.example' }]);
+      expect(config.stats).toMatchObject({ successes: 10, okReports: 1, released: 1 });
+    });
+
+    it('a success whose carrying lease ended mid-request is counted all the same', async () => {
+      await config.newProxyInfo('s1', request('https://shop.example/'));
+      const info = await config.newProxyInfo('s1', request('https://shop.example/a'));
+      await config.leases.sessionEnded('s1');
+      await through('s1', 'https://shop.example/a', info);
+      expect(config.stats.successes).toBe(1);
+    });
+
+    it("a ProxyInfo another configuration made is counted here, never on the other's lease", async () => {
+      const other = make({ leaseAhead: false });
+      try {
+        await other.newProxyInfo('s1', request('https://shop.example/'));
+        const info = await other.newProxyInfo('s1', request('https://shop.example/a'));
+        await through('s1', 'https://shop.example/a', info);
+        expect(config.stats.successes).toBe(1);
+        expect(other.stats.successes).toBe(0);
+      } finally {
+        await other.close();
+      }
+      // The other's lease had no success: its release carried no ok.
+      expect(reported()).toEqual([]);
+    });
   });
 
   it('counts a success whose lease ended mid-request', async () => {

@@ -2,7 +2,7 @@
 // (client/src/crawlee/proxy-infos.ts).
 import { jest } from '@jest/globals';
 import { ProxyConfiguration } from 'crawlee';
-import { ProxyInfos } from '../../client/src/crawlee/proxy-infos.js';
+import { carrierOf, ProxyInfos } from '../../client/src/crawlee/proxy-infos.js';
 
 const URLS = [
   'http://10.0.0.1:3128',
@@ -60,5 +60,31 @@ describe('the proxy info of a proxy URL', () => {
     const first = infos.of('http://10.0.0.1:3128', 's');
     first.hostname = 'changed';
     expect(infos.of('http://10.0.0.1:3128', 's').hostname).toBe('10.0.0.1');
+  });
+});
+
+describe('the lease a proxy info carries to the post-navigation hook', () => {
+  const lease = { leaseID: 'secret-lease-id' };
+
+  it('is given back for the info it rides on, and for no other', () => {
+    const infos = new ProxyInfos();
+    expect(carrierOf(infos.of('http://10.0.0.1:3128', 's', lease))).toBe(lease);
+    expect(carrierOf(infos.of('http://10.0.0.1:3128', 's'))).toBeUndefined();
+    expect(carrierOf({ url: 'http://10.0.0.1:3128' })).toBeUndefined();
+    expect(carrierOf(undefined)).toBeUndefined();
+  });
+
+  it("is out of sight of whoever reads, copies, compares or logs the info: only Crawlee's fields show", async () => {
+    const info = new ProxyInfos().of('http://user:pw@10.0.0.1:3128', 's', lease);
+    expect(Object.keys(info).sort()).toEqual(
+      ['hostname', 'password', 'port', 'proxyTier', 'sessionId', 'url', 'username'].sort(),
+    );
+    expect(Object.getOwnPropertySymbols(info)).toEqual([]);
+    expect(JSON.stringify(info)).not.toContain('secret-lease-id');
+    expect(carrierOf({ ...info })).toBeUndefined();
+    const crawlee = await new ProxyConfiguration({
+      proxyUrls: ['http://user:pw@10.0.0.1:3128'],
+    }).newProxyInfo('s');
+    expect(info).toEqual(crawlee);
   });
 });

@@ -9,9 +9,10 @@ import {
   type LeaseLog,
   type SessionLeasesOptions,
   type SessionLeasesStats,
+  type SharedLease,
 } from './session-leases.js';
 import { HostNames } from './host-names.js';
-import { ProxyInfos } from './proxy-infos.js';
+import { carrierOf, ProxyInfos } from './proxy-infos.js';
 
 export interface ProxyOperatorConfigurationOptions extends SessionLeasesOptions {
   /** Responses reported as `banned`. Default [401, 403] (Crawlee's default blocked codes). */
@@ -91,12 +92,16 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     options?: { request?: { url?: string } },
   ): Promise<ProxyInfo | undefined> {
     const session = sessionId === undefined ? undefined : String(sessionId);
-    const url = this.urlFor(session, options?.request?.url);
-    if (typeof url !== 'string') {
-      return url.then((found) => (found === null ? undefined : this.infos.of(found, session)));
+    const host = this.hosts.of(options?.request?.url);
+    const ready = this.leases.readyLease(session, host);
+    if (ready === undefined) {
+      return this.leases
+        .proxyUrl(session, host)
+        .then((found) => (found === null ? undefined : this.infos.of(found, session)));
     }
     try {
-      return Promise.resolve(this.infos.of(url, session));
+      // The lease rides on the ProxyInfo to the hook (see proxy-infos.ts).
+      return Promise.resolve(this.infos.of(ready.lease.proxy.url, session, ready));
     } catch (err) {
       // A URL the server sent that does not parse: a rejection, as from Crawlee's own.
       return Promise.reject(err as Error);
@@ -132,12 +137,18 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const proxyUrl = ctx.proxyInfo?.url;
     const status = statusOf(ctx.response);
     if (!proxyUrl || status === undefined) return undefined;
+    const outcome = outcomeOf(status, this.banned, this.rateLimited);
+    if (outcome === undefined) return undefined;
+    // A success returns nothing to await: it is every page's path, and needs no call, and
+    // while the lease that carried it lives, no lookup either.
+    if (outcome === 'ok') {
+      const carrier = carrierOf<SharedLease>(ctx.proxyInfo);
+      if (carrier === undefined || !this.leases.succeededOn(carrier, proxyUrl))
+        this.leases.succeeded(ctx.session?.id, this.hosts.of(ctx.request.url), proxyUrl);
+      return undefined;
+    }
     const host = this.hosts.of(ctx.request.url);
     const session = ctx.session?.id;
-    const outcome = outcomeOf(status, this.banned, this.rateLimited);
-    // A success returns nothing to await: it is every page's path, and needs no call.
-    if (outcome === 'ok') this.leases.succeeded(session, host, proxyUrl);
-    if (outcome === 'ok' || outcome === undefined) return undefined;
     const retryAfter = outcome === 'rate_limited' ? retryAfterSeconds(headersOf(ctx.response)) : undefined;
     return this.leases.blocked(session, host, proxyUrl, outcome, retryAfter);
   };

@@ -75,8 +75,10 @@ export interface SessionLeasesOptions {
   now?: () => number;
 }
 
-/** One server lease and the sessions using it, for one host. */
-interface SharedLease {
+/** One server lease and the sessions using it, for one host (readyLease hands one out). */
+export interface SharedLease {
+  /** The manager that granted it (a carrier handed to another is not its to count). */
+  readonly owner: SessionLeases;
   host: string | undefined;
   /** Its proxy and host, as bans, rests and paces are keyed (banKey). */
   readonly key: string;
@@ -263,6 +265,14 @@ export class SessionLeases {
    * and this is every request's path once its session has a lease.
    */
   readyUrl(session: string | undefined, host: string | undefined): string | undefined {
+    return this.readyLease(session, host)?.lease.proxy.url;
+  }
+
+  /**
+   * readyUrl's lease itself, for a caller that hands it back with the response
+   * (succeededOn): a success then needs no lookup of the session's binding.
+   */
+  readyLease(session: string | undefined, host: string | undefined): SharedLease | undefined {
     if (this.closed) return undefined;
     const shared = this.bindings.get(session, host);
     if (shared === undefined || !this.usable(shared)) return undefined;
@@ -270,7 +280,7 @@ export class SessionLeases {
     if (turn.waitMs > 0 || turn.probe) return undefined;
     shared.usedSinceRenewal = true;
     this.take(shared, host, turn);
-    return shared.lease.proxy.url;
+    return shared;
   }
 
   /** proxyUrl, for one request: `wait` says whether its wait was counted in stats.paced yet. */
@@ -445,6 +455,20 @@ export class SessionLeases {
     if (shared === undefined) return;
     shared.unreportedOk++;
     this.scheduleOks();
+  }
+
+  /**
+   * A request that went through `carrier` (readyLease's answer for it) to `proxyUrl`
+   * succeeded: counted on that lease, as succeeded would, while it lives. False when it has
+   * ended (renewal, ban, session retired): then call succeeded, which finds another.
+   */
+  succeededOn(carrier: SharedLease, proxyUrl: string): boolean {
+    if (carrier.owner !== this || !carrier.live || carrier.lease.proxy.url !== proxyUrl) return false;
+    this.stats.successes++;
+    carrier.pace.pace = paceSucceeded(carrier.pace.pace ?? unpaced, this.now());
+    carrier.unreportedOk++;
+    this.scheduleOks();
+    return true;
   }
 
   /**
@@ -734,6 +758,7 @@ export class SessionLeases {
   /** A granted lease becomes live: shareable, renewed, counted. */
   private adopt(lease: Lease, host: string | undefined): SharedLease {
     const shared: SharedLease = {
+      owner: this,
       host,
       key: banKey(lease.proxy.id, host),
       pace: this.paceCell(banKey(lease.proxy.id, host)),
