@@ -15,6 +15,7 @@ import {
   renewalDelayMs,
   sessionKey,
 } from '../../client/src/crawlee/index.js';
+import { mayJoin } from '../../client/src/crawlee/session-leases.js';
 import { eventually, proxy } from '../discovery/fixtures.js';
 import { startDiscoveryServer, startPredatingFront, type TestDiscoveryServer } from './discovery-server.js';
 
@@ -674,6 +675,43 @@ describe('ProxyOperatorConfiguration', () => {
       expect(config.stats.leased).toBe(3);
     });
 
+    it('a lease no page has come back through yet takes one new session; the next ones join a lease that carried a page', async () => {
+      server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 1 }));
+      const host = 'https://shop.example/';
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      // s2 joins A, the only lease, and B is asked for ahead.
+      expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
+      await eventually(async () => (await active()) === 2);
+      await navigated('s1', `${host}1`, urlOf(A), 200);
+      // B has no session: the next new session tries it.
+      expect(await config.newUrl('s3', request(host))).toBe(urlOf(B));
+      // A carried a page, B has not yet: B keeps its one session, though A has more.
+      const joined = [];
+      for (const s of ['s4', 's5', 's6']) joined.push(await config.newUrl(s, request(host)));
+      expect(joined).toEqual([urlOf(A), urlOf(A), urlOf(A)]);
+      // Once B carried a page it is a lease like any other: the least shared.
+      await navigated('s3', `${host}3`, urlOf(B), 200);
+      expect(await config.newUrl('s7', request(host))).toBe(urlOf(B));
+      expect(await config.newUrl('s8', request(host))).toBe(urlOf(B));
+    });
+
+    it('a burst of new sessions sends one request through a proxy new to the crawl: a ban there costs one 403', async () => {
+      server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 1 }));
+      const host = 'https://shop.example/';
+      await config.newUrl('s1', request(host));
+      await navigated('s1', `${host}1`, urlOf(A), 200);
+      await config.newUrl('s2', request(host));
+      await eventually(async () => (await active()) === 2);
+      const burst = ['s3', 's4', 's5', 's6'];
+      const urls = await Promise.all(burst.map((s) => config.newUrl(s, request(host))));
+      expect(urls.filter((u) => u === urlOf(B))).toHaveLength(1);
+      await navigated(burst[urls.indexOf(urlOf(B))]!, `${host}2`, urlOf(B), 403);
+      expect(reported()).toEqual([{ result: 'banned', target: 'shop.example' }]);
+      // The burst's other sessions were never on B: their next requests go through A.
+      for (const s of burst.filter((_, i) => urls[i] !== urlOf(B)))
+        expect(await config.newUrl(s, request(host))).toBe(urlOf(A));
+    });
+
     it('a request waiting for the pace of every leased proxy of the site leases another proxy and goes through it at once', async () => {
       const host = 'https://shop.example/';
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
@@ -1123,6 +1161,15 @@ describe('the pure rules', () => {
     ['nothing', undefined, false],
   ])('isProxyFailure: %s → %s', (_case, error, expected) => {
     expect(isProxyFailure(error)).toBe(expected);
+  });
+
+  it.each<[string, boolean, number, boolean]>([
+    ['a new lease, no session yet: its first session tries it', false, 0, true],
+    ['a new lease with a session on trial: the next go elsewhere', false, 1, false],
+    ['a lease that carried a page, any sessions', true, 7, true],
+    ['a lease that carried a page, its sessions gone', true, 0, true],
+  ])('mayJoin: %s', (_case, carried, sessions, expected) => {
+    expect(mayJoin({ carried, bindings: { size: sessions } })).toBe(expected);
   });
 
   it.each<[string | undefined, number | undefined]>([

@@ -94,6 +94,8 @@ export interface SharedLease {
   usedSinceRenewal: boolean;
   /** Successes not yet reported. */
   unreportedOk: number;
+  /** A page came back through it: until then it takes one session (see shareable). */
+  carried: boolean;
   /** The pace of its proxy for its host, shared with the other leases of that pair. */
   readonly pace: PaceCell;
   timer?: NodeJS.Timeout;
@@ -454,6 +456,7 @@ export class SessionLeases {
     }
     if (shared === undefined) return;
     shared.unreportedOk++;
+    shared.carried = true;
     this.scheduleOks();
   }
 
@@ -467,6 +470,7 @@ export class SessionLeases {
     this.stats.successes++;
     carrier.pace.pace = paceSucceeded(carrier.pace.pace ?? unpaced, this.now());
     carrier.unreportedOk++;
+    carrier.carried = true;
     this.scheduleOks();
     return true;
   }
@@ -768,6 +772,7 @@ export class SessionLeases {
       ...this.expiry(lease),
       usedSinceRenewal: false,
       unreportedOk: 0,
+      carried: false,
     };
     let forHost = this.byHost.get(hostKey(host));
     if (forHost === undefined) this.byHost.set(hostKey(host), (forHost = new LeastShared()));
@@ -900,18 +905,26 @@ export class SessionLeases {
 
   /**
    * The live lease of `host` a new session should join: not resting if one is (then the one
-   * whose rest ends first), then the fewest sessions on it.
+   * whose rest ends first), then the fewest sessions on it. A lease no page has come back
+   * through yet takes one session, while another lease can take the rest (mayJoin).
    */
   private shareable(host: string | undefined): SharedLease | undefined {
+    return this.leastShared(host, mayJoin) ?? this.leastShared(host, () => true);
+  }
+
+  private leastShared(
+    host: string | undefined,
+    accept: (shared: SharedLease) => boolean,
+  ): SharedLease | undefined {
     const now = this.now();
     const forHost = this.byHost.get(hostKey(host));
     // Called for every new session (a thousand with Crawlee's defaults) over hundreds of
     // leases: with no rest anywhere, the least shared lease comes from its bucket.
-    if (this.rests.size === 0) return forHost?.least((shared) => this.carries(shared, now));
+    if (this.rests.size === 0) return forHost?.least((shared) => accept(shared) && this.carries(shared, now));
     let best: SharedLease | undefined;
     let bestRest = Infinity;
     for (const shared of forHost ?? []) {
-      if (!this.carries(shared, now)) continue;
+      if (!accept(shared) || !this.carries(shared, now)) continue;
       const rest = this.rests.size === 0 ? 0 : Math.max(0, (this.rests.get(shared.key) ?? 0) - now);
       if (
         best === undefined ||
@@ -1199,6 +1212,20 @@ export class SessionLeases {
     this.pending.add(settled);
     void settled.finally(() => this.pending.delete(settled));
   }
+}
+
+/**
+ * Whether a new session may join a lease while another lease could take it: not while no page
+ * has come back through the lease and a session already waits on it. Crawlee's default pool
+ * makes a new session per request, so a lease that arrived last (the least shared) drew the
+ * next several requests at once, each a 403 when the site had banned its proxy: four per
+ * banned proxy in bench:crawl, against one when the lease takes one request first.
+ */
+export function mayJoin(lease: {
+  readonly carried: boolean;
+  readonly bindings: { readonly size: number };
+}): boolean {
+  return lease.carried || lease.bindings.size === 0;
 }
 
 /** How long until a lease granted for `ttlMs` and ending at `expiresAt` is due for renewal. */
