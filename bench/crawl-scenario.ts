@@ -117,6 +117,8 @@ export interface CrawlFigures {
    * the undici calls it makes; the list side has none, so its figure checks the attribution).
    */
   integrationCpu?: CpuShare;
+  /** 403s the site answered: the first through each banned proxy is what finds the ban. */
+  refused: number;
   /** 429s the site sent. */
   rateLimited: number;
   /** A rate-limited site's budget up to the last page, by where it went (see site-budget.ts). */
@@ -366,6 +368,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     }),
     ...(profile ? { integrationCpu: cpuShare(profile, isIntegration) } : {}),
     rateLimited: record.hits.filter((h) => h.status === 429).length,
+    refused: record.hits.filter((h) => h.status === 403).length,
     ...(budget ? { budget } : {}),
     concurrency,
     ...(options.trace

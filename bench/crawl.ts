@@ -404,6 +404,11 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
             l.worldCpuMsPerPage?.toFixed(2) ?? 'n/a',
           ] as [string, string, string],
         ]),
+    [
+      '403s from the site (the first through each banned proxy finds the ban)',
+      String(o.refused),
+      String(l.refused),
+    ],
     ['requests via a banned proxy > 2 s after its first 403', String(o.bannedLate), String(l.bannedLate)],
     [
       'attempts via each dead proxy after its death',
