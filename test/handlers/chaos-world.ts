@@ -8,7 +8,7 @@ import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forwa
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import { readyz, runOperatorIn, until, type OperatorProcess } from '../harness/operator-process.js';
+import { runOperatorIn, until, untilReady, type OperatorProcess } from '../harness/operator-process.js';
 import { FINALIZER, SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
 import { LABEL_REVISION, LABEL_UID } from '../../providers/contract.js';
 
@@ -149,7 +149,8 @@ export class ChaosSuite {
     });
     this.operator = started.process;
     this.metricsPort = started.metricsPort;
-    await until('the operator ready', () => readyz(this.metricsPort), 90_000);
+    // A timeout names what the process said (a port taken, a crash) instead of only waiting.
+    await untilReady(started);
     return this.operator;
   }
 
