@@ -17,22 +17,15 @@
 // Phases alternate in rounds; each figure is the median of its rounds.
 import { loadavg } from 'node:os';
 import { Configuration, ProxyConfiguration, Request, SessionPool } from 'crawlee';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import { DiscoveryClient } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
-import { createDiscoveryApp } from '../discovery/app.js';
-import type { ProxyRecord } from '../discovery/catalog.js';
-import { IndexedCatalog } from '../discovery/indexed-catalog.js';
-import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
-import { DiscoveryServer } from '../discovery/server.js';
+import { readyFleet, startInProcessDiscovery } from './in-process-discovery.js';
 
 const ROUNDS = positive('BENCH_PATH_ROUNDS', 7);
 const REQUESTS = positive('BENCH_PATH_REQUESTS', 5000);
 const SWEEP_MB = positive('BENCH_PATH_SWEEP_MB', 8);
 const PROXIES = 100;
 const SESSIONS = 1000; // Crawlee's default SessionPool size
-const logger = pino({ level: 'silent' });
 
 function positive(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -44,16 +37,7 @@ function positive(name: string, fallback: number): number {
   return value;
 }
 
-const fleet: ProxyRecord[] = Array.from({ length: PROXIES }, (_, i) => ({
-  id: `bench/proxy-${i}`,
-  ip: `127.0.1.${i + 1}`,
-  port: 3128,
-  attributes: {},
-  phase: 'Ready',
-  healthy: true,
-  latencyMillis: 20,
-  maxLeases: 5,
-}));
+const proxyUrls = Array.from({ length: PROXIES }, (_, i) => `http://127.0.1.${i + 1}:3128`);
 
 /** Sweeps `bytes` of memory, reading and writing a word per 64-byte line: the caches go cold. */
 function sweeper(bytes: number): () => number {
@@ -66,23 +50,17 @@ function sweeper(bytes: number): () => number {
 }
 
 async function main(): Promise<void> {
-  const catalog = new IndexedCatalog();
-  catalog.replaceAll(fleet);
-  const store = new MemoryLeaseStore({ catalog, logger });
-  await store.start();
-  const app = createDiscoveryApp({ catalog, leases: store, logger, registry: new Registry() });
-  const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0 }, logger);
-  await server.start();
+  const discovery = await startInProcessDiscovery(readyFleet(proxyUrls, 'bench'));
 
   const pool = await SessionPool.open(
     { persistenceOptions: { enable: false } },
     new Configuration({ persistStorage: false }),
   );
   const integration = new ProxyOperatorConfiguration({
-    client: new DiscoveryClient({ baseUrl: `http://127.0.0.1:${server.port}` }),
+    client: new DiscoveryClient({ baseUrl: discovery.url }),
     log: { debug: () => undefined, warning: (message) => console.error(message) },
   });
-  const list = new ProxyConfiguration({ proxyUrls: fleet.map((p) => `http://${p.ip}:${p.port}`) });
+  const list = new ProxyConfiguration({ proxyUrls });
   const sessions = Array.from({ length: SESSIONS }, (_, i) => `session_${i.toString(36).padStart(9, '0')}`);
   const requests = Array.from(
     { length: 2000 },
@@ -158,8 +136,7 @@ async function main(): Promise<void> {
   }
   const stats = integration.stats;
   await integration.close();
-  await server.stop();
-  await store.stop();
+  await discovery.stop();
 
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log(

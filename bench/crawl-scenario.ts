@@ -13,7 +13,7 @@ import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfigura
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
 import { startCrawlSite, type SiteHit } from './crawl-site.js';
-import { startLocalWorld, type CrawlWorld } from './crawl-world.js';
+import type { CrawlWorld } from './crawl-world.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
 import { cpuShare, startCpuProfile, type CpuShare } from './cpu-share.js';
 
@@ -105,6 +105,12 @@ export interface CrawlFigures {
   /** Of that CPU time, the kernel's share (sockets, timers): what a JS profile does not show. */
   systemCpuShare: number;
   /**
+   * CPU ms this process had spent by its 100th and 1,000th page (undefined: not reached): a
+   * crawl's start (the first calls, the first sessions, code that has not run yet) apart from
+   * the rest.
+   */
+  cpuMsByPage: { 100?: number; 1000?: number };
+  /**
    * What the crawling process cost the kernel and V8 per page fetched: minor page faults,
    * context switches (voluntary: it waited; involuntary: it was preempted), and the
    * collector's pauses. The kernel's share above, broken down.
@@ -156,6 +162,12 @@ function retainedHeapMiB(): number {
   const gc = runInNewContext('gc') as () => void;
   gc();
   return getHeapStatistics().used_heap_size / 2 ** 20;
+}
+
+/** CPU ms (user and system) this process spent since `from`. */
+function cpuMsSince(from: NodeJS.CpuUsage): number {
+  const { user, system } = process.cpuUsage(from);
+  return (user + system) / 1000;
 }
 
 /** Starts counting the process's faults, switches and collections; the result stops it. */
@@ -248,6 +260,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   let deaths: Promise<number> | undefined;
   const fetched = new Set<string>();
   const fetchedAt: number[] = [];
+  const cpuMsByPage: CrawlFigures['cpuMsByPage'] = {};
   let failedRequests = 0;
   const end = (id: string) => {
     const attempt = open.get(id);
@@ -279,6 +292,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
       requestHandler: async ({ request, body, enqueueLinks }) => {
         fetched.add(request.url);
         fetchedAt.push(Date.now() - started);
+        if (fetched.size === 100 || fetched.size === 1000) cpuMsByPage[fetched.size] = cpuMsSince(cpu);
         if (fetched.size === dieAt) {
           deaths = world.kill(faults.dying);
           deaths.catch(() => undefined); // awaited once the crawl is done: a failure surfaces there
@@ -355,6 +369,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     attempts: attempts.length,
     cpuMsPerPage: fetched.size === 0 ? 0 : (user + system) / 1000 / fetched.size,
     systemCpuShare: user + system === 0 ? 0 : system / (user + system),
+    cpuMsByPage,
     perPage,
     ...(worldCpuMs !== undefined && fetched.size > 0 ? { worldCpuMsPerPage: worldCpuMs / fetched.size } : {}),
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt)),
@@ -395,21 +410,6 @@ function callEvery({ discoveryURL, token, proxyID, everyMs }: ApiCalls): () => n
     clearInterval(timer);
     return calls;
   };
-}
-
-/**
- * One small crawl through a throwaway proxy before anything is measured. Crawlee loads
- * got-scraping and its header model on the first request of a process (~150 ms of blocked
- * event loop, seen with --cpu-prof): unwarmed, that cost fell on whichever side crawled first,
- * and round 1 always starts with the operator's side.
- */
-export async function warmUpCrawlee(): Promise<void> {
-  const world = await startLocalWorld({ proxies: 1, first: '127.0.99.1', pages: 5, retryAfterSeconds: 1 });
-  try {
-    await crawl({ world, faults: { banned: [], dying: [], dieAtFraction: 1 } });
-  } finally {
-    await world.close();
-  }
 }
 
 export { startCrawlSite };

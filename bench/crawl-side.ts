@@ -1,6 +1,6 @@
 // One side of a side-by-side round of `npm run bench:crawl -- --side-by-side`, as its own
 // process (the parent pins both sides to one core; see shared-window.ts for why). It warms
-// Crawlee up, starts its fleet and site (here, or apart with --world-apart: see
+// up Crawlee and the integration (crawl-warm-up.ts), starts its fleet and site (here, or apart with --world-apart: see
 // crawl-world.ts), says so, waits for the parent's "go" (the operator's side needs its
 // proxies registered and healthy first), crawls, and answers with its figures.
 //
@@ -8,7 +8,8 @@
 // stdout starting with SIDE_PREFIX are messages (SideMessage, JSON), any other line is
 // progress; "go" on stdin starts the crawl.
 import { createInterface } from 'node:readline';
-import { crawl, warmUpCrawlee } from './crawl-scenario.js';
+import { crawl } from './crawl-scenario.js';
+import { warmUp } from './crawl-warm-up.js';
 import { startLocalWorld, type RunningWorld } from './crawl-world.js';
 import { startWorldProcess } from './crawl-world-process.js';
 import { SIDE_PREFIX, type SideConfig, type SideMessage } from './crawl-side-process.js';
@@ -17,7 +18,7 @@ const send = (message: SideMessage) => process.stdout.write(`${SIDE_PREFIX}${JSO
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2] ?? '') as SideConfig;
-  await warmUpCrawlee();
+  await warmUp();
   const world = await startWorld(config);
   try {
     const go = new Promise<void>((resolve, reject) => {

@@ -36,7 +36,8 @@ import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
 import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
-import { crawl, planFaults, type CrawlFigures, type FaultPlan, warmUpCrawlee } from './crawl-scenario.js';
+import { crawl, planFaults, type CrawlFigures, type FaultPlan } from './crawl-scenario.js';
+import { warmUp } from './crawl-warm-up.js';
 import { canPin, SideProcess } from './crawl-side-process.js';
 import { startLocalWorld } from './crawl-world.js';
 import { BenchOperator } from './operator-process.js';
@@ -395,6 +396,11 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
       perPageText(o.perPage),
       perPageText(l.perPage),
     ],
+    [
+      'CPU ms of the crawling process by its 100th / 1,000th page, per round',
+      operators.map((r) => cpuByPageText(r.figures)).join('; '),
+      lists.map((r) => cpuByPageText(r.figures)).join('; '),
+    ],
     ...(o.worldCpuMsPerPage === undefined
       ? []
       : [
@@ -502,6 +508,12 @@ function table(title: string, { operator, list, operators, lists, sideBySide }: 
   ].join('\n');
 }
 
+function cpuByPageText({ cpuMsByPage }: CrawlFigures): string {
+  return [cpuMsByPage[100], cpuMsByPage[1000]]
+    .map((ms) => (ms === undefined ? '-' : ms.toFixed(0)))
+    .join(' / ');
+}
+
 /** What a table's title says about how its rounds ran, beyond the scenario. */
 function described({ sideBySide, worldApart, calibrate }: HowToRun): string {
   const how = [
@@ -579,8 +591,10 @@ async function main(): Promise<void> {
     cleanups.push(() => op.stop());
     await op.ready();
 
-    console.log('  warming up Crawlee (its first request of a process loads got-scraping)');
-    await warmUpCrawlee();
+    console.log(
+      '  warming up Crawlee and the integration (a small crawl through each: see crawl-warm-up.ts)',
+    );
+    await warmUp();
 
     const out: string[] = [];
     if (pages > 0) {
