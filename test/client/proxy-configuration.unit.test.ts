@@ -15,7 +15,8 @@ import {
   renewalDelayMs,
   sessionKey,
 } from '../../client/src/crawlee/index.js';
-import { mayJoin } from '../../client/src/crawlee/session-leases.js';
+import { isSooner, mayJoin, type Turn } from '../../client/src/crawlee/session-leases.js';
+import { unpaced } from '../../client/src/crawlee/site-pace.js';
 import { eventually, proxy } from '../discovery/fixtures.js';
 import { startDiscoveryServer, startPredatingFront, type TestDiscoveryServer } from './discovery-server.js';
 
@@ -1028,6 +1029,42 @@ describe('ProxyOperatorConfiguration', () => {
     expect(await config.newUrl('s2', request(page))).toBe(b);
   });
 
+  it('when no proxy has a token, the probe goes through the proxy a probe raised before, and its refusal shows the limit for every proxy', async () => {
+    const start = Date.now();
+    const page = 'https://shop.example/';
+    const { first: a, second: b, answer, setNow } = await twoProxiesOnAClock(page, start - 1_000);
+    // The site allows three a second per source. Through each proxy three requests went
+    // 400 ms apart before a 429: by themselves they show two a second, the limit both learn.
+    for (const [session, proxyUrl] of [
+      ['s1', a],
+      ['s2', b],
+    ] as const) {
+      for (const at of [start - 900, start - 500, start - 100]) await answer(session, proxyUrl, 200, at);
+      await answer(session, proxyUrl, 429, start);
+    }
+    // Quiet periods later: each proxy has one whole token (two less the headroom); then A's
+    // session probes A, and the site lets the probe through: A's limit is three, B's two.
+    let now = start + 6_000;
+    setNow(now);
+    const first = [];
+    for (let i = 0; i < 3; i++) first.push(await config.newUrl('s1', request(page)));
+    expect(first).toEqual([a, b, a]);
+    await answer('s1', a, 200, now);
+    // Quiet periods later again, B's session asks: B's token and A's two go, and then either
+    // proxy could probe. The probe goes through A, the proxy a probe raised.
+    now += 6_000;
+    setNow(now);
+    const second = [];
+    for (let i = 0; i < 4; i++) second.push(await config.newUrl('s2', request(page)));
+    expect(second).toEqual([b, a, a, a]);
+    // The site refuses A's probe of four: three held for A, so B takes three as well (two
+    // whole tokens once the rests are over, not one).
+    await answer('s2', a, 429, now);
+    setNow(now + 10_000);
+    expect(await config.newUrl('s2', request(page))).toBe(b);
+    expect(await config.newUrl('s2', request(page))).toBe(b);
+  });
+
   it('passes the Retry-After of a 429 with the report', async () => {
     const url = await config.newUrl('s1', request('https://shop.example/'));
     await config.postNavigationHook({
@@ -1170,6 +1207,27 @@ describe('the pure rules', () => {
     ['a lease that carried a page, its sessions gone', true, 0, true],
   ])('mayJoin: %s', (_case, carried, sessions, expected) => {
     expect(mayJoin({ carried, bindings: { size: sessions } })).toBe(expected);
+  });
+
+  /** A turn: a token now, a probe now (of a proxy whose limit is now `limit`), or a wait. */
+  const token: Turn = { waitMs: 0, probe: false };
+  const probeTo = (limit: number): Turn => ({
+    waitMs: 0,
+    probe: true,
+    admitted: { pace: { ...unpaced, limit }, probe: true },
+  });
+  const waitOf = (waitMs: number): Turn => ({ waitMs, probe: false });
+  it.each<[string, Turn, Turn, boolean]>([
+    ['a token now beats a probe now', token, probeTo(3), true],
+    ['a probe now does not beat a token now', probeTo(3), token, false],
+    ['a probe now beats a wait', probeTo(3), waitOf(5), true],
+    ['a shorter wait beats a longer one', waitOf(5), waitOf(50), true],
+    ['a token does not beat a token', token, token, false],
+    ['the probe of a proxy a probe raised beats the probe of one it did not', probeTo(4), probeTo(3), true],
+    ['the probe of a proxy at the lower limit does not beat it', probeTo(3), probeTo(4), false],
+    ['probes of proxies at the same limit: the first found stays', probeTo(3), probeTo(3), false],
+  ])('isSooner: %s', (_case, a, b, expected) => {
+    expect(isSooner(a, b)).toBe(expected);
   });
 
   it.each<[string | undefined, number | undefined]>([
