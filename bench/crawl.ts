@@ -35,7 +35,7 @@ import { DiscoveryClient } from '../client/src/index.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
-import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
+import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { crawl, planFaults, type CrawlFigures, type FaultPlan } from './crawl-scenario.js';
 import { warmUp } from './crawl-warm-up.js';
 import { canPin, SideProcess } from './crawl-side-process.js';

@@ -20,7 +20,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
+import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { selfSignedCert } from '../framework/testing/self-signed-cert.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startFleet, type FleetReady } from './proxy-fleet.js';

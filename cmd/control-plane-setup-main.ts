@@ -1,4 +1,4 @@
-import { ensureBinaries } from '../framework/testing/binaries.js';
+import { ensureBinaries } from '../framework/control-plane/index.js';
 
 // `npm run control-plane:setup`: obtain the control-plane binaries and say where they are.
 const bins = await ensureBinaries((m) => process.stderr.write(`[control-plane] ${m}\n`));

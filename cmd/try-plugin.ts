@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { ControlPlane, freePort } from '../framework/testing/control-plane.js';
+import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type Proxy } from '../crds/proxy-types.js';
 import { applyCRDs } from './demo/environment.js';

@@ -2,15 +2,7 @@
 // pure, so the rule is table-tested without a store, and kept beside isLeasable so the two
 // cannot disagree (a table test checks that they do not).
 import type { ProxyRecord } from './catalog.js';
-import type { ProxyUsage } from './lease-store.js';
-
-/** A running cooldown of one proxy, as a lease store reports it. */
-export interface ProxyCooldown {
-  /** The target it benches the proxy for; undefined = the global pool (leases naming no target). */
-  target?: string;
-  /** When it ends (ms since the epoch). */
-  until: number;
-}
+import type { ProxyCooldown, ProxyUsage } from './lease-store.js';
 
 export interface CooldownView {
   target: string | null;

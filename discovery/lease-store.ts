@@ -2,7 +2,6 @@
 // Redis-backed) store can replace the in-memory one without touching the HTTP layer. A store
 // reads proxies from the ProxyCatalog it was built with.
 import type { ProxyRecord } from './catalog.js';
-import type { ProxyCooldown } from './leasability.js';
 import type { ExitIPTerm } from './exit-ip-match.js';
 
 export interface LeaseRequest {
@@ -117,6 +116,14 @@ export interface ProxyUsage {
 }
 
 export type HoldReason = 'suspect' | 'down';
+
+/** A running cooldown of one proxy, as a lease store reports it. */
+export interface ProxyCooldown {
+  /** The target it benches the proxy for; undefined = the global pool (leases naming no target). */
+  target?: string;
+  /** When it ends (ms since the epoch). */
+  until: number;
+}
 
 /** See LeaseStore.standing. */
 export interface ProxyStanding {

@@ -15,7 +15,7 @@ import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
 import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { egressOf } from './egress.js';
 import { HintedRanking } from './hinted-ranking.js';
-import type { ProxyCooldown } from './leasability.js';
+import type { ProxyCooldown } from './lease-store.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
   AcquireResult,

@@ -23,6 +23,12 @@ export const LAYERS = {
   eslint: [],
 };
 
+/** framework/testing/ is the tests' harness: product code (the demo, try-plugin) uses framework/control-plane/. */
+function isHarness(root, file) {
+  const rel = relative(root, file).split(sep);
+  return rel[0] === 'framework' && rel[1] === 'testing';
+}
+
 function topFolder(root, file) {
   const rel = relative(root, file);
   if (rel.startsWith('..')) return undefined;
@@ -38,6 +44,8 @@ const importsDownward = {
     messages: {
       upward:
         '{{from}}/ may not import from {{to}}/ (docs/architecture.md, Components: {{from}}/ may import {{allowed}})',
+      harness:
+        '{{from}}/ may not import the test harness framework/testing/ (the control plane is framework/control-plane/)',
     },
   },
   create(context) {
@@ -48,7 +56,12 @@ const importsDownward = {
     const allowed = new Set([from, ...LAYERS[from]]);
     function check(node, source) {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
-      const to = topFolder(root, resolve(dirname(file), source));
+      const target = resolve(dirname(file), source);
+      if (PRODUCT.includes(from) && from !== 'framework' && isHarness(root, target)) {
+        context.report({ node, messageId: 'harness', data: { from } });
+        return;
+      }
+      const to = topFolder(root, target);
       if (!to || allowed.has(to) || !(to in LAYERS)) return;
       context.report({
         node,

@@ -1,7 +1,7 @@
 // The framework's public surface: what a handler author uses (decorators and their options,
 // the contexts and what they carry, the errors, the Operator). The modules under core/ and
 // utils/ are implementation details (their own tests import them directly); test helpers
-// are in framework/testing/index.ts. docs/framework.md is the guide.
+// are in framework/testing/index.ts (the control plane in framework/control-plane/). docs/framework.md is the guide.
 //
 // @controller and @background already apply tsyringe's @injectable() to the class: handler
 // classes do not repeat it (their constructor arguments still need @inject(TOKEN) when

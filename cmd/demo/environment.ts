@@ -11,8 +11,8 @@ import {
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
-import { ControlPlane, freePort } from '../../framework/testing/control-plane.js';
-import type { Progress } from '../../framework/testing/binaries.js';
+import { ControlPlane, freePort } from '../../framework/control-plane/index.js';
+import type { Progress } from '../../framework/control-plane/index.js';
 import { builtinProviderRegistry } from '../../providers/builtin.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import type { ProviderSet } from '../../providers/registry.js';

@@ -13,7 +13,7 @@ export interface SelfSignedCert {
  * local HTTPS targets in tests and benchmarks. Node's crypto can make keys but not X.509.
  */
 export function selfSignedCert(): SelfSignedCert {
-  const dir = mkdtempSync(join(tmpdir(), 'proxy-operator-cert-'));
+  const dir = mkdtempSync(join(tmpdir(), 'self-signed-cert-'));
   try {
     execFileSync(
       'openssl',

@@ -1,12 +1,7 @@
 import type { ProxyRecord } from '../../discovery/catalog.js';
-import {
-  leasability,
-  NOT_LEASABLE_CODES,
-  type NotLeasableCode,
-  type ProxyCooldown,
-} from '../../discovery/leasability.js';
+import { leasability, NOT_LEASABLE_CODES, type NotLeasableCode } from '../../discovery/leasability.js';
 import { isLeasable } from '../../discovery/lease-selection.js';
-import type { ProxyUsage } from '../../discovery/lease-store.js';
+import type { ProxyCooldown, ProxyUsage } from '../../discovery/lease-store.js';
 import { proxy } from './fixtures.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

@@ -11,7 +11,7 @@ import type {
   LeaseStore,
   ReportResult,
 } from '../../discovery/lease-store.js';
-import type { ProxyCooldown } from '../../discovery/leasability.js';
+import type { ProxyCooldown } from '../../discovery/lease-store.js';
 import type { Clock } from '../../discovery/memory-lease-store.js';
 import type { LeaseBookOptions } from '../../discovery/lease-book-settings.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';

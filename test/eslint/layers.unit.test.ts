@@ -26,12 +26,23 @@ describe('layers/imports-downward', () => {
   });
 
   it.each([
+    ['cmd/demo.ts', "import { y } from '../framework/testing/control-plane.js';"],
+    ['cmd/try-plugin.ts', "import { y } from '../framework/testing/index.js';"],
+    ['handlers/x.ts', "import { y } from '../framework/testing/eventually.js';"],
+  ])('%s may not import the test harness: %s', async (file, source) => {
+    const errors = await layerErrors(file, source);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('may not import the test harness framework/testing/');
+  });
+
+  it.each([
     ['handlers/x.ts', "import { y } from '../providers/contract.js';"],
     ['handlers/x.ts', "import { y } from '../framework/index.js';"],
     ['providers/gcp/x.ts', "import { y } from '../contract.js';"],
     ['providers/x.ts', "import { y } from '../crds/proxy-types.js';"],
     ['health/x.ts', "import { y } from './verdict.js';"],
-    ['cmd/demo.ts', "import { y } from '../framework/testing/control-plane.js';"],
+    ['cmd/demo.ts', "import { y } from '../framework/control-plane/index.js';"],
+    ['bench/crawl.ts', "import { y } from '../framework/testing/self-signed-cert.js';"],
     ['test/x.ts', "import { y } from '../handlers/kinds.js';"],
     ['framework/core/x.ts', "import { y } from '@kubernetes/client-node';"],
   ])('%s may import %s', async (file, source) => {

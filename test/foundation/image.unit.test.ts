@@ -119,6 +119,7 @@ describe('the image carries the operator only', () => {
 
   it.each([
     'framework/testing/',
+    'framework/control-plane/',
     'cmd/demo',
     'cmd/control-plane-setup',
     'cmd/try-plugin',
@@ -131,7 +132,7 @@ describe('the image carries the operator only', () => {
   });
 
   it('the build context (.dockerignore) keeps the harness and the demo out, and holds every file the compile reads', () => {
-    expect(ignored).toEqual(expect.arrayContaining(['framework/testing', 'cmd/demo*', 'test', 'bench']));
+    expect(ignored).toEqual(expect.arrayContaining(['framework/testing', 'framework/control-plane', 'cmd/demo*', 'test', 'bench']));
     const excluded = (f: string) =>
       ignored.some((pattern) => {
         const re = new RegExp(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds kubelet, kube-proxy, kube-controller-manager and kube-scheduler from the
-# k8s.io/kubernetes Go module, the way framework/testing/build-control-plane.sh builds
+# k8s.io/kubernetes Go module, the way framework/control-plane/build-control-plane.sh builds
 # kube-apiserver (same module graph, same ldflags, so the Go build cache is shared), and
 # installs them into the store folder given as $1 beside kube-apiserver. A binary already
 # there is kept: the store is the cache.

@@ -8,7 +8,7 @@ dest=${1:?usage: build-control-plane.sh <install-dir>}
 k8s_version=${K8S_VERSION:-1.36.2}
 etcd_version=${ETCD_VERSION:-3.6.8}
 minor=${k8s_version#*.}; minor=${minor%%.*}
-work=$(mktemp -d -t proxy-operator-cp-build.XXXXXX)
+work=$(mktemp -d -t control-plane-build.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 step() { printf '[control-plane build] %s\n' "$*" >&2; }
