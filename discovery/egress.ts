@@ -1,4 +1,4 @@
-// When a proxy's cooldowns stop being true (docs/decisions/0212-cooldowns-follow-the-egress.md).
+// When a proxy's cooldowns stop being true (docs/decisions/0020-reports-a-ban-rests-a-rate-limit-paces-a-dead-proxy-leaves.md).
 // The lease book keys cooldowns and streaks by proxy (namespace/name), but what a site bans is
 // the address it sees. A replacement with a new instance (a rotation on bans, a repair, a spec
 // change) usually brings a new address: the old one's cooldowns then only keep the fresh proxy

@@ -72,7 +72,7 @@ function textOf(err: ErrorShape): string {
 const RESOURCE_NOT_READY = /resourceNotReady|The resource '[^']*' is not ready/;
 
 /**
- * Classifies an error thrown by a Compute call (see the table in docs/decisions/0112-gcp.md).
+ * Classifies an error thrown by a Compute call (see the table in docs/decisions/0029-the-built-in-providers.md).
  * Unknown shapes are Transient: retrying with backoff is harmless, failing a Proxy for a
  * shape we never saw is not.
  */

@@ -1,6 +1,6 @@
 import { egressOf, egressStep, type EgressStep } from '../../discovery/egress.js';
 
-// Issue 24: when a proxy's cooldowns stop being true (docs/decisions/0212).
+// Issue 24: when a proxy's cooldowns stop being true (docs/decisions/0020-reports-a-ban-rests-a-rate-limit-paces-a-dead-proxy-leaves.md).
 
 describe("a proxy's egress: what sites see it as", () => {
   it.each<[string, { ip: string; exitIP?: string }, string | undefined]>([

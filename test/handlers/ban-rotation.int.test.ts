@@ -107,7 +107,7 @@ describe('rotation on bans (item 3)', () => {
         expect.objectContaining({ type: 'Normal', reason: 'Replacing' }),
       ]),
     );
-    // A new IP: the book forgot what the old one earned, streaks included (docs/decisions/0212):
+    // A new IP: the book forgot what the old one earned, streaks included (docs/decisions/0020-reports-a-ban-rests-a-rate-limit-paces-a-dead-proxy-leaves.md):
     // the fresh instance is leased for the very targets it was rotated for, and a ban there
     // starts over at --cooldown (the old IP's streak would have doubled it).
     const fresh = await call('POST', '/v1/leases', {
