@@ -13,7 +13,7 @@
 // the Deployment's Node settings (its heap and young-generation sizes decide how long a
 // collection holds the timers up); BENCH_NODE_OPTIONS replaces them to compare others.
 //
-// Since the fifth try (docs/benchmarks.md) the server serves one list and settles before the
+// Since the SCHED_IDLE method (docs/benchmarks.md) the server serves one list and settles before the
 // idle phase, and the clients run at SCHED_IDLE, reading only a page's tail: crawlers on other
 // machines take none of the operator's CPU. BENCH_PROBE_METHOD=fourth measures the earlier
 // way, =both each configuration both ways. Diagnosis: BENCH_PROBE_TRACE=1 (where the worst
@@ -167,7 +167,7 @@ interface Figures {
  * fifth try's: the server first serves one list of the fleet and settles (its start-up
  * collections and cold caches out of both phases), and the clients, which stand for
  * crawlers on other machines, run at SCHED_IDLE and read only the tail of a page, so that
- * the load generator takes only CPU the server leaves (docs/benchmarks.md, fifth try).
+ * the load generator takes only CPU the server leaves (docs/benchmarks.md, probe lateness: method).
  */
 interface Method {
   name: string;

@@ -2,7 +2,7 @@
 // floor under bench/discovery-probes.ts's figures when its clients share the server's cores.
 // An idle process runs 2,000 timers at 200 a second (as the probe schedule does) and reports
 // their lateness p50/p99/max: alone, beside two busy loops at normal priority, and beside the
-// same two at nice 19. Decision 0218 and docs/benchmarks.md (probe lateness, fifth try).
+// same two at nice 19. docs/benchmarks.md (probe lateness while clients list: its method).
 //
 //   npm run build && node build/bench/scheduler-floor.js
 import { fork } from 'node:child_process';
