@@ -132,7 +132,9 @@ describe('the image carries the operator only', () => {
   });
 
   it('the build context (.dockerignore) keeps the harness and the demo out, and holds every file the compile reads', () => {
-    expect(ignored).toEqual(expect.arrayContaining(['framework/testing', 'framework/control-plane', 'cmd/demo*', 'test', 'bench']));
+    expect(ignored).toEqual(
+      expect.arrayContaining(['framework/testing', 'framework/control-plane', 'cmd/demo*', 'test', 'bench']),
+    );
     const excluded = (f: string) =>
       ignored.some((pattern) => {
         const re = new RegExp(
