@@ -7,6 +7,7 @@ import { pino, type Logger } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinProviderRegistry } from '../providers/builtin.js';
 import { connectRedis } from '../discovery/redis-connection.js';
+import { readRedisServerFacts, redisServerProblem } from '../discovery/redis-server-check.js';
 import { handlersFor } from '../handlers/components.js';
 import type { LeaseStoreFactory } from '../handlers/lease-book.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
@@ -127,12 +128,37 @@ async function main(): Promise<void> {
   if (store.kind === 'redis') {
     // Connects in the background: a Redis that is down at start-up means 503 store_unavailable
     // until it is up, not a crash loop.
+    let ca: string | undefined;
+    if (store.caFile !== undefined) {
+      try {
+        ca = await readFile(store.caFile, 'utf8');
+      } catch (err) {
+        fatal(`--redis-ca-file: ${messageOf(err)}`, logger);
+      }
+    }
     const redis = connectRedis({
       url: store.url,
       password: store.password,
       username: store.username,
       timeoutMs: store.timeoutMs,
+      ...(ca === undefined ? {} : { ca }),
       logger: logger.child({ component: 'lease-store' }),
+    });
+    // Each connection (the first, and every one after a failover) is checked: a server that
+    // may evict the book's keys stops the process naming the flag, rather than serving bans
+    // that can silently lift.
+    redis.on('ready', () => {
+      readRedisServerFacts(redis).then(
+        (facts) => {
+          const problem = redisServerProblem(facts, { allowEviction: store.allowEviction });
+          if (problem !== undefined) fatal(`--redis-url: ${problem.message}`, logger);
+        },
+        (err: unknown) =>
+          logger.warn(
+            { err: { message: messageOf(err) } },
+            'Redis lease store: cannot read INFO to check the server',
+          ),
+      );
     });
     leaseStore = redisLeaseStore(handlerSettings.discovery, redis, store.keyPrefix);
     logger.info(

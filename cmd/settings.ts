@@ -69,6 +69,10 @@ export type LeaseStoreSettings =
       username?: string;
       keyPrefix: string;
       timeoutMs: number;
+      /** `--redis-ca-file`: a PEM file of the CAs a rediss:// server is verified against. */
+      caFile?: string;
+      /** `--redis-allow-eviction`: start on a maxmemory-policy that may evict the book's keys. */
+      allowEviction: boolean;
     };
 
 export type { Component };
@@ -278,6 +282,18 @@ const OPTIONS: Option[] = [
     help: 'milliseconds a Redis call may take before the request fails with 503 store_unavailable (and Retry-After)',
   },
   {
+    flag: 'redis-ca-file',
+    env: 'REDIS_CA_FILE',
+    help: "PEM file of the CA certificates a rediss:// Redis is verified against (a managed Redis's server CA); read at start-up",
+  },
+  {
+    flag: 'redis-allow-eviction',
+    env: 'REDIS_ALLOW_EVICTION',
+    default: 'false',
+    boolean: true,
+    help: 'start even when the Redis maxmemory-policy is not noeviction (any other policy may evict running bans, leases and load counters); without it such a Redis stops start-up',
+  },
+  {
     flag: 'components',
     env: 'COMPONENTS',
     default: 'controller,discovery',
@@ -395,10 +411,11 @@ function leaseStore(
     throw new SettingsError(`--lease-store: "${kind}" must be memory or redis`);
   const url = get('redis-url');
   if (kind === 'memory') {
-    if (url !== undefined)
-      throw new SettingsError(
-        '--redis-url: given, but --lease-store is memory; add --lease-store=redis to use it',
-      );
+    for (const flag of ['redis-url', 'redis-ca-file'])
+      if (get(flag) !== undefined)
+        throw new SettingsError(
+          `--${flag}: given, but --lease-store is memory; add --lease-store=redis to use it`,
+        );
     return { kind };
   }
   if (url === undefined)
@@ -423,6 +440,11 @@ function leaseStore(
     throw new SettingsError(
       '--redis-url: holds a password; pass it in REDIS_PASSWORD (env, from a Secret) instead of the flag',
     );
+  const caFile = get('redis-ca-file');
+  if (caFile !== undefined && parsed.protocol !== 'rediss:')
+    throw new SettingsError(
+      `--redis-ca-file: given, but --redis-url is ${parsed.protocol}// (no TLS); use rediss:// to verify the server against it`,
+    );
   const keyPrefix = get('redis-key-prefix')!;
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(keyPrefix))
     throw new SettingsError(
@@ -435,6 +457,8 @@ function leaseStore(
     ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME.trim() } : {}),
     keyPrefix,
     timeoutMs: positiveInt('redis-timeout', get('redis-timeout')!, 10),
+    ...(caFile === undefined ? {} : { caFile }),
+    allowEviction: bool('redis-allow-eviction', get('redis-allow-eviction')!),
   };
 }
 

@@ -171,7 +171,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
-      const result = await leases.acquire({ ...request, owner: owner(res) });
+      const result = await leases.acquire({ ...request, owner: owner(res) }).catch((err: unknown) => {
+        // A 503 is a lease request's outcome too: the alert on store trouble counts them.
+        if (err instanceof StoreUnavailableError) metrics.countLeaseRequest('store_unavailable');
+        throw err;
+      });
       if (!result.granted) {
         metrics.countLeaseRequest(result.reason);
         // When the first cooldown ends: a client can wait exactly that long instead of polling.

@@ -14,7 +14,18 @@ export interface RedisConnectionOptions {
   username?: string;
   /** Longest a command (or the connect) may take before the call fails as store_unavailable. */
   timeoutMs?: number;
+  /** PEM CA certificates a rediss:// server is verified against (a managed Redis's server CA). */
+  ca?: string;
   logger: Logger;
+}
+
+/**
+ * After a failover the address may still lead to the demoted primary, now a replica that
+ * answers every write READONLY while the TCP connection stays up. Dropping the connection
+ * makes the next one follow the address to the new primary; the failed call is a 503.
+ */
+export function reconnectAfter(err: Error): boolean {
+  return err.message.startsWith('READONLY');
 }
 
 export function connectRedis(options: RedisConnectionOptions): Redis {
@@ -28,6 +39,8 @@ export function connectRedis(options: RedisConnectionOptions): Redis {
     // Reconnect forever, at most a second apart: the store recovers when Redis returns.
     retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
     lazyConnect: false,
+    reconnectOnError: (err) => (reconnectAfter(err) ? 1 : false),
+    ...(options.ca === undefined || !options.url.startsWith('rediss:') ? {} : { tls: { ca: options.ca } }),
     ...(options.password === undefined || options.password === '' ? {} : { password: options.password }),
     ...(options.username === undefined || options.username === '' ? {} : { username: options.username }),
   };

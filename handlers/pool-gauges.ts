@@ -83,9 +83,14 @@ export function provisioningAges(proxies: readonly Proxy[], now: Date): Provisio
 /**
  * proxy_operator_pool_proxies{namespace,attributes,phase} and
  * proxy_operator_provisioning_seconds{namespace,proxy}: computed from the cache at scrape
- * time (never stale), reset first so a pool or a proxy that is gone leaves no series behind.
+ * time (never stale), reset first so a pool or a proxy that is gone leaves no series behind;
+ * by the acting leader only (`exported`), so a sum across replicas counts each proxy once.
  */
-export function registerPoolGauges(registry: Registry, cache: () => CacheReader): void {
+export function registerPoolGauges(
+  registry: Registry,
+  cache: () => CacheReader,
+  exported: () => boolean,
+): void {
   new Gauge({
     name: POOL_METRIC,
     help: 'Proxies by namespace, attribute set (spec.attributes as "k=v,k2=v2", keys sorted) and phase.',
@@ -93,6 +98,7 @@ export function registerPoolGauges(registry: Registry, cache: () => CacheReader)
     registers: [registry],
     collect() {
       this.reset();
+      if (!exported()) return;
       for (const c of poolCounts(cache().list<Proxy>(PROXY_KIND))) {
         this.set({ namespace: c.namespace, attributes: c.attributes, phase: c.phase }, c.count);
       }
@@ -105,6 +111,7 @@ export function registerPoolGauges(registry: Registry, cache: () => CacheReader)
     registers: [registry],
     collect() {
       this.reset();
+      if (!exported()) return;
       for (const a of provisioningAges(cache().list<Proxy>(PROXY_KIND), new Date())) {
         this.set({ namespace: a.namespace, proxy: a.proxy }, a.seconds);
       }

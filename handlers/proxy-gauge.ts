@@ -3,14 +3,23 @@ import type { CacheReader } from '../framework/index.js';
 import { PROXY_PHASES, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 
-/** proxy_operator_proxies{phase}: computed from the cache at scrape time, so never stale. */
-export function registerProxyGauge(registry: Registry, cache: () => CacheReader): Gauge<'phase'> {
+/**
+ * proxy_operator_proxies{phase}: computed from the cache at scrape time, so never stale, by
+ * the acting leader only (`exported`): every replica's cache holds the same fleet, so a sum
+ * across replicas would count each proxy once per replica.
+ */
+export function registerProxyGauge(
+  registry: Registry,
+  cache: () => CacheReader,
+  exported: () => boolean,
+): Gauge<'phase'> {
   return new Gauge({
     name: 'proxy_operator_proxies',
-    help: 'Proxies by phase.',
+    help: 'Proxies by phase (exported by the acting leader only).',
     labelNames: ['phase'],
     registers: [registry],
     collect() {
+      if (!exported()) return this.reset();
       const counts = new Map<string, number>(PROXY_PHASES.map((p) => [p, 0]));
       for (const p of cache().list<Proxy>(PROXY_KIND)) {
         const phase = p.status?.phase ?? 'Pending';

@@ -15,6 +15,7 @@ import { PROXY_KIND } from './kinds.js';
 import { CREDENTIALS_SECRETS } from './proxy-credentials.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
+import { registerBookMetrics } from '../discovery/book-metrics.js';
 import type { HandlerSettings } from './settings.js';
 import {
   HANDLER_SETTINGS,
@@ -77,7 +78,11 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     // ... and the credentials Secrets it hands out with every lease.
     cacheKinds: [PROXY_KIND, CREDENTIALS_SECRETS],
   });
-  registerProxyGauge(options.registry, () => operator.cache);
-  registerPoolGauges(options.registry, () => operator.cache);
+  // The fleet and the book are the same for every replica: one replica (the acting leader)
+  // exports their figures, so dashboards and alerts may sum across replicas.
+  const leads = (): boolean => operator.actsAsLeader();
+  registerProxyGauge(options.registry, () => operator.cache, leads);
+  registerPoolGauges(options.registry, () => operator.cache, leads);
+  registerBookMetrics(options.registry, book.store, leads);
   return operator;
 }

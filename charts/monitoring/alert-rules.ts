@@ -146,13 +146,31 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
         {
           alert: 'ProxyLeaseRequestsRefused',
           expr:
-            `sum by (outcome) (rate(proxy_operator_lease_requests_total{outcome!="granted"}[10m]))` +
+            `sum by (outcome) (rate(proxy_operator_lease_requests_total{outcome!~"granted|store_unavailable"}[10m]))` +
             ` / ignoring(outcome) group_left() sum(rate(proxy_operator_lease_requests_total[10m])) > ${t.refusedLeaseRatio}` +
             ` and ignoring(outcome) sum(rate(proxy_operator_lease_requests_total[10m])) > 0.01`,
           for: '10m',
           severity: 'warning',
           summary: 'Many lease requests are refused.',
           description: '{{ $value | humanizePercentage }} of lease requests get 409 {{ $labels.outcome }}.',
+        },
+        {
+          alert: 'ProxyLeaseStoreDown',
+          expr: `max by (instance) (proxy_operator_lease_store_up{${job}}) == 0`,
+          for: '2m',
+          severity: 'critical',
+          summary: 'A discovery replica cannot reach the lease store.',
+          description:
+            '{{ $labels.instance }} cannot reach the lease store: every lease, release and report there answers 503 store_unavailable.',
+        },
+        {
+          alert: 'ProxyLeaseStoreErrors',
+          expr: `sum(rate(proxy_operator_lease_requests_total{outcome="store_unavailable"}[5m])) > 0`,
+          for: '5m',
+          severity: 'warning',
+          summary: 'Lease requests are answered 503 store_unavailable.',
+          description:
+            '{{ $value | printf "%.2f" }} lease requests per second get 503 store_unavailable: the lease store is slow or failing over.',
         },
         {
           alert: 'ProxyTargetBanStorm',

@@ -66,6 +66,11 @@ export class BackgroundRunner {
     }
   }
 
+  /** Whether any timer or daemon runs on the leader alone. */
+  get hasLeaderOnlyWork(): boolean {
+    return this.tasks.some((t) => t.leaderOnly);
+  }
+
   startEveryReplica(shutdown: AbortSignal): void {
     this.everyRun ??= this.launch(
       this.tasks.filter((t) => !t.leaderOnly),

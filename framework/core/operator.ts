@@ -123,6 +123,16 @@ export class Operator {
     return this.leading && (this.elector?.isLeader() ?? true);
   }
 
+  /**
+   * Whether this replica does a leader's work now: it leads and it has leader-only work (a
+   * @controller, or a leader-only timer or daemon). A process that only serves never counts
+   * as the leader, so "no replica leads" stays visible where only such processes run, and
+   * figures that must come from one replica can follow this.
+   */
+  actsAsLeader(): boolean {
+    return this.isLeader() && (this.dispatchers.size > 0 || this.background.hasLeaderOnlyWork);
+  }
+
   /** The informer of one view (kind and selector): a kind watched with two selectors gets two. */
   private informerFor(ref: KindRef, labelSelector: string | undefined): Informer {
     const kind: KindRef = { ...ref, labelSelector };
@@ -223,7 +233,7 @@ export class Operator {
     if (leading === this.leading || this.shutdown.signal.aborted || (leading && this.stopping.signal.aborted))
       return;
     this.leading = leading;
-    this.metrics.leader.set(leading ? 1 : 0);
+    this.metrics.leader.set(this.actsAsLeader() ? 1 : 0);
     if (leading) {
       this.background.startLeaderOnly(this.shutdown.signal);
       for (const d of this.dispatchers.values()) d.resyncAll();

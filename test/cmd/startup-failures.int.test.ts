@@ -7,6 +7,7 @@ import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { KUBECONFIG_ENV, testKubeConfig, uniqueName } from '../harness/kube.js';
 import { runOperator, scrape, until } from '../harness/operator-process.js';
+import { startRedisServer } from '../harness/redis-server.js';
 
 // Issue 11 item 7: nothing fails silently at start-up. The real operator process, at the
 // default log level.
@@ -116,6 +117,31 @@ describe('start-up failures', () => {
     },
     90_000,
   );
+
+  it('a Redis whose maxmemory-policy may evict the book stops start-up naming the flag that accepts it', async () => {
+    // Issue 47 item 5: managed offerings default to volatile-lru, which can evict running bans.
+    const redis = await startRedisServer(['--maxmemory-policy', 'volatile-lru']);
+    const op = runOperator([
+      ...common(),
+      '--leader-elect=false',
+      '--lease-store=redis',
+      '--redis-url',
+      redis.url,
+      '--metrics-address',
+      `127.0.0.1:${await freePort()}`,
+      '--discovery-address',
+      `127.0.0.1:${await freePort()}`,
+    ]);
+    try {
+      expect(await exitWithin(op.exited, 60_000)).toBe(2);
+      expect(op.output()).toMatch(
+        /proxy-operator: --redis-url: the Redis's maxmemory-policy is volatile-lru.*--redis-allow-eviction/,
+      );
+    } finally {
+      op.child.kill('SIGKILL');
+      await redis.stop();
+    }
+  }, 90_000);
 
   it('an owner identity it can neither read nor was given stops start-up naming --cluster-name', async () => {
     // A kubeconfig whose server refuses connections: the kube-system Namespace cannot be read.

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { request } from 'undici';
 import type { ApiTokens } from '../../discovery/api-tokens.js';
 import { createDiscoveryApp } from '../../discovery/app.js';
+import { registerBookMetrics } from '../../discovery/book-metrics.js';
 import type { BucketLimits } from '../../discovery/token-bucket.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
 import type { LeaseStore } from '../../discovery/lease-store.js';
@@ -87,6 +88,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     registry,
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,
   });
+  // One process, so it exports the book's figures (the operator gates them on leading).
+  registerBookMetrics(registry, store, () => true);
   const server = new DiscoveryServer(app, { host: '127.0.0.1', port: 0, ...options.server }, logger);
   await server.start();
   const baseURL = server.url;

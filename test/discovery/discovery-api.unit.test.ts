@@ -1088,6 +1088,7 @@ describe('discovery API', () => {
         no_match: 1,
         all_busy: 0,
         all_cooling_down: 0,
+        store_unavailable: 0,
       });
       const gauge = () => h.registry.getSingleMetric('proxy_operator_leases_active')!.get();
       expect((await gauge()).values[0].value).toBe(2);
@@ -1111,6 +1112,7 @@ describe('discovery API', () => {
         no_match: 1,
         all_busy: 2,
         all_cooling_down: 0,
+        store_unavailable: 0,
       });
       h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
       await h.call('DELETE', `/v1/leases/${one.leaseID}`);

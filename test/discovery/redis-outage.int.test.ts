@@ -114,6 +114,10 @@ describe('a discovery process whose Redis is unreachable', () => {
     // Ready does not follow Redis, and the metrics endpoint still answers, saying what is wrong.
     expect(await readyz(metrics)).toBe(true);
     expect(await scrape(metrics)).toMatch(/^proxy_operator_lease_store_up 0$/m);
+    // The 503 is counted as a lease request's outcome (ProxyLeaseStoreErrors reads it).
+    expect(await scrape(metrics)).toMatch(
+      /^proxy_operator_lease_requests_total\{outcome="store_unavailable"\} [1-9]/m,
+    );
   }
 
   async function expectRecovered(): Promise<void> {
