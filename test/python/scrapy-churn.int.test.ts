@@ -19,8 +19,8 @@ import { eventually, startOperator, suiteSetup, type RunningOperator } from '../
 import { DiscoveryClient } from '../../client/src/index.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
 
-const PAGES = 400;
-const PROXIES = 12;
+const PAGES = 1000;
+const PROXIES = 20;
 const MAX_LEASES = 5;
 
 interface ScrapyResult {
@@ -53,7 +53,7 @@ beforeAll(async () => {
     discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port },
   });
   fleet = await startFleet(PROXIES, '127.0.7.1');
-  site = await startCrawlSite({ pages: PAGES, rateLimitPerSecond: 10, retryAfterSeconds: 1 });
+  site = await startCrawlSite({ pages: PAGES, rateLimitPerSecond: 40, retryAfterSeconds: 1 });
   dir = await mkdtemp(join(tmpdir(), 'scrapy-churn-'));
   for (let i = 0; i < PROXIES; i++) {
     await api.create(name(i), {

@@ -5,6 +5,12 @@ from __future__ import annotations
 import pytest
 from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import TunnelError
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+)
 from scrapy.http import Response
 from twisted.internet.error import (
     ConnectionLost,
@@ -14,12 +20,18 @@ from twisted.internet.error import (
     TimeoutError,
 )
 from twisted.python.failure import Failure
-from twisted.web._newclient import ResponseNeverReceived
+from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
 from proxy_operator.scrapy.middleware import SpiderPolicy
 from proxy_operator.scrapy.policy import BanPolicy, response_outcome
 
 REQUEST = Request("https://shop.example/a")
+
+
+def wrapped(exception: BaseException, cause: BaseException) -> BaseException:
+    """As Scrapy raises it: its own exception, Twisted's as the cause."""
+    exception.__cause__ = cause
+    return exception
 
 
 @pytest.mark.parametrize(
@@ -50,6 +62,11 @@ def test_a_response_reports(status: int, outcome: str) -> None:
         (ConnectionLost(), True),  # reset by the proxy
         (ResponseNeverReceived([Failure(ConnectionLost())]), True),
         (TunnelError("Could not open CONNECT tunnel with proxy 10.0.0.1:3128 [{'status': 403}]"), True),
+        (DownloadConnectionRefusedError("Connection was refused by other side"), True),  # Scrapy 2.14+
+        (wrapped(DownloadFailedError("lost"), ResponseFailed([Failure(ConnectionLost())])), True),
+        (wrapped(DownloadFailedError("lost"), ResponseFailed([Failure(ValueError("bad gzip"))])), False),
+        (DownloadTimeoutError("Getting https://shop.example/a took longer than 10 seconds."), False),
+        (CannotResolveHostError("proxy.invalid"), False),
         (TimeoutError(), False),  # the download timed out: a slow site looks the same
         (DNSLookupError(), False),
         (ValueError("a bug in a callback"), False),

@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 
 from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import TunnelError
+from scrapy.exceptions import CannotResolveHostError, DownloadConnectionRefusedError, DownloadTimeoutError
 from scrapy.http import Response
 from twisted.internet.error import (
     ConnectError,
@@ -60,12 +61,24 @@ class BanPolicy:
         return response.status in self.RATE_LIMIT_STATUSES
 
     def exception_is_ban(self, request: Request, exception: BaseException) -> bool:
-        if isinstance(exception, DNSLookupError):
-            return False  # the proxy's own name did not resolve: a configuration error, not a dead proxy
-        if isinstance(exception, (ResponseNeverReceived, ResponseFailed)):
-            # twisted wraps a connection lost before or during the answer: reset by the proxy.
-            return any(self._is_failure(reason.value) for reason in exception.reasons)
-        return self._is_failure(exception)
+        # Scrapy (2.14+) raises its own exceptions with Twisted's as the cause: the chain is read.
+        cause: BaseException | None = exception
+        for _ in range(5):
+            if cause is None:
+                return False
+            if isinstance(cause, (DownloadTimeoutError, CannotResolveHostError, DNSLookupError)):
+                # A slow site times out the same way; the proxy's own name not resolving is a
+                # configuration error, not a dead proxy.
+                return False
+            if isinstance(cause, DownloadConnectionRefusedError):
+                return True
+            if isinstance(cause, (ResponseNeverReceived, ResponseFailed)):
+                # twisted wraps a connection lost before or during the answer: reset by the proxy.
+                return any(self._is_failure(reason.value) for reason in cause.reasons)
+            if self._is_failure(cause):
+                return True
+            cause = cause.__cause__
+        return False
 
     def _is_failure(self, exception: BaseException) -> bool:
         if isinstance(exception, TimeoutError):
