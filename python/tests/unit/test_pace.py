@@ -60,3 +60,19 @@ def test_a_rest_outlasts_scrapys_jitter(retry_after: float, jitter: float, delay
     # Scrapy spreads a slot's delay over delay * (1 ± jitter): the shortest must still be the rest.
     assert rest_delay(retry_after, jitter) == pytest.approx(delay)
     assert rest_delay(retry_after, jitter) * (1 - jitter) >= retry_after - 1e-9 or jitter >= 0.95
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "adopted", "delay"),
+    [
+        (None, 4, True, 0.25),  # no pace yet: the site's limit is per source, take the other's
+        (2, 4, False, 0.5),  # a pace of its own stays
+        (None, None, False, 0.0),  # nothing learned anywhere: no pace
+    ],
+)
+def test_a_proxy_adopts_the_pace_another_proxy_of_the_site_learned(
+    mine: int | None, theirs: int | None, adopted: bool, delay: float
+) -> None:
+    me, other = Pace(allowed=mine, window=1.0), Pace(allowed=theirs, window=1.0)
+    assert me.adopt(other) is adopted
+    assert me.delay() == pytest.approx(delay)

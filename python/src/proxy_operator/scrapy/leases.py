@@ -225,7 +225,11 @@ class LeaseBook:
             site.saturated_until = now + self.options.saturated_seconds
             self._spawn(self._release(lease.lease_id))
             return
-        site.leases.append(HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds))
+        fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
+        for known in site.leases:
+            if fresh.pace.adopt(known.pace):
+                break
+        site.leases.append(fresh)
         site.changed.set()
 
     # -- what a response said ------------------------------------------------------------------
@@ -271,6 +275,10 @@ class LeaseBook:
         if held.gone:
             return delay
         held.rest_until = max(held.rest_until, now + retry_after)
+        # The site's other proxies keep the pace this one learned, instead of each finding it by a 429.
+        for other in self.sites[held.key].leases:
+            if other is not held:
+                other.pace.adopt(held.pace)
         self.stats.reported_rate_limited += 1
         seconds = max(math.ceil(retry_after), 1)
         self._spawn(self._report(held, "rate_limited", retry_after_seconds=seconds))

@@ -82,6 +82,8 @@ class ProxyOperatorMiddleware:
         self._ticker: asyncio.Task[None] | None = None
         #: Each slot's delay before a rest or a pace changed it.
         self._base_delays: dict[str, float] = {}
+        #: Slots resting out a Retry-After: a pace change waits for the rest's end.
+        self._resting: set[str] = set()
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -139,6 +141,8 @@ class ProxyOperatorMiddleware:
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
         meta["download_slot"] = f"{host}@{held.proxy_id}"
+        if held.pace.delay() > 0:
+            self._set_pace(request, held.pace.delay())
         return None
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
@@ -207,15 +211,17 @@ class ProxyOperatorMiddleware:
         base = self._base_delays.setdefault(key, slot.delay)
         slot.delay = rest_delay(seconds, slot.jitter)
         slot.lastseen = time.monotonic()
+        self._resting.add(key)
 
         def after_rest() -> None:
+            self._resting.discard(key)
             slot.delay = max(base, pace)
 
         asyncio.get_running_loop().call_later(seconds, after_rest)
 
     def _set_pace(self, request: Request, pace: float) -> None:
         key, slot = self._slot(request)
-        if slot is not None:
+        if slot is not None and key not in self._resting:
             slot.delay = max(self._base_delays.setdefault(key, slot.delay), pace)
 
     def _inc(self, key: str) -> None:

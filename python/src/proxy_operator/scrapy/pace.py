@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 #: Successes at a pace before it is probed one request higher, per request of the pace.
-PROBE_AFTER_WINDOWS = 10
+PROBE_AFTER_WINDOWS = 3
 
 
 @dataclass
@@ -50,6 +50,14 @@ class Pace:
         self.allowed += 1
         self.successes = 0
         return self.delay()
+
+    def adopt(self, other: Pace) -> bool:
+        """Takes the pace another proxy of the site learned, when this one has none yet: the
+        site's limit is per source, so each proxy is allowed as much. Whether it changed."""
+        if self.allowed is not None or other.allowed is None:
+            return False
+        self.allowed, self.window, self.successes = other.allowed, other.window, 0
+        return True
 
     def delay(self) -> float:
         """Seconds between two requests at this pace (0: no pace)."""
