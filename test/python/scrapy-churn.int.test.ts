@@ -115,6 +115,9 @@ it('a Scrapy crawl through the add-on fetches every page, never through a banned
         SELECTOR: JSON.stringify({ pool: 'scrapy' }),
         CRAWL_RESULT: resultFile,
         LOG_LEVEL: 'WARNING',
+        // Enough requests at once that the crawl leases every proxy of the fleet (2 per lease
+        // before the next is asked for), the banned ones too: the bans are met, not avoided by luck.
+        CONCURRENT_REQUESTS: '48',
       }),
     );
   } finally {
