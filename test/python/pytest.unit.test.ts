@@ -18,6 +18,11 @@ it('pytest: the ban policy, the pacing, the lease sharing, renewal, targets and 
   expect(stdout).not.toMatch(/failed|error/);
 }, 120_000);
 
+it('the package is typed: mypy --strict finds nothing in python/src', async () => {
+  const { stdout } = await runToEnd(venvPython(), ['-m', 'mypy', '--strict', 'python/src'], cleanEnv());
+  expect(stdout).toMatch(/^Success: no issues found/m);
+}, 120_000);
+
 describe('pytest against the real discovery API', () => {
   let server: TestDiscoveryServer;
   let forward: ForwardProxy;

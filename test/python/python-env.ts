@@ -14,7 +14,7 @@ export const PYTHON = `${VENV}/bin/python`;
 export function venvPython(): string {
   if (!existsSync(PYTHON)) {
     throw new Error(
-      `${PYTHON} is missing: run .ci/run, or: python3 -m venv .ci/python && .ci/python/bin/pip install -e 'python[test]'`,
+      `${PYTHON} is missing: run .ci/run, or: python3 -m venv .ci/python && .ci/python/bin/pip install -e "python[test]" mypy`,
     );
   }
   return PYTHON;

@@ -9,7 +9,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from proxy_operator.scrapy import Addon, ProxyOperatorMiddleware
-from proxy_operator.scrapy.addon import MIDDLEWARE, ORDER
+from proxy_operator.scrapy.addon import ORDER
+
+MIDDLEWARE = "proxy_operator.scrapy.ProxyOperatorMiddleware"
 
 
 def middlewares(crawler) -> list[object]:  # type: ignore[no-untyped-def]
@@ -21,7 +23,7 @@ def middlewares(crawler) -> list[object]:  # type: ignore[no-untyped-def]
 def test_the_addon_inserts_the_middleware_between_retry_and_http_proxy() -> None:
     crawler = get_crawler(Spider, {"ADDONS": {Addon: 0}, "PROXY_OPERATOR_URL": "http://127.0.0.1:8090"})
     crawler._apply_settings()
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[MIDDLEWARE] == ORDER
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[ProxyOperatorMiddleware] == ORDER
     names = [type(m).__name__ for m in middlewares(crawler)]
     assert names.index("RetryMiddleware") < names.index("ProxyOperatorMiddleware") < names.index("HttpProxyMiddleware")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import DiscoveryApiError, NoLease
 from ..types import Lease, Report, ReportResult
@@ -417,7 +417,7 @@ class LeaseBook:
         except Exception as err:  # noqa: BLE001
             log.warning("proxy-operator: ending session %s failed: %s", key, err)
 
-    def _spawn(self, coro: object) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

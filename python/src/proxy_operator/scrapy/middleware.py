@@ -158,13 +158,14 @@ class ProxyOperatorMiddleware:
         if outcome == "banned":
             self._inc("proxy_operator/banned")
             await self.book.banned(held)
-            return self._retry(request, "banned", response)
+            return self._retry(request, "banned")
         if outcome == "rate_limited":
             self._inc("proxy_operator/rate_limited")
-            after = retry_after_seconds(response.headers.get("Retry-After", b"").decode("latin-1") or None) or 1.0
+            raw = response.headers.get("Retry-After")
+            after = retry_after_seconds(raw.decode("latin-1") if raw else None) or 1.0
             pace = self.book.rate_limited(held, after)
             self._rest(request, after, pace)
-            return self._retry(request, "rate_limited", response)
+            return self._retry(request, "rate_limited")
         self.book.finished(held)
         return response
 
@@ -177,11 +178,11 @@ class ProxyOperatorMiddleware:
             return None  # RetryMiddleware decides: the proxy is not to blame
         self._inc("proxy_operator/unreachable")
         await self.book.unreachable(held)
-        return self._retry(request, "unreachable", None)
+        return self._retry(request, "unreachable")
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _retry(self, request: Request, why: str, response: Response | None) -> Request | Response:
+    def _retry(self, request: Request, why: str) -> Request:
         tries = int(request.meta.get(RETRIES_KEY, 0)) + 1
         if tries > self.retry_times:
             self._inc("proxy_operator/retries_exhausted")
