@@ -84,7 +84,8 @@ const leaseID: ParameterObject = {
 const target: SchemaObject = {
   type: 'string',
   description:
-    'Site the proxy is used against (a host name); compared case-insensitively. Absent = the global pool.',
+    'Site the proxy is used against: a host name (stored lower-case, a trailing dot dropped) or an IP ' +
+    'address, without scheme, port or path (a URL or host:port is a 400 naming target). Absent = the global pool.',
 };
 const sessionKey: SchemaObject = {
   type: 'string',

@@ -4,6 +4,7 @@
 import { ApiError } from './api-error.js';
 import { REPORT_RESULTS, type ReportResult } from './lease-store.js';
 import { parseExitIPTerm, type ExitIPTerm } from './exit-ip-match.js';
+import { targetName } from './target-name.js';
 
 export interface ListQuery {
   selector: Record<string, string>;
@@ -55,9 +56,6 @@ export interface TTLLimits {
 
 const ATTR_PREFIX = 'attr.';
 const MAX_SELECTOR_KEYS = 64;
-const MAX_TARGET_LENGTH = 253;
-// Printable, no whitespace: a target is a host name or similar site key.
-const TARGET_PATTERN = /^[\x21-\x7e]+$/;
 export const MAX_SESSION_LENGTH = 128;
 // Crawlee's session ids (session_<random>) and most others fit.
 const SESSION_PATTERN = /^[A-Za-z0-9._:@-]+$/;
@@ -308,18 +306,14 @@ function parseSelector(value: unknown): Record<string, string> {
   return Object.fromEntries(entries) as Record<string, string>;
 }
 
-/** Targets compare case-insensitively (host names do), so they are stored lower-cased. */
+/** The canonical target (target-name.ts): a host name, lower-cased; a URL or a port is a 400. */
 function parseTarget(value: unknown): string | undefined {
   // null is accepted as "no target" so a client may echo a lease's `target: null` back.
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') throw invalid(`target must be a string, got ${describe(value)}`);
-  const target = value.trim().toLowerCase();
-  if (target.length === 0 || target.length > MAX_TARGET_LENGTH || !TARGET_PATTERN.test(target)) {
-    throw invalid(
-      `target must be 1 to ${MAX_TARGET_LENGTH} printable characters without spaces, such as a host name`,
-    );
-  }
-  return target;
+  const name = targetName(value);
+  if (!name.ok) throw invalid(name.message);
+  return name.target;
 }
 
 function describe(value: unknown): string {

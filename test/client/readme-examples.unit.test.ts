@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freePort } from '../../framework/testing/control-plane.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { proxy } from '../discovery/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
@@ -131,6 +132,81 @@ describe('the docs examples for plain HTTP', () => {
       const leaseID = (server.requests[0].response as { leaseID: string }).leaseID;
       if (example === 'curl') expect(calls).toContain(`POST /v1/leases/${leaseID}/renew`);
       expect(calls.some((c) => /^DELETE \/v1\/leases\//.test(c))).toBe(true);
+      expect(await server.activeLeases()).toBe(0);
+    },
+  );
+});
+
+// What must never happen: a fetch without a proxy when the lease fails, and a healthy proxy
+// blamed for a site that is down.
+describe('the docs examples for plain HTTP, when things fail', () => {
+  let server: TestDiscoveryServer;
+  let forward: ForwardProxy;
+  let site: LinkedSite;
+
+  beforeEach(async () => {
+    forward = await startForwardProxy({ host: '127.0.0.47', port: 0 });
+    site = await startLinkedSite({ pages: 3, hostname: '127.0.0.1' });
+    server = await startDiscoveryServer({
+      token: TOKEN,
+      proxies: [proxy('ns/only', { ip: forward.host, port: forward.port, maxLeases: 1 })],
+    });
+  });
+  afterEach(async () => {
+    await server.stop();
+    await site.close();
+    await forward.close();
+  });
+
+  const failing = (example: 'curl' | 'python', env: NodeJS.ProcessEnv) =>
+    EXAMPLES[example](checkedBlock(example), env).then(
+      () => {
+        throw new Error(`the ${example} example exited 0`);
+      },
+      (err: { code?: number; stdout?: string; stderr?: string }) => err,
+    );
+
+  it.each(['curl' as const, 'python' as const])(
+    '%s: a wrong API port stops it with a non-zero exit, and nothing reaches the site',
+    async (example) => {
+      const closed = `http://127.0.0.1:${await freePort()}`;
+      const env = cleanEnv({ DISCOVERY: closed, TOKEN, SITE: site.pages[1], HOST: '127.0.0.1' });
+      const err = await failing(example, env);
+      expect(err.code).not.toBe(0);
+      expect(err.stdout ?? '').not.toMatch(/via/);
+      expect(site.hits).toHaveLength(0);
+    },
+  );
+
+  it.each(['curl' as const, 'python' as const])(
+    '%s: 409 all_busy stops it with a non-zero exit naming the code, and nothing reaches the site',
+    async (example) => {
+      // The only proxy's one slot is taken.
+      const taken = await fetch(`${server.baseUrl}/v1/leases`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(taken.status).toBe(201);
+      const env = cleanEnv({ DISCOVERY: server.baseUrl, TOKEN, SITE: site.pages[1], HOST: '127.0.0.1' });
+      const err = await failing(example, env);
+      expect(err.code).not.toBe(0);
+      expect(`${err.stdout ?? ''}${err.stderr ?? ''}`).toMatch(/all_busy/);
+      expect(site.hits).toHaveLength(0);
+    },
+  );
+
+  it.each([
+    { example: 'curl' as const, printed: `502 none via http://127.0.0.47:PORT` },
+    { example: 'python' as const, printed: '502 None via ns/only' },
+  ])(
+    '$example: a site that is down (502 from a healthy proxy) reports nothing against the proxy',
+    async ({ example, printed }) => {
+      const down = `http://127.0.0.1:${await freePort()}/page/1`;
+      const env = cleanEnv({ DISCOVERY: server.baseUrl, TOKEN, SITE: down, HOST: '127.0.0.1' });
+      const { stdout } = await EXAMPLES[example](checkedBlock(example), env);
+      expect(stdout.trim().split('\n').pop()).toBe(printed.replace('PORT', String(forward.port)));
+      expect(server.requests.some((r) => /\/report$/.test(r.call))).toBe(false);
       expect(await server.activeLeases()).toBe(0);
     },
   );

@@ -1,0 +1,266 @@
+"""Clients of the discovery API: ``AsyncDiscoveryClient`` (httpx on asyncio: never blocks an
+event loop, so it runs inside Scrapy) and ``DiscoveryClient`` (the same calls, blocking)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .errors import NO_LEASE_CODES, DiscoveryApiError, NoLease
+from .types import Lease, Report, ReportResult
+
+#: How many times a ``429 too_many_requests`` is waited out (its Retry-After) before it is raised.
+DEFAULT_TOO_MANY_REQUESTS_RETRIES = 3
+MAX_BATCH = 100
+
+
+@dataclass(frozen=True)
+class _Call:
+    method: str
+    path: str
+    body: Mapping[str, Any] | None = None
+
+
+def _lease_body(
+    selector: Mapping[str, str] | None,
+    target: str | None,
+    session: str | None,
+    ttl_seconds: int | None,
+    exit_ip: str | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if selector:
+        body["selector"] = dict(selector)
+    if target is not None:
+        body["target"] = target
+    if session is not None:
+        body["session"] = session
+    if ttl_seconds is not None:
+        body["ttlSeconds"] = ttl_seconds
+    if exit_ip is not None:
+        body["exitIP"] = exit_ip
+    return body
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header (delta-seconds or an HTTP date) in seconds, 0..86400, or None."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(min(int(text), 86_400))
+    try:
+        when = parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return float(min(max(when - (time.time() if now is None else now), 0.0), 86_400.0))
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    try:
+        body = response.json()
+        code, message = str(body.get("error", "")), str(body.get("message", ""))
+    except ValueError:
+        code, message = "", response.text[:200]
+    retry_after = retry_after_seconds(response.headers.get("retry-after"))
+    if response.status_code == 409 and code in NO_LEASE_CODES:
+        raise NoLease(409, code, message, retry_after)
+    raise DiscoveryApiError(response.status_code, code or f"http_{response.status_code}", message, retry_after)
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def _leases(body: Any) -> Lease:
+    return Lease.from_json(body)
+
+
+class _Calls:
+    """The calls, as data: both clients send them the same way."""
+
+    @staticmethod
+    def lease(**kw: Any) -> _Call:
+        return _Call("POST", "/v1/leases", _lease_body(**kw))
+
+    @staticmethod
+    def renew(lease_id: str, ttl_seconds: int | None) -> _Call:
+        return _Call(
+            "POST", f"/v1/leases/{quote(lease_id, safe='')}/renew", {} if ttl_seconds is None else {"ttlSeconds": ttl_seconds}
+        )
+
+    @staticmethod
+    def release(lease_id: str) -> _Call:
+        return _Call("DELETE", f"/v1/leases/{quote(lease_id, safe='')}")
+
+    @staticmethod
+    def report(report: Report) -> _Call:
+        body = report.to_json()
+        del body["leaseID"]
+        return _Call("POST", f"/v1/leases/{quote(report.lease_id, safe='')}/report", body)
+
+    @staticmethod
+    def reports(reports: Iterable[Report]) -> _Call:
+        items = [r.to_json() for r in reports]
+        if not 1 <= len(items) <= MAX_BATCH:
+            raise ValueError(f"reports: 1 to {MAX_BATCH} reports in one call, got {len(items)}")
+        return _Call("POST", "/v1/reports", {"reports": items})
+
+    @staticmethod
+    def end_session(key: str) -> _Call:
+        return _Call("DELETE", f"/v1/sessions/{quote(key, safe='')}")
+
+
+class AsyncDiscoveryClient:
+    """The discovery API on asyncio (httpx). Use it inside an event loop; ``aclose()`` at the end."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 10.0,
+        too_many_requests_retries: int = DEFAULT_TOO_MANY_REQUESTS_RETRIES,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        # trust_env=False: the API is reached directly, never through the environment's proxy.
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout, trust_env=False, transport=transport
+        )
+        self._retries = too_many_requests_retries
+
+    async def _send(self, call: _Call) -> httpx.Response:
+        for attempt in range(self._retries + 1):
+            response = await self._http.request(call.method, call.path, json=call.body)
+            if response.status_code == 429 and attempt < self._retries:
+                await asyncio.sleep(retry_after_seconds(response.headers.get("retry-after")) or 1.0)
+                continue
+            _raise_for(response)
+            return response
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def lease(
+        self,
+        *,
+        selector: Mapping[str, str] | None = None,
+        target: str | None = None,
+        session: str | None = None,
+        ttl_seconds: int | None = None,
+        exit_ip: str | None = None,
+    ) -> Lease:
+        """``POST /v1/leases``. Raises NoLease (409) when nothing is leasable."""
+        call = _Calls.lease(selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip)
+        return _leases((await self._send(call)).json())
+
+    async def renew(self, lease_id: str, ttl_seconds: int | None = None) -> Lease:
+        return _leases((await self._send(_Calls.renew(lease_id, ttl_seconds))).json())
+
+    async def release(self, lease_id: str) -> None:
+        await self._send(_Calls.release(lease_id))
+
+    async def report(
+        self,
+        lease_id: str,
+        result: ReportResult,
+        *,
+        target: str | None = None,
+        retry_after_seconds: int | None = None,
+        release: bool = False,
+    ) -> dict[str, Any]:
+        report = Report(lease_id, result, target, retry_after_seconds, release)
+        body: dict[str, Any] = (await self._send(_Calls.report(report))).json()
+        return body
+
+    async def report_many(self, reports: Iterable[Report]) -> list[dict[str, Any]]:
+        """``POST /v1/reports`` (1 to 100): each report's answer in order."""
+        items: list[dict[str, Any]] = (await self._send(_Calls.reports(reports))).json()["items"]
+        return items
+
+    async def end_session(self, key: str) -> None:
+        await self._send(_Calls.end_session(key))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+class DiscoveryClient:
+    """The discovery API, blocking (scripts, tools). Never call it from Scrapy's reactor."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 10.0,
+        too_many_requests_retries: int = DEFAULT_TOO_MANY_REQUESTS_RETRIES,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout, trust_env=False, transport=transport
+        )
+        self._retries = too_many_requests_retries
+
+    def _send(self, call: _Call) -> httpx.Response:
+        for attempt in range(self._retries + 1):
+            response = self._http.request(call.method, call.path, json=call.body)
+            if response.status_code == 429 and attempt < self._retries:
+                time.sleep(retry_after_seconds(response.headers.get("retry-after")) or 1.0)
+                continue
+            _raise_for(response)
+            return response
+        raise AssertionError("unreachable")
+
+    def lease(
+        self,
+        *,
+        selector: Mapping[str, str] | None = None,
+        target: str | None = None,
+        session: str | None = None,
+        ttl_seconds: int | None = None,
+        exit_ip: str | None = None,
+    ) -> Lease:
+        call = _Calls.lease(selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip)
+        return _leases(self._send(call).json())
+
+    def renew(self, lease_id: str, ttl_seconds: int | None = None) -> Lease:
+        return _leases(self._send(_Calls.renew(lease_id, ttl_seconds)).json())
+
+    def release(self, lease_id: str) -> None:
+        self._send(_Calls.release(lease_id))
+
+    def report(
+        self,
+        lease_id: str,
+        result: ReportResult,
+        *,
+        target: str | None = None,
+        retry_after_seconds: int | None = None,
+        release: bool = False,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = self._send(
+            _Calls.report(Report(lease_id, result, target, retry_after_seconds, release))
+        ).json()
+        return body
+
+    def report_many(self, reports: Iterable[Report]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self._send(_Calls.reports(reports)).json()["items"]
+        return items
+
+    def end_session(self, key: str) -> None:
+        self._send(_Calls.end_session(key))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> DiscoveryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,7 @@
+"""The Scrapy add-on: ``ADDONS = {"proxy_operator.scrapy.Addon": 0}`` and ``PROXY_OPERATOR_URL``."""
+
+from .addon import Addon
+from .middleware import ProxyOperatorMiddleware
+from .policy import BanPolicy
+
+__all__ = ["Addon", "BanPolicy", "ProxyOperatorMiddleware"]

@@ -1,0 +1,423 @@
+"""The crawl's leases: per site (a host name, and a sticky session when a request names one)
+a few leases, shared by every request to that site, asked for as the crawl needs them; the
+reports that follow each response; renewal, batched ok reports and the release at the end.
+
+No Scrapy here: the middleware translates Scrapy's events into these calls. Every call to the
+discovery API is awaited on the event loop (never a blocking call), and the clock is injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import DiscoveryApiError, NoLease
+from ..types import Lease, Report, ReportResult
+from .pace import Pace
+from .renewal import renewal_action
+
+log = logging.getLogger("proxy_operator")
+
+SiteKey = tuple[str, "str | None"]
+
+
+class LeaseApi(Protocol):
+    """What the book needs of the discovery client (AsyncDiscoveryClient has it)."""
+
+    async def lease(
+        self,
+        *,
+        selector: Mapping[str, str] | None = ...,
+        target: str | None = ...,
+        session: str | None = ...,
+        ttl_seconds: int | None = ...,
+        exit_ip: str | None = ...,
+    ) -> Lease: ...
+    async def renew(self, lease_id: str, ttl_seconds: int | None = ...) -> Lease: ...
+    async def release(self, lease_id: str) -> None: ...
+    async def report(
+        self,
+        lease_id: str,
+        result: ReportResult,
+        *,
+        target: str | None = ...,
+        retry_after_seconds: int | None = ...,
+        release: bool = ...,
+    ) -> dict[str, object]: ...
+    async def report_many(self, reports: list[Report]) -> list[dict[str, object]]: ...
+    async def end_session(self, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class BookOptions:
+    selector: Mapping[str, str] = field(default_factory=dict)
+    ttl_seconds: int = 120
+    #: Requests in flight on a lease before the site asks for one more.
+    requests_per_lease: int = 2
+    #: Leases one site takes at most (a sticky session takes one).
+    max_leases_per_site: int = 32
+    #: How long a request waits for a lease (all_busy, all_cooling_down) before it fails.
+    max_wait_seconds: float = 60.0
+    #: At most one batched ok report per lease this often (and one at its release).
+    ok_report_interval_seconds: float = 30.0
+    #: After the server grants a proxy the site already holds, stop asking for this long.
+    saturated_seconds: float = 30.0
+
+
+@dataclass(eq=False)
+class HeldLease:
+    lease: Lease
+    key: SiteKey
+    ttl: float
+    expires_at: float
+    in_flight: int = 0
+    ok_pending: int = 0
+    used_since_renewal: bool = False
+    #: A page came back through it: until then it carries one request at a time, so a proxy
+    #: the site has banned costs one 403, not one per request that joined it meanwhile.
+    proven: bool = False
+    rest_until: float = 0.0
+    gone: bool = False
+    renewing: bool = False
+    pace: Pace = field(default_factory=Pace)
+
+    @property
+    def host(self) -> str:
+        return self.key[0]
+
+    @property
+    def proxy_id(self) -> str:
+        return self.lease.proxy_id
+
+
+@dataclass(eq=False)
+class Site:
+    key: SiteKey
+    leases: list[HeldLease] = field(default_factory=list)
+    asking: bool = False
+    refused_until: float = 0.0
+    saturated_until: float = 0.0
+    last_refusal: NoLease | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def choose(leases: list[HeldLease], now: float) -> HeldLease | None:
+    """The lease a request goes through: the least busy one that is not resting, an unproven
+    one only while it carries nothing. Pure."""
+    best: HeldLease | None = None
+    for held in leases:
+        if held.gone or held.rest_until > now or (not held.proven and held.in_flight > 0):
+            continue
+        if best is None or held.in_flight < best.in_flight:
+            best = held
+    return best
+
+
+def wants_another(leases: list[HeldLease], chosen: HeldLease | None, options: BookOptions, sticky: bool) -> bool:
+    """Whether the site asks for one more lease: nothing to use, or the chosen one is as busy as
+    a lease should be, and the site is under its cap. Pure."""
+    live = sum(1 for held in leases if not held.gone)
+    cap = 1 if sticky else options.max_leases_per_site
+    if live >= cap:
+        return False
+    return chosen is None or chosen.in_flight >= options.requests_per_lease
+
+
+@dataclass
+class BookStats:
+    leased: int = 0
+    renewed: int = 0
+    released: int = 0
+    reported_ok: int = 0
+    reported_banned: int = 0
+    reported_rate_limited: int = 0
+    reported_unreachable: int = 0
+    refused: int = 0
+
+
+class LeaseBook:
+    def __init__(self, api: LeaseApi, options: BookOptions, clock: Callable[[], float]) -> None:
+        self.api = api
+        self.options = options
+        self.clock = clock
+        self.sites: dict[SiteKey, Site] = {}
+        self.sessions: set[str] = set()
+        self.stats = BookStats()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last_ok_flush = clock()
+        self._closed = False
+
+    # -- a request's lease ---------------------------------------------------------------------
+
+    async def acquire(self, host: str, session: str | None = None) -> HeldLease:
+        """A lease for a request to ``host``; waits (up to max_wait_seconds) when the site has
+        none to use. Raises NoLease when none comes: the request never goes without a proxy."""
+        key: SiteKey = (host, session)
+        site = self.sites.get(key)
+        if site is None:
+            site = self.sites[key] = Site(key)
+        deadline = self.clock() + self.options.max_wait_seconds
+        while True:
+            if self._closed:
+                raise NoLease(409, "all_busy", "the crawl's leases are closed")
+            now = self.clock()
+            chosen = choose(site.leases, now)
+            if wants_another(site.leases, chosen, self.options, session is not None):
+                self._ask(site)
+            if chosen is not None:
+                chosen.in_flight += 1
+                chosen.used_since_renewal = True
+                return chosen
+            refusal = site.last_refusal
+            live = [held for held in site.leases if not held.gone]
+            if refusal is not None and refusal.code == "no_match" and not live:
+                raise refusal
+            if now >= deadline:
+                raise refusal or NoLease(409, "all_busy", f"no lease for {host} within {self.options.max_wait_seconds} s")
+            # Wake at the first rest's end, the next ask, or a change (a lease came, one ended).
+            wakes = [held.rest_until for held in live if held.rest_until > now]
+            wakes.append(max(site.refused_until, now + 0.05))
+            timeout = min(min(wakes) - now, deadline - now, 1.0)
+            site.changed.clear()
+            try:
+                await asyncio.wait_for(site.changed.wait(), timeout=max(timeout, 0.01))
+            except TimeoutError:
+                pass
+
+    def _ask(self, site: Site) -> None:
+        now = self.clock()
+        if site.asking or now < site.refused_until or now < site.saturated_until:
+            return
+        site.asking = True
+        self._spawn(self._lease(site))
+
+    async def _lease(self, site: Site) -> None:
+        host, session = site.key
+        try:
+            lease = await self.api.lease(
+                selector=self.options.selector or None, target=host, session=session, ttl_seconds=self.options.ttl_seconds
+            )
+        except NoLease as refusal:
+            self.stats.refused += 1
+            site.last_refusal = refusal
+            wait = refusal.retry_after if refusal.code == "all_cooling_down" and refusal.retry_after else 1.0
+            site.refused_until = self.clock() + wait
+            return
+        except Exception as err:  # noqa: BLE001 - a failed ask is retried a second later
+            log.warning("proxy-operator: lease for %s failed: %s", host, err)
+            site.refused_until = self.clock() + 1.0
+            return
+        finally:
+            site.asking = False
+            site.changed.set()
+        self.stats.leased += 1
+        if session is not None:
+            self.sessions.add(session)
+        site.last_refusal = None
+        now = self.clock()
+        if self._closed or any(h.proxy_id == lease.proxy_id and not h.gone for h in site.leases):
+            # The server gives the least used proxy: one the site holds means the site's leases
+            # cover the fleet; its requests share them.
+            site.saturated_until = now + self.options.saturated_seconds
+            self._spawn(self._release(lease.lease_id))
+            return
+        fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
+        for known in site.leases:
+            if fresh.pace.adopt(known.pace):
+                break
+        site.leases.append(fresh)
+        site.changed.set()
+
+    # -- what a response said ------------------------------------------------------------------
+
+    def succeeded(self, held: HeldLease) -> float | None:
+        """A success through the lease: counted for the next batched ok report. Returns the
+        slot's new delay when its pace probes one higher, else None."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        if held.gone:
+            return None
+        held.ok_pending += 1
+        if not held.proven:
+            held.proven = True
+            self.sites[held.key].changed.set()
+        return held.pace.on_success(self.clock())
+
+    def finished(self, held: HeldLease) -> None:
+        """A request through the lease ended with nothing to report (a 404, a timeout)."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        self.sites[held.key].changed.set()
+
+    async def banned(self, held: HeldLease) -> None:
+        """Reported (awaited: the retry must not get the proxy again for this host) and released;
+        every other lease of the host on that proxy (other sessions) is released too."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        if held.gone:
+            return
+        others = [h for site in self.sites.values() if site.key[0] == held.host for h in site.leases
+                  if h.proxy_id == held.proxy_id and h is not held and not h.gone]
+        self._drop(held)
+        for other in others:
+            self._drop(other)
+            self._spawn(self._release_held(other))
+        self.stats.reported_banned += 1
+        await self._report(held, "banned", release=True)
+
+    def rate_limited(self, held: HeldLease, retry_after: float) -> float:
+        """The proxy rests ``retry_after`` for this site, reported in the background; returns the
+        delay between its requests from then on (its pace)."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        now = self.clock()
+        delay = held.pace.on_rate_limited(now, retry_after)
+        if held.gone:
+            return delay
+        held.rest_until = max(held.rest_until, now + retry_after)
+        # The site's other proxies keep the pace this one learned, instead of each finding it by a 429.
+        for other in self.sites[held.key].leases:
+            if other is not held:
+                other.pace.adopt(held.pace)
+        self.stats.reported_rate_limited += 1
+        seconds = max(math.ceil(retry_after), 1)
+        self._spawn(self._report(held, "rate_limited", retry_after_seconds=seconds))
+        return delay
+
+    async def unreachable(self, held: HeldLease) -> None:
+        """The proxy itself failed: reported (awaited: the server holds it out of every lease
+        until a probe passes), and every lease on it, for every site, is released."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        if held.gone:
+            return  # another request through it has reported it already
+        for site in self.sites.values():
+            for other in site.leases:
+                if other.proxy_id == held.proxy_id and other is not held and not other.gone:
+                    self._drop(other)
+                    self._spawn(self._release(other.lease.lease_id))
+        self._drop(held)
+        self.stats.reported_unreachable += 1
+        await self._report(held, "unreachable", release=True)
+
+    # -- time passes ---------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Once a second: renew or release what is due, send the batched ok reports when due."""
+        now = self.clock()
+        for site in self.sites.values():
+            for held in site.leases:
+                if held.gone or held.renewing:
+                    continue
+                action = renewal_action(now, held.expires_at, held.ttl, held.used_since_renewal or held.in_flight > 0)
+                if action == "renew":
+                    held.renewing = True
+                    self._spawn(self._renew(held))
+                elif action == "release":
+                    self._drop(held)
+                    self._spawn(self._release_held(held))
+        if now - self._last_ok_flush >= self.options.ok_report_interval_seconds:
+            self._last_ok_flush = now
+            self._spawn(self._flush_ok())
+
+    async def _renew(self, held: HeldLease) -> None:
+        try:
+            await self.api.renew(held.lease.lease_id, int(held.ttl))
+            held.expires_at = self.clock() + held.ttl
+            held.used_since_renewal = False
+            self.stats.renewed += 1
+        except DiscoveryApiError as err:
+            if err.status == 404:  # expired or released: the site leases again
+                self._drop(held)
+            else:
+                log.warning("proxy-operator: renewing a lease failed: %s", err)
+        except Exception as err:  # noqa: BLE001 - retried at the next tick
+            log.warning("proxy-operator: renewing a lease failed: %s", err)
+        finally:
+            held.renewing = False
+
+    async def _flush_ok(self) -> None:
+        due = [h for site in self.sites.values() for h in site.leases if not h.gone and h.ok_pending > 0]
+        reports = []
+        for held in due:
+            reports.append(Report(held.lease.lease_id, "ok", held.host))
+            held.ok_pending = 0
+        await self._send_reports(reports)
+
+    async def _send_reports(self, reports: list[Report]) -> None:
+        for start in range(0, len(reports), 100):
+            chunk = reports[start : start + 100]
+            try:
+                await self.api.report_many(chunk)
+                self.stats.reported_ok += sum(1 for r in chunk if r.result == "ok")
+                self.stats.released += sum(1 for r in chunk if r.release)
+            except Exception as err:  # noqa: BLE001 - an ok report lost is a count, not a fault
+                log.warning("proxy-operator: %d batched reports failed: %s", len(chunk), err)
+
+    # -- the end -------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """The last ok reports with the releases (one batched call), the other releases, the
+        sessions' ends; waits for every call in the background."""
+        self._closed = True
+        for site in self.sites.values():
+            site.changed.set()
+        await self._drain()
+        held = [h for site in self.sites.values() for h in site.leases if not h.gone]
+        for h in held:
+            h.gone = True
+        await asyncio.gather(
+            self._send_reports([Report(h.lease.lease_id, "ok", h.host, release=True) for h in held if h.ok_pending]),
+            *(self._release(h.lease.lease_id) for h in held if not h.ok_pending),
+            *(self._end_session(key) for key in sorted(self.sessions)),
+        )
+        await self._drain()
+
+    async def _drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _drop(self, held: HeldLease) -> None:
+        held.gone = True
+        site = self.sites.get(held.key)
+        if site is not None:
+            site.leases = [h for h in site.leases if h is not held]
+            site.changed.set()
+
+    async def _report(
+        self, held: HeldLease, result: ReportResult, *, retry_after_seconds: int | None = None, release: bool = False
+    ) -> None:
+        try:
+            await self.api.report(
+                held.lease.lease_id, result, target=held.host, retry_after_seconds=retry_after_seconds, release=release
+            )
+            if release:
+                self.stats.released += 1
+        except Exception as err:  # noqa: BLE001 - the request goes on; the lease expires on its own
+            log.warning("proxy-operator: reporting %s failed: %s", result, err)
+
+    async def _release_held(self, held: HeldLease) -> None:
+        if held.ok_pending:
+            held.ok_pending = 0
+            await self._send_reports([Report(held.lease.lease_id, "ok", held.host, release=True)])
+        else:
+            await self._release(held.lease.lease_id)
+
+    async def _release(self, lease_id: str) -> None:
+        try:
+            await self.api.release(lease_id)
+            self.stats.released += 1
+        except Exception as err:  # noqa: BLE001 - it expires at its TTL
+            log.warning("proxy-operator: releasing a lease failed: %s", err)
+
+    async def _end_session(self, key: str) -> None:
+        try:
+            await self.api.end_session(key)
+        except Exception as err:  # noqa: BLE001
+            log.warning("proxy-operator: ending session %s failed: %s", key, err)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

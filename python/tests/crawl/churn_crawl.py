@@ -1,0 +1,136 @@
+"""A real Scrapy crawl through the add-on, driven by test/python/scrapy-churn.int.test.ts: the
+TypeScript side runs the operator, the proxies and the site (and injects the faults); this
+crawls the site with the add-on as a user would set it up, and writes what it saw as JSON
+(pages, every attempt with its proxy and times, when each unreachable report was sent, the
+add-on's stats) to the file named by CRAWL_RESULT.
+
+Environment: DISCOVERY_URL, DISCOVERY_TOKEN (optional), START_URL, SELECTOR (JSON),
+CRAWL_RESULT. With SIDE=rotating (bench/crawl-scrapy.ts's baseline) the same crawl runs through
+scrapy-rotating-proxies over PROXY_URLS (comma-separated), set up as its README says."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import warnings
+from typing import Any
+
+import scrapy
+from scrapy import Request
+from scrapy.crawler import CrawlerProcess
+from scrapy.http import Response
+
+from proxy_operator import AsyncDiscoveryClient
+
+SIDE = os.environ.get("SIDE", "addon")
+# The add-on and Scrapy must run without a single deprecation warning (scrapy-rotating-proxies
+# prints some on Scrapy 2.19: the baseline is run as it is).
+if SIDE == "addon":
+    warnings.simplefilter("error")
+
+ATTEMPTS: list[dict[str, Any]] = []
+UNREACHABLE_SENT: dict[str, float] = {}
+FETCHED: set[str] = set()
+FAILED: list[str] = []
+
+
+def now_ms() -> float:
+    return time.time() * 1000
+
+
+class RecordingClient(AsyncDiscoveryClient):
+    """The real client, noting when the first unreachable report of each proxy was sent."""
+
+    async def report(self, lease_id: str, result: Any, **kw: Any) -> dict[str, Any]:
+        sent = now_ms()
+        answer = await super().report(lease_id, result, **kw)
+        if result == "unreachable":
+            UNREACHABLE_SENT.setdefault(str(answer["proxyID"]), sent)
+        return answer
+
+
+class AttemptLog:
+    """After the add-on (610) and HttpProxyMiddleware (750): every request that goes out, with
+    its proxy, when it went and when it ended."""
+
+    async def process_request(self, request: Request) -> None:
+        proxy = request.meta.get("proxy")
+        attempt = {"proxy": proxy or "", "startedAt": now_ms(), "endedAt": None}
+        request.meta["_attempt"] = attempt
+        ATTEMPTS.append(attempt)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        request.meta["_attempt"]["endedAt"] = now_ms()
+        return response
+
+    async def process_exception(self, request: Request, exception: Exception) -> None:
+        request.meta["_attempt"]["endedAt"] = now_ms()
+
+
+class Pages(scrapy.Spider):
+    name = "pages"
+
+    async def start(self):  # type: ignore[override]
+        yield Request(os.environ["START_URL"], callback=self.parse, errback=self.failed)
+
+    def parse(self, response: Response):  # type: ignore[override]
+        FETCHED.add(response.url)
+        for href in re.findall(r'href="([^"]+)"', response.text):
+            yield response.follow(href, callback=self.parse, errback=self.failed)
+
+    def failed(self, failure: Any) -> None:
+        FAILED.append(repr(failure.value))
+
+
+def proxy_settings() -> dict[str, Any]:
+    if SIDE == "rotating":
+        return {
+            "ROTATING_PROXY_LIST": os.environ["PROXY_URLS"].split(","),
+            "DOWNLOADER_MIDDLEWARES": {
+                "rotating_proxies.middlewares.RotatingProxyMiddleware": 610,
+                "rotating_proxies.middlewares.BanDetectionMiddleware": 620,
+                AttemptLog: 800,
+            },
+        }
+    return {
+        "ADDONS": {"proxy_operator.scrapy.Addon": 0},
+        "PROXY_OPERATOR_URL": os.environ["DISCOVERY_URL"],
+        "PROXY_OPERATOR_TOKEN": os.environ.get("DISCOVERY_TOKEN"),
+        "PROXY_OPERATOR_SELECTOR": json.loads(os.environ.get("SELECTOR", "{}")),
+        "PROXY_OPERATOR_CLIENT": RecordingClient,
+        "DOWNLOADER_MIDDLEWARES": {AttemptLog: 800},
+    }
+
+
+def main() -> None:
+    settings = {
+        **proxy_settings(),
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO"),
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "CONCURRENT_REQUESTS": int(os.environ.get("CONCURRENT_REQUESTS", "16")),
+        "DOWNLOAD_TIMEOUT": 10,
+    }
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(Pages)
+    started = now_ms()
+    process.crawl(crawler)
+    process.start()
+    stats = crawler.stats.get_stats() if crawler.stats else {}
+    result = {
+        "fetched": len(FETCHED),
+        "failed": FAILED,
+        "startedAt": started,
+        "seconds": (now_ms() - started) / 1000,
+        "attempts": ATTEMPTS,
+        "unreachableSent": UNREACHABLE_SENT,
+        "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
+    }
+    with open(os.environ["CRAWL_RESULT"], "w") as out:
+        json.dump(result, out)
+
+
+if __name__ == "__main__":
+    main()
