@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import {
   controller,
@@ -38,7 +38,6 @@ import {
   managedStep,
   needsInventory,
   providerErrorStep,
-  slotWanted,
   unhealthyGrace,
   unknownProviderStep,
   wantsDriftCheck,
@@ -53,6 +52,7 @@ import { exitIPUpdate } from './exit-ip-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { holdsSlot, ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
+import { repairHold, type RepairHold, type RepairHoldReason } from './repair-hold.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 import { banRotation, cooldownSource, upSince, wantsBanCheck, type CooldownSource } from './ban-rotation.js';
@@ -99,6 +99,8 @@ export class ProxyController {
   private readonly generated = new Map<string, ProxyCredentials>();
   /** The lease book's cooldowns, for spec.rotation.whenCoolingDownOn. */
   private readonly cooldowns: CooldownSource;
+  /** Proxies whose repair holds now, by key: proxy_operator_repairs_held counts them. */
+  private readonly held = new Map<string, { provider: string; reason: RepairHoldReason }>();
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
@@ -114,6 +116,38 @@ export class ProxyController {
       help: 'Replacements of proxies that had served, by provider and cause (SpecChanged, InstanceDead, InstanceGone, Unhealthy, Rotation).',
       labelNames: ['provider', 'cause'],
       registers: [registry],
+    });
+    const held = this.held;
+    new Gauge({
+      name: 'proxy_operator_repairs_held',
+      help: 'Unhealthy Managed proxies past their grace whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy).',
+      labelNames: ['provider', 'reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = new Map<string, number>();
+        for (const { provider, reason } of held.values())
+          counts.set(`${provider}\0${reason}`, (counts.get(`${provider}\0${reason}`) ?? 0) + 1);
+        for (const [k, n] of counts) {
+          const [provider, reason] = k.split('\0');
+          this.set({ provider, reason }, n);
+        }
+      },
+    });
+  }
+
+  /** Whether an Unhealthy proxy's repair may go ahead now (repair-hold.ts), from the cache and the direct check. */
+  private repairHold(ctx: HandlerContext<Proxy>): RepairHold {
+    const proxy = ctx.object;
+    const provider = proxy.spec.provider ?? '';
+    const share = this.budget.unhealthyShare(provider, ctx.cache);
+    return repairHold({
+      provider,
+      probeURL: proxy.spec.healthCheck.probeURL,
+      target: this.verdicts.target(proxy.spec.healthCheck.probeURL),
+      unhealthy: share.unhealthy,
+      total: share.total,
+      maxUnhealthyPercent: this.settings.repairHoldUnhealthyPercent,
     });
   }
 
@@ -192,10 +226,12 @@ export class ProxyController {
         verdict,
         autopilot: this.autopilot(proxy, bansDue),
       };
-      // The budget is asked first, and only for a replacement that needs a slot: the decision
-      // is then made once, with its answer.
-      const kind = slotWanted(inputs);
-      step = managedStep({ ...inputs, slot: kind && this.askSlot(ctx, kind) });
+      // The budget is asked only for a replacement that needs a slot, the hold only for a repair.
+      step = managedStep({
+        ...inputs,
+        slot: (kind) => this.askSlot(ctx, kind),
+        repairHold: () => this.repairHold(ctx),
+      });
       override = await this.act(
         ctx,
         provider,
@@ -234,6 +270,7 @@ export class ProxyController {
     const proxy = ctx.object;
     this.budget.release(proxyKey(proxy));
     this.generated.delete(proxyKey(proxy));
+    this.held.delete(proxyKey(proxy));
     const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
       return this.apply(
@@ -390,6 +427,12 @@ export class ProxyController {
   }
 
   private async record(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride): Promise<void> {
+    if (step.repairHeld)
+      this.held.set(proxyKey(ctx.object), {
+        provider: ctx.object.spec.provider ?? '',
+        reason: step.repairHeld,
+      });
+    else this.held.delete(proxyKey(ctx.object));
     let changed = true;
     if (step.status) {
       // A drain keeps its grant until the instance is replaced, on every run of the drain.

@@ -16,6 +16,7 @@ import {
   type ReplacementStatus,
 } from '../crds/proxy-types.js';
 import type { SlotAnswer, SlotKind } from './replacement-budget.js';
+import type { RepairHold, RepairHoldReason } from './repair-hold.js';
 
 // The pure core of the Proxy reconciler: every status, Event and retry decision, for the
 // normal path and every failure path, is made here from (spec, status, what the provider
@@ -85,6 +86,8 @@ export type ProxyEventReason =
   | 'ReplacementPending'
   | 'ReplacementBlocked'
   | 'ReplacementFailed'
+  /** An Unhealthy proxy's repair holds: the cause looks shared (repair-hold.ts). */
+  | 'RepairHeld'
   | 'UnhealthyExternal'
   /** An External proxy cools down on spec.rotation.whenCoolingDownOn targets: its owner must act. */
   | 'RotationDue'
@@ -132,8 +135,20 @@ export interface Step {
   needsSlot?: SlotKind;
   /** This step takes a proxy that served out of service for a new instance (the metric counts it). */
   startsReplacement?: ReplacementCause;
+  /** This proxy's repair is held now, and why (the metric counts it). */
+  repairHeld?: RepairHoldReason;
   next: Next;
 }
+
+/** The budget's answer to one replacement's ask. */
+export type SlotGrant = Pick<SlotAnswer, 'granted' | 'cap' | 'failed'>;
+
+/**
+ * Asks the replacement budget for a --max-unavailable slot of this kind (a grant is held by
+ * the proxy until its status no longer holds it). A function, required: a decision can never
+ * go ahead unpaced because nobody asked.
+ */
+export type SlotAsk = (kind: SlotKind) => SlotGrant;
 
 export interface Inputs {
   proxy: Proxy;
@@ -147,11 +162,15 @@ export interface Inputs {
   /** The autopilot's inputs; absent = no automatic replacement (unit tests of other paths). */
   autopilot?: Autopilot;
   /**
-   * The replacement budget's answer for the slot slotWanted names, asked before the decision.
-   * Refused: the replacement waits and the proxy keeps its instance. Absent: not asked, so a
-   * replacement goes ahead unpaced (unit tests of other paths).
+   * The replacement budget, asked only for the slot a replacement needs (slotFor). Refused:
+   * the replacement waits and the proxy keeps its instance.
    */
-  slot?: Pick<SlotAnswer, 'granted' | 'cap' | 'failed'>;
+  slot: SlotAsk;
+  /**
+   * Whether an Unhealthy proxy's repair may go ahead (repair-hold.ts): asked only when a repair
+   * is due. Absent: no hold (the shell always passes it).
+   */
+  repairHold?: () => RepairHold;
 }
 
 /** What the autopilot's time-based decisions need: the clock and the resolved policy. */
@@ -618,7 +637,7 @@ function pendingWhy(trigger: ReplacementTrigger): string | undefined {
  * The slot this run's decision needs, if any: the shell asks the replacement budget for it and
  * passes the answer in as Inputs.slot, so the decision is made once, with the budget's answer.
  */
-export function slotWanted(inp: Inputs): SlotKind | undefined {
+export function slotWanted(inp: Omit<Inputs, 'slot'>): SlotKind | undefined {
   if (inp.observation.kind !== 'found') return undefined;
   const instance = inp.observation.instance;
   const trigger = triggerOf(inp, instance, foundView(inp, instance));
@@ -630,7 +649,7 @@ type FoundView =
   | { kind: 'starting' }
   | { kind: 'running'; h: Health; clock: UnhealthyClock; rotation: RotationClock; repairedBefore: boolean };
 
-function foundView(inp: Inputs, instance: Instance): FoundView {
+function foundView(inp: Omit<Inputs, 'slot'>, instance: Instance): FoundView {
   if (instance.state === 'Provisioning' || !instance.ip) return { kind: 'starting' };
   const { proxy } = inp;
   // Until the first probe verdict at this address it is not Ready.
@@ -648,7 +667,11 @@ function foundView(inp: Inputs, instance: Instance): FoundView {
   };
 }
 
-function triggerOf(inp: Inputs, instance: Instance, view: FoundView): ReplacementTrigger | undefined {
+function triggerOf(
+  inp: Omit<Inputs, 'slot'>,
+  instance: Instance,
+  view: FoundView,
+): ReplacementTrigger | undefined {
   if (instance.state === 'Stopped' || instance.state === 'Terminated') return { kind: 'InstanceDead' };
   const recorded = inp.proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
   if (inp.desiredHash !== undefined && recorded !== inp.desiredHash) return { kind: 'SpecChanged' };
@@ -666,11 +689,16 @@ function foundStep(inp: Inputs, instance: Instance): Step {
   const view = foundView(inp, instance);
   const trigger = triggerOf(inp, instance, view);
   if (trigger) {
+    if (trigger.kind === 'Unhealthy' && view.kind === 'running') {
+      const hold = inp.repairHold?.();
+      if (hold?.kind === 'hold') return repairHeldStep(inp, instance, view.h, hold);
+    }
     const kind = slotFor(trigger, inp.proxy.status?.phase);
-    if (kind && inp.slot && !inp.slot.granted)
+    const slot = kind && inp.slot(kind);
+    if (kind && slot && !slot.granted)
       return replacementPendingStep(
         { ...inp, observation: { kind: 'found', instance } },
-        inp.slot,
+        slot,
         kind,
         pendingWhy(trigger),
       );
@@ -683,6 +711,31 @@ function foundStep(inp: Inputs, instance: Instance): Step {
       seconds: view.rotation.seconds,
     });
   return runningStep(inp, instance, view);
+}
+
+/**
+ * An Unhealthy proxy past its grace whose repair holds (repair-hold.ts): it keeps its instance,
+ * says why on the Provisioned condition (one Warning Event as the hold begins: the message is
+ * stable while it lasts) and looks again shortly; when the hold lifts, the repair goes ahead.
+ */
+function repairHeldStep(
+  inp: Inputs,
+  instance: Instance,
+  h: Health,
+  hold: Extract<RepairHold, { kind: 'hold' }>,
+): Step {
+  const { proxy } = inp;
+  const message = `${hold.message}; instance ${instance.id} is kept`;
+  return finish(proxy, {
+    action: { type: 'none' },
+    status: servingStatus(instance, h, { status: 'True', reason: 'RepairHeld', message }, 'Unhealthy'),
+    events: [{ type: 'Warning', reason: 'RepairHeld', message }],
+    logs: [
+      { level: 'warn', message: 'repair held', fields: { providerID: instance.id, reason: hold.reason } },
+    ],
+    repairHeld: hold.reason,
+    next: { kind: 'requeue', seconds: SLOT_POLL_SECONDS },
+  });
 }
 
 /** The step of a trigger that got its slot (or needs none). */
@@ -977,7 +1030,7 @@ function nextLook(graceSeconds: number | undefined, rotation: RotationClock): Ne
  * until a person acts: the reason says so and the message names them.
  */
 export function replacementPendingStep(
-  inp: Inputs & { observation: { kind: 'found'; instance: Instance } },
+  inp: Omit<Inputs, 'slot'> & { observation: { kind: 'found'; instance: Instance } },
   slot: Pick<SlotAnswer, 'cap' | 'failed'>,
   kind: SlotKind = 'rollout',
   paceWhy?: string,

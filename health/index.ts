@@ -41,3 +41,5 @@ export {
   EXIT_IP_FAILURES_METRIC,
 } from './health-metrics.js';
 export type { Clock } from './clock.js';
+export { checkDirectly } from './direct-check.js';
+export type { DirectCheck, DirectCheckOptions } from './direct-check.js';
