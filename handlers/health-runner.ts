@@ -5,7 +5,7 @@ import { background, daemon, type OperatorContext } from '../framework/index.js'
 import { checkDirectly, HealthEngine, type ProbeTarget } from '../health/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
-import { probeTargetOf, sameTarget } from './probe-target.js';
+import { exitIPSource, probeTargetOf, sameTarget } from './probe-target.js';
 import type { SecretLike } from './cloud-init.js';
 import { CREDENTIALS_SECRETS, resolveCredentials } from './proxy-credentials.js';
 import { probeTargetProblem } from './probe-target-problem.js';
@@ -45,6 +45,7 @@ export class HealthRunner {
       concurrency: settings.healthConcurrency,
       tls: settings.probeCA ? { ca: settings.probeCA } : undefined,
       recheckIntervalMillis: settings.recheckIntervalMillis,
+      exitIPPolicy: { allowNonPublic: settings.exitIPAllowNonPublic },
       ...(settings.exitIPRefreshMillis === undefined
         ? {}
         : { exitIPRefreshMillis: settings.exitIPRefreshMillis }),
@@ -71,7 +72,7 @@ export class HealthRunner {
     const stopExitIPs = this.engine.onExitIP((key, exitIP) => {
       const target = this.targets.get(key);
       if (!target) return;
-      this.board.setExitIP(key, `${target.host}:${target.port}`, exitIP);
+      this.board.setExitIP(key, exitIPSource(target), exitIP);
       const slash = key.indexOf('/');
       ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
     });

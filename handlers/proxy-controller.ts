@@ -49,6 +49,7 @@ import {
 import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
 import { exitIPUpdate } from './exit-ip-status.js';
+import { exitIPSource, probeTargetOf } from './probe-target.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { holdsSlot, ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
@@ -427,20 +428,22 @@ export class ProxyController {
   }
 
   private async record(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride): Promise<void> {
+    const proxy = ctx.object;
     if (step.repairHeld)
-      this.held.set(proxyKey(ctx.object), {
-        provider: ctx.object.spec.provider ?? '',
-        reason: step.repairHeld,
-      });
-    else this.held.delete(proxyKey(ctx.object));
+      this.held.set(proxyKey(proxy), { provider: proxy.spec.provider ?? '', reason: step.repairHeld });
+    else this.held.delete(proxyKey(proxy));
+    const exitIP = this.exitIPUpdate(proxy, step, override);
     let changed = true;
     if (step.status) {
       // A drain keeps its grant until the instance is replaced, on every run of the drain.
-      if (!holdsSlot(ctx.object.status?.replacement, step.status)) this.budget.release(proxyKey(ctx.object));
-      changed = await writeStatus(ctx, step.status, override);
+      if (!holdsSlot(proxy.status?.replacement, step.status)) this.budget.release(proxyKey(proxy));
+      changed = await writeStatus(ctx, step.status, {
+        ...override,
+        ...(exitIP ? { exitIP: exitIP.exitIP } : {}),
+      });
     }
     if (changed && step.startsReplacement)
-      this.replacements.inc({ provider: ctx.object.spec.provider ?? '', cause: step.startsReplacement });
+      this.replacements.inc({ provider: proxy.spec.provider ?? '', cause: step.startsReplacement });
     // A retry that changes nothing repeats no Event and no info log; errors are logged every time.
     for (const e of changed ? step.events : []) {
       if (e.type === 'Warning') await ctx.events.warning(e.reason, e.message);
@@ -448,20 +451,32 @@ export class ProxyController {
     }
     for (const l of step.logs)
       if (changed || l.level === 'error') ctx.logger[l.level](l.fields ?? {}, l.message);
-    await this.recordExitIP(ctx);
+    if (!exitIP) return;
+    // With no status in the step, the exit IP is a patch of its own; it compares against the
+    // status the step's own write returned (see StatusWriter).
+    const wrote = step.status ? changed : await ctx.status.patch({ exitIP: exitIP.exitIP });
+    if (wrote && exitIP.event) {
+      await ctx.events.normal(exitIP.event.reason, exitIP.event.message);
+      ctx.logger.info({ exitIP: exitIP.exitIP }, exitIP.event.message);
+    }
   }
 
-  /** status.exitIP is the health runner's reading, kept apart from the state machine's step. */
-  private async recordExitIP(ctx: HandlerContext<Proxy>): Promise<void> {
-    const proxy = ctx.object;
-    const update = exitIPUpdate(proxy, this.verdicts.exitIP(proxyKey(proxy), proxyAddress(proxy)));
-    if (!update) return;
-    // The patch compares against the status the step's own write returned (see StatusWriter).
-    if (!(await ctx.status.patch({ exitIP: update.exitIP }))) return;
-    if (update.event) {
-      await ctx.events.normal(update.event.reason, update.event.message);
-      ctx.logger.info({ exitIP: update.exitIP }, update.event.message);
-    }
+  /**
+   * status.exitIP is the health runner's reading through what serves the proxy once the step
+   * is written (its instance and address), kept apart from the state machine's decision.
+   */
+  private exitIPUpdate(proxy: Proxy, step: Step, override: StatusOverride) {
+    const providerID =
+      override.providerID ??
+      (step.status?.providerID === undefined ? proxy.status?.providerID : step.status.providerID);
+    const ip = step.status?.ip === undefined ? proxy.status?.ip : step.status.ip;
+    const after = {
+      ...proxy,
+      status: { ...proxy.status, providerID: providerID ?? undefined, ip: ip ?? undefined },
+    };
+    const target = probeTargetOf(after);
+    const observed = target ? this.verdicts.exitIP(proxyKey(proxy), exitIPSource(target)) : undefined;
+    return exitIPUpdate(proxy, { providerID, ip }, observed);
   }
 
   private continue(step: Step, cause?: unknown): HandlerResult | void {

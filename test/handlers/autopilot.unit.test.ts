@@ -9,7 +9,7 @@ import {
   type Observation,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
-import { decide, type CaseInputs } from './decide.js';
+import { decide } from './decide.js';
 import {
   countedFor,
   outOfService,

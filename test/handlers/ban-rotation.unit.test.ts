@@ -7,7 +7,7 @@ import {
   type Observation,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
-import { decide, type CaseInputs } from './decide.js';
+import { decide } from './decide.js';
 import {
   CONDITION_HEALTHY,
   CONDITION_PROVISIONED,

@@ -8,7 +8,7 @@ import {
   type Observation,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
-import { decide, type CaseInputs } from './decide.js';
+import { decide } from './decide.js';
 import { isDraining, outOfService } from '../../handlers/replacement-budget.js';
 import { toRecord } from '../../handlers/proxy-catalog.js';
 import {
