@@ -7,7 +7,7 @@ import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { exitIPSource, probeTargetOf, sameTarget } from './probe-target.js';
 import type { SecretLike } from './cloud-init.js';
-import { CREDENTIALS_SECRETS, resolveCredentials } from './proxy-credentials.js';
+import { CREDENTIALS_SECRETS, servingCredentials } from './proxy-credentials.js';
 import { probeTargetProblem } from './probe-target-problem.js';
 import type { HealthObservation } from '../discovery/lease-store.js';
 import type { LeaseBook } from './lease-book.js';
@@ -190,7 +190,9 @@ export class HealthRunner {
       ctx.cache.get<SecretLike & { metadata: { name: string } }>(CREDENTIALS_SECRETS, ns, name);
     for (const proxy of ctx.cache.list<Proxy>(PROXY_KIND)) {
       // Read at every sync: a rotated Secret reaches the probes within healthSyncSeconds.
-      const creds = resolveCredentials(proxy, lookup);
+      // The credentials the instance requires: a rotated Managed proxy keeps its old ones until
+      // it is replaced; an External proxy's reach the probes within healthSyncSeconds.
+      const creds = servingCredentials(proxy, lookup);
       const target = probeTargetOf(proxy, creds.kind === 'ok' ? creds.credentials : undefined);
       if (!target) continue;
       seen.add(target.key);

@@ -22,8 +22,12 @@ import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-i
 import {
   CREDENTIALS_SECRETS,
   credentialsFingerprint,
+  credentialsRotated,
   credentialsSecret,
+  credentialsTag,
+  CREDENTIALS_IN_USE_ANNOTATION,
   fillCloudInit,
+  inUseSecret,
   generateCredentials,
   proxiesUsingCredentials,
   resolveCredentials,
@@ -214,6 +218,17 @@ export class ProxyController {
       ci.ok && creds.ok
         ? specHash(proxy.spec, ci.content, credentialsFingerprint(creds.credentials))
         : undefined;
+    // An instance made before its credentials were recorded: record them now, while they are
+    // still the Secret's (the revision agrees), so a later rotation keeps it serving.
+    const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+    if (
+      creds.ok &&
+      desiredHash !== undefined &&
+      recorded === desiredHash &&
+      proxy.status?.providerID &&
+      proxy.metadata.annotations?.[CREDENTIALS_IN_USE_ANNOTATION] === undefined
+    )
+      await this.recordCredentialsInUse(ctx, creds.credentials, {});
     let step: Step;
     let override: StatusOverride;
     try {
@@ -223,6 +238,7 @@ export class ProxyController {
         desiredHash,
         cloudInitError: ci.ok ? undefined : ci.message,
         credentialsError: creds.ok ? undefined : creds.message,
+        credentialsRotated: creds.ok && credentialsRotated(proxy, creds.credentials),
         observation,
         verdict,
         autopilot: this.autopilot(proxy, bansDue),
@@ -322,6 +338,26 @@ export class ProxyController {
     }
   }
 
+  /**
+   * Copies `credentials` into their own immutable Secret (owned by the Proxy) and records their
+   * tag beside `annotations`: what the instance about to exist requires (proxy-credentials.ts).
+   */
+  private async recordCredentialsInUse(
+    ctx: HandlerContext<Proxy>,
+    credentials: ProxyCredentials,
+    annotations: Record<string, string>,
+  ): Promise<void> {
+    try {
+      await ctx.createOwned(SECRET_KIND, inUseSecret(ctx.object, credentials));
+    } catch (err) {
+      // Made by an earlier run (or an earlier rotation back to the same credentials).
+      if (!isStatus(err, 409)) throw err;
+    }
+    await ctx.patchMetadata({
+      annotations: { ...annotations, [CREDENTIALS_IN_USE_ANNOTATION]: credentialsTag(credentials) },
+    });
+  }
+
   private failed(
     proxy: Proxy,
     verdict: HealthVerdict | undefined,
@@ -393,9 +429,13 @@ export class ProxyController {
       const ids = action.type === 'delete' ? action.providerIDs : action.staleInstances;
       for (const id of ids) await provider.delete(id, ctx.signal);
     }
-    // The record of what is about to exist, written before it can exist.
-    if (step.annotateHash)
-      await ctx.patchMetadata({ annotations: { [SPEC_HASH_ANNOTATION]: step.annotateHash } });
+    // The record of what is about to exist, written before it can exist: the revision and the
+    // credentials it requires (their copy first, so the record never names a missing one).
+    if (step.annotateHash) {
+      const hash = { [SPEC_HASH_ANNOTATION]: step.annotateHash };
+      if (credentials) await this.recordCredentialsInUse(ctx, credentials, hash);
+      else await ctx.patchMetadata({ annotations: hash });
+    }
     if (action.type !== 'create') return {};
     const id = await provider.create(
       {

@@ -157,6 +157,11 @@ export interface Inputs {
   cloudInitError?: string;
   /** Why the credentials cannot be resolved (this too leaves desiredHash undefined). */
   credentialsError?: string;
+  /**
+   * The instance was created with other credentials than the Secret holds now (see
+   * credentialsRotated): its replacement always takes a --max-unavailable slot.
+   */
+  credentialsRotated?: boolean;
   observation: Observation;
   verdict?: HealthVerdict;
   /** The autopilot's inputs; absent = no automatic replacement (unit tests of other paths). */
@@ -597,8 +602,11 @@ export function managedStep(inp: Inputs): Step {
 export type ReplacementTrigger =
   /** The provider reports the instance stopped or terminated. */
   | { kind: 'InstanceDead' }
-  /** The desired revision is not the recorded one (placement, cloud-init, port, credentials). */
-  | { kind: 'SpecChanged' }
+  /**
+   * The desired revision is not the recorded one (placement, cloud-init, port, credentials);
+   * `credentials`: the credentials changed (a rotation).
+   */
+  | { kind: 'SpecChanged'; credentials?: boolean }
   /** Unhealthy past the grace, once per Ready. */
   | { kind: 'Unhealthy'; reason: HealthyReason; since: string }
   /** Drained after a rotation: replace the instance now. */
@@ -609,12 +617,15 @@ export type ReplacementTrigger =
 /**
  * The --max-unavailable slot a trigger must hold before it acts. Only taking a serving proxy
  * out of service is paced: replacing a dead or not-yet-Ready one takes nothing out, and a
- * drained proxy holds its slot since its drain began.
+ * drained proxy holds its slot since its drain began. A credentials rotation always takes one,
+ * whatever the stored phase: the instance keeps serving with the credentials it was created
+ * with until it is replaced, and a phase read while the probes switched would let a bulk
+ * rotation (an incident response) take the whole fleet out at once.
  */
 export function slotFor(trigger: ReplacementTrigger, phase: ProxyPhase | undefined): SlotKind | undefined {
   switch (trigger.kind) {
     case 'SpecChanged':
-      return phase === 'Ready' ? 'rollout' : undefined;
+      return trigger.credentials === true || phase === 'Ready' ? 'rollout' : undefined;
     case 'RotationDue':
       return 'rollout';
     case 'Unhealthy':
@@ -627,6 +638,8 @@ export function slotFor(trigger: ReplacementTrigger, phase: ProxyPhase | undefin
 
 /** Why a replacement waits for a slot, for its message (undefined: the default by slot kind). */
 function pendingWhy(trigger: ReplacementTrigger): string | undefined {
+  if (trigger.kind === 'SpecChanged' && trigger.credentials === true)
+    return 'credentials rotated (it serves with its old ones meanwhile)';
   if (trigger.kind !== 'RotationDue') return undefined;
   return trigger.why
     ? 'rotation due (spec.rotation.whenCoolingDownOn)'
@@ -674,7 +687,8 @@ function triggerOf(
 ): ReplacementTrigger | undefined {
   if (instance.state === 'Stopped' || instance.state === 'Terminated') return { kind: 'InstanceDead' };
   const recorded = inp.proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
-  if (inp.desiredHash !== undefined && recorded !== inp.desiredHash) return { kind: 'SpecChanged' };
+  if (inp.desiredHash !== undefined && recorded !== inp.desiredHash)
+    return { kind: 'SpecChanged', ...(inp.credentialsRotated === true ? { credentials: true } : {}) };
   if (view.kind !== 'running') return undefined;
   const { h, clock, rotation } = view;
   if (clock.kind === 'due' && !view.repairedBefore)
@@ -748,7 +762,9 @@ function triggeredStep(inp: Inputs, instance: Instance, trigger: ReplacementTrig
       const why =
         trigger.kind === 'InstanceDead'
           ? `instance is ${instance.state.toLowerCase()}${instance.detail ? ` (${instance.detail})` : ''}`
-          : 'spec changed (placement, cloud-init or port)';
+          : trigger.credentials === true
+            ? 'credentials rotated'
+            : 'spec changed (placement, cloud-init or port)';
       const announced = findCondition(proxy, CONDITION_PROVISIONED)?.reason === 'Replacing';
       return replaceStep(proxy, instance, why, {
         record: replacementRecord(proxy, trigger.kind, now),

@@ -150,6 +150,11 @@ describe('the slot a run needs, asked before the decision', () => {
   it.each<[ReplacementTrigger, ProxyPhase | undefined, SlotKind | undefined]>([
     [{ kind: 'SpecChanged' }, 'Ready', 'rollout'],
     [{ kind: 'SpecChanged' }, 'Unhealthy', undefined],
+    // A credentials rotation always takes a slot (issue 44 item 3): the old instance serves on.
+    [{ kind: 'SpecChanged', credentials: true }, 'Ready', 'rollout'],
+    [{ kind: 'SpecChanged', credentials: true }, 'Unhealthy', 'rollout'],
+    [{ kind: 'SpecChanged', credentials: true }, 'Provisioning', 'rollout'],
+    [{ kind: 'SpecChanged', credentials: true }, undefined, 'rollout'],
     [{ kind: 'SpecChanged' }, 'Provisioning', undefined],
     [{ kind: 'InstanceDead' }, 'Ready', undefined],
     [{ kind: 'Unhealthy', reason: 'ConnectionRefused', since: ago(61) }, 'Unhealthy', 'repair'],
@@ -389,5 +394,40 @@ describe('the drain message', () => {
     expect(drainMessage('i-1', '2026-03-01T12:00:00.000Z', 300)).toBe(
       'rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since 2026-03-01T12:00:00.000Z, no new leases; instance i-1 is replaced at 2026-03-01T12:05:00.000Z (--rotation-drain-timeout 300 s)',
     );
+  });
+});
+
+describe('a credentials rotation is a replacement that always takes a slot (issue 44 item 3)', () => {
+  const rotated = (o: Opts): CaseInputs => ({ ...inputs({ hash: 'h0', ...o }), credentialsRotated: true });
+  it.each<[string, Opts]>([
+    ['stored Ready', {}],
+    ['stored Unhealthy (its probes switched before the record existed)', { unhealthySeconds: 30 }],
+  ])('%s, the budget full: it waits, keeping its instance, and says why', (_what, o) => {
+    const s = decide({ ...rotated(o), slot: refusedSlot });
+    expect(s.action).toEqual({ type: 'none' });
+    expect(s.status?.provisioned?.reason).toBe('ReplacementPending');
+    expect(s.status?.provisioned?.message).toMatch(
+      /^credentials rotated \(it serves with its old ones meanwhile\): instance i-1 will be replaced once fewer than 2/,
+    );
+  });
+
+  it('granted: replaced, holding a rollout slot, and the Event says it is a rotation', () => {
+    let asked: SlotKind | undefined;
+    const s = decide({
+      ...rotated({ unhealthySeconds: 30 }),
+      slot: (kind) => {
+        asked = kind;
+        return { granted: true, cap: 2, failed: [] };
+      },
+    });
+    expect(asked).toBe('rollout');
+    expect(s.action).toEqual({ type: 'delete', providerIDs: ['i-1'] });
+    expect(s.needsSlot).toBe('rollout');
+    expect(s.events[0]?.message).toMatch(/^credentials rotated: replacing instance i-1/);
+  });
+
+  it('any other spec change of an Unhealthy proxy still needs no slot (its fix must not wait behind it)', () => {
+    const s = decide({ ...inputs({ hash: 'h0', unhealthySeconds: 30 }), slot: refusedSlot });
+    expect(s.action).toEqual({ type: 'delete', providerIDs: ['i-1'] });
   });
 });
