@@ -41,7 +41,10 @@ describe('credential rotation without an outage (issue 44 item 3)', () => {
     const base = managedSpec(suite.target);
     // Tolerant of a loaded machine (a 1 s timeout at threshold 1 flaps under load); a 407
     // still turns a proxy Unhealthy within two probes.
-    const spec = { ...base, healthCheck: { ...base.healthCheck, timeoutSeconds: 3, failureThreshold: 2 } };
+    const spec = {
+      ...base,
+      healthCheck: { ...base.healthCheck, intervalSeconds: 3, timeoutSeconds: 2, failureThreshold: 2 },
+    };
     await Promise.all(names.map((n) => api.create(n, { spec })));
     const before = await eventually(
       `all ${COUNT} Ready`,
