@@ -625,7 +625,10 @@ export type ReplacementTrigger =
 export function slotFor(trigger: ReplacementTrigger, phase: ProxyPhase | undefined): SlotKind | undefined {
   switch (trigger.kind) {
     case 'SpecChanged':
-      return trigger.credentials === true || phase === 'Ready' ? 'rollout' : undefined;
+      if (phase === 'Ready') return 'rollout';
+      // Out of service already: a repair's slot (counting replacements in flight, not the
+      // Unhealthy), or rotated proxies that died while waiting would wait on each other forever.
+      return trigger.credentials === true ? 'repair' : undefined;
     case 'RotationDue':
       return 'rollout';
     case 'Unhealthy':

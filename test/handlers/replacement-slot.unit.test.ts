@@ -152,9 +152,10 @@ describe('the slot a run needs, asked before the decision', () => {
     [{ kind: 'SpecChanged' }, 'Unhealthy', undefined],
     // A credentials rotation always takes a slot (issue 44 item 3): the old instance serves on.
     [{ kind: 'SpecChanged', credentials: true }, 'Ready', 'rollout'],
-    [{ kind: 'SpecChanged', credentials: true }, 'Unhealthy', 'rollout'],
-    [{ kind: 'SpecChanged', credentials: true }, 'Provisioning', 'rollout'],
-    [{ kind: 'SpecChanged', credentials: true }, undefined, 'rollout'],
+    // Out of service already: a repair's slot, which the Unhealthy do not fill (no deadlock).
+    [{ kind: 'SpecChanged', credentials: true }, 'Unhealthy', 'repair'],
+    [{ kind: 'SpecChanged', credentials: true }, 'Provisioning', 'repair'],
+    [{ kind: 'SpecChanged', credentials: true }, undefined, 'repair'],
     [{ kind: 'SpecChanged' }, 'Provisioning', undefined],
     [{ kind: 'InstanceDead' }, 'Ready', undefined],
     [{ kind: 'Unhealthy', reason: 'ConnectionRefused', since: ago(61) }, 'Unhealthy', 'repair'],
@@ -411,18 +412,21 @@ describe('a credentials rotation is a replacement that always takes a slot (issu
     );
   });
 
-  it('granted: replaced, holding a rollout slot, and the Event says it is a rotation', () => {
+  it.each<[string, Opts, SlotKind]>([
+    ['stored Ready: a rollout slot', {}, 'rollout'],
+    ['stored Unhealthy: a repair slot', { unhealthySeconds: 30 }, 'repair'],
+  ])('granted (%s): replaced, holding it, and the Event says it is a rotation', (_what, o, want) => {
     let asked: SlotKind | undefined;
     const s = decide({
-      ...rotated({ unhealthySeconds: 30 }),
+      ...rotated(o),
       slot: (kind) => {
         asked = kind;
         return { granted: true, cap: 2, failed: [] };
       },
     });
-    expect(asked).toBe('rollout');
+    expect(asked).toBe(want);
     expect(s.action).toEqual({ type: 'delete', providerIDs: ['i-1'] });
-    expect(s.needsSlot).toBe('rollout');
+    expect(s.needsSlot).toBe(want);
     expect(s.events[0]?.message).toMatch(/^credentials rotated: replacing instance i-1/);
   });
 
