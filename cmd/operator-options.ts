@@ -23,6 +23,8 @@ export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): Ha
     maxUnavailable: settings.maxUnavailable,
     replaceUnhealthyAfterSeconds: settings.replaceUnhealthyAfterSeconds,
     rotationDrainSeconds: settings.rotationDrainSeconds,
+    repairHoldUnhealthyPercent: settings.repairHoldUnhealthyPercent,
+    exitIPAllowNonPublic: settings.exitIPAllowNonPublic,
     probeCA: facts.probeCA,
     discovery: {
       ...settings.discovery,

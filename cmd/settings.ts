@@ -38,6 +38,10 @@ export interface Settings {
   maxUnavailable: MaxUnavailable;
   /** `--replace-unhealthy-after`: the fleet default of spec.rotation.unhealthyAfterSeconds; 0 = off. */
   replaceUnhealthyAfterSeconds: number;
+  /** `--repair-hold-unhealthy-percent`: more Unhealthy at once than this holds a provider's repairs. */
+  repairHoldUnhealthyPercent: number;
+  /** `--exit-ip-allow-non-public`: accept exit IPs that are not public addresses (loopback tests, private egress). */
+  exitIPAllowNonPublic: boolean;
   /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance is replaced. */
   rotationDrainSeconds: number;
   /** The owner identity on every instance it creates; unset = the kube-system Namespace's UID. */
@@ -248,6 +252,18 @@ const OPTIONS: Option[] = [
     help: 'seconds a Managed proxy may stay Unhealthy before it is replaced (a new instance and IP, paced by --max-unavailable), unless its spec.rotation.unhealthyAfterSeconds says otherwise; 0 = never',
   },
   {
+    flag: 'repair-hold-unhealthy-percent',
+    env: 'REPAIR_HOLD_UNHEALTHY_PERCENT',
+    default: '20',
+    help: "when more than this percentage of a provider's Managed proxies are Unhealthy at once (at least one always may be), none of them is replaced: a shared cause is likelier (repairs also hold while the probe target fails when checked without a proxy); 100 = off",
+  },
+  {
+    flag: 'exit-ip-allow-non-public',
+    env: 'EXIT_IP_ALLOW_NON_PUBLIC',
+    default: 'false',
+    help: 'accept an exit IP echo answer that is not a public address (loopback, private, link-local ...) and an echo over plain http, which the proxy itself could answer: for tests and private egress only',
+  },
+  {
     flag: 'rotation-drain-timeout',
     env: 'ROTATION_DRAIN_TIMEOUT_SECONDS',
     default: '300',
@@ -335,6 +351,13 @@ function address(flag: string, value: string): { host: string; port: number } {
   if (!m || !(port >= 0 && port <= 65535))
     throw new SettingsError(`--${flag}: "${value}" is not host:port (e.g. :8090 or 127.0.0.1:8090)`);
   return { host: m[1] === '' ? '0.0.0.0' : m[1], port };
+}
+
+function percent(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 100)
+    throw new SettingsError(`--${flag}: "${value}" must be an integer from 0 to 100`);
+  return n;
 }
 
 function positiveInt(flag: string, value: string, min = 1): number {
@@ -604,6 +627,11 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     watchNamespace: get('watch-namespace'),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
     replaceUnhealthyAfterSeconds: positiveInt('replace-unhealthy-after', get('replace-unhealthy-after')!, 0),
+    repairHoldUnhealthyPercent: percent(
+      'repair-hold-unhealthy-percent',
+      get('repair-hold-unhealthy-percent')!,
+    ),
+    exitIPAllowNonPublic: bool('exit-ip-allow-non-public', get('exit-ip-allow-non-public')!),
     rotationDrainSeconds: positiveInt('rotation-drain-timeout', get('rotation-drain-timeout')!, 0),
     clusterName: clusterName('cluster-name', get('cluster-name')),
     leaseStore: store,

@@ -203,6 +203,12 @@ export const PROVISIONED_REASONS = [
    * rollout is stopped until their spec changes or a person acts; the message names them.
    */
   'ReplacementBlocked',
+  /**
+   * The proxy is Unhealthy past its grace but its repair holds: the probe target fails when
+   * checked directly, or too many of the provider's proxies are Unhealthy at once (a shared
+   * cause); the message says which. The instance is kept.
+   */
+  'RepairHeld',
   /** Instances of revisions a crash left behind are being deleted before the new one is created. */
   'CleaningUp',
   /** The instance disappeared at the provider; a new one is created. */

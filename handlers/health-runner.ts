@@ -2,12 +2,12 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import { background, daemon, type OperatorContext } from '../framework/index.js';
-import { HealthEngine, type ProbeTarget } from '../health/index.js';
+import { checkDirectly, HealthEngine, type ProbeTarget } from '../health/index.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
-import { probeTargetOf, sameTarget } from './probe-target.js';
+import { exitIPSource, probeTargetOf, sameTarget } from './probe-target.js';
 import type { SecretLike } from './cloud-init.js';
-import { CREDENTIALS_SECRETS, resolveCredentials } from './proxy-credentials.js';
+import { CREDENTIALS_SECRETS, servingCredentials } from './proxy-credentials.js';
 import { probeTargetProblem } from './probe-target-problem.js';
 import type { HealthObservation } from '../discovery/lease-store.js';
 import type { LeaseBook } from './lease-book.js';
@@ -28,6 +28,8 @@ export class HealthRunner {
   private readonly targets = new Map<string, ProbeTarget>();
   /** Targets that cannot be probed, by key, as JSON: reported once, not on every sync. */
   private readonly invalid = new Map<string, string>();
+  /** Direct checks of the probe URLs: when each is next due, and whether one is in flight. */
+  private readonly direct = new Map<string, { dueAt: number; inFlight: boolean }>();
 
   constructor(
     @inject(VERDICTS) private readonly board: VerdictBoard,
@@ -43,6 +45,7 @@ export class HealthRunner {
       concurrency: settings.healthConcurrency,
       tls: settings.probeCA ? { ca: settings.probeCA } : undefined,
       recheckIntervalMillis: settings.recheckIntervalMillis,
+      exitIPPolicy: { allowNonPublic: settings.exitIPAllowNonPublic },
       ...(settings.exitIPRefreshMillis === undefined
         ? {}
         : { exitIPRefreshMillis: settings.exitIPRefreshMillis }),
@@ -56,6 +59,7 @@ export class HealthRunner {
     // before the first await, so before the new term's resync reconciles anything.
     this.board.clear();
     this.invalid.clear();
+    this.direct.clear();
     const unsubscribe = this.engine.onTransition((key, verdict) => {
       const target = this.targets.get(key);
       if (!target) return;
@@ -68,7 +72,7 @@ export class HealthRunner {
     const stopExitIPs = this.engine.onExitIP((key, exitIP) => {
       const target = this.targets.get(key);
       if (!target) return;
-      this.board.setExitIP(key, `${target.host}:${target.port}`, exitIP);
+      this.board.setExitIP(key, exitIPSource(target), exitIP);
       const slash = key.indexOf('/');
       ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
     });
@@ -95,6 +99,7 @@ export class HealthRunner {
     try {
       while (!ctx.signal.aborted) {
         this.sync(ctx);
+        this.checkTargetsDirectly(ctx);
         await ctx.sleep(this.settings.healthSyncSeconds * 1000);
       }
     } finally {
@@ -104,7 +109,67 @@ export class HealthRunner {
       unsubscribe();
       for (const key of this.targets.keys()) this.engine.remove(key);
       this.targets.clear();
+      this.direct.clear();
       await this.engine.stop();
+    }
+  }
+
+  /**
+   * Fetches every probe URL the proxies use directly, without a proxy, as often as the most
+   * frequent of their probes: the reference the autopilot's repair hold reads (repair-hold.ts).
+   * One check per URL, however many proxies share it.
+   */
+  private checkTargetsDirectly(ctx: OperatorContext): void {
+    const byURL = new Map<string, { interval: number; timeout: number; codes: Set<number> }>();
+    for (const t of this.targets.values()) {
+      const known = byURL.get(t.probeURL);
+      if (!known)
+        byURL.set(t.probeURL, {
+          interval: t.intervalSeconds,
+          timeout: t.timeoutSeconds,
+          codes: new Set(t.expectedStatusCodes),
+        });
+      else {
+        known.interval = Math.min(known.interval, t.intervalSeconds);
+        known.timeout = Math.max(known.timeout, t.timeoutSeconds);
+        for (const c of t.expectedStatusCodes) known.codes.add(c);
+      }
+    }
+    for (const url of [...this.direct.keys(), ...this.board.targetURLs()]) {
+      if (byURL.has(url)) continue;
+      this.direct.delete(url);
+      this.board.deleteTarget(url);
+    }
+    const now = Date.now();
+    for (const [url, how] of byURL) {
+      const state = this.direct.get(url) ?? { dueAt: 0, inFlight: false };
+      this.direct.set(url, state);
+      if (state.inFlight || now < state.dueAt) continue;
+      state.inFlight = true;
+      void checkDirectly(url, {
+        timeoutSeconds: how.timeout,
+        expectedStatusCodes: [...how.codes],
+        ca: this.settings.probeCA,
+        signal: ctx.signal,
+      }).then((result) => {
+        state.inFlight = false;
+        state.dueAt = Date.now() + how.interval * 1000;
+        if (ctx.signal.aborted || this.direct.get(url) !== state) return;
+        const before = this.board.target(url);
+        this.board.setTarget(
+          url,
+          result.reachable ? { kind: 'reachable' } : { kind: 'unreachable', message: result.message },
+        );
+        if (before.kind !== (result.reachable ? 'reachable' : 'unreachable'))
+          ctx.logger.info(
+            {
+              probeURL: url,
+              reachable: result.reachable,
+              detail: result.reachable ? undefined : result.message,
+            },
+            'probe target checked directly (no proxy)',
+          );
+      });
     }
   }
 
@@ -125,7 +190,9 @@ export class HealthRunner {
       ctx.cache.get<SecretLike & { metadata: { name: string } }>(CREDENTIALS_SECRETS, ns, name);
     for (const proxy of ctx.cache.list<Proxy>(PROXY_KIND)) {
       // Read at every sync: a rotated Secret reaches the probes within healthSyncSeconds.
-      const creds = resolveCredentials(proxy, lookup);
+      // The credentials the instance requires: a rotated Managed proxy keeps its old ones until
+      // it is replaced; an External proxy's reach the probes within healthSyncSeconds.
+      const creds = servingCredentials(proxy, lookup);
       const target = probeTargetOf(proxy, creds.kind === 'ok' ? creds.credentials : undefined);
       if (!target) continue;
       seen.add(target.key);

@@ -20,10 +20,19 @@ export function probeTargetOf(p: Proxy, credentials?: ProxyCredentials): ProbeTa
     successThreshold: hc.successThreshold,
     expectedStatusCodes: hc.expectedStatusCodes,
     ...(hc.exitIPURL === undefined ? {} : { exitIPURL: hc.exitIPURL }),
+    ...(p.spec.mode === 'Managed' && p.status?.providerID ? { instance: p.status.providerID } : {}),
     ...(credentials
       ? { credentials: { username: credentials.username, password: credentials.password } }
       : {}),
   };
+}
+
+/**
+ * Where an exit IP was read: the address and the instance behind it. A reading taken through
+ * another instance (even at the same address) says nothing of this one.
+ */
+export function exitIPSource(target: Pick<ProbeTarget, 'host' | 'port' | 'instance'>): string {
+  return `${target.host}:${target.port}@${target.instance ?? ''}`;
 }
 
 /** Equal targets need no upsert: the engine keeps its counters. */

@@ -6,7 +6,7 @@ import { PROXY_KIND } from './kinds.js';
 import { isDraining } from './replacement-budget.js';
 import { proxyEndpoint, proxyKey, servedEndpoint } from './proxy-address.js';
 import type { SecretLike, SecretLookup } from './cloud-init.js';
-import { CREDENTIALS_SECRETS, proxiesUsingCredentials, resolveCredentials } from './proxy-credentials.js';
+import { CREDENTIALS_SECRETS, proxiesUsingCredentials, servingCredentials } from './proxy-credentials.js';
 
 /**
  * The discovery API's view of the Proxy cache, kept up to date change by change from the
@@ -84,8 +84,12 @@ export function toRecord(p: Proxy, lookup: SecretLookup = () => undefined): Prox
   };
 }
 
-/** The credentials discovery hands out with a lease (none when unresolvable: probes then say why). */
+/**
+ * The credentials discovery hands out with a lease: those the proxy's instance requires (a
+ * rotated Managed proxy's old ones until it is replaced); none when unresolvable (probes then
+ * say why).
+ */
 function credentialsOf(p: Proxy, lookup: SecretLookup): Pick<ProxyRecord, 'credentials'> {
-  const found = resolveCredentials(p, lookup);
+  const found = servingCredentials(p, lookup);
   return found.kind === 'ok' ? { credentials: found.credentials } : {};
 }

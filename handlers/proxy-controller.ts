@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import {
   controller,
@@ -22,8 +22,12 @@ import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-i
 import {
   CREDENTIALS_SECRETS,
   credentialsFingerprint,
+  credentialsRotated,
   credentialsSecret,
+  credentialsTag,
+  CREDENTIALS_IN_USE_ANNOTATION,
   fillCloudInit,
+  inUseSecret,
   generateCredentials,
   proxiesUsingCredentials,
   resolveCredentials,
@@ -38,7 +42,6 @@ import {
   managedStep,
   needsInventory,
   providerErrorStep,
-  slotWanted,
   unhealthyGrace,
   unknownProviderStep,
   wantsDriftCheck,
@@ -50,9 +53,11 @@ import {
 import { specHash } from './spec-hash.js';
 import { writeStatus, type StatusOverride } from './proxy-status.js';
 import { exitIPUpdate } from './exit-ip-status.js';
+import { exitIPSource, probeTargetOf } from './probe-target.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { holdsSlot, ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
+import { repairHold, type RepairHold, type RepairHoldReason } from './repair-hold.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 import { banRotation, cooldownSource, upSince, wantsBanCheck, type CooldownSource } from './ban-rotation.js';
@@ -99,6 +104,8 @@ export class ProxyController {
   private readonly generated = new Map<string, ProxyCredentials>();
   /** The lease book's cooldowns, for spec.rotation.whenCoolingDownOn. */
   private readonly cooldowns: CooldownSource;
+  /** Proxies whose repair holds now, by key: proxy_operator_repairs_held counts them. */
+  private readonly held = new Map<string, { provider: string; reason: RepairHoldReason }>();
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
@@ -114,6 +121,38 @@ export class ProxyController {
       help: 'Replacements of proxies that had served, by provider and cause (SpecChanged, InstanceDead, InstanceGone, Unhealthy, Rotation).',
       labelNames: ['provider', 'cause'],
       registers: [registry],
+    });
+    const held = this.held;
+    new Gauge({
+      name: 'proxy_operator_repairs_held',
+      help: 'Unhealthy Managed proxies past their grace whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy).',
+      labelNames: ['provider', 'reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = new Map<string, number>();
+        for (const { provider, reason } of held.values())
+          counts.set(`${provider}\0${reason}`, (counts.get(`${provider}\0${reason}`) ?? 0) + 1);
+        for (const [k, n] of counts) {
+          const [provider, reason] = k.split('\0');
+          this.set({ provider, reason }, n);
+        }
+      },
+    });
+  }
+
+  /** Whether an Unhealthy proxy's repair may go ahead now (repair-hold.ts), from the cache and the direct check. */
+  private repairHold(ctx: HandlerContext<Proxy>): RepairHold {
+    const proxy = ctx.object;
+    const provider = proxy.spec.provider ?? '';
+    const share = this.budget.unhealthyShare(provider, ctx.cache);
+    return repairHold({
+      provider,
+      probeURL: proxy.spec.healthCheck.probeURL,
+      target: this.verdicts.target(proxy.spec.healthCheck.probeURL),
+      unhealthy: share.unhealthy,
+      total: share.total,
+      maxUnhealthyPercent: this.settings.repairHoldUnhealthyPercent,
     });
   }
 
@@ -179,6 +218,17 @@ export class ProxyController {
       ci.ok && creds.ok
         ? specHash(proxy.spec, ci.content, credentialsFingerprint(creds.credentials))
         : undefined;
+    // An instance made before its credentials were recorded: record them now, while they are
+    // still the Secret's (the revision agrees), so a later rotation keeps it serving.
+    const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+    if (
+      creds.ok &&
+      desiredHash !== undefined &&
+      recorded === desiredHash &&
+      proxy.status?.providerID &&
+      proxy.metadata.annotations?.[CREDENTIALS_IN_USE_ANNOTATION] === undefined
+    )
+      await this.recordCredentialsInUse(ctx, creds.credentials, {});
     let step: Step;
     let override: StatusOverride;
     try {
@@ -188,14 +238,17 @@ export class ProxyController {
         desiredHash,
         cloudInitError: ci.ok ? undefined : ci.message,
         credentialsError: creds.ok ? undefined : creds.message,
+        credentialsRotated: creds.ok && credentialsRotated(proxy, creds.credentials),
         observation,
         verdict,
         autopilot: this.autopilot(proxy, bansDue),
       };
-      // The budget is asked first, and only for a replacement that needs a slot: the decision
-      // is then made once, with its answer.
-      const kind = slotWanted(inputs);
-      step = managedStep({ ...inputs, slot: kind && this.askSlot(ctx, kind) });
+      // The budget is asked only for a replacement that needs a slot, the hold only for a repair.
+      step = managedStep({
+        ...inputs,
+        slot: (kind) => this.askSlot(ctx, kind),
+        repairHold: () => this.repairHold(ctx),
+      });
       override = await this.act(
         ctx,
         provider,
@@ -234,6 +287,7 @@ export class ProxyController {
     const proxy = ctx.object;
     this.budget.release(proxyKey(proxy));
     this.generated.delete(proxyKey(proxy));
+    this.held.delete(proxyKey(proxy));
     const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
       return this.apply(
@@ -282,6 +336,26 @@ export class ProxyController {
         message: `credentials Secret ${proxy.metadata.namespace}/${found.secretName} exists but the operator cannot see it: label it ${CREDENTIALS_SECRET_LABEL}: "true", or delete it to have new credentials generated`,
       };
     }
+  }
+
+  /**
+   * Copies `credentials` into their own immutable Secret (owned by the Proxy) and records their
+   * tag beside `annotations`: what the instance about to exist requires (proxy-credentials.ts).
+   */
+  private async recordCredentialsInUse(
+    ctx: HandlerContext<Proxy>,
+    credentials: ProxyCredentials,
+    annotations: Record<string, string>,
+  ): Promise<void> {
+    try {
+      await ctx.createOwned(SECRET_KIND, inUseSecret(ctx.object, credentials));
+    } catch (err) {
+      // Made by an earlier run (or an earlier rotation back to the same credentials).
+      if (!isStatus(err, 409)) throw err;
+    }
+    await ctx.patchMetadata({
+      annotations: { ...annotations, [CREDENTIALS_IN_USE_ANNOTATION]: credentialsTag(credentials) },
+    });
   }
 
   private failed(
@@ -355,9 +429,13 @@ export class ProxyController {
       const ids = action.type === 'delete' ? action.providerIDs : action.staleInstances;
       for (const id of ids) await provider.delete(id, ctx.signal);
     }
-    // The record of what is about to exist, written before it can exist.
-    if (step.annotateHash)
-      await ctx.patchMetadata({ annotations: { [SPEC_HASH_ANNOTATION]: step.annotateHash } });
+    // The record of what is about to exist, written before it can exist: the revision and the
+    // credentials it requires (their copy first, so the record never names a missing one).
+    if (step.annotateHash) {
+      const hash = { [SPEC_HASH_ANNOTATION]: step.annotateHash };
+      if (credentials) await this.recordCredentialsInUse(ctx, credentials, hash);
+      else await ctx.patchMetadata({ annotations: hash });
+    }
     if (action.type !== 'create') return {};
     const id = await provider.create(
       {
@@ -390,14 +468,22 @@ export class ProxyController {
   }
 
   private async record(ctx: HandlerContext<Proxy>, step: Step, override: StatusOverride): Promise<void> {
+    const proxy = ctx.object;
+    if (step.repairHeld)
+      this.held.set(proxyKey(proxy), { provider: proxy.spec.provider ?? '', reason: step.repairHeld });
+    else this.held.delete(proxyKey(proxy));
+    const exitIP = this.exitIPUpdate(proxy, step, override);
     let changed = true;
     if (step.status) {
       // A drain keeps its grant until the instance is replaced, on every run of the drain.
-      if (!holdsSlot(ctx.object.status?.replacement, step.status)) this.budget.release(proxyKey(ctx.object));
-      changed = await writeStatus(ctx, step.status, override);
+      if (!holdsSlot(proxy.status?.replacement, step.status)) this.budget.release(proxyKey(proxy));
+      changed = await writeStatus(ctx, step.status, {
+        ...override,
+        ...(exitIP ? { exitIP: exitIP.exitIP } : {}),
+      });
     }
     if (changed && step.startsReplacement)
-      this.replacements.inc({ provider: ctx.object.spec.provider ?? '', cause: step.startsReplacement });
+      this.replacements.inc({ provider: proxy.spec.provider ?? '', cause: step.startsReplacement });
     // A retry that changes nothing repeats no Event and no info log; errors are logged every time.
     for (const e of changed ? step.events : []) {
       if (e.type === 'Warning') await ctx.events.warning(e.reason, e.message);
@@ -405,20 +491,32 @@ export class ProxyController {
     }
     for (const l of step.logs)
       if (changed || l.level === 'error') ctx.logger[l.level](l.fields ?? {}, l.message);
-    await this.recordExitIP(ctx);
+    if (!exitIP) return;
+    // With no status in the step, the exit IP is a patch of its own; it compares against the
+    // status the step's own write returned (see StatusWriter).
+    const wrote = step.status ? changed : await ctx.status.patch({ exitIP: exitIP.exitIP });
+    if (wrote && exitIP.event) {
+      await ctx.events.normal(exitIP.event.reason, exitIP.event.message);
+      ctx.logger.info({ exitIP: exitIP.exitIP }, exitIP.event.message);
+    }
   }
 
-  /** status.exitIP is the health runner's reading, kept apart from the state machine's step. */
-  private async recordExitIP(ctx: HandlerContext<Proxy>): Promise<void> {
-    const proxy = ctx.object;
-    const update = exitIPUpdate(proxy, this.verdicts.exitIP(proxyKey(proxy), proxyAddress(proxy)));
-    if (!update) return;
-    // The patch compares against the status the step's own write returned (see StatusWriter).
-    if (!(await ctx.status.patch({ exitIP: update.exitIP }))) return;
-    if (update.event) {
-      await ctx.events.normal(update.event.reason, update.event.message);
-      ctx.logger.info({ exitIP: update.exitIP }, update.event.message);
-    }
+  /**
+   * status.exitIP is the health runner's reading through what serves the proxy once the step
+   * is written (its instance and address), kept apart from the state machine's decision.
+   */
+  private exitIPUpdate(proxy: Proxy, step: Step, override: StatusOverride) {
+    const providerID =
+      override.providerID ??
+      (step.status?.providerID === undefined ? proxy.status?.providerID : step.status.providerID);
+    const ip = step.status?.ip === undefined ? proxy.status?.ip : step.status.ip;
+    const after = {
+      ...proxy,
+      status: { ...proxy.status, providerID: providerID ?? undefined, ip: ip ?? undefined },
+    };
+    const target = probeTargetOf(after);
+    const observed = target ? this.verdicts.exitIP(proxyKey(proxy), exitIPSource(target)) : undefined;
+    return exitIPUpdate(proxy, { providerID, ip }, observed);
   }
 
   private continue(step: Step, cause?: unknown): HandlerResult | void {

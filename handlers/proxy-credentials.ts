@@ -69,6 +69,11 @@ export function resolveCredentials(proxy: Proxy, lookup: SecretLookup): Credenti
       message: `credentials Secret ${ns}/${name} not found, or not labelled ${CREDENTIALS_SECRET_LABEL}: "true" (the operator only sees labelled Secrets)`,
     };
   }
+  return credentialsIn(secret, ns, name);
+}
+
+/** The credentials a labelled Secret holds, or why they are unusable. */
+function credentialsIn(secret: SecretLike, ns: string, name: string): CredentialsResolution {
   const username = decoded(secret, USERNAME_KEY);
   const password = decoded(secret, PASSWORD_KEY);
   if (username === undefined || password === undefined) {
@@ -127,12 +132,78 @@ export function credentialsFingerprint(credentials: ProxyCredentials): string {
     .digest('hex');
 }
 
-/** The Proxies in the Secret's namespace whose credentials it holds. */
+/** The Proxies in the Secret's namespace whose credentials it holds (wanted, or in use by the instance). */
 export function proxiesUsingCredentials(secret: SecretLike, proxies: readonly Proxy[]): Proxy[] {
   const ns = secret.metadata?.namespace;
   const name = secret.metadata?.name;
   return proxies.filter(
     (p) =>
-      (p.metadata.namespace ?? 'default') === ns && name !== undefined && credentialsSecretName(p) === name,
+      (p.metadata.namespace ?? 'default') === ns &&
+      name !== undefined &&
+      (credentialsSecretName(p) === name || inUseSecretNameOf(p) === name),
   );
+}
+
+// Credential rotation without an outage: a Managed instance requires the credentials it was
+// created with, so it is probed and leased with those until its replacement is Ready, not with
+// the Secret's new ones (which it would answer 407). Before each create the operator copies the
+// credentials into an immutable Secret of their own, named by their fingerprint and owned by
+// the Proxy, and records the fingerprint in an annotation beside the spec hash: the record of
+// what is about to exist says which credentials the instance requires.
+
+/** The credentials (a fingerprint prefix) the recorded revision was created with. */
+export const CREDENTIALS_IN_USE_ANNOTATION = 'crawl.example.com/credentials-in-use';
+
+/** A short, stable tag of these credentials: 64 bits of their fingerprint, never the password. */
+export function credentialsTag(credentials: ProxyCredentials): string {
+  return credentialsFingerprint(credentials).slice(0, 16);
+}
+
+/** The Secret holding the credentials tagged `tag` of Managed proxy `proxyName`. */
+export function inUseSecretName(proxyName: string, tag: string): string {
+  return `${managedCredentialsSecretName(proxyName).slice(0, 253 - 17)}-${tag}`;
+}
+
+function inUseSecretNameOf(p: Proxy): string | undefined {
+  const tag = p.metadata.annotations?.[CREDENTIALS_IN_USE_ANNOTATION];
+  return p.spec.mode === 'Managed' && tag ? inUseSecretName(p.metadata.name, tag) : undefined;
+}
+
+/** The copy of the credentials an instance is created with (the owner reference is added on create). */
+export function inUseSecret(proxy: Proxy, credentials: ProxyCredentials) {
+  const secret = credentialsSecret(proxy, credentials);
+  return {
+    ...secret,
+    metadata: { ...secret.metadata, name: inUseSecretName(proxy.metadata.name, credentialsTag(credentials)) },
+    // Never edited: new credentials are a new Secret.
+    immutable: true,
+  };
+}
+
+/**
+ * The credentials to probe and lease the proxy with: for a Managed proxy, the ones its recorded
+ * revision was created with (while their copy is readable); else, and for External proxies
+ * (which switch at once), its Secret's.
+ */
+export function servingCredentials(proxy: Proxy, lookup: SecretLookup): CredentialsResolution {
+  const name = inUseSecretNameOf(proxy);
+  if (name !== undefined) {
+    const ns = proxy.metadata.namespace ?? 'default';
+    const secret = lookup(ns, name);
+    if (secret && secret.metadata?.labels?.[CREDENTIALS_SECRET_LABEL] === 'true') {
+      const found = credentialsIn(secret, ns, name);
+      if (found.kind === 'ok') return found;
+    }
+  }
+  return resolveCredentials(proxy, lookup);
+}
+
+/**
+ * Whether the proxy's instance was created with other credentials than `current`: a rotation,
+ * which always takes a --max-unavailable slot (the instance serves until it is replaced).
+ * Unknown (no record, an instance older than the record) is no.
+ */
+export function credentialsRotated(proxy: Proxy, current: ProxyCredentials | undefined): boolean {
+  const tag = proxy.metadata.annotations?.[CREDENTIALS_IN_USE_ANNOTATION];
+  return tag !== undefined && current !== undefined && tag !== credentialsTag(current);
 }

@@ -5,6 +5,8 @@ import type { StatusIntent } from './proxy-state-machine.js';
 /** Values only known after the action ran (the providerID a create returned). */
 export interface StatusOverride {
   providerID?: string;
+  /** status.exitIP to write in the same patch (null removes it): see exit-ip-status.ts. */
+  exitIP?: string | null;
 }
 
 /**
@@ -37,6 +39,8 @@ export async function writeStatus(
   const providerID = override.providerID ?? intent.providerID;
   if (providerID !== undefined) patch.providerID = providerID;
   if (intent.ip !== undefined) patch.ip = intent.ip;
+  // In the same patch as a new instance or address: no reader ever sees the old exit IP on it.
+  if (override.exitIP !== undefined) patch.exitIP = override.exitIP;
   if (conditions !== stored) patch.conditions = conditions;
   if (intent.latencyMillis !== undefined) patch.latencyMillis = intent.latencyMillis;
   if (intent.lastHealthCheckTime !== undefined) patch.lastHealthCheckTime = intent.lastHealthCheckTime;

@@ -130,6 +130,12 @@ export class ReplacementBudget {
     return { granted, inFlight: counted.size, cap, failed };
   }
 
+  /** How many of the provider's Managed proxies are Unhealthy now, of how many (repair-hold.ts). */
+  unhealthyShare(provider: string, cache: CacheReader): { unhealthy: number; total: number } {
+    const tally = this.tally(provider, cache);
+    return { unhealthy: tally.oos.unhealthy.size, total: tally.total };
+  }
+
   /** The proxy left its replacement (or went away): its slot is free. See holdsSlot. */
   release(key: string): void {
     this.granted.delete(key);

@@ -9,6 +9,7 @@ import {
 } from '../discovery/proxy-holds.js';
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
+import { DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT } from './repair-hold.js';
 
 /** 15 minutes: longer than a probe target's usual hiccup, short enough that a dead proxy does not linger. */
 export const DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS = 900;
@@ -57,6 +58,11 @@ export interface HandlerSettings {
    * replaced, for proxies whose spec.rotation.unhealthyAfterSeconds is unset; 0 = never.
    */
   replaceUnhealthyAfterSeconds: number;
+  /**
+   * `--repair-hold-unhealthy-percent`: more than this share of a provider's Managed proxies
+   * Unhealthy at once holds all its repairs (a shared cause); 100 = off (repair-hold.ts).
+   */
+  repairHoldUnhealthyPercent: number;
   /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance goes. */
   rotationDrainSeconds: number;
   /** The autopilot's clock (tests move it to make a proxy old without waiting); default the system's. */
@@ -65,6 +71,12 @@ export interface HandlerSettings {
   probeCA?: string;
   /** Between the probes of a recheck after an unreachable report. */
   recheckIntervalMillis: number;
+  /**
+   * `--exit-ip-allow-non-public`: accept echo answers that are not public addresses, and echoes
+   * over plain http (which the proxy itself could answer). Off in production; the loopback tests
+   * and the demo turn it on.
+   */
+  exitIPAllowNonPublic: boolean;
   /** How often a proxy's exit IP is read again (tests shorten it); default the engine's minute. */
   exitIPRefreshMillis?: number;
 }
@@ -78,6 +90,8 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   driftCheckSeconds: 60,
   maxUnavailable: DEFAULT_MAX_UNAVAILABLE,
   replaceUnhealthyAfterSeconds: DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS,
+  repairHoldUnhealthyPercent: DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT,
+  exitIPAllowNonPublic: false,
   rotationDrainSeconds: DEFAULT_ROTATION_DRAIN_SECONDS,
   recheckIntervalMillis: DEFAULT_RECHECK_INTERVAL_MILLIS,
   discovery: {

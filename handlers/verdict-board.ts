@@ -1,4 +1,5 @@
 import type { HealthVerdict } from './proxy-state-machine.js';
+import type { TargetReading } from './repair-hold.js';
 
 /**
  * The last status-affecting verdict per proxy (namespace/name), written by the health
@@ -10,6 +11,8 @@ export class VerdictBoard {
   private readonly verdicts = new Map<string, { address: string; verdict: HealthVerdict }>();
   /** The exit IP the engine last read per proxy, at the address it was read through. */
   private readonly exitIPs = new Map<string, { address: string; exitIP: string }>();
+  /** What the direct check (no proxy) last said, per probe URL. */
+  private readonly targetReadings = new Map<string, TargetReading>();
 
   /**
    * `address` is the host:port probed, so a verdict never outlives an address change. The
@@ -38,6 +41,26 @@ export class VerdictBoard {
     return entry && entry.address === address ? entry.exitIP : undefined;
   }
 
+  /** The direct check of a probe URL (the health runner's, leader-only). */
+  setTarget(probeURL: string, reading: TargetReading): void {
+    this.targetReadings.set(probeURL, reading);
+  }
+
+  /** What the direct check last said of `probeURL`; unknown until it has run in this term. */
+  target(probeURL: string): TargetReading {
+    return this.targetReadings.get(probeURL) ?? { kind: 'unknown' };
+  }
+
+  /** No proxy probes `probeURL` any more. */
+  deleteTarget(probeURL: string): void {
+    this.targetReadings.delete(probeURL);
+  }
+
+  /** The probe URLs with a direct reading. */
+  targetURLs(): string[] {
+    return [...this.targetReadings.keys()];
+  }
+
   delete(key: string): void {
     this.verdicts.delete(key);
     this.exitIPs.delete(key);
@@ -47,5 +70,6 @@ export class VerdictBoard {
   clear(): void {
     this.verdicts.clear();
     this.exitIPs.clear();
+    this.targetReadings.clear();
   }
 }

@@ -9,7 +9,7 @@ import { SchedulingStats, type SchedulingSnapshot } from './scheduling-stats.js'
 import type { Prober } from './prober.js';
 import { recheckStep, type Recheck } from './recheck.js';
 import { Semaphore } from './semaphore.js';
-import { exitIPDue, type ExitIPReading } from './exit-ip.js';
+import { echoURLProblem, exitIPDue, judgeExitIP, type ExitIPPolicy, type ExitIPReading } from './exit-ip.js';
 import { SocketProber, type SocketProberOptions } from './socket-prober.js';
 import {
   DEFAULT_LATENCY_POLICY,
@@ -54,6 +54,8 @@ export interface HealthEngineOptions {
   batchMillis?: number;
   /** How often a proxy's exit IP is read again (after successful probes, never more often than them). */
   exitIPRefreshMillis?: number;
+  /** What an echo answer must be to count (default: public, over https; see ExitIPPolicy). */
+  exitIPPolicy?: ExitIPPolicy;
 }
 
 /**
@@ -104,6 +106,7 @@ export class HealthEngine {
   private readonly recheckListeners = new Set<RecheckListener>();
   private readonly exitIPListeners = new Set<ExitIPListener>();
   private readonly exitIPRefreshMillis: number;
+  private readonly exitIPPolicy: ExitIPPolicy;
   private readonly queue: DueQueue;
   private readonly semaphore: Semaphore;
   private readonly metrics: HealthMetrics;
@@ -132,6 +135,7 @@ export class HealthEngine {
       throw new RangeError(`recheckIntervalMillis must be > 0, got ${this.recheckIntervalMillis}`);
     }
     this.exitIPRefreshMillis = options.exitIPRefreshMillis ?? DEFAULT_EXIT_IP_REFRESH_MILLIS;
+    this.exitIPPolicy = options.exitIPPolicy ?? { allowNonPublic: false };
     this.metrics = new HealthMetrics(options.registry);
     this.queue = new DueQueue(
       this.clock,
@@ -308,13 +312,16 @@ export class HealthEngine {
         exitIPDue(entry.exitIPReadAt, this.clock.now(), this.exitIPRefreshMillis)
       ) {
         entry.exitIPReadAt = this.clock.now();
-        exitIP = await this.prober
-          .readExitIP(target, controller.signal)
-          .catch((err: unknown): ExitIPReading => ({
-            ok: false,
-            reason: 'RequestFailed',
-            message: `prober failed: ${err instanceof Error ? err.message : String(err)}`,
-          }));
+        exitIP =
+          echoURLProblem(target.exitIPURL, target.host, this.exitIPPolicy) ??
+          judgeExitIP(
+            await this.prober.readExitIP(target, controller.signal).catch((err: unknown): ExitIPReading => ({
+              ok: false,
+              reason: 'RequestFailed',
+              message: `prober failed: ${err instanceof Error ? err.message : String(err)}`,
+            })),
+            this.exitIPPolicy,
+          );
       }
     } finally {
       this.semaphore.release();

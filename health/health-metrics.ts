@@ -39,7 +39,7 @@ export class HealthMetrics {
     });
     this.exitIPFailures = new Counter({
       name: EXIT_IP_FAILURES_METRIC,
-      help: 'Exit IP reads (spec.healthCheck.exitIPURL) that told nothing, by reason (RequestFailed, UnexpectedStatus, NotAnIP); the last known exit IP stays.',
+      help: 'Exit IP reads (spec.healthCheck.exitIPURL) that told nothing, by reason (RequestFailed, UnexpectedStatus, NotAnIP, and refused: NotPublic, Forgeable); the last known exit IP stays.',
       labelNames: ['reason'],
       registers: [registry],
     });

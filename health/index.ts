@@ -12,8 +12,17 @@ export type {
   RecheckResult,
   ExitIPListener,
 } from './health-engine.js';
-export { parseExitIP, canonicalIP, exitIPDue, ExitIPFailure, EXIT_IP_BODY_LIMIT } from './exit-ip.js';
-export type { ExitIPReading } from './exit-ip.js';
+export {
+  parseExitIP,
+  canonicalIP,
+  exitIPDue,
+  ExitIPFailure,
+  EXIT_IP_BODY_LIMIT,
+  isPublicAddress,
+  echoURLProblem,
+  judgeExitIP,
+} from './exit-ip.js';
+export type { ExitIPReading, ExitIPPolicy } from './exit-ip.js';
 export { recheckStep } from './recheck.js';
 export type { Recheck, RecheckStep } from './recheck.js';
 export type { Prober } from './prober.js';
@@ -41,3 +50,5 @@ export {
   EXIT_IP_FAILURES_METRIC,
 } from './health-metrics.js';
 export type { Clock } from './clock.js';
+export { checkDirectly } from './direct-check.js';
+export type { DirectCheck, DirectCheckOptions } from './direct-check.js';

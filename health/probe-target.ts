@@ -24,6 +24,11 @@ export interface ProbeTarget {
    * never logs a target.
    */
   credentials?: { username: string; password: string };
+  /**
+   * What serves at host:port (a provider's instance ID), if known: a new instance at the same
+   * address is a new endpoint, so its verdict and exit IP are read afresh, not inherited.
+   */
+  instance?: string;
 }
 
 export class InvalidProbeTargetError extends Error {
@@ -103,6 +108,7 @@ export function sameEndpoint(a: ProbeTarget, b: ProbeTarget): boolean {
     a.host === b.host &&
     a.port === b.port &&
     a.probeURL === b.probeURL &&
+    a.instance === b.instance &&
     // New credentials (a rotation) are probed at once, not after the old verdict's interval.
     a.credentials?.username === b.credentials?.username &&
     a.credentials?.password === b.credentials?.password

@@ -130,6 +130,15 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
             '{{ $value | humanizePercentage }} of {{ $labels.op }} calls to provider {{ $labels.provider }} fail.',
         },
         {
+          alert: 'ProxyRepairsHeld',
+          expr: 'sum by (provider, reason) (proxy_operator_repairs_held) > 0',
+          for: '15m',
+          severity: 'warning',
+          summary: 'Dead-proxy repairs are held: the cause looks shared.',
+          description:
+            '{{ $value }} Unhealthy proxies of provider {{ $labels.provider }} are kept instead of replaced ({{ $labels.reason }}): the probe target or the way to it is broken, not the proxies.',
+        },
+        {
           alert: 'ProxyOrphansSwept',
           expr: 'sum by (provider) (increase(proxy_operator_orphans_deleted_total[1h])) > 0',
           for: '0m',

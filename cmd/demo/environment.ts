@@ -137,6 +137,8 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
       settings: {
         ...DEFAULT_HANDLER_SETTINGS,
         healthSyncSeconds: 1,
+        // The demo's echo is the local target's /ip, on loopback over plain http.
+        exitIPAllowNonPublic: true,
         discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: discoveryPort },
       },
       leaderElection: false,

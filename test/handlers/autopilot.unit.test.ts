@@ -1,6 +1,5 @@
 import {
   externalStep,
-  managedStep,
   providerErrorStep,
   replacementPendingStep,
   unhealthyClock,
@@ -10,6 +9,7 @@ import {
   type Observation,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
+import { decide } from './decide.js';
 import {
   countedFor,
   outOfService,
@@ -207,7 +207,7 @@ describe('a replacement is recorded from its start until Ready (item 4)', () => 
       undefined,
     ],
   ])('%s', (_n, p, observation, cause) => {
-    const step = managedStep({ proxy: p, desiredHash: 'h1', observation, autopilot: pilot(0) });
+    const step = decide({ proxy: p, desiredHash: 'h1', observation, autopilot: pilot(0) });
     expect(step.status?.replacement?.cause).toBe(cause);
     expect(step.startsReplacement).toBe(cause);
     if (cause) expect(step.status?.replacement?.startedAt).toBe(NOW.toISOString());
@@ -219,7 +219,7 @@ describe('a replacement is recorded from its start until Ready (item 4)', () => 
       provisioned: 'Replacing',
       replacement: { cause: 'SpecChanged', startedAt: ago(60) },
     });
-    const step = managedStep({
+    const step = decide({
       proxy: p,
       desiredHash: 'h1',
       observation: { kind: 'not-found' },
@@ -240,7 +240,7 @@ describe('a replacement is recorded from its start until Ready (item 4)', () => 
 
   it('is cleared once the new instance is Ready, and kept while it is Unhealthy', () => {
     const p = proxy({ phase: 'Provisioning', replacement: { cause: 'SpecChanged', startedAt: ago(60) } });
-    const ready = managedStep({
+    const ready = decide({
       proxy: p,
       desiredHash: 'h1',
       observation: found(),
@@ -249,7 +249,7 @@ describe('a replacement is recorded from its start until Ready (item 4)', () => 
     });
     expect(ready.status?.phase).toBe('Ready');
     expect(ready.status?.replacement).toBeNull();
-    const sick = managedStep({
+    const sick = decide({
       proxy: p,
       desiredHash: 'h1',
       observation: found(),
@@ -374,7 +374,7 @@ describe('the Unhealthy grace (item 1)', () => {
   });
 
   it('a Managed proxy past its grace is replaced with a repair slot, an Event and the metric cause', () => {
-    const step = managedStep({
+    const step = decide({
       proxy: unhealthy(61),
       desiredHash: 'h1',
       observation: found(),
@@ -396,7 +396,7 @@ describe('the Unhealthy grace (item 1)', () => {
   });
 
   it('within its grace it stays Unhealthy and looks again when the grace ends', () => {
-    const step = managedStep({
+    const step = decide({
       proxy: unhealthy(20),
       desiredHash: 'h1',
       observation: found(),
@@ -414,7 +414,7 @@ describe('the Unhealthy grace (item 1)', () => {
       healthy: { status: 'False', reason: 'ConnectionRefused', sinceSeconds: 999 },
       replacement: { cause: 'Unhealthy', startedAt: ago(2000) },
     });
-    const step = managedStep({
+    const step = decide({
       proxy: p,
       desiredHash: 'h1',
       observation: found(),

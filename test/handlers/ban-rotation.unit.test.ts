@@ -1,13 +1,13 @@
 import { banRotation, cooldownSource, upSince, wantsBanCheck } from '../../handlers/ban-rotation.js';
 import {
   externalStep,
-  managedStep,
   rotationClock,
   type Autopilot,
   type HealthVerdict,
   type Observation,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
+import { decide } from './decide.js';
 import {
   CONDITION_HEALTHY,
   CONDITION_PROVISIONED,
@@ -151,7 +151,7 @@ const ok: HealthVerdict = {
   checkedAt: new Date(NOW),
 };
 const managed = (p: Proxy, a: Autopilot): Step =>
-  managedStep({ proxy: p, desiredHash: 'h1', observation: found, verdict: ok, autopilot: a });
+  decide({ proxy: p, desiredHash: 'h1', observation: found, verdict: ok, autopilot: a });
 const WHY = 'rotation due (spec.rotation.whenCoolingDownOn 2): cooling down on 2 targets at once (a, b)';
 
 describe('a Managed proxy banned widely is drained and replaced like a rotation on age', () => {
@@ -170,13 +170,13 @@ describe('a Managed proxy banned widely is drained and replaced like a rotation 
   });
 
   it('the budget refusing: waits for its slot, the message naming the ban policy', () => {
-    const s = managedStep({
+    const s = decide({
       proxy: proxy('Managed', 2),
       desiredHash: 'h1',
       observation: found,
       verdict: ok,
       autopilot: pilot(WHY),
-      slot: { granted: false, cap: 1, failed: [] },
+      slot: () => ({ granted: false, cap: 1, failed: [] }),
     });
     expect(s.action).toEqual({ type: 'none' });
     expect(s.status?.provisioned).toMatchObject({

@@ -111,19 +111,44 @@ it('leases by exit IP: an address or a CIDR block; a proxy of unknown exit IP ne
   }
 });
 
-it('a new exit IP is written once with an ExitIPChanged Event from → to', async () => {
+it('a new endpoint clears the exit IP (ExitIPCleared) until it is read through it; no exitIP selector matches the old one meanwhile', async () => {
   const moved = forwarders.get('127.0.0.4')!;
   await api.patchSpec('exit-a', { endpoint: { host: moved.host, port: moved.port } });
   await eventually('exit-a has its new exit IP', async () =>
     (await exitIPOf('exit-a')()) === '127.0.0.4' ? true : undefined,
   );
-  const changed = await eventually('the change Event', async () => {
-    const found = (await eventsFor(kc, namespace, 'exit-a')).filter((e) =>
-      e.message?.includes('from 127.0.0.2 to 127.0.0.4'),
-    );
-    return found.length > 0 ? found : undefined;
+  const events = await eventually('the clear and the first read', async () => {
+    const found = await eventsFor(kc, namespace, 'exit-a');
+    return found.some((e) => e.reason === 'ExitIPCleared') &&
+      found.some((e) => e.message === 'exit IP is 127.0.0.4 (first read through the proxy)')
+      ? found
+      : undefined;
   });
-  expect(changed).toEqual([expect.objectContaining({ reason: 'ExitIPChanged', type: 'Normal' })]);
+  expect(events).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({
+        reason: 'ExitIPCleared',
+        type: 'Normal',
+        message:
+          'exit IP 127.0.0.2 cleared: the proxy moved to address 127.0.0.4; it is read again through it',
+      }),
+    ]),
+  );
+  // Nothing ever claims the old address again.
+  await expect(client.lease({ exitIP: '127.0.0.2' })).rejects.toMatchObject({ status: 409 });
+});
+
+it("an echo at the proxy's own address is refused (Forgeable): the proxy would answer itself", async () => {
+  const own = forwarders.get('127.0.0.5')!;
+  await api.patchSpec('no-exit', { healthCheck: { exitIPURL: `http://${own.host}:${own.port}/ip` } });
+  await eventually('the refusal counted', async () => {
+    const metric = await suite.op.registry
+      .getSingleMetric('proxy_operator_exit_ip_read_failures_total')
+      ?.get();
+    return metric?.values.some((v) => v.labels.reason === 'Forgeable' && v.value >= 1) ? true : undefined;
+  });
+  expect((await api.get('no-exit')).status?.exitIP).toBeUndefined();
+  await api.patchSpec('no-exit', { healthCheck: { exitIPURL: null } });
 });
 
 it('an echo service that stops answering with an address keeps the last exit IP and the proxy healthy (warn + metric)', async () => {

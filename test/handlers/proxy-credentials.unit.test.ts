@@ -2,6 +2,12 @@ import { CLOUD_INIT_PLACEHOLDERS, CREDENTIALS_SECRET_LABEL } from '../../crds/pr
 import type { Proxy } from '../../crds/proxy-types.js';
 import type { SecretLike } from '../../handlers/cloud-init.js';
 import {
+  CREDENTIALS_IN_USE_ANNOTATION,
+  credentialsRotated,
+  credentialsTag,
+  inUseSecret,
+  inUseSecretName,
+  servingCredentials,
   credentialsFingerprint,
   credentialsSecret,
   fillCloudInit,
@@ -126,5 +132,88 @@ describe("a proxy's credentials, read from its Secret", () => {
     const managed = proxy('Managed');
     expect(proxiesUsingCredentials(secret('creds', {}), [ext, managed])).toEqual([ext]);
     expect(proxiesUsingCredentials(secret('px-proxy-credentials', {}), [ext, managed])).toEqual([managed]);
+  });
+});
+
+describe('rotation without an outage: an instance is served with the credentials it was created with (issue 44 item 3)', () => {
+  const OLD = { username: 'proxy-old', password: 'old-pw' };
+  const NEW = { username: 'proxy-new', password: 'new-pw' };
+  const data = (c: { username: string; password: string }) => ({
+    username: b64(c.username),
+    password: b64(c.password),
+  });
+  const recorded = (tag: string | undefined, mode: 'Managed' | 'External' = 'Managed') => {
+    const p = proxy(mode, mode === 'External' ? 'px-proxy-credentials' : undefined);
+    if (tag) p.metadata.annotations = { [CREDENTIALS_IN_USE_ANNOTATION]: tag };
+    return p;
+  };
+  const current = secret('px-proxy-credentials', data(NEW));
+  const copyOfOld = secret(inUseSecretName('px', credentialsTag(OLD)), data(OLD));
+
+  it.each<[string, Proxy, SecretLike[], { username: string; password: string } | undefined]>([
+    [
+      'rotated, the old copy recorded: the old ones (the instance requires them)',
+      recorded(credentialsTag(OLD)),
+      [current, copyOfOld],
+      OLD,
+    ],
+    [
+      'replaced: the record names the new ones',
+      recorded(credentialsTag(NEW)),
+      [current, secret(inUseSecretName('px', credentialsTag(NEW)), data(NEW))],
+      NEW,
+    ],
+    ['no record (an instance from before): the Secret', recorded(undefined), [current, copyOfOld], NEW],
+    [
+      'the recorded copy not readable (not in the cache yet): the Secret',
+      recorded(credentialsTag(OLD)),
+      [current],
+      NEW,
+    ],
+    [
+      'the recorded copy unlabelled: the Secret',
+      recorded(credentialsTag(OLD)),
+      [current, { ...copyOfOld, metadata: { ...copyOfOld.metadata, labels: {} } }],
+      NEW,
+    ],
+    [
+      'an External proxy switches at once, whatever an annotation says',
+      recorded(credentialsTag(OLD), 'External'),
+      [current, copyOfOld],
+      NEW,
+    ],
+  ])('%s', (_what, p, secrets, want) => {
+    const found = servingCredentials(p, lookupOf(...secrets));
+    expect(found.kind === 'ok' ? found.credentials : undefined).toEqual(want);
+  });
+
+  it.each<[string, string | undefined, { username: string; password: string } | undefined, boolean]>([
+    ['the record names other credentials: rotated', credentialsTag(OLD), NEW, true],
+    ['the record names these: not rotated', credentialsTag(NEW), NEW, false],
+    ['no record: unknown, not rotated', undefined, NEW, false],
+    ['no current credentials: not rotated', credentialsTag(OLD), undefined, false],
+  ])('credentialsRotated: %s', (_what, tag, now, want) => {
+    expect(credentialsRotated(recorded(tag), now)).toBe(want);
+  });
+
+  it('the copy is an immutable, labelled basic-auth Secret named by a tag that is not the password', () => {
+    const copy = inUseSecret(proxy('Managed'), OLD);
+    expect(copy).toMatchObject({
+      type: 'kubernetes.io/basic-auth',
+      immutable: true,
+      metadata: {
+        name: `px-proxy-credentials-${credentialsTag(OLD)}`,
+        labels: { [CREDENTIALS_SECRET_LABEL]: 'true' },
+      },
+      data: data(OLD),
+    });
+    expect(credentialsTag(OLD)).toMatch(/^[0-9a-f]{16}$/);
+    expect(credentialsTag(OLD)).not.toBe(credentialsTag(NEW));
+  });
+
+  it('the copy maps back to its proxy (its creation re-reads the proxy for discovery)', () => {
+    const p = recorded(credentialsTag(OLD));
+    expect(proxiesUsingCredentials(copyOfOld, [p])).toEqual([p]);
+    expect(proxiesUsingCredentials(copyOfOld, [recorded(credentialsTag(NEW))])).toEqual([]);
   });
 });

@@ -2,18 +2,17 @@ import {
   deletionNeedsInventory,
   deletionStep,
   externalStep,
-  managedStep,
   needsInventory,
   providerErrorStep,
   replacementPendingStep,
   unknownProviderStep,
   wantsDriftCheck,
   type HealthVerdict,
-  type Inputs,
   type Observation,
   type ProviderFailure,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
+import { decide, type CaseInputs } from './decide.js';
 import {
   CONDITION_HEALTHY,
   CONDITION_PROVISIONED,
@@ -103,103 +102,104 @@ const next = (s: Step) =>
       : s.next.kind;
 
 describe('the Managed state machine derives one action from spec, status and the provider', () => {
-  const cases: Array<[string, Inputs, { action: string; phase: string; reason: string; next: string }]> = [
+  const cases: Array<[string, CaseInputs, { action: string; phase: string; reason: string; next: string }]> =
     [
-      'an unprovisioned proxy is created',
-      { proxy: proxy(), desiredHash: 'h1', observation: { kind: 'unprovisioned' } },
-      { action: 'create', phase: 'Provisioning', reason: 'Creating', next: 'requeue 5' },
-    ],
-    [
-      'an unresolvable cloud-init blocks creation',
-      {
-        proxy: proxy(),
-        desiredHash: undefined,
-        cloudInitError: 'no secret',
-        observation: { kind: 'unprovisioned' },
-      },
-      { action: 'none', phase: 'Pending', reason: 'CloudInitError', next: 'requeue 60' },
-    ],
-    [
-      'a provisioning instance is polled',
-      {
-        proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
-        desiredHash: 'h1',
-        observation: found('Provisioning', ''),
-      },
-      { action: 'none', phase: 'Provisioning', reason: 'InstanceProvisioning', next: 'requeue 5' },
-    ],
-    [
-      'a running instance without a verdict is not Ready yet',
-      { proxy: proxy({ hash: 'h1', providerID: 'i-1' }), desiredHash: 'h1', observation: found('Running') },
-      { action: 'none', phase: 'Provisioning', reason: 'InstanceRunning', next: 'steady' },
-    ],
-    [
-      'a running instance with a healthy verdict is Ready',
-      {
-        proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
-        desiredHash: 'h1',
-        observation: found('Running'),
-        verdict: healthy,
-      },
-      { action: 'none', phase: 'Ready', reason: 'InstanceRunning', next: 'steady' },
-    ],
-    [
-      'a running instance with an unhealthy verdict is Unhealthy',
-      {
-        proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
-        desiredHash: 'h1',
-        observation: found('Running'),
-        verdict: sick,
-      },
-      { action: 'none', phase: 'Unhealthy', reason: 'InstanceRunning', next: 'steady' },
-    ],
-    [
-      'a spec-hash mismatch deletes the instance (replacement)',
-      { proxy: proxy({ hash: 'h0', providerID: 'i-1' }), desiredHash: 'h1', observation: found('Running') },
-      { action: 'delete', phase: 'Provisioning', reason: 'Replacing', next: 'requeue 5' },
-    ],
-    [
-      'a terminated instance is replaced',
-      {
-        proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
-        desiredHash: 'h1',
-        observation: found('Terminated'),
-      },
-      { action: 'delete', phase: 'Provisioning', reason: 'Replacing', next: 'requeue 5' },
-    ],
-    [
-      'a deleted old instance is forgotten so a new one is created',
-      {
-        proxy: proxy({ hash: 'h0', providerID: 'i-1' }),
-        desiredHash: 'h1',
-        observation: { kind: 'not-found' },
-      },
-      { action: 'forget', phase: 'Provisioning', reason: 'Replacing', next: 'requeue 1' },
-    ],
-    [
-      'an instance that vanished is forgotten and re-created',
-      {
-        proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
-        desiredHash: 'h1',
-        observation: { kind: 'not-found' },
-      },
-      { action: 'forget', phase: 'Provisioning', reason: 'InstanceGone', next: 'requeue 1' },
-    ],
-    [
-      'a lost Secret on a running proxy never replaces it',
-      {
-        proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
-        desiredHash: undefined,
-        cloudInitError: 'gone',
-        observation: found('Running'),
-        verdict: healthy,
-      },
-      { action: 'none', phase: 'Ready', reason: 'CloudInitError', next: 'steady' },
-    ],
-  ];
+      [
+        'an unprovisioned proxy is created',
+        { proxy: proxy(), desiredHash: 'h1', observation: { kind: 'unprovisioned' } },
+        { action: 'create', phase: 'Provisioning', reason: 'Creating', next: 'requeue 5' },
+      ],
+      [
+        'an unresolvable cloud-init blocks creation',
+        {
+          proxy: proxy(),
+          desiredHash: undefined,
+          cloudInitError: 'no secret',
+          observation: { kind: 'unprovisioned' },
+        },
+        { action: 'none', phase: 'Pending', reason: 'CloudInitError', next: 'requeue 60' },
+      ],
+      [
+        'a provisioning instance is polled',
+        {
+          proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+          desiredHash: 'h1',
+          observation: found('Provisioning', ''),
+        },
+        { action: 'none', phase: 'Provisioning', reason: 'InstanceProvisioning', next: 'requeue 5' },
+      ],
+      [
+        'a running instance without a verdict is not Ready yet',
+        { proxy: proxy({ hash: 'h1', providerID: 'i-1' }), desiredHash: 'h1', observation: found('Running') },
+        { action: 'none', phase: 'Provisioning', reason: 'InstanceRunning', next: 'steady' },
+      ],
+      [
+        'a running instance with a healthy verdict is Ready',
+        {
+          proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+          desiredHash: 'h1',
+          observation: found('Running'),
+          verdict: healthy,
+        },
+        { action: 'none', phase: 'Ready', reason: 'InstanceRunning', next: 'steady' },
+      ],
+      [
+        'a running instance with an unhealthy verdict is Unhealthy',
+        {
+          proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+          desiredHash: 'h1',
+          observation: found('Running'),
+          verdict: sick,
+        },
+        { action: 'none', phase: 'Unhealthy', reason: 'InstanceRunning', next: 'steady' },
+      ],
+      [
+        'a spec-hash mismatch deletes the instance (replacement)',
+        { proxy: proxy({ hash: 'h0', providerID: 'i-1' }), desiredHash: 'h1', observation: found('Running') },
+        { action: 'delete', phase: 'Provisioning', reason: 'Replacing', next: 'requeue 5' },
+      ],
+      [
+        'a terminated instance is replaced',
+        {
+          proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+          desiredHash: 'h1',
+          observation: found('Terminated'),
+        },
+        { action: 'delete', phase: 'Provisioning', reason: 'Replacing', next: 'requeue 5' },
+      ],
+      [
+        'a deleted old instance is forgotten so a new one is created',
+        {
+          proxy: proxy({ hash: 'h0', providerID: 'i-1' }),
+          desiredHash: 'h1',
+          observation: { kind: 'not-found' },
+        },
+        { action: 'forget', phase: 'Provisioning', reason: 'Replacing', next: 'requeue 1' },
+      ],
+      [
+        'an instance that vanished is forgotten and re-created',
+        {
+          proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+          desiredHash: 'h1',
+          observation: { kind: 'not-found' },
+        },
+        { action: 'forget', phase: 'Provisioning', reason: 'InstanceGone', next: 'requeue 1' },
+      ],
+      [
+        'a lost Secret on a running proxy never replaces it',
+        {
+          proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
+          desiredHash: undefined,
+          cloudInitError: 'gone',
+          observation: found('Running'),
+          verdict: healthy,
+        },
+        { action: 'none', phase: 'Ready', reason: 'CloudInitError', next: 'steady' },
+      ],
+    ];
 
   it.each(cases)('%s', (_name, inputs, want) => {
-    const step = managedStep(inputs);
+    const step = decide(inputs);
     expect(step.action.type).toBe(want.action);
     expect(step.status?.phase).toBe(want.phase);
     expect(step.status?.provisioned?.reason).toBe(want.reason);
@@ -208,23 +208,23 @@ describe('the Managed state machine derives one action from spec, status and the
 
   it('records the spec hash before creating, only when it differs', () => {
     expect(
-      managedStep({ proxy: proxy(), desiredHash: 'h1', observation: { kind: 'unprovisioned' } }).annotateHash,
+      decide({ proxy: proxy(), desiredHash: 'h1', observation: { kind: 'unprovisioned' } }).annotateHash,
     ).toBe('h1');
     expect(
-      managedStep({ proxy: proxy({ hash: 'h1' }), desiredHash: 'h1', observation: { kind: 'unprovisioned' } })
+      decide({ proxy: proxy({ hash: 'h1' }), desiredHash: 'h1', observation: { kind: 'unprovisioned' } })
         .annotateHash,
     ).toBeUndefined();
   });
 
   it('warns loudly, once, that a replacement changes the IP', () => {
-    const first = managedStep({
+    const first = decide({
       proxy: proxy({ hash: 'h0', providerID: 'i-1' }),
       desiredHash: 'h1',
       observation: found('Running'),
     });
     expect(first.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'Replacing' })]);
     expect(first.events[0].message).toMatch(/IP WILL CHANGE/);
-    const again = managedStep({
+    const again = decide({
       proxy: proxy({ hash: 'h0', providerID: 'i-1', reason: 'Replacing' }),
       desiredHash: 'h1',
       observation: found('Running'),
@@ -248,7 +248,7 @@ describe('the Managed state machine derives one action from spec, status and the
   ])(
     'a %s proxy being replaced is Provisioning with no verdict (its IP will change)',
     (_n, stored, phase, reason) => {
-      const step = managedStep({
+      const step = decide({
         proxy: proxy({ hash: 'h0', providerID: 'i-1', ...stored }),
         desiredHash: 'h1',
         observation: found('Running'),
@@ -258,14 +258,14 @@ describe('the Managed state machine derives one action from spec, status and the
   );
 
   it('posts a Ready Event when the phase becomes Ready, and none while it stays Ready', () => {
-    const first = managedStep({
+    const first = decide({
       proxy: proxy({ hash: 'h1', providerID: 'i-1', ip: '10.0.0.7', phase: 'Provisioning' }),
       desiredHash: 'h1',
       observation: found('Running'),
       verdict: healthy,
     });
     expect(first.events.map((e) => e.reason)).toEqual(['Provisioned', 'Ready']);
-    const steady = managedStep({
+    const steady = decide({
       proxy: proxy({
         hash: 'h1',
         providerID: 'i-1',
@@ -288,7 +288,7 @@ describe("an instance that is not starting says why, in the provider's words", (
   const stuck: Observation = { kind: 'found', instance: inst('Provisioning', '', { detail }) };
 
   it('shows the reason in the Provisioned condition instead of "starting", and warns once', () => {
-    const first = managedStep({
+    const first = decide({
       proxy: proxy({ hash: 'h1', providerID: 'i-1' }),
       desiredHash: 'h1',
       observation: stuck,
@@ -307,7 +307,7 @@ describe("an instance that is not starting says why, in the provider's words", (
       ]),
     );
     expect(next(first)).toBe('requeue 5');
-    const again = managedStep({
+    const again = decide({
       proxy: proxy({ hash: 'h1', providerID: 'i-1', reason: 'InstanceNotStarting' }),
       desiredHash: 'h1',
       observation: stuck,
@@ -317,7 +317,7 @@ describe("an instance that is not starting says why, in the provider's words", (
   });
 
   it('a provider giving up on a start (a Pod past its start bound) replaces the instance, saying why', () => {
-    const step = managedStep({
+    const step = decide({
       proxy: proxy({ hash: 'h1', providerID: 'i-1', reason: 'InstanceNotStarting' }),
       desiredHash: 'h1',
       observation: {
@@ -338,7 +338,7 @@ describe('a restart or a new leader (no verdict in memory) carries the stored he
     desiredHash: 'h1',
   });
   const cases: Array<
-    [string, Inputs, { phase: ProxyPhase; healthy: string; reason: string; writesLatency: boolean }]
+    [string, CaseInputs, { phase: ProxyPhase; healthy: string; reason: string; writesLatency: boolean }]
   > = [
     [
       'a Ready proxy stays Ready with its stored Healthy condition',
@@ -445,7 +445,7 @@ describe('a restart or a new leader (no verdict in memory) carries the stored he
   ];
 
   it.each(cases)('%s', (_name, inputs, want) => {
-    const step = managedStep(inputs);
+    const step = decide(inputs);
     expect(step.status?.phase).toBe(want.phase);
     expect(step.status?.healthy).toMatchObject({ status: want.healthy, reason: want.reason });
     expect(step.status?.latencyMillis !== undefined).toBe(want.writesLatency);
@@ -717,7 +717,7 @@ describe('a crash between create and its record never leaves a second instance',
   });
 
   it('deletes the instances of other revisions before creating the wanted one', () => {
-    const step = managedStep({
+    const step = decide({
       proxy: proxy({ hash: 'h0' }),
       desiredHash: 'h1',
       observation: {
@@ -734,7 +734,7 @@ describe('a crash between create and its record never leaves a second instance',
   });
 
   it('records the next revision when forgetting a replaced instance, so a resumed run needs no list', () => {
-    const step = managedStep({
+    const step = decide({
       proxy: proxy({ hash: 'h0', providerID: 'i-1' }),
       desiredHash: 'h1',
       observation: { kind: 'not-found' },
@@ -811,7 +811,7 @@ describe('replacement of a serving proxy is paced (--max-unavailable)', () => {
       undefined,
     ],
   ])('%s needs a slot: %s', (_n, p, observation, want) => {
-    const step = managedStep({ proxy: p, desiredHash: 'h1', observation });
+    const step = decide({ proxy: p, desiredHash: 'h1', observation });
     expect(step.action.type).toBe('delete');
     expect(step.needsSlot).toBe(want);
   });

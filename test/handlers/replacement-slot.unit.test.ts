@@ -1,15 +1,15 @@
 import {
   drainMessage,
-  managedStep,
   slotFor,
   slotWanted,
   type Autopilot,
   type HealthVerdict,
-  type Inputs,
   type Observation,
   type ReplacementTrigger,
+  type SlotAsk,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
+import { decide, type CaseInputs } from './decide.js';
 import { holdsSlot, ReplacementBudget, type SlotKind } from '../../handlers/replacement-budget.js';
 import type { CacheReader, KubeObject } from '../../framework/index.js';
 import {
@@ -97,7 +97,7 @@ const refused: HealthVerdict = {
   checkedAt: NOW,
 };
 
-const inputs = (o: Opts, observation = found()): Inputs => ({
+const inputs = (o: Opts, observation = found()): CaseInputs => ({
   proxy: proxy(o),
   desiredHash: 'h1',
   observation,
@@ -113,7 +113,7 @@ const DRAINED: Opts = { upSeconds: 4000, replacement: { cause: 'Rotation', start
 const DRAINING: Opts = { upSeconds: 4000, replacement: { cause: 'Rotation', startedAt: ago(100) } };
 
 describe('the slot a run needs, asked before the decision', () => {
-  it.each<[string, Inputs, SlotKind | undefined]>([
+  it.each<[string, CaseInputs, SlotKind | undefined]>([
     ['a Ready proxy whose spec changed: a rollout slot', inputs(SPEC_CHANGED_READY), 'rollout'],
     [
       'an Unhealthy proxy whose spec changed: none (nothing more goes out of service)',
@@ -150,6 +150,12 @@ describe('the slot a run needs, asked before the decision', () => {
   it.each<[ReplacementTrigger, ProxyPhase | undefined, SlotKind | undefined]>([
     [{ kind: 'SpecChanged' }, 'Ready', 'rollout'],
     [{ kind: 'SpecChanged' }, 'Unhealthy', undefined],
+    // A credentials rotation always takes a slot (issue 44 item 3): the old instance serves on.
+    [{ kind: 'SpecChanged', credentials: true }, 'Ready', 'rollout'],
+    // Out of service already: a repair's slot, which the Unhealthy do not fill (no deadlock).
+    [{ kind: 'SpecChanged', credentials: true }, 'Unhealthy', 'repair'],
+    [{ kind: 'SpecChanged', credentials: true }, 'Provisioning', 'repair'],
+    [{ kind: 'SpecChanged', credentials: true }, undefined, 'repair'],
     [{ kind: 'SpecChanged' }, 'Provisioning', undefined],
     [{ kind: 'InstanceDead' }, 'Ready', undefined],
     [{ kind: 'Unhealthy', reason: 'ConnectionRefused', since: ago(61) }, 'Unhealthy', 'repair'],
@@ -160,9 +166,9 @@ describe('the slot a run needs, asked before the decision', () => {
   });
 });
 
-const refusedSlot = { granted: false, cap: 2, failed: [] };
-const blockedSlot = { granted: false, cap: 2, failed: ['ns/a', 'ns/b'] };
-const grantedSlot = { granted: true, cap: 2, failed: [] };
+const refusedSlot: SlotAsk = () => ({ granted: false, cap: 2, failed: [] });
+const blockedSlot: SlotAsk = () => ({ granted: false, cap: 2, failed: ['ns/a', 'ns/b'] });
+const grantedSlot: SlotAsk = () => ({ granted: true, cap: 2, failed: [] });
 const summary = (s: Step) => ({
   action: s.action.type,
   reason: s.status?.provisioned?.reason,
@@ -173,7 +179,7 @@ const summary = (s: Step) => ({
 });
 
 describe('one decision, with the budget answer as an input', () => {
-  it.each<[string, Opts, Inputs['slot'], ReturnType<typeof summary>]>([
+  it.each<[string, Opts, SlotAsk, ReturnType<typeof summary>]>([
     [
       'spec changed, slot granted: the instance is deleted',
       SPEC_CHANGED_READY,
@@ -291,31 +297,17 @@ describe('one decision, with the budget answer as an input', () => {
         starts: undefined,
       },
     ],
-    [
-      'the budget not asked: the replacement goes ahead unpaced',
-      SPEC_CHANGED_READY,
-      undefined,
-      {
-        action: 'delete',
-        reason: 'Replacing',
-        phase: 'Provisioning',
-        cause: 'SpecChanged',
-        needsSlot: 'rollout',
-        starts: 'SpecChanged',
-      },
-    ],
   ])('%s', (_n, o, slot, want) => {
-    expect(summary(managedStep({ ...inputs(o), slot }))).toEqual(want);
+    expect(summary(decide({ ...inputs(o), slot }))).toEqual(want);
   });
 
   it('a dead instance is replaced even with the budget full (it takes nothing out of service)', () => {
-    const s = managedStep({ ...inputs({}, found('Stopped')), slot: refusedSlot });
+    const s = decide({ ...inputs({}, found('Stopped')), slot: refusedSlot });
     expect(summary(s)).toMatchObject({ action: 'delete', cause: 'InstanceDead', needsSlot: undefined });
   });
 
   it('the refused wait names its trigger', () => {
-    const message = (o: Opts) =>
-      managedStep({ ...inputs(o), slot: refusedSlot }).status?.provisioned?.message;
+    const message = (o: Opts) => decide({ ...inputs(o), slot: refusedSlot }).status?.provisioned?.message;
     expect(message(SPEC_CHANGED_READY)).toMatch(
       /^spec changed: instance i-1 will be replaced once fewer than 2/,
     );
@@ -346,26 +338,24 @@ function cache(phases: Record<string, ProxyPhase>): CacheReader {
 }
 
 describe('the budget granting, refusing and already holding a slot, wired as the controller does', () => {
-  // The controller: ask only for the slot the decision needs, then decide once.
-  const decide = (budget: ReplacementBudget, c: CacheReader, key: string, inp: Inputs) => {
-    const kind = slotWanted(inp);
-    return managedStep({ ...inp, slot: kind && budget.tryAcquire(key, 'mock', c, kind) });
-  };
+  // The controller: the decision asks the budget for the slot it needs, and only then.
+  const wired = (budget: ReplacementBudget, c: CacheReader, key: string, inp: CaseInputs) =>
+    decide({ ...inp, slot: (kind) => budget.tryAcquire(key, 'mock', c, kind) });
 
   it('grants the first, refuses the second, and keeps granting the holder on its next run', () => {
     const budget = new ReplacementBudget({ default: { kind: 'count', value: 1 }, byProvider: {} });
     const c = cache({ p: 'Ready', q: 'Ready', r: 'Ready' });
     const rollout = inputs(SPEC_CHANGED_READY);
-    expect(decide(budget, c, 'ns/p', rollout).action.type).toBe('delete');
-    expect(decide(budget, c, 'ns/q', rollout).status?.provisioned?.reason).toBe('ReplacementPending');
+    expect(wired(budget, c, 'ns/p', rollout).action.type).toBe('delete');
+    expect(wired(budget, c, 'ns/q', rollout).status?.provisioned?.reason).toBe('ReplacementPending');
     // p's delete failed and it runs again before leaving Ready: it holds the slot already.
-    expect(decide(budget, c, 'ns/p', rollout).action.type).toBe('delete');
+    expect(wired(budget, c, 'ns/p', rollout).action.type).toBe('delete');
     budget.release('ns/p');
-    expect(decide(budget, c, 'ns/q', rollout).action.type).toBe('delete');
+    expect(wired(budget, c, 'ns/q', rollout).action.type).toBe('delete');
   });
 
   // The controller's record(): the grant goes once the written status no longer holds the slot.
-  const settle = (budget: ReplacementBudget, key: string, inp: Inputs, step: Step) => {
+  const settle = (budget: ReplacementBudget, key: string, inp: CaseInputs, step: Step) => {
     if (step.status && !holdsSlot(inp.proxy.status?.replacement, step.status)) budget.release(key);
   };
 
@@ -375,8 +365,8 @@ describe('the budget granting, refusing and already holding a slot, wired as the
     // counted before that write reached the cache did not show the drain either.
     const budget = new ReplacementBudget({ default: { kind: 'count', value: 1 }, byProvider: {} });
     const stale = cache({ p: 'Ready', q: 'Ready', r: 'Ready' });
-    const run = (key: string, inp: Inputs) => {
-      const step = decide(budget, stale, key, inp);
+    const run = (key: string, inp: CaseInputs) => {
+      const step = wired(budget, stale, key, inp);
       settle(budget, key, inp, step);
       return step;
     };
@@ -394,9 +384,9 @@ describe('the budget granting, refusing and already holding a slot, wired as the
   it('a step that needs no slot asks nothing, so takes none', () => {
     const budget = new ReplacementBudget({ default: { kind: 'count', value: 1 }, byProvider: {} });
     const c = cache({ p: 'Ready', q: 'Ready' });
-    expect(decide(budget, c, 'ns/p', inputs({})).action.type).toBe('none');
-    expect(decide(budget, c, 'ns/p', inputs(DRAINED)).action.type).toBe('delete');
-    expect(decide(budget, c, 'ns/q', inputs(SPEC_CHANGED_READY)).action.type).toBe('delete');
+    expect(wired(budget, c, 'ns/p', inputs({})).action.type).toBe('none');
+    expect(wired(budget, c, 'ns/p', inputs(DRAINED)).action.type).toBe('delete');
+    expect(wired(budget, c, 'ns/q', inputs(SPEC_CHANGED_READY)).action.type).toBe('delete');
   });
 });
 
@@ -405,5 +395,43 @@ describe('the drain message', () => {
     expect(drainMessage('i-1', '2026-03-01T12:00:00.000Z', 300)).toBe(
       'rotation due (spec.rotation.maxAgeSeconds, with jitter): draining since 2026-03-01T12:00:00.000Z, no new leases; instance i-1 is replaced at 2026-03-01T12:05:00.000Z (--rotation-drain-timeout 300 s)',
     );
+  });
+});
+
+describe('a credentials rotation is a replacement that always takes a slot (issue 44 item 3)', () => {
+  const rotated = (o: Opts): CaseInputs => ({ ...inputs({ hash: 'h0', ...o }), credentialsRotated: true });
+  it.each<[string, Opts]>([
+    ['stored Ready', {}],
+    ['stored Unhealthy (its probes switched before the record existed)', { unhealthySeconds: 30 }],
+  ])('%s, the budget full: it waits, keeping its instance, and says why', (_what, o) => {
+    const s = decide({ ...rotated(o), slot: refusedSlot });
+    expect(s.action).toEqual({ type: 'none' });
+    expect(s.status?.provisioned?.reason).toBe('ReplacementPending');
+    expect(s.status?.provisioned?.message).toMatch(
+      /^credentials rotated \(it serves with its old ones meanwhile\): instance i-1 will be replaced once fewer than 2/,
+    );
+  });
+
+  it.each<[string, Opts, SlotKind]>([
+    ['stored Ready: a rollout slot', {}, 'rollout'],
+    ['stored Unhealthy: a repair slot', { unhealthySeconds: 30 }, 'repair'],
+  ])('granted (%s): replaced, holding it, and the Event says it is a rotation', (_what, o, want) => {
+    let asked: SlotKind | undefined;
+    const s = decide({
+      ...rotated(o),
+      slot: (kind) => {
+        asked = kind;
+        return { granted: true, cap: 2, failed: [] };
+      },
+    });
+    expect(asked).toBe(want);
+    expect(s.action).toEqual({ type: 'delete', providerIDs: ['i-1'] });
+    expect(s.needsSlot).toBe(want);
+    expect(s.events[0]?.message).toMatch(/^credentials rotated: replacing instance i-1/);
+  });
+
+  it('any other spec change of an Unhealthy proxy still needs no slot (its fix must not wait behind it)', () => {
+    const s = decide({ ...inputs({ hash: 'h0', unhealthySeconds: 30 }), slot: refusedSlot });
+    expect(s.action).toEqual({ type: 'delete', providerIDs: ['i-1'] });
   });
 });

@@ -43,8 +43,13 @@ const suite = operatorSuite('rotation-unhealthy', {
 const { api, kc, namespace } = suite;
 
 beforeAll(async () => {
-  // A probe target the test can break: 503 instead of 204 while `failing`.
-  probes = createServer((_req, res) => res.writeHead(failing ? 503 : 204).end());
+  // A probe target the test can break for the proxies: 503 instead of 204 while `failing`, to
+  // requests through a mock proxy (each connects out from its own loopback address). The
+  // operator's direct check (from 127.0.0.1) still gets 204, so the cause is the proxy's and
+  // the repair is not held (repair-hold.ts).
+  probes = createServer((req, res) =>
+    res.writeHead(failing && req.socket.remoteAddress !== '127.0.0.1' ? 503 : 204).end(),
+  );
   await new Promise<void>((resolve) => probes.listen(0, '127.0.0.1', resolve));
   probeURL = `http://127.0.0.1:${(probes.address() as AddressInfo).port}/generate_204`;
 });

@@ -1,5 +1,4 @@
 import {
-  managedStep,
   replacementPendingStep,
   ROTATION_JITTER,
   rotationClock,
@@ -9,6 +8,7 @@ import {
   type Observation,
   type Step,
 } from '../../handlers/proxy-state-machine.js';
+import { decide } from './decide.js';
 import { isDraining, outOfService } from '../../handlers/replacement-budget.js';
 import { toRecord } from '../../handlers/proxy-catalog.js';
 import {
@@ -99,7 +99,7 @@ const ok: HealthVerdict = {
   checkedAt: NOW,
 };
 const step = (p: Proxy, autopilot: Autopilot): Step =>
-  managedStep({ proxy: p, desiredHash: 'h1', observation: found, verdict: ok, autopilot });
+  decide({ proxy: p, desiredHash: 'h1', observation: found, verdict: ok, autopilot });
 const next = (s: Step) => (s.next.kind === 'requeue' ? `requeue ${s.next.seconds}` : s.next.kind);
 /** A rotation's record; `goneSecondsAgo`: its drained instance was found gone (a new one runs). */
 const rotating = (startedSecondsAgo: number, goneSecondsAgo?: number): ProxyStatus['replacement'] => ({
@@ -327,7 +327,7 @@ describe('the new instance of a rotation that is not Ready at its first probe', 
     verdict?: HealthVerdict,
   ): Promise<{ proxy: Proxy; step: Step }> {
     const now = new Date(NOW.getTime() + seconds * 1000);
-    const s = managedStep({
+    const s = decide({
       proxy: p,
       desiredHash: 'h1',
       observation,

@@ -1,6 +1,14 @@
 import { Registry } from 'prom-client';
 import { pino } from 'pino';
-import { canonicalIP, exitIPDue, parseExitIP, type ExitIPReading } from '../../health/exit-ip.js';
+import {
+  canonicalIP,
+  echoURLProblem,
+  exitIPDue,
+  isPublicAddress,
+  judgeExitIP,
+  parseExitIP,
+  type ExitIPReading,
+} from '../../health/exit-ip.js';
 import { HealthEngine } from '../../health/health-engine.js';
 import { EXIT_IP_FAILURES_METRIC } from '../../health/health-metrics.js';
 import type { ProbeOutcome } from '../../health/probe-reason.js';
@@ -95,7 +103,7 @@ describe('HealthEngine exit IP reads', () => {
     ...overrides,
   });
 
-  function setup(answer: () => ProbeOutcome = () => success()) {
+  function setup(answer: () => ProbeOutcome = () => success(), allowNonPublic = false) {
     const clock = new FakeClock();
     const prober = new ExitIPProber(() => clock.now());
     prober.answer = answer;
@@ -108,6 +116,7 @@ describe('HealthEngine exit IP reads', () => {
       jitter: 0,
       random: () => 0,
       exitIPRefreshMillis: 60_000,
+      exitIPPolicy: { allowNonPublic },
     });
     const changes: string[] = [];
     engine.onExitIP((_key, ip) => changes.push(ip));
@@ -169,6 +178,137 @@ describe('HealthEngine exit IP reads', () => {
     await clock.advance(10_000);
     expect(prober.reads.length).toBe(3);
     // The same address through the new endpoint is reported again: the old one was forgotten.
+    expect(changes).toEqual(['203.0.113.7', '203.0.113.7']);
+  });
+});
+
+describe('isPublicAddress: what an echo on the internet could have seen (issue 44 item 4)', () => {
+  it.each([
+    ['203.0.114.7', true],
+    ['8.8.8.8', true],
+    ['2606:4700::1111', true],
+    ['127.0.0.2', false],
+    ['10.1.2.3', false],
+    ['172.20.0.1', false],
+    ['192.168.1.1', false],
+    ['169.254.169.254', false],
+    ['100.64.0.1', false],
+    ['0.0.0.0', false],
+    ['224.0.0.1', false],
+    ['255.255.255.255', false],
+    ['192.0.2.1 (documentation: a stand-in for the internet)', true],
+    ['198.51.100.4', true],
+    ['203.0.113.7', true],
+    ['::1', false],
+    ['::', false],
+    ['fd00::1', false],
+    ['fe80::1', false],
+    ['ff02::1', false],
+    ['2001:db8::1', true],
+    ['not an address', false],
+  ])('%s → %s', (ip, want) => {
+    expect(isPublicAddress(ip.split(' ')[0])).toBe(want);
+  });
+});
+
+describe('the echo answer is refused with a reason unless the proxy could not have forged it', () => {
+  const strict = { allowNonPublic: false };
+  const loose = { allowNonPublic: true };
+  it.each<[string, string, string, typeof strict, string | undefined]>([
+    ['https to another host: trusted', 'https://echo.example/ip', '10.0.0.1', strict, undefined],
+    ['plain http: the proxy answers it itself', 'http://echo.example/ip', '10.0.0.1', strict, 'Forgeable'],
+    ['plain http, allowed for tests', 'http://127.0.0.1:8080/ip', '127.0.0.10', loose, undefined],
+    ["https at the proxy's own address", 'https://10.0.0.1/ip', '10.0.0.1', strict, 'Forgeable'],
+    ["the proxy's own address, even allowed", 'http://127.0.0.10:3128/ip', '127.0.0.10', loose, 'Forgeable'],
+    ["the proxy's own IPv6 address", 'https://[2001:db8::7]/ip', '2001:DB8::7', strict, 'Forgeable'],
+  ])('%s', (_what, url, host, policy, want) => {
+    expect(echoURLProblem(url, host, policy)?.reason).toBe(want);
+  });
+
+  it.each<[string, ExitIPReading, typeof strict, string | undefined]>([
+    ['a public address', { ok: true, ip: '8.8.4.4' }, strict, undefined],
+    ['a private address', { ok: true, ip: '10.0.0.9' }, strict, 'NotPublic'],
+    ['loopback', { ok: true, ip: '127.0.0.10' }, strict, 'NotPublic'],
+    ['loopback, allowed for tests', { ok: true, ip: '127.0.0.10' }, loose, undefined],
+    ['a failed read stays what it was', { ok: false, reason: 'NotAnIP', message: 'm' }, strict, 'NotAnIP'],
+  ])('%s', (_what, reading, policy, want) => {
+    const judged = judgeExitIP(reading, policy);
+    expect(judged.ok ? undefined : judged.reason).toBe(want);
+  });
+});
+
+describe('HealthEngine refuses exit IPs the proxy could have forged or no internet echo could see', () => {
+  const target = (overrides: Partial<ProbeTarget> = {}): ProbeTarget => ({
+    key: 'ns/p',
+    host: '10.0.0.1',
+    port: 3128,
+    probeURL: 'https://probe.example/generate_204',
+    exitIPURL: 'https://echo.example/ip',
+    intervalSeconds: 10,
+    timeoutSeconds: 5,
+    failureThreshold: 1,
+    successThreshold: 1,
+    expectedStatusCodes: [204],
+    ...overrides,
+  });
+  function setup(allowNonPublic: boolean) {
+    const clock = new FakeClock();
+    const prober = new ExitIPProber(() => clock.now());
+    prober.answer = () => success();
+    const registry = new Registry();
+    const engine = new HealthEngine({
+      logger: pino({ level: 'silent' }),
+      registry,
+      clock,
+      prober,
+      jitter: 0,
+      random: () => 0,
+      exitIPRefreshMillis: 60_000,
+      exitIPPolicy: { allowNonPublic },
+    });
+    const changes: string[] = [];
+    engine.onExitIP((_key, ip) => changes.push(ip));
+    engine.start();
+    return { clock, prober, engine, registry, changes };
+  }
+  const failures = async (registry: Registry) =>
+    (await registry.getSingleMetric(EXIT_IP_FAILURES_METRIC)!.get()).values.map((v) => [
+      v.labels.reason,
+      v.value,
+    ]);
+
+  it('a private answer is refused (NotPublic) and reported to nobody; allowed, it is reported', async () => {
+    const strict = setup(false);
+    strict.prober.exitAnswer = { ok: true, ip: '192.168.7.7' };
+    strict.engine.upsert(target());
+    await strict.clock.advance(1);
+    expect(strict.changes).toEqual([]);
+    expect(strict.engine.exitIP('ns/p')).toBeUndefined();
+    expect(await failures(strict.registry)).toEqual([['NotPublic', 1]]);
+    const loose = setup(true);
+    loose.prober.exitAnswer = { ok: true, ip: '192.168.7.7' };
+    loose.engine.upsert(target());
+    await loose.clock.advance(1);
+    expect(loose.changes).toEqual(['192.168.7.7']);
+  });
+
+  it('a plain-http echo is never asked (Forgeable): nothing goes through the proxy for it', async () => {
+    const { clock, prober, engine, registry, changes } = setup(false);
+    engine.upsert(target({ exitIPURL: 'http://echo.example/ip' }));
+    await clock.advance(1);
+    expect(prober.reads).toEqual([]);
+    expect(changes).toEqual([]);
+    expect(await failures(registry)).toEqual([['Forgeable', 1]]);
+  });
+
+  it('a new instance at the same address is a new endpoint: its exit IP is read afresh', async () => {
+    const { clock, prober, engine, changes } = setup(false);
+    engine.upsert(target({ instance: 'i-1' }));
+    await clock.advance(1);
+    engine.upsert(target({ instance: 'i-2' }));
+    expect(engine.exitIP('ns/p')).toBeUndefined();
+    await clock.advance(10_000);
+    expect(prober.reads.length).toBe(2);
     expect(changes).toEqual(['203.0.113.7', '203.0.113.7']);
   });
 });

@@ -1,0 +1,61 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+
+/** What fetching a probe URL directly (no proxy) said. */
+export type DirectCheck = { reachable: true } | { reachable: false; message: string };
+
+export interface DirectCheckOptions {
+  timeoutSeconds: number;
+  expectedStatusCodes: readonly number[];
+  /** Extra trust for the target's certificate (tests); production uses the system CAs. */
+  ca?: string | Buffer | Array<string | Buffer>;
+  signal?: AbortSignal;
+}
+
+/**
+ * Fetches `url` from the operator itself, not through a proxy: the reference the autopilot
+ * needs before it condemns proxies that fail their probes. If the target fails here too, the
+ * cause is shared (the target, or the operator's own egress or DNS), not the proxies'.
+ */
+export function checkDirectly(url: string, opts: DirectCheckOptions): Promise<DirectCheck> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (result: DirectCheck) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve(result);
+    };
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      resolve({ reachable: false, message: `not a URL: ${JSON.stringify(url)}` });
+      return;
+    }
+    const send = parsed.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(
+      parsed,
+      { method: 'GET', headers: { 'user-agent': 'proxy-operator-direct-check' }, ca: opts.ca, agent: false },
+      (res) => {
+        const status = res.statusCode ?? 0;
+        res.resume();
+        done(
+          opts.expectedStatusCodes.includes(status)
+            ? { reachable: true }
+            : { reachable: false, message: `answered ${status}` },
+        );
+      },
+    );
+    const timer = setTimeout(
+      () => done({ reachable: false, message: `no answer within ${opts.timeoutSeconds} s` }),
+      opts.timeoutSeconds * 1000,
+    );
+    req.on('error', (err) => done({ reachable: false, message: err.message }));
+    opts.signal?.addEventListener('abort', () => done({ reachable: false, message: 'aborted' }), {
+      once: true,
+    });
+    req.end();
+  });
+}
