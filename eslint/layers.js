@@ -3,7 +3,17 @@
 // resolved against the importing file, so `../../handlers/x.js` counts wherever it is written.
 import { dirname, relative, resolve, sep } from 'node:path';
 
-const PRODUCT = ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway', 'handlers', 'charts', 'cmd'];
+const PRODUCT = [
+  'crds',
+  'framework',
+  'providers',
+  'health',
+  'discovery',
+  'gateway',
+  'handlers',
+  'charts',
+  'cmd',
+];
 
 /** folder → the other folders of ours it may import. Anything not listed may import nothing of ours. */
 export const LAYERS = {
