@@ -74,6 +74,7 @@ export async function forwardHttp(
   const headers = forwardedHeaders(req);
   const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
   let last = 'none tried';
+  let staleRetried = false;
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
     let lease: HeldLease;
     try {
@@ -107,8 +108,11 @@ export async function forwardHttp(
       last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
     } else {
       last = `${lease.upstream.id}: ${sent.message}`;
-      // A pooled keep-alive connection the upstream had closed: not the proxy's failure.
-      if (sent.stale) {
+      // A pooled keep-alive connection the upstream had closed: not the proxy's failure, and
+      // not an attempt (once per request): the same lease tries again on a new connection.
+      if (sent.stale && !staleRetried) {
+        staleRetried = true;
+        attempt--;
         ctx.agents.forget(lease.upstream);
         ctx.pool.give(lease);
         continue;
