@@ -7,7 +7,9 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
   leaseRequest,
+  attemptFailed,
   noProxy,
+  takeAvoiding,
   storeUnavailable,
   upstreamFailed,
   type GatewayContext,
@@ -51,7 +53,7 @@ export async function forwardConnect(
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
     let lease: HeldLease;
     try {
-      const taken = await ctx.pool.take(leaseReq);
+      const taken = await takeAvoiding(ctx, leaseReq);
       if (!taken.granted) {
         ctx.metrics.ended('tunnel', 'no_proxy');
         return replyErrorOnSocket(client, noProxy(taken, leaseReq));
@@ -93,6 +95,7 @@ export async function forwardConnect(
     } catch (err) {
       ctx.logger.warn({ err, proxy: lease.upstream.id }, 'gateway: unreachable report failed');
     }
+    await attemptFailed(ctx, lease.upstream.id, leaseReq);
     await ctx.pool.drop(lease).catch(() => undefined);
   }
   ctx.metrics.ended('tunnel', 'upstream_failed');

@@ -10,7 +10,9 @@ import {
 } from 'node:http';
 import {
   leaseRequest,
+  attemptFailed,
   noProxy,
+  takeAvoiding,
   storeUnavailable,
   upstreamFailed,
   type GatewayContext,
@@ -78,7 +80,7 @@ export async function forwardHttp(
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
     let lease: HeldLease;
     try {
-      const taken = await ctx.pool.take(leaseReq);
+      const taken = await takeAvoiding(ctx, leaseReq);
       if (!taken.granted) {
         ctx.metrics.ended('http', 'no_proxy');
         return replyError(res, noProxy(taken, leaseReq));
@@ -119,6 +121,7 @@ export async function forwardHttp(
       }
     }
     await report(ctx, lease, 'unreachable', target);
+    await attemptFailed(ctx, lease.upstream.id, leaseReq);
     ctx.agents.forget(lease.upstream);
     await ctx.pool.drop(lease).catch(() => undefined);
     if (req.socket.destroyed) return ctx.metrics.ended('http', 'client_gone');

@@ -37,6 +37,12 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
 };
 
 export interface GatewayContext {
+  /**
+   * Upstreams that failed an attempt here lately (id → until, ms): the book may not believe an
+   * unreachable report at once (its holdoff after a passing probe), so the gateway itself
+   * steers its retries away from them for a few seconds.
+   */
+  failed: Map<string, number>;
   book: GatewayBook;
   tokens: TokenVerifier;
   pool: LeasePool;
@@ -63,6 +69,38 @@ export function leaseRequest(
     ...(options.session === undefined ? {} : { session: `gw:${options.session}@${target}` }),
     ttlSeconds: options.ttlSeconds ?? ttlSeconds,
   };
+}
+
+/** How long an upstream that failed an attempt is avoided by this gateway's retries. */
+export const AVOID_FAILED_MS = 10_000;
+/** Leases on an avoided upstream handed back before one is used anyway. */
+const MAX_AVOIDING_TAKES = 4;
+
+/** A lease from the pool, on an upstream that has not failed here lately when the book has one. */
+export async function takeAvoiding(ctx: GatewayContext, request: GatewayLeaseRequest): Promise<TakeResult> {
+  for (let i = 0; ; i++) {
+    const taken = await ctx.pool.take(request);
+    if (!taken.granted || i >= MAX_AVOIDING_TAKES) return taken;
+    const until = ctx.failed.get(taken.lease.upstream.id);
+    if (until === undefined || until <= Date.now()) return taken;
+    await ctx.pool.drop(taken.lease);
+  }
+}
+
+/**
+ * An attempt through `upstream` failed: avoid it for a while, and unbind the session so that
+ * the book chooses its next proxy afresh (it would keep a proxy whose report it did not believe).
+ */
+export async function attemptFailed(
+  ctx: GatewayContext,
+  upstreamID: string,
+  request: GatewayLeaseRequest,
+): Promise<void> {
+  const now = Date.now();
+  if (ctx.failed.size > 1000) for (const [id, until] of ctx.failed) if (until <= now) ctx.failed.delete(id);
+  ctx.failed.set(upstreamID, now + AVOID_FAILED_MS);
+  if (request.session !== undefined)
+    await ctx.book.endSession(request.session, request.owner).catch(() => undefined);
 }
 
 /** The book could not be reached (Redis down): a 503, never a 500 nor a request sent without a proxy. */

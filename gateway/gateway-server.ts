@@ -40,6 +40,7 @@ export class Gateway {
       onError: (err, what) => logger.warn({ err }, `gateway: background ${what} failed`),
     });
     this.ctx = {
+      failed: new Map(),
       book: deps.book,
       tokens: deps.tokens,
       pool,

@@ -43,6 +43,8 @@ export interface GatewayBook {
     details: { target: string; retryAfterSeconds?: number },
     owner: string,
   ): Promise<void>;
+  /** Forgets a session's binding (the owner's), so its next lease is chosen afresh. */
+  endSession(session: string, owner: string): Promise<void>;
   /** Attribute keys some proxy carries now: what a username may select on. */
   attributeKeys(): ReadonlySet<string>;
 }

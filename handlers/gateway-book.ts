@@ -45,6 +45,7 @@ export function gatewayBook(store: LeaseStore, catalog: ProxyCatalog): GatewayBo
       return (await store.renew(leaseID, ttlSeconds, owner)) !== undefined;
     },
     release: (leaseID, owner) => store.release(leaseID, owner),
+    endSession: (session, owner) => store.endSession(session, owner),
     async report(leaseID, result, details, owner) {
       await store.report(leaseID, result, details, owner);
     },
