@@ -38,6 +38,7 @@ export class GatewayRunner {
       this.tokensWatcher = new TokensFileWatcher(tokensFile, loaded.tokens, loaded.text, this.logger);
       tokens = loaded.tokens;
     } else if (token.trim() !== '') tokens = ApiTokens.single(token.trim());
+    else if (gw.demoToken !== undefined) tokens = ApiTokens.single(gw.demoToken, 'demo');
     // Never an open proxy: without tokens the gateway answers 407 no_tokens_configured.
     if (tokens === undefined)
       this.logger.warn('gateway: no discovery API token configured; every request is refused with 407');

@@ -85,6 +85,11 @@ export interface GatewaySettings {
   rateLimitedCodes: readonly number[];
   /** Seconds open tunnels may finish in at shutdown. */
   drainSeconds: number;
+  /**
+   * A token of the gateway's own (named "demo"), for the demo whose discovery API is open;
+   * the entry point never sets it: the gateway takes the discovery API's tokens.
+   */
+  demoToken?: string;
 }
 
 export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = {
