@@ -112,8 +112,6 @@ function splice(
   early: Buffer,
 ): void {
   ctx.metrics.tunnelOpened();
-  let fromClient = head.length;
-  let toClient = early.length;
   let closed = false;
   const close = () => {
     if (closed) return;
@@ -121,16 +119,12 @@ function splice(
     client.destroy();
     upstream.destroy();
     ctx.metrics.tunnelClosed();
-    ctx.metrics.carried(fromClient, toClient);
+    // The upstream socket's own counters (no listener per chunk): what went each way,
+    // the CONNECT exchange with the upstream included.
+    ctx.metrics.carried(upstream.bytesWritten, upstream.bytesRead);
     ctx.metrics.ended('tunnel', 'ok');
     ctx.pool.give(lease);
   };
-  client.on('data', (c: Buffer) => {
-    fromClient += c.length;
-  });
-  upstream.on('data', (c: Buffer) => {
-    toClient += c.length;
-  });
   client.once('close', close);
   upstream.once('close', close);
   client.on('error', close);
