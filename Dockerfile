@@ -15,6 +15,7 @@ COPY crds crds
 COPY providers providers
 COPY health health
 COPY discovery discovery
+COPY gateway gateway
 COPY handlers handlers
 COPY charts charts
 COPY cmd cmd

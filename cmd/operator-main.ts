@@ -209,7 +209,9 @@ function startFailure(err: unknown, settings: Settings): string {
         ? 'metrics-address'
         : e.port === settings.discovery.port
           ? 'discovery-address'
-          : undefined;
+          : e.port === settings.gateway.port
+            ? 'gateway-address'
+            : undefined;
     const where = `${e.address ?? '?'}:${e.port ?? '?'}`;
     const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : `${e.code ?? e.message}`;
     return flag

@@ -34,6 +34,7 @@ export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): Ha
       cooldownSeconds: settings.cooldownSeconds,
       maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
     },
+    ...(settings.components.includes('gateway') ? { gateway: settings.gateway } : {}),
   };
 }
 

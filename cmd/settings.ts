@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Component } from '../handlers/components.js';
+import type { GatewaySettings } from '../handlers/settings.js';
 import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
 
 /** Everything the operator's entry point can be told, from flags or environment. */
@@ -50,6 +51,8 @@ export interface Settings {
   leaseStore: LeaseStoreSettings;
   /** The parts this process runs (`--components`). */
   components: readonly Component[];
+  /** The forward-proxy gateway's address and tuning (served when components include gateway). */
+  gateway: GatewaySettings;
   /** `--probe-ca-file`: a PEM file of extra CAs the health probes trust. */
   probeCAFile?: string;
 }
@@ -80,7 +83,7 @@ export type LeaseStoreSettings =
     };
 
 export type { Component };
-export const COMPONENTS: readonly Component[] = ['controller', 'discovery'];
+export const COMPONENTS: readonly Component[] = ['controller', 'discovery', 'gateway'];
 
 export class SettingsError extends Error {}
 
@@ -312,8 +315,56 @@ const OPTIONS: Option[] = [
   {
     flag: 'components',
     env: 'COMPONENTS',
-    default: 'controller,discovery',
-    help: 'the parts this process runs, comma-separated: controller (reconciler, orphan sweep, health engine; leader-elected) and discovery (the lease API, on every replica). discovery without controller needs --lease-store=redis',
+    default: 'controller,discovery,gateway',
+    help: 'the parts this process runs, comma-separated: controller (reconciler, orphan sweep, health engine; leader-elected), discovery (the lease API, on every replica) and gateway (the forward proxy over the same lease book, on every replica). discovery or gateway without controller needs --lease-store=redis',
+  },
+  {
+    flag: 'gateway-address',
+    env: 'GATEWAY_ADDRESS',
+    default: ':8888',
+    help: 'host:port of the forward-proxy gateway (docs/gateway.md); clients authenticate with a discovery API token as the proxy password',
+  },
+  {
+    flag: 'gateway-max-attempts',
+    env: 'GATEWAY_MAX_ATTEMPTS',
+    default: '3',
+    help: 'upstream proxies the gateway tries per request or tunnel when one refuses, resets or times out before a byte reached the client (each is reported unreachable)',
+  },
+  {
+    flag: 'gateway-connect-timeout',
+    env: 'GATEWAY_CONNECT_TIMEOUT_MS',
+    default: '5000',
+    help: 'milliseconds an upstream proxy may take to accept the connection (and to answer a CONNECT) before it counts as unreachable',
+  },
+  {
+    flag: 'gateway-lease-ttl',
+    env: 'GATEWAY_LEASE_TTL',
+    default: '60',
+    help: "TTL in seconds of the leases the gateway takes (renewed while used); a username's ttl-<seconds> overrides it",
+  },
+  {
+    flag: 'gateway-idle-timeout',
+    env: 'GATEWAY_IDLE_TIMEOUT',
+    default: '15',
+    help: 'seconds a lease the gateway finished with waits for the next request with the same options before it is released',
+  },
+  {
+    flag: 'gateway-ban-codes',
+    env: 'GATEWAY_BAN_CODES',
+    default: '403',
+    help: 'site status codes the gateway reports as banned for the target (plain HTTP; comma-separated)',
+  },
+  {
+    flag: 'gateway-rate-limit-codes',
+    env: 'GATEWAY_RATE_LIMIT_CODES',
+    default: '429',
+    help: 'site status codes the gateway reports as rate_limited for the target, honouring Retry-After (plain HTTP; comma-separated)',
+  },
+  {
+    flag: 'gateway-drain-timeout',
+    env: 'GATEWAY_DRAIN_TIMEOUT',
+    default: '20',
+    help: "seconds open tunnels may finish in at shutdown before they are cut (keep it under the Pod's termination grace period)",
   },
   {
     flag: 'probe-ca-file',
@@ -493,15 +544,16 @@ function components(flag: string, value: string, store: LeaseStoreSettings): Com
   const out: Component[] = [];
   for (const name of names) {
     if (!COMPONENTS.includes(name as Component))
-      throw new SettingsError(`--${flag}: "${name}" is not a component (controller, discovery)`);
+      throw new SettingsError(`--${flag}: "${name}" is not a component (controller, discovery, gateway)`);
     if (!out.includes(name as Component)) out.push(name as Component);
   }
   if (out.length === 0)
-    throw new SettingsError(`--${flag}: "${value}" names no component (controller, discovery)`);
-  if (out.includes('discovery') && !out.includes('controller') && store.kind === 'memory')
-    throw new SettingsError(
-      `--${flag}: discovery without controller needs --lease-store=redis (a memory book would not be the health engine's, and each replica would keep its own)`,
-    );
+    throw new SettingsError(`--${flag}: "${value}" names no component (controller, discovery, gateway)`);
+  for (const part of ['discovery', 'gateway'] as const)
+    if (out.includes(part) && !out.includes('controller') && store.kind === 'memory')
+      throw new SettingsError(
+        `--${flag}: ${part} without controller needs --lease-store=redis (a memory book would not be the health engine's, and each replica would keep its own)`,
+      );
   return out;
 }
 
@@ -608,7 +660,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
       maxSessions: positiveInt('max-sessions', get('max-sessions')!, 10_000),
     },
-    discoveryAuth: discoveryAuth(get, env, parts.includes('discovery')),
+    discoveryAuth: discoveryAuth(get, env, parts.includes('discovery') || parts.includes('gateway')),
     discoveryRateLimit: {
       ratePerSecond: positiveNumber('discovery-rate-limit', get('discovery-rate-limit')!),
       burst: positiveInt('discovery-rate-burst', get('discovery-rate-burst')!),
@@ -636,6 +688,34 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     clusterName: clusterName('cluster-name', get('cluster-name')),
     leaseStore: store,
     components: parts,
+    gateway: gatewaySettings(get),
     probeCAFile: get('probe-ca-file'),
   };
+}
+
+function gatewaySettings(get: (flag: string) => string | undefined): GatewaySettings {
+  return {
+    ...address('gateway-address', get('gateway-address')!),
+    maxAttempts: positiveInt('gateway-max-attempts', get('gateway-max-attempts')!),
+    connectTimeoutMs: positiveInt('gateway-connect-timeout', get('gateway-connect-timeout')!, 10),
+    ttlSeconds: positiveInt('gateway-lease-ttl', get('gateway-lease-ttl')!, 3),
+    idleSeconds: positiveInt('gateway-idle-timeout', get('gateway-idle-timeout')!, 0),
+    bannedCodes: statusCodes('gateway-ban-codes', get('gateway-ban-codes')!),
+    rateLimitedCodes: statusCodes('gateway-rate-limit-codes', get('gateway-rate-limit-codes')!),
+    drainSeconds: positiveInt('gateway-drain-timeout', get('gateway-drain-timeout')!, 0),
+  };
+}
+
+/** `403,451`: HTTP status codes, or none (an empty value reports nothing). */
+function statusCodes(flag: string, value: string): number[] {
+  const out: number[] = [];
+  for (const item of value
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')) {
+    if (!/^[1-5]\d\d$/.test(item))
+      throw new SettingsError(`--${flag}: "${item}" is not an HTTP status code (100-599)`);
+    if (!out.includes(Number(item))) out.push(Number(item));
+  }
+  return out;
 }

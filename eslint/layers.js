@@ -3,7 +3,17 @@
 // resolved against the importing file, so `../../handlers/x.js` counts wherever it is written.
 import { dirname, relative, resolve, sep } from 'node:path';
 
-const PRODUCT = ['crds', 'framework', 'providers', 'health', 'discovery', 'handlers', 'charts', 'cmd'];
+const PRODUCT = [
+  'crds',
+  'framework',
+  'providers',
+  'health',
+  'discovery',
+  'gateway',
+  'handlers',
+  'charts',
+  'cmd',
+];
 
 /** folder → the other folders of ours it may import. Anything not listed may import nothing of ours. */
 export const LAYERS = {
@@ -11,10 +21,12 @@ export const LAYERS = {
   framework: [],
   health: [],
   discovery: [],
+  // The forward-proxy gateway owns its ports (GatewayBook, TokenVerifier); handlers/ wires them.
+  gateway: [],
   providers: ['crds'],
-  handlers: ['crds', 'framework', 'providers', 'health', 'discovery'],
+  handlers: ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway'],
   charts: ['crds'],
-  cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'handlers', 'charts'],
+  cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway', 'handlers', 'charts'],
   // Benchmarks use the product, never the tests' harness.
   bench: [...PRODUCT, 'client'],
   // The client package is published on its own: it may import nothing of the operator's.

@@ -1,4 +1,5 @@
 import { DiscoveryRunner } from './discovery-runner.js';
+import { GatewayRunner } from './gateway-runner.js';
 import { HealthRunner } from './health-runner.js';
 import { OrphanSweep } from './orphan-sweep.js';
 import { ProviderShutdown } from './provider-shutdown.js';
@@ -7,9 +8,10 @@ import { ProxyController } from './proxy-controller.js';
 /**
  * The parts one image can run. controller: the reconciler, the orphan sweep and the health
  * engine (leader-elected: one replica acts); discovery: the lease API (every replica serves,
- * no leader needed). A process runs one or both.
+ * no leader needed); gateway: the forward proxy over the same lease book (every replica). A
+ * process runs any of them.
  */
-export type Component = 'controller' | 'discovery';
+export type Component = 'controller' | 'discovery' | 'gateway';
 
 /** The handler classes of the given components, in PROXY_HANDLERS order (ProviderShutdown last). */
 export function handlersFor(components: readonly Component[]): Array<new (...args: never[]) => unknown> {
@@ -18,6 +20,7 @@ export function handlersFor(components: readonly Component[]): Array<new (...arg
   return [
     ...(controller ? [ProxyController, HealthRunner] : []),
     ...(discovery ? [DiscoveryRunner] : []),
+    ...(components.includes('gateway') ? [GatewayRunner] : []),
     ...(controller ? [OrphanSweep] : []),
     ProviderShutdown,
   ];

@@ -79,7 +79,42 @@ export interface HandlerSettings {
   exitIPAllowNonPublic: boolean;
   /** How often a proxy's exit IP is read again (tests shorten it); default the engine's minute. */
   exitIPRefreshMillis?: number;
+  /** The forward-proxy gateway (`--components` gateway); unset = not served. */
+  gateway?: GatewaySettings;
 }
+
+export interface GatewaySettings {
+  host: string;
+  port: number;
+  /** Upstreams tried per request or tunnel (`--gateway-max-attempts`). */
+  maxAttempts: number;
+  connectTimeoutMs: number;
+  /** The TTL of the leases the gateway takes when the username gives none. */
+  ttlSeconds: number;
+  /** Seconds a finished lease waits for the next request with the same options. */
+  idleSeconds: number;
+  bannedCodes: readonly number[];
+  rateLimitedCodes: readonly number[];
+  /** Seconds open tunnels may finish in at shutdown. */
+  drainSeconds: number;
+  /**
+   * A token of the gateway's own (named "demo"), for the demo whose discovery API is open;
+   * the entry point never sets it: the gateway takes the discovery API's tokens.
+   */
+  demoToken?: string;
+}
+
+export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = {
+  host: '0.0.0.0',
+  port: 8888,
+  maxAttempts: 3,
+  connectTimeoutMs: 5000,
+  ttlSeconds: 60,
+  idleSeconds: 15,
+  bannedCodes: [403],
+  rateLimitedCodes: [429],
+  drainSeconds: 20,
+};
 
 export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   ownerID: 'proxy-operator',

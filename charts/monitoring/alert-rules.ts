@@ -48,6 +48,8 @@ export interface AlertThresholds {
   banStormMinimum: number;
   /** Status writes per proxy per hour above this are not transition-only any more. */
   statusWritesPerProxyHour: number;
+  /** Gateway attempts retried through another upstream above this share of its requests and tunnels. */
+  gatewayRetryRatio: number;
 }
 
 export const DEFAULT_THRESHOLDS: AlertThresholds = {
@@ -58,6 +60,7 @@ export const DEFAULT_THRESHOLDS: AlertThresholds = {
   banStormReadyShare: 0.25,
   banStormMinimum: 5,
   statusWritesPerProxyHour: 12,
+  gatewayRetryRatio: 0.2,
 };
 
 /** Every alert, grouped as they are evaluated. */
@@ -112,6 +115,24 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
           description:
             'The operator writes Proxy status {{ $value | humanize }} times per proxy per hour (budget: ' +
             `${t.statusWritesPerProxyHour}): proxies are flapping or a write is not transition-only.`,
+        },
+      ],
+    },
+    {
+      name: 'proxy-operator.gateway',
+      rules: [
+        {
+          alert: 'ProxyGatewayUpstreamRetryStorm',
+          expr:
+            'sum(rate(proxy_operator_gateway_upstream_retries_total[5m]))' +
+            ' / (sum(rate(proxy_operator_gateway_requests_total[5m])) + sum(rate(proxy_operator_gateway_tunnels_total[5m])))' +
+            ` > ${t.gatewayRetryRatio}` +
+            ' and (sum(rate(proxy_operator_gateway_requests_total[5m])) + sum(rate(proxy_operator_gateway_tunnels_total[5m]))) > 0.1',
+          for: '5m',
+          severity: 'warning',
+          summary: 'The gateway retries many attempts through another upstream.',
+          description:
+            '{{ $value | humanizePercentage }} of gateway requests and tunnels needed another upstream: proxies are failing faster than the health engine takes them out.',
         },
       ],
     },

@@ -17,8 +17,10 @@ import { builtinProviderRegistry } from '../../providers/builtin.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import type { ProviderSet } from '../../providers/registry.js';
 import type { Operator } from '../../framework/index.js';
-import { createProxyOperator } from '../../handlers/proxy-operator.js';
-import { DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import { randomBytes } from 'node:crypto';
+import { createProxyOperator, PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
+import { GatewayRunner } from '../../handlers/gateway-runner.js';
+import { DEFAULT_GATEWAY_SETTINGS, DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
 import { startDemoSite, type DemoSite } from './demo-site.js';
 import { startLocalTarget, type LocalTarget } from './local-target.js';
 
@@ -33,6 +35,8 @@ export interface DemoEnvironment {
   site: DemoSite;
   discoveryURL: string;
   metricsURL: string;
+  /** The forward-proxy gateway (docs/gateway.md) and the token it takes as the proxy password. */
+  gateway: { address: string; token: string };
   close(): Promise<void>;
 }
 
@@ -44,6 +48,8 @@ export interface DemoEnvironmentOptions {
   discoveryPort?: number;
   /** Preferred port of the demo site; a free one is used when it is taken. */
   sitePort?: number;
+  /** Preferred port of the gateway; a free one is used when it is taken. */
+  gatewayPort?: number;
 }
 
 /**
@@ -129,6 +135,8 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
 
     const discoveryPort = await portOr(opts.discoveryPort, 'the discovery API', opts.progress);
     const metricsPort = await freePort();
+    const gatewayPort = await portOr(opts.gatewayPort, 'the gateway', opts.progress);
+    const gatewayToken = `demo-${randomBytes(12).toString('hex')}`;
     const operator = createProxyOperator({
       kubeConfig,
       providers,
@@ -140,7 +148,14 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
         // The demo's echo is the local target's /ip, on loopback over plain http.
         exitIPAllowNonPublic: true,
         discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: discoveryPort },
+        gateway: {
+          ...DEFAULT_GATEWAY_SETTINGS,
+          host: '127.0.0.1',
+          port: gatewayPort,
+          demoToken: gatewayToken,
+        },
       },
+      handlers: [...PROXY_HANDLERS, GatewayRunner] as typeof PROXY_HANDLERS,
       leaderElection: false,
       probeAddress: { host: '127.0.0.1', port: metricsPort },
       shutdownGraceSeconds: 5,
@@ -158,6 +173,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
       site,
       discoveryURL: `http://127.0.0.1:${discoveryPort}`,
       metricsURL: `http://127.0.0.1:${metricsPort}`,
+      gateway: { address: `127.0.0.1:${gatewayPort}`, token: gatewayToken },
       close,
     };
   } catch (err) {

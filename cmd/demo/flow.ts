@@ -19,6 +19,9 @@ export interface DemoSummary {
   releaseStatuses: number[];
   /** status.exitIP by proxy name, as the echo at env.target.exitIPURL saw each proxy. */
   exitIPs: Record<string, string>;
+  /** Step 8: a page through the gateway, and the exit IP a session kept. */
+  gatewayStatus: number;
+  gatewayBody: string;
 }
 
 const NAMESPACE = 'default';
@@ -234,7 +237,23 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     answer(print, r.status, r.text);
   }
 
+  print(
+    '\n== 8. Or use ONE proxy URL: the gateway leases, sticks a session, retries, reports bans (docs/gateway.md) ==',
+  );
+  const gatewayURL = `http://session-demo1:${env.gateway.token}@${env.gateway.address}`;
+  print(`$ curl -s -x '${gatewayURL}' ${env.target.exitIPURL}${STATUS_LINE}`);
+  const gatewayAgent = new ProxyAgent(gatewayURL);
+  const viaGateway = await request(env.target.exitIPURL, { dispatcher: gatewayAgent });
+  const gatewayBody = await viaGateway.body.text();
+  await gatewayAgent.close();
+  answer(print, viaGateway.statusCode, gatewayBody.trimEnd());
+  print(
+    `-> the password is a discovery API token; the username carries the options (session-demo1 keeps this exit IP)`,
+  );
+
   return {
+    gatewayStatus: viaGateway.statusCode,
+    gatewayBody,
     ready: names,
     listed,
     leasedProxy: l1.proxy.id,

@@ -25,7 +25,14 @@ const progress = (line: string) => process.stderr.write(`[demo] ${line}\n`);
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2));
 
 progress('starting a local control plane (the first run builds kube-apiserver and etcd: minutes)');
-const env = await startDemoEnvironment({ root, logger, progress, discoveryPort: 8090, sitePort: 8091 });
+const env = await startDemoEnvironment({
+  root,
+  logger,
+  progress,
+  discoveryPort: 8090,
+  sitePort: 8091,
+  gatewayPort: 8888,
+});
 let exitCode = 0;
 try {
   const kubectl = env.controlPlane.binaries.kubectl ?? 'kubectl';

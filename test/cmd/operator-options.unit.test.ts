@@ -1,7 +1,11 @@
 import 'reflect-metadata';
 import { handlerSettingsFrom, leaderElectionFrom } from '../../cmd/operator-options.js';
 import { parseSettings, type Settings } from '../../cmd/settings.js';
-import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../../handlers/settings.js';
+import {
+  DEFAULT_GATEWAY_SETTINGS,
+  DEFAULT_HANDLER_SETTINGS,
+  type HandlerSettings,
+} from '../../handlers/settings.js';
 
 // Issue 26 item 5: every setting reaches the handlers through one pure mapping; each row
 // is a flag (or environment variable) and where its value must land.
@@ -27,7 +31,14 @@ describe('handlerSettingsFrom', () => {
         token: '',
         rateLimit: { ratePerSecond: 1000, burst: 2000 },
       },
+      gateway: DEFAULT_GATEWAY_SETTINGS,
     });
+  });
+
+  it('serves no gateway when --components leaves it out', () => {
+    expect(
+      handlerSettingsFrom(settings(['--components=controller,discovery']), facts).gateway,
+    ).toBeUndefined();
   });
 
   it.each<[string, string[], NodeJS.ProcessEnv, (h: HandlerSettings) => unknown, unknown]>([

@@ -229,10 +229,48 @@ describe('--max-unavailable', () => {
 });
 
 describe('the lease store and components flags', () => {
-  it('defaults to the memory store and both components', () => {
+  it('defaults to the memory store and every component, the gateway on :8888', () => {
     expect(parse([], {})).toMatchObject({
       leaseStore: { kind: 'memory' },
-      components: ['controller', 'discovery'],
+      components: ['controller', 'discovery', 'gateway'],
+      gateway: {
+        host: '0.0.0.0',
+        port: 8888,
+        maxAttempts: 3,
+        connectTimeoutMs: 5000,
+        ttlSeconds: 60,
+        idleSeconds: 15,
+        bannedCodes: [403],
+        rateLimitedCodes: [429],
+        drainSeconds: 20,
+      },
+    });
+  });
+
+  it('reads the gateway flags and their environment variables', () => {
+    expect(
+      parse(
+        [
+          '--gateway-address=127.0.0.1:3129',
+          '--gateway-max-attempts=5',
+          '--gateway-ban-codes=403, 451,403',
+          '--gateway-rate-limit-codes=',
+          '--gateway-drain-timeout=0',
+        ],
+        { GATEWAY_CONNECT_TIMEOUT_MS: '800', GATEWAY_LEASE_TTL: '120', GATEWAY_IDLE_TIMEOUT: '2' },
+      ),
+    ).toMatchObject({
+      gateway: {
+        host: '127.0.0.1',
+        port: 3129,
+        maxAttempts: 5,
+        connectTimeoutMs: 800,
+        ttlSeconds: 120,
+        idleSeconds: 2,
+        bannedCodes: [403, 451],
+        rateLimitedCodes: [],
+        drainSeconds: 0,
+      },
     });
   });
 
@@ -309,6 +347,11 @@ describe('the lease store and components flags', () => {
     [['--components=api'], /--components: "api" is not a component/],
     [['--components=,'], /--components: "," names no component/],
     [['--components=discovery'], /--components: discovery without controller needs --lease-store=redis/],
+    [['--components=gateway'], /--components: gateway without controller needs --lease-store=redis/],
+    [['--gateway-address=8888'], /--gateway-address: "8888" is not host:port/],
+    [['--gateway-max-attempts=0'], /--gateway-max-attempts: "0" must be an integer >= 1/],
+    [['--gateway-ban-codes=403,forbidden'], /--gateway-ban-codes: "forbidden" is not an HTTP status code/],
+    [['--gateway-rate-limit-codes=4290'], /--gateway-rate-limit-codes: "4290" is not an HTTP status code/],
   ])('rejects %j naming the flag', (argv, message) => {
     expect(() => parse(argv, {})).toThrow(SettingsError);
     expect(() => parse(argv, {})).toThrow(message);
@@ -317,6 +360,7 @@ describe('the lease store and components flags', () => {
   it.each<[string[], string[]]>([
     [['--components=controller'], ['controller']],
     [['--components=discovery', '--lease-store=redis', '--redis-url=redis://r'], ['discovery']],
+    [['--components=gateway', '--lease-store=redis', '--redis-url=redis://r'], ['gateway']],
     [
       ['--components', 'discovery, controller,discovery'],
       ['discovery', 'controller'],

@@ -85,7 +85,7 @@ describe('start-up failures', () => {
     }
   }, 120_000);
 
-  it.each(['discovery-address', 'metrics-address'])(
+  it.each(['discovery-address', 'metrics-address', 'gateway-address'])(
     'a --%s port already in use is fatal: exit 2 naming the flag, no retry loop',
     async (flag) => {
       const taken = await freePort();
@@ -93,6 +93,7 @@ describe('start-up failures', () => {
       const ports: Record<string, string> = {
         'discovery-address': `127.0.0.1:${await freePort()}`,
         'metrics-address': `127.0.0.1:${await freePort()}`,
+        'gateway-address': `127.0.0.1:${await freePort()}`,
         [flag]: `127.0.0.1:${taken}`,
       };
       const op = runOperator([
@@ -102,6 +103,8 @@ describe('start-up failures', () => {
         ports['metrics-address'],
         '--discovery-address',
         ports['discovery-address'],
+        '--gateway-address',
+        ports['gateway-address'],
       ]);
       try {
         expect(await exitWithin(op.exited, 60_000)).toBe(2);

@@ -28,9 +28,10 @@ export function runOperator(args: string[], env: Record<string, string> = {}): O
       ...args,
     ],
     // The API is closed by default; these processes are reached without a token unless a test
-    // gives one (a test of the closed default sets DISCOVERY_UNAUTHENTICATED to 'false').
+    // gives one (a test of the closed default sets DISCOVERY_UNAUTHENTICATED to 'false'). The
+    // gateway (a default component) takes a free loopback port: processes run side by side.
     {
-      env: { ...process.env, DISCOVERY_UNAUTHENTICATED: 'true', ...env },
+      env: { ...process.env, DISCOVERY_UNAUTHENTICATED: 'true', GATEWAY_ADDRESS: '127.0.0.1:0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

@@ -86,7 +86,14 @@ describe('each alert follows the kube-prometheus conventions', () => {
   });
 
   it('names only metrics the code exports', async () => {
-    const sources = await sourceText(['health', 'discovery', 'handlers', 'framework', 'providers']);
+    const sources = await sourceText([
+      'health',
+      'discovery',
+      'gateway',
+      'handlers',
+      'framework',
+      'providers',
+    ]);
     const exprs = [...ALERTS.map((a) => a.expr), ...dashboardQueries()];
     const names = new Set(
       exprs.flatMap((e) => e.match(/\b(?:proxy_operator|operator_framework)_\w+/g) ?? []),

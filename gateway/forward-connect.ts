@@ -1,0 +1,138 @@
+// CONNECT tunnels: one leased upstream per tunnel, the upstream's CONNECT made with its
+// credentials, then bytes piped both ways (no TLS interception). A failure before the tunnel
+// is up (refused, reset, timeout, the upstream's own non-2xx other than 502) is reported
+// unreachable and retried through another upstream; the client sees only the tunnel.
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import {
+  leaseRequest,
+  attemptFailed,
+  noProxy,
+  takeAvoiding,
+  storeUnavailable,
+  upstreamFailed,
+  type GatewayContext,
+} from './gateway-context.js';
+import type { HeldLease } from './lease-pool.js';
+import { replyErrorOnSocket } from './replies.js';
+import { canonicalTarget, connectAuthority } from './target.js';
+import { connectVerdict } from './upstream-outcome.js';
+import { openTunnel } from './upstream-tunnel.js';
+import type { UsernameOptions } from './username.js';
+
+const ESTABLISHED = 'HTTP/1.1 200 Connection established\r\n\r\n';
+
+export async function forwardConnect(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+  owner: string,
+  options: UsernameOptions,
+  startedAt: number,
+): Promise<void> {
+  const authority = connectAuthority(req.url ?? '');
+  const target = authority === undefined ? undefined : canonicalTarget(authority.host);
+  if (authority === undefined || target === undefined) {
+    ctx.metrics.ended('tunnel', 'refused');
+    return replyErrorOnSocket(client, {
+      status: 400,
+      code: 'invalid_request',
+      message: `CONNECT needs host:port, got "${(req.url ?? '').slice(0, 100)}"`,
+    });
+  }
+  let gone = false;
+  const onGone = () => {
+    gone = true;
+  };
+  client.once('close', onGone);
+  client.on('error', onGone);
+  const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
+  let last = 'none tried';
+  for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
+    let lease: HeldLease;
+    try {
+      const taken = await takeAvoiding(ctx, leaseReq);
+      if (!taken.granted) {
+        ctx.metrics.ended('tunnel', 'no_proxy');
+        return replyErrorOnSocket(client, noProxy(taken, leaseReq));
+      }
+      lease = taken.lease;
+    } catch (err) {
+      ctx.metrics.ended('tunnel', 'store_unavailable');
+      return replyErrorOnSocket(client, storeUnavailable(err));
+    }
+    if (attempt > 1) ctx.metrics.retried('tunnel');
+    ctx.metrics.addedLatency('tunnel', (performance.now() - startedAt) / 1000);
+    const opened = await openTunnel(lease.upstream, req.url!, ctx.options.connectTimeoutMs);
+    if (gone) {
+      if (opened.kind === 'open') opened.socket.destroy();
+      ctx.pool.give(lease);
+      return ctx.metrics.ended('tunnel', 'client_gone');
+    }
+    if (opened.kind === 'open') {
+      client.off('close', onGone);
+      return splice(ctx, lease, client, opened.socket, head, opened.early);
+    }
+    if (opened.kind === 'status') {
+      const verdict = connectVerdict(opened.status);
+      if (verdict.kind === 'site_down') {
+        ctx.pool.give(lease);
+        ctx.metrics.ended('tunnel', 'site_down');
+        return replyErrorOnSocket(client, {
+          status: 502,
+          code: 'site_unreachable',
+          message: `the upstream proxy could not reach ${authority.host}:${authority.port} (it answered 502): the site's failure, not the proxy's`,
+        });
+      }
+      last = `${lease.upstream.id} answered the CONNECT with ${opened.status}`;
+    } else {
+      last = `${lease.upstream.id}: ${opened.reason} (${opened.message})`;
+    }
+    try {
+      await ctx.book.report(lease.leaseID, 'unreachable', { target }, owner);
+    } catch (err) {
+      ctx.logger.warn({ err, proxy: lease.upstream.id }, 'gateway: unreachable report failed');
+    }
+    await attemptFailed(ctx, lease.upstream.id, leaseReq);
+    await ctx.pool.drop(lease).catch(() => undefined);
+  }
+  ctx.metrics.ended('tunnel', 'upstream_failed');
+  replyErrorOnSocket(client, upstreamFailed(ctx.options.maxAttempts, last));
+}
+
+/** Joins the client to the upstream's tunnel; the lease is held until either side closes. */
+function splice(
+  ctx: GatewayContext,
+  lease: HeldLease,
+  client: Duplex,
+  upstream: Socket,
+  head: Buffer,
+  early: Buffer,
+): void {
+  ctx.metrics.tunnelOpened();
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    client.destroy();
+    upstream.destroy();
+    ctx.metrics.tunnelClosed();
+    // The upstream socket's own counters (no listener per chunk): what went each way,
+    // the CONNECT exchange with the upstream included.
+    ctx.metrics.carried(upstream.bytesWritten, upstream.bytesRead);
+    ctx.metrics.ended('tunnel', 'ok');
+    ctx.pool.give(lease);
+  };
+  client.once('close', close);
+  upstream.once('close', close);
+  client.on('error', close);
+  upstream.on('error', close);
+  client.write(ESTABLISHED);
+  if (early.length > 0) client.write(early);
+  if (head.length > 0) upstream.write(head);
+  client.pipe(upstream);
+  upstream.pipe(client);
+  upstream.resume();
+}

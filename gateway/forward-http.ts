@@ -1,0 +1,289 @@
+// Plain HTTP (absolute-URI requests): each request goes through a leased upstream with the
+// upstream's credentials added here. An upstream that refuses, resets or times out before
+// answering is reported unreachable and the request retried through another; a ban or rate
+// limit the site answers is passed to the client and reported for the target.
+import {
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
+import {
+  leaseRequest,
+  attemptFailed,
+  noProxy,
+  takeAvoiding,
+  storeUnavailable,
+  upstreamFailed,
+  type GatewayContext,
+} from './gateway-context.js';
+import type { HeldLease } from './lease-pool.js';
+import { replyError } from './replies.js';
+import { canonicalTarget } from './target.js';
+import { basicAuthorization } from './upstream-tunnel.js';
+import { responseVerdict } from './upstream-outcome.js';
+import type { UsernameOptions } from './username.js';
+
+/** Headers of one hop only (RFC 9110 7.6.1), plus the client's own credentials for us. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+type Sent =
+  { kind: 'response'; response: IncomingMessage } | { kind: 'failed'; message: string; stale: boolean };
+
+export async function forwardHttp(
+  ctx: GatewayContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  owner: string,
+  options: UsernameOptions,
+  startedAt: number,
+): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(req.url!);
+  } catch {
+    return reject(ctx, res, 'invalid_request', `"${req.url!.slice(0, 100)}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'http:')
+    return reject(
+      ctx,
+      res,
+      'invalid_request',
+      `${url.protocol} URLs go through a CONNECT tunnel, not an absolute-URI request`,
+    );
+  const target = canonicalTarget(url.hostname);
+  if (target === undefined) return reject(ctx, res, 'invalid_request', 'the request names no host');
+  const body = await readBody(req, ctx.options.maxBodyBytes);
+  if (body === 'too_large') {
+    ctx.metrics.ended('http', 'refused');
+    return replyError(res, {
+      status: 413,
+      code: 'payload_too_large',
+      message: `request bodies are held for retries up to ${ctx.options.maxBodyBytes} bytes`,
+    });
+  }
+  if (body === 'gone') return ctx.metrics.ended('http', 'client_gone');
+  const headers = forwardedHeaders(req);
+  const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
+  let last = 'none tried';
+  let staleRetried = false;
+  for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
+    let lease: HeldLease;
+    try {
+      const taken = await takeAvoiding(ctx, leaseReq);
+      if (!taken.granted) {
+        ctx.metrics.ended('http', 'no_proxy');
+        return replyError(res, noProxy(taken, leaseReq));
+      }
+      lease = taken.lease;
+    } catch (err) {
+      ctx.metrics.ended('http', 'store_unavailable');
+      return replyError(res, storeUnavailable(err));
+    }
+    if (attempt > 1) ctx.metrics.retried('http');
+    const sentAt = performance.now();
+    ctx.metrics.addedLatency('http', (sentAt - startedAt) / 1000);
+    const sent = await sendOnce(ctx, lease, req.method!, url, headers, body);
+    if (sent.kind === 'response') {
+      const verdict = responseVerdict(
+        sent.response.statusCode!,
+        header(sent.response, 'retry-after'),
+        ctx.options.codes,
+        Date.now(),
+      );
+      if (verdict.kind !== 'retry') {
+        if (verdict.kind === 'report')
+          void report(ctx, lease, verdict.report, target, verdict.retryAfterSeconds);
+        return relay(ctx, lease, sent.response, res, verdict.kind === 'report', body.length);
+      }
+      sent.response.resume();
+      last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
+    } else {
+      last = `${lease.upstream.id}: ${sent.message}`;
+      // A pooled keep-alive connection the upstream had closed: not the proxy's failure, and
+      // not an attempt (once per request): the same lease tries again on a new connection.
+      if (sent.stale && !staleRetried) {
+        staleRetried = true;
+        attempt--;
+        ctx.agents.forget(lease.upstream);
+        ctx.pool.give(lease);
+        continue;
+      }
+    }
+    await report(ctx, lease, 'unreachable', target);
+    await attemptFailed(ctx, lease.upstream.id, leaseReq);
+    ctx.agents.forget(lease.upstream);
+    await ctx.pool.drop(lease).catch(() => undefined);
+    if (req.socket.destroyed) return ctx.metrics.ended('http', 'client_gone');
+  }
+  ctx.metrics.ended('http', 'upstream_failed');
+  replyError(res, upstreamFailed(ctx.options.maxAttempts, last));
+}
+
+function reject(ctx: GatewayContext, res: ServerResponse, code: 'invalid_request', message: string): void {
+  ctx.metrics.ended('http', 'refused');
+  replyError(res, { status: 400, code, message });
+}
+
+async function report(
+  ctx: GatewayContext,
+  lease: HeldLease,
+  result: 'banned' | 'rate_limited' | 'unreachable',
+  target: string,
+  retryAfterSeconds?: number,
+): Promise<void> {
+  try {
+    await ctx.book.report(
+      lease.leaseID,
+      result,
+      { target, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) },
+      lease.request.owner,
+    );
+  } catch (err) {
+    ctx.logger.warn({ err, proxy: lease.upstream.id, result }, 'gateway: report failed');
+  }
+}
+
+function sendOnce(
+  ctx: GatewayContext,
+  lease: HeldLease,
+  method: string,
+  url: URL,
+  headers: OutgoingHttpHeaders,
+  body: Buffer,
+): Promise<Sent> {
+  const { upstream } = lease;
+  return new Promise((resolve) => {
+    const out = httpRequest({
+      host: upstream.host,
+      port: upstream.port,
+      method,
+      path: url.href,
+      setHost: false,
+      agent: ctx.agents.for(upstream),
+      headers:
+        upstream.credentials === undefined
+          ? headers
+          : { ...headers, 'proxy-authorization': basicAuthorization(upstream.credentials) },
+    });
+    let connectTimer: NodeJS.Timeout | undefined;
+    const done = (sent: Sent) => {
+      clearTimeout(connectTimer);
+      resolve(sent);
+    };
+    out.once('socket', (socket) => {
+      if (!socket.connecting) return;
+      connectTimer = setTimeout(
+        () => out.destroy(new Error(`no connection within ${ctx.options.connectTimeoutMs} ms`)),
+        ctx.options.connectTimeoutMs,
+      );
+      socket.once('connect', () => clearTimeout(connectTimer));
+    });
+    out.once('response', (response) => done({ kind: 'response', response }));
+    out.once('error', (err: NodeJS.ErrnoException) =>
+      done({
+        kind: 'failed',
+        message: err.code ?? err.message,
+        stale: out.reusedSocket && err.code === 'ECONNRESET',
+      }),
+    );
+    out.end(body.length === 0 ? undefined : body);
+  });
+}
+
+/** Streams the site's answer to the client; the lease goes back to the pool when it is done. */
+function relay(
+  ctx: GatewayContext,
+  lease: HeldLease,
+  response: IncomingMessage,
+  res: ServerResponse,
+  reported: boolean,
+  sentBytes: number,
+): void {
+  const raw = response.rawHeaders;
+  const headers: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    if (!HOP_BY_HOP.has(raw[i].toLowerCase())) headers.push(raw[i], raw[i + 1]);
+  }
+  res.writeHead(response.statusCode!, response.statusMessage, headers);
+  let received = 0;
+  response.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+  });
+  response.pipe(res);
+  let ended = false;
+  const finish = (complete: boolean) => {
+    if (ended) return;
+    ended = true;
+    ctx.metrics.carried(sentBytes, received);
+    ctx.metrics.ended('http', complete ? 'ok' : 'client_gone');
+    // A proxy just banned or rate-limited for this target must not carry the next request
+    // there: its lease is released, not kept.
+    if (reported) void ctx.pool.drop(lease).catch(() => undefined);
+    else ctx.pool.give(lease);
+  };
+  response.once('end', () => finish(true));
+  res.once('close', () => {
+    if (!response.complete) response.destroy();
+    finish(response.complete);
+  });
+}
+
+function forwardedHeaders(req: IncomingMessage): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  const listed = new Set(
+    (header(req, 'connection') ?? '')
+      .toLowerCase()
+      .split(',')
+      .map((x) => x.trim()),
+  );
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (HOP_BY_HOP.has(name) || listed.has(name)) continue;
+    const prior = out[name];
+    out[name] = prior === undefined ? raw[i + 1] : `${String(prior)}, ${raw[i + 1]}`;
+  }
+  return out;
+}
+
+function header(message: IncomingMessage, name: string): string | undefined {
+  const v = message.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The whole request body (kept for retries), 'too_large' past the limit, 'gone' if the client left. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'gone'> {
+  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+    req.resume();
+    return Promise.resolve(Buffer.alloc(0));
+  }
+  if (Number(req.headers['content-length']) > limit) return Promise.resolve('too_large');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve('too_large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('aborted', () => resolve('gone'));
+    req.once('error', () => resolve('gone'));
+  });
+}

@@ -1,0 +1,145 @@
+// What every request handler of the gateway shares: its book, pool, tokens, upstream agents,
+// metrics and options. Built once by createGateway (gateway-server.ts).
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from './gateway-metrics.js';
+import type { LeasePool } from './lease-pool.js';
+import type { GatewayBook, GatewayLeaseRequest, TokenVerifier } from './ports.js';
+import type { GatewayError } from './replies.js';
+import type { TakeResult } from './lease-pool.js';
+import type { UpstreamAgents } from './upstream-agents.js';
+import type { StatusCodes } from './upstream-outcome.js';
+import type { UsernameOptions } from './username.js';
+
+export interface GatewayOptions {
+  /** Upstreams tried per request or tunnel before the client gets 502 upstream_failed (>= 1). */
+  maxAttempts: number;
+  /** Milliseconds an upstream may take to accept a connection (and to answer a CONNECT). */
+  connectTimeoutMs: number;
+  /** Lease TTL when the username gives none. */
+  ttlSeconds: number;
+  maxTTLSeconds: number;
+  /** Milliseconds a finished lease waits for the next request with the same options. */
+  idleMs: number;
+  /** Site statuses reported as bans and rate limits (plain HTTP only: a tunnel's are encrypted). */
+  codes: StatusCodes;
+  /** Request bodies are held (up to this size) so a failed attempt can be retried elsewhere. */
+  maxBodyBytes: number;
+}
+
+export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
+  maxAttempts: 3,
+  connectTimeoutMs: 5000,
+  ttlSeconds: 60,
+  maxTTLSeconds: 3600,
+  idleMs: 15_000,
+  codes: { banned: new Set([403]), rateLimited: new Set([429]) },
+  maxBodyBytes: 10 * 1024 * 1024,
+};
+
+export interface GatewayContext {
+  /**
+   * Upstreams that failed an attempt here lately (id → until, ms): the book may not believe an
+   * unreachable report at once (its holdoff after a passing probe), so the gateway itself
+   * steers its retries away from them for a few seconds.
+   */
+  failed: Map<string, number>;
+  book: GatewayBook;
+  tokens: TokenVerifier;
+  pool: LeasePool;
+  agents: UpstreamAgents;
+  metrics: GatewayMetrics;
+  options: GatewayOptions;
+  logger: Logger;
+}
+
+/**
+ * The lease request of a client's options for a target. A session binds per target (the
+ * book's key `gw:<session>@<target>`): a session id keeps one exit for each site it visits.
+ */
+export function leaseRequest(
+  owner: string,
+  options: UsernameOptions,
+  target: string,
+  ttlSeconds: number,
+): GatewayLeaseRequest {
+  return {
+    owner,
+    selector: options.selector,
+    target,
+    ...(options.session === undefined ? {} : { session: `gw:${options.session}@${target}` }),
+    ttlSeconds: options.ttlSeconds ?? ttlSeconds,
+  };
+}
+
+/** How long an upstream that failed an attempt is avoided by this gateway's retries. */
+export const AVOID_FAILED_MS = 10_000;
+/** Leases on an avoided upstream handed back before one is used anyway. */
+const MAX_AVOIDING_TAKES = 4;
+
+/** A lease from the pool, on an upstream that has not failed here lately when the book has one. */
+export async function takeAvoiding(ctx: GatewayContext, request: GatewayLeaseRequest): Promise<TakeResult> {
+  for (let i = 0; ; i++) {
+    const taken = await ctx.pool.take(request);
+    if (!taken.granted || i >= MAX_AVOIDING_TAKES) return taken;
+    const until = ctx.failed.get(taken.lease.upstream.id);
+    if (until === undefined || until <= Date.now()) return taken;
+    await ctx.pool.drop(taken.lease);
+  }
+}
+
+/**
+ * An attempt through `upstream` failed: avoid it for a while, and unbind the session so that
+ * the book chooses its next proxy afresh (it would keep a proxy whose report it did not believe).
+ */
+export async function attemptFailed(
+  ctx: GatewayContext,
+  upstreamID: string,
+  request: GatewayLeaseRequest,
+): Promise<void> {
+  const now = Date.now();
+  if (ctx.failed.size > 1000) for (const [id, until] of ctx.failed) if (until <= now) ctx.failed.delete(id);
+  ctx.failed.set(upstreamID, now + AVOID_FAILED_MS);
+  if (request.session !== undefined)
+    await ctx.book.endSession(request.session, request.owner).catch(() => undefined);
+}
+
+/** The book could not be reached (Redis down): a 503, never a 500 nor a request sent without a proxy. */
+export function storeUnavailable(err: unknown): GatewayError {
+  return {
+    status: 503,
+    code: 'store_unavailable',
+    message: `the lease book cannot be reached: ${err instanceof Error ? err.message : String(err)}`,
+    retryAfter: 1,
+  };
+}
+
+export function noProxy(
+  refusal: Extract<TakeResult, { granted: false }>,
+  request: GatewayLeaseRequest,
+): GatewayError {
+  const selector =
+    Object.keys(request.selector).length === 0 ? '' : ` matching ${JSON.stringify(request.selector)}`;
+  const messages = {
+    no_match: `no leasable proxy${selector}`,
+    all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held)`,
+    all_cooling_down: `every proxy${selector} is cooling down for ${request.target}`,
+  };
+  return {
+    status: 503,
+    code: refusal.reason,
+    message: messages[refusal.reason],
+    ...(refusal.retryAfterMs === undefined
+      ? refusal.reason === 'all_busy'
+        ? { retryAfter: 1 }
+        : {}
+      : { retryAfter: Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) }),
+  };
+}
+
+export function upstreamFailed(attempts: number, last: string): GatewayError {
+  return {
+    status: 502,
+    code: 'upstream_failed',
+    message: `${attempts} upstream proxies failed in a row (last: ${last}); each was reported unreachable`,
+  };
+}

@@ -1,0 +1,57 @@
+// The interfaces the gateway owns: what it needs of a lease book and of a token list. The
+// handlers layer wires them to the discovery API's LeaseStore and named tokens, so the gateway
+// imports nothing of the API (nor the API anything of the gateway).
+
+/** An upstream forward proxy a lease grants, with the credentials the gateway adds itself. */
+export interface Upstream {
+  /** namespace/name: the book's proxy id. */
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+  readonly credentials?: { readonly username: string; readonly password: string };
+}
+
+export interface GatewayLeaseRequest {
+  /** The token name: the lease's owner (sessions and caps per owner, as on the API). */
+  owner: string;
+  selector: Readonly<Record<string, string>>;
+  /** Canonical target (target.ts). */
+  target: string;
+  /** The book's session key; undefined = least-loaded. */
+  session?: string;
+  ttlSeconds: number;
+}
+
+export type GatewayNoLease = 'no_match' | 'all_busy' | 'all_cooling_down';
+
+export type GatewayLeaseResult =
+  | { granted: true; leaseID: string; upstream: Upstream; sessionMoved: boolean }
+  | { granted: false; reason: GatewayNoLease; retryAfterMs?: number };
+
+/** What the gateway reports about a lease's proxy, as the API's report results. */
+export type GatewayReport = 'banned' | 'rate_limited' | 'unreachable';
+
+/** The lease book as the gateway uses it (a subset of the discovery LeaseStore, in its own terms). */
+export interface GatewayBook {
+  lease(request: GatewayLeaseRequest): Promise<GatewayLeaseResult>;
+  /** False when the lease is gone (expired, released, its proxy deleted). */
+  renew(leaseID: string, ttlSeconds: number, owner: string): Promise<boolean>;
+  release(leaseID: string, owner: string): Promise<void>;
+  report(
+    leaseID: string,
+    result: GatewayReport,
+    details: { target: string; retryAfterSeconds?: number },
+    owner: string,
+  ): Promise<void>;
+  /** Forgets a session's binding (the owner's), so its next lease is chosen afresh. */
+  endSession(session: string, owner: string): Promise<void>;
+  /** Attribute keys some proxy carries now: what a username may select on. */
+  attributeKeys(): ReadonlySet<string>;
+}
+
+/** Resolves a presented discovery API token to its name, or undefined. Read live (reloads apply). */
+export interface TokenVerifier {
+  /** Undefined when no token is configured at all (the gateway then refuses everyone). */
+  configured(): boolean;
+  nameOf(token: string): string | undefined;
+}

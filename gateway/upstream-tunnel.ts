@@ -1,0 +1,73 @@
+// Opens a CONNECT tunnel through one upstream forward proxy, with the upstream's credentials
+// added here (clients never see them). Resolves with the upstream's status and, on 2xx, the
+// open socket and any bytes that came after its answer.
+import { connect, type Socket } from 'node:net';
+import type { Upstream } from './ports.js';
+
+export type TunnelAttempt =
+  | { kind: 'open'; socket: Socket; early: Buffer }
+  | { kind: 'status'; status: number }
+  | { kind: 'failed'; reason: 'refused' | 'reset' | 'timeout' | 'malformed' | 'error'; message: string };
+
+/** An answer head longer than this is not a forward proxy's answer to a CONNECT. */
+const MAX_HEAD_BYTES = 16 * 1024;
+const HEAD_END = Buffer.from('\r\n\r\n');
+
+export function basicAuthorization(credentials: { username: string; password: string }): string {
+  return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, 'utf8').toString('base64')}`;
+}
+
+export function openTunnel(upstream: Upstream, authority: string, timeoutMs: number): Promise<TunnelAttempt> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: upstream.host, port: upstream.port, noDelay: true });
+    let head: Buffer = Buffer.alloc(0);
+    let settled = false;
+    const finish = (attempt: TunnelAttempt) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      if (attempt.kind !== 'open') socket.destroy();
+      else socket.pause();
+      resolve(attempt);
+    };
+    const timer = setTimeout(
+      () =>
+        finish({ kind: 'failed', reason: 'timeout', message: `no answer to CONNECT within ${timeoutMs} ms` }),
+      timeoutMs,
+    );
+    const onData = (chunk: Buffer) => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const end = head.indexOf(HEAD_END);
+      if (end < 0) {
+        if (head.length > MAX_HEAD_BYTES)
+          finish({ kind: 'failed', reason: 'malformed', message: 'answer head too long' });
+        return;
+      }
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, Math.min(end, 64)).toString('latin1'));
+      if (m === null) return finish({ kind: 'failed', reason: 'malformed', message: 'not an HTTP answer' });
+      const status = Number(m[1]);
+      if (status >= 200 && status < 300)
+        finish({ kind: 'open', socket, early: head.subarray(end + HEAD_END.length) });
+      else finish({ kind: 'status', status });
+    };
+    socket.on('data', onData);
+    socket.once('connect', () => {
+      const auth =
+        upstream.credentials === undefined
+          ? ''
+          : `Proxy-Authorization: ${basicAuthorization(upstream.credentials)}\r\n`;
+      socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      finish({
+        kind: 'failed',
+        reason: err.code === 'ECONNREFUSED' ? 'refused' : err.code === 'ECONNRESET' ? 'reset' : 'error',
+        message: err.code ?? err.message,
+      }),
+    );
+    socket.once('close', () =>
+      finish({ kind: 'failed', reason: 'reset', message: 'closed before answering the CONNECT' }),
+    );
+  });
+}

@@ -1,0 +1,85 @@
+// The gateway's ports (gateway/ports.ts) on the discovery API's lease store and named tokens:
+// the seam that keeps gateway/ and discovery/ from importing each other.
+import type { ProxyCatalog } from '../discovery/catalog.js';
+import type { LeaseStore } from '../discovery/lease-store.js';
+import { tokenDigest, type ApiTokens } from '../discovery/api-tokens.js';
+import type {
+  GatewayBook,
+  GatewayLeaseRequest,
+  GatewayLeaseResult,
+  TokenVerifier,
+} from '../gateway/ports.js';
+
+export function gatewayBook(store: LeaseStore, catalog: ProxyCatalog): GatewayBook {
+  let keysVersion = -1;
+  let keys: ReadonlySet<string> = new Set();
+  return {
+    async lease(r: GatewayLeaseRequest): Promise<GatewayLeaseResult> {
+      const result = await store.acquire({
+        selector: { ...r.selector },
+        ttlSeconds: r.ttlSeconds,
+        target: r.target,
+        owner: r.owner,
+        ...(r.session === undefined ? {} : { session: r.session }),
+      });
+      if (!result.granted)
+        return {
+          granted: false,
+          reason: result.reason,
+          ...(result.retryAfterMs === undefined ? {} : { retryAfterMs: result.retryAfterMs }),
+        };
+      const { proxy } = result.lease;
+      return {
+        granted: true,
+        leaseID: result.lease.id,
+        upstream: {
+          id: proxy.id,
+          host: proxy.ip,
+          port: proxy.port,
+          ...(proxy.credentials === undefined ? {} : { credentials: proxy.credentials }),
+        },
+        sessionMoved: result.session?.moved ?? false,
+      };
+    },
+    async renew(leaseID, ttlSeconds, owner) {
+      return (await store.renew(leaseID, ttlSeconds, owner)) !== undefined;
+    },
+    release: (leaseID, owner) => store.release(leaseID, owner),
+    endSession: (session, owner) => store.endSession(session, owner),
+    async report(leaseID, result, details, owner) {
+      await store.report(leaseID, result, details, owner);
+    },
+    attributeKeys() {
+      // Recomputed only when the catalog changed: a username is parsed on every request.
+      if (catalog.version() !== keysVersion) {
+        const next = new Set<string>();
+        for (const record of catalog.records())
+          for (const key of Object.keys(record.attributes)) next.add(key);
+        keys = next;
+        keysVersion = catalog.version();
+      }
+      return keys;
+    },
+  };
+}
+
+/** Recently presented tokens whose digests are kept (clients resend the same token). */
+const DIGEST_CACHE_ENTRIES = 64;
+
+/** The named tokens as the gateway asks them; `tokens` undefined = none configured (refuse all). */
+export function gatewayTokens(tokens: ApiTokens | undefined): TokenVerifier {
+  const digests = new Map<string, string>();
+  return {
+    configured: () => tokens !== undefined && tokens.names.length > 0,
+    nameOf(token) {
+      if (tokens === undefined) return undefined;
+      let digest = digests.get(token);
+      if (digest === undefined) {
+        digest = tokenDigest(token);
+        if (digests.size >= DIGEST_CACHE_ENTRIES) digests.delete(digests.keys().next().value!);
+        digests.set(token, digest);
+      }
+      return tokens.nameOf(digest);
+    },
+  };
+}

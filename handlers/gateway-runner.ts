@@ -1,0 +1,88 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { inject } from 'tsyringe';
+import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
+import { ApiTokens } from '../discovery/api-tokens.js';
+import { loadTokensFile, TokensFileWatcher } from '../discovery/tokens-file.js';
+import { Gateway } from '../gateway/gateway-server.js';
+import { gatewayBook, gatewayTokens } from './gateway-book.js';
+import type { LeaseBook } from './lease-book.js';
+import type { HandlerSettings } from './settings.js';
+import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+
+/**
+ * Serves the forward-proxy gateway (gateway/) on every replica, over the process's lease book
+ * and the discovery API's named tokens. Does nothing when settings.gateway is unset (tests
+ * that run the default handler list).
+ */
+@background()
+export class GatewayRunner {
+  private readonly gateway?: Gateway;
+  private readonly tokensWatcher?: TokensFileWatcher;
+  private readonly logger: Logger;
+  private listening = false;
+
+  constructor(
+    @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
+    @inject(LEASE_BOOK) private readonly book: LeaseBook,
+    @inject(METRICS_REGISTRY) registry: Registry,
+    @inject(ROOT_LOGGER) logger: Logger,
+  ) {
+    this.logger = logger.child({ component: 'gateway' });
+    const gw = settings.gateway;
+    if (gw === undefined) return;
+    const { tokensFile, token } = settings.discovery;
+    let tokens: ApiTokens | undefined;
+    if (tokensFile !== undefined) {
+      const loaded = loadTokensFile(tokensFile);
+      this.tokensWatcher = new TokensFileWatcher(tokensFile, loaded.tokens, loaded.text, this.logger);
+      tokens = loaded.tokens;
+    } else if (token.trim() !== '') tokens = ApiTokens.single(token.trim());
+    else if (gw.demoToken !== undefined) tokens = ApiTokens.single(gw.demoToken, 'demo');
+    // Never an open proxy: without tokens the gateway answers 407 no_tokens_configured.
+    if (tokens === undefined)
+      this.logger.warn('gateway: no discovery API token configured; every request is refused with 407');
+    this.gateway = new Gateway({
+      book: gatewayBook(book.store, book.proxies.catalog),
+      tokens: gatewayTokens(tokens),
+      registry,
+      logger: this.logger,
+      options: {
+        maxAttempts: gw.maxAttempts,
+        connectTimeoutMs: gw.connectTimeoutMs,
+        ttlSeconds: Math.min(gw.ttlSeconds, settings.discovery.maxLeaseTTLSeconds),
+        maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
+        idleMs: gw.idleSeconds * 1000,
+        codes: { banned: new Set(gw.bannedCodes), rateLimited: new Set(gw.rateLimitedCodes) },
+      },
+    });
+  }
+
+  /** Binds before the operator reports itself started: a port it cannot have fails start-up. */
+  @onStartup()
+  async open(ctx: OperatorContext): Promise<void> {
+    const gw = this.settings.gateway;
+    if (this.gateway === undefined || gw === undefined) return;
+    this.book.proxies.attach(ctx.cache);
+    await this.book.store.start();
+    const at = await this.gateway.listen(gw.host, gw.port);
+    this.listening = true;
+    this.tokensWatcher?.start();
+    this.logger.info({ address: `${at.host}:${at.port}` }, 'gateway listening');
+  }
+
+  /** Serves until the operator stops, then drains tunnels within the grace period. */
+  @daemon({ everyReplica: true })
+  async serve(ctx: OperatorContext): Promise<void> {
+    await ctx.stopped;
+    await this.close();
+  }
+
+  @onCleanup()
+  async close(): Promise<void> {
+    if (!this.listening || this.gateway === undefined) return;
+    this.listening = false;
+    this.tokensWatcher?.stop();
+    await this.gateway.close((this.settings.gateway?.drainSeconds ?? 0) * 1000);
+  }
+}

@@ -1,0 +1,219 @@
+// A gateway on real parts, on loopback: real forward proxies (the mock provider's, each on
+// its own 127.0.0.x so a site sees a proxy's own exit IP) requiring credentials, the real
+// memory lease book over a real catalog, and a site (HTTP and HTTPS) that echoes the caller's
+// address and bans the addresses the test names.
+import {
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { Registry } from 'prom-client';
+import { ApiTokens } from '../../discovery/api-tokens.js';
+import type { ProxyRecord } from '../../discovery/catalog.js';
+import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { selfSignedCert } from '../../framework/testing/self-signed-cert.js';
+import { freePort } from '../../framework/testing/control-plane.js';
+import { Gateway } from '../../gateway/gateway-server.js';
+import type { GatewayOptions } from '../../gateway/gateway-context.js';
+import { gatewayBook, gatewayTokens } from '../../handlers/gateway-book.js';
+import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
+import { proxy, silentLogger, TestCatalog } from '../discovery/fixtures.js';
+
+export const TOKEN = 'gateway-test-token-0123456789';
+export const PROXY_IPS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
+
+export interface World {
+  gateway: Gateway;
+  port: number;
+  store: MemoryLeaseStore;
+  catalog: TestCatalog;
+  proxies: Map<string, ForwardProxy>;
+  registry: Registry;
+  site: { httpPort: number; httpsPort: number; ca: string; banned: Set<string>; seen: string[] };
+  close(): Promise<void>;
+}
+
+let cert: { key: string; cert: string } | undefined;
+
+export async function startWorld(options: Partial<GatewayOptions> = {}, maxLeases = 5): Promise<World> {
+  cert ??= selfSignedCert();
+  const banned = new Set<string>();
+  const seen: string[] = [];
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const ip = req.socket.remoteAddress ?? '';
+    seen.push(ip);
+    const send = (status: number, body: string, headers: Record<string, string> = {}) =>
+      void res
+        .writeHead(status, {
+          'content-type': 'text/plain',
+          'content-length': String(body.length),
+          ...headers,
+        })
+        .end(body);
+    if (banned.has(ip)) return send(403, `banned ${ip}\n`);
+    if (req.url === '/slow-limit') return send(429, 'slow down\n', { 'retry-after': '30' });
+    send(200, `${ip}\n`);
+  };
+  const http = createHttpServer(handler);
+  const https = createHttpsServer(cert, handler);
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => https.listen(0, '127.0.0.1', r));
+  const proxies = new Map<string, ForwardProxy>();
+  const records: ProxyRecord[] = [];
+  for (const [i, ip] of PROXY_IPS.entries()) {
+    const credentials = { username: `u${i}`, password: `upstream-secret-${i}` };
+    const fp = await startForwardProxy({ host: ip, port: await freePort(), credentials });
+    proxies.set(ip, fp);
+    records.push(
+      proxy(`fleet/p${i}`, {
+        ip,
+        port: fp.port,
+        credentials,
+        maxLeases,
+        attributes: { geo: i === 0 ? 'us' : 'eu' },
+      }),
+    );
+  }
+  const catalog = new TestCatalog(records);
+  const store = new MemoryLeaseStore({
+    catalog,
+    logger: silentLogger,
+    cooldownSeconds: 60,
+    maxCooldownSeconds: 600,
+  });
+  const registry = new Registry();
+  const gateway = new Gateway({
+    book: gatewayBook(store, catalog),
+    tokens: gatewayTokens(ApiTokens.single(TOKEN, 'team-a')),
+    registry,
+    logger: silentLogger,
+    options: { connectTimeoutMs: 1000, idleMs: 300, ...options },
+  });
+  const { port } = await gateway.listen('127.0.0.1', 0);
+  return {
+    gateway,
+    port,
+    store,
+    catalog,
+    proxies,
+    registry,
+    site: {
+      httpPort: (http.address() as AddressInfo).port,
+      httpsPort: (https.address() as AddressInfo).port,
+      ca: cert.cert,
+      banned,
+      seen,
+    },
+    async close() {
+      await gateway.close();
+      for (const fp of proxies.values()) await fp.close();
+      for (const s of [http, https]) {
+        s.closeAllConnections();
+        await new Promise((r) => s.close(r));
+      }
+      store.close();
+    },
+  };
+}
+
+export function basic(username: string, token = TOKEN): string {
+  return `Basic ${Buffer.from(`${username}:${token}`).toString('base64')}`;
+}
+
+export interface Answer {
+  status: number;
+  body: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** GET an http:// URL through the gateway (absolute URI). */
+export function viaGateway(port: number, url: string, auth: string | undefined): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path: url,
+        agent: false,
+        headers: auth === undefined ? {} : { 'proxy-authorization': auth },
+      },
+      (res) => collect(res, resolve),
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * GET https://127.0.0.1:<port>/ through a CONNECT tunnel the gateway opens, verifying the
+ * site's certificate. A refused CONNECT resolves with the gateway's answer instead.
+ */
+export function viaTunnel(
+  port: number,
+  sitePort: number,
+  ca: string,
+  auth: string | undefined,
+  keepOpen = false,
+): Promise<Answer & { close?: () => void }> {
+  return new Promise((resolve, reject) => {
+    const connectReq = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'CONNECT',
+      path: `127.0.0.1:${sitePort}`,
+      agent: false,
+      headers: auth === undefined ? {} : { 'proxy-authorization': auth },
+    });
+    connectReq.on('error', reject);
+    connectReq.on('connect', (res, socket, head) => {
+      if (res.statusCode !== 200) {
+        let body = head.toString('utf8');
+        socket.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        socket.on('close', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+        return;
+      }
+      const tls = tlsConnect({ socket, ca, host: '127.0.0.1' });
+      tls.on('error', reject);
+      // A keep-alive request written by hand: the tunnel stays open until close().
+      tls.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
+      let raw = '';
+      const onData = (c: Buffer) => {
+        raw += c.toString('utf8');
+        const end = raw.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const length = Number(/content-length: *(\d+)/i.exec(raw.slice(0, end))?.[1] ?? 0);
+        if (raw.length < end + 4 + length) return;
+        tls.off('data', onData);
+        if (!keepOpen) tls.destroy();
+        resolve({
+          status: Number(raw.slice(9, 12)),
+          body: raw.slice(end + 4, end + 4 + length),
+          headers: {},
+          close: () => tls.destroy(),
+        });
+      };
+      tls.on('data', onData);
+    });
+    connectReq.end();
+  });
+}
+
+function collect(res: IncomingMessage, done: (a: Answer) => void): void {
+  let body = '';
+  res.setEncoding('utf8');
+  res.on('data', (c: string) => (body += c));
+  res.on('end', () => done({ status: res.statusCode ?? 0, body, headers: res.headers }));
+}
+
+/** Polls until `condition` holds (no fixed sleeps). */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
