@@ -682,7 +682,8 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
       // s2 joins A, the only lease, and B is asked for ahead.
       expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
-      await eventually(async () => (await active()) === 2);
+      // The client has B once the server's answer arrived, which is after the server counts it.
+      await eventually(async () => (await active()) === 2 && config.leases.activeLeases === 2);
       await navigated('s1', `${host}1`, urlOf(A), 200);
       // B has no session: the next new session tries it.
       expect(await config.newUrl('s3', request(host))).toBe(urlOf(B));
@@ -702,7 +703,7 @@ describe('ProxyOperatorConfiguration', () => {
       await config.newUrl('s1', request(host));
       await navigated('s1', `${host}1`, urlOf(A), 200);
       await config.newUrl('s2', request(host));
-      await eventually(async () => (await active()) === 2);
+      await eventually(async () => (await active()) === 2 && config.leases.activeLeases === 2);
       const burst = ['s3', 's4', 's5', 's6'];
       const urls = await Promise.all(burst.map((s) => config.newUrl(s, request(host))));
       expect(urls.filter((u) => u === urlOf(B))).toHaveLength(1);

@@ -37,6 +37,8 @@ export const MAX_HEADROOM = 0.5;
  * first seconds. A margin costs only the burst after a quiet spell, by this share of a token.
  */
 export const FIRST_HEADROOM = 0.3;
+/** A 429 without Retry-After rests its proxy for the host this long locally (the server's first rest). */
+export const FALLBACK_REST_MS = 10_000;
 /** Success times remembered to learn the limit from. */
 const RECENT_CAP = 256;
 /** Before the first 429 the period is unknown: successes are remembered this long. */
@@ -294,4 +296,9 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
     recent: TimeLog.empty,
     sent: TimeLog.empty,
   };
+}
+
+/** How long a 429 rests its proxy for the site: its Retry-After, or FALLBACK_REST_MS without one. */
+export function restMs(_pace: Pace, _now: number, retryAfterMs: number | undefined): number {
+  return retryAfterMs ?? FALLBACK_REST_MS;
 }
