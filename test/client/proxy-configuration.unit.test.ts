@@ -632,7 +632,7 @@ describe('ProxyOperatorConfiguration', () => {
       expect(calls('POST /v1/leases')).toHaveLength(1);
       // s2 does not wait for a lease request: it joins A, and one more lease is asked for.
       expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
-      await eventually(async () => (await active()) === 2);
+      await eventually(async () => (await active()) === 2 && config.leases.activeLeases === 2);
       // The lease asked ahead (not keyed by a session) goes to the next new session.
       expect(await config.newUrl('s3', request(host))).toBe(urlOf(B));
       expect(granted()).toEqual([

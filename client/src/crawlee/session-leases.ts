@@ -316,7 +316,9 @@ export class SessionLeases {
           ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
         });
         this.stats.reportedRateLimited++;
-        if (report.cooldownUntil !== null)
+        // The server's cooldown honours a Retry-After; without one the pace rests the proxy
+        // a moment only (site-pace.ts), while the server keeps new leases off it a while.
+        if (report.cooldownUntil !== null && retryAfterSeconds !== undefined)
           this.paces.restUntil(proxyID, host, Date.parse(report.cooldownUntil));
       } catch (err) {
         this.log.warning('could not report a rate-limited proxy; resting it locally', {

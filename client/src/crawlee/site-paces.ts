@@ -142,6 +142,9 @@ export class SitePaces {
     const rest = this.rests.size === 0 ? 0 : (this.rests.get(shared.key) ?? 0) - now;
     if (rest > 0) return { waitMs: rest, probe: false };
     const admitted = admit(this.paceOf(shared.pace, host) ?? unpaced, now);
+    // A blind pace raises its rate on a turn that must wait (site-pace.ts): the raise is kept.
+    if (admitted.waitMs > 0 && admitted.pace.limit !== shared.pace.pace?.limit)
+      shared.pace.pace = admitted.pace;
     return { waitMs: admitted.waitMs, probe: admitted.probe, admitted };
   }
 
