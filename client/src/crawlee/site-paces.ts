@@ -188,6 +188,11 @@ export class SitePaces {
     cell.pace = pace;
     if (pace.limit !== undefined) this.learned.set(hostKey(host), pace);
     this.spreadProbe(host, pace, proxyID);
+    // A 429 that came back after its lease ended: the host learned from it, and no cell is
+    // kept for a pair no lease holds (memory stays bounded by the live leases).
+    const leases = [...this.host.leasesOf(host)];
+    if (!leases.some((s) => s.lease.proxy.id === proxyID)) this.paces.delete(key);
+    if (leases.length === 0) this.forgetHost(host);
     if ((this.rests.get(key) ?? 0) > now) return false;
     this.rests.set(key, now + restMs(pace, now, retryAfterMs));
     this.sweepRests(now);
