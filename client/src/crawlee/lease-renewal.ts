@@ -5,7 +5,13 @@ import type { DiscoveryClient } from '../client.js';
 import { isLeaseGone } from '../errors.js';
 import type { Lease } from '../types.js';
 import type { DetachedTimers } from './detached-timers.js';
-import type { LeaseLog, SessionLeasesStats, SharedLease, Track } from './shared-lease.js';
+import {
+  unfit,
+  type LeaseLog,
+  type SessionLeasesStats,
+  type SharedLease,
+  type Track,
+} from './shared-lease.js';
 
 export interface LeaseRenewalDeps {
   client: DiscoveryClient;
@@ -19,6 +25,8 @@ export interface LeaseRenewalDeps {
   forget(shared: SharedLease): void;
   /** Releases it on the server (with its pending ok). */
   release(shared: SharedLease, why: string): Promise<void>;
+  /** The server's answer says the lease's proxy is unfit (see unfit): drop every lease on it. */
+  dropUnfit(shared: SharedLease): void;
 }
 
 export class LeaseRenewal {
@@ -37,10 +45,19 @@ export class LeaseRenewal {
     shared.timer = this.deps.timers.schedule(() => this.deps.track(this.renewOrLetGo(shared)), due);
   }
 
-  private async renewOrLetGo(shared: SharedLease): Promise<void> {
+  /**
+   * Renews now to learn the proxy's standing (a lease silent a while: see SessionLeases's
+   * standing check); the usual schedule follows.
+   */
+  checkNow(shared: SharedLease): Promise<void> {
+    clearTimeout(shared.timer);
+    return this.renewOrLetGo(shared, true);
+  }
+
+  private async renewOrLetGo(shared: SharedLease, check = false): Promise<void> {
     const { client, stats, log } = this.deps;
     if (!shared.live) return;
-    if (!shared.usedSinceRenewal) {
+    if (!shared.usedSinceRenewal && !check) {
       this.deps.forget(shared);
       await this.deps.release(shared, 'idle');
       return;
@@ -52,6 +69,10 @@ export class LeaseRenewal {
       Object.assign(shared, this.expiry(lease));
       shared.usedSinceRenewal = false;
       stats.renewed++;
+      if (unfit(lease.proxy)) {
+        this.deps.dropUnfit(shared);
+        return;
+      }
       this.schedule(shared);
     } catch (err) {
       if (!shared.live) return;

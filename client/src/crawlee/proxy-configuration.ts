@@ -138,7 +138,11 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const status = statusOf(ctx.response);
     if (!proxyUrl || status === undefined) return undefined;
     const outcome = outcomeOf(status, this.banned, this.rateLimited);
-    if (outcome === undefined) return undefined;
+    if (outcome === undefined) {
+      // A status that says nothing about the proxy still says it answered (see standingCheckMs).
+      this.leases.answered(ctx.session?.id, this.hosts.of(ctx.request.url), proxyUrl);
+      return undefined;
+    }
     // A success returns nothing to await: it is every page's path, and needs no call, and
     // while the lease that carried it lives, no lookup either.
     if (outcome === 'ok') {

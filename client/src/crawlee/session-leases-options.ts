@@ -42,6 +42,13 @@ export interface SessionLeasesOptions {
    * session) until the server is full.
    */
   leaseAhead?: boolean;
+  /**
+   * A lease that sent a request and heard nothing back for this long (the crawler's error path
+   * may not report a dead proxy) is checked with the server at once (a renewal, whose answer
+   * carries the proxy's standing), and no new session joins it meanwhile. The check runs this
+   * often too. Default 2,000 ms.
+   */
+  standingCheckMs?: number;
   log?: LeaseLog;
   /** Milliseconds since the epoch. */
   now?: () => number;

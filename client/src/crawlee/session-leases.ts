@@ -10,7 +10,9 @@
 // This file is the lease's life (granted, renewed, released) and the events that end it; its
 // parts live beside it: lease-book.ts (live leases and the sessions bound to them),
 // lease-acquisition.ts (getting a lease), site-paces.ts (the site's pace), lease-reports.ts
-// (ok reports and releases), proxy-verdicts.ts (bans and dead proxies).
+// (ok reports and releases), proxy-reports.ts (bans, rate limits, unreachable proxies and the
+// server's verdicts, told and acted on), proxy-verdicts.ts (bans and dead proxies),
+// lease-standing.ts (a silent lease checked with the server).
 import type { DiscoveryClient } from '../client.js';
 import type { Lease } from '../types.js';
 import type { SessionLeasesOptions } from './session-leases-options.js';
@@ -19,7 +21,9 @@ import { LeaseAcquisition } from './lease-acquisition.js';
 import { LeaseBook } from './lease-book.js';
 import { LeaseRenewal } from './lease-renewal.js';
 import { LeaseReports } from './lease-reports.js';
-import { FALLBACK_BAN_MS, ProxyVerdicts } from './proxy-verdicts.js';
+import { LeaseStanding } from './lease-standing.js';
+import { ProxyReports } from './proxy-reports.js';
+import { ProxyVerdicts } from './proxy-verdicts.js';
 import {
   banKey,
   bindingKey,
@@ -64,6 +68,8 @@ export class SessionLeases {
   private readonly log: LeaseLog;
   private readonly now: () => number;
   private closed = false;
+  private readonly standing: LeaseStanding;
+  private readonly proxyReports: ProxyReports;
   /** Renewals and ok batches: timers that must not hold the request that set them. */
   private readonly timers = new DetachedTimers();
   readonly stats: SessionLeasesStats = emptyStats();
@@ -115,6 +121,30 @@ export class SessionLeases {
       now,
       forget: (shared) => this.forget(shared),
       release: (shared, why) => this.reports.release(shared, why),
+      dropUnfit: (shared) => this.proxyReports.dropUnfit(shared),
+    });
+    this.proxyReports = new ProxyReports({
+      book: this.book,
+      verdicts: this.verdicts,
+      paces: this.paces,
+      reports: this.reports,
+      client: this.client,
+      stats: this.stats,
+      log: this.log,
+      proxyIDs: this.proxyIDs,
+      track,
+      now,
+      forget: (shared) => this.forget(shared),
+      detach: (session, shared, why) => this.detach(session, shared, why),
+    });
+    this.standing = new LeaseStanding({
+      checkMs: options.standingCheckMs ?? 2_000,
+      timers: this.timers,
+      track,
+      now,
+      isClosed: () => this.closed,
+      leases: () => this.book.all(),
+      check: (shared) => this.renewal.checkNow(shared),
     });
     this.acquisition = new LeaseAcquisition({
       client: this.client,
@@ -175,7 +205,22 @@ export class SessionLeases {
     if (turn.waitMs > 0 || turn.probe) return undefined;
     shared.usedSinceRenewal = true;
     this.paces.take(shared, host, turn);
+    this.sent(shared);
     return shared;
+  }
+
+  /** A request goes out through `shared`: it waits for an answer (see LeaseStanding). */
+  private sent(shared: SharedLease): void {
+    this.standing.sent(shared);
+  }
+
+  /**
+   * A response came back through `proxyUrl` for `host` (any status): its lease is not silent.
+   * The hook calls it for a status that is no report; succeeded and blocked do it themselves.
+   */
+  answered(session: string | undefined, host: string | undefined, proxyUrl: string): void {
+    const shared = this.book.sharedFor(session, host, proxyUrl) ?? this.book.anyLeaseOn(proxyUrl, host);
+    if (shared !== undefined) shared.unansweredSince = 0;
   }
 
   /** proxyUrl, for one request: `wait` says whether its wait was counted in stats.paced yet. */
@@ -205,6 +250,7 @@ export class SessionLeases {
     const via = await this.paces.through(shared, host, wait);
     if (via === undefined) return this.urlFor(session, host, wait);
     via.usedSinceRenewal = true;
+    this.sent(via);
     return via.lease.proxy.url;
   }
 
@@ -214,6 +260,7 @@ export class SessionLeases {
     // The lease may have ended mid-request (renewal, ban, session retired): count the success
     // on another live lease of the same proxy and host, if there is one.
     const shared = this.book.sharedFor(session, host, proxyUrl) ?? this.book.anyLeaseOn(proxyUrl, host);
+    if (shared !== undefined) shared.unansweredSince = 0;
     if (shared === undefined) {
       // Its proxy's pace still learns from it while that proxy has a pace for the host.
       const proxyID = this.proxyIDs.get(proxyUrl);
@@ -232,6 +279,7 @@ export class SessionLeases {
   succeededOn(carrier: SharedLease, proxyUrl: string): boolean {
     if (carrier.owner !== this || !carrier.live || carrier.lease.proxy.url !== proxyUrl) return false;
     this.stats.successes++;
+    carrier.unansweredSince = 0;
     this.paces.succeeded(carrier.pace);
     this.reports.succeeded(carrier);
     return true;
@@ -239,137 +287,21 @@ export class SessionLeases {
 
   /**
    * A request through `proxyUrl` to `host` was refused (`banned`) or throttled
-   * (`rate_limited`, with the response's Retry-After in seconds when it had one). A ban: from
-   * this call on the proxy is never handed out for `host` again while its cooldown runs; the
-   * server is told once per cooldown, and every lease on that proxy for that host is released
-   * (their sessions lease elsewhere on their next request). A rate limit: see rateLimited.
+   * (`rate_limited`, with the response's Retry-After in seconds when it had one): see ProxyReports.
    */
-  async blocked(
+  blocked(
     session: string | undefined,
     host: string | undefined,
     proxyUrl: string,
     result: 'banned' | 'rate_limited',
     retryAfterSeconds?: number,
   ): Promise<void> {
-    const proxyID = this.proxyIDs.get(proxyUrl);
-    if (proxyID === undefined) return;
-    const own = this.book.sharedFor(session, host, proxyUrl);
-    if (result === 'rate_limited') return this.rateLimited(proxyID, host, own, retryAfterSeconds);
-    if (this.verdicts.isBanned(proxyID, host)) {
-      // Another request already reported this proxy for this host; just move this session.
-      if (own) void this.detach(session, own, 'proxy banned for host');
-      return;
-    }
-    // Synchronously, before any await: no request after this line gets this proxy for host.
-    this.verdicts.ban(proxyID, host, this.now() + FALLBACK_BAN_MS);
-    const affected = this.book.leasesOn(proxyID).filter((s) => s.host === host);
-    for (const s of affected) this.forget(s);
-    const via = own ?? affected[0];
-    const work = (async () => {
-      if (via !== undefined) {
-        // The successes before the ban go first: an ok after it would reset its streak.
-        const flushed = this.reports.flushOk(affected);
-        if (flushed) await flushed;
-        try {
-          const report = await this.client.report(via.lease.leaseID, result, host ? { target: host } : {});
-          this.stats.reportedBanned++;
-          if (report.cooldownUntil !== null)
-            this.verdicts.ban(proxyID, host, Date.parse(report.cooldownUntil));
-          this.log.debug('reported proxy', { proxyID, host, result, cooldownUntil: report.cooldownUntil });
-        } catch (err) {
-          this.log.warning('could not report a blocked proxy; avoiding it locally', {
-            proxyID,
-            host,
-            result,
-            error: String(err),
-          });
-        }
-      }
-      await Promise.all(affected.map((s) => this.reports.release(s, 'proxy banned for host')));
-    })();
-    this.track(work);
-    await work;
+    return this.proxyReports.blocked(session, host, proxyUrl, result, retryAfterSeconds);
   }
 
-  /**
-   * A 429: the proxy rests for the host where it is. Its leases stay (the sessions on them
-   * wait for the rest to end, see proxyUrl), so a rate limit paces the crawl instead of
-   * churning leases; the server is told once per rest, so new leases avoid the proxy meanwhile.
-   */
-  private rateLimited(
-    proxyID: string,
-    host: string | undefined,
-    own: SharedLease | undefined,
-    retryAfterSeconds: number | undefined,
-  ): void {
-    if (!this.paces.rateLimited(proxyID, host, retryAfterSeconds)) return;
-    const onProxy = this.book.leasesOn(proxyID).filter((s) => s.host === host);
-    const via = own ?? onProxy[0];
-    if (via === undefined) return;
-    const work = (async () => {
-      // The successes before the 429 go first: an ok after it would reset its streak.
-      const flushed = this.reports.flushOk(onProxy);
-      if (flushed) await flushed;
-      try {
-        const report = await this.client.report(via.lease.leaseID, 'rate_limited', {
-          ...(host ? { target: host } : {}),
-          ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
-        });
-        this.stats.reportedRateLimited++;
-        // The server's cooldown honours a Retry-After; without one the pace rests the proxy
-        // a moment only (site-pace.ts), while the server keeps new leases off it a while.
-        if (report.cooldownUntil !== null && retryAfterSeconds !== undefined)
-          this.paces.restUntil(proxyID, host, Date.parse(report.cooldownUntil));
-      } catch (err) {
-        this.log.warning('could not report a rate-limited proxy; resting it locally', {
-          proxyID,
-          host,
-          error: String(err),
-        });
-      }
-    })();
-    // Not awaited: the rest above already keeps this proxy's requests back, and the request's
-    // task holds one of Crawlee's few concurrency slots while it waits for the hook.
-    this.track(work);
-  }
-
-  /**
-   * A request through `proxyUrl` failed because the proxy could not carry it (refused, reset,
-   * timed out connecting, a CONNECT it answered with a non-2xx). From this call on no session
-   * gets that proxy; the server is told once (it holds the proxy out until a probe passes),
-   * and every lease on it is released.
-   */
-  async unreachable(proxyUrl: string): Promise<void> {
-    const proxyID = this.proxyIDs.get(proxyUrl);
-    if (proxyID === undefined) return;
-    const affected = this.book.leasesOn(proxyID);
-    // Synchronously, before any await: no request after this line gets this proxy.
-    for (const s of affected) this.forget(s);
-    if (this.verdicts.isDead(proxyID)) {
-      // Already reported (or being reported): the leases above just go.
-      await Promise.all(affected.map((s) => this.reports.release(s, 'proxy unreachable')));
-      return;
-    }
-    const dead = this.verdicts.markDead(proxyID);
-    const via = affected[0];
-    const work = (async () => {
-      if (via !== undefined) {
-        try {
-          await this.client.report(via.lease.leaseID, 'unreachable');
-          this.stats.reportedUnreachable++;
-          dead.acknowledged = true;
-          this.log.debug('reported proxy unreachable', { proxyID });
-        } catch (err) {
-          this.log.warning('could not report an unreachable proxy; avoiding it locally', {
-            proxyID,
-            error: String(err),
-          });
-        }
-      }
-      await Promise.all(affected.map((s) => this.reports.release(s, 'proxy unreachable')));
-    })();
-    this.track(work);
-    await work;
+  /** A request through `proxyUrl` failed because the proxy could not carry it: see ProxyReports. */
+  unreachable(proxyUrl: string): Promise<void> {
+    return this.proxyReports.unreachable(proxyUrl);
   }
 
   /** The session ended (Crawlee retired it): release its leases and forget it on the server. */
@@ -402,6 +334,7 @@ export class SessionLeases {
   /** Stops renewing, sends the batched ok reports, releases every lease, ends every server session. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    this.standing.stop();
     this.reports.stop();
     await Promise.allSettled([...this.acquiring.values()]);
     const all = this.book.all();
@@ -427,6 +360,7 @@ export class SessionLeases {
       usedSinceRenewal: false,
       unreportedOk: 0,
       carried: false,
+      unansweredSince: 0,
     };
     this.book.add(shared);
     this.renewal.schedule(shared);
@@ -482,7 +416,7 @@ export class SessionLeases {
   /** The live lease of `host` a new session should join (LeaseBook.shareable). */
   private shareable(host: string | undefined): SharedLease | undefined {
     const now = this.now();
-    const carries = (shared: SharedLease) => this.carries(shared, now);
+    const carries = (shared: SharedLease) => this.standing.joinable(shared, now) && this.carries(shared, now);
     if (this.paces.restless) return this.book.shareable(host, carries);
     return this.book.shareable(host, carries, (shared) => this.paces.restLeft(shared.key, now));
   }

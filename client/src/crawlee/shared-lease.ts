@@ -33,6 +33,11 @@ export interface SharedLease {
   unreportedOk: number;
   /** A page came back through it: until then it takes one session (see shareable). */
   carried: boolean;
+  /**
+   * When the oldest request sent through it since its last answer went (0: none waiting). A
+   * lease silent a while is checked with the server (its standing) and joined by no new session.
+   */
+  unansweredSince: number;
   /** The pace of its proxy for its host, shared with the other leases of that pair. */
   readonly pace: PaceCell;
   timer?: NodeJS.Timeout;
@@ -96,6 +101,16 @@ export function emptyStats(): SessionLeasesStats {
 /** One request's waits for the site's pace (counted once in stats.paced). */
 export interface PacedWait {
   counted: boolean;
+}
+
+/**
+ * The server's standing of a leased proxy (in every lease and renew answer) says it should
+ * carry no more requests: unhealthy, held out of leases (suspect or down), draining or deleting.
+ */
+export function unfit(proxy: { healthy: boolean; phase: string; held?: string }): boolean {
+  return (
+    !proxy.healthy || proxy.held !== undefined || proxy.phase === 'Draining' || proxy.phase === 'Deleting'
+  );
 }
 
 /** Runs background work to its end, logging a failure (close() waits for it). */
