@@ -1187,7 +1187,27 @@ describe('the pure rules', () => {
       new Error('wrapped', { cause: Object.assign(new Error('y'), { code: 'ECONNRESET' }) }),
       true,
     ],
-    ["Crawlee's SessionError text", new Error('Proxy responded with 502 Bad Gateway: 0 bytes'), true],
+    // A CONNECT the proxy itself refused is its failure; a 502/504 is the site's (the proxy could not reach it).
+    [
+      "Crawlee's SessionError text, the proxy refusing",
+      new Error('Proxy responded with 407 Proxy Authentication Required: 0 bytes'),
+      true,
+    ],
+    [
+      "Crawlee's SessionError text, the proxy forbidding",
+      new Error('Proxy responded with 403 Forbidden: 0 bytes'),
+      true,
+    ],
+    [
+      "Crawlee's SessionError text, the site unreachable (502)",
+      new Error('Proxy responded with 502 Bad Gateway: 0 bytes'),
+      false,
+    ],
+    [
+      "Crawlee's SessionError text, the site timing out (504)",
+      new Error('Proxy responded with 504 Gateway Timeout: 0 bytes'),
+      false,
+    ],
     ['a tunnel failure', new Error('ERR_TUNNEL_CONNECTION_FAILED'), true],
     ['a socket hang up', new Error('socket hang up'), true],
     ['a navigation timeout', new Error('request timed out after 30 seconds.'), false],

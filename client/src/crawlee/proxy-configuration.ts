@@ -229,9 +229,22 @@ const PROXY_FAILURES = [
   'EPIPE',
   'ERR_PROXY_CONNECTION_FAILED',
   'ERR_TUNNEL_CONNECTION_FAILED',
-  'Proxy responded with',
   'socket hang up',
 ];
+
+/**
+ * A CONNECT the proxy answered with a non-2xx (got-scraping's text): the proxy's own refusal
+ * (403, 407, ...) is the proxy's failure; 502 and 504 say the proxy could not reach the site,
+ * which is the site's (or the path's) failure, not the proxy's, and is no `unreachable`.
+ */
+const CONNECT_REFUSED = /Proxy responded with (\d{3})/;
+const UPSTREAM_FAILURES = new Set([502, 504]);
+
+function isProxyFailureText(text: string): boolean {
+  const refused = CONNECT_REFUSED.exec(text);
+  if (refused) return !UPSTREAM_FAILURES.has(Number(refused[1]));
+  return PROXY_FAILURES.some((failure) => text.includes(failure));
+}
 
 /** Whether an error (or its cause, or its message: Crawlee re-wraps errors as text) is a proxy failure. */
 export function isProxyFailure(error: unknown): boolean {
@@ -239,12 +252,10 @@ export function isProxyFailure(error: unknown): boolean {
     if (typeof e === 'object') {
       const { code, message, cause } = e as { code?: unknown; message?: unknown; cause?: unknown };
       if (typeof code === 'string' && PROXY_FAILURES.includes(code)) return true;
-      if (typeof message === 'string' && PROXY_FAILURES.some((text) => message.includes(text))) return true;
+      if (typeof message === 'string' && isProxyFailureText(message)) return true;
       e = cause;
     } else {
-      return (
-        typeof e === 'string' && PROXY_FAILURES.some((text) => e === text || (e as string).includes(text))
-      );
+      return typeof e === 'string' && isProxyFailureText(e);
     }
   }
   return false;
