@@ -246,12 +246,30 @@ function isProxyFailureText(text: string): boolean {
   return PROXY_FAILURES.some((failure) => text.includes(failure));
 }
 
+/**
+ * A timeout whose socket never connected (got's timings: a socket, no connect): the TCP
+ * connection to the proxy never completed, so the proxy, not the site, is what failed (a
+ * black hole: it accepts nothing and answers nothing). A timeout after the connection (a slow
+ * site) has a connect time and stays no proxy failure.
+ */
+function neverConnected(e: object): boolean {
+  const { code, timings } = e as { code?: unknown; timings?: { socket?: unknown; connect?: unknown } };
+  return (
+    code === 'ETIMEDOUT' &&
+    typeof timings === 'object' &&
+    timings !== null &&
+    timings.socket !== undefined &&
+    timings.connect === undefined
+  );
+}
+
 /** Whether an error (or its cause, or its message: Crawlee re-wraps errors as text) is a proxy failure. */
 export function isProxyFailure(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
     if (typeof e === 'object') {
       const { code, message, cause } = e as { code?: unknown; message?: unknown; cause?: unknown };
       if (typeof code === 'string' && PROXY_FAILURES.includes(code)) return true;
+      if (neverConnected(e)) return true;
       if (typeof message === 'string' && isProxyFailureText(message)) return true;
       e = cause;
     } else {
