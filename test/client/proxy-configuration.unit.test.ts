@@ -632,7 +632,7 @@ describe('ProxyOperatorConfiguration', () => {
       expect(calls('POST /v1/leases')).toHaveLength(1);
       // s2 does not wait for a lease request: it joins A, and one more lease is asked for.
       expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
-      await eventually(async () => (await active()) === 2);
+      await eventually(async () => (await active()) === 2 && config.leases.activeLeases === 2);
       // The lease asked ahead (not keyed by a session) goes to the next new session.
       expect(await config.newUrl('s3', request(host))).toBe(urlOf(B));
       expect(granted()).toEqual([
@@ -682,7 +682,8 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
       // s2 joins A, the only lease, and B is asked for ahead.
       expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
-      await eventually(async () => (await active()) === 2);
+      // The client has B once the server's answer arrived, which is after the server counts it.
+      await eventually(async () => (await active()) === 2 && config.leases.activeLeases === 2);
       await navigated('s1', `${host}1`, urlOf(A), 200);
       // B has no session: the next new session tries it.
       expect(await config.newUrl('s3', request(host))).toBe(urlOf(B));
@@ -702,7 +703,7 @@ describe('ProxyOperatorConfiguration', () => {
       await config.newUrl('s1', request(host));
       await navigated('s1', `${host}1`, urlOf(A), 200);
       await config.newUrl('s2', request(host));
-      await eventually(async () => (await active()) === 2);
+      await eventually(async () => (await active()) === 2 && config.leases.activeLeases === 2);
       const burst = ['s3', 's4', 's5', 's6'];
       const urls = await Promise.all(burst.map((s) => config.newUrl(s, request(host))));
       expect(urls.filter((u) => u === urlOf(B))).toHaveLength(1);
@@ -1186,7 +1187,27 @@ describe('the pure rules', () => {
       new Error('wrapped', { cause: Object.assign(new Error('y'), { code: 'ECONNRESET' }) }),
       true,
     ],
-    ["Crawlee's SessionError text", new Error('Proxy responded with 502 Bad Gateway: 0 bytes'), true],
+    // A CONNECT the proxy itself refused is its failure; a 502/504 is the site's (the proxy could not reach it).
+    [
+      "Crawlee's SessionError text, the proxy refusing",
+      new Error('Proxy responded with 407 Proxy Authentication Required: 0 bytes'),
+      true,
+    ],
+    [
+      "Crawlee's SessionError text, the proxy forbidding",
+      new Error('Proxy responded with 403 Forbidden: 0 bytes'),
+      true,
+    ],
+    [
+      "Crawlee's SessionError text, the site unreachable (502)",
+      new Error('Proxy responded with 502 Bad Gateway: 0 bytes'),
+      false,
+    ],
+    [
+      "Crawlee's SessionError text, the site timing out (504)",
+      new Error('Proxy responded with 504 Gateway Timeout: 0 bytes'),
+      false,
+    ],
     ['a tunnel failure', new Error('ERR_TUNNEL_CONNECTION_FAILED'), true],
     ['a socket hang up', new Error('socket hang up'), true],
     ['a navigation timeout', new Error('request timed out after 30 seconds.'), false],

@@ -1,6 +1,7 @@
 // The pace a proxy keeps for a site after its 429s (client/src/crawlee/site-pace.ts).
 import {
   adopt,
+  BLIND_REST_MS,
   replayTokens,
   admit,
   heardOfProbe,
@@ -245,13 +246,20 @@ describe('site pace', () => {
       [],
     ],
     [
-      'a 429 without Retry-After keeps the period it had',
+      // Three per 5 s is 0.6/s: the blind pace (site-pace-convergence.unit.test.ts) takes it from there.
+      'a 429 without Retry-After makes the pace blind: its rate per second cut, a rest of a moment',
       { ...threePerSecond, periodMs: 5_000, restUntil: 5_000 },
       [
         ['ok', 6_000],
         ['429', 7_000, undefined],
       ],
-      { limit: 1, periodMs: 5_000, restUntil: 12_000 },
+      {
+        blind: true,
+        limit: 0.5, // 0.6 * BLIND_DECREASE, at least BLIND_MIN_RATE
+        ceiling: 0.6,
+        periodMs: 1_000,
+        restUntil: 7_000 + BLIND_REST_MS,
+      },
       [],
     ],
     [

@@ -138,7 +138,11 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const status = statusOf(ctx.response);
     if (!proxyUrl || status === undefined) return undefined;
     const outcome = outcomeOf(status, this.banned, this.rateLimited);
-    if (outcome === undefined) return undefined;
+    if (outcome === undefined) {
+      // A status that says nothing about the proxy still says it answered (see standingCheckMs).
+      this.leases.answered(ctx.session?.id, this.hosts.of(ctx.request.url), proxyUrl);
+      return undefined;
+    }
     // A success returns nothing to await: it is every page's path, and needs no call, and
     // while the lease that carried it lives, no lookup either.
     if (outcome === 'ok') {
@@ -225,9 +229,39 @@ const PROXY_FAILURES = [
   'EPIPE',
   'ERR_PROXY_CONNECTION_FAILED',
   'ERR_TUNNEL_CONNECTION_FAILED',
-  'Proxy responded with',
   'socket hang up',
 ];
+
+/**
+ * A CONNECT the proxy answered with a non-2xx (got-scraping's text): the proxy's own refusal
+ * (403, 407, ...) is the proxy's failure; 502 and 504 say the proxy could not reach the site,
+ * which is the site's (or the path's) failure, not the proxy's, and is no `unreachable`.
+ */
+const CONNECT_REFUSED = /Proxy responded with (\d{3})/;
+const UPSTREAM_FAILURES = new Set([502, 504]);
+
+function isProxyFailureText(text: string): boolean {
+  const refused = CONNECT_REFUSED.exec(text);
+  if (refused) return !UPSTREAM_FAILURES.has(Number(refused[1]));
+  return PROXY_FAILURES.some((failure) => text.includes(failure));
+}
+
+/**
+ * A timeout whose socket never connected (got's timings: a socket, no connect): the TCP
+ * connection to the proxy never completed, so the proxy, not the site, is what failed (a
+ * black hole: it accepts nothing and answers nothing). A timeout after the connection (a slow
+ * site) has a connect time and stays no proxy failure.
+ */
+function neverConnected(e: object): boolean {
+  const { code, timings } = e as { code?: unknown; timings?: { socket?: unknown; connect?: unknown } };
+  return (
+    code === 'ETIMEDOUT' &&
+    typeof timings === 'object' &&
+    timings !== null &&
+    timings.socket !== undefined &&
+    timings.connect === undefined
+  );
+}
 
 /** Whether an error (or its cause, or its message: Crawlee re-wraps errors as text) is a proxy failure. */
 export function isProxyFailure(error: unknown): boolean {
@@ -235,12 +269,11 @@ export function isProxyFailure(error: unknown): boolean {
     if (typeof e === 'object') {
       const { code, message, cause } = e as { code?: unknown; message?: unknown; cause?: unknown };
       if (typeof code === 'string' && PROXY_FAILURES.includes(code)) return true;
-      if (typeof message === 'string' && PROXY_FAILURES.some((text) => message.includes(text))) return true;
+      if (neverConnected(e)) return true;
+      if (typeof message === 'string' && isProxyFailureText(message)) return true;
       e = cause;
     } else {
-      return (
-        typeof e === 'string' && PROXY_FAILURES.some((text) => e === text || (e as string).includes(text))
-      );
+      return typeof e === 'string' && isProxyFailureText(e);
     }
   }
   return false;

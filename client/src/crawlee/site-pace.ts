@@ -8,6 +8,16 @@
 // what the site allowed keeps the crawl at the site's rate with few 429s; a bucket (rather
 // than fixed windows) loses nothing when requests come late; a probe one above the limit,
 // when demand exceeds it and no 429 came for a while, finds a limit that rose.
+//
+// A 429 without Retry-After says nothing about the limit's shape (a bucket, a sliding or a
+// fixed window, of any length): the pace is then `blind`, an additive-increase,
+// multiplicative-decrease rate per second. The 429 cuts the rate to BLIND_DECREASE of what was
+// going through and rests the proxy for BLIND_REST_MS only; the rate at the 429 is the
+// `ceiling`, which the pace climbs back to by halving the gap each second the demand exceeds
+// the pace (so a 429 on a loose limit costs about two seconds at part rate on one proxy, not
+// the crawl). A 429 at the ceiling lowers it a notch (the site allows less); above the ceiling
+// the pace probes only after quiet periods, as the Retry-After pace does. The Retry-After pace
+// is unchanged: the site said its period, and the pace honours it.
 import { TimeLog } from './time-log.js';
 
 /** Periods without a 429 before the limit is probed one higher (and between probes). */
@@ -37,6 +47,18 @@ export const MAX_HEADROOM = 0.5;
  * first seconds. A margin costs only the burst after a quiet spell, by this share of a token.
  */
 export const FIRST_HEADROOM = 0.3;
+/** A 429 without Retry-After rests its proxy for the host this long: a moment, one assumed period. */
+export const BLIND_REST_MS = 1_000;
+/** A 429 without Retry-After cuts the rate to this share of the rate that met it. */
+export const BLIND_DECREASE = 0.7;
+/** A 429 at the ceiling (the limit is near it) cuts the rate to this share of the lowered ceiling. */
+export const AT_CEILING_DECREASE = 0.9;
+/** A 429 at the ceiling lowers the ceiling by this share (at least one request a second). */
+export const CEILING_STEP = 0.05;
+/** A blind pace's bucket holds this share of a second's rate (a burst after a quiet spell). */
+export const BLIND_BURST = 0.1;
+/** A blind rate never falls below this (requests per second): one request every two seconds. */
+export const BLIND_MIN_RATE = 0.5;
 /** Success times remembered to learn the limit from. */
 const RECENT_CAP = 256;
 /** Before the first 429 the period is unknown: successes are remembered this long. */
@@ -66,6 +88,12 @@ export interface Pace {
    * yet answered has spent a token at the site all the same (see adopt).
    */
   readonly sent: TimeLog;
+  /** Set by a 429 without Retry-After: `limit` is a rate per second, moved by AIMD (see above). */
+  readonly blind: boolean;
+  /** Blind only: the rate a 429 last met (a probe above it, held a period, raises it). */
+  readonly ceiling: number;
+  /** Blind only: when the rate last rose toward the ceiling. */
+  readonly raisedAt: number;
 }
 
 export const unpaced: Pace = {
@@ -80,7 +108,21 @@ export const unpaced: Pace = {
   probeAfterPeriods: PROBE_AFTER_PERIODS,
   recent: TimeLog.empty,
   sent: TimeLog.empty,
+  blind: false,
+  ceiling: 0,
+  raisedAt: 0,
 };
+
+/** The tokens a full bucket holds: a blind pace a fraction of its second, else the limit less the headroom. */
+export function capacityOf(pace: Pace): number {
+  const limit = pace.limit ?? 1;
+  return pace.blind ? Math.max(1, limit * BLIND_BURST) : Math.max(1, limit - pace.headroom);
+}
+
+/** The step of a blind probe above the ceiling, or of a ceiling lowered: a twentieth of the rate. */
+function probeStep(limit: number): number {
+  return limit * CEILING_STEP;
+}
 
 /**
  * Whether a request may go now (waitMs 0, and the pace after it), or how long until it may.
@@ -97,15 +139,54 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
     };
   if (now < pace.restUntil) return { pace, waitMs: pace.restUntil - now, probe: false };
   // At least one token fits, whatever the headroom (a limit of one cannot hold any back).
-  const capacity = Math.max(1, limit - pace.headroom);
+  const capacity = capacityOf(pace);
   const tokens = Math.min(capacity, pace.tokens + ((now - pace.at) * limit) / periodMs);
   if (tokens >= 1) return { pace: { ...pace, tokens: tokens - 1, at: now }, waitMs: 0, probe: false };
+  if (pace.blind) return admitBlind(pace, tokens, now);
   const quiet = pace.probeAfterPeriods * periodMs;
   if (now - pace.limitedAt >= quiet && now - pace.probedAt >= quiet) {
     // Demand exceeds the pace and the site has not objected for a while: try one more.
     return { pace: { ...pace, limit: limit + 1, tokens, at: now, probedAt: now }, waitMs: 0, probe: true };
   }
   return { pace, waitMs: Math.ceil(((1 - tokens) * periodMs) / limit), probe: false };
+}
+
+/**
+ * A blind pace with no token now (demand exceeds it): a probe that held a period raises the
+ * ceiling to it; below the ceiling the rate rises by half the gap, once a second; at the
+ * ceiling, after the quiet periods, a probe one step above it goes now.
+ */
+function admitBlind(pace: Pace, tokens: number, now: number): { pace: Pace; waitMs: number; probe: boolean } {
+  const { periodMs } = pace;
+  const limit = pace.limit!;
+  let next: Pace = { ...pace, tokens, at: now };
+  // A probe above the ceiling went a period ago without a 429: the site allows it.
+  if (limit > pace.ceiling && now - pace.probedAt >= 2 * periodMs) {
+    next = {
+      ...next,
+      ceiling: limit,
+      probeAfterPeriods: Math.max(PROBE_AFTER_PERIODS, Math.floor(pace.probeAfterPeriods / 2)),
+    };
+  }
+  const since = Math.max(pace.limitedAt, pace.raisedAt);
+  if (limit < next.ceiling && now - since >= periodMs) {
+    const raised = Math.min(next.ceiling, limit + Math.max((next.ceiling - limit) / 2, next.ceiling * 0.02));
+    // Only the rate rises: the request waits for its token at the new rate (the caller keeps
+    // the pace admit returns with a wait). Sending it on the raise put two requests closer
+    // than the rate allows, and a sliding window answered each raise with a 429.
+    next = { ...next, limit: raised, raisedAt: now };
+  } else if (limit >= next.ceiling) {
+    const quiet = next.probeAfterPeriods * periodMs;
+    if (now - pace.limitedAt >= quiet && now - pace.probedAt >= quiet) {
+      const probing = limit + probeStep(limit);
+      return { pace: { ...next, limit: probing, probedAt: now, raisedAt: now }, waitMs: 0, probe: true };
+    }
+  }
+  return {
+    pace: next,
+    waitMs: Math.max(1, Math.ceil(((1 - tokens) * periodMs) / next.limit!)),
+    probe: false,
+  };
 }
 
 /**
@@ -122,7 +203,7 @@ export function admit(pace: Pace, now: number): { pace: Pace; waitMs: number; pr
  */
 export function adopt(mine: Pace, learned: Pace, now: number): Pace {
   if (mine.limit !== undefined || learned.limit === undefined) return mine;
-  const capacity = Math.max(1, learned.limit - learned.headroom);
+  const capacity = capacityOf(learned);
   const refill = learned.limit / learned.periodMs;
   const tokens = Math.min(
     replayTokens(mine.recent.toArray(), capacity, refill, now),
@@ -139,6 +220,8 @@ export function adopt(mine: Pace, learned: Pace, now: number): Pace {
     limitedAt: now,
     probeAfterPeriods: learned.probeAfterPeriods,
     recent: mine.recent,
+    blind: learned.blind,
+    ceiling: learned.ceiling,
   };
 }
 
@@ -179,6 +262,8 @@ export function replayTokens(
  */
 export function provenAfter429(proven: number, before: Pace, after: Pace, now: number): number {
   if (after.limit === undefined) return proven;
+  // A blind 429 shows no limit the site allows; it only says the floor shown may be too high.
+  if (after.blind) return proven === 0 ? 0 : Math.min(proven, after.ceiling);
   const probeRefused = before.limit !== undefined && now - before.probedAt < before.periodMs;
   if (before.limit !== undefined && after.limit < before.limit && !probeRefused) return after.limit;
   const lastPeriod = before.recent.toArray().filter((t) => t > now - after.periodMs);
@@ -191,7 +276,9 @@ export function provenAfter429(proven: number, before: Pace, after: Pace, now: n
  * the limit before the probe (`probing` is the pace admit returned with it) is shown.
  */
 export function provenByProbe(proven: number, probing: Pace): number {
-  return probing.limit === undefined ? proven : Math.max(proven, probing.limit - 1);
+  if (probing.limit === undefined) return proven;
+  // A blind probe goes from the ceiling, which held for the quiet periods before it.
+  return Math.max(proven, probing.blind ? probing.ceiling : probing.limit - 1);
 }
 
 /**
@@ -200,7 +287,7 @@ export function provenByProbe(proven: number, probing: Pace): number {
  */
 export function raiseTo(pace: Pace, proven: number): Pace {
   if (pace.limit === undefined || pace.limit >= proven) return pace;
-  return { ...pace, limit: proven };
+  return { ...pace, limit: proven, ceiling: Math.max(pace.ceiling, proven) };
 }
 
 /**
@@ -261,6 +348,7 @@ export function succeeded(pace: Pace, now: number): Pace {
  */
 export function rateLimited(pace: Pace, now: number, retryAfterMs: number | undefined): Pace {
   if (now < pace.restUntil) return pace;
+  if (retryAfterMs === undefined) return rateLimitedBlind(pace, now);
   const periodMs = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : pace.periodMs;
   const recent = pace.recent.toArray();
   const allowed = recent.filter((t) => t > now - periodMs).length;
@@ -293,5 +381,69 @@ export function rateLimited(pace: Pace, now: number, retryAfterMs: number | unde
       : PROBE_AFTER_PERIODS,
     recent: TimeLog.empty,
     sent: TimeLog.empty,
+    blind: false,
+    ceiling: 0,
+    raisedAt: 0,
   };
+}
+
+/**
+ * A 429 without Retry-After (see the top of this file): the rate that met it is the pace's
+ * rate, or before any pace what the successes of the last second imply; the rate drops to
+ * BLIND_DECREASE of it and the proxy rests BLIND_REST_MS. The answer to a probe above the
+ * ceiling goes back to the ceiling; a 429 at the ceiling lowers it a notch, and both double
+ * the quiet before the next probe; a 429 below the ceiling makes its rate the ceiling.
+ */
+function rateLimitedBlind(pace: Pace, now: number): Pace {
+  const periodMs = BLIND_REST_MS;
+  const recent = pace.recent.toArray();
+  const allowed = recent.filter((t) => t > now - periodMs).length;
+  // What went through in the last second, not impliedLimit's least bound (half of a steady
+  // stream's rate): a first estimate too high is corrected by the next 429s (the ceiling falls).
+  const measured = Math.max(1, allowed);
+  const known = pace.blind && pace.limit !== undefined;
+  // A Retry-After pace's limit is per its period: as a rate per second here.
+  const met = known ? pace.limit! : pace.limit === undefined ? measured : (pace.limit * 1000) / pace.periodMs;
+  const probeRefused = known && met > pace.ceiling && now - pace.probedAt < 2 * periodMs;
+  let ceiling: number;
+  let limit: number;
+  let probeAfterPeriods = PROBE_AFTER_PERIODS;
+  if (probeRefused) {
+    ceiling = pace.ceiling;
+    limit = Math.max(BLIND_MIN_RATE, ceiling * BLIND_DECREASE);
+    probeAfterPeriods = Math.min(
+      MAX_PROBE_AFTER_PERIODS,
+      Math.max(PROBE_AFTER_PERIODS, pace.probeAfterPeriods * 2),
+    );
+  } else if (known && met >= pace.ceiling) {
+    ceiling = Math.max(BLIND_MIN_RATE, met - probeStep(met));
+    // The ceiling was met before: the site's limit is near it, and a gentler cut suffices.
+    limit = Math.max(BLIND_MIN_RATE, ceiling * AT_CEILING_DECREASE);
+    probeAfterPeriods = Math.min(
+      MAX_PROBE_AFTER_PERIODS,
+      Math.max(PROBE_AFTER_PERIODS, pace.probeAfterPeriods * 2),
+    );
+  } else {
+    ceiling = met;
+    limit = Math.max(BLIND_MIN_RATE, met * BLIND_DECREASE);
+  }
+  return {
+    ...unpaced,
+    limit,
+    periodMs,
+    tokens: 0,
+    at: now,
+    restUntil: now + BLIND_REST_MS,
+    limitedAt: now,
+    probedAt: pace.probedAt,
+    probeAfterPeriods,
+    blind: true,
+    ceiling,
+    raisedAt: now,
+  };
+}
+
+/** How long a 429 rests its proxy for the site: its Retry-After, or BLIND_REST_MS without one. */
+export function restMs(_pace: Pace, _now: number, retryAfterMs: number | undefined): number {
+  return retryAfterMs ?? BLIND_REST_MS;
 }
