@@ -1093,8 +1093,8 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         proxies = [proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })],
       ) {
         const s = setup(options, proxies);
-        const requests: [string, string][] = [];
-        s.store.onProbeRequest((id, address) => requests.push([id, address]));
+        const requests: [string, string, string][] = [];
+        s.store.onProbeRequest((id, address, token) => requests.push([id, address, token]));
         await subject.probeRequestsReady?.(s.store);
         const held = await s.lease({ target: 'example.com', ttlSeconds: 3600 });
         expect(held.proxyID).toBe('ns/a');
@@ -1111,6 +1111,43 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         }
       };
 
+      /** The token of the first suspicion's probe request (what a passing recheck hands back). */
+      const token = async (s: { requests: [string, string, string][] }): Promise<string> => {
+        await waitFor(() => s.requests.length >= 1);
+        return s.requests[0][2];
+      };
+
+      it('a listener that comes after the reports hears of every suspicion still running, once each', async () => {
+        // Raised while no health engine listened (a rollout, a new leader): not lost.
+        const s = setup({}, [
+          proxy('ns/a'),
+          proxy('ns/b', { ip: '10.0.0.2' }),
+          proxy('ns/c', { ip: '10.0.0.3' }),
+        ]);
+        const leases = [await s.lease(), await s.lease(), await s.lease()];
+        expect(new Set(leases.map((l) => l.proxyID)).size).toBe(3);
+        for (const l of leases.slice(0, 2)) await s.store.report(l.id, 'unreachable');
+        // A client re-reporting in the gap changes nothing: still one suspicion each.
+        expect(await s.store.report(leases[0].id, 'unreachable')).toMatchObject({ probeRequested: false });
+        const requests: [string, string, string][] = [];
+        s.store.onProbeRequest((id, address, suspicion) => requests.push([id, address, suspicion]));
+        await subject.probeRequestsReady?.(s.store);
+        await waitFor(() => requests.length >= 2);
+        const byID = new Map(requests.map(([id, address, suspicion]) => [id, { address, suspicion }]));
+        expect([...byID.keys()].sort()).toEqual(
+          leases
+            .slice(0, 2)
+            .map((l) => l.proxyID)
+            .sort(),
+        );
+        // Each request's token ends its suspicion: both proxies are leasable again.
+        for (const [id, { address, suspicion }] of byID)
+          await s.store.observeHealth(id, { kind: 'probe_passed', address, suspicion });
+        const usage = await s.store.usage(['ns/a', 'ns/b', 'ns/c']);
+        expect(usage.map((u) => u.held)).toEqual([undefined, undefined, undefined]);
+        expect(await s.store.totals()).toMatchObject({ suspectProxies: 0, suspicionsRaised: 2 });
+      });
+
       it('excludes the proxy from every lease, any target, asks for one probe, and shows it held', async () => {
         const s = await suspect();
         expect(s.outcome).toEqual({
@@ -1120,7 +1157,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           probeRequested: true,
         });
         await waitFor(() => s.requests.length === 1);
-        expect(s.requests).toEqual([['ns/a', ADDRESS]]);
+        expect(s.requests).toEqual([['ns/a', ADDRESS, expect.any(String)]]);
         for (const target of ['example.com', 'other.org', undefined]) {
           expect(granted(await s.store.acquire(request({ target }))).proxyID).toBe('ns/b');
         }
@@ -1157,34 +1194,39 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
 
       it.each<[string, (s: Awaited<ReturnType<typeof suspect>>) => Promise<void>, boolean]>([
         [
-          'a probe that started after the suspicion passed → leasable again',
+          'the recheck asked for this suspicion passed → leasable again',
           async (s) => {
             await s.store.observeHealth('ns/a', {
               kind: 'probe_passed',
               address: ADDRESS,
-              startedAt: s.raisedAt,
+              suspicion: await token(s),
             });
           },
           true,
         ],
         [
-          'a probe that started before the suspicion passed → still held',
+          'a recheck asked for an earlier suspicion passed → still held',
           async (s) => {
+            const earlier = await token(s);
+            s.clock.advanceSeconds(60);
+            expect(await s.store.report(s.held.id, 'unreachable')).toMatchObject({ probeRequested: true });
+            await waitFor(() => s.requests.length === 2);
+            expect(s.requests[1][2]).not.toBe(earlier);
             await s.store.observeHealth('ns/a', {
               kind: 'probe_passed',
               address: ADDRESS,
-              startedAt: s.raisedAt - 1,
+              suspicion: earlier,
             });
           },
           false,
         ],
         [
-          'a probe of another address passed → still held',
+          'a recheck of another address passed → still held',
           async (s) => {
             await s.store.observeHealth('ns/a', {
               kind: 'probe_passed',
               address: '10.9.9.9:3128',
-              startedAt: s.raisedAt,
+              suspicion: await token(s),
             });
           },
           false,
@@ -1227,7 +1269,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         await s.store.observeHealth('ns/a', {
           kind: 'probe_passed',
           address: ADDRESS,
-          startedAt: s.raisedAt,
+          suspicion: await token(s),
         });
         s.clock.advanceSeconds(4);
         expect(await s.store.report(s.held.id, 'unreachable')).toMatchObject({
