@@ -20,7 +20,8 @@ import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 export interface ContractOptions extends LeaseBookOptions {
   catalog: ProxyCatalog;
   logger: Logger;
-  clock: Clock;
+  /** Absent: the store's own clock (Redis's TIME, the process's). */
+  clock?: Clock;
 }
 
 export interface LeaseStoreSubject {
@@ -1413,6 +1414,62 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         const total = usage.reduce((n, u) => n + u.activeLeases, 0);
         expect(total).toBe(live.size);
         expect((await store.totals()).activeLeases).toBe(live.size);
+      });
+    });
+
+    describe("on the store's own clock (no test clock: Redis's TIME, the process's)", () => {
+      // Redis runs on this machine: its clock and this process's agree within this much.
+      const SLACK = 1000;
+      function own(proxies: ProxyRecord[] = [proxy('ns/a')]) {
+        const catalog = new TestCatalog(proxies);
+        const store = subject.create({
+          catalog,
+          logger: silentLogger,
+          cooldownSeconds: 60,
+          random: () => 0.5,
+        });
+        created.push(store);
+        return { catalog, store };
+      }
+      const around = (t: number, from: number) => {
+        expect(t).toBeGreaterThanOrEqual(from - SLACK);
+        expect(t).toBeLessThanOrEqual(Date.now() + SLACK);
+      };
+
+      it("grants, counts and explains on the store's time", async () => {
+        const { store } = own();
+        const from = Date.now();
+        const lease = granted(await store.acquire(request({ ttlSeconds: 60 })));
+        around(lease.acquiredAt.getTime(), from);
+        expect(lease.expiresAt.getTime() - lease.acquiredAt.getTime()).toBe(60_000);
+        await store.report(lease.id, 'banned', { target: 'shop.example' });
+        const standing = await store.standing('ns/a');
+        around(standing.now, from);
+        expect(standing.usage).toMatchObject({ activeLeases: 1, stats: { banned: 1 } });
+        expect(standing.cooldowns).toHaveLength(1);
+        expect(standing.cooldowns[0].until - lease.acquiredAt.getTime()).toBeGreaterThanOrEqual(60_000);
+        expect(standing.cooldowns[0].until - standing.now).toBeLessThanOrEqual(60_000);
+        expect((await store.usage(['ns/a']))[0]).toMatchObject({ activeLeases: 1, stats: { banned: 1 } });
+      });
+
+      it('a suspicion ends when the recheck its request asked for passes', async () => {
+        const { store } = own([proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })]);
+        const requests: [string, string, string][] = [];
+        store.onProbeRequest((id, address, suspicion) => requests.push([id, address, suspicion]));
+        await subject.probeRequestsReady?.(store);
+        const lease = granted(await store.acquire(request()));
+        expect(lease.proxyID).toBe('ns/a');
+        await store.report(lease.id, 'unreachable');
+        await store.release(lease.id);
+        expect((await store.usage(['ns/a']))[0].held).toBe('suspect');
+        expect(granted(await store.acquire(request())).proxyID).toBe('ns/b');
+        const deadline = Date.now() + 5000;
+        while (requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        const [[id, address, suspicion]] = requests;
+        await store.observeHealth(id, { kind: 'probe_passed', address, suspicion });
+        expect((await store.usage(['ns/a']))[0].held).toBeUndefined();
+        // Back in the ranking: idle and the faster of the two.
+        expect(granted(await store.acquire(request())).proxyID).toBe('ns/a');
       });
     });
   });
