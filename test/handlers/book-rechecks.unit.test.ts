@@ -229,3 +229,22 @@ describe('the Redis book reads on one clock: a replica whose clock is off by ±5
     expect(now).toBeGreaterThanOrEqual(before - 1000);
   });
 });
+
+describe('the Redis book tells its listeners again after a reconnect', () => {
+  it('a suspicion raised while the subscriber was disconnected still reaches the listener', async () => {
+    const catalog = new TestCatalog([proxy('ns/a')]);
+    const store = book('redis', catalog) as RedisLeaseStore;
+    const requests: string[] = [];
+    store.onProbeRequest((id) => requests.push(id));
+    await store.subscribed();
+    // Drop the subscriber's connection (as a network blip or a Redis restart would); the
+    // report right after it is published to nobody while ioredis waits to reconnect.
+    expect(Number(await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub'))).toBeGreaterThanOrEqual(1);
+    const lease = await store.acquire({ selector: {}, ttlSeconds: 3600 });
+    if (!lease.granted) throw new Error(lease.reason);
+    expect(await store.report(lease.lease.id, 'unreachable')).toMatchObject({ probeRequested: true });
+    const deadline = Date.now() + 5000;
+    while (requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(requests).toContain('ns/a');
+  });
+});
