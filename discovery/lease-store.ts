@@ -139,15 +139,21 @@ export interface ProxyStanding {
  * An observation about another address than the proxy's current one is ignored.
  */
 export type HealthObservation =
-  /** A probe that started at `startedAt` (ms since the epoch) passed: ends a suspicion raised before it. */
-  | { kind: 'probe_passed'; address: string; startedAt: number }
+  /**
+   * A recheck asked for `suspicion` (the token its probe request carried) passed: ends that
+   * suspicion, not a later one. A token, not a time: the engine's clock is not the book's.
+   */
+  | { kind: 'probe_passed'; address: string; suspicion: string }
   /** The verdict turned unhealthy: held out of every lease until `up` or another address. */
   | { kind: 'down'; address: string }
   /** The verdict turned healthy: the Proxy's status decides again. */
   | { kind: 'up'; address: string };
 
-/** Called with each proxy an unreachable report made suspect (id, and the address reported). */
-export type ProbeRequestListener = (proxyID: string, address: string) => void;
+/**
+ * Called with each proxy an unreachable report made suspect: its id, the address reported,
+ * and the suspicion's token (what a passing recheck hands back in `probe_passed`).
+ */
+export type ProbeRequestListener = (proxyID: string, address: string, suspicion: string) => void;
 
 /** Gauges and counters for the metrics endpoint. */
 export interface StoreTotals {
@@ -202,7 +208,10 @@ export interface LeaseStore {
   observeHealth(proxyID: string, observation: HealthObservation): Promise<void>;
   /**
    * Subscribes to probe requests raised by unreachable reports, from every replica sharing
-   * this book: the seam through which the health engine (the leader's) hears of them.
+   * this book: the seam through which the health engine (the leader's) hears of them. A new
+   * listener also hears, soon after subscribing, of every suspicion still running (raised
+   * while nobody listened), and a shared store tells its listeners again after every
+   * reconnect: a request is never lost to a gap, and may come twice (harmless).
    * Returns the unsubscribe function.
    */
   onProbeRequest(listener: ProbeRequestListener): () => void;

@@ -41,6 +41,7 @@ import {
   onObservation,
   onRecordChanged,
   onUnreachable,
+  suspicionToken,
   type HoldState,
   type SuspicionPolicy,
 } from './proxy-holds.js';
@@ -245,7 +246,26 @@ export class MemoryLeaseStore implements LeaseStore {
 
   onProbeRequest(listener: ProbeRequestListener): () => void {
     this.probeListeners.add(listener);
+    // Suspicions raised while nobody listened (before the engine started): asked again, on
+    // the next turn so the caller holds its unsubscribe function first.
+    queueMicrotask(() => {
+      if (!this.probeListeners.has(listener)) return;
+      const now = this.clock.now();
+      for (const [id, state] of this.holds) {
+        const record = this.catalog.get(id);
+        if (record === undefined || !isSuspect(state, addressOf(record), now, this.suspicion)) continue;
+        this.tell(listener, id, state.address, suspicionToken(state.suspectSince!));
+      }
+    });
     return () => this.probeListeners.delete(listener);
+  }
+
+  private tell(listener: ProbeRequestListener, proxyID: string, address: string, suspicion: string): void {
+    try {
+      listener(proxyID, address, suspicion);
+    } catch (err) {
+      this.logger.error({ err, proxyID }, 'probe request listener threw');
+    }
   }
 
   /** An unreachable report on a lease: the proxy at the leased address becomes suspect, once. */
@@ -258,13 +278,8 @@ export class MemoryLeaseStore implements LeaseStore {
     this.suspicionsRaised++;
     this.setHold(lease.proxyID, state);
     this.nextSuspicionEnd = Math.min(this.nextSuspicionEnd, now + this.suspicion.timeoutMillis);
-    for (const listener of [...this.probeListeners]) {
-      try {
-        listener(lease.proxyID, address);
-      } catch (err) {
-        this.logger.error({ err, proxyID: lease.proxyID }, 'probe request listener threw');
-      }
-    }
+    for (const listener of [...this.probeListeners])
+      this.tell(listener, lease.proxyID, address, suspicionToken(now));
     return { suspect: true, probeRequested: true };
   }
 

@@ -62,9 +62,15 @@ export function onObservation(
   }
   if (state === undefined || state.address !== observation.address) return state;
   if (observation.kind === 'up') return withoutEmpty({ ...state, down: undefined });
-  // probe_passed: only a probe that started after the report answers it.
-  if (state.suspectSince === undefined || observation.startedAt < state.suspectSince) return state;
+  // probe_passed: only the recheck asked for this very suspicion answers it.
+  if (state.suspectSince === undefined || observation.suspicion !== suspicionToken(state.suspectSince))
+    return state;
   return { address: state.address, clearedAt: now, ...(state.down ? { down: true } : {}) };
+}
+
+/** A suspicion's token for probe requests: when it began, on the book's own clock. */
+export function suspicionToken(suspectSince: number): string {
+  return String(suspectSince);
 }
 
 /** The status caught up: an unhealthy record, or a new address, needs no hold of ours. */

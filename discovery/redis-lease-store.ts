@@ -115,6 +115,8 @@ export class RedisLeaseStore implements LeaseStore {
   private egressFlush: Promise<void> | undefined;
   private closed = false;
   private subscriber: Redis | undefined;
+  /** How many times the running suspicions were read for the listeners (tests wait for one). */
+  private pendingTold = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: RedisLeaseStoreOptions) {
@@ -336,12 +338,14 @@ export class RedisLeaseStore implements LeaseStore {
     const current = this.catalog.get(proxyID);
     // About another address than the proxy's current one: news of a proxy that is gone.
     if (current !== undefined && addressOf(current) !== observation.address) return;
-    const startedAt = observation.kind === 'probe_passed' ? String(observation.startedAt) : '';
-    await this.eval('observe', [proxyID, observation.kind, observation.address, startedAt]);
+    const suspicion = observation.kind === 'probe_passed' ? observation.suspicion : '';
+    await this.eval('observe', [proxyID, observation.kind, observation.address, suspicion]);
   }
 
   onProbeRequest(listener: ProbeRequestListener): () => void {
     this.listeners.add(listener);
+    // Already subscribed: this listener still hears of what was raised before it came.
+    if (this.subscriber?.status === 'ready') void this.tellPending([listener]);
     this.subscribe();
     return () => {
       this.listeners.delete(listener);
@@ -356,61 +360,43 @@ export class RedisLeaseStore implements LeaseStore {
 
   async usage(proxyIDs: readonly string[]): Promise<ProxyUsage[]> {
     if (proxyIDs.length === 0) return [];
-    // Reads only: one pipeline (one round trip), no script holding the server for a long list.
-    const now = this.clock?.now() ?? Date.now();
-    const pipeline = this.redis.pipeline();
-    for (const id of proxyIDs) {
-      pipeline.zcount(`${this.prefix}:load:${id}`, `(${now}`, '+inf');
-      pipeline.hvals(`${this.prefix}:stats:${id}`);
-    }
-    pipeline.mget(...proxyIDs.map((id) => `${this.prefix}:hold:${id}`));
-    const replies = await this.guard(() => pipeline.exec());
-    const value = (i: number): unknown => {
-      const [err, reply] = replies![i];
-      if (err) throw translate(err);
-      return reply;
-    };
-    const holds = value(proxyIDs.length * 2) as (string | null)[];
+    // Reads only, one script: on Redis's clock, whose time comes back with the data (decision
+    // 0024): holds and windows are decoded with it, never with this replica's clock.
+    const [now, loads, holds, slots] = (await this.eval('usage', [...proxyIDs])) as [
+      number,
+      number[],
+      string[],
+      string[][],
+    ];
     const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
     return proxyIDs.map((id, i) => {
-      const activeLeases = Number(value(i * 2));
+      const activeLeases = Number(loads[i]);
       const record = this.catalog.get(id);
-      const held = holdReason(holds[i], record === undefined ? '' : addressOf(record), now);
+      const held = holdReason(holds[i] || null, record === undefined ? '' : addressOf(record), now);
       this.hint(id, activeLeases);
       return {
         activeLeases,
-        stats: {
-          windowSeconds: this.statsWindowSeconds,
-          ...windowCounts(value(i * 2 + 1) as string[], oldest),
-        },
+        stats: { windowSeconds: this.statsWindowSeconds, ...windowCounts(slots[i], oldest) },
         ...(held === undefined ? {} : { held }),
       };
     });
   }
 
   async standing(proxyID: string): Promise<ProxyStanding> {
-    const now = this.clock?.now() ?? Date.now();
-    // Reads only, one round trip: the usage keys and the proxy's targets by cooldown end
-    // (P:tord), the running ones only.
-    const replies = await this.guard(() =>
-      this.redis
-        .pipeline()
-        .zcount(`${this.prefix}:load:${proxyID}`, `(${now}`, '+inf')
-        .hvals(`${this.prefix}:stats:${proxyID}`)
-        .get(`${this.prefix}:hold:${proxyID}`)
-        .zrangebyscore(`${this.prefix}:tord:${proxyID}`, `(${now}`, '+inf', 'WITHSCORES')
-        .exec(),
-    );
-    const value = (i: number): unknown => {
-      const [err, reply] = replies![i];
-      if (err) throw translate(err);
-      return reply;
-    };
-    const activeLeases = Number(value(0));
+    // Reads only, one script on Redis's clock: the usage keys and the proxy's running
+    // cooldowns (P:tord), with the time they were read at.
+    const [rawNow, load, hold, slots, flat] = (await this.eval('standing', [proxyID])) as [
+      number,
+      number,
+      string,
+      string[],
+      string[],
+    ];
+    const now = Number(rawNow);
+    const activeLeases = Number(load);
     const record = this.catalog.get(proxyID);
-    const held = holdReason(value(2) as string | null, record === undefined ? '' : addressOf(record), now);
+    const held = holdReason(hold || null, record === undefined ? '' : addressOf(record), now);
     const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
-    const flat = value(3) as string[];
     const cooldowns: ProxyCooldown[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const until = Number(flat[i + 1]);
@@ -420,7 +406,7 @@ export class RedisLeaseStore implements LeaseStore {
     this.hint(proxyID, activeLeases);
     const usage: ProxyUsage = {
       activeLeases,
-      stats: { windowSeconds: this.statsWindowSeconds, ...windowCounts(value(1) as string[], oldest) },
+      stats: { windowSeconds: this.statsWindowSeconds, ...windowCounts(slots, oldest) },
       ...(held === undefined ? {} : { held }),
     };
     return { usage, cooldowns, now };
@@ -477,7 +463,8 @@ export class RedisLeaseStore implements LeaseStore {
     try {
       await this.eval('sweep', []);
       const busy = this.ranking.busy();
-      for (let i = 0; i < busy.length; i += 1000) await this.usage(busy.slice(i, i + 1000));
+      // 200 a call, as a list page: the usage script holds the server while it reads.
+      for (let i = 0; i < busy.length; i += 200) await this.usage(busy.slice(i, i + 200));
     } catch (err) {
       this.logger.warn({ err }, 'lease store sweep failed; retrying on the next interval');
     }
@@ -617,33 +604,60 @@ export class RedisLeaseStore implements LeaseStore {
     );
     subscriber.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return;
-      let parsed: { proxyID?: unknown; address?: unknown };
+      let parsed: { proxyID?: unknown; address?: unknown; since?: unknown };
       try {
         parsed = JSON.parse(message) as typeof parsed;
       } catch {
         return;
       }
       if (typeof parsed.proxyID !== 'string' || typeof parsed.address !== 'string') return;
-      for (const listener of this.listeners) {
-        try {
-          listener(parsed.proxyID, parsed.address);
-        } catch (err) {
-          this.logger.error({ err }, 'probe-request listener failed');
-        }
-      }
+      if (typeof parsed.since !== 'number') return;
+      this.tell([...this.listeners], parsed.proxyID, parsed.address, String(parsed.since));
     });
-    subscriber.subscribe(this.channel).catch((err: unknown) => {
-      this.logger.warn({ err }, 'could not subscribe to probe requests; will retry on reconnect');
+    // A PUBLISH made while this connection was down (a rollout, a new leader, a reconnect) is
+    // lost: on every (re)connect, once subscribed, the running suspicions are read and told
+    // again. Subscribed first: whatever is raised after the read arrives as a message.
+    subscriber.on('ready', () => {
+      subscriber
+        .subscribe(this.channel)
+        .then(() => this.tellPending([...this.listeners]))
+        .catch((err: unknown) => {
+          this.logger.warn({ err }, 'could not subscribe to probe requests; will retry on reconnect');
+        });
     });
   }
 
-  /** Whether the probe-request subscription is live (tests wait for it). */
+  /** Tells these listeners of every suspicion running now (a duplicate is harmless). */
+  private async tellPending(listeners: ProbeRequestListener[]): Promise<void> {
+    try {
+      const flat = ((await this.eval('suspects', [])) as unknown[]).map(String);
+      for (let i = 0; i + 2 < flat.length; i += 3) this.tell(listeners, flat[i], flat[i + 1], flat[i + 2]);
+      this.pendingTold++;
+    } catch (err) {
+      // Asked again at the next reconnect; the suspicion's timeout bounds the hold meanwhile.
+      this.logger.warn({ err }, 'could not read the running suspicions for the health engine');
+    }
+  }
+
+  private tell(listeners: ProbeRequestListener[], proxyID: string, address: string, since: string): void {
+    for (const listener of listeners) {
+      if (!this.listeners.has(listener)) continue;
+      try {
+        listener(proxyID, address, since);
+      } catch (err) {
+        this.logger.error({ err }, 'probe-request listener failed');
+      }
+    }
+  }
+
+  /** Whether the probe-request subscription is live and the running suspicions were told (tests wait for it). */
   async subscribed(): Promise<void> {
     this.subscribe();
     const subscriber = this.subscriber!;
     if (subscriber.status !== 'ready')
       await new Promise<void>((resolve) => subscriber.once('ready', () => resolve()));
     await subscriber.subscribe(this.channel);
+    while (this.pendingTold === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   /**

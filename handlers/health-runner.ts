@@ -9,6 +9,7 @@ import { exitIPSource, probeTargetOf, sameTarget } from './probe-target.js';
 import type { SecretLike } from './cloud-init.js';
 import { CREDENTIALS_SECRETS, servingCredentials } from './proxy-credentials.js';
 import { probeTargetProblem } from './probe-target-problem.js';
+import { followBookRechecks } from './book-rechecks.js';
 import type { HealthObservation } from '../discovery/lease-store.js';
 import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
@@ -76,24 +77,16 @@ export class HealthRunner {
       const slash = key.indexOf('/');
       ctx.trigger(PROXY_KIND, key.slice(0, slash), key.slice(slash + 1));
     });
-    const stopRechecks = this.engine.onRecheck((key, result) => {
-      const target = this.targets.get(key);
-      if (!target) return;
-      const address = `${target.host}:${target.port}`;
-      this.tellBook(
-        ctx,
-        key,
-        result.passed
-          ? { kind: 'probe_passed', address, startedAt: result.startedAt }
-          : { kind: 'down', address },
-      );
-    });
-    const stopRequests = this.book.store.onProbeRequest((key, address) => {
+    const stopBook = followBookRechecks({
+      engine: this.engine,
+      store: this.book.store,
+      probedAddress: (key) => {
+        const target = this.targets.get(key);
+        return target && `${target.host}:${target.port}`;
+      },
       // A proxy the cache has and the last sync did not yet see: sync now rather than drop it.
-      if (!this.targets.has(key)) this.sync(ctx);
-      const target = this.targets.get(key);
-      // A request about an address the engine no longer probes describes nothing current.
-      if (target && `${target.host}:${target.port}` === address) this.engine.recheck(key);
+      unknown: () => this.sync(ctx),
+      tell: (key, observation) => this.tellBook(ctx, key, observation),
     });
     this.engine.start();
     try {
@@ -103,8 +96,7 @@ export class HealthRunner {
         await ctx.sleep(this.settings.healthSyncSeconds * 1000);
       }
     } finally {
-      stopRequests();
-      stopRechecks();
+      stopBook();
       stopExitIPs();
       unsubscribe();
       for (const key of this.targets.keys()) this.engine.remove(key);

@@ -25,10 +25,15 @@ export type TransitionListener = (key: string, verdict: Verdict) => void;
 /** A proxy's exit IP was read and differs from the last one reported (or is the first). */
 export type ExitIPListener = (key: string, exitIP: string) => void;
 
-/** The end of a recheck: `passed` by a probe that started at `startedAt`, or failed the threshold. */
+/**
+ * The end of a recheck: `passed` by a probe that started at `startedAt` (this engine's
+ * clock), or failed the threshold; `ticket`: what the recheck was asked with, handed back so
+ * the asker can match the answer without comparing this engine's clock with its own.
+ */
 export interface RecheckResult {
   passed: boolean;
   startedAt: number;
+  ticket?: string;
 }
 
 export type RecheckListener = (key: string, result: RecheckResult) => void;
@@ -209,13 +214,19 @@ export class HealthEngine {
   /**
    * Probes a proxy out of schedule (a client found it unreachable): at once — or right after
    * a probe already in flight, which started too early to count — then every recheck interval
-   * until a probe passes or failureThreshold fail; the end goes to onRecheck listeners. A
-   * proxy already being rechecked starts nothing: returns false then, and for unknown keys.
+   * until a probe passes or failureThreshold fail; the end goes to onRecheck listeners with
+   * `ticket`. Any probe that started after the request counts, a scheduled one too. A proxy
+   * already being rechecked for the same ticket starts nothing: returns false then, and for
+   * unknown keys; another ticket (a newer request) starts over from now.
    */
-  recheck(key: string): boolean {
+  recheck(key: string, ticket?: string): boolean {
     const entry = this.entries.get(key);
-    if (!entry || entry.recheck) return false;
-    entry.recheck = { requestedAt: this.clock.now(), failures: 0 };
+    if (!entry || (entry.recheck && entry.recheck.ticket === ticket)) return false;
+    entry.recheck = {
+      requestedAt: this.clock.now(),
+      failures: 0,
+      ...(ticket === undefined ? {} : { ticket }),
+    };
     this.metrics.countRecheck();
     if (!entry.inFlight) this.queue.schedule(key, this.clock.now());
     return true;
@@ -256,7 +267,8 @@ export class HealthEngine {
     for (const entry of this.entries.values()) {
       entry.inFlight?.abort();
       entry.inFlight = undefined;
-      // The next term's book asks again if it still suspects the proxy.
+      // The book tells the next listener (the next term's runner) of every suspicion still
+      // running (LeaseStore.onProbeRequest): its recheck starts again then.
       entry.recheck = undefined;
     }
     await this.prober.close();
@@ -354,7 +366,8 @@ export class HealthEngine {
     this.logger.info({ proxy: key, passed: step.passed }, 'recheck after an unreachable report ended');
     for (const listener of [...this.recheckListeners]) {
       try {
-        listener(key, { passed: step.passed, startedAt });
+        const ticket = recheck.ticket;
+        listener(key, { passed: step.passed, startedAt, ...(ticket === undefined ? {} : { ticket }) });
       } catch (err) {
         this.logger.error({ proxy: key, err }, 'recheck listener threw');
       }

@@ -7,6 +7,8 @@ export interface Recheck {
   requestedAt: number;
   /** Failed probes that started after the request. */
   failures: number;
+  /** What the asker named the request with (opaque here), handed back with the answer. */
+  ticket?: string;
 }
 
 export type RecheckStep =

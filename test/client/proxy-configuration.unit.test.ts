@@ -869,11 +869,10 @@ describe('ProxyOperatorConfiguration', () => {
       server.catalog.proxies = [A];
       await config.newUrl('s1', request('https://one.example/'));
       await failed('s1', 'https://one.example/', urlOf(A), refused);
-      await server.store.observeHealth('ns/a', {
-        kind: 'probe_passed',
-        address: '10.0.0.1:3128',
-        startedAt: Date.now(),
-      });
+      const [suspicion] = await new Promise<string[]>((resolve) =>
+        server.store.onProbeRequest((_id, _address, token) => resolve([token])),
+      );
+      await server.store.observeHealth('ns/a', { kind: 'probe_passed', address: '10.0.0.1:3128', suspicion });
       expect(await config.newUrl('s2', request('https://one.example/'))).toBe(urlOf(A));
     });
   });

@@ -20,7 +20,8 @@ import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 export interface ContractOptions extends LeaseBookOptions {
   catalog: ProxyCatalog;
   logger: Logger;
-  clock: Clock;
+  /** Absent: the store's own clock (Redis's TIME, the process's). */
+  clock?: Clock;
 }
 
 export interface LeaseStoreSubject {
@@ -1093,8 +1094,8 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         proxies = [proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })],
       ) {
         const s = setup(options, proxies);
-        const requests: [string, string][] = [];
-        s.store.onProbeRequest((id, address) => requests.push([id, address]));
+        const requests: [string, string, string][] = [];
+        s.store.onProbeRequest((id, address, token) => requests.push([id, address, token]));
         await subject.probeRequestsReady?.(s.store);
         const held = await s.lease({ target: 'example.com', ttlSeconds: 3600 });
         expect(held.proxyID).toBe('ns/a');
@@ -1111,6 +1112,43 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         }
       };
 
+      /** The token of the first suspicion's probe request (what a passing recheck hands back). */
+      const token = async (s: { requests: [string, string, string][] }): Promise<string> => {
+        await waitFor(() => s.requests.length >= 1);
+        return s.requests[0][2];
+      };
+
+      it('a listener that comes after the reports hears of every suspicion still running, once each', async () => {
+        // Raised while no health engine listened (a rollout, a new leader): not lost.
+        const s = setup({}, [
+          proxy('ns/a'),
+          proxy('ns/b', { ip: '10.0.0.2' }),
+          proxy('ns/c', { ip: '10.0.0.3' }),
+        ]);
+        const leases = [await s.lease(), await s.lease(), await s.lease()];
+        expect(new Set(leases.map((l) => l.proxyID)).size).toBe(3);
+        for (const l of leases.slice(0, 2)) await s.store.report(l.id, 'unreachable');
+        // A client re-reporting in the gap changes nothing: still one suspicion each.
+        expect(await s.store.report(leases[0].id, 'unreachable')).toMatchObject({ probeRequested: false });
+        const requests: [string, string, string][] = [];
+        s.store.onProbeRequest((id, address, suspicion) => requests.push([id, address, suspicion]));
+        await subject.probeRequestsReady?.(s.store);
+        await waitFor(() => requests.length >= 2);
+        const byID = new Map(requests.map(([id, address, suspicion]) => [id, { address, suspicion }]));
+        expect([...byID.keys()].sort()).toEqual(
+          leases
+            .slice(0, 2)
+            .map((l) => l.proxyID)
+            .sort(),
+        );
+        // Each request's token ends its suspicion: both proxies are leasable again.
+        for (const [id, { address, suspicion }] of byID)
+          await s.store.observeHealth(id, { kind: 'probe_passed', address, suspicion });
+        const usage = await s.store.usage(['ns/a', 'ns/b', 'ns/c']);
+        expect(usage.map((u) => u.held)).toEqual([undefined, undefined, undefined]);
+        expect(await s.store.totals()).toMatchObject({ suspectProxies: 0, suspicionsRaised: 2 });
+      });
+
       it('excludes the proxy from every lease, any target, asks for one probe, and shows it held', async () => {
         const s = await suspect();
         expect(s.outcome).toEqual({
@@ -1120,7 +1158,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           probeRequested: true,
         });
         await waitFor(() => s.requests.length === 1);
-        expect(s.requests).toEqual([['ns/a', ADDRESS]]);
+        expect(s.requests).toEqual([['ns/a', ADDRESS, expect.any(String)]]);
         for (const target of ['example.com', 'other.org', undefined]) {
           expect(granted(await s.store.acquire(request({ target }))).proxyID).toBe('ns/b');
         }
@@ -1157,34 +1195,39 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
 
       it.each<[string, (s: Awaited<ReturnType<typeof suspect>>) => Promise<void>, boolean]>([
         [
-          'a probe that started after the suspicion passed → leasable again',
+          'the recheck asked for this suspicion passed → leasable again',
           async (s) => {
             await s.store.observeHealth('ns/a', {
               kind: 'probe_passed',
               address: ADDRESS,
-              startedAt: s.raisedAt,
+              suspicion: await token(s),
             });
           },
           true,
         ],
         [
-          'a probe that started before the suspicion passed → still held',
+          'a recheck asked for an earlier suspicion passed → still held',
           async (s) => {
+            const earlier = await token(s);
+            s.clock.advanceSeconds(60);
+            expect(await s.store.report(s.held.id, 'unreachable')).toMatchObject({ probeRequested: true });
+            await waitFor(() => s.requests.length === 2);
+            expect(s.requests[1][2]).not.toBe(earlier);
             await s.store.observeHealth('ns/a', {
               kind: 'probe_passed',
               address: ADDRESS,
-              startedAt: s.raisedAt - 1,
+              suspicion: earlier,
             });
           },
           false,
         ],
         [
-          'a probe of another address passed → still held',
+          'a recheck of another address passed → still held',
           async (s) => {
             await s.store.observeHealth('ns/a', {
               kind: 'probe_passed',
               address: '10.9.9.9:3128',
-              startedAt: s.raisedAt,
+              suspicion: await token(s),
             });
           },
           false,
@@ -1227,7 +1270,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         await s.store.observeHealth('ns/a', {
           kind: 'probe_passed',
           address: ADDRESS,
-          startedAt: s.raisedAt,
+          suspicion: await token(s),
         });
         s.clock.advanceSeconds(4);
         expect(await s.store.report(s.held.id, 'unreachable')).toMatchObject({
@@ -1371,6 +1414,62 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         const total = usage.reduce((n, u) => n + u.activeLeases, 0);
         expect(total).toBe(live.size);
         expect((await store.totals()).activeLeases).toBe(live.size);
+      });
+    });
+
+    describe("on the store's own clock (no test clock: Redis's TIME, the process's)", () => {
+      // Redis runs on this machine: its clock and this process's agree within this much.
+      const SLACK = 1000;
+      function own(proxies: ProxyRecord[] = [proxy('ns/a')]) {
+        const catalog = new TestCatalog(proxies);
+        const store = subject.create({
+          catalog,
+          logger: silentLogger,
+          cooldownSeconds: 60,
+          random: () => 0.5,
+        });
+        created.push(store);
+        return { catalog, store };
+      }
+      const around = (t: number, from: number) => {
+        expect(t).toBeGreaterThanOrEqual(from - SLACK);
+        expect(t).toBeLessThanOrEqual(Date.now() + SLACK);
+      };
+
+      it("grants, counts and explains on the store's time", async () => {
+        const { store } = own();
+        const from = Date.now();
+        const lease = granted(await store.acquire(request({ ttlSeconds: 60 })));
+        around(lease.acquiredAt.getTime(), from);
+        expect(lease.expiresAt.getTime() - lease.acquiredAt.getTime()).toBe(60_000);
+        await store.report(lease.id, 'banned', { target: 'shop.example' });
+        const standing = await store.standing('ns/a');
+        around(standing.now, from);
+        expect(standing.usage).toMatchObject({ activeLeases: 1, stats: { banned: 1 } });
+        expect(standing.cooldowns).toHaveLength(1);
+        expect(standing.cooldowns[0].until - lease.acquiredAt.getTime()).toBeGreaterThanOrEqual(60_000);
+        expect(standing.cooldowns[0].until - standing.now).toBeLessThanOrEqual(60_000);
+        expect((await store.usage(['ns/a']))[0]).toMatchObject({ activeLeases: 1, stats: { banned: 1 } });
+      });
+
+      it('a suspicion ends when the recheck its request asked for passes', async () => {
+        const { store } = own([proxy('ns/a'), proxy('ns/b', { ip: '10.0.0.2', latencyMillis: 500 })]);
+        const requests: [string, string, string][] = [];
+        store.onProbeRequest((id, address, suspicion) => requests.push([id, address, suspicion]));
+        await subject.probeRequestsReady?.(store);
+        const lease = granted(await store.acquire(request()));
+        expect(lease.proxyID).toBe('ns/a');
+        await store.report(lease.id, 'unreachable');
+        await store.release(lease.id);
+        expect((await store.usage(['ns/a']))[0].held).toBe('suspect');
+        expect(granted(await store.acquire(request())).proxyID).toBe('ns/b');
+        const deadline = Date.now() + 5000;
+        while (requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        const [[id, address, suspicion]] = requests;
+        await store.observeHealth(id, { kind: 'probe_passed', address, suspicion });
+        expect((await store.usage(['ns/a']))[0].held).toBeUndefined();
+        // Back in the ranking: idle and the faster of the two.
+        expect(granted(await store.acquire(request())).proxyID).toBe('ns/a');
       });
     });
   });

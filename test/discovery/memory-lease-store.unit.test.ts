@@ -198,9 +198,13 @@ describe('MemoryLeaseStore', () => {
     it.each<[string, (s: Awaited<ReturnType<typeof reportedDead>>) => Promise<void>, string]>([
       ['no probe yet', async () => undefined, 'ns/b'],
       [
-        'a probe that started before the report passed',
+        'a recheck asked for an earlier suspicion passed',
         async (s) =>
-          s.store.observeHealth('ns/a', { kind: 'probe_passed', address: A, startedAt: s.reportedAt - 1 }),
+          s.store.observeHealth('ns/a', {
+            kind: 'probe_passed',
+            address: A,
+            suspicion: String(s.reportedAt - 1),
+          }),
         'ns/b',
       ],
       [
@@ -209,7 +213,7 @@ describe('MemoryLeaseStore', () => {
           s.store.observeHealth('ns/a', {
             kind: 'probe_passed',
             address: '10.9.9.9:3128',
-            startedAt: s.reportedAt,
+            suspicion: String(s.reportedAt),
           }),
         'ns/b',
       ],
@@ -219,9 +223,13 @@ describe('MemoryLeaseStore', () => {
         'ns/b',
       ],
       [
-        'a probe that started after the report passed',
+        'the recheck asked for this suspicion passed',
         async (s) =>
-          s.store.observeHealth('ns/a', { kind: 'probe_passed', address: A, startedAt: s.reportedAt }),
+          s.store.observeHealth('ns/a', {
+            kind: 'probe_passed',
+            address: A,
+            suspicion: String(s.reportedAt),
+          }),
         'ns/a',
       ],
     ])('%s → the next lease goes to %s', async (_case, then, expected) => {
@@ -263,7 +271,11 @@ describe('MemoryLeaseStore', () => {
       const s = setup({ suspicionHoldoffSeconds: 5 }, [proxy('ns/a')]);
       const leases = [await s.lease(), await s.lease(), await s.lease()];
       await s.store.report(leases[0].id, 'unreachable');
-      await s.store.observeHealth('ns/a', { kind: 'probe_passed', address: A, startedAt: s.clock.now() });
+      await s.store.observeHealth('ns/a', {
+        kind: 'probe_passed',
+        address: A,
+        suspicion: String(s.clock.now()),
+      });
       s.clock.advanceSeconds(4);
       expect(await s.store.report(leases[1].id, 'unreachable')).toEqual(
         expect.objectContaining({ suspect: false, probeRequested: false }),

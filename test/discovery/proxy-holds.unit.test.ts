@@ -4,6 +4,7 @@ import {
   onObservation,
   onRecordChanged,
   onUnreachable,
+  suspicionToken,
   type HoldState,
   type SuspicionPolicy,
   type UnreachableVerdict,
@@ -65,9 +66,9 @@ describe("the health engine's news", () => {
   const suspect: HoldState = { address: A, suspectSince: 1000 };
   it.each<[string, HoldState | undefined, HealthObservation, HoldReason | undefined]>([
     // [case, state before, observation, hold after (at 2,000)]
-    ['a probe that started after the report ends the suspicion', suspect, pass(A, 1000), undefined],
-    ['a probe that started before the report answers nothing', suspect, pass(A, 999), 'suspect'],
-    ['a passing probe of another address answers nothing', suspect, pass(B, 1500), 'suspect'],
+    ['a recheck asked for this suspicion passed: it ends', suspect, pass(A, '1000'), undefined],
+    ['a recheck asked for an earlier suspicion answers nothing', suspect, pass(A, '999'), 'suspect'],
+    ['a passing recheck of another address answers nothing', suspect, pass(B, '1000'), 'suspect'],
     ['an unhealthy verdict holds the proxy down', suspect, { kind: 'down', address: A }, 'down'],
     [
       'an unhealthy verdict holds even a proxy the book knew nothing of',
@@ -85,7 +86,7 @@ describe("the health engine's news", () => {
     [
       'a single passing probe does not lift a down hold',
       { address: A, down: true, suspectSince: 1000 },
-      pass(A, 1500),
+      pass(A, '1000'),
       'down',
     ],
   ])('%s', (_case, before, observation, hold) => {
@@ -93,7 +94,7 @@ describe("the health engine's news", () => {
   });
 
   it('a passing re-probe starts the holdoff', () => {
-    const after = onObservation({ address: A, suspectSince: 1000 }, pass(A, 1200), 1500);
+    const after = onObservation({ address: A, suspectSince: 1000 }, pass(A, suspicionToken(1000)), 1500);
     expect(after).toEqual({ address: A, clearedAt: 1500 });
     expect(onUnreachable(after, A, 6_499, POLICY).verdict).toBe('not_believed');
   });
@@ -141,6 +142,6 @@ describe('forgetting', () => {
   });
 });
 
-function pass(address: string, startedAt: number): HealthObservation {
-  return { kind: 'probe_passed', address, startedAt };
+function pass(address: string, suspicion: string): HealthObservation {
+  return { kind: 'probe_passed', address, suspicion };
 }

@@ -124,6 +124,22 @@ describe('HealthEngine.recheck', () => {
     expect(await s.count()).toBe(1);
   });
 
+  it("answers with the request's ticket; the same ticket again starts nothing, a new one starts over", async () => {
+    const s = await setup();
+    expect(s.engine.recheck('ns/a', 'suspicion-1')).toBe(true);
+    expect(s.engine.recheck('ns/a', 'suspicion-1')).toBe(false);
+    await s.clock.advance(500);
+    // A newer request while the first probe hangs: that probe started before it, so it
+    // answers nothing; the next one (started after) answers the new ticket only.
+    expect(s.engine.recheck('ns/a', 'suspicion-2')).toBe(true);
+    s.prober.finishAll(success());
+    await s.clock.advance(0);
+    expect(s.rechecks).toEqual([]);
+    s.prober.finishAll(success());
+    await s.clock.advance(0);
+    expect(s.rechecks).toEqual([['ns/a', { passed: true, startedAt: 15_500, ticket: 'suspicion-2' }]]);
+  });
+
   it('a probe already in flight started too early: another follows it at once', async () => {
     const s = await setup();
     await s.clock.advance(30_000); // the scheduled probe starts at 45 s and hangs
