@@ -21,6 +21,11 @@ export interface LeaseRequest {
    * keys are per owner (two owners' "s1" are two sessions). Undefined is an owner of its own.
    */
   owner?: string;
+  /**
+   * The asking token's scope (token-scope.ts): only proxies it admits are leased, a session
+   * bound to one outside it moves. Absent: every proxy.
+   */
+  within?: (proxy: ProxyRecord) => boolean;
 }
 
 export interface Lease {
@@ -176,10 +181,10 @@ export interface LeaseStore {
    */
   renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined>;
   /**
-   * Ends a lease early. Idempotent: releasing an unknown or ended lease (or another owner's,
-   * which stays live) succeeds.
+   * Ends a lease early. Resolves true when it ended this owner's live lease; false when the
+   * lease is unknown, ended already or another owner's (which stays live).
    */
-  release(leaseID: string, owner?: string): Promise<void>;
+  release(leaseID: string, owner?: string): Promise<boolean>;
   /**
    * Records the outcome of using a lease's proxy. Resolves undefined when the lease is
    * unknown, expired or released. `unreachable` makes the proxy suspect (see ReportOutcome)

@@ -167,7 +167,9 @@ export class RedisLeaseStore implements LeaseStore {
     const leaseID = this.newID();
     // Without a session the script never answers 'need': one try.
     if (request.session === undefined) return (await this.tryAcquire(request, leaseID)) as AcquireResult;
-    const matches = proxyMatcher(request.selector, request.exitIP);
+    const selected = proxyMatcher(request.selector, request.exitIP);
+    const matches = (record: ProxyRecord) =>
+      selected(record) && (request.within === undefined || request.within(record));
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
     const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
@@ -213,6 +215,9 @@ export class RedisLeaseStore implements LeaseStore {
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
+    // A token's scope (token-scope.ts) steps over the proxies outside it, as a skip does.
+    const admits = request.within;
+    const outside = admits === undefined ? undefined : (id: string) => !admits(this.ranking.record(id)!);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
       let chunk: ProxyRecord[];
@@ -220,14 +225,19 @@ export class RedisLeaseStore implements LeaseStore {
         const boundID = bound.id;
         chunk = [
           bound,
-          ...this.ranking.candidates(request.selector, request.exitIP, size - 1, (id) => id === boundID),
+          ...this.ranking.candidates(
+            request.selector,
+            request.exitIP,
+            size - 1,
+            (id) => id === boundID || outside?.(id) === true,
+          ),
         ];
       } else {
         chunk = this.ranking.candidates(
           request.selector,
           request.exitIP,
           size,
-          sent && ((id) => sent!.has(id)),
+          sent === undefined ? outside : (id) => sent!.has(id) || outside?.(id) === true,
         );
       }
       // An empty first chunk still runs when a session may need moving (and to say no_match).
@@ -296,12 +306,14 @@ export class RedisLeaseStore implements LeaseStore {
     return { lease, usage: this.usageFrom(reply[1], reply[2], reply[3], Number(reply[4])) };
   }
 
-  async release(leaseID: string, owner?: string): Promise<void> {
+  async release(leaseID: string, owner?: string): Promise<boolean> {
     const reply = decodeReleaseReply(
       (await this.eval('release', [scopedKey(owner, leaseID)])) as string | null,
     );
     // -1: the lease had ended already (its count is settled where it was pruned).
-    if (reply !== undefined && reply.load >= 0) this.hint(reply.proxyID, reply.load);
+    if (reply === undefined || reply.load < 0) return false;
+    this.hint(reply.proxyID, reply.load);
+    return true;
   }
 
   async report(

@@ -1,7 +1,7 @@
 // A typed client for the proxy-operator discovery API, on undici.
 import { request, type Dispatcher } from 'undici';
 import { backoffDelayMs, sleep, type BackoffOptions } from './backoff.js';
-import { DiscoveryApiError, DiscoveryTimeoutError, DiscoveryTransportError } from './errors.js';
+import { DiscoveryApiError, DiscoveryTimeoutError, DiscoveryTransportError, isLeaseGone } from './errors.js';
 import type {
   ApiErrorBody,
   Attributes,
@@ -165,9 +165,16 @@ export class DiscoveryClient {
     return this.call<Lease>('POST', `/v1/leases/${seg(leaseID)}/renew`, body, options);
   }
 
-  /** DELETE /v1/leases/{id}: idempotent, succeeds for unknown and ended leases too. */
+  /**
+   * DELETE /v1/leases/{id}. Idempotent here: the server's 404 lease_not_found (a lease that
+   * ended already, or is not this token's) resolves too, as the lease is not held either way.
+   */
   async release(leaseID: string, options: CallOptions = {}): Promise<void> {
-    await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
+    try {
+      await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
+    } catch (err) {
+      if (!isLeaseGone(err)) throw err;
+    }
   }
 
   /**

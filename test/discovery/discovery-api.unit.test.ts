@@ -626,20 +626,21 @@ describe('discovery API', () => {
   });
 
   describe('DELETE /v1/leases/{id}', () => {
-    it('releases early, freeing the slot, and answers 204 every time', async () => {
+    it('releases early, freeing the slot (204); a lease that has ended answers 404', async () => {
       h.catalog.proxies = [proxy('ns/one', { maxLeases: 1 })];
       const held = await lease();
       expect((await h.call('POST', '/v1/leases')).status).toBe(409);
-      for (let i = 0; i < 2; i++) {
-        const response = await h.call('DELETE', `/v1/leases/${held.leaseID}`);
-        expect(response.status).toBe(204);
-        expect(response.text).toBe('');
-      }
+      const response = await h.call('DELETE', `/v1/leases/${held.leaseID}`);
+      expect(response.status).toBe(204);
+      expect(response.text).toBe('');
+      const again = await h.call('DELETE', `/v1/leases/${held.leaseID}`);
+      expect([again.status, (again.body as { error: string }).error]).toEqual([404, 'lease_not_found']);
       expect((await lease()).proxy.id).toBe('ns/one');
     });
 
-    it('answers 204 for a lease that never existed', async () => {
-      expect((await h.call('DELETE', '/v1/leases/never-issued')).status).toBe(204);
+    it('answers 404 lease_not_found for a lease that never existed', async () => {
+      const response = await h.call('DELETE', '/v1/leases/never-issued');
+      expect([response.status, (response.body as { error: string }).error]).toEqual([404, 'lease_not_found']);
     });
   });
 
