@@ -1187,9 +1187,13 @@ describe('discovery API authentication', () => {
       const status = async (token: string) =>
         (await h.call('GET', '/v1/proxies', { headers: { authorization: `Bearer ${token}` } })).status;
       expect(await status(TOKEN)).toBe(200);
-      for (let i = 0; i < 40; i++) expect(await status(`${TOKEN}${i}`)).toBe(401);
+      // Past the per-address limit of failures (source-limiter.ts: a burst of 20) a wrong
+      // token is answered 429 unhashed; the right one, presented before, still passes.
+      const wrong = [];
+      for (let i = 0; i < 40; i++) wrong.push(await status(`${TOKEN}${i}`));
+      expect(wrong).toEqual([...Array<number>(20).fill(401), ...Array<number>(20).fill(429)]);
       expect(await status(TOKEN)).toBe(200);
-      expect(await status(TOKEN.slice(0, -1))).toBe(401);
+      expect([401, 429]).toContain(await status(TOKEN.slice(0, -1)));
       expect(await status(TOKEN)).toBe(200);
     });
 
