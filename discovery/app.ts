@@ -376,7 +376,9 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         );
       }
     }
-    const outcome = await leases.report(leaseID, result, details, who);
+    // An API without tokens has one tenant: nobody to agree with, so its reports are trusted.
+    const rotationTrusted = tokens === undefined || tokens.policyOf(who).rotationTrusted;
+    const outcome = await leases.report(leaseID, result, { ...details, rotationTrusted }, who);
     if (outcome === undefined) return undefined;
     if (outcome.cooldownUntil !== undefined)
       ledger.cooldownRecorded(

@@ -12,6 +12,11 @@ export interface ProxyCooldown {
   until: number;
   /** Another team's target (target-privacy.ts): the target is not shown, only that one runs. */
   hidden?: true;
+  /**
+   * Whether the reports behind it agree (ban-agreement.ts): what rotation on bans counts.
+   * Stores always say; absent (a hand-made reading) counts as agreed.
+   */
+  agreed?: boolean;
 }
 
 export interface CooldownView {

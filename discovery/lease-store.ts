@@ -76,6 +76,12 @@ export interface ReportDetails {
   target?: string;
   /** A rate_limited response's Retry-After, in seconds: that cooldown lasts at least this long. */
   retryAfterSeconds?: number;
+  /**
+   * The reporting token is trusted for rotation on bans (ban-agreement.ts): its cooldown
+   * counts toward spec.rotation.whenCoolingDownOn alone. A report without an owner (in-process)
+   * is trusted whatever this says.
+   */
+  rotationTrusted?: boolean;
 }
 
 export interface ReportOutcome {

@@ -236,7 +236,9 @@ export class MemoryLeaseStore implements LeaseStore {
     const target = key === undefined ? {} : { target: key };
     if (result === 'unreachable') return { lease, ...target, ...this.suspect(lease, now) };
     const retryAfter = details.retryAfterSeconds === undefined ? undefined : details.retryAfterSeconds * 1000;
-    const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter);
+    // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
+    const reporter = { name: owner ?? '', trusted: owner === undefined || details.rotationTrusted === true };
+    const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter, reporter);
     if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
   }
@@ -286,7 +288,9 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.expireDue();
     const cooldowns = this.targets
       .cooldownsOf(proxyID, now)
-      .map(({ target, until }) => (target === GLOBAL_POOL ? { until } : { target, until }));
+      .map(({ target, until, agreed }) =>
+        target === GLOBAL_POOL ? { until, agreed } : { target, until, agreed },
+      );
     return { usage: this.usageOf(proxyID, now), cooldowns, now };
   }
 

@@ -51,6 +51,10 @@ import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.j
 import { proxyMatcher } from './selector.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
+import { agreed } from './ban-agreement.js';
+
+/** Separates a reporters field's target from the reporter (targets never hold it). */
+const NUL = '\u0000';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
 /** What a 503 store_unavailable tells the client to wait. */
@@ -328,6 +332,9 @@ export class RedisLeaseStore implements LeaseStore {
       details.target ?? NO_TARGET,
       details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
       String(this.random()),
+      owner ?? '',
+      // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
+      owner === undefined || details.rotationTrusted === true ? '1' : '0',
     ])) as [string, string, number, number, number] | null;
     if (reply === null) return undefined;
     const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
@@ -411,6 +418,7 @@ export class RedisLeaseStore implements LeaseStore {
         .hvals(`${this.prefix}:stats:${proxyID}`)
         .get(`${this.prefix}:hold:${proxyID}`)
         .zrangebyscore(`${this.prefix}:tord:${proxyID}`, `(${now}`, '+inf', 'WITHSCORES')
+        .hgetall(`${this.prefix}:rep:${proxyID}`)
         .exec(),
     );
     const value = (i: number): unknown => {
@@ -423,11 +431,22 @@ export class RedisLeaseStore implements LeaseStore {
     const held = holdReason(value(2) as string | null, record === undefined ? '' : addressOf(record), now);
     const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
     const flat = value(3) as string[];
+    const reporters = new Map<string, Map<string, number>>();
+    for (const [field, end] of Object.entries(value(4) as Record<string, string>)) {
+      const at = field.lastIndexOf(NUL);
+      const target = field.slice(0, at);
+      let names = reporters.get(target);
+      if (names === undefined) reporters.set(target, (names = new Map()));
+      names.set(field.slice(at + 1), Number(end));
+    }
     const cooldowns: ProxyCooldown[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const until = Number(flat[i + 1]);
+      const agreedOn = agreed(reporters.get(flat[i]) ?? new Map<string, number>(), now);
       // The global pool's key is the empty target (no target is empty: request-parsing.ts).
-      cooldowns.push(flat[i] === '' ? { until } : { target: flat[i], until });
+      cooldowns.push(
+        flat[i] === '' ? { until, agreed: agreedOn } : { target: flat[i], until, agreed: agreedOn },
+      );
     }
     this.hint(proxyID, activeLeases);
     const usage: ProxyUsage = {

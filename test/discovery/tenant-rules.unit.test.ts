@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiTokens, readTokensFile, parseTokensFileContent } from '../../discovery/api-tokens.js';
+import { agreed, TRUSTED_REPORTER, withReporter } from '../../discovery/ban-agreement.js';
 import { SourceLimiter } from '../../discovery/source-limiter.js';
 import { visibleCooldowns } from '../../discovery/target-privacy.js';
 import {
@@ -215,5 +216,57 @@ describe('reloading the tokens file', () => {
 
   it('refuses an empty file at start-up', () => {
     expect(() => parseTokensFileContent('# nothing\n', 'f')).toThrow(/^f: holds no token/);
+  });
+});
+
+describe('agreement on a ban (rotation on bans)', () => {
+  it.each<[string, [string, number][], boolean]>([
+    ['nobody', [], false],
+    ['one token', [['a', 10]], false],
+    [
+      'two tokens',
+      [
+        ['a', 10],
+        ['b', 10],
+      ],
+      true,
+    ],
+    [
+      'two tokens, one of whose cooldowns ended',
+      [
+        ['a', 10],
+        ['b', 5],
+      ],
+      false,
+    ],
+    [
+      'a trusted token',
+      [
+        ['a', 10],
+        [TRUSTED_REPORTER, 10],
+      ],
+      true,
+    ],
+    [
+      'a trusted mark whose cooldown ended',
+      [
+        ['a', 10],
+        [TRUSTED_REPORTER, 5],
+      ],
+      false,
+    ],
+  ])('%s at 5: agreed %s', (_case, reporters, expected) => {
+    expect(agreed(new Map(reporters), 5)).toBe(expected);
+  });
+
+  it('keeps at most three reporters, dropping the earliest to end but never the one reporting', () => {
+    const reporters = new Map<string, number>();
+    withReporter(reporters, 'a', false, 10, 0);
+    withReporter(reporters, 'b', false, 20, 0);
+    withReporter(reporters, 'c', false, 30, 0);
+    withReporter(reporters, 'd', false, 5, 0);
+    expect([...reporters.keys()].sort()).toEqual(['b', 'c', 'd']);
+    withReporter(reporters, 'e', true, 40, 6); // d's ended: it goes first
+    expect([...reporters.keys()].sort()).toEqual(['*', 'c', 'e']);
   });
 });

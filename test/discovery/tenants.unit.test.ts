@@ -188,6 +188,54 @@ describe('two tenants on one fleet', () => {
     });
   });
 
+  describe('rotation on bans needs agreement', () => {
+    it.each<[string, string, [string, string][], boolean]>([
+      [
+        'one token alone, however often',
+        '',
+        [
+          [TEAM_A, 'x'],
+          [TEAM_A, 'x'],
+          [TEAM_A, 'x'],
+        ],
+        false,
+      ],
+      [
+        'two tokens on the same target',
+        '',
+        [
+          [TEAM_A, 'x'],
+          [TEAM_B, 'x'],
+        ],
+        true,
+      ],
+      [
+        'two tokens on two targets',
+        '',
+        [
+          [TEAM_A, 'x'],
+          [TEAM_B, 'y'],
+        ],
+        false,
+      ],
+      ['a token the file trusts for it', 'rotation-trusted', [[TEAM_B, 'x']], true],
+    ])("%s: the book's cooldown is agreed %s", async (_case, bOptions, reports, agreedOn) => {
+      h = await startHarness({
+        tokens: twoTeams(bOptions),
+        app: { quotas: QUOTAS },
+        proxies: [proxy('ns/a', { maxLeases: 10 })],
+      });
+      for (const [token, target] of reports) {
+        const id = leaseID(await lease(token));
+        expect(
+          (await call(token, 'POST', `/v1/leases/${id}/report`, { result: 'banned', target })).status,
+        ).toBe(200);
+      }
+      const { cooldowns } = await h.store.standing('ns/a');
+      expect(cooldowns.some((c) => c.agreed === true)).toBe(agreedOn);
+    });
+  });
+
   describe('private targets', () => {
     it("shows a token its own targets' cooldowns, and of another's only that one runs", async () => {
       await start({ proxies: [proxy('ns/a', { maxLeases: 10 })] });
