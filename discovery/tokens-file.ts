@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { ApiTokens, parseTokensFileContent, readTokensFile } from './api-tokens.js';
 
 export const TOKENS_FILE_INTERVAL_MS = 2_000;
@@ -27,6 +28,31 @@ export function loadTokensFile(path: string): { tokens: ApiTokens; text: string 
 
 /** Told after each re-read whether the file is usable (a metric and its alert follow it). */
 export type TokensFileStatusListener = (usable: boolean) => void;
+
+export const TOKENS_FILE_USABLE_METRIC = 'proxy_operator_discovery_tokens_file_usable';
+
+/**
+ * The file's state as metrics: a gauge (1 usable, 0 unreadable or invalid since the last
+ * change: an edit is not applied; the ProxyDiscoveryTokensFileUnusable alert) and a counter
+ * of failed re-reads.
+ */
+export function tokensFileMetrics(registry: Registry): TokensFileStatusListener {
+  const usable = new Gauge({
+    name: TOKENS_FILE_USABLE_METRIC,
+    help: 'Whether the discovery tokens file was usable at its last re-read (0: an edit was refused; the tokens before it still apply).',
+    registers: [registry],
+  });
+  const failures = new Counter({
+    name: 'proxy_operator_discovery_tokens_file_errors_total',
+    help: 'Re-reads of the discovery tokens file that found it unreadable or invalid.',
+    registers: [registry],
+  });
+  usable.set(1);
+  return (ok) => {
+    usable.set(ok ? 1 : 0);
+    if (!ok) failures.inc();
+  };
+}
 
 /**
  * Keeps `tokens` equal to the file's content. A file that turns unreadable or invalid

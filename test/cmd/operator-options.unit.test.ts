@@ -26,6 +26,7 @@ describe('handlerSettingsFrom', () => {
         port: 8090,
         token: '',
         rateLimit: { ratePerSecond: 1000, burst: 2000 },
+        metricsTargetNames: false,
       },
     });
   });
@@ -99,9 +100,9 @@ describe('handlerSettingsFrom', () => {
     [
       'DISCOVERY_TOKEN',
       [],
-      { DISCOVERY_TOKEN: 's3cret', DISCOVERY_UNAUTHENTICATED: '' },
+      { DISCOVERY_TOKEN: 's3cret-long-enough-0123', DISCOVERY_UNAUTHENTICATED: '' },
       (h) => [h.discovery.token, h.discovery.tokensFile],
-      ['s3cret', undefined],
+      ['s3cret-long-enough-0123', undefined],
     ],
     [
       '--discovery-tokens-file',
