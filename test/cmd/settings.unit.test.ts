@@ -187,10 +187,10 @@ describe('operator settings', () => {
     expect(() => parse(['--discovery-tls-key', '/k.pem'], { DISCOVERY_TOKEN: T })).toThrow(
       /^--discovery-tls-cert: required with --discovery-tls-key$/,
     );
-    expect(
-      parse(['--discovery-tls-cert', '/c.pem', '--discovery-tls-key', '/k.pem'], { DISCOVERY_TOKEN: T })
-        .discovery.tls,
-    ).toEqual({ certFile: '/c.pem', keyFile: '/k.pem' });
+    const both = parse(['--discovery-tls-cert', '/c.pem', '--discovery-tls-key', '/k.pem'], {
+      DISCOVERY_TOKEN: T,
+    });
+    expect(both).toMatchObject({ discovery: { tls: { certFile: '/c.pem', keyFile: '/k.pem' } } });
   });
 
   it('documents every flag in --help', () => {
