@@ -517,7 +517,10 @@ export class RedisLeaseStore implements LeaseStore {
   // --- internals
 
   /** A stored lease as its owner sees it: the owner named, the session key unscoped. */
-  private owned(lease: Lease, owner: string | undefined): Lease {
+  private owned(stored: Lease, owner: string | undefined): Lease {
+    // The book keeps no credentials: the proxy's come from this replica's catalog.
+    const credentials = this.catalog.get(stored.proxyID)?.credentials;
+    const lease = credentials === undefined ? stored : { ...stored, proxy: { ...stored.proxy, credentials } };
     if (owner === undefined) return lease;
     return {
       ...lease,
@@ -732,10 +735,15 @@ function translate(err: unknown): unknown {
 
 /** Records are immutable: each one's JSON is computed once. */
 const jsonCache = new WeakMap<ProxyRecord, string>();
+/**
+ * A record as the book stores it in a lease value: without its credentials (issue 44 item
+ * 5): a password never reaches Redis; each replica reads it from its own catalog (owned()).
+ */
 function recordJSON(record: ProxyRecord): string {
   let json = jsonCache.get(record);
   if (json === undefined) {
-    json = JSON.stringify(record);
+    const { credentials: _secret, ...stored } = record;
+    json = JSON.stringify(stored);
     jsonCache.set(record, json);
   }
   return json;
