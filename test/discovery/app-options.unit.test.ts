@@ -34,6 +34,7 @@ describe('createDiscoveryApp configuration', () => {
     ).toEqual([
       'proxy_operator_cooldowns_active',
       'proxy_operator_discovery_evictions_total',
+      'proxy_operator_discovery_quota_total',
       'proxy_operator_discovery_throttled_total',
       'proxy_operator_lease_reports_total',
       'proxy_operator_lease_requests_total',
