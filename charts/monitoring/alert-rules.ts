@@ -204,7 +204,7 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
         },
         {
           alert: 'ProxyDiscoveryTokensFileUnusable',
-          expr: 'min(proxy_operator_discovery_tokens_file_usable) == 0',
+          expr: 'count(proxy_operator_discovery_tokens_file_usable == 0) > 0',
           for: '5m',
           severity: 'warning',
           summary: 'An edit of the discovery tokens file was refused.',

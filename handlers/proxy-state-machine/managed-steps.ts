@@ -9,8 +9,8 @@ import {
 import type { Instance } from '../../providers/contract.js';
 import type { RepairHold } from '../repair-hold.js';
 import type { SlotKind } from '../replacement-budget.js';
-import { rotationClock, type RotationClock, type UnhealthyClock, unhealthyClock } from './clocks.js';
-import { drainingStep, runningStep, startingStep } from './serving-steps.js';
+import { rotationClock, unhealthyClock } from './clocks.js';
+import { drainingStep, type FoundView, runningStep, startingStep } from './serving-steps.js';
 import { pendingWhy, replacementPendingStep, type ReplacementTrigger, slotFor } from './slot-answer.js';
 import {
   findCondition,
@@ -93,9 +93,6 @@ export function slotWanted(inp: Omit<Inputs, 'slot'>): SlotKind | undefined {
 }
 
 /** A found instance as the decisions read it: still starting, or running with its health and clocks. */
-export type FoundView =
-  | { kind: 'starting' }
-  | { kind: 'running'; h: Health; clock: UnhealthyClock; rotation: RotationClock; repairedBefore: boolean };
 
 export function foundView(inp: Omit<Inputs, 'slot'>, instance: Instance): FoundView {
   if (instance.state === 'Provisioning' || !instance.ip) return { kind: 'starting' };

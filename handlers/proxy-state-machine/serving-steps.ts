@@ -2,10 +2,14 @@
 // or draining before a rotation.
 import { CONDITION_PROVISIONED } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
-import { DEFAULT_ROTATION_DRAIN_SECONDS, type RotationClock } from './clocks.js';
-import type { FoundView } from './managed-steps.js';
+import { DEFAULT_ROTATION_DRAIN_SECONDS, type RotationClock, type UnhealthyClock } from './clocks.js';
 import { findCondition, finish, type Health, instanceStatus, unresolved, servingStatus } from './status.js';
 import { type Inputs, type Next, POLL_SECONDS, type Step } from './types.js';
+
+/** What a found instance is, as the managed steps read it (serving-steps act on it). */
+export type FoundView =
+  | { kind: 'starting' }
+  | { kind: 'running'; h: Health; clock: UnhealthyClock; rotation: RotationClock; repairedBefore: boolean };
 
 /**
  * The instance exists but has no address yet. The provider's reason it is not starting (a

@@ -217,7 +217,7 @@ describe('the Redis book reads on one clock: a replica whose clock is off by ±5
       [1, undefined],
       [1, 'suspect'],
     ]);
-    expect(standing.cooldowns).toEqual([{ target: 'shop.example', until: expect.any(Number) }]);
+    expect(standing.cooldowns).toEqual([{ target: 'shop.example', until: expect.any(Number), agreed: true }]);
     const real = Date.now;
     jest.spyOn(Date, 'now').mockImplementation(() => real() + skew);
     const [skewedUsage, skewedStanding, skewedNow] = await read();

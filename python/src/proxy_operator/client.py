@@ -164,7 +164,12 @@ class AsyncDiscoveryClient:
         return _leases((await self._send(_Calls.renew(lease_id, ttl_seconds))).json())
 
     async def release(self, lease_id: str) -> None:
-        await self._send(_Calls.release(lease_id))
+        """Ends a lease; one that already ended (or expired) is done too (404 lease_not_found)."""
+        try:
+            await self._send(_Calls.release(lease_id))
+        except DiscoveryApiError as err:
+            if err.code != "lease_not_found":
+                raise
 
     async def report(
         self,
@@ -233,7 +238,12 @@ class DiscoveryClient:
         return _leases(self._send(_Calls.renew(lease_id, ttl_seconds)).json())
 
     def release(self, lease_id: str) -> None:
-        self._send(_Calls.release(lease_id))
+        """Ends a lease; one that already ended (or expired) is done too (404 lease_not_found)."""
+        try:
+            self._send(_Calls.release(lease_id))
+        except DiscoveryApiError as err:
+            if err.code != "lease_not_found":
+                raise
 
     def report(
         self,
