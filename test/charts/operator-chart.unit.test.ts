@@ -1,5 +1,6 @@
 import type { V1ConfigMap, V1Deployment, V1EnvVar, V1Service } from '@kubernetes/client-node';
 import {
+  DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_PORT,
   METRICS_PORT,
   OPERATOR_NAME,
@@ -47,9 +48,12 @@ describe('the operator Deployment', () => {
     ['runs as the operator ServiceAccount', () => pod.serviceAccountName, SERVICE_ACCOUNT_NAME],
     ['mounts the ServiceAccount token', () => pod.automountServiceAccountToken, true],
     [
-      'reads the mounted providers config',
+      'reads the mounted providers config and watches the namespace its Roles are in',
       () => container.args,
-      ['--providers-config=/etc/proxy-operator/providers.yaml'],
+      [
+        '--providers-config=/etc/proxy-operator/providers.yaml',
+        `--watch-namespace=${DEFAULT_WATCH_NAMESPACE}`,
+      ],
     ],
     ['runs as non-root', () => container.securityContext!.runAsNonRoot, true],
     ['runs as uid 1000', () => container.securityContext!.runAsUser, 1000],
@@ -217,13 +221,15 @@ describe('the operator chart', () => {
     ]);
   });
 
-  it('puts every namespaced object in the operator namespace, or in the provider namespace for its Role', () => {
+  it('puts every namespaced object in the operator namespace, or, for a Role, in the provider or watched namespace', () => {
     const cluster = ['Namespace', 'ClusterRole', 'ClusterRoleBinding'];
     for (const o of operator.filter((x) => !cluster.includes(x.kind))) {
       expect([kinds(o), o.metadata.namespace]).toEqual([
         kinds(o),
         ['Role', 'RoleBinding'].includes(o.kind)
-          ? expect.stringMatching(/^proxy-operator-(system|proxies)$/)
+          ? expect.stringMatching(
+              new RegExp(`^(proxy-operator-(system|proxies)|${DEFAULT_WATCH_NAMESPACE})$`),
+            )
           : OPERATOR_NAMESPACE,
       ]);
     }
@@ -287,12 +293,12 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
       expect.stringMatching(/503 store_unavailable/),
     ],
     [
-      'reads REDIS_PASSWORD from an optional Secret, never from a flag',
+      'reads REDIS_PASSWORD from a required Secret, never from a flag or a ConfigMap',
       () =>
         [controller, discovery].map(
           (d) => containerOf(d).env!.find((e) => e.name === 'REDIS_PASSWORD')!.valueFrom,
         ),
-      Array(2).fill({ secretKeyRef: { name: 'proxy-operator-redis', key: 'password', optional: true } }),
+      Array(2).fill({ secretKeyRef: { name: 'proxy-operator-redis', key: 'password', optional: false } }),
     ],
   ])('%s', (_what, actual, expected) => {
     expect(actual()).toEqual(expected);
