@@ -1,4 +1,10 @@
-import type { V1ConfigMap, V1Deployment, V1EnvVar, V1Service } from '@kubernetes/client-node';
+import type {
+  V1ConfigMap,
+  V1Deployment,
+  V1EnvVar,
+  V1NetworkPolicy,
+  V1Service,
+} from '@kubernetes/client-node';
 import {
   DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_PORT,
@@ -346,6 +352,85 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
     expect(redis.spec!.template.spec!.containers[0].args).toEqual(
       expect.arrayContaining(['--maxmemory-policy', 'noeviction']),
     );
+  });
+
+  describe('the sample Redis: a password from a Secret, reachable from the operator only', () => {
+    const sample = chartObjects().get('redis-sample')!;
+    const redis = find(
+      sample,
+      'Deployment',
+      'proxy-operator-redis',
+      OPERATOR_NAMESPACE,
+    ) as unknown as V1Deployment;
+    const [container] = redis.spec!.template.spec!.containers;
+    const policy = find(
+      sample,
+      'NetworkPolicy',
+      'proxy-operator-redis',
+      OPERATOR_NAMESPACE,
+    ) as unknown as V1NetworkPolicy;
+    const operatorPods = chartObjects()
+      .get('operator-redis')!
+      .filter((o) => o.kind === 'Deployment')
+      .map((d) => (d as unknown as V1Deployment).spec!.template.metadata!.labels!);
+    const fromSecret = { secretKeyRef: { name: 'proxy-operator-redis', key: 'password' } };
+    it.each<[string, () => unknown, unknown]>([
+      [
+        'requires the password (the kubelet expands it from the env)',
+        () => container.args!.slice(0, 2),
+        ['--requirepass', '$(REDIS_PASSWORD)'],
+      ],
+      [
+        'reads it from the Secret the operator reads',
+        () => container.env!.find((e) => e.name === 'REDIS_PASSWORD')!.valueFrom,
+        fromSecret,
+      ],
+      [
+        'gives the probe (redis-cli) the same',
+        () => container.env!.find((e) => e.name === 'REDISCLI_AUTH')!.valueFrom,
+        fromSecret,
+      ],
+      ['holds no literal value in its env', () => container.env!.filter((e) => e.value !== undefined), []],
+      ['has no ConfigMap at all in the sample', () => sample.filter((o) => o.kind === 'ConfigMap'), []],
+      [
+        'selects the Redis Pods in its NetworkPolicy',
+        () => policy.spec!.podSelector.matchLabels,
+        redis.spec!.template.metadata!.labels,
+      ],
+      [
+        'admits ingress only, on the Redis port only',
+        () => [policy.spec!.policyTypes, policy.spec!.ingress!.map((r) => r.ports)],
+        [['Ingress'], [[{ protocol: 'TCP', port: 6379 }]]],
+      ],
+      [
+        'admits the Pods of both operator Deployments',
+        () =>
+          operatorPods.every((labels) =>
+            Object.entries(policy.spec!.ingress![0].from![0].podSelector!.matchLabels!).every(
+              ([k, v]) => labels[k] === v,
+            ),
+          ),
+        true,
+      ],
+      [
+        'admits no other Pod (not Redis itself, not a crawler)',
+        () =>
+          [redis.spec!.template.metadata!.labels!, { app: 'crawler' }].some(
+            (labels: Record<string, string>) =>
+              Object.entries(policy.spec!.ingress![0].from![0].podSelector!.matchLabels!).every(
+                ([k, v]) => labels[k] === v,
+              ),
+          ),
+        false,
+      ],
+      [
+        'admits from its own namespace only (no namespaceSelector)',
+        () => policy.spec!.ingress![0].from!.map((f) => f.namespaceSelector),
+        [undefined],
+      ],
+    ])('%s', (_what, actual, expected) => {
+      expect(actual()).toEqual(expected);
+    });
   });
 });
 
