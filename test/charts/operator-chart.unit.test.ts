@@ -368,7 +368,7 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
       'NetworkPolicy',
       'proxy-operator-redis',
       OPERATOR_NAMESPACE,
-    ) as unknown as V1NetworkPolicy;
+    ) as unknown as RawNetworkPolicy;
     const operatorPods = chartObjects()
       .get('operator-redis')!
       .filter((o) => o.kind === 'Deployment')
@@ -394,19 +394,19 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
       ['has no ConfigMap at all in the sample', () => sample.filter((o) => o.kind === 'ConfigMap'), []],
       [
         'selects the Redis Pods in its NetworkPolicy',
-        () => policy.spec!.podSelector.matchLabels,
+        () => policy.spec.podSelector.matchLabels,
         redis.spec!.template.metadata!.labels,
       ],
       [
         'admits ingress only, on the Redis port only',
-        () => [policy.spec!.policyTypes, policy.spec!.ingress!.map((r) => r.ports)],
+        () => [policy.spec.policyTypes, policy.spec.ingress.map((r) => r.ports)],
         [['Ingress'], [[{ protocol: 'TCP', port: 6379 }]]],
       ],
       [
         'admits the Pods of both operator Deployments',
         () =>
           operatorPods.every((labels) =>
-            Object.entries(policy.spec!.ingress![0].from![0].podSelector!.matchLabels!).every(
+            Object.entries(policy.spec.ingress[0].from![0].podSelector!.matchLabels!).every(
               ([k, v]) => labels[k] === v,
             ),
           ),
@@ -417,7 +417,7 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
         () =>
           [redis.spec!.template.metadata!.labels!, { app: 'crawler' }].some(
             (labels: Record<string, string>) =>
-              Object.entries(policy.spec!.ingress![0].from![0].podSelector!.matchLabels!).every(
+              Object.entries(policy.spec.ingress[0].from![0].podSelector!.matchLabels!).every(
                 ([k, v]) => labels[k] === v,
               ),
           ),
@@ -425,7 +425,7 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
       ],
       [
         'admits from its own namespace only (no namespaceSelector)',
-        () => policy.spec!.ingress![0].from!.map((f) => f.namespaceSelector),
+        () => policy.spec.ingress[0].from!.map((f) => f.namespaceSelector),
         [undefined],
       ],
     ])('%s', (_what, actual, expected) => {
@@ -437,4 +437,16 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
 /** The container's literal environment (what the process reads besides its flags). */
 function plainEnv(c: { env?: { name: string; value?: string }[] }): Record<string, string> {
   return Object.fromEntries((c.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+}
+
+/** A NetworkPolicy as the manifest spells it (the client's type renames `from` to `_from`). */
+interface RawNetworkPolicy {
+  spec: {
+    podSelector: { matchLabels?: Record<string, string> };
+    policyTypes: string[];
+    ingress: Array<{
+      from?: Array<{ podSelector?: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown }>;
+      ports?: unknown[];
+    }>;
+  };
 }
