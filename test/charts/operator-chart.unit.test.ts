@@ -1,10 +1,4 @@
-import type {
-  V1ConfigMap,
-  V1Deployment,
-  V1EnvVar,
-  V1NetworkPolicy,
-  V1Service,
-} from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Deployment, V1EnvVar, V1Service } from '@kubernetes/client-node';
 import {
   DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_PORT,
