@@ -8,7 +8,8 @@ import {
   PROXIES_NAMESPACE,
   SERVICE_ACCOUNT_NAME,
 } from '../../charts/names.js';
-import { OPERATOR_PERMISSIONS, type Component } from '../../charts/operator-permissions.js';
+import { COMPONENTS, OPERATOR_PERMISSIONS, type Component } from '../../charts/operator-permissions.js';
+import { COMPONENTS as OPERATOR_COMPONENTS } from '../../cmd/settings.js';
 import { chartObjects, type Manifest } from './manifests.js';
 
 type Role = V1ClusterRole & { kind: string };
@@ -72,6 +73,10 @@ const ACCOUNTS: Array<[string, string, Component[]]> = [
 ];
 
 describe('the operator RBAC manifests', () => {
+  it("know the operator's components (--components), no more, no fewer", () => {
+    expect([...COMPONENTS].sort()).toEqual([...OPERATOR_COMPONENTS].sort());
+  });
+
   const everyRole = [...charts.values(), ...custom.values()].flatMap(rolesOf);
 
   it.each(['apiGroups', 'resources', 'verbs', 'resourceNames'] as const)(
