@@ -309,7 +309,7 @@ refused() { # DESCRIPTION CMD...: the attempt must be refused by RBAC
   local what=$1 out
   shift
   out=$("$@" 2>&1) && fail "the discovery Pod's token could $what"
-  grep -q Forbidden <<<"$out" || fail "the discovery Pod's token: $what failed, but not as Forbidden: $out"
+  grep -qi forbidden <<<"$out" || fail "the discovery Pod's token: $what failed, but not as Forbidden: $out"
 }
 refused "create a Secret" as_discovery -n default create secret generic minted-by-discovery --from-literal=a=b
 refused "read the Redis password Secret" as_discovery -n proxy-operator-system get secret proxy-operator-redis
