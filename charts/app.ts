@@ -43,6 +43,8 @@ export interface AppOptions {
   image?: string;
   /** Where the alerts' runbook_url points (docs/runbooks.md); `npm run synth` takes it from $RUNBOOK_BASE_URL. */
   runbookBaseURL?: string;
+  /** The operator's --watch-namespace and its Roles' namespace; `npm run synth` takes it from $WATCH_NAMESPACE. */
+  watchNamespace?: string;
 }
 
 /** Every chart of the deployment. */
@@ -54,11 +56,12 @@ export function buildApp(outdir: string, options: AppOptions = {}): App {
   });
   const [crds, operator, networkPolicy] = DEPLOYED_CHARTS;
   new CrdChart(app, crds);
-  new OperatorChart(app, operator, { image: options.image });
+  new OperatorChart(app, operator, { image: options.image, watchNamespace: options.watchNamespace });
   new NetworkPolicyChart(app, networkPolicy);
   new SamplesChart(app, SAMPLES_CHART);
   new OperatorChart(app, OPERATOR_REDIS_CHART, {
     image: options.image,
+    watchNamespace: options.watchNamespace,
     leaseStore: { kind: 'redis', url: REDIS_SAMPLE_URL },
   });
   new RedisSampleChart(app, REDIS_SAMPLE_CHART);

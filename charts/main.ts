@@ -3,8 +3,11 @@ import { synthesize } from './app.js';
 // `npm run synth`: writes one YAML file per chart into dist/ (or the folder given as argument).
 // npm runs scripts from the package root, so the relative default lands in the repository's dist/.
 // IMAGE overrides the operator image, e.g. IMAGE=registry.example.com/proxy-operator:1.2.3.
+// WATCH_NAMESPACE is the namespace of your Proxies: the operator's --watch-namespace and where
+// its Secret, Proxy and Event Roles are bound (default: default).
 // RUNBOOK_BASE_URL points the alerts' runbook links at your copy of docs/runbooks.md.
 synthesize(process.argv[2] ?? 'dist', {
   image: process.env.IMAGE || undefined,
   runbookBaseURL: process.env.RUNBOOK_BASE_URL || undefined,
+  watchNamespace: process.env.WATCH_NAMESPACE || undefined,
 });

@@ -14,7 +14,22 @@ export const SQUID_IMAGE = 'ubuntu/squid:6.6-24.04_beta';
 /** The operator container's readiness probe period. */
 export const READINESS_PERIOD_SECONDS = 1;
 export const OPERATOR_NAME = 'proxy-operator';
+/** The controller's ServiceAccount (with the memory store, the one Pod's: controller and discovery). */
 export const SERVICE_ACCOUNT_NAME = OPERATOR_NAME;
+/** The Redis store's discovery Pods' own ServiceAccount: read Proxies and their Secrets, nothing else. */
+export const DISCOVERY_SERVICE_ACCOUNT_NAME = 'proxy-operator-discovery';
+/**
+ * The --watch-namespace of the shipped manifests, where the quickstart's Proxies (dist/samples.yaml,
+ * applied without -n) land. `WATCH_NAMESPACE=crawling npm run synth` generates the Roles for another.
+ */
+export const DEFAULT_WATCH_NAMESPACE = 'default';
+/** On every namespace the charts create: the API server refuses Pods that are not "restricted". */
+export const POD_SECURITY_LABELS = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/enforce-version': 'latest',
+  'pod-security.kubernetes.io/warn': 'restricted',
+  'pod-security.kubernetes.io/audit': 'restricted',
+} as const;
 export const PROVIDERS_CONFIGMAP_NAME = 'proxy-operator-providers';
 export const PROVIDERS_CONFIG_KEY = 'providers.yaml';
 export const PROVIDERS_CONFIG_DIR = '/etc/proxy-operator';

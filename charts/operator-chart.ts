@@ -18,15 +18,19 @@ import {
   PROVIDERS_CONFIG_DIR,
   PROVIDERS_CONFIG_KEY,
   PROVIDERS_CONFIGMAP_NAME,
-  PROXIES_NAMESPACE,
   READINESS_PERIOD_SECONDS,
   SERVICE_ACCOUNT_NAME,
   CONTROLLER_LABELS,
   DISCOVERY_DEPLOYMENT_NAME,
   DISCOVERY_LABELS,
+  DISCOVERY_SERVICE_ACCOUNT_NAME,
+  DEFAULT_WATCH_NAMESPACE,
+  POD_SECURITY_LABELS,
   REDIS_SECRET_NAME,
   REDIS_SECRET_PASSWORD_KEY,
 } from './names.js';
+import { squidNamespaces } from './network-policy-chart.js';
+import type { Component } from './operator-permissions.js';
 import { OperatorRbac } from './operator-rbac.js';
 import { DEFAULT_PROVIDERS, providersYaml, type ProviderConfigEntry } from './providers-config.js';
 
@@ -43,6 +47,12 @@ export interface OperatorChartProps {
   image?: string;
   providers?: readonly ProviderConfigEntry[];
   leaseStore?: LeaseStoreChoice;
+  /**
+   * --watch-namespace of every Pod, and the one namespace whose Proxies, Secrets and Events
+   * the operator may touch (its Roles are generated from it): DEFAULT_WATCH_NAMESPACE unless
+   * given (`npm run synth` takes it from $WATCH_NAMESPACE). Must exist before the chart is applied.
+   */
+  watchNamespace?: string;
 }
 
 /** Why the memory-store Deployment runs one replica; shipped as an annotation so it travels with the object. */
@@ -124,26 +134,43 @@ export const OPERATOR_RUNTIME_ENV: Readonly<Record<string, string>> = {
 export class OperatorChart extends Chart {
   constructor(scope: Construct, id: string, props: OperatorChartProps = {}) {
     super(scope, id, { labels: APP_LABELS });
-    // Namespaces first: `kubectl apply -f` creates objects in file order.
-    for (const name of [OPERATOR_NAMESPACE, PROXIES_NAMESPACE]) {
-      new kplus.Namespace(this, `namespace-${name}`, { metadata: { name } });
+    const providerEntries = props.providers ?? DEFAULT_PROVIDERS;
+    const proxiesNamespaces = squidNamespaces(providerEntries).map((n) => n.namespace);
+    const watchNamespace = props.watchNamespace ?? DEFAULT_WATCH_NAMESPACE;
+    // Namespaces first: `kubectl apply -f` creates objects in file order. Both run only Pods
+    // that meet the Pod Security "restricted" profile, and the API server enforces it.
+    for (const name of [...new Set([OPERATOR_NAMESPACE, ...proxiesNamespaces])]) {
+      new kplus.Namespace(this, `namespace-${name}`, {
+        metadata: { name, labels: { ...POD_SECURITY_LABELS } },
+      });
     }
 
     const metadata = (name: string) => ({ name, namespace: OPERATOR_NAMESPACE });
-    const serviceAccount = new kplus.ServiceAccount(this, 'service-account', {
-      metadata: metadata(SERVICE_ACCOUNT_NAME),
-      // The operator talks to the API with this token.
-      automountToken: true,
-    });
-    new OperatorRbac(this, 'rbac', { serviceAccount });
+    // One ServiceAccount per Deployment, each bound to its components' rows of the table only.
+    const account = (id: string, name: string, components: readonly Component[]) => {
+      const sa = new kplus.ServiceAccount(this, id, {
+        metadata: metadata(name),
+        // The operator talks to the API with this token.
+        automountToken: true,
+      });
+      new OperatorRbac(this, `${id}-rbac`, {
+        serviceAccount: sa,
+        name,
+        components,
+        watchNamespace,
+        proxiesNamespaces,
+      });
+      return sa;
+    };
 
     const providers = new kplus.ConfigMap(this, 'providers', {
       metadata: metadata(PROVIDERS_CONFIGMAP_NAME),
-      data: { [PROVIDERS_CONFIG_KEY]: providersYaml(props.providers ?? DEFAULT_PROVIDERS) },
+      data: { [PROVIDERS_CONFIG_KEY]: providersYaml(providerEntries) },
     });
 
     const image = props.image ?? DEFAULT_IMAGE;
     const store = props.leaseStore ?? { kind: 'memory' };
+    const watchArgs = [`--watch-namespace=${watchNamespace}`];
     const service = (
       name: string,
       port: number,
@@ -158,6 +185,7 @@ export class OperatorChart extends Chart {
       for (const [key, value] of Object.entries(selector)) svc.selectLabel(key, value);
     };
     if (store.kind === 'memory') {
+      const serviceAccount = account('service-account', SERVICE_ACCOUNT_NAME, ['controller', 'discovery']);
       this.deployment({
         id: 'deployment',
         name: OPERATOR_NAME,
@@ -166,7 +194,7 @@ export class OperatorChart extends Chart {
         providers,
         labels: APP_LABELS,
         replicas: 1,
-        args: [],
+        args: watchArgs,
         annotations: { 'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON },
         // Never two Pods (two lease books) at once: the old one stops before the new one starts.
         strategy: kplus.DeploymentStrategy.recreate(),
@@ -174,6 +202,7 @@ export class OperatorChart extends Chart {
       service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery', APP_LABELS);
     } else {
       const storeArgs = [
+        ...watchArgs,
         '--lease-store=redis',
         `--redis-url=${store.url}`,
         ...(store.keyPrefix === undefined ? [] : [`--redis-key-prefix=${store.keyPrefix}`]),
@@ -182,7 +211,7 @@ export class OperatorChart extends Chart {
         id: 'deployment',
         name: OPERATOR_NAME,
         image,
-        serviceAccount,
+        serviceAccount: account('service-account', SERVICE_ACCOUNT_NAME, ['controller']),
         providers,
         labels: CONTROLLER_LABELS,
         replicas: 1,
@@ -199,7 +228,7 @@ export class OperatorChart extends Chart {
         id: 'discovery-deployment',
         name: DISCOVERY_DEPLOYMENT_NAME,
         image,
-        serviceAccount,
+        serviceAccount: account('discovery-service-account', DISCOVERY_SERVICE_ACCOUNT_NAME, ['discovery']),
         providers,
         labels: DISCOVERY_LABELS,
         replicas: DISCOVERY_REPLICAS,
@@ -293,12 +322,12 @@ export class OperatorChart extends Chart {
               ),
             }
           : {}),
-        // From a Secret, never a flag: optional, for a Redis without a password (the sample).
+        // From a Secret, never a flag or a ConfigMap; required: the Pod waits for the Secret.
         ...(spec.redis === true
           ? {
               REDIS_PASSWORD: kplus.EnvValue.fromSecretValue(
                 { secret: redisSecret, key: REDIS_SECRET_PASSWORD_KEY },
-                { optional: true },
+                { optional: false },
               ),
             }
           : {}),

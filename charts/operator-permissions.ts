@@ -1,12 +1,23 @@
 import { GROUP, PLURAL } from '../crds/proxy-types.js';
 
 /**
- * Where a permission applies: every namespace (a ClusterRole), only the operator's own
- * namespace, or only the kubernetes provider's namespace (namespaced Roles).
+ * The parts one image runs (handlers/components.ts; charts may not import handlers, a unit
+ * test holds the two lists equal). Each gets its own ServiceAccount where it runs alone.
  */
-export type PermissionScope = 'cluster' | 'operator-namespace' | 'proxies-namespace';
+export const COMPONENTS = ['controller', 'discovery'] as const;
+export type Component = (typeof COMPONENTS)[number];
+
+/**
+ * Where a permission applies. cluster: a ClusterRole (never for Secrets; a unit test holds
+ * it). watched-namespace: the namespace of --watch-namespace, where the Proxies, their
+ * Secrets and their Events live. operator-namespace: the operator's own (its Lease).
+ * proxies-namespace: each namespace the providers config puts kubernetes-provider Pods in.
+ */
+export type PermissionScope = 'cluster' | 'watched-namespace' | 'operator-namespace' | 'proxies-namespace';
 
 export interface Permission {
+  /** The components whose code makes these requests. */
+  components: readonly Component[];
   scope: PermissionScope;
   /** '' is the core API group. */
   apiGroup: string;
@@ -19,53 +30,76 @@ export interface Permission {
 }
 
 /**
- * Everything the operator does in the API, derived from the requests its code makes. The
- * RBAC chart renders exactly this table; test/charts/rbac.int.test.ts checks the outcome.
+ * Everything each component does in the API, derived from the requests its code makes. The
+ * RBAC chart renders exactly this table; test/charts/component-accounts.int.test.ts runs each
+ * component under its own account on a real control plane, records every request, and fails
+ * on a refused request or on a verb here that no request used.
  */
 export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   {
-    scope: 'cluster',
+    components: ['controller', 'discovery'],
+    scope: 'watched-namespace',
     apiGroup: GROUP,
     resource: PLURAL,
-    verbs: ['list', 'watch', 'patch'],
-    why: 'the informer lists and watches Proxies in every namespace; finalizers and the spec-hash annotation are merge patches',
+    verbs: ['list', 'watch'],
+    why: 'the informer lists and watches Proxies (the controller reconciles them, the discovery API catalogs them)',
   },
   {
-    scope: 'cluster',
+    components: ['controller'],
+    scope: 'watched-namespace',
+    apiGroup: GROUP,
+    resource: PLURAL,
+    verbs: ['patch'],
+    why: 'finalizers and the spec-hash annotation are merge patches',
+  },
+  {
+    components: ['controller'],
+    scope: 'watched-namespace',
     apiGroup: GROUP,
     resource: `${PLURAL}/status`,
     verbs: ['patch'],
     why: 'status is written with merge patches only (phase, ip, conditions)',
   },
   {
-    scope: 'cluster',
+    components: ['controller', 'discovery'],
+    scope: 'watched-namespace',
     apiGroup: '',
     resource: 'secrets',
-    verbs: ['list', 'watch', 'create'],
+    verbs: ['list', 'watch'],
     why:
-      'cloud-init and credentials Secrets live in the namespaces of their Proxies; the informers select them by ' +
-      'the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials=true, but RBAC cannot ' +
-      "restrict by label, so this reads every Secret; a Managed proxy's credentials Secret is created (owned by " +
-      'the Proxy, deleted by the garbage collector), never updated',
+      'the informers select cloud-init (controller) and credentials (controller and discovery: a lease carries ' +
+      'them) Secrets by the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials=true; ' +
+      'RBAC cannot restrict by label, so keep unrelated Secrets out of the Proxies’ namespace',
   },
   {
-    scope: 'cluster',
+    components: ['controller'],
+    scope: 'watched-namespace',
+    apiGroup: '',
+    resource: 'secrets',
+    verbs: ['create'],
+    why: "a Managed proxy's credentials Secret is created (owned by the Proxy, deleted by the garbage collector), never updated",
+  },
+  {
+    components: ['controller'],
+    scope: 'watched-namespace',
     apiGroup: '',
     resource: 'events',
     verbs: ['create'],
     why: 'Events are posted in the namespace of the Proxy they are about, never updated',
   },
   {
+    components: ['controller'],
     scope: 'cluster',
     apiGroup: '',
     resource: 'namespaces',
     resourceName: 'kube-system',
     verbs: ['get'],
     why:
-      'without --cluster-name the operator reads the kube-system Namespace once at start-up: its UID is ' +
+      'without --cluster-name the controller reads the kube-system Namespace once at start-up: its UID is ' +
       "the cluster's stable owner identity on every instance it creates (the orphan sweep's owner scope)",
   },
   {
+    components: ['controller'],
     scope: 'operator-namespace',
     apiGroup: 'coordination.k8s.io',
     resource: 'leases',
@@ -73,6 +107,7 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     why: 'leader election reads, creates and renews (PUT) its Lease in the operator namespace',
   },
   {
+    components: ['controller'],
     scope: 'proxies-namespace',
     apiGroup: '',
     resource: 'pods',
@@ -80,3 +115,8 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     why: 'the kubernetes provider creates, reads, lists (orphan sweep) and deletes its Squid Pods',
   },
 ];
+
+/** The rows one ServiceAccount gets: the union of its components' rows. */
+export function permissionsOf(components: readonly Component[]): Permission[] {
+  return OPERATOR_PERMISSIONS.filter((p) => p.components.some((c) => components.includes(c)));
+}

@@ -1,42 +1,65 @@
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { OPERATOR_NAME, OPERATOR_NAMESPACE, PROXIES_NAMESPACE } from './names.js';
-import { OPERATOR_PERMISSIONS, type Permission, type PermissionScope } from './operator-permissions.js';
+import { OPERATOR_NAMESPACE } from './names.js';
+import {
+  permissionsOf,
+  type Component,
+  type Permission,
+  type PermissionScope,
+} from './operator-permissions.js';
 
 export interface OperatorRbacProps {
   serviceAccount: kplus.IServiceAccount;
-  permissions?: readonly Permission[];
+  /** The name of every Role, RoleBinding, ClusterRole and ClusterRoleBinding: the account's name. */
+  name: string;
+  /** The components the account runs: its rules are their rows of the permission table. */
+  components: readonly Component[];
+  /** --watch-namespace: the Proxies, their Secrets and Events. */
+  watchNamespace: string;
+  /** The namespaces of the kubernetes provider's Pods (from the providers config). */
+  proxiesNamespaces: readonly string[];
 }
 
 /**
- * One ClusterRole for what spans namespaces and one Role per namespace-bound scope, each
- * bound to the operator's ServiceAccount. Rules come from the permission table only.
+ * One Role (and RoleBinding) per namespace the account's rows name, and a ClusterRole only
+ * for what spans namespaces, all bound to the one ServiceAccount. Rules come from the
+ * permission table only.
  */
 export class OperatorRbac extends Construct {
   constructor(scope: Construct, id: string, props: OperatorRbacProps) {
     super(scope, id);
-    const permissions = props.permissions ?? OPERATOR_PERMISSIONS;
-    const of = (s: PermissionScope) => permissions.filter((p) => p.scope === s);
+    const permissions = permissionsOf(props.components);
+    const namespacesOf: Record<Exclude<PermissionScope, 'cluster'>, readonly string[]> = {
+      'watched-namespace': [props.watchNamespace],
+      'operator-namespace': [OPERATOR_NAMESPACE],
+      'proxies-namespace': props.proxiesNamespaces,
+    };
+    const byNamespace = new Map<string, Permission[]>();
+    const cluster: Permission[] = [];
+    for (const p of permissions) {
+      if (p.scope === 'cluster') {
+        cluster.push(p);
+        continue;
+      }
+      for (const ns of namespacesOf[p.scope]) byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), p]);
+    }
 
-    const clusterRole = new kplus.ClusterRole(this, 'cluster-role', {
-      metadata: { name: OPERATOR_NAME },
-    });
-    for (const p of of('cluster')) clusterRole.allow([...p.verbs], resourceOf(p));
-    new kplus.ClusterRoleBinding(this, 'cluster-role-binding', {
-      metadata: { name: OPERATOR_NAME },
-      role: clusterRole,
-    }).addSubjects(props.serviceAccount);
-
-    this.namespacedRole('operator-namespace', OPERATOR_NAMESPACE, of('operator-namespace'), props);
-    this.namespacedRole('proxies-namespace', PROXIES_NAMESPACE, of('proxies-namespace'), props);
-  }
-
-  private namespacedRole(id: string, namespace: string, rules: Permission[], props: OperatorRbacProps): void {
-    if (rules.length === 0) return;
-    const metadata = { name: OPERATOR_NAME, namespace };
-    const role = new kplus.Role(this, `${id}-role`, { metadata });
-    for (const p of rules) role.allow([...p.verbs], resourceOf(p));
-    new kplus.RoleBinding(this, `${id}-role-binding`, { metadata, role }).addSubjects(props.serviceAccount);
+    if (cluster.length > 0) {
+      const clusterRole = new kplus.ClusterRole(this, 'cluster-role', { metadata: { name: props.name } });
+      for (const p of cluster) clusterRole.allow([...p.verbs], resourceOf(p));
+      new kplus.ClusterRoleBinding(this, 'cluster-role-binding', {
+        metadata: { name: props.name },
+        role: clusterRole,
+      }).addSubjects(props.serviceAccount);
+    }
+    for (const [namespace, rules] of byNamespace) {
+      const metadata = { name: props.name, namespace };
+      const role = new kplus.Role(this, `role-${namespace}`, { metadata });
+      for (const p of rules) role.allow([...p.verbs], resourceOf(p));
+      new kplus.RoleBinding(this, `role-binding-${namespace}`, { metadata, role }).addSubjects(
+        props.serviceAccount,
+      );
+    }
   }
 }
 

@@ -1,7 +1,15 @@
 import { Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import type { Construct } from 'constructs';
-import { APP_LABELS, OPERATOR_NAMESPACE, REDIS_IMAGE, REDIS_PORT, REDIS_SAMPLE_NAME } from './names.js';
+import {
+  APP_LABELS,
+  OPERATOR_NAMESPACE,
+  REDIS_IMAGE,
+  REDIS_PORT,
+  REDIS_SAMPLE_NAME,
+  REDIS_SECRET_NAME,
+  REDIS_SECRET_PASSWORD_KEY,
+} from './names.js';
 
 const REDIS_LABELS = {
   'app.kubernetes.io/name': 'redis',
@@ -10,8 +18,10 @@ const REDIS_LABELS = {
 
 /**
  * dist/redis-sample.yaml: a single Redis for the kind quickstart of the Redis lease store
- * (dist/operator-redis.yaml points at it). Not for production: one replica, no password, an
- * append-only file on an emptyDir (it survives a container restart, not the Pod's deletion).
+ * (dist/operator-redis.yaml points at it). Not for production: one replica, an append-only
+ * file on an emptyDir (it survives a container restart, not the Pod's deletion). It requires
+ * the password of the REDIS_SECRET_NAME Secret (the operator reads the same key), which you
+ * create: no password is in any manifest. A NetworkPolicy admits only the operator's Pods.
  * Production uses a managed Redis or a Redis operator: persistence and failover are its job.
  */
 export class RedisSampleChart extends Chart {
@@ -28,12 +38,24 @@ export class RedisSampleChart extends Chart {
         template: {
           metadata: { labels: { ...REDIS_LABELS } },
           spec: {
-            securityContext: { runAsNonRoot: true, runAsUser: 999, runAsGroup: 999, fsGroup: 999 },
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 999,
+              runAsGroup: 999,
+              fsGroup: 999,
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            // Redis never talks to the API server.
+            automountServiceAccountToken: false,
             containers: [
               {
                 name: 'redis',
                 image: REDIS_IMAGE,
+                // The kubelet expands $(REDIS_PASSWORD) from the env below (a Secret), so the
+                // password is in no manifest; redis-cli (the probe) reads REDISCLI_AUTH.
                 args: [
+                  '--requirepass',
+                  '$(REDIS_PASSWORD)',
                   '--appendonly',
                   'yes',
                   '--dir',
@@ -44,6 +66,10 @@ export class RedisSampleChart extends Chart {
                   '--maxmemory-policy',
                   'noeviction',
                 ],
+                env: ['REDIS_PASSWORD', 'REDISCLI_AUTH'].map((name) => ({
+                  name,
+                  valueFrom: { secretKeyRef: { name: REDIS_SECRET_NAME, key: REDIS_SECRET_PASSWORD_KEY } },
+                })),
                 ports: [{ name: 'redis', containerPort: REDIS_PORT }],
                 readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 5 },
                 livenessProbe: {
@@ -77,6 +103,20 @@ export class RedisSampleChart extends Chart {
         selector: { ...REDIS_LABELS },
         ports: [
           { name: 'redis', port: REDIS_PORT, targetPort: kplus.k8s.IntOrString.fromNumber(REDIS_PORT) },
+        ],
+      },
+    });
+    // Only the operator's Pods (controller and discovery; both carry APP_LABELS) reach Redis.
+    new kplus.k8s.KubeNetworkPolicy(this, 'redis-network-policy', {
+      metadata,
+      spec: {
+        podSelector: { matchLabels: { ...REDIS_LABELS } },
+        policyTypes: ['Ingress'],
+        ingress: [
+          {
+            from: [{ podSelector: { matchLabels: { ...APP_LABELS } } }],
+            ports: [{ protocol: 'TCP', port: kplus.k8s.IntOrString.fromNumber(REDIS_PORT) }],
+          },
         ],
       },
     });

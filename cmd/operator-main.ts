@@ -15,7 +15,7 @@ import { redisLeaseStore } from '../handlers/redis-lease-book.js';
 import { loadTokensFile } from '../discovery/tokens-file.js';
 import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
 import { leaderIdentity } from './leader-identity.js';
-import { handlerSettingsFrom, leaderElectionFrom } from './operator-options.js';
+import { handlerSettingsFrom, leaderElectionFrom, needsOwnerIdentity } from './operator-options.js';
 import {
   checkMaxUnavailableProviders,
   parseSettings,
@@ -107,7 +107,10 @@ async function main(): Promise<void> {
 
   let clusterName: string;
   try {
-    clusterName = await resolveClusterName(settings.clusterName, () => kubeSystemUID(kubeConfig));
+    // Only the controller labels instances with it: a discovery-only Pod's account may not read Namespaces.
+    clusterName = needsOwnerIdentity(settings.components)
+      ? await resolveClusterName(settings.clusterName, () => kubeSystemUID(kubeConfig))
+      : (settings.clusterName ?? '');
   } catch (err) {
     fatal(messageOf(err), logger);
   }

@@ -46,3 +46,12 @@ export function leaderElectionFrom(
   if (!settings.leaderElect || !needsLeader(settings.components)) return false;
   return { namespace: settings.leaderElectionNamespace, name: settings.leaderElectionID, identity };
 }
+
+/**
+ * Whether start-up resolves the owner identity (reading the kube-system Namespace without
+ * --cluster-name): only the controller creates and sweeps instances, and a discovery-only
+ * process's ServiceAccount has no access to Namespaces.
+ */
+export function needsOwnerIdentity(components: Settings['components']): boolean {
+  return components.includes('controller');
+}

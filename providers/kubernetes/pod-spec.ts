@@ -16,6 +16,23 @@ export const SQUID_PASSWD_ENV = 'SQUID_PASSWD';
 /** Debian's and Ubuntu's path of Squid's NCSA basic-auth helper (package squid). */
 export const NCSA_AUTH_HELPER = '/usr/lib/squid/basic_ncsa_auth';
 export const SQUID_PASSWD_FILE = `${SQUID_CONFIG_DIR}/passwd`;
+/**
+ * The uid and gid Squid runs as: the `proxy` user of Debian and Ubuntu (and the ubuntu/squid
+ * image), which owns Squid's own directories. Never root: the Pod meets the Pod Security
+ * "restricted" profile.
+ */
+export const SQUID_UID = 13;
+/**
+ * Where Squid may still write with a read-only root filesystem (each an emptyDir): its run
+ * dir (IPC sockets), spool (its working directory for core dumps), log and cache dirs. The
+ * generated squid.conf writes no PID file, no access log and no cache to disk.
+ */
+export const SQUID_WRITABLE_DIRS = [
+  '/var/run/squid',
+  '/var/spool/squid',
+  '/var/log/squid',
+  '/var/cache/squid',
+] as const;
 /** The realm a 407 names. */
 export const SQUID_REALM = 'proxy-operator';
 
@@ -73,6 +90,13 @@ export function buildPod(req: CreateRequest, settings: KubernetesSettings): V1Po
       terminationGracePeriodSeconds: SQUID_GRACE_SECONDS,
       // Squid Pods never talk to the API server.
       automountServiceAccountToken: false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: SQUID_UID,
+        runAsGroup: SQUID_UID,
+        fsGroup: SQUID_UID,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       containers: [
         {
           name: 'squid',
@@ -88,10 +112,26 @@ export function buildPod(req: CreateRequest, settings: KubernetesSettings): V1Po
           ports: [{ name: 'proxy', containerPort: req.port, protocol: 'TCP' }],
           readinessProbe: { tcpSocket: { port: req.port }, periodSeconds: 2 },
           resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
-          volumeMounts: [{ name: 'squid-config', mountPath: SQUID_CONFIG_DIR }],
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            privileged: false,
+            capabilities: { drop: ['ALL'] },
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          volumeMounts: [
+            { name: 'squid-config', mountPath: SQUID_CONFIG_DIR },
+            ...SQUID_WRITABLE_DIRS.map((dir, i) => ({ name: `squid-writable-${i}`, mountPath: dir })),
+          ],
         },
       ],
-      volumes: [{ name: 'squid-config', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
+      volumes: [
+        { name: 'squid-config', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+        ...SQUID_WRITABLE_DIRS.map((_dir, i) => ({
+          name: `squid-writable-${i}`,
+          emptyDir: { medium: 'Memory', sizeLimit: '16Mi' },
+        })),
+      ],
     },
   };
 }

@@ -88,6 +88,9 @@ export function squidConfig(input: SquidConfigInput): string {
     'access_log none',
     // No cache directories to build, no PID file to clean up after a kill.
     'pid_filename none',
+    // The pinger is a setuid-root helper: in a Pod that cannot escalate privileges it could
+    // only fail, and nothing here uses ICMP measurements.
+    'pinger_enable off',
     `shutdown_lifetime ${SQUID_SHUTDOWN_SECONDS} seconds`,
     '',
   );

@@ -1,5 +1,6 @@
 import type { V1ConfigMap, V1Deployment, V1EnvVar, V1Service } from '@kubernetes/client-node';
 import {
+  DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_PORT,
   METRICS_PORT,
   OPERATOR_NAME,
@@ -47,9 +48,12 @@ describe('the operator Deployment', () => {
     ['runs as the operator ServiceAccount', () => pod.serviceAccountName, SERVICE_ACCOUNT_NAME],
     ['mounts the ServiceAccount token', () => pod.automountServiceAccountToken, true],
     [
-      'reads the mounted providers config',
+      'reads the mounted providers config and watches the namespace its Roles are in',
       () => container.args,
-      ['--providers-config=/etc/proxy-operator/providers.yaml'],
+      [
+        '--providers-config=/etc/proxy-operator/providers.yaml',
+        `--watch-namespace=${DEFAULT_WATCH_NAMESPACE}`,
+      ],
     ],
     ['runs as non-root', () => container.securityContext!.runAsNonRoot, true],
     ['runs as uid 1000', () => container.securityContext!.runAsUser, 1000],
@@ -217,13 +221,15 @@ describe('the operator chart', () => {
     ]);
   });
 
-  it('puts every namespaced object in the operator namespace, or in the provider namespace for its Role', () => {
+  it('puts every namespaced object in the operator namespace, or, for a Role, in the provider or watched namespace', () => {
     const cluster = ['Namespace', 'ClusterRole', 'ClusterRoleBinding'];
     for (const o of operator.filter((x) => !cluster.includes(x.kind))) {
       expect([kinds(o), o.metadata.namespace]).toEqual([
         kinds(o),
         ['Role', 'RoleBinding'].includes(o.kind)
-          ? expect.stringMatching(/^proxy-operator-(system|proxies)$/)
+          ? expect.stringMatching(
+              new RegExp(`^(proxy-operator-(system|proxies)|${DEFAULT_WATCH_NAMESPACE})$`),
+            )
           : OPERATOR_NAMESPACE,
       ]);
     }
@@ -287,12 +293,12 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
       expect.stringMatching(/503 store_unavailable/),
     ],
     [
-      'reads REDIS_PASSWORD from an optional Secret, never from a flag',
+      'reads REDIS_PASSWORD from a required Secret, never from a flag or a ConfigMap',
       () =>
         [controller, discovery].map(
           (d) => containerOf(d).env!.find((e) => e.name === 'REDIS_PASSWORD')!.valueFrom,
         ),
-      Array(2).fill({ secretKeyRef: { name: 'proxy-operator-redis', key: 'password', optional: true } }),
+      Array(2).fill({ secretKeyRef: { name: 'proxy-operator-redis', key: 'password', optional: false } }),
     ],
   ])('%s', (_what, actual, expected) => {
     expect(actual()).toEqual(expected);
@@ -341,9 +347,100 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
       expect.arrayContaining(['--maxmemory-policy', 'noeviction']),
     );
   });
+
+  describe('the sample Redis: a password from a Secret, reachable from the operator only', () => {
+    const sample = chartObjects().get('redis-sample')!;
+    const redis = find(
+      sample,
+      'Deployment',
+      'proxy-operator-redis',
+      OPERATOR_NAMESPACE,
+    ) as unknown as V1Deployment;
+    const [container] = redis.spec!.template.spec!.containers;
+    const policy = find(
+      sample,
+      'NetworkPolicy',
+      'proxy-operator-redis',
+      OPERATOR_NAMESPACE,
+    ) as unknown as RawNetworkPolicy;
+    const operatorPods = chartObjects()
+      .get('operator-redis')!
+      .filter((o) => o.kind === 'Deployment')
+      .map((d) => (d as unknown as V1Deployment).spec!.template.metadata!.labels!);
+    const fromSecret = { secretKeyRef: { name: 'proxy-operator-redis', key: 'password' } };
+    it.each<[string, () => unknown, unknown]>([
+      [
+        'requires the password (the kubelet expands it from the env)',
+        () => container.args!.slice(0, 2),
+        ['--requirepass', '$(REDIS_PASSWORD)'],
+      ],
+      [
+        'reads it from the Secret the operator reads',
+        () => container.env!.find((e) => e.name === 'REDIS_PASSWORD')!.valueFrom,
+        fromSecret,
+      ],
+      [
+        'gives the probe (redis-cli) the same',
+        () => container.env!.find((e) => e.name === 'REDISCLI_AUTH')!.valueFrom,
+        fromSecret,
+      ],
+      ['holds no literal value in its env', () => container.env!.filter((e) => e.value !== undefined), []],
+      ['has no ConfigMap at all in the sample', () => sample.filter((o) => o.kind === 'ConfigMap'), []],
+      [
+        'selects the Redis Pods in its NetworkPolicy',
+        () => policy.spec.podSelector.matchLabels,
+        redis.spec!.template.metadata!.labels,
+      ],
+      [
+        'admits ingress only, on the Redis port only',
+        () => [policy.spec.policyTypes, policy.spec.ingress.map((r) => r.ports)],
+        [['Ingress'], [[{ protocol: 'TCP', port: 6379 }]]],
+      ],
+      [
+        'admits the Pods of both operator Deployments',
+        () =>
+          operatorPods.every((labels) =>
+            Object.entries(policy.spec.ingress[0].from![0].podSelector!.matchLabels!).every(
+              ([k, v]) => labels[k] === v,
+            ),
+          ),
+        true,
+      ],
+      [
+        'admits no other Pod (not Redis itself, not a crawler)',
+        () =>
+          [redis.spec!.template.metadata!.labels!, { app: 'crawler' }].some(
+            (labels: Record<string, string>) =>
+              Object.entries(policy.spec.ingress[0].from![0].podSelector!.matchLabels!).every(
+                ([k, v]) => labels[k] === v,
+              ),
+          ),
+        false,
+      ],
+      [
+        'admits from its own namespace only (no namespaceSelector)',
+        () => policy.spec.ingress[0].from!.map((f) => f.namespaceSelector),
+        [undefined],
+      ],
+    ])('%s', (_what, actual, expected) => {
+      expect(actual()).toEqual(expected);
+    });
+  });
 });
 
 /** The container's literal environment (what the process reads besides its flags). */
 function plainEnv(c: { env?: { name: string; value?: string }[] }): Record<string, string> {
   return Object.fromEntries((c.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
+}
+
+/** A NetworkPolicy as the manifest spells it (the client's type renames `from` to `_from`). */
+interface RawNetworkPolicy {
+  spec: {
+    podSelector: { matchLabels?: Record<string, string> };
+    policyTypes: string[];
+    ingress: Array<{
+      from?: Array<{ podSelector?: { matchLabels?: Record<string, string> }; namespaceSelector?: unknown }>;
+      ports?: unknown[];
+    }>;
+  };
 }

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { handlerSettingsFrom, leaderElectionFrom } from '../../cmd/operator-options.js';
+import { handlerSettingsFrom, leaderElectionFrom, needsOwnerIdentity } from '../../cmd/operator-options.js';
 import { parseSettings, type Settings } from '../../cmd/settings.js';
 import {
   DEFAULT_GATEWAY_SETTINGS,
@@ -157,5 +157,18 @@ describe('leaderElectionFrom', () => {
     [['--components', 'discovery', '--lease-store', 'redis', '--redis-url', 'redis://127.0.0.1:6379'], false],
   ])('%j → %j', (argv, expected) => {
     expect(leaderElectionFrom(settings(argv), 'me')).toEqual(expected);
+  });
+});
+
+describe('needsOwnerIdentity (reading the kube-system Namespace without --cluster-name)', () => {
+  const redis = ['--lease-store', 'redis', '--redis-url', 'redis://127.0.0.1:6379'];
+  it.each<[string[], boolean]>([
+    [[], true],
+    [['--components', 'controller', ...redis], true],
+    [['--components', 'controller,discovery'], true],
+    // Its ServiceAccount may not read Namespaces (charts/operator-permissions.ts).
+    [['--components', 'discovery', ...redis], false],
+  ])('%j → %s', (argv, expected) => {
+    expect(needsOwnerIdentity(settings(argv).components)).toBe(expected);
   });
 });

@@ -28,6 +28,21 @@ contexts: [{name: node, context: {cluster: node, user: admin}}]
 current-context: node
 EOF
 
+# Every request of the operator's ServiceAccounts is audited (metadata only: no bodies, no
+# Secret values), so the run can fail on any call RBAC refused them (quickstart.sh).
+cat >"$pki/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users:
+      - system:serviceaccount:proxy-operator-system:proxy-operator
+      - system:serviceaccount:proxy-operator-system:proxy-operator-discovery
+  - level: None
+EOF
+AUDIT_LOG=$LOGS/audit.log
+
 step "cluster: etcd and kube-apiserver on $API_IP"
 start etcd "$STORE/etcd" --data-dir "$W/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
@@ -40,7 +55,8 @@ start kube-apiserver "$STORE/kube-apiserver" --etcd-servers "http://127.0.0.1:$E
   --service-cluster-ip-range "$SVC_CIDR" --service-account-issuer https://kubernetes.default.svc \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
   --authorization-mode Node,RBAC --allow-privileged=true --cert-dir "$W/apiserver" \
-  --kubelet-preferred-address-types InternalIP --endpoint-reconciler-type lease
+  --kubelet-preferred-address-types InternalIP --endpoint-reconciler-type lease \
+  --audit-policy-file "$pki/audit-policy.yaml" --audit-log-path "$AUDIT_LOG"
 wait_for "API server ready" 120 $KUBECTL get --raw /readyz || fail "the API server did not become ready"
 
 step "cluster: containerd (private: root, state, socket under $W)"

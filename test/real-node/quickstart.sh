@@ -30,6 +30,32 @@ show_proxy_side() {
   $KUBECTL -n "${pod%%/*}" logs "${pod#*/}" --tail=15 2>&1 | sed 's/^/     /' >&2
 }
 
+# Requests of the operator's ServiceAccounts that RBAC refused (the API server audits them:
+# cluster.sh), but for this run's own deliberate attempts (kubectl's user agent).
+forbidden_calls() {
+  node -e '
+    for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) {
+      if (!line) continue;
+      const e = JSON.parse(line), o = e.objectRef ?? {};
+      if (e.responseStatus?.code === 403 && !/^kubectl/.test(e.userAgent ?? ""))
+        console.log(`${e.user.username} ${e.verb} ${o.resource}${o.subresource ? "/" + o.subresource : ""} ${o.namespace ?? "*"}/${o.name ?? ""} (${e.userAgent})`);
+    }' "$AUDIT_LOG"
+}
+# The ServiceAccounts whose tokens made at least one request.
+accounts_used() {
+  node -e '
+    const seen = new Set();
+    for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n"))
+      if (line && !/^kubectl/.test(JSON.parse(line).userAgent ?? "")) seen.add(JSON.parse(line).user.username);
+    console.log([...seen].sort().join(" "));' "$AUDIT_LOG"
+}
+check_no_forbidden_calls() { # WHEN
+  local refused
+  refused=$(forbidden_calls)
+  [ -z "$refused" ] || { save_operator_logs; fail "RBAC refused the operator's own requests ($1):"$'\n'"$refused"; }
+  log "   no request of the operator's accounts refused ($1; audited: $(wc -l <"$AUDIT_LOG") requests)"
+}
+
 step "quickstart: kubectl apply -k dist/ and rollout status"
 $KUBECTL apply -k "$root/dist/" >"$LOGS/apply.log" 2>&1 || fail "kubectl apply -k dist/ (log: $LOGS/apply.log)"
 # As the README: the API is closed by default and the Pod mounts this Secret (it waits for it).
@@ -39,6 +65,10 @@ $KUBECTL -n proxy-operator-system create secret generic proxy-operator-discovery
 $KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator --timeout=180s >&2 ||
   { save_operator_logs; fail "rollout status"; }
 $KUBECTL label namespace default crawl.example.com/proxy-client=true --overwrite >/dev/null
+for ns in proxy-operator-system proxy-operator-proxies; do
+  [ "$($KUBECTL get namespace $ns -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" = restricted ] ||
+    fail "namespace $ns does not enforce the Pod Security restricted profile"
+done
 
 step "quickstart: an in-cluster target, a Squid Pod for the External Proxy, the crawler script"
 squid_conf=$(cd "$root" && node -e "import('./build/providers/kubernetes/squid-config.js').then(m => process.stdout.write(m.squidConfig({ port: 3128, clients: ['$POD_CIDR'] })))")
@@ -232,6 +262,9 @@ step "the shared lease book, as docs/redis.md deploys it: Redis, the controller,
 # Its controller Deployment has another selector (component=controller): the old one goes.
 $KUBECTL -n proxy-operator-system delete deploy proxy-operator --wait=true --timeout=60s >/dev/null ||
   fail "deleting the single-process Deployment"
+# As docs/redis.md: the password Redis requires and the operator reads, in a Secret only.
+$KUBECTL -n proxy-operator-system create secret generic proxy-operator-redis \
+  --from-literal=password="$(openssl rand -hex 24)" >/dev/null || fail "creating the Redis password Secret"
 $KUBECTL apply -f "$root/dist/redis-sample.yaml" -f "$root/dist/operator-redis.yaml" >"$LOGS/apply-redis.log" 2>&1 ||
   fail "kubectl apply dist/redis-sample.yaml dist/operator-redis.yaml (log: $LOGS/apply-redis.log)"
 # operator-redis.yaml brings the default providers config: put back the probe target's exception.
@@ -249,6 +282,42 @@ for px in proxy-kubernetes proxy-external; do
 done
 run_crawler crawler-redis-quickstart 180 quickstart ||
   { save_operator_logs; show_proxy_side; fail "the discovery flow through 2 replicas and Redis (log: $LOGS/crawler-crawler-redis-quickstart.log)"; }
+
+step "each component under its own ServiceAccount; the discovery Pods' token can neither create nor read a Secret"
+for pair in proxy-operator=proxy-operator proxy-operator-discovery=proxy-operator-discovery; do
+  sa=$($KUBECTL -n proxy-operator-system get deploy "${pair%%=*}" -o jsonpath='{.spec.template.spec.serviceAccountName}')
+  [ "$sa" = "${pair#*=}" ] || fail "deploy/${pair%%=*} runs as ServiceAccount '$sa', not ${pair#*=}"
+done
+DISCOVERY_SA=system:serviceaccount:proxy-operator-system:proxy-operator-discovery
+for check in "create secrets -n default" "get secrets -n default" "list secrets -n proxy-operator-system" \
+  "get secrets -n proxy-operator-system" "list secrets --all-namespaces" "create serviceaccounts/token -n proxy-operator-system" \
+  "patch proxies.crawl.example.com -n default" "create pods -n proxy-operator-proxies"; do
+  # shellcheck disable=SC2086
+  [ "$($KUBECTL auth can-i $check --as=$DISCOVERY_SA 2>/dev/null)" = no ] || fail "the discovery account may $check"
+done
+# The token a discovery Pod really holds (projected by the kubelet), used as it would be.
+# If exec does not work on this node, a token of the same account is the next best thing.
+disc_token=$($KUBECTL -n proxy-operator-system exec deploy/proxy-operator-discovery -- cat /var/run/secrets/kubernetes.io/serviceaccount/token 2>"$LOGS/exec-token.log") || {
+  log "   kubectl exec failed ($(tail -1 "$LOGS/exec-token.log")): using a new token of the same ServiceAccount"
+  disc_token=$($KUBECTL -n proxy-operator-system create token proxy-operator-discovery) || fail "no token of the discovery account"
+}
+as_discovery() { $KUBECTL --token="$disc_token" "$@"; }
+# The control: the token works for what the account may do (list, not get by name).
+as_discovery -n default get px -o name 2>&1 | grep -q proxy-kubernetes ||
+  fail "the discovery Pod's token cannot list Proxies (the control: the token itself works)"
+refused() { # DESCRIPTION CMD...: the attempt must be refused by RBAC
+  local what=$1 out
+  shift
+  out=$("$@" 2>&1) && fail "the discovery Pod's token could $what"
+  grep -qi forbidden <<<"$out" || fail "the discovery Pod's token: $what failed, but not as Forbidden: $out"
+}
+refused "create a Secret" as_discovery -n default create secret generic minted-by-discovery --from-literal=a=b
+refused "read the Redis password Secret" as_discovery -n proxy-operator-system get secret proxy-operator-redis
+refused "read the discovery tokens Secret" as_discovery -n proxy-operator-system get secret proxy-operator-discovery-tokens
+refused "read a Secret of the watched namespace by name" as_discovery -n default get secret "$($KUBECTL -n default get secrets -o jsonpath='{.items[0].metadata.name}')"
+refused "mint a token for the controller's account" as_discovery -n proxy-operator-system create token proxy-operator
+log "   the discovery Pod's token: reads Proxies; refused to create or read a Secret and to mint a token"
+check_no_forbidden_calls "after the switch to the split operator"
 
 step "the lease loop against a steady operator (the control: the check itself finds nothing)"
 run_crawler crawler-lease-control 60 lease-loop 15 || {
@@ -272,3 +341,9 @@ crawler_wait crawler-lease-loop 180 || {
   fail "the lease loop over a rollout restart (log: $LOGS/crawler-crawler-lease-loop.log)"
 }
 save_operator_logs
+check_no_forbidden_calls "end of the run"
+used=$(accounts_used)
+for sa in proxy-operator proxy-operator-discovery; do
+  grep -qw "system:serviceaccount:proxy-operator-system:$sa" <<<"$used" || fail "no request was made with the $sa account (used: $used)"
+done
+log "   accounts that made requests: $used"

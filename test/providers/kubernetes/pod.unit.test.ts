@@ -9,6 +9,8 @@ import {
   SQUID_CONFIG_ENV,
   SQUID_PASSWD_ENV,
   SQUID_PASSWD_FILE,
+  SQUID_UID,
+  SQUID_WRITABLE_DIRS,
   buildPod,
 } from '../../../providers/kubernetes/pod-spec.js';
 import { podProblem, podState, toInstance } from '../../../providers/kubernetes/pod-view.js';
@@ -30,6 +32,41 @@ const req: CreateRequest = {
 };
 
 describe('the proxy Pod', () => {
+  describe('meets the Pod Security "restricted" profile', () => {
+    const pod = buildPod(req, { namespace: 'proxies', image: 'ubuntu/squid:6.1' });
+    const [container] = pod.spec!.containers;
+    const mounts = container.volumeMounts!.map((m) => m.mountPath);
+    it.each<[string, () => unknown, unknown]>([
+      ['runs as non-root', () => pod.spec!.securityContext!.runAsNonRoot, true],
+      ["runs as Squid's own user (proxy, 13)", () => pod.spec!.securityContext!.runAsUser, SQUID_UID],
+      [
+        'runs with the RuntimeDefault seccomp profile',
+        () => pod.spec!.securityContext!.seccompProfile,
+        { type: 'RuntimeDefault' },
+      ],
+      ['cannot escalate privileges', () => container.securityContext!.allowPrivilegeEscalation, false],
+      ['drops every capability', () => container.securityContext!.capabilities, { drop: ['ALL'] }],
+      ['has a read-only root filesystem', () => container.securityContext!.readOnlyRootFilesystem, true],
+      ['is not privileged', () => container.securityContext!.privileged, false],
+      ['has no API token', () => pod.spec!.automountServiceAccountToken, false],
+      [
+        "mounts an emptyDir at squid.conf's folder and every dir Squid writes to",
+        () =>
+          [...SQUID_WRITABLE_DIRS, SQUID_PASSWD_FILE.replace(/\/passwd$/, '')].every((d) =>
+            mounts.includes(d),
+          ),
+        true,
+      ],
+      [
+        'backs every mount with an emptyDir',
+        () => pod.spec!.volumes!.every((v) => v.emptyDir !== undefined),
+        true,
+      ],
+    ])('%s', (_what, actual, expected) => {
+      expect(actual()).toEqual(expected);
+    });
+  });
+
   it('is named from the UID, GC-labelled, and runs the configured Squid image on the port', () => {
     const pod = buildPod(req, { namespace: 'proxies', image: 'ubuntu/squid:6.1' });
     expect(pod.metadata).toEqual({
@@ -84,10 +121,10 @@ describe('the proxy Pod', () => {
     expect(container.command?.[2]).toMatch(
       /> \/etc\/proxy-operator\/squid\.conf && exec squid -N .*-f \/etc\/proxy-operator\/squid\.conf$/,
     );
-    expect(container.volumeMounts).toEqual([{ name: 'squid-config', mountPath: '/etc/proxy-operator' }]);
-    expect(pod.spec!.volumes).toEqual([
+    expect(container.volumeMounts).toContainEqual({ name: 'squid-config', mountPath: '/etc/proxy-operator' });
+    expect(pod.spec!.volumes).toContainEqual(
       expect.objectContaining({ name: 'squid-config', emptyDir: expect.anything() }),
-    ]);
+    );
     expect(container.readinessProbe).toMatchObject({ tcpSocket: { port: 8080 } });
   });
 
