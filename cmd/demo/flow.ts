@@ -380,7 +380,7 @@ async function strictSite(
   const leaseBody = { selector: { geo: 'local' }, ttlSeconds: 300, target };
   const statuses: Record<string, number> = {};
   const held: Array<{ leaseID: string; proxy: { id: string; url: string } }> = [];
-  let reportStatus = 0;
+
   const count = Object.keys(exitIPs).length;
   // Leases are held, so least-loaded first walks through every proxy.
   for (let i = 0; i < 3 * count && Object.keys(statuses).length < count; i++) {
@@ -432,7 +432,7 @@ async function strictSite(
   print(curl(env, 'POST', `/v1/leases/${ok.leaseID}/report`, limited));
   const r = await api(env, 'POST', `/v1/leases/${ok.leaseID}/report`, limited);
   answer(print, r.status, r.text);
-  reportStatus = r.status;
+  const reportStatus = r.status;
   const releaseStatuses: number[] = [];
   for (const l of held) {
     print(curl(env, 'DELETE', `/v1/leases/${l.leaseID}`));
