@@ -261,7 +261,7 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   answer(print, lease3.status, lease3.text);
   // More proxies (`--proxies`): each next one reports rate_limited too, until none is left.
   const moreLeases: string[] = [];
-  while (lease3.status === 200 && moreLeases.length < proxies.length) {
+  while (lease3.status === 201 && moreLeases.length < proxies.length) {
     const id = (lease3.json as { leaseID: string }).leaseID;
     moreLeases.push(id);
     print('-> and this one reports rate_limited too:');
@@ -387,7 +387,7 @@ async function strictSite(
     print(curl(env, 'POST', '/v1/leases', leaseBody));
     const lease = await api(env, 'POST', '/v1/leases', leaseBody);
     answer(print, lease.status, lease.text);
-    if (lease.status !== 200) break;
+    if (lease.status !== 201) break;
     const l = lease.json as { leaseID: string; proxy: { id: string; url: string } };
     held.push(l);
     if (statuses[l.proxy.id] !== undefined) continue;
