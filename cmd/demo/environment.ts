@@ -170,6 +170,9 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
           ...DEFAULT_GATEWAY_SETTINGS,
           host: '127.0.0.1',
           port: gatewayPort,
+          // A finished gateway lease is released after 2 s (not 15): the demo's next steps
+          // and its test see every lease back soon after step 8.
+          idleSeconds: 2,
           ...(options.token === undefined ? { demoToken: gatewayToken } : {}),
         },
       },
