@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { DEMO_USAGE, demoArgs, type DemoArgs } from '../../cmd/demo/args.js';
 import { portOr } from '../../cmd/demo/environment.js';
@@ -60,6 +61,14 @@ describe('demoArgs', () => {
     const result = demoArgs(['--token', 'secret value']);
     expect(result.kind).toBe('error');
     expect(JSON.stringify(result)).not.toContain('secret');
+  });
+
+  it("the README's demo section names every flag the help lists", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## The local demo'));
+    const flags = [...DEMO_USAGE.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]);
+    expect(flags).toEqual(['--proxies', '--token', '--site', '--site-rate', '--no-wait', '--help']);
+    for (const flag of flags.filter((f) => f !== '--help')) expect(section).toContain(`\`${flag}`);
   });
 
   it('the help names what it starts and its flags', () => {
