@@ -1,4 +1,10 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { ProxyAgent, request } from 'undici';
 import { demoArgs } from '../../cmd/demo/args.js';
@@ -97,4 +103,46 @@ describe('the demo with --token, --proxies 3 and --site', () => {
     expect(site.reportStatus).toBeLessThan(300);
     expect(site.releaseStatuses.every((s) => s === 204)).toBe(true);
   });
+
+  // docs/crawling.md: the Crawlee recipe, unchanged, with DISCOVERY_TOKEN, crawls the strict
+  // site through the closed API: every page, despite the ban and the rate limit.
+  it("runs the docs' Crawlee recipe with DISCOVERY_TOKEN against the strict site: every page", async () => {
+    const run = promisify(execFile);
+    const doc = readFileSync(join(root, 'docs/crawling.md'), 'utf8');
+    const block = /<!-- checked: crawlee\b[^>]*-->\n```ts\n([\s\S]*?)\n```/.exec(doc);
+    expect(block).not.toBeNull();
+    await run(process.execPath, [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'client/tsconfig.json'),
+    ]);
+    await mkdir(join(root, 'build'), { recursive: true });
+    const script = join(root, 'build', 'readme-crawlee-strict.mjs');
+    await writeFile(script, block![1]);
+    const storage = await mkdtemp(join(tmpdir(), 'readme-crawlee-strict-'));
+    try {
+      const { stdout } = await run(process.execPath, [script], {
+        cwd: storage,
+        env: {
+          ...process.env,
+          DISCOVERY_URL: env.discoveryURL,
+          DISCOVERY_TOKEN: TOKEN,
+          START_URL: env.site.url,
+          CRAWLEE_STORAGE_DIR: storage,
+        },
+        timeout: 120_000,
+      });
+      const fetched = new Set(stdout.split('\n').filter((l) => l.startsWith('fetched ')));
+      expect([...fetched].sort()).toEqual(
+        [
+          env.site.url,
+          ...Array.from({ length: env.site.pages - 1 }, (_, i) => `${env.site.url}page/${i + 1}`),
+        ]
+          .map((u) => `fetched ${u}`)
+          .sort(),
+      );
+    } finally {
+      await rm(storage, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
