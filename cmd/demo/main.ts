@@ -54,7 +54,9 @@ try {
       print(
         `The strict site ${env.site.url} answers 403 to demo-external's exit and 429 (Retry-After) above ${options.site.ratePerSecond} requests per second per exit: test your client's ban and rate-limit handling against it.`,
       );
-    print(`Crawl ${env.site.url} through the proxies: the Crawlee recipe (docs/crawling.md, "Crawlee").`);
+    print(
+      `Crawl ${env.site.url} through the proxies: the Crawlee recipe (docs/crawling.md, "Crawlee")${options.token === undefined ? '' : ` with DISCOVERY_TOKEN=${options.token}`}.`,
+    );
     print('Press Ctrl-C to stop and clean everything up.');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
