@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Component } from '../handlers/components.js';
 import type { GatewaySettings } from '../handlers/settings.js';
 import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
+import { MIN_TOKEN_LENGTH } from '../discovery/api-tokens.js';
 
 /** Everything the operator's entry point can be told, from flags or environment. */
 export interface Settings {
@@ -19,6 +20,10 @@ export interface Settings {
     suspicionHoldoffSeconds: number;
     sessionIdleSeconds: number;
     maxSessions: number;
+    /** `--metrics-target-names`: /metrics names client targets (default: pseudonyms). */
+    metricsTargetNames: boolean;
+    /** `--discovery-tls-cert` and `--discovery-tls-key`: the API serves HTTPS with them. */
+    tls?: { certFile: string; keyFile: string };
   };
   recheckIntervalMillis: number;
   /** How clients authenticate to the discovery API (closed unless told otherwise). */
@@ -116,6 +121,23 @@ const OPTIONS: Option[] = [
     flag: 'discovery-tokens-file',
     env: 'DISCOVERY_TOKENS_FILE',
     help: "file of the discovery API's named bearer tokens, one \"<name>: <token>\" a line (names: lower-case letters, digits, '-'; tokens: at least 16 characters); re-read on change, so deleting a line revokes one token",
+  },
+  {
+    flag: 'discovery-tls-cert',
+    env: 'DISCOVERY_TLS_CERT',
+    help: 'PEM certificate (chain) file: the discovery API serves HTTPS with it and --discovery-tls-key (both or neither); plain HTTP without',
+  },
+  {
+    flag: 'discovery-tls-key',
+    env: 'DISCOVERY_TLS_KEY',
+    help: 'PEM private key file of --discovery-tls-cert',
+  },
+  {
+    flag: 'metrics-target-names',
+    env: 'METRICS_TARGET_NAMES',
+    default: 'false',
+    boolean: true,
+    help: "label proxy_operator_target_cooldowns_total with the targets clients name; by default a keyed pseudonym (t-<12 hex>), as targets are each team's private business and /metrics is unauthenticated",
   },
   {
     flag: 'discovery-unauthenticated',
@@ -446,6 +468,19 @@ function discoveryAuth(
   );
 }
 
+/** Both files or neither: a certificate without its key (or the reverse) is a mistake. */
+function discoveryTLS(
+  certFile: string | undefined,
+  keyFile: string | undefined,
+): { tls?: { certFile: string; keyFile: string } } {
+  if (certFile === undefined && keyFile === undefined) return {};
+  if (certFile === undefined)
+    throw new SettingsError('--discovery-tls-cert: required with --discovery-tls-key');
+  if (keyFile === undefined)
+    throw new SettingsError('--discovery-tls-key: required with --discovery-tls-cert');
+  return { tls: { certFile, keyFile } };
+}
+
 function positiveNumber(flag: string, value: string): number {
   const n = Number(value);
   if (!(value.trim() !== '' && Number.isFinite(n) && n > 0))
@@ -461,6 +496,10 @@ function bearerToken(value: string | undefined): string {
   const token = (value ?? '').trim();
   if (/\s/.test(token))
     throw new SettingsError('DISCOVERY_TOKEN: must not contain whitespace inside the token');
+  if (token !== '' && token.length < MIN_TOKEN_LENGTH)
+    throw new SettingsError(
+      `DISCOVERY_TOKEN: must be at least ${MIN_TOKEN_LENGTH} characters (got ${token.length}); \`openssl rand -hex 24\` makes one`,
+    );
   return token;
 }
 
@@ -659,6 +698,8 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       suspicionHoldoffSeconds: positiveInt('suspicion-holdoff', get('suspicion-holdoff')!, 0),
       sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
       maxSessions: positiveInt('max-sessions', get('max-sessions')!, 10_000),
+      metricsTargetNames: bool('metrics-target-names', get('metrics-target-names')!),
+      ...discoveryTLS(get('discovery-tls-cert'), get('discovery-tls-key')),
     },
     discoveryAuth: discoveryAuth(get, env, parts.includes('discovery') || parts.includes('gateway')),
     discoveryRateLimit: {

@@ -19,6 +19,9 @@ export const API_ERROR_CODES = [
   'headers_too_large',
   'store_unavailable',
   'too_many_requests',
+  'lease_quota',
+  'cooldown_quota',
+  'report_quota',
   'internal',
 ] as const;
 

@@ -4,6 +4,7 @@
 // (lease owner, rate-limit bucket, metric label); a token is never logged or echoed.
 import { hash } from 'node:crypto';
 import { ANONYMOUS_OWNER, OWNER_NAME_PATTERN } from './lease-owner.js';
+import { OPEN_POLICY, parseTokenOptions, type TokenPolicy } from './token-scope.js';
 
 /** Shorter tokens are guessable; `openssl rand -hex 24` gives 48 characters. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -11,13 +12,22 @@ const TOKEN_PATTERN = /^[\x21-\x7e]+$/;
 
 export class TokensFileError extends Error {}
 
+/** A tokens file's content: name -> token, and name -> policy for the lines that set one. */
+export interface TokensFileContent {
+  tokens: Map<string, string>;
+  policies: Map<string, TokenPolicy>;
+}
+
 /**
- * Parses a tokens file: `<name>: <token>` per line, blank lines and `#` comments ignored.
- * Throws naming the line and what is wrong with it, never the token itself.
+ * Reads a tokens file: `<name>: <token> [options]` per line (options: token-scope.ts), blank
+ * lines and `#` comments ignored. A file without a token line is valid here (a reload of an
+ * emptied file revokes every token); start-up refuses it (parseTokensFile). Throws naming the
+ * line and what is wrong with it, never the token itself.
  */
-export function parseTokensFile(text: string, source: string): Map<string, string> {
+export function readTokensFile(text: string, source: string): TokensFileContent {
   const tokens = new Map<string, string>();
   const names = new Map<string, string>();
+  const policies = new Map<string, TokenPolicy>();
   text.split(/\r?\n/).forEach((raw, index) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
@@ -25,7 +35,10 @@ export function parseTokensFile(text: string, source: string): Map<string, strin
     const colon = line.indexOf(':');
     if (colon < 0) throw new TokensFileError(`${where}: expected "<name>: <token>"`);
     const name = line.slice(0, colon).trim();
-    const token = line.slice(colon + 1).trim();
+    const [token = '', ...options] = line
+      .slice(colon + 1)
+      .trim()
+      .split(/[ \t]+/);
     if (!OWNER_NAME_PATTERN.test(name) || name === ANONYMOUS_OWNER)
       throw new TokensFileError(
         `${where}: name "${name.slice(0, 63)}" must be 1-63 lower-case letters, digits or '-' (not "${ANONYMOUS_OWNER}")`,
@@ -37,19 +50,39 @@ export function parseTokensFile(text: string, source: string): Map<string, strin
       );
     if (tokens.has(token))
       throw new TokensFileError(`${where}: the token of "${name}" is also "${tokens.get(token)}"'s`);
+    if (options.length > 0) {
+      try {
+        policies.set(name, parseTokenOptions(options));
+      } catch (err) {
+        throw new TokensFileError(`${where}: the options of "${name}": ${(err as Error).message}`);
+      }
+    }
     tokens.set(token, name);
     names.set(name, token);
   });
-  if (names.size === 0) throw new TokensFileError(`${source}: holds no token ("<name>: <token>" lines)`);
-  return names;
+  return { tokens: names, policies };
+}
+
+/** Parses a tokens file for start-up: as readTokensFile, and it must hold a token. */
+export function parseTokensFile(text: string, source: string): Map<string, string> {
+  return parseTokensFileContent(text, source).tokens;
+}
+
+/** readTokensFile that refuses a file without a token (start-up: nothing could call the API). */
+export function parseTokensFileContent(text: string, source: string): TokensFileContent {
+  const content = readTokensFile(text, source);
+  if (content.tokens.size === 0)
+    throw new TokensFileError(`${source}: holds no token ("<name>: <token>" lines)`);
+  return content;
 }
 
 /** The live set of tokens; replace() swaps it whole (a reload of the file). */
 export class ApiTokens {
   private byDigest = new Map<string, string>();
+  private policies: ReadonlyMap<string, TokenPolicy> = new Map();
 
-  constructor(tokens: ReadonlyMap<string, string>) {
-    this.replace(tokens);
+  constructor(tokens: ReadonlyMap<string, string>, policies: ReadonlyMap<string, TokenPolicy> = new Map()) {
+    this.replace(tokens, policies);
   }
 
   /** One token under a name (DISCOVERY_TOKEN, tests). */
@@ -57,10 +90,22 @@ export class ApiTokens {
     return new ApiTokens(new Map([[name, token]]));
   }
 
-  replace(tokens: ReadonlyMap<string, string>): void {
+  /** Swaps the set whole; an empty set revokes every token (every request answers 401). */
+  replace(tokens: ReadonlyMap<string, string>, policies: ReadonlyMap<string, TokenPolicy> = new Map()): void {
     const next = new Map<string, string>();
     for (const [name, token] of tokens) next.set(tokenDigest(token), name);
     this.byDigest = next;
+    this.policies = policies;
+  }
+
+  /** A name's scope and trust (token-scope.ts); a line without options: every proxy, untrusted. */
+  policyOf(name: string): TokenPolicy {
+    return this.policies.get(name) ?? OPEN_POLICY;
+  }
+
+  /** The names trusted alone for rotation on bans. */
+  get rotationTrusted(): string[] {
+    return [...this.policies].filter(([, p]) => p.rotationTrusted).map(([n]) => n);
   }
 
   get names(): string[] {

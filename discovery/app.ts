@@ -13,6 +13,11 @@ import {
 } from './api-error.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { ApiTokens } from './api-tokens.js';
+import { SourceLimiter } from './source-limiter.js';
+import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from './tenant-quotas.js';
+import { OPEN_POLICY, isOpen, scopeMatcher, type TokenPolicy } from './token-scope.js';
+import { visibleCooldowns } from './target-privacy.js';
+import { DEFAULT_SESSION_IDLE_SECONDS } from './session-book.js';
 import { bearerAuth, ownerOf } from './bearer-auth.js';
 import { ANONYMOUS_OWNER } from './lease-owner.js';
 import { ReportLog } from './report-log.js';
@@ -37,6 +42,7 @@ import {
   parseReportsBody,
   parseSessionKey,
   continueToken,
+  MAX_BATCH_REPORTS,
   type ListQuery,
   type ReportBody,
 } from './request-parsing.js';
@@ -60,6 +66,16 @@ export interface DiscoveryAppOptions {
   token?: string;
   /** Per-token request rate (429 with Retry-After beyond it); undefined = unlimited. */
   rateLimit?: BucketLimits;
+  /** Per-token quotas (tenant-quotas.ts); default DEFAULT_TENANT_QUOTAS. */
+  quotas?: TenantQuotaLimits;
+  /** The book's session idle time: a session idle this long leaves its token's quota. */
+  sessionIdleSeconds?: number;
+  /** Requests without a valid token, per source address (source-limiter.ts's default). */
+  failedAuthLimit?: BucketLimits;
+  /** Name targets in /metrics (`--metrics-target-names`); default: pseudonyms. */
+  metricsTargetNames?: boolean;
+  /** The lease store's clock (ms since the epoch): lease expiries are compared against it. */
+  clock?: () => number;
   /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
   maxConcurrentLists?: number;
   logger: Logger;
@@ -74,7 +90,20 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const { catalog, leases, logger } = options;
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
-  const cooldowns = new TargetCooldownMetrics(options.registry);
+  const cooldowns = new TargetCooldownMetrics(options.registry, options.metricsTargetNames === true);
+  const ledger = new TenantLedger(
+    options.quotas ?? DEFAULT_TENANT_QUOTAS,
+    (options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS) * 1000,
+  );
+  const quotas = ledger.limits;
+  // A batch's items count one each; its burst fits the largest batch.
+  const reportRate = new RateLimiter({
+    ratePerSecond: quotas.reportsPerSecond,
+    burst: Math.max(MAX_BATCH_REPORTS, Math.ceil(quotas.reportsPerSecond)),
+  });
+  const clock = options.clock ?? Date.now;
+  const ledgerSweep = setInterval(() => ledger.sweep(clock()), 60_000);
+  ledgerSweep.unref();
   const serializer = new ProxyListSerializer(options.pageBuffers);
   const token = options.token?.trim() ?? '';
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
@@ -96,20 +125,53 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   // Auth on each /v1 route itself (not one app.use('/v1') in front, which re-writes every
   // request's path on the hot path), and once more for /v1 paths no route takes.
   const authenticate: RequestHandler =
-    tokens === undefined ? (_req, _res, next) => next() : bearerAuth(tokens);
+    tokens === undefined
+      ? (_req, _res, next) => next()
+      : bearerAuth(tokens, new SourceLimiter(options.failedAuthLimit));
   if (tokens === undefined) {
     logger.warn('no discovery API token: the discovery API accepts requests WITHOUT authentication');
   }
   const throttle = options.rateLimit === undefined ? undefined : rateLimited(options.rateLimit, metrics);
   // Authentication, then the caller's rate limit: a request without a valid token costs no
   // one's budget (and is cheap: one cached digest).
+  // Every /v1 answer is private to its token, and lease answers carry proxy credentials:
+  // no cache between crawler and API may keep one.
+  const authenticated: RequestHandler = (req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    authenticate(req, res, next);
+  };
   const guard: RequestHandler =
     throttle === undefined
-      ? authenticate
+      ? authenticated
       : (req, res, next) =>
-          authenticate(req, res, (err?: unknown) => (err ? next(err) : throttle(req, res, next)));
+          authenticated(req, res, (err?: unknown) => (err ? next(err) : throttle(req, res, next)));
   // Who asks: the token's name, or one anonymous owner when the API is unauthenticated.
   const owner = (res: Parameters<RequestHandler>[1]) => ownerOf(res) ?? ANONYMOUS_OWNER;
+  // The asking token's scope as a predicate (undefined: every proxy), compiled once per policy.
+  const scopes = new WeakMap<TokenPolicy, (proxy: ProxyRecord) => boolean>();
+  const scopeOf = (res: Parameters<RequestHandler>[1]) => {
+    const policy = tokens?.policyOf(owner(res)) ?? OPEN_POLICY;
+    if (isOpen(policy.scope)) return undefined;
+    let admits = scopes.get(policy);
+    if (admits === undefined) {
+      admits = scopeMatcher(policy.scope);
+      scopes.set(policy, admits);
+    }
+    return admits;
+  };
+  const quotaRefusal = (
+    res: Parameters<RequestHandler>[1],
+    code: 'lease_quota' | 'cooldown_quota' | 'report_quota',
+    message: string,
+    retryAfterSeconds: number,
+  ) => {
+    metrics.countQuota(
+      owner(res),
+      code === 'lease_quota' ? 'lease' : code === 'cooldown_quota' ? 'cooldown' : 'report',
+    );
+    res.setHeader('Retry-After', String(retryAfterSeconds));
+    sendError(res, 429, code, message);
+  };
 
   app
     .route('/v1/proxies')
@@ -134,7 +196,10 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         await listTurns.turn();
         // A client that left while the page waited for its turn costs no page.
         if (res.destroyed) return;
-        const { items, next } = page(catalog.list(query), query);
+        const admits = scopeOf(res);
+        // A scoped token's list is the catalog's filtered again (one pass per page it asks).
+        const all = catalog.list(query);
+        const { items, next } = page(admits === undefined ? all : all.filter(admits), query);
         const usage = await leases.usage(items.map((p) => p.id));
         const body = serializer.list(items, usage, next === undefined ? undefined : continueToken(next));
         // The page's buffer is reused once the response is done with it: written, or cut off.
@@ -152,16 +217,20 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .get(async (req, res) => {
       const id = `${req.params.namespace}/${req.params.name}`;
       const proxy = catalog.get(id);
-      if (proxy === undefined) {
+      const admits = scopeOf(res);
+      // Outside the token's scope a proxy does not exist for it.
+      if (proxy === undefined || (admits !== undefined && !admits(proxy))) {
         sendError(res, 404, 'proxy_not_found', `proxy '${id}' does not exist`);
         return;
       }
       const { target } = parseProxyQuery(rawQuery(req));
       // One read of the book for both the object and the explanation, so the two agree.
       const { usage, cooldowns, now } = await leases.standing(id);
+      const who = owner(res);
+      const visible = visibleCooldowns(cooldowns, (t) => ledger.reported(who, id, t), target);
       sendJSON(res, 200, {
         ...toProxyView(proxy, usage),
-        ...leasability(proxy, usage, cooldowns, now, target),
+        ...leasability(proxy, usage, visible, now, target),
       });
     })
     .all(methodNotAllowed('GET, HEAD'));
@@ -171,11 +240,35 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
-      const result = await leases.acquire({ ...request, owner: owner(res) }).catch((err: unknown) => {
-        // A 503 is a lease request's outcome too: the alert on store trouble counts them.
-        if (err instanceof StoreUnavailableError) metrics.countLeaseRequest('store_unavailable');
-        throw err;
-      });
+      const who = owner(res);
+      if (ledger.admitLease(who, clock()) === 'lease_quota' && !(await releasedElsewhere(who))) {
+        quotaRefusal(
+          res,
+          'lease_quota',
+          `token '${who}' holds ${quotas.leases} live leases (its quota); release or let one expire first`,
+          1,
+        );
+        return;
+      }
+      // A new session at the token's quota ends the token's own least recently used one.
+      const evict =
+        request.session === undefined ? undefined : ledger.useSession(who, request.session, clock());
+      if (evict !== undefined) {
+        await leases.endSession(evict, who);
+        metrics.countQuota(who, 'session');
+      }
+      const admits = scopeOf(res);
+      const result = await leases
+        .acquire({
+          ...request,
+          owner: who,
+          ...(admits === undefined ? {} : { within: admits }),
+        })
+        .catch((err: unknown) => {
+          // A 503 is a lease request's outcome too: the alert on store trouble counts them.
+          if (err instanceof StoreUnavailableError) metrics.countLeaseRequest('store_unavailable');
+          throw err;
+        });
       if (!result.granted) {
         metrics.countLeaseRequest(result.reason);
         // When the first cooldown ends: a client can wait exactly that long instead of polling.
@@ -192,6 +285,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       }
       metrics.countLeaseRequest('granted');
       const { lease, usage, session } = result;
+      ledger.leaseHeld(who, lease.id, {
+        until: lease.expiresAt.getTime(),
+        proxyID: lease.proxyID,
+        target: lease.target ?? '',
+      });
       if (session?.moved) {
         reportLog.record(
           'session_moved',
@@ -207,8 +305,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/leases/:id')
     .all(guard)
     .delete(async (req, res) => {
-      await leases.release(req.params.id, owner(res));
-      res.status(204).end();
+      const who = owner(res);
+      ledger.leaseEnded(who, req.params.id);
+      // Another token's lease is unknown to this one: 404, as renew and report answer.
+      if (await leases.release(req.params.id, who)) res.status(204).end();
+      else leaseNotFound(res, req.params.id);
     })
     .all(methodNotAllowed('DELETE'));
 
@@ -217,28 +318,86 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const { ttlSeconds } = parseRenewBody(req.body, limits);
-      const renewed = await leases.renew(req.params.id, ttlSeconds, owner(res));
+      const who = owner(res);
+      const renewed = await leases.renew(req.params.id, ttlSeconds, who);
       if (renewed === undefined) {
+        ledger.leaseEnded(who, req.params.id);
         leaseNotFound(res, req.params.id);
         return;
       }
       const { lease, usage } = renewed;
+      ledger.leaseHeld(who, lease.id, {
+        until: lease.expiresAt.getTime(),
+        proxyID: lease.proxyID,
+        target: lease.target ?? '',
+      });
       const session = lease.session === undefined ? undefined : { key: lease.session, moved: false };
       sendJSON(res, 200, toLeaseView(lease, currentProxy(catalog, lease), usage, session));
     })
     .all(methodNotAllowed('POST'));
 
-  /** Records one report (and the release it asks for); undefined when the lease is gone. */
+  /**
+   * A lease the token's quota is counted on; one this replica did not grant (another Redis
+   * replica did) is read from the book once and kept.
+   */
+  const heldLease = async (who: string, leaseID: string) => {
+    const known = ledger.lease(who, leaseID);
+    if (known !== undefined) return known;
+    const lease = await leases.get(leaseID, who);
+    if (lease === undefined) return undefined;
+    const held = { until: lease.expiresAt.getTime(), proxyID: lease.proxyID, target: lease.target ?? '' };
+    ledger.leaseHeld(who, leaseID, held);
+    return held;
+  };
+
+  /**
+   * At the lease quota, drops the leases this replica counts that the book no longer holds
+   * (released or expired through another replica); true when that made room.
+   */
+  const releasedElsewhere = async (who: string) => {
+    for (const id of ledger.leaseIDs(who)) {
+      if ((await leases.get(id, who)) === undefined) ledger.leaseEnded(who, id);
+    }
+    return ledger.admitLease(who, clock()) === 'allow';
+  };
+
+  /**
+   * Records one report (and the release it asks for); undefined when the lease is gone, the
+   * quota's error when a banned/rate_limited report would start a cooldown past the token's quota.
+   */
   const recordReport = async (
     leaseID: string,
     report: ReportBody,
     who: string,
-  ): Promise<ReportView | undefined> => {
+  ): Promise<ReportView | ApiErrorBody | undefined> => {
     const { result, release, ...details } = report;
-    const outcome = await leases.report(leaseID, result, details, who);
+    if (result === 'banned' || result === 'rate_limited') {
+      const held = await heldLease(who, leaseID);
+      if (held === undefined) return undefined;
+      const target = details.target ?? held.target;
+      if (ledger.admitCooldown(who, held.proxyID, target, clock()) === 'cooldown_quota') {
+        return errorBody(
+          'cooldown_quota',
+          `token '${who}' keeps ${quotas.cooldowns} cooldowns running (its quota); nothing was recorded: a new one is accepted once one of its own ends`,
+        );
+      }
+    }
+    // An API without tokens has one tenant: nobody to agree with, so its reports are trusted.
+    const rotationTrusted = tokens === undefined || tokens.policyOf(who).rotationTrusted;
+    const outcome = await leases.report(leaseID, result, { ...details, rotationTrusted }, who);
     if (outcome === undefined) return undefined;
+    if (outcome.cooldownUntil !== undefined)
+      ledger.cooldownRecorded(
+        who,
+        outcome.lease.proxyID,
+        outcome.target ?? '',
+        outcome.cooldownUntil.getTime(),
+      );
     // After the report, so that the proxy's last outcome is in the book before its slot frees.
-    if (release === true) await leases.release(leaseID, who);
+    if (release === true) {
+      await leases.release(leaseID, who);
+      ledger.leaseEnded(who, leaseID);
+    }
     metrics.countReport(result);
     // Debug lines and a periodic info summary: a client's reports never grow the log unboundedly.
     if (outcome.probeRequested) {
@@ -257,6 +416,8 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
           proxyID: outcome.lease.proxyID,
           result,
           target: outcome.target ?? null,
+          // What /metrics calls it (target-cooldown-metrics.ts): the SRE's way from alert to site.
+          metricsLabel: cooldowns.labelOf(outcome.target),
           cooldownUntil: outcome.cooldownUntil.toISOString(),
         },
         'proxy cooling down',
@@ -282,13 +443,32 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     };
   };
 
+  /** The token's report rate (report_quota): a batch's items count one each. */
+  const reportsAllowed = (res: Parameters<RequestHandler>[1], count: number) => {
+    const who = owner(res);
+    const waitMs = reportRate.take(who, count);
+    if (waitMs === undefined) return true;
+    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+    quotaRefusal(
+      res,
+      'report_quota',
+      `token '${who}' is over its quota of ${quotas.reportsPerSecond} reports/s; nothing was recorded; retry after ${seconds} s`,
+      seconds,
+    );
+    return false;
+  };
+
   app
     .route('/v1/leases/:id/report')
     .all(guard)
     .post(body, async (req, res) => {
-      const view = await recordReport(req.params.id, parseReportBody(req.body), owner(res));
+      const report = parseReportBody(req.body);
+      if (!reportsAllowed(res, 1)) return;
+      const view = await recordReport(req.params.id, report, owner(res));
       if (view === undefined) leaseNotFound(res, req.params.id);
-      else sendJSON(res, 200, view);
+      else if ('error' in view) {
+        quotaRefusal(res, view.error as 'cooldown_quota', view.message, 60);
+      } else sendJSON(res, 200, view);
     })
     .all(methodNotAllowed('POST'));
 
@@ -298,10 +478,18 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .post(body, async (req, res) => {
       const reports = parseReportsBody(req.body);
       const who = owner(res);
+      if (!reportsAllowed(res, reports.length)) return;
       const items: (ReportView | (ApiErrorBody & { leaseID: string }))[] = [];
       // In order: two reports on one lease apply as if sent one after the other.
       for (const { leaseID, ...report } of reports) {
-        items.push((await recordReport(leaseID, report, who)) ?? { leaseID, ...leaseNotFoundBody(leaseID) });
+        const view = await recordReport(leaseID, report, who);
+        items.push(
+          view === undefined
+            ? { leaseID, ...leaseNotFoundBody(leaseID) }
+            : 'error' in view
+              ? { leaseID, ...view }
+              : view,
+        );
       }
       sendJSON(res, 200, { items });
     })
@@ -311,7 +499,9 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .route('/v1/sessions/:key')
     .all(guard)
     .delete(async (req, res) => {
-      await leases.endSession(parseSessionKey(req.params.key, 'session key'), owner(res));
+      const key = parseSessionKey(req.params.key, 'session key');
+      ledger.sessionEnded(owner(res), key);
+      await leases.endSession(key, owner(res));
       res.status(204).end();
     })
     .all(methodNotAllowed('DELETE'));

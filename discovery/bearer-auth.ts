@@ -2,6 +2,7 @@
 import type { RequestHandler, Response } from 'express';
 import { sendError } from './api-error.js';
 import { tokenDigest, type ApiTokens } from './api-tokens.js';
+import type { SourceLimiter } from './source-limiter.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 /** Recently presented tokens whose digests are kept: clients resend the same token. */
@@ -15,9 +16,10 @@ export function ownerOf(res: Response): string | undefined {
 /**
  * Rejects requests whose `Authorization: Bearer <token>` is missing or names no token of
  * `tokens` (read on every request, so a reload applies at once); otherwise records the
- * token's name as the request's owner.
+ * token's name as the request's owner. An address that failed too often (`sources`) is
+ * answered 429 before its token is hashed.
  */
-export function bearerAuth(tokens: ApiTokens): RequestHandler {
+export function bearerAuth(tokens: ApiTokens, sources?: SourceLimiter): RequestHandler {
   // Hashing is most of this middleware's cost; the cache is keyed by what the client sent
   // (a lookup never compares against a secret), so it reveals nothing about the tokens.
   const digests = new Map<string, string>();
@@ -32,11 +34,32 @@ export function bearerAuth(tokens: ApiTokens): RequestHandler {
   };
   return (req, res, next) => {
     const match = BEARER.exec(req.headers.authorization ?? '');
-    const name = match === null ? undefined : tokens.nameOf(digestOf(match[1]));
+    const presented = match?.[1];
+    // A token presented before is known without hashing; a valid client resends its own,
+    // so an address's failures never lock out the valid clients behind it.
+    const cached = presented === undefined ? undefined : digests.get(presented);
+    let name = cached === undefined ? undefined : tokens.nameOf(cached);
+    const address = req.socket.remoteAddress ?? '';
+    if (name === undefined) {
+      const waitMs = sources?.blocked(address);
+      if (waitMs !== undefined) {
+        const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+        res.setHeader('Retry-After', String(seconds));
+        sendError(
+          res,
+          429,
+          'too_many_requests',
+          `too many requests without a valid token from this address; retry after ${seconds} s`,
+        );
+        return;
+      }
+      if (presented !== undefined) name = tokens.nameOf(digestOf(presented));
+    }
     if (name !== undefined) {
       (res.locals as { owner?: string }).owner = name;
       return next();
     }
+    sources?.failed(address);
     res.setHeader('WWW-Authenticate', 'Bearer realm="proxy-operator discovery"');
     // Never echo what was sent: a mistyped token is still most of a token.
     const message =

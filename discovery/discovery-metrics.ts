@@ -18,6 +18,7 @@ export class DiscoveryMetrics {
   private readonly leaseRequests: Counter<'outcome'>;
   private readonly reports: Counter<'result'>;
   private readonly throttled: Counter<'token'>;
+  private readonly quotas: Counter<'token' | 'quota'>;
   // Children bound once: the hot path skips label hashing.
   private readonly byOutcome = new Map<LeaseRequestOutcome, { inc(): void }>();
   private readonly byResult = new Map<ReportResult, { inc(): void }>();
@@ -60,6 +61,13 @@ export class DiscoveryMetrics {
       labelNames: ['token'],
       registers: [registry],
     });
+    // Token names are the SRE's (the tokens file), never a client's string: bounded, and kept.
+    this.quotas = new Counter({
+      name: 'proxy_operator_discovery_quota_total',
+      help: 'Per-token quotas reached, by token name and quota: lease, cooldown, report (requests refused with 429 <quota>_quota) and session (a session of its own ended to start another).',
+      labelNames: ['token', 'quota'],
+      registers: [registry],
+    });
     // Zero-initialized so rate() works before the first of each.
     for (const outcome of OUTCOMES) {
       this.leaseRequests.inc({ outcome }, 0);
@@ -77,6 +85,10 @@ export class DiscoveryMetrics {
 
   countReport(result: ReportResult): void {
     this.byResult.get(result)!.inc();
+  }
+
+  countQuota(tokenName: string, quota: 'lease' | 'cooldown' | 'report' | 'session'): void {
+    this.quotas.inc({ token: tokenName, quota });
   }
 
   countThrottled(tokenName: string): void {

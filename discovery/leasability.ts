@@ -7,6 +7,7 @@ import type { ProxyCooldown, ProxyUsage } from './lease-store.js';
 export interface CooldownView {
   target: string | null;
   until: string;
+  hidden?: true;
 }
 
 export const NOT_LEASABLE_CODES = [
@@ -110,15 +111,19 @@ export function leasability(
   if (running.length > 0) {
     reasons.push({
       code: 'cooling_down',
-      cooldowns: running.map((c) => ({ target: c.target ?? null, until: new Date(c.until).toISOString() })),
+      cooldowns: running.map((c) => ({
+        target: c.target ?? null,
+        until: new Date(c.until).toISOString(),
+        ...(c.hidden === true ? { hidden: true as const } : {}),
+      })),
       message: `cooling down for ${running.length} target${running.length === 1 ? '' : 's'} after rate_limited/banned reports`,
     });
   }
   const blocked = reasons.some((r) => r.code !== 'cooling_down');
-  const coolingForTarget = running.some((c) => c.target === target);
+  const coolingForTarget = running.some((c) => c.hidden !== true && c.target === target);
   return { leasable: !blocked && !coolingForTarget, target: target ?? null, reasons };
 }
 
 function key(c: ProxyCooldown): string {
-  return c.target ?? '';
+  return c.hidden === true ? '\uffff' : (c.target ?? '');
 }

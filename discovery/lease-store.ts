@@ -20,6 +20,11 @@ export interface LeaseRequest {
    * keys are per owner (two owners' "s1" are two sessions). Undefined is an owner of its own.
    */
   owner?: string;
+  /**
+   * The asking token's scope (token-scope.ts): only proxies it admits are leased, a session
+   * bound to one outside it moves. Absent: every proxy.
+   */
+  within?: (proxy: ProxyRecord) => boolean;
 }
 
 export interface Lease {
@@ -70,6 +75,12 @@ export interface ReportDetails {
   target?: string;
   /** A rate_limited response's Retry-After, in seconds: that cooldown lasts at least this long. */
   retryAfterSeconds?: number;
+  /**
+   * The reporting token is trusted for rotation on bans (ban-agreement.ts): its cooldown
+   * counts toward spec.rotation.whenCoolingDownOn alone. A report without an owner (in-process)
+   * is trusted whatever this says.
+   */
+  rotationTrusted?: boolean;
 }
 
 export interface ReportOutcome {
@@ -123,6 +134,13 @@ export interface ProxyCooldown {
   target?: string;
   /** When it ends (ms since the epoch). */
   until: number;
+  /** Another team's target (target-privacy.ts): the target is not shown, only that one runs. */
+  hidden?: true;
+  /**
+   * Whether the reports behind it agree (ban-agreement.ts): what rotation on bans counts.
+   * Stores always say; absent (a hand-made reading) counts as agreed.
+   */
+  agreed?: boolean;
 }
 
 /** See LeaseStore.standing. */
@@ -189,10 +207,10 @@ export interface LeaseStore {
    */
   renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined>;
   /**
-   * Ends a lease early. Idempotent: releasing an unknown or ended lease (or another owner's,
-   * which stays live) succeeds.
+   * Ends a lease early. Resolves true when it ended this owner's live lease; false when the
+   * lease is unknown, ended already or another owner's (which stays live).
    */
-  release(leaseID: string, owner?: string): Promise<void>;
+  release(leaseID: string, owner?: string): Promise<boolean>;
   /**
    * Records the outcome of using a lease's proxy. Resolves undefined when the lease is
    * unknown, expired or released. `unreachable` makes the proxy suspect (see ReportOutcome)

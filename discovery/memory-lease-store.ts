@@ -16,7 +16,7 @@ import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { egressOf, egressStep } from './egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
-import { isLeasable, refusal, selectProxy, type SelectionState } from './lease-selection.js';
+import { isLeasable, refusal, selectProxy, type Candidate, type SelectionState } from './lease-selection.js';
 import type {
   AcquireResult,
   HealthObservation,
@@ -170,7 +170,8 @@ export class MemoryLeaseStore implements LeaseStore {
         else moved = true;
       }
     }
-    proxy ??= selectProxy(this.index.free(request.selector, request.exitIP), state)?.proxy;
+    const free = this.index.free(request.selector, request.exitIP);
+    proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
     if (proxy === undefined) return this.refusal(request, target, now);
 
     const lease: Lease = {
@@ -208,10 +209,12 @@ export class MemoryLeaseStore implements LeaseStore {
     return { lease: live.lease, usage: this.usageOf(live.lease.proxyID, now) };
   }
 
-  async release(leaseID: string, owner?: string): Promise<void> {
+  async release(leaseID: string, owner?: string): Promise<boolean> {
     this.expireDue();
     const live = this.leases.get(scopedKey(owner, leaseID));
-    if (live !== undefined) this.end(live);
+    if (live === undefined) return false;
+    this.end(live);
+    return true;
   }
 
   async report(
@@ -234,7 +237,9 @@ export class MemoryLeaseStore implements LeaseStore {
     const target = key === undefined ? {} : { target: key };
     if (result === 'unreachable') return { lease, ...target, ...this.suspect(lease, now) };
     const retryAfter = details.retryAfterSeconds === undefined ? undefined : details.retryAfterSeconds * 1000;
-    const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter);
+    // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
+    const reporter = { name: owner ?? '', trusted: owner === undefined || details.rotationTrusted === true };
+    const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter, reporter);
     if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
   }
@@ -298,7 +303,9 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.expireDue();
     const cooldowns = this.targets
       .cooldownsOf(proxyID, now)
-      .map(({ target, until }) => (target === GLOBAL_POOL ? { until } : { target, until }));
+      .map(({ target, until, agreed }) =>
+        target === GLOBAL_POOL ? { until, agreed } : { target, until, agreed },
+      );
     return { usage: this.usageOf(proxyID, now), cooldowns, now };
   }
 
@@ -422,6 +429,7 @@ export class MemoryLeaseStore implements LeaseStore {
       this.index.has(proxy.id) &&
       (this.loads.get(proxy.id) ?? 0) < proxy.maxLeases &&
       proxyMatcher(request.selector, request.exitIP)(proxy) &&
+      (request.within === undefined || request.within(proxy)) &&
       !state.coolingDown(proxy.id)
     );
   }
@@ -514,6 +522,11 @@ export class MemoryLeaseStore implements LeaseStore {
         'new egress: forgot the cooldowns the old address earned',
       );
   }
+}
+
+/** The candidates a token's scope admits, in the same order. */
+function* within(free: Iterable<Candidate>, admits: (proxy: ProxyRecord) => boolean): Generator<Candidate> {
+  for (const candidate of free) if (admits(candidate.proxy)) yield candidate;
 }
 
 /** The address a hold is about: where the proxy listens. */

@@ -365,11 +365,13 @@ export const openApiDocument: OpenApiDocument = {
     '/v1/leases/{id}': {
       delete: {
         operationId: 'releaseLease',
-        summary:
-          'Release a lease early. Idempotent: 204 for unknown, expired and already released leases too.',
+        summary: 'Release a lease early.',
         parameters: [leaseID],
         responses: {
-          '204': { description: 'Released (or already gone).' },
+          '204': { description: 'Released.' },
+          '404': errorResponse(
+            "lease_not_found: the lease is unknown, expired, released already, or another token's (which stays live)",
+          ),
           '400': shared('BadRequest'),
           '401': shared('Unauthorized'),
           '503': shared('StoreUnavailable'),
@@ -524,7 +526,11 @@ export const openApiDocument: OpenApiDocument = {
         description:
           'too_many_requests: this token is over its rate limit (--discovery-rate-limit requests/s, bursts of ' +
           `--discovery-rate-burst), or, for GET /v1/proxies, already has ${DEFAULT_MAX_CONCURRENT_LISTS} lists in ` +
-          'flight. Nothing was done; retry after Retry-After seconds.',
+          'flight, or (no valid token) this source address failed authentication too often. Per-token quotas ' +
+          '(docs/security.md, teams sharing one fleet): lease_quota (POST /v1/leases: the token holds its quota of ' +
+          'live leases), report_quota (reports: the token is over its reports per second; a batch counts each ' +
+          'item), cooldown_quota (a banned/rate_limited report would start a new cooldown past the token quota of ' +
+          'running ones; in a batch, the item carries it). Nothing was done; retry after Retry-After seconds.',
         headers: {
           'Retry-After': {
             description: 'Seconds until the token may call again.',
@@ -597,9 +603,16 @@ export const openApiDocument: OpenApiDocument = {
         properties: {
           target: {
             type: ['string', 'null'],
-            description: 'The target it benches the proxy for; null = the global pool.',
+            description:
+              "The target it benches the proxy for; null = the global pool, or (hidden) another token's target.",
           },
           until: { type: 'string', format: 'date-time' },
+          hidden: {
+            type: 'boolean',
+            enum: [true],
+            description:
+              "Another token's target: targets are private to the team that reported them; only that the proxy cools down for some site, and until when.",
+          },
         },
       },
       ProxyList: {
@@ -717,7 +730,7 @@ export const openApiDocument: OpenApiDocument = {
                   additionalProperties: false,
                   properties: {
                     leaseID: { type: 'string' },
-                    error: { type: 'string', enum: ['lease_not_found'] },
+                    error: { type: 'string', enum: ['lease_not_found', 'cooldown_quota'] },
                     message: { type: 'string' },
                   },
                 },

@@ -51,6 +51,10 @@ import { buildScripts, type LuaScript, type ScriptName } from './redis-scripts.j
 import { proxyMatcher } from './selector.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
+import { agreed } from './ban-agreement.js';
+
+/** Separates a reporters field's target from the reporter (targets never hold it). */
+const NUL = '\u0000';
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'proxy-operator';
 /** What a 503 store_unavailable tells the client to wait. */
@@ -169,7 +173,9 @@ export class RedisLeaseStore implements LeaseStore {
     const leaseID = this.newID();
     // Without a session the script never answers 'need': one try.
     if (request.session === undefined) return (await this.tryAcquire(request, leaseID)) as AcquireResult;
-    const matches = proxyMatcher(request.selector, request.exitIP);
+    const selected = proxyMatcher(request.selector, request.exitIP);
+    const matches = (record: ProxyRecord) =>
+      selected(record) && (request.within === undefined || request.within(record));
     // A session this replica bound before: its proxy goes first, so the binding is honoured in one trip.
     let bound: ProxyRecord | undefined;
     const hinted = this.sessionHints.get(scopedKey(request.owner, request.session));
@@ -215,6 +221,9 @@ export class RedisLeaseStore implements LeaseStore {
     let leasable = 0;
     let cooling = 0;
     let firstEnd = -1;
+    // A token's scope (token-scope.ts) steps over the proxies outside it, as a skip does.
+    const admits = request.within;
+    const outside = admits === undefined ? undefined : (id: string) => !admits(this.ranking.record(id)!);
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
       let chunk: ProxyRecord[];
@@ -222,14 +231,19 @@ export class RedisLeaseStore implements LeaseStore {
         const boundID = bound.id;
         chunk = [
           bound,
-          ...this.ranking.candidates(request.selector, request.exitIP, size - 1, (id) => id === boundID),
+          ...this.ranking.candidates(
+            request.selector,
+            request.exitIP,
+            size - 1,
+            (id) => id === boundID || outside?.(id) === true,
+          ),
         ];
       } else {
         chunk = this.ranking.candidates(
           request.selector,
           request.exitIP,
           size,
-          sent && ((id) => sent!.has(id)),
+          sent === undefined ? outside : (id) => sent!.has(id) || outside?.(id) === true,
         );
       }
       // An empty first chunk still runs when a session may need moving (and to say no_match).
@@ -298,12 +312,14 @@ export class RedisLeaseStore implements LeaseStore {
     return { lease, usage: this.usageFrom(reply[1], reply[2], reply[3], Number(reply[4])) };
   }
 
-  async release(leaseID: string, owner?: string): Promise<void> {
+  async release(leaseID: string, owner?: string): Promise<boolean> {
     const reply = decodeReleaseReply(
       (await this.eval('release', [scopedKey(owner, leaseID)])) as string | null,
     );
     // -1: the lease had ended already (its count is settled where it was pruned).
-    if (reply !== undefined && reply.load >= 0) this.hint(reply.proxyID, reply.load);
+    if (reply === undefined || reply.load < 0) return false;
+    this.hint(reply.proxyID, reply.load);
+    return true;
   }
 
   async report(
@@ -318,6 +334,9 @@ export class RedisLeaseStore implements LeaseStore {
       details.target ?? NO_TARGET,
       details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
       String(this.random()),
+      owner ?? '',
+      // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
+      owner === undefined || details.rotationTrusted === true ? '1' : '0',
     ])) as [string, string, number, number, number] | null;
     if (reply === null) return undefined;
     const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
@@ -384,11 +403,12 @@ export class RedisLeaseStore implements LeaseStore {
 
   async standing(proxyID: string): Promise<ProxyStanding> {
     // Reads only, one script on Redis's clock: the usage keys and the proxy's running
-    // cooldowns (P:tord), with the time they were read at.
-    const [rawNow, load, hold, slots, flat] = (await this.eval('standing', [proxyID])) as [
+    // cooldowns (P:tord) and who reported them (P:rep), with the time they were read at.
+    const [rawNow, load, hold, slots, flat, rep] = (await this.eval('standing', [proxyID])) as [
       number,
       number,
       string,
+      string[],
       string[],
       string[],
     ];
@@ -397,11 +417,23 @@ export class RedisLeaseStore implements LeaseStore {
     const record = this.catalog.get(proxyID);
     const held = holdReason(hold || null, record === undefined ? '' : addressOf(record), now);
     const oldest = oldestBucket(now, this.bucketMillis, WINDOW_BUCKETS);
+    const reporters = new Map<string, Map<string, number>>();
+    for (let j = 0; j + 1 < rep.length; j += 2) {
+      const [field, end] = [rep[j], rep[j + 1]];
+      const at = field.lastIndexOf(NUL);
+      const target = field.slice(0, at);
+      let names = reporters.get(target);
+      if (names === undefined) reporters.set(target, (names = new Map()));
+      names.set(field.slice(at + 1), Number(end));
+    }
     const cooldowns: ProxyCooldown[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const until = Number(flat[i + 1]);
+      const agreedOn = agreed(reporters.get(flat[i]) ?? new Map<string, number>(), now);
       // The global pool's key is the empty target (no target is empty: request-parsing.ts).
-      cooldowns.push(flat[i] === '' ? { until } : { target: flat[i], until });
+      cooldowns.push(
+        flat[i] === '' ? { until, agreed: agreedOn } : { target: flat[i], until, agreed: agreedOn },
+      );
     }
     this.hint(proxyID, activeLeases);
     const usage: ProxyUsage = {
@@ -473,7 +505,10 @@ export class RedisLeaseStore implements LeaseStore {
   // --- internals
 
   /** A stored lease as its owner sees it: the owner named, the session key unscoped. */
-  private owned(lease: Lease, owner: string | undefined): Lease {
+  private owned(stored: Lease, owner: string | undefined): Lease {
+    // The book keeps no credentials: the proxy's come from this replica's catalog.
+    const credentials = this.catalog.get(stored.proxyID)?.credentials;
+    const lease = credentials === undefined ? stored : { ...stored, proxy: { ...stored.proxy, credentials } };
     if (owner === undefined) return lease;
     return {
       ...lease,
@@ -715,10 +750,15 @@ function translate(err: unknown): unknown {
 
 /** Records are immutable: each one's JSON is computed once. */
 const jsonCache = new WeakMap<ProxyRecord, string>();
+/**
+ * A record as the book stores it in a lease value: without its credentials (issue 44 item
+ * 5): a password never reaches Redis; each replica reads it from its own catalog (owned()).
+ */
 function recordJSON(record: ProxyRecord): string {
   let json = jsonCache.get(record);
   if (json === undefined) {
-    json = JSON.stringify(record);
+    const { credentials: _secret, ...stored } = record;
+    json = JSON.stringify(stored);
     jsonCache.set(record, json);
   }
   return json;

@@ -385,6 +385,8 @@ end
 local function forget_proxy(id)
   local running = redis.call('ZCOUNT', k_tord(id), '(' .. NOW, '+inf')
   for _, target in ipairs(redis.call('HKEYS', k_tgt(id))) do forget_target(id, target) end
+  -- Who reported them (the replica's reporters hash, ban-agreement.ts) goes with them.
+  redis.call('DEL', P .. ':rep:' .. id)
   return running
 end`,
   },
@@ -945,7 +947,9 @@ return proxy .. '\0' .. n_s
 
 /**
  * ARGV after now: leaseID, result, target override ('\0' = none), retryAfterSeconds ('' =
- * none), a random number in [0, 1) (the cooldown's jitter). Answers {lease value, target,
+ * none), a random number in [0, 1) (the cooldown's jitter), the reporter's name and '1' when
+ * it is trusted for rotation (ban-agreement.ts: kept in P:rep:<proxy>, field
+ * "target\0reporter" = the end its report gave, '*' for the trusted mark). Answers {lease value, target,
  * cooldownUntil (-1 none, -2 not recorded at a cap), suspect (-1 n/a, 0, 1), probeRequested
  * (-1, 0, 1)}, or nil.
  */
@@ -983,6 +987,12 @@ if result == 'unreachable' then
 else
   local r = target_report(proxy, target, result, retry_after, tonumber(ARGV[A + 5]))
   if r == false then ends = -2 elseif r ~= nil then ends = r end
+  if ends >= 0 then
+    local k_rep = P .. ':rep:' .. proxy
+    redis.call('HSET', k_rep, target .. '\0' .. ARGV[A + 6], ends)
+    if ARGV[A + 7] == '1' then redis.call('HSET', k_rep, target .. '\0*', ends) end
+    redis.call('PEXPIRE', k_rep, RETAIN)
+  end
 end
 return { v, target, ends, suspect, probe }
 `;
@@ -1146,6 +1156,7 @@ return {
   redis.call('GET', P .. ':hold:' .. id) or '',
   redis.call('HVALS', P .. ':stats:' .. id),
   redis.call('ZRANGEBYSCORE', P .. ':tord:' .. id, after, '+inf', 'WITHSCORES'),
+  redis.call('HGETALL', P .. ':rep:' .. id),
 }
 `;
 

@@ -4,6 +4,7 @@
 // (else 431), and CONNECT or protocol-upgrade requests get 405. Every such answer is the
 // API's JSON error and closes the connection. Stops gracefully.
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import { createServer as createTLSServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -23,6 +24,11 @@ export interface DiscoveryServerOptions {
   maxHeaderSize?: number;
   /** How long stop() waits for in-flight requests before cutting connections. */
   shutdownGraceMs?: number;
+  /**
+   * PEM certificate (chain) and key: serve HTTPS (bearer tokens and lease credentials then
+   * never cross the network in clear). Absent: plain HTTP.
+   */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export const SERVER_DEFAULTS = {
@@ -89,7 +95,8 @@ export function rawErrorResponse(reply: RawReply, headers: Record<string, string
 
 export class DiscoveryServer {
   private readonly server: Server;
-  private readonly options: Required<DiscoveryServerOptions>;
+  private readonly options: Required<Omit<DiscoveryServerOptions, 'tls'>> &
+    Pick<DiscoveryServerOptions, 'tls'>;
 
   constructor(
     listener: RequestListener,
@@ -103,17 +110,24 @@ export class DiscoveryServer {
         `headersTimeoutMs (${headersTimeoutMs}) must not exceed requestTimeoutMs (${requestTimeoutMs})`,
       );
     }
-    this.server = createServer(
-      {
-        requestTimeout: requestTimeoutMs,
-        headersTimeout: headersTimeoutMs,
-        keepAliveTimeout: keepAliveTimeoutMs,
-        maxHeaderSize,
-        // Node enforces the two timeouts above only on this tick (default 30 s, i.e. too late).
-        connectionsCheckingInterval: Math.max(100, Math.min(1000, headersTimeoutMs / 2)),
-      },
-      listener,
-    );
+    const serverOptions = {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: headersTimeoutMs,
+      keepAliveTimeout: keepAliveTimeoutMs,
+      maxHeaderSize,
+      // Node enforces the two timeouts above only on this tick (default 30 s, i.e. too late).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, headersTimeoutMs / 2)),
+    };
+    const { tls } = options;
+    this.server =
+      tls === undefined
+        ? createServer(serverOptions, listener)
+        : createTLSServer(
+            { ...serverOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' },
+            listener,
+          );
+    // A TLS handshake that fails is the client's problem; it must not surface as an error here.
+    this.server.on('tlsClientError', (_err: Error, socket: Duplex) => socket.destroy());
     // A backstop for a socket that stalls outside a request (e.g. a response nobody reads);
     // longer than the request timeout so that a slow request gets its 408 first.
     this.server.setTimeout(requestTimeoutMs + 5_000);
@@ -163,7 +177,8 @@ export class DiscoveryServer {
 
   get url(): string {
     const { address, family } = this.server.address() as AddressInfo;
-    return `http://${family === 'IPv6' ? `[${address}]` : address}:${this.port}`;
+    const scheme = this.options.tls === undefined ? 'http' : 'https';
+    return `${scheme}://${family === 'IPv6' ? `[${address}]` : address}:${this.port}`;
   }
 
   /** Stops accepting, lets in-flight requests finish within the grace period, then cuts the rest. */

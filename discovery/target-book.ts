@@ -8,6 +8,7 @@ import { cooldownKindOf, restMillis, type CooldownRules } from './cooldown-polic
 import type { OutcomeCounts, ReportResult } from './lease-store.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { failures, OutcomeWindow } from './outcome-window.js';
+import { agreed, withReporter } from './ban-agreement.js';
 
 /** Distinct targets remembered per proxy. */
 export const MAX_TARGETS_PER_PROXY = 1000;
@@ -38,6 +39,8 @@ export interface TargetEntry {
   /** End of the running cooldown, whichever kind (ms since the epoch); 0 = none yet. */
   until: number;
   readonly window: OutcomeWindow;
+  /** Who reported the cooldown, with the end their report gave (ban-agreement.ts). */
+  readonly reporters: Map<string, number>;
   /** Its places in the book-wide and the per-proxy heaps of cooldown ends. */
   ends?: { all: EndNode; proxy: EndNode };
 }
@@ -84,6 +87,7 @@ export class TargetBook {
     result: TargetReport,
     now: number,
     retryAfterMillis?: number,
+    reporter: { name: string; trusted: boolean } = { name: '', trusted: true },
   ): number | 'capped' | undefined {
     let entry = this.touch(proxyID, target);
     if (result === 'ok') {
@@ -109,6 +113,7 @@ export class TargetBook {
       now + restMillis(kind, rest.streak, rules, this.options.random(), retryAfterMillis),
     );
     entry.until = Math.max(entry.ban.until, entry.rate.until);
+    withReporter(entry.reporters, reporter.name, reporter.trusted, rest.until, now);
     entry.ends!.all.deadline = entry.until;
     entry.ends!.proxy.deadline = entry.until;
     this.ends.update(entry.ends!.all);
@@ -134,10 +139,11 @@ export class TargetBook {
   }
 
   /** One proxy's running cooldowns, by target (at most maxTargetsPerProxy). */
-  cooldownsOf(proxyID: string, now: number): { target: string; until: number }[] {
-    const running: { target: string; until: number }[] = [];
+  cooldownsOf(proxyID: string, now: number): { target: string; until: number; agreed: boolean }[] {
+    const running: { target: string; until: number; agreed: boolean }[] = [];
     for (const entry of this.byProxy.get(proxyID)?.values() ?? []) {
-      if (entry.until > now) running.push({ target: entry.target, until: entry.until });
+      if (entry.until > now)
+        running.push({ target: entry.target, until: entry.until, agreed: agreed(entry.reporters, now) });
     }
     return running;
   }
@@ -214,6 +220,7 @@ export class TargetBook {
       rate: { streak: 0, until: 0 },
       until: 0,
       window: new OutcomeWindow(this.options.bucketMillis),
+      reporters: new Map(),
     };
     const ends = { all: { entry, deadline: 0, heapIndex: -1 }, proxy: { entry, deadline: 0, heapIndex: -1 } };
     entry.ends = ends;

@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
 
 export const TARGET_COOLDOWNS_METRIC = 'proxy_operator_target_cooldowns_total';
@@ -9,16 +10,31 @@ export const OTHER_TARGETS = '_other';
 export const NO_TARGET = '_global';
 
 /**
+ * A target's label when targets are not named (the default): `t-` and 12 hex digits of an
+ * HMAC under a key drawn at start-up, so a scrape (unauthenticated) cannot learn or guess
+ * which sites the teams crawl, while one target keeps one series (the ban-storm alert works).
+ * The operator's `proxy cooling down` log lines give each target with its pseudonym.
+ */
+export function targetPseudonym(key: Buffer, target: string): string {
+  return `t-${createHmac('sha256', key).update(target).digest('hex').slice(0, 12)}`;
+}
+
+/**
  * Cooldowns started or extended by banned/rate_limited reports, by target: a jump for one
  * target is a ban storm (the target is blocking the fleet), not a few bad proxies. The first
  * MAX_TARGET_SERIES targets seen get a series each and later ones share `_other`, so the
- * series count stays bounded whatever clients send.
+ * series count stays bounded whatever clients send. Targets are client-chosen and private to
+ * their team: the label is a pseudonym unless `nameTargets` (`--metrics-target-names`).
  */
 export class TargetCooldownMetrics {
   private readonly counter: Counter<'target'>;
   private readonly named = new Set<string>();
+  private readonly key = randomBytes(32);
 
-  constructor(registry: Registry) {
+  constructor(
+    registry: Registry,
+    private readonly nameTargets = false,
+  ) {
     this.counter = new Counter({
       name: TARGET_COOLDOWNS_METRIC,
       help: `Cooldowns started or extended by banned/rate_limited reports, by target (the first ${MAX_TARGET_SERIES} targets seen; later ones as target="${OTHER_TARGETS}", none as "${NO_TARGET}").`,
@@ -31,8 +47,15 @@ export class TargetCooldownMetrics {
     this.counter.inc({ target: this.labelFor(target) });
   }
 
-  private labelFor(target: string | undefined): string {
+  /** The label a target's series carries (its pseudonym unless targets are named). */
+  labelOf(target: string | undefined): string {
     if (target === undefined) return NO_TARGET;
+    return this.nameTargets ? target : targetPseudonym(this.key, target);
+  }
+
+  private labelFor(raw: string | undefined): string {
+    if (raw === undefined) return NO_TARGET;
+    const target = this.labelOf(raw);
     if (this.named.has(target)) return target;
     if (this.named.size >= MAX_TARGET_SERIES) return OTHER_TARGETS;
     this.named.add(target);

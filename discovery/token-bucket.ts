@@ -19,18 +19,18 @@ export type TakeResult =
   /** `retryAfterMs`: until one whole token is back. */
   | { allowed: false; bucket: Bucket; retryAfterMs: number };
 
-/** Takes one token from `bucket` (undefined: a full one) at `now`. */
-export function take(bucket: Bucket | undefined, now: number, limits: BucketLimits): TakeResult {
+/** Takes `cost` tokens (default one) from `bucket` (undefined: a full one) at `now`. */
+export function take(bucket: Bucket | undefined, now: number, limits: BucketLimits, cost = 1): TakeResult {
   const elapsed = bucket === undefined ? 0 : Math.max(0, now - bucket.at);
   const refilled =
     bucket === undefined
       ? limits.burst
       : Math.min(limits.burst, bucket.tokens + (elapsed / 1000) * limits.ratePerSecond);
-  if (refilled >= 1) return { allowed: true, bucket: { tokens: refilled - 1, at: now } };
+  if (refilled >= cost) return { allowed: true, bucket: { tokens: refilled - cost, at: now } };
   return {
     allowed: false,
     bucket: { tokens: refilled, at: now },
-    retryAfterMs: Math.ceil(((1 - refilled) / limits.ratePerSecond) * 1000),
+    retryAfterMs: Math.ceil(((cost - refilled) / limits.ratePerSecond) * 1000),
   };
 }
 
@@ -53,8 +53,8 @@ export class RateLimiter {
   }
 
   /** undefined when allowed, else the milliseconds until the next request would be. */
-  take(name: string): number | undefined {
-    const result = take(this.buckets.get(name), this.now(), this.limits);
+  take(name: string, cost = 1): number | undefined {
+    const result = take(this.buckets.get(name), this.now(), this.limits, cost);
     this.buckets.set(name, result.bucket);
     return result.allowed ? undefined : result.retryAfterMs;
   }

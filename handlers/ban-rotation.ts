@@ -15,7 +15,11 @@ export interface CooldownSource {
   ): Promise<{ now: number; targets: ReadonlyArray<{ target: string; until: number }> }>;
 }
 
-/** The lease store's `standing` as a CooldownSource: global-pool cooldowns (no target) are not a target's ban. */
+/**
+ * The lease store's `standing` as a CooldownSource: global-pool cooldowns (no target) are not
+ * a target's ban, nor is one the reports behind do not agree on (one untrusted token alone:
+ * discovery/ban-agreement.ts), so one token cannot rotate the fleet.
+ */
 export function cooldownSource(store: { standing(proxyID: string): Promise<ProxyStanding> }): CooldownSource {
   return {
     async cooldowns(proxyID) {
@@ -23,7 +27,7 @@ export function cooldownSource(store: { standing(proxyID: string): Promise<Proxy
       return {
         now,
         targets: cooldowns.flatMap((c) =>
-          c.target === undefined ? [] : [{ target: c.target, until: c.until }],
+          c.target === undefined || c.agreed === false ? [] : [{ target: c.target, until: c.until }],
         ),
       };
     },
@@ -34,9 +38,6 @@ export type BanRotation =
   | { kind: 'off' }
   | { kind: 'below'; targets: readonly string[] }
   | { kind: 'due'; targets: readonly string[]; why: string };
-
-/** Targets named in a message; the rest are counted. */
-const NAMED_TARGETS = 5;
 
 /**
  * The ban rotation decision. Counts the distinct targets still cooling down whose cooldown
@@ -62,12 +63,11 @@ export function banRotation(
     ...new Set(reading.targets.filter((c) => c.until > reading.now && c.until >= floor).map((c) => c.target)),
   ].sort();
   if (targets.length < threshold) return { kind: 'below', targets };
-  const named = targets.slice(0, NAMED_TARGETS).join(', ');
-  const more = targets.length > NAMED_TARGETS ? ` and ${targets.length - NAMED_TARGETS} more` : '';
+  // Targets are the teams' private business (issue 48): the Event and condition count them.
   return {
     kind: 'due',
     targets,
-    why: `rotation due (spec.rotation.whenCoolingDownOn ${threshold}): cooling down on ${targets.length} targets at once (${named}${more})`,
+    why: `rotation due (spec.rotation.whenCoolingDownOn ${threshold}): cooling down on ${targets.length} targets at once`,
   };
 }
 

@@ -5,7 +5,13 @@ import { background, daemon, onCleanup, onStartup, type OperatorContext } from '
 import { createDiscoveryApp } from '../discovery/app.js';
 import type { LeaseStore } from '../discovery/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
-import { loadTokensFile, TokensFileWatcher } from '../discovery/tokens-file.js';
+import { readFileSync } from 'node:fs';
+import {
+  loadTokensFile,
+  tokensFileMetrics,
+  TokensFileWatcher,
+  TOKENS_FILE_INTERVAL_MS,
+} from '../discovery/tokens-file.js';
 import type { LeaseBook } from './lease-book.js';
 import type { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';
@@ -36,7 +42,14 @@ export class DiscoveryRunner {
     const { tokensFile } = settings.discovery;
     if (tokensFile !== undefined) {
       const { tokens, text } = loadTokensFile(tokensFile);
-      this.tokensWatcher = new TokensFileWatcher(tokensFile, tokens, text, this.logger);
+      this.tokensWatcher = new TokensFileWatcher(
+        tokensFile,
+        tokens,
+        text,
+        this.logger,
+        TOKENS_FILE_INTERVAL_MS,
+        tokensFileMetrics(registry),
+      );
       this.logger.info({ file: tokensFile, names: tokens.names }, 'discovery API tokens loaded');
     }
     // Built once so its metrics register once, even if the daemon restarts.
@@ -49,10 +62,21 @@ export class DiscoveryRunner {
       logger: this.logger,
       registry,
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
+      sessionIdleSeconds: settings.discovery.sessionIdleSeconds,
+      metricsTargetNames: settings.discovery.metricsTargetNames === true,
     });
+    const { tls } = settings.discovery;
+    this.tls =
+      tls === undefined
+        ? undefined
+        : {
+            cert: readPem('--discovery-tls-cert', tls.certFile),
+            key: readPem('--discovery-tls-key', tls.keyFile),
+          };
   }
 
   private server?: DiscoveryServer;
+  private readonly tls?: { cert: Buffer; key: Buffer };
 
   /**
    * Binds the API before the operator reports itself started: a port that cannot be bound
@@ -64,7 +88,11 @@ export class DiscoveryRunner {
     this.proxies.attach(ctx.cache);
     const server = new DiscoveryServer(
       this.app,
-      { host: this.settings.discovery.host, port: this.settings.discovery.port },
+      {
+        host: this.settings.discovery.host,
+        port: this.settings.discovery.port,
+        ...(this.tls === undefined ? {} : { tls: this.tls }),
+      },
       this.logger,
     );
     await server.start();
@@ -90,5 +118,16 @@ export class DiscoveryRunner {
     await server.stop();
     await this.leases.stop();
     this.proxies.detachFromCache();
+  }
+}
+
+/** A PEM file the API serves TLS with; unreadable stops start-up naming the flag. */
+function readPem(flag: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`${flag}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
+      cause: err,
+    });
   }
 }

@@ -1,6 +1,7 @@
 // The gateway's ports (gateway/ports.ts) on the discovery API's lease store and named tokens:
 // the seam that keeps gateway/ and discovery/ from importing each other.
-import type { ProxyCatalog } from '../discovery/catalog.js';
+import type { ProxyCatalog, ProxyRecord } from '../discovery/catalog.js';
+import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../discovery/token-scope.js';
 import type { LeaseStore } from '../discovery/lease-store.js';
 import { tokenDigest, type ApiTokens } from '../discovery/api-tokens.js';
 import type {
@@ -10,17 +11,35 @@ import type {
   TokenVerifier,
 } from '../gateway/ports.js';
 
-export function gatewayBook(store: LeaseStore, catalog: ProxyCatalog): GatewayBook {
+/**
+ * `policyOf` gives a token name's scope (the tokens file's): the gateway leases only proxies
+ * inside it, as the API does, so a scoped token reaches no other team's proxies through it.
+ */
+export function gatewayBook(
+  store: LeaseStore,
+  catalog: ProxyCatalog,
+  policyOf: (owner: string) => TokenPolicy = () => OPEN_POLICY,
+): GatewayBook {
   let keysVersion = -1;
   let keys: ReadonlySet<string> = new Set();
+  const scopes = new WeakMap<TokenPolicy, (proxy: ProxyRecord) => boolean>();
+  const scopeOf = (owner: string): ((proxy: ProxyRecord) => boolean) | undefined => {
+    const policy = policyOf(owner);
+    if (isOpen(policy.scope)) return undefined;
+    let admits = scopes.get(policy);
+    if (admits === undefined) scopes.set(policy, (admits = scopeMatcher(policy.scope)));
+    return admits;
+  };
   return {
     async lease(r: GatewayLeaseRequest): Promise<GatewayLeaseResult> {
+      const within = scopeOf(r.owner);
       const result = await store.acquire({
         selector: { ...r.selector },
         ttlSeconds: r.ttlSeconds,
         target: r.target,
         owner: r.owner,
         ...(r.session === undefined ? {} : { session: r.session }),
+        ...(within === undefined ? {} : { within }),
       });
       if (!result.granted)
         return {
@@ -44,7 +63,9 @@ export function gatewayBook(store: LeaseStore, catalog: ProxyCatalog): GatewayBo
     async renew(leaseID, ttlSeconds, owner) {
       return (await store.renew(leaseID, ttlSeconds, owner)) !== undefined;
     },
-    release: (leaseID, owner) => store.release(leaseID, owner),
+    async release(leaseID, owner) {
+      await store.release(leaseID, owner);
+    },
     endSession: (session, owner) => store.endSession(session, owner),
     async report(leaseID, result, details, owner) {
       await store.report(leaseID, result, details, owner);

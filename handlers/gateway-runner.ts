@@ -4,6 +4,7 @@ import { inject } from 'tsyringe';
 import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { ApiTokens } from '../discovery/api-tokens.js';
 import { loadTokensFile, TokensFileWatcher } from '../discovery/tokens-file.js';
+import { OPEN_POLICY } from '../discovery/token-scope.js';
 import { Gateway } from '../gateway/gateway-server.js';
 import { gatewayBook, gatewayTokens } from './gateway-book.js';
 import type { LeaseBook } from './lease-book.js';
@@ -43,7 +44,7 @@ export class GatewayRunner {
     if (tokens === undefined)
       this.logger.warn('gateway: no discovery API token configured; every request is refused with 407');
     this.gateway = new Gateway({
-      book: gatewayBook(book.store, book.proxies.catalog),
+      book: gatewayBook(book.store, book.proxies.catalog, (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY),
       tokens: gatewayTokens(tokens),
       registry,
       logger: this.logger,

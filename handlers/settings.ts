@@ -37,6 +37,10 @@ export interface HandlerSettings {
     token: string;
     /** The named tokens file (re-read on change); takes the place of `token`. */
     tokensFile?: string;
+    /** /metrics names client targets (`--metrics-target-names`); default: pseudonyms. */
+    metricsTargetNames?: boolean;
+    /** PEM files: the API serves HTTPS with them (`--discovery-tls-cert`, `--discovery-tls-key`). */
+    tls?: { certFile: string; keyFile: string };
     /** Per-token request rate; undefined = unlimited. */
     rateLimit?: { ratePerSecond: number; burst: number };
     cooldownSeconds: number;

@@ -203,6 +203,15 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
             '{{ $value | printf "%.2f" }} lease requests per second get 503 store_unavailable: the lease store is slow or failing over.',
         },
         {
+          alert: 'ProxyDiscoveryTokensFileUnusable',
+          expr: 'min(proxy_operator_discovery_tokens_file_usable) == 0',
+          for: '5m',
+          severity: 'warning',
+          summary: 'An edit of the discovery tokens file was refused.',
+          description:
+            'The tokens file is unreadable or invalid on {{ $value }} replica(s): the edit (a new token, a revocation) is not applied; the tokens before it still are.',
+        },
+        {
           alert: 'ProxyTargetBanStorm',
           expr:
             'sum by (target) (increase(proxy_operator_target_cooldowns_total[10m]))' +

@@ -1,7 +1,7 @@
 // A typed client for the proxy-operator discovery API, on undici.
-import { request, type Dispatcher } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { backoffDelayMs, sleep, type BackoffOptions } from './backoff.js';
-import { DiscoveryApiError, DiscoveryTimeoutError, DiscoveryTransportError } from './errors.js';
+import { DiscoveryApiError, DiscoveryTimeoutError, DiscoveryTransportError, isLeaseGone } from './errors.js';
 import type {
   ApiErrorBody,
   Attributes,
@@ -37,6 +37,11 @@ export interface DiscoveryClientOptions {
   retryAllBusy?: BackoffOptions | false;
   /** undici dispatcher (connection pool, TLS options). Default: undici's global dispatcher. */
   dispatcher?: Dispatcher;
+  /**
+   * PEM CA certificate(s) an `https` baseUrl's certificate must chain to (the operator's
+   * --discovery-tls-cert signed by a private CA). Not with `dispatcher` (give that one the CA).
+   */
+  ca?: string | Buffer;
   /**
    * A call the server refused with `429 too_many_requests` (the token's rate limit, or its
    * lists in flight) is sent again after the answer's Retry-After, at most this many times;
@@ -78,6 +83,8 @@ export class DiscoveryClient {
   private readonly timeoutMs: number;
   private readonly tooManyRequestsRetries: number;
 
+  private readonly dispatcher?: Dispatcher;
+
   constructor(private readonly options: DiscoveryClientOptions) {
     let url: URL;
     try {
@@ -89,6 +96,15 @@ export class DiscoveryClient {
       throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
     }
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    if (options.ca !== undefined) {
+      if (options.dispatcher !== undefined)
+        throw new TypeError('ca and dispatcher are exclusive: give the dispatcher the CA');
+      if (url.protocol !== 'https:')
+        throw new TypeError(`ca is for an https baseUrl, got ${JSON.stringify(options.baseUrl)}`);
+      this.dispatcher = new Agent({ connect: { ca: options.ca } });
+    } else {
+      this.dispatcher = options.dispatcher;
+    }
     this.timeoutMs = positive('timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.tooManyRequestsRetries = options.tooManyRequestsRetries ?? DEFAULT_TOO_MANY_REQUESTS_RETRIES;
     if (!Number.isInteger(this.tooManyRequestsRetries) || this.tooManyRequestsRetries < 0) {
@@ -165,9 +181,16 @@ export class DiscoveryClient {
     return this.call<Lease>('POST', `/v1/leases/${seg(leaseID)}/renew`, body, options);
   }
 
-  /** DELETE /v1/leases/{id}: idempotent, succeeds for unknown and ended leases too. */
+  /**
+   * DELETE /v1/leases/{id}. Idempotent here: the server's 404 lease_not_found (a lease that
+   * ended already, or is not this token's) resolves too, as the lease is not held either way.
+   */
   async release(leaseID: string, options: CallOptions = {}): Promise<void> {
-    await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
+    try {
+      await this.call<undefined>('DELETE', `/v1/leases/${seg(leaseID)}`, undefined, options);
+    } catch (err) {
+      if (!isLeaseGone(err)) throw err;
+    }
   }
 
   /**
@@ -240,7 +263,7 @@ export class DiscoveryClient {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
-        ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
+        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
       const text = await response.body.text();
       return decode<T>(name, response.statusCode, text, retryAfterOf(response.headers['retry-after']));

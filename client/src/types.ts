@@ -23,6 +23,9 @@ export type ApiErrorCode =
   | 'request_timeout'
   | 'store_unavailable'
   | 'too_many_requests'
+  | 'lease_quota'
+  | 'cooldown_quota'
+  | 'report_quota'
   | 'internal';
 
 /** The 409 codes of POST /v1/leases: why nothing was leased. */
@@ -95,9 +98,12 @@ export type NotLeasableCode =
 
 /** A running cooldown: the proxy is benched for `target` (null: the global pool) until `until`. */
 export interface Cooldown {
+  /** null: the global pool, or (hidden) another token's target. */
   target: string | null;
   /** ISO 8601. */
   until: string;
+  /** Another token's target: only that the proxy cools down for some site is shown. */
+  hidden?: true;
 }
 
 /** One reason against leasing a proxy; `message` says it in words. */
@@ -205,10 +211,13 @@ export interface BatchedReport extends ReportRequest {
   leaseID: string;
 }
 
-/** A report of a batch whose lease the server no longer knows (expired, released, never issued). */
+/**
+ * A report of a batch whose lease the server no longer knows (expired, released, never
+ * issued), or that would start a cooldown past the token's quota (nothing recorded).
+ */
 export interface BatchedReportNotFound {
   leaseID: string;
-  error: 'lease_not_found';
+  error: 'lease_not_found' | 'cooldown_quota';
   message: string;
 }
 

@@ -52,7 +52,11 @@ const proxyDetailShape = {
   target: 'required',
   reasons: 'required',
 } as const satisfies Shape<ProxyDetail>;
-const cooldownShape = { target: 'required', until: 'required' } as const satisfies Shape<Cooldown>;
+const cooldownShape = {
+  target: 'required',
+  until: 'required',
+  hidden: 'optional',
+} as const satisfies Shape<Cooldown>;
 const notLeasableCodes = {
   deleting: true,
   draining: true,
@@ -149,6 +153,9 @@ const errorCodes = {
   request_timeout: true,
   store_unavailable: true,
   too_many_requests: true,
+  lease_quota: true,
+  cooldown_quota: true,
+  report_quota: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
 const reportResults = {

@@ -30,6 +30,7 @@ describe('handlerSettingsFrom', () => {
         port: 8090,
         token: '',
         rateLimit: { ratePerSecond: 1000, burst: 2000 },
+        metricsTargetNames: false,
       },
       gateway: DEFAULT_GATEWAY_SETTINGS,
     });
@@ -110,9 +111,9 @@ describe('handlerSettingsFrom', () => {
     [
       'DISCOVERY_TOKEN',
       [],
-      { DISCOVERY_TOKEN: 's3cret', DISCOVERY_UNAUTHENTICATED: '' },
+      { DISCOVERY_TOKEN: 's3cret-long-enough-0123', DISCOVERY_UNAUTHENTICATED: '' },
       (h) => [h.discovery.token, h.discovery.tokensFile],
-      ['s3cret', undefined],
+      ['s3cret-long-enough-0123', undefined],
     ],
     [
       '--discovery-tokens-file',

@@ -9,6 +9,9 @@ import {
 } from '../../cmd/settings.js';
 
 /** Most cases are not about auth: they say "unauthenticated" unless they give a token. */
+/** A token long enough to pass (16 characters at least). */
+const T = 'test-token-0123456789';
+
 function parse(argv: string[], env: NodeJS.ProcessEnv): ReturnType<typeof parseSettings> {
   const auth = env.DISCOVERY_TOKEN !== undefined || env.DISCOVERY_TOKENS_FILE !== undefined;
   return parseSettings(argv, auth ? env : { DISCOVERY_UNAUTHENTICATED: 'true', ...env });
@@ -40,11 +43,11 @@ describe('operator settings', () => {
   it('takes flags over environment variables', () => {
     const s = parse(['--discovery-address', '127.0.0.1:9999'], {
       DISCOVERY_ADDRESS: ':1',
-      DISCOVERY_TOKEN: 't',
+      DISCOVERY_TOKEN: T,
     });
     expect(s).toMatchObject({
       discovery: { host: '127.0.0.1', port: 9999 },
-      discoveryAuth: { kind: 'token', token: 't' },
+      discoveryAuth: { kind: 'token', token: T },
     });
   });
 
@@ -94,8 +97,8 @@ describe('operator settings', () => {
   });
 
   it.each([
-    ['a trailing newline (a Secret made with --from-file)', 's3cret\n', 's3cret'],
-    ['surrounding spaces and CRLF', '  s3cret\r\n', 's3cret'],
+    ['a trailing newline (a Secret made with --from-file)', `${T}\n`, T],
+    ['surrounding spaces and CRLF', `  ${T}\r\n`, T],
   ])('trims DISCOVERY_TOKEN with %s', (_case, raw, token) => {
     expect(parse([], { DISCOVERY_TOKEN: raw })).toMatchObject({ discoveryAuth: { kind: 'token', token } });
   });
@@ -117,25 +120,25 @@ describe('operator settings', () => {
       [
         'a tokens file and DISCOVERY_TOKEN',
         ['--discovery-tokens-file', '/etc/tokens'],
-        { DISCOVERY_TOKEN: 't' },
+        { DISCOVERY_TOKEN: T },
         /--discovery-tokens-file: given together with DISCOVERY_TOKEN/,
       ],
       [
         'unauthenticated and a token',
         ['--discovery-unauthenticated=true'],
-        { DISCOVERY_TOKEN: 't' },
+        { DISCOVERY_TOKEN: T },
         /--discovery-unauthenticated: given together with a token/,
       ],
       [
         'a rate of 0',
         ['--discovery-rate-limit', '0'],
-        { DISCOVERY_TOKEN: 't' },
+        { DISCOVERY_TOKEN: T },
         /--discovery-rate-limit: "0" must be a positive number/,
       ],
       [
         'a burst of 1.5',
         ['--discovery-rate-burst', '1.5'],
-        { DISCOVERY_TOKEN: 't' },
+        { DISCOVERY_TOKEN: T },
         /--discovery-rate-burst: "1.5" must be an integer >= 1/,
       ],
     ])('refuses %s, naming the key', (_case, argv, env, message) => {
@@ -156,7 +159,7 @@ describe('operator settings', () => {
         { DISCOVERY_TOKENS_FILE: '/etc/t' },
         { kind: 'tokens-file', path: '/etc/t' },
       ],
-      ['DISCOVERY_TOKEN', [], { DISCOVERY_TOKEN: 'abc' }, { kind: 'token', token: 'abc' }],
+      ['DISCOVERY_TOKEN', [], { DISCOVERY_TOKEN: T }, { kind: 'token', token: T }],
       ['the explicit flag', ['--discovery-unauthenticated=true'], {}, { kind: 'none' }],
       ['its variable', [], { DISCOVERY_UNAUTHENTICATED: 'true' }, { kind: 'none' }],
       ['a controller-only process (it serves no API)', ['--components=controller'], {}, { kind: 'none' }],
@@ -166,15 +169,28 @@ describe('operator settings', () => {
 
     it('reads the rate-limit flags', () => {
       expect(
-        parseSettings(['--discovery-rate-limit', '2.5'], { DISCOVERY_TOKEN: 't', DISCOVERY_RATE_BURST: '7' }),
+        parseSettings(['--discovery-rate-limit', '2.5'], { DISCOVERY_TOKEN: T, DISCOVERY_RATE_BURST: '7' }),
       ).toMatchObject({ discoveryRateLimit: { ratePerSecond: 2.5, burst: 7 } });
     });
   });
 
-  it('refuses a DISCOVERY_TOKEN with whitespace inside, naming it', () => {
+  it('refuses a DISCOVERY_TOKEN with whitespace inside or under 16 characters, and half a TLS pair, naming the key', () => {
     expect(() => parse([], { DISCOVERY_TOKEN: 'two words' })).toThrow(
       /DISCOVERY_TOKEN: must not contain whitespace inside the token/,
     );
+    expect(() => parse([], { DISCOVERY_TOKEN: 'fifteen-chars-x' })).toThrow(
+      /^DISCOVERY_TOKEN: must be at least 16 characters \(got 15\)/,
+    );
+    expect(() => parse(['--discovery-tls-cert', '/c.pem'], { DISCOVERY_TOKEN: T })).toThrow(
+      /^--discovery-tls-key: required with --discovery-tls-cert$/,
+    );
+    expect(() => parse(['--discovery-tls-key', '/k.pem'], { DISCOVERY_TOKEN: T })).toThrow(
+      /^--discovery-tls-cert: required with --discovery-tls-key$/,
+    );
+    const both = parse(['--discovery-tls-cert', '/c.pem', '--discovery-tls-key', '/k.pem'], {
+      DISCOVERY_TOKEN: T,
+    });
+    expect(both).toMatchObject({ discovery: { tls: { certFile: '/c.pem', keyFile: '/k.pem' } } });
   });
 
   it('documents every flag in --help', () => {

@@ -3,7 +3,7 @@ import type pino from 'pino';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
 import type { ApiTokens } from '../../discovery/api-tokens.js';
-import { createDiscoveryApp } from '../../discovery/app.js';
+import { createDiscoveryApp, type DiscoveryAppOptions } from '../../discovery/app.js';
 import { registerBookMetrics } from '../../discovery/book-metrics.js';
 import type { BucketLimits } from '../../discovery/token-bucket.js';
 import type { ProxyRecord } from '../../discovery/catalog.js';
@@ -30,6 +30,8 @@ export interface HarnessOptions {
   pageBuffers?: PageBuffers;
   /** Puts a decorator between the app and the store (tests that watch every store call). */
   wrapStore?: (store: MemoryLeaseStore) => LeaseStore;
+  /** The app's per-token quotas and per-address limit of failed authentications. */
+  app?: Pick<DiscoveryAppOptions, 'quotas' | 'failedAuthLimit' | 'metricsTargetNames'>;
 }
 
 export interface Harness {
@@ -87,6 +89,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     logger,
     registry,
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,
+    clock: () => clock.now(),
+    ...options.app,
   });
   // One process, so it exports the book's figures (the operator gates them on leading).
   registerBookMetrics(registry, store, () => true);

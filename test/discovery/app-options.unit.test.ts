@@ -34,6 +34,7 @@ describe('createDiscoveryApp configuration', () => {
     ).toEqual([
       // The book's own figures (leases_active, …) are not the app's: book-metrics.ts exports
       // them once per book, from the acting leader.
+      'proxy_operator_discovery_quota_total',
       'proxy_operator_discovery_throttled_total',
       'proxy_operator_lease_reports_total',
       'proxy_operator_lease_requests_total',

@@ -892,15 +892,68 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         // The global pool has no target; order is the store's own.
         const order = (x: ProxyCooldown, y: ProxyCooldown) =>
           x.until - y.until || (x.target ?? '').localeCompare(y.target ?? '');
+        // In-process reports (no owner) are the operator's own: agreed (ban-agreement.ts).
         expect([...standing.cooldowns].sort(order)).toEqual([
-          { target: 'b.example', until: start + 5_000 },
-          { until: start + 60_000 },
-          { target: 'a.example', until: start + 60_000 },
+          { target: 'b.example', until: start + 5_000, agreed: true },
+          { until: start + 60_000, agreed: true },
+          { target: 'a.example', until: start + 60_000, agreed: true },
         ]);
         clock.advanceSeconds(5);
         expect((await store.standing('ns/a')).cooldowns).toHaveLength(2);
         clock.advanceSeconds(60);
         expect((await store.standing('ns/a')).cooldowns).toEqual([]);
+      });
+
+      it.each<[string, [owner: string, trusted: boolean][], boolean]>([
+        ['one token alone', [['team-a', false]], false],
+        [
+          'one token, twice',
+          [
+            ['team-a', false],
+            ['team-a', false],
+          ],
+          false,
+        ],
+        [
+          'two tokens',
+          [
+            ['team-a', false],
+            ['team-b', false],
+          ],
+          true,
+        ],
+        ['one trusted token', [['team-a', true]], true],
+      ])(
+        'says whether the reports behind a cooldown agree (rotation on bans counts only those): %s → %s',
+        async (_case, reporters, agreed) => {
+          const { store, lease } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+          for (const [owner, trusted] of reporters) {
+            const held = await lease({ owner });
+            await store.report(
+              held.id,
+              'banned',
+              { target: 'shop.example', rotationTrusted: trusted },
+              owner,
+            );
+          }
+          expect((await store.standing('ns/a')).cooldowns).toEqual([
+            { target: 'shop.example', until: expect.any(Number), agreed },
+          ]);
+        },
+      );
+
+      it("a reporter's agreement lasts as long as the cooldown its report gave", async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, rateLimitCooldownSeconds: 10 }, [
+          proxy('ns/a', { maxLeases: 5 }),
+        ]);
+        const a = await lease({ owner: 'team-a', ttlSeconds: 3600 });
+        const b = await lease({ owner: 'team-b', ttlSeconds: 3600 });
+        await store.report(a.id, 'banned', { target: 't' }, 'team-a');
+        await store.report(b.id, 'rate_limited', { target: 't' }, 'team-b');
+        expect((await store.standing('ns/a')).cooldowns).toMatchObject([{ target: 't', agreed: true }]);
+        // team-b's rate limit (10 s) has ended; team-a's ban (60 s) runs on, alone.
+        clock.advanceSeconds(11);
+        expect((await store.standing('ns/a')).cooldowns).toMatchObject([{ target: 't', agreed: false }]);
       });
 
       it("shows an unreachable report's hold", async () => {
@@ -919,11 +972,40 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         const { store, load, lease } = setup();
         const other = await lease();
         const id = acquireFirst ? (await lease()).id : 'never-issued';
-        await store.release(id);
-        await store.release(id);
+        expect(await store.release(id)).toBe(acquireFirst);
+        expect(await store.release(id)).toBe(false);
         expect(await store.get(id)).toBeUndefined();
         expect(await load('ns/a')).toBe(1);
         expect(await store.get(other.id)).toBeDefined();
+      });
+    });
+
+    describe('release by another owner', () => {
+      it('ends nothing and says so', async () => {
+        const { store, load, lease } = setup();
+        const held = await lease({ owner: 'team-a' });
+        expect(await store.release(held.id, 'team-b')).toBe(false);
+        expect(await load('ns/a')).toBe(1);
+        expect(await store.release(held.id, 'team-a')).toBe(true);
+      });
+    });
+
+    describe('scope: a token leases only the proxies its scope admits', () => {
+      it('skips proxies outside it, however free, and moves a session bound outside it', async () => {
+        const { store, lease } = setup({}, [
+          proxy('ns-a/x', { maxLeases: 5, latencyMillis: 1 }),
+          proxy('ns-b/y', { maxLeases: 1, latencyMillis: 2 }),
+        ]);
+        const bound = await lease({ owner: 'team-b', session: 's' });
+        expect(bound.proxyID).toBe('ns-a/x');
+        const within = (p: ProxyRecord) => p.id.startsWith('ns-b/');
+        const result = await store.acquire(request({ owner: 'team-b', session: 's', within }));
+        expect(result).toMatchObject({
+          granted: true,
+          lease: { proxyID: 'ns-b/y' },
+          session: { moved: true },
+        });
+        expect((await store.acquire(request({ owner: 'team-b', within }))).granted).toBe(false);
       });
     });
 

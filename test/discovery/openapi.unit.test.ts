@@ -187,6 +187,7 @@ describe('the OpenAPI document', () => {
       await check('POST', '/v1/reports', { rawBody: big });
       await check('POST', '/v1/reports', { rawBody: '{}', headers: klingon });
       await check('DELETE', `/v1/leases/${leaseID}`);
+      await check('DELETE', `/v1/leases/${leaseID}`); // released already: 404
       await check('DELETE', '/v1/leases/%E0%A4%A');
       await check('DELETE', `/v1/leases/${leaseID}`, { headers: { authorization: 'Bearer wrong' } });
       await check('GET', '/v1/proxies/ns/a');

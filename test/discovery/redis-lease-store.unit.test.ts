@@ -63,6 +63,37 @@ afterAll(async () => {
 });
 
 describe('the Redis lease store', () => {
+  it('never stores proxy credentials in Redis: a replica reads them from its catalog', async () => {
+    const { store, catalog, redis } = open({ keyPrefix: 'no-credentials' });
+    await connected(redis);
+    const secret = 'proxy-password-never-in-redis';
+    catalog.proxies = catalog.proxies.map((p) => ({
+      ...p,
+      credentials: { username: 'crawler', password: secret },
+    }));
+    const granted = await store.acquire({ selector: {}, ttlSeconds: 60, owner: 'team-a', session: 's' });
+    if (!granted.granted) throw new Error(granted.reason);
+    expect(granted.lease.proxy.credentials?.password).toBe(secret);
+    await store.report(granted.lease.id, 'banned', { target: 'shop.example' }, 'team-a');
+    const everything: string[] = [];
+    for (const key of await admin.keys('{no-credentials}*')) {
+      everything.push(key);
+      const type = await admin.type(key);
+      if (type === 'string') everything.push((await admin.get(key)) ?? '');
+      if (type === 'hash') everything.push(JSON.stringify(await admin.hgetall(key)));
+      if (type === 'zset') everything.push(JSON.stringify(await admin.zrange(key, '0', '-1')));
+      if (type === 'set') everything.push(JSON.stringify(await admin.smembers(key)));
+    }
+    expect(everything.length).toBeGreaterThan(0);
+    expect(everything.join('\n')).not.toContain(secret);
+    expect(everything.join('\n')).not.toContain('crawler');
+    // What the book gives back still carries them, from this replica's catalog.
+    expect((await store.get(granted.lease.id, 'team-a'))?.proxy.credentials?.password).toBe(secret);
+    expect((await store.renew(granted.lease.id, 60, 'team-a'))?.lease.proxy.credentials?.password).toBe(
+      secret,
+    );
+  });
+
   describe('round trips (INFO commandstats)', () => {
     async function calls(): Promise<Map<string, number>> {
       const info = await admin.info('commandstats');

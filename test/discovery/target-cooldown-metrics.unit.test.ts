@@ -24,14 +24,15 @@ describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', 
     ['no target is the global pool', [undefined, undefined], { [NO_TARGET]: 2 }],
   ])('%s', async (_what, targets, expected) => {
     const registry = new Registry();
-    const metrics = new TargetCooldownMetrics(registry);
+    // Named (--metrics-target-names): the default pseudonyms are tenants.unit.test.ts's.
+    const metrics = new TargetCooldownMetrics(registry, true);
     for (const t of targets) metrics.countCooldown(t);
     expect(await series(registry)).toEqual(expected);
   });
 
   it(`past ${MAX_TARGET_SERIES} targets, new ones share "${OTHER_TARGETS}"; the first ones keep theirs`, async () => {
     const registry = new Registry();
-    const metrics = new TargetCooldownMetrics(registry);
+    const metrics = new TargetCooldownMetrics(registry, true);
     for (let i = 0; i < MAX_TARGET_SERIES + 10; i++) metrics.countCooldown(`site-${i}.example`);
     metrics.countCooldown('site-0.example');
     const seen = await series(registry);
@@ -41,7 +42,10 @@ describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', 
   });
 
   it('counts the cooldowns reports start through the API, not ok reports', async () => {
-    const h = await startHarness({ proxies: [proxy('ns/a', { ip: '10.0.0.1', maxLeases: 5 })] });
+    const h = await startHarness({
+      proxies: [proxy('ns/a', { ip: '10.0.0.1', maxLeases: 5 })],
+      app: { metricsTargetNames: true },
+    });
     try {
       const lease = (await h.call('POST', '/v1/leases', { body: { ttlSeconds: 60 } })).body as {
         leaseID: string;

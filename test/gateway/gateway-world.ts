@@ -20,6 +20,7 @@ import { freePort } from '../../framework/testing/control-plane.js';
 import { Gateway } from '../../gateway/gateway-server.js';
 import type { GatewayOptions } from '../../gateway/gateway-context.js';
 import { gatewayBook, gatewayTokens } from '../../handlers/gateway-book.js';
+import { OPEN_POLICY, type TokenPolicy } from '../../discovery/token-scope.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { proxy, silentLogger, TestCatalog } from '../discovery/fixtures.js';
 
@@ -39,7 +40,11 @@ export interface World {
 
 let cert: { key: string; cert: string } | undefined;
 
-export async function startWorld(options: Partial<GatewayOptions> = {}, maxLeases = 5): Promise<World> {
+export async function startWorld(
+  options: Partial<GatewayOptions> = {},
+  maxLeases = 5,
+  policy: TokenPolicy = OPEN_POLICY,
+): Promise<World> {
   cert ??= selfSignedCert();
   const banned = new Set<string>();
   const seen: string[] = [];
@@ -87,7 +92,7 @@ export async function startWorld(options: Partial<GatewayOptions> = {}, maxLease
   });
   const registry = new Registry();
   const gateway = new Gateway({
-    book: gatewayBook(store, catalog),
+    book: gatewayBook(store, catalog, () => policy),
     tokens: gatewayTokens(ApiTokens.single(TOKEN, 'team-a')),
     registry,
     logger: silentLogger,

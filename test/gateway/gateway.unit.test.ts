@@ -1,6 +1,7 @@
 // The gateway on real parts (gateway-world.ts): authentication, routing through the book,
 import { request as httpRequest } from 'node:http';
 // sessions, bans, dead upstreams, caps, reports by session, leases released.
+import { OPEN_POLICY, type TokenPolicy } from '../../discovery/token-scope.js';
 import { basic, PROXY_IPS, startWorld, until, viaGateway, viaTunnel, type World } from './gateway-world.js';
 
 let world: World;
@@ -9,6 +10,31 @@ afterEach(async () => {
 });
 
 const url = (w: World, path = '/') => `http://127.0.0.1:${w.site.httpPort}${path}`;
+
+describe("a token's scope (the tokens file's)", () => {
+  it.each<[string, TokenPolicy, string[]]>([
+    ['every proxy by default', OPEN_POLICY, ['127.0.0.2', '127.0.0.3', '127.0.0.4']],
+    [
+      'a selector: only the proxies it matches',
+      { scope: { selector: { geo: 'us' } }, rotationTrusted: false },
+      ['127.0.0.2'],
+    ],
+    [
+      'a namespace no proxy is in: nothing, never a request without a proxy',
+      { scope: { namespaces: ['other'] }, rotationTrusted: false },
+      [],
+    ],
+  ])('%s', async (_, policy, exits) => {
+    world = await startWorld({}, 5, policy);
+    const seen = new Set<string>();
+    for (let i = 0; i < 9; i++) {
+      const answer = await viaGateway(world.port, url(world), basic(`session-s${i}`));
+      if (answer.status === 200) seen.add(answer.body.trim());
+    }
+    expect([...seen].sort()).toEqual(exits);
+    expect(world.site.seen.every((ip) => exits.includes(ip))).toBe(true);
+  });
+});
 
 describe('authentication: never an open proxy', () => {
   beforeEach(async () => {

@@ -80,7 +80,7 @@ describe('rotation on bans (item 3)', () => {
       return p;
     });
     expect(condition(draining, 'Provisioned')?.message).toMatch(
-      /^rotation due \(spec\.rotation\.whenCoolingDownOn 2\): cooling down on 2 targets at once \(a\.example, b\.example\)/,
+      /^rotation due \(spec\.rotation\.whenCoolingDownOn 2\): cooling down on 2 targets at once/,
     );
     expect(draining.status?.replacement).toMatchObject({ cause: 'Rotation' });
     const replaced = await eventually(
@@ -102,7 +102,8 @@ describe('rotation on bans (item 3)', () => {
         expect.objectContaining({
           type: 'Normal',
           reason: 'Rotating',
-          message: expect.stringMatching(/a\.example, b\.example/),
+          // Targets are the teams' private business (issue 48): counted, never named.
+          message: expect.stringMatching(/^rotation due .*: cooling down on 2 targets at once: draining/),
         }),
         expect.objectContaining({ type: 'Normal', reason: 'Replacing' }),
       ]),
@@ -154,7 +155,8 @@ describe('rotation on bans (item 3)', () => {
         (e) =>
           e.type === 'Warning' &&
           e.reason === 'RotationDue' &&
-          /a\.example, b\.example/.test(e.message ?? ''),
+          /cooling down on 2 targets at once/.test(e.message ?? '') &&
+          !(e.message ?? '').includes('.example'),
       )
         ? true
         : undefined,

@@ -66,20 +66,24 @@ describe('the ban rotation decision', () => {
     expect(d.kind === 'off' ? 'off' : `${d.kind} ${d.targets.join(',')}`).toBe(expected);
   });
 
-  it('names the threshold and at most five targets in its why', () => {
+  it('names the threshold and counts the targets in its why, naming none (targets are private)', () => {
     const many = reading(...'abcdefg'.split('').map((t) => cd(`${t}.example`, 600)));
     const d = banRotation(3, many, UP, BASE);
     expect(d.kind === 'due' && d.why).toBe(
-      'rotation due (spec.rotation.whenCoolingDownOn 3): cooling down on 7 targets at once (a.example, b.example, c.example, d.example, e.example and 2 more)',
+      'rotation due (spec.rotation.whenCoolingDownOn 3): cooling down on 7 targets at once',
     );
   });
 
-  it("reads the lease store's standing, leaving out the global pool's cooldown", async () => {
+  it("reads the lease store's standing, leaving out the global pool's cooldown and those one untrusted token alone reported", async () => {
     const source = cooldownSource({
       standing: async () => ({
         usage: { leases: 0, sessions: 0 } as never,
         now: NOW,
-        cooldowns: [{ target: 'a', until: NOW + 1 }, { until: NOW + 1 }],
+        cooldowns: [
+          { target: 'a', until: NOW + 1, agreed: true },
+          { target: 'b', until: NOW + 1, agreed: false },
+          { until: NOW + 1, agreed: true },
+        ],
       }),
     });
     expect(await source.cooldowns('ns/p')).toEqual({ now: NOW, targets: [{ target: 'a', until: NOW + 1 }] });
@@ -152,7 +156,7 @@ const ok: HealthVerdict = {
 };
 const managed = (p: Proxy, a: Autopilot): Step =>
   decide({ proxy: p, desiredHash: 'h1', observation: found, verdict: ok, autopilot: a });
-const WHY = 'rotation due (spec.rotation.whenCoolingDownOn 2): cooling down on 2 targets at once (a, b)';
+const WHY = 'rotation due (spec.rotation.whenCoolingDownOn 2): cooling down on 2 targets at once';
 
 describe('a Managed proxy banned widely is drained and replaced like a rotation on age', () => {
   it('due: asks for a rollout slot and starts draining, the Event and condition naming the bans', () => {
