@@ -273,7 +273,8 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     answer(print, lease3.status, lease3.text);
   }
 
-  print('\n== 7. Release the leases (idempotent: 204 both times) ==');
+  // A lease already ended answers 404 lease_not_found (docs/api.md): the second DELETE shows it.
+  print('\n== 7. Release the leases (204; the same lease again: 404 lease_not_found, it has ended) ==');
   const releaseStatuses: number[] = [];
   for (const id of [l1.leaseID, l1.leaseID, l2.leaseID, ...moreLeases]) {
     print(curl(env, 'DELETE', `/v1/leases/${id}`));

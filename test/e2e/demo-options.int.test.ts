@@ -38,7 +38,7 @@ describe('the demo with --token, --proxies 3 and --site', () => {
     expect(summary.listed).toBe(4);
     // Step 6 still walks every proxy into a cooldown: 409 all_cooling_down at the end.
     expect(summary.allCoolingDownStatus).toBe(409);
-    expect(summary.releaseStatuses).toEqual([204, 204, 204, 204, 204]);
+    expect(summary.releaseStatuses).toEqual([204, 404, 204, 204, 204]);
   });
 
   it('closes the discovery API: 401 without the token, 401 with a wrong one, 200 with it', async () => {
