@@ -297,6 +297,12 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     `-> the password is a discovery API token; the username carries the options (session-demo1 keeps this exit IP)`,
   );
 
+  // The gateway keeps a finished lease for its idle time (2 s in the demo) for the next
+  // request with the same options; wait it out so the demo hands over a fleet with no lease
+  // held (the recipes' tests count leases after their crawl).
+  print('-> the gateway releases its lease once idle (2 s here)');
+  await waitForNoLeases(env, 15_000);
+
   const site = env.options.site ? await strictSite(env, print, exitIPs) : undefined;
 
   return {
@@ -450,4 +456,17 @@ async function strictSite(
     reportStatus,
     releaseStatuses,
   };
+}
+
+/** Until no proxy has a live lease (the gateway's idle one released), or an error at the deadline. */
+async function waitForNoLeases(env: DemoEnvironment, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await api(env, 'GET', '/v1/proxies');
+    const items = (list.json as { items?: Array<{ activeLeases: number }> }).items ?? [];
+    if (list.status === 200 && items.every((p) => p.activeLeases === 0)) return;
+    if (Date.now() > deadline)
+      throw new Error(`leases still held ${timeoutMs / 1000} s after step 8: ${list.status} ${list.text}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
