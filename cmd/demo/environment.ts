@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { createProxyOperator, PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
 import { GatewayRunner } from '../../handlers/gateway-runner.js';
 import { DEFAULT_GATEWAY_SETTINGS, DEFAULT_HANDLER_SETTINGS } from '../../handlers/settings.js';
+import type { DemoOptions } from './args.js';
 import { startDemoSite, type DemoSite } from './demo-site.js';
 import { startLocalTarget, type LocalTarget } from './local-target.js';
 
@@ -37,6 +38,8 @@ export interface DemoEnvironment {
   metricsURL: string;
   /** The forward-proxy gateway (docs/gateway.md) and the token it takes as the proxy password. */
   gateway: { address: string; token: string };
+  /** What `npm run demo -- <flags>` asked for (proxies, token, strict site). */
+  options: DemoOptions;
   close(): Promise<void>;
 }
 
@@ -50,6 +53,8 @@ export interface DemoEnvironmentOptions {
   sitePort?: number;
   /** Preferred port of the gateway; a free one is used when it is taken. */
   gatewayPort?: number;
+  /** `--proxies`, `--token`, `--site`; default one Managed proxy, an open API, a lenient site. */
+  options?: DemoOptions;
 }
 
 /**
@@ -117,7 +122,12 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     cleanups.push(() => target.close());
     const externalProxy = await startForwardProxy({ host: '127.0.0.2', port: await freePort() });
     cleanups.push(() => externalProxy.close());
-    const site = await startDemoSite(await portOr(opts.sitePort, 'the demo site', opts.progress));
+    const options: DemoOptions = opts.options ?? { managedProxies: 1 };
+    const site = await startDemoSite(
+      await portOr(opts.sitePort, 'the demo site', opts.progress),
+      undefined,
+      options.site,
+    );
     cleanups.push(() => site.close());
 
     const registry = new Registry();
@@ -136,7 +146,10 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
     const discoveryPort = await portOr(opts.discoveryPort, 'the discovery API', opts.progress);
     const metricsPort = await freePort();
     const gatewayPort = await portOr(opts.gatewayPort, 'the gateway', opts.progress);
-    const gatewayToken = `demo-${randomBytes(12).toString('hex')}`;
+    // With --token the discovery API is closed and the gateway takes the same token (it
+    // takes the discovery API's tokens); without, the API stays open and the gateway gets
+    // a token of its own (demoToken): it is never an open proxy.
+    const gatewayToken = options.token ?? `demo-${randomBytes(12).toString('hex')}`;
     const operator = createProxyOperator({
       kubeConfig,
       providers,
@@ -147,12 +160,20 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
         healthSyncSeconds: 1,
         // The demo's echo is the local target's /ip, on loopback over plain http.
         exitIPAllowNonPublic: true,
-        discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: discoveryPort },
+        discovery: {
+          ...DEFAULT_HANDLER_SETTINGS.discovery,
+          host: '127.0.0.1',
+          port: discoveryPort,
+          token: options.token ?? '',
+        },
         gateway: {
           ...DEFAULT_GATEWAY_SETTINGS,
           host: '127.0.0.1',
           port: gatewayPort,
-          demoToken: gatewayToken,
+          // A finished gateway lease is released after 2 s (not 15): the demo's next steps
+          // and its test see every lease back soon after step 8.
+          idleSeconds: 2,
+          ...(options.token === undefined ? { demoToken: gatewayToken } : {}),
         },
       },
       handlers: [...PROXY_HANDLERS, GatewayRunner] as typeof PROXY_HANDLERS,
@@ -174,6 +195,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
       discoveryURL: `http://127.0.0.1:${discoveryPort}`,
       metricsURL: `http://127.0.0.1:${metricsPort}`,
       gateway: { address: `127.0.0.1:${gatewayPort}`, token: gatewayToken },
+      options,
       close,
     };
   } catch (err) {

@@ -22,6 +22,23 @@ export interface DemoSummary {
   /** Step 8: a page through the gateway, and the exit IP a session kept. */
   gatewayStatus: number;
   gatewayBody: string;
+  /** Step 9, with `--site`: what the strict site answered through each proxy. */
+  site?: SiteSummary;
+}
+
+export interface SiteSummary {
+  /** The proxy the site bans (demo-external) and its exit address. */
+  bannedProxy: string;
+  bannedExit: string;
+  /** The site's status for a first page through each proxy, by proxy id. */
+  statuses: Record<string, number>;
+  /** Statuses of back-to-back requests through one unbanned proxy: 200s, then 429. */
+  burst: number[];
+  /** The 429's Retry-After header. */
+  retryAfter: string;
+  /** The status of the rate_limited report (with retryAfterSeconds) and the releases. */
+  reportStatus: number;
+  releaseStatuses: number[];
 }
 
 const NAMESPACE = 'default';
@@ -38,23 +55,25 @@ function sampleProxies(env: DemoEnvironment): Proxy[] {
     // The local target echoes the caller's address: each proxy's egress address.
     exitIPURL: env.target.exitIPURL,
   };
-  return [
-    {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: 'demo-managed', namespace: NAMESPACE },
-      spec: {
-        mode: 'Managed',
-        provider: 'mock',
-        port: 3128,
-        maxLeases: 5,
-        attributes: { geo: 'local', purpose: 'demo' },
-        placement: { region: 'local', zone: 'local-a', machineType: 'e2-micro', image: 'squid' },
-        cloudInit: { inline: '#cloud-config\npackages: [squid]\n' },
-        healthCheck,
-        rotation: {},
-      },
+  // demo-managed, demo-managed-2, … (`--proxies`); the first keeps its name of old.
+  const managed = Array.from({ length: env.options.managedProxies }, (_, i): Proxy => ({
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: i === 0 ? 'demo-managed' : `demo-managed-${i + 1}`, namespace: NAMESPACE },
+    spec: {
+      mode: 'Managed',
+      provider: 'mock',
+      port: 3128,
+      maxLeases: 5,
+      attributes: { geo: 'local', purpose: 'demo' },
+      placement: { region: 'local', zone: 'local-a', machineType: 'e2-micro', image: 'squid' },
+      cloudInit: { inline: '#cloud-config\npackages: [squid]\n' },
+      healthCheck,
+      rotation: {},
     },
+  }));
+  return [
+    ...managed,
     {
       apiVersion: API_VERSION,
       kind: KIND,
@@ -80,7 +99,10 @@ async function api(
 ): Promise<{ status: number; json: unknown; text: string }> {
   const res = await request(`${env.discoveryURL}${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(env.options.token === undefined ? {} : { authorization: `Bearer ${env.options.token}` }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.body.text();
@@ -90,10 +112,15 @@ async function api(
 /** Makes curl print the status after the body, as `answer()` shows every API answer. */
 const STATUS_LINE = ` -w '\\nHTTP %{http_code}\\n'`;
 
+/** curl's flag for the demo's bearer token (`--token`), so a printed command can be pasted as it is. */
+export function authFlag(env: Pick<DemoEnvironment, 'options'>): string {
+  return env.options.token === undefined ? '' : ` -H 'Authorization: Bearer ${env.options.token}'`;
+}
+
 function curl(env: DemoEnvironment, method: string, path: string, body?: unknown): string {
   const data = body === undefined ? '' : ` -d '${JSON.stringify(body)}'`;
   const m = method === 'GET' ? '' : ` -X${method}`;
-  return `$ curl -s${m} '${env.discoveryURL}${path}'${data}${STATUS_LINE}`;
+  return `$ curl -s${m}${authFlag(env)} '${env.discoveryURL}${path}'${data}${STATUS_LINE}`;
 }
 
 /** What the printed curl command prints: the body as the server sent it, then the status. */
@@ -157,8 +184,13 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   const objects = kc.makeApiClient(CustomObjectsApi);
   const k = `${kubectl} --kubeconfig ${env.controlPlane.kubeconfigPath}`;
 
-  print('\n== 1. Apply two Proxy resources: one Managed by the mock provider, one External ==');
   const proxies = sampleProxies(env);
+  const managedCount = proxies.length - 1;
+  print(
+    managedCount === 1
+      ? '\n== 1. Apply two Proxy resources: one Managed by the mock provider, one External =='
+      : `\n== 1. Apply ${proxies.length} Proxy resources: ${managedCount} Managed by the mock provider, one External ==`,
+  );
   print(applyCommand(k, proxies));
   for (const p of proxies) {
     await objects.createNamespacedCustomObject({
@@ -225,12 +257,26 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
   const report2 = await api(env, 'POST', `/v1/leases/${l2.leaseID}/report`, rateLimited);
   answer(print, report2.status, report2.text);
   print(curl(env, 'POST', '/v1/leases', leaseBody));
-  const lease3 = await api(env, 'POST', '/v1/leases', leaseBody);
+  let lease3 = await api(env, 'POST', '/v1/leases', leaseBody);
   answer(print, lease3.status, lease3.text);
+  // More proxies (`--proxies`): each next one reports rate_limited too, until none is left.
+  const moreLeases: string[] = [];
+  while (lease3.status === 201 && moreLeases.length < proxies.length) {
+    const id = (lease3.json as { leaseID: string }).leaseID;
+    moreLeases.push(id);
+    print('-> and this one reports rate_limited too:');
+    print(curl(env, 'POST', `/v1/leases/${id}/report`, rateLimited));
+    const r = await api(env, 'POST', `/v1/leases/${id}/report`, rateLimited);
+    answer(print, r.status, r.text);
+    print(curl(env, 'POST', '/v1/leases', leaseBody));
+    lease3 = await api(env, 'POST', '/v1/leases', leaseBody);
+    answer(print, lease3.status, lease3.text);
+  }
 
-  print('\n== 7. Release the leases (idempotent: 204 both times) ==');
+  // A lease already ended answers 404 lease_not_found (docs/api.md): the second DELETE shows it.
+  print('\n== 7. Release the leases (204; the same lease again: 404 lease_not_found, it has ended) ==');
   const releaseStatuses: number[] = [];
-  for (const id of [l1.leaseID, l1.leaseID, l2.leaseID]) {
+  for (const id of [l1.leaseID, l1.leaseID, l2.leaseID, ...moreLeases]) {
     print(curl(env, 'DELETE', `/v1/leases/${id}`));
     const r = await api(env, 'DELETE', `/v1/leases/${id}`);
     releaseStatuses.push(r.status);
@@ -251,7 +297,16 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     `-> the password is a discovery API token; the username carries the options (session-demo1 keeps this exit IP)`,
   );
 
+  // The gateway keeps a finished lease for its idle time (2 s in the demo) for the next
+  // request with the same options; wait it out so the demo hands over a fleet with no lease
+  // held (the recipes' tests count leases after their crawl).
+  print('-> the gateway releases its lease once idle (2 s here)');
+  await waitForNoLeases(env, 15_000);
+
+  const site = env.options.site ? await strictSite(env, print, exitIPs) : undefined;
+
   return {
+    ...(site ? { site } : {}),
     gatewayStatus: viaGateway.statusCode,
     gatewayBody,
     ready: names,
@@ -291,5 +346,127 @@ async function waitForExitIPs(
     if (Date.now() > deadline)
       throw new Error(`no exit IP within ${timeoutMs / 1000} s: ${JSON.stringify(found)}`);
     await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+/** GET through a proxy URL (credentials in it): the status, the body and Retry-After. */
+async function viaProxy(
+  proxyURL: string,
+  url: string,
+  agent = new ProxyAgent(proxyURL),
+): Promise<{ status: number; body: string; retryAfter: string }> {
+  const res = await request(url, { dispatcher: agent });
+  const body = await res.body.text();
+  const retryAfter = res.headers['retry-after'];
+  return { status: res.statusCode, body, retryAfter: typeof retryAfter === 'string' ? retryAfter : '' };
+}
+
+/**
+ * Step 9 (`--site`): the site bans demo-external's exit and rate-limits each exit. A client
+ * leases with the site as its target, reports the ban and the rate limit, and the book
+ * steers it away: what a crawler under test should do.
+ */
+async function strictSite(
+  env: DemoEnvironment,
+  print: Print,
+  exitIPs: Record<string, string>,
+): Promise<SiteSummary> {
+  const rate = env.options.site!.ratePerSecond;
+  const bannedName = 'demo-external';
+  const bannedExit = exitIPs[bannedName];
+  const sharing = Object.entries(exitIPs).filter(([n, ip]) => n !== bannedName && ip === bannedExit);
+  if (sharing.length > 0)
+    throw new Error(
+      `the banned exit ${bannedExit} is also the exit of ${sharing.map(([n]) => n).join(', ')}`,
+    );
+  env.site.ban(bannedExit);
+  print(
+    `\n== 9. The strict site ${env.site.url} (--site): 403 to ${bannedName} (exit ${bannedExit}), 429 with Retry-After above ${rate} requests per second per exit ==`,
+  );
+  const target = new URL(env.site.url).hostname;
+  const leaseBody = { selector: { geo: 'local' }, ttlSeconds: 300, target };
+  const statuses: Record<string, number> = {};
+  const held: Array<{ leaseID: string; proxy: { id: string; url: string } }> = [];
+
+  const count = Object.keys(exitIPs).length;
+  // Leases are held, so least-loaded first walks through every proxy.
+  for (let i = 0; i < 3 * count && Object.keys(statuses).length < count; i++) {
+    print(curl(env, 'POST', '/v1/leases', leaseBody));
+    const lease = await api(env, 'POST', '/v1/leases', leaseBody);
+    answer(print, lease.status, lease.text);
+    if (lease.status !== 201) break;
+    const l = lease.json as { leaseID: string; proxy: { id: string; url: string } };
+    held.push(l);
+    if (statuses[l.proxy.id] !== undefined) continue;
+    print(`$ curl -s -x '${l.proxy.url}' ${env.site.url}${STATUS_LINE}`);
+    const got = await viaProxy(l.proxy.url, env.site.url);
+    answer(print, got.status, got.body.trimEnd());
+    statuses[l.proxy.id] = got.status;
+    if (got.status === 403) {
+      print(`-> banned: report it, and ${l.proxy.id} rests for ${target}`);
+      const banned = { result: 'banned', target };
+      print(curl(env, 'POST', `/v1/leases/${l.leaseID}/report`, banned));
+      const r = await api(env, 'POST', `/v1/leases/${l.leaseID}/report`, banned);
+      answer(print, r.status, r.text);
+    }
+  }
+  const ok = held.find((l) => statuses[l.proxy.id] === 200);
+  if (!ok) throw new Error(`no proxy got a 200 from the strict site: ${JSON.stringify(statuses)}`);
+  const n = rate + 2;
+  print(
+    `\n-> ${n} requests back to back through ${ok.proxy.id}: above ${rate} per second the site answers 429`,
+  );
+  print(
+    `$ for i in $(seq ${n}); do curl -s -o /dev/null -w '%{http_code} ' -x '${ok.proxy.url}' ${env.site.url}; done; echo`,
+  );
+  const agent = new ProxyAgent(ok.proxy.url);
+  const burst: number[] = [];
+  let retryAfter = '';
+  try {
+    for (let i = 0; i < n; i++) {
+      const got = await viaProxy(ok.proxy.url, env.site.url, agent);
+      burst.push(got.status);
+      if (got.status === 429) retryAfter = got.retryAfter;
+    }
+  } finally {
+    await agent.close();
+  }
+  print(burst.join(' '));
+  print(
+    `-> the 429 says Retry-After: ${retryAfter}; report it with retryAfterSeconds and the proxy rests that long`,
+  );
+  const limited = { result: 'rate_limited', target, retryAfterSeconds: Number(retryAfter) || 1 };
+  print(curl(env, 'POST', `/v1/leases/${ok.leaseID}/report`, limited));
+  const r = await api(env, 'POST', `/v1/leases/${ok.leaseID}/report`, limited);
+  answer(print, r.status, r.text);
+  const reportStatus = r.status;
+  const releaseStatuses: number[] = [];
+  for (const l of held) {
+    print(curl(env, 'DELETE', `/v1/leases/${l.leaseID}`));
+    const d = await api(env, 'DELETE', `/v1/leases/${l.leaseID}`);
+    releaseStatuses.push(d.status);
+    answer(print, d.status, d.text);
+  }
+  return {
+    bannedProxy: `${NAMESPACE}/${bannedName}`,
+    bannedExit,
+    statuses,
+    burst,
+    retryAfter,
+    reportStatus,
+    releaseStatuses,
+  };
+}
+
+/** Until no proxy has a live lease (the gateway's idle one released), or an error at the deadline. */
+async function waitForNoLeases(env: DemoEnvironment, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await api(env, 'GET', '/v1/proxies');
+    const items = (list.json as { items?: Array<{ activeLeases: number }> }).items ?? [];
+    if (list.status === 200 && items.every((p) => p.activeLeases === 0)) return;
+    if (Date.now() > deadline)
+      throw new Error(`leases still held ${timeoutMs / 1000} s after step 8: ${list.status} ${list.text}`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
