@@ -194,7 +194,9 @@ export class OperatorChart extends Chart {
         providers,
         labels: APP_LABELS,
         replicas: 1,
-        args: watchArgs,
+        // The gateway has no Service, PodDisruptionBudget or NetworkPolicy in these manifests
+        // yet (issue 46 item 4): the shipped Pod opens no port nobody guards.
+        args: ['--components=controller,discovery', ...watchArgs],
         annotations: { 'proxy-operator.crawl.example.com/replicas-reason': REPLICAS_REASON },
         // Never two Pods (two lease books) at once: the old one stops before the new one starts.
         strategy: kplus.DeploymentStrategy.recreate(),

@@ -4,7 +4,7 @@ import { GROUP, PLURAL } from '../crds/proxy-types.js';
  * The parts one image runs (handlers/components.ts; charts may not import handlers, a unit
  * test holds the two lists equal). Each gets its own ServiceAccount where it runs alone.
  */
-export const COMPONENTS = ['controller', 'discovery'] as const;
+export const COMPONENTS = ['controller', 'discovery', 'gateway'] as const;
 export type Component = (typeof COMPONENTS)[number];
 
 /**
@@ -37,12 +37,12 @@ export interface Permission {
  */
 export const OPERATOR_PERMISSIONS: readonly Permission[] = [
   {
-    components: ['controller', 'discovery'],
+    components: ['controller', 'discovery', 'gateway'],
     scope: 'watched-namespace',
     apiGroup: GROUP,
     resource: PLURAL,
     verbs: ['list', 'watch'],
-    why: 'the informer lists and watches Proxies (the controller reconciles them, the discovery API catalogs them)',
+    why: 'the informer lists and watches Proxies (the controller reconciles them, the discovery API and the gateway catalog them)',
   },
   {
     components: ['controller'],
@@ -61,7 +61,7 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     why: 'status is written with merge patches only (phase, ip, conditions)',
   },
   {
-    components: ['controller', 'discovery'],
+    components: ['controller', 'discovery', 'gateway'],
     scope: 'watched-namespace',
     apiGroup: '',
     resource: 'secrets',

@@ -48,10 +48,12 @@ describe('the operator Deployment', () => {
     ['runs as the operator ServiceAccount', () => pod.serviceAccountName, SERVICE_ACCOUNT_NAME],
     ['mounts the ServiceAccount token', () => pod.automountServiceAccountToken, true],
     [
-      'reads the mounted providers config and watches the namespace its Roles are in',
+      // No gateway: these manifests have no Service or NetworkPolicy for its port yet.
+      'reads the mounted providers config, runs controller and discovery, and watches the namespace its Roles are in',
       () => container.args,
       [
         '--providers-config=/etc/proxy-operator/providers.yaml',
+        '--components=controller,discovery',
         `--watch-namespace=${DEFAULT_WATCH_NAMESPACE}`,
       ],
     ],
