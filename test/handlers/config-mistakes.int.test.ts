@@ -104,6 +104,10 @@ describe('a provider missing from the config', () => {
     expect((await eventsOnceThere(kc, namespace, 'later', 'UnknownProvider')).map((e) => e.reason)).toContain(
       'UnknownProvider',
     );
+    // The error line is written beside the Event, not before it: wait for it too.
+    await eventually('the error log', async () =>
+      errors.some((e) => e.msg === 'provider not configured') ? true : undefined,
+    );
     expect(errors).toEqual(
       expect.arrayContaining([expect.objectContaining({ msg: 'provider not configured' })]),
     );
