@@ -380,9 +380,15 @@ export async function attackAsTenantB(opts: {
     }
   };
   await hold();
-  // Give back a tenth so the session churn below has slots under the lease quota.
-  for (const id of held.splice(0, Math.ceil(held.length / 10)))
-    await call(base, bearer, 'DELETE', `/v1/leases/${id}`);
+  // Give back a tenth so the session churn below has slots under the lease quota (a release
+  // refused by B's own rate limit is retried).
+  const release = async (id: string) => {
+    for (;;) {
+      const a = await call(base, bearer, 'DELETE', `/v1/leases/${id}`);
+      if (!(await backOff(a))) return;
+    }
+  };
+  for (const id of held.splice(0, Math.ceil(held.length / 10))) await release(id);
 
   // 2. Junk bans, 100 per batch, spread over every held lease (every proxy).
   const junk = async () => {
@@ -420,7 +426,7 @@ export async function attackAsTenantB(opts: {
       });
       if (a.status === 201) {
         b.sessionsStarted++;
-        await call(base, bearer, 'DELETE', `/v1/leases/${a.body.leaseID as string}`);
+        await release(a.body.leaseID as string);
         i += lanes;
       } else if (!(await backOff(a))) {
         odd(a);
@@ -470,7 +476,7 @@ export async function attackAsTenantB(opts: {
   await Promise.all([junk(), ...Array.from({ length: lanes }, (_, l) => sessions(l, lanes)), spam()]);
   attacking = false;
   await reading;
-  for (const id of held) await call(base, bearer, 'DELETE', `/v1/leases/${id}`);
+  for (const id of held) await release(id);
   return b;
 }
 
