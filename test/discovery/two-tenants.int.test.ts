@@ -26,8 +26,13 @@ import {
 const kc = testKubeConfig();
 const PAGES = 150;
 const WORKERS = 4;
-/** The Deployment's memory limit (charts): the operator must stay under it under attack. */
-const MEMORY_LIMIT_MIB = 512;
+/**
+ * A bound on the operator process's RSS under attack. This process runs from source through
+ * the TypeScript hooks and without the container's V8 flags (about 450 MiB measured here), so
+ * the Deployment's own limit (OPERATOR_MEMORY.limitMiB, 384) is checked by bench:tenants on
+ * the built operator with OPERATOR_RUNTIME_ENV (162-173 MiB measured); this catches a leak.
+ */
+const MEMORY_BOUND_MIB = 640;
 
 describe.each([
   { store: 'memory', first: '127.0.21.1', spamFrom: '127.0.29.9' },
@@ -143,10 +148,10 @@ describe.each([
     expect(b.spam['429 too_many_requests'] ?? 0).toBeGreaterThan(0);
     expect(Object.keys(b.spam).every((k) => k.startsWith('401') || k.startsWith('429'))).toBe(true);
     // Nothing rotated on B's junk bans (each proxy cooled down on far more than 3 targets, all
-    // reported by B alone), no client-chosen target in /metrics, memory within the limit.
+    // reported by B alone), no client-chosen target in /metrics, memory bounded.
     expect(rotated).toEqual([]);
     expect(metrics).not.toContain(JUNK_PREFIX);
     expect(metrics).not.toContain(A_TARGET);
-    expect(rss).toBeLessThan(MEMORY_LIMIT_MIB);
+    expect(rss).toBeLessThan(MEMORY_BOUND_MIB);
   }, 240_000);
 });
