@@ -8,9 +8,7 @@ import type { Duplex } from 'node:stream';
 import {
   leaseRequest,
   attemptFailed,
-  noProxy,
-  takeAvoiding,
-  storeUnavailable,
+  leaseForAttempt,
   upstreamFailed,
   type GatewayContext,
 } from './gateway-context.js';
@@ -51,18 +49,9 @@ export async function forwardConnect(
   const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
   let last = 'none tried';
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    let lease: HeldLease;
-    try {
-      const taken = await takeAvoiding(ctx, leaseReq);
-      if (!taken.granted) {
-        ctx.metrics.ended('tunnel', 'no_proxy');
-        return replyErrorOnSocket(client, noProxy(taken, leaseReq));
-      }
-      lease = taken.lease;
-    } catch (err) {
-      ctx.metrics.ended('tunnel', 'store_unavailable');
-      return replyErrorOnSocket(client, storeUnavailable(err));
-    }
+    const taken = await leaseForAttempt(ctx, leaseReq, 'tunnel');
+    if ('refusal' in taken) return replyErrorOnSocket(client, taken.refusal);
+    const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('tunnel');
     ctx.metrics.addedLatency('tunnel', (performance.now() - startedAt) / 1000);
     const opened = await openTunnel(lease.upstream, req.url!, ctx.options.connectTimeoutMs);

@@ -11,9 +11,7 @@ import {
 import {
   leaseRequest,
   attemptFailed,
-  noProxy,
-  takeAvoiding,
-  storeUnavailable,
+  leaseForAttempt,
   upstreamFailed,
   type GatewayContext,
 } from './gateway-context.js';
@@ -78,18 +76,9 @@ export async function forwardHttp(
   let last = 'none tried';
   let staleRetried = false;
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    let lease: HeldLease;
-    try {
-      const taken = await takeAvoiding(ctx, leaseReq);
-      if (!taken.granted) {
-        ctx.metrics.ended('http', 'no_proxy');
-        return replyError(res, noProxy(taken, leaseReq));
-      }
-      lease = taken.lease;
-    } catch (err) {
-      ctx.metrics.ended('http', 'store_unavailable');
-      return replyError(res, storeUnavailable(err));
-    }
+    const taken = await leaseForAttempt(ctx, leaseReq, 'http');
+    if ('refusal' in taken) return replyError(res, taken.refusal);
+    const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('http');
     const sentAt = performance.now();
     ctx.metrics.addedLatency('http', (sentAt - startedAt) / 1000);

@@ -1,11 +1,11 @@
 // What every request handler of the gateway shares: its book, pool, tokens, upstream agents,
 // metrics and options. Built once by createGateway (gateway-server.ts).
 import type { Logger } from 'pino';
-import type { GatewayMetrics } from './gateway-metrics.js';
+import type { Carrier, GatewayMetrics } from './gateway-metrics.js';
 import type { LeasePool } from './lease-pool.js';
 import type { GatewayBook, GatewayLeaseRequest, TokenVerifier } from './ports.js';
 import type { GatewayError } from './replies.js';
-import type { TakeResult } from './lease-pool.js';
+import type { HeldLease, TakeResult } from './lease-pool.js';
 import type { UpstreamAgents } from './upstream-agents.js';
 import type { StatusCodes } from './upstream-outcome.js';
 import type { UsernameOptions } from './username.js';
@@ -101,6 +101,26 @@ export async function attemptFailed(
   ctx.failed.set(upstreamID, now + AVOID_FAILED_MS);
   if (request.session !== undefined)
     await ctx.book.endSession(request.session, request.owner).catch(() => undefined);
+}
+
+/**
+ * One attempt's lease, or the refusal to answer with (counted as the request's end): the same
+ * step for a plain request and a tunnel.
+ */
+export async function leaseForAttempt(
+  ctx: GatewayContext,
+  request: GatewayLeaseRequest,
+  carrier: Carrier,
+): Promise<{ lease: HeldLease } | { refusal: GatewayError }> {
+  try {
+    const taken = await takeAvoiding(ctx, request);
+    if (taken.granted) return { lease: taken.lease };
+    ctx.metrics.ended(carrier, 'no_proxy');
+    return { refusal: noProxy(taken, request) };
+  } catch (err) {
+    ctx.metrics.ended(carrier, 'store_unavailable');
+    return { refusal: storeUnavailable(err) };
+  }
 }
 
 /** The book could not be reached (Redis down): a 503, never a 500 nor a request sent without a proxy. */
