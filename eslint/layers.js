@@ -8,6 +8,7 @@ const PRODUCT = [
   'framework',
   'providers',
   'health',
+  'book',
   'discovery',
   'gateway',
   'handlers',
@@ -20,13 +21,17 @@ export const LAYERS = {
   crds: [],
   framework: [],
   health: [],
-  discovery: [],
-  // The forward-proxy gateway owns its ports (GatewayBook, TokenVerifier); handlers/ wires them.
-  gateway: [],
+  // The lease book: leases, sessions, cooldowns, holds, tokens and quotas; no HTTP, no Kubernetes.
+  book: [],
+  // The two ways in to the book are siblings: the HTTP API and the forward-proxy gateway never
+  // import each other (each may import the book; handlers/ wires them).
+  discovery: ['book'],
+  // The gateway owns its ports (GatewayBook, TokenVerifier); handlers/ wires them to the book.
+  gateway: ['book'],
   providers: ['crds'],
-  handlers: ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway'],
+  handlers: ['crds', 'framework', 'providers', 'health', 'book', 'discovery', 'gateway'],
   charts: ['crds'],
-  cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway', 'handlers', 'charts'],
+  cmd: ['crds', 'framework', 'providers', 'health', 'book', 'discovery', 'gateway', 'handlers', 'charts'],
   // Benchmarks use the product, never the tests' harness.
   bench: [...PRODUCT, 'client'],
   // The client package is published on its own: it may import nothing of the operator's.

@@ -1,5 +1,5 @@
-import type { ProxyStanding } from '../discovery/lease-store.js';
-import { COOLDOWN_JITTER } from '../discovery/cooldown-policy.js';
+import type { ProxyStanding } from '../book/lease-store.js';
+import { COOLDOWN_JITTER } from '../book/cooldown-policy.js';
 import { CONDITION_PROVISIONED, type Proxy } from '../crds/proxy-types.js';
 
 /**
