@@ -21,7 +21,7 @@ describe('layers/imports-downward', () => {
     ['bench/health.ts', "export { y } from '../test/health/targets.js';", 'test'],
     // The book's two doors never import each other, in either direction.
     ['discovery/app.ts', "import { y } from '../gateway/ports.js';", 'gateway'],
-    ['gateway/forward-http.ts', "import { y } from '../discovery/api-tokens.js';", 'discovery'],
+    ['gateway/forward-http.ts', "import { y } from '../discovery/bearer-auth.js';", 'discovery'],
     ['gateway/x.ts', "import type { y } from '../discovery/app.js';", 'discovery'],
     ['discovery/x.ts', "export { y } from '../gateway/gateway-server.js';", 'gateway'],
     // The book is below both doors.
