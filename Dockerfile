@@ -14,6 +14,7 @@ COPY framework framework
 COPY crds crds
 COPY providers providers
 COPY health health
+COPY book book
 COPY discovery discovery
 COPY gateway gateway
 COPY handlers handlers

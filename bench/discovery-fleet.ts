@@ -1,5 +1,5 @@
 // What bench/discovery.ts and its server child share: the fleet and their messages.
-import type { ProxyRecord } from '../discovery/catalog.js';
+import type { ProxyRecord } from '../book/catalog.js';
 
 export type ServeCommand =
   | { serve: 'node-hello' }

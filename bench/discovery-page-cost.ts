@@ -10,6 +10,7 @@
 // Each --build (another checkout's build/, e.g. the previous commit's) is measured too, one
 // after the other, in the order given, then this build: before and after in one run.
 import { fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Pool } from 'undici';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
@@ -25,15 +26,17 @@ type Reply = { port: number } | { cpuMillis: number } | { marked: true };
 async function serve(build: string): Promise<void> {
   const { pino } = await import('pino');
   const { Registry } = await import('prom-client');
+  // The lease book moved from discovery/ to book/: an older --build still has it in discovery/.
+  const book = existsSync(`${build}/book/indexed-catalog.js`) ? 'book' : 'discovery';
   const { createDiscoveryApp } = (await import(
     `${build}/discovery/app.js`
   )) as typeof import('../discovery/app.js');
   const { IndexedCatalog } = (await import(
-    `${build}/discovery/indexed-catalog.js`
-  )) as typeof import('../discovery/indexed-catalog.js');
+    `${build}/${book}/indexed-catalog.js`
+  )) as typeof import('../book/indexed-catalog.js');
   const { MemoryLeaseStore } = (await import(
-    `${build}/discovery/memory-lease-store.js`
-  )) as typeof import('../discovery/memory-lease-store.js');
+    `${build}/${book}/memory-lease-store.js`
+  )) as typeof import('../book/memory-lease-store.js');
   const { DiscoveryServer } = (await import(
     `${build}/discovery/server.js`
   )) as typeof import('../discovery/server.js');

@@ -11,11 +11,11 @@ import express from 'express';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../discovery/app.js';
-import { IndexedCatalog } from '../discovery/indexed-catalog.js';
-import type { LeaseStore } from '../discovery/lease-store.js';
-import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
-import { connectRedis, whenReady } from '../discovery/redis-connection.js';
-import { RedisLeaseStore } from '../discovery/redis-lease-store.js';
+import { IndexedCatalog } from '../book/indexed-catalog.js';
+import type { LeaseStore } from '../book/lease-store.js';
+import { MemoryLeaseStore } from '../book/memory-lease-store.js';
+import { connectRedis, whenReady } from '../book/redis-connection.js';
+import { RedisLeaseStore } from '../book/redis-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import { fleet, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 

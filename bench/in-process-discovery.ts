@@ -4,9 +4,9 @@
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../discovery/app.js';
-import type { ProxyRecord } from '../discovery/catalog.js';
-import { IndexedCatalog } from '../discovery/indexed-catalog.js';
-import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import type { ProxyRecord } from '../book/catalog.js';
+import { IndexedCatalog } from '../book/indexed-catalog.js';
+import { MemoryLeaseStore } from '../book/memory-lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 
 export interface InProcessDiscovery {

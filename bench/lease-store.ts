@@ -20,11 +20,11 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { IndexedCatalog } from '../discovery/indexed-catalog.js';
-import type { LeaseStore } from '../discovery/lease-store.js';
-import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
-import { connectRedis, whenReady } from '../discovery/redis-connection.js';
-import { RedisLeaseStore } from '../discovery/redis-lease-store.js';
+import { IndexedCatalog } from '../book/indexed-catalog.js';
+import type { LeaseStore } from '../book/lease-store.js';
+import { MemoryLeaseStore } from '../book/memory-lease-store.js';
+import { connectRedis, whenReady } from '../book/redis-connection.js';
+import { RedisLeaseStore } from '../book/redis-lease-store.js';
 import { fleet } from './discovery-fleet.js';
 import { startRedis } from './redis-process.js';
 

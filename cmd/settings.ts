@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Component } from '../handlers/components.js';
 import type { GatewaySettings } from '../handlers/settings.js';
 import type { Cap, MaxUnavailable } from '../handlers/replacement-budget.js';
-import { MIN_TOKEN_LENGTH } from '../discovery/api-tokens.js';
+import { MIN_TOKEN_LENGTH } from '../book/api-tokens.js';
 
 /** Everything the operator's entry point can be told, from flags or environment. */
 export interface Settings {

@@ -11,25 +11,25 @@ import {
   type ApiErrorBody,
   type ApiErrorCode,
 } from './api-error.js';
-import { StoreUnavailableError } from './store-unavailable.js';
-import { ApiTokens } from './api-tokens.js';
+import { StoreUnavailableError } from '../book/store-unavailable.js';
+import { ApiTokens } from '../book/api-tokens.js';
 import { SourceLimiter } from './source-limiter.js';
-import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from './tenant-quotas.js';
-import { OPEN_POLICY, isOpen, scopeMatcher, type TokenPolicy } from './token-scope.js';
+import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from '../book/tenant-quotas.js';
+import { OPEN_POLICY, isOpen, scopeMatcher, type TokenPolicy } from '../book/token-scope.js';
 import { visibleCooldowns } from './target-privacy.js';
-import { DEFAULT_SESSION_IDLE_SECONDS } from './session-book.js';
+import { DEFAULT_SESSION_IDLE_SECONDS } from '../book/session-book.js';
 import { bearerAuth, ownerOf } from './bearer-auth.js';
-import { ANONYMOUS_OWNER } from './lease-owner.js';
+import { ANONYMOUS_OWNER } from '../book/lease-owner.js';
 import { ReportLog } from './report-log.js';
 import { TurnQueue } from './turn-queue.js';
 import { DEFAULT_MAX_CONCURRENT_LISTS, ListSlots } from './list-slots.js';
 import { RateLimiter, type BucketLimits } from './token-bucket.js';
-import type { ProxyCatalog, ProxyRecord } from './catalog.js';
+import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
 import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
-import type { Lease, LeaseStore, NoLeaseReason, ReportResult } from './lease-store.js';
-import { leasability } from './leasability.js';
+import type { Lease, LeaseStore, NoLeaseReason, ReportResult } from '../book/lease-store.js';
+import { leasability } from '../book/leasability.js';
 import { openApiDocument } from './openapi.js';
 import { ProxyListSerializer, toLeaseView, toProxyView } from './proxy-view.js';
 import type { PageBuffers } from './page-buffers.js';

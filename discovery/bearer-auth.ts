@@ -1,7 +1,7 @@
 // Bearer-token authentication for the discovery API against a set of named tokens.
 import type { RequestHandler, Response } from 'express';
 import { sendError } from './api-error.js';
-import { tokenDigest, type ApiTokens } from './api-tokens.js';
+import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
 import type { SourceLimiter } from './source-limiter.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;

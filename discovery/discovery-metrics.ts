@@ -1,8 +1,8 @@
 // The discovery API's Prometheus metrics, registered on the registry the caller owns.
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { LeaseStore, NoLeaseReason, ReportResult } from './lease-store.js';
-import { REPORT_RESULTS } from './lease-store.js';
-import { StoreUnavailableError } from './store-unavailable.js';
+import type { LeaseStore, NoLeaseReason, ReportResult } from '../book/lease-store.js';
+import { REPORT_RESULTS } from '../book/lease-store.js';
+import { StoreUnavailableError } from '../book/store-unavailable.js';
 
 /** granted, a 409's reason, or store_unavailable: a 503 (the store could not be reached). */
 export type LeaseRequestOutcome = 'granted' | NoLeaseReason | 'store_unavailable';

@@ -2,8 +2,8 @@
 // it against the implementation in both directions, so keep the two in step.
 import { API_ERROR_CODES } from './api-error.js';
 import { BODY_LIMIT_BYTES } from './json-body.js';
-import { NOT_LEASABLE_CODES } from './leasability.js';
-import { REPORT_RESULTS } from './lease-store.js';
+import { NOT_LEASABLE_CODES } from '../book/leasability.js';
+import { REPORT_RESULTS } from '../book/lease-store.js';
 import { DEFAULT_MAX_CONCURRENT_LISTS } from './list-slots.js';
 import {
   DEFAULT_LIST_LIMIT,

@@ -1,6 +1,6 @@
 // The JSON shapes of proxies and leases on the wire.
-import type { ProxyRecord } from './catalog.js';
-import type { HoldReason, Lease, OutcomeStats, ProxyUsage, SessionOutcome } from './lease-store.js';
+import type { ProxyRecord } from '../book/catalog.js';
+import type { HoldReason, Lease, OutcomeStats, ProxyUsage, SessionOutcome } from '../book/lease-store.js';
 import { PageBuffers } from './page-buffers.js';
 
 export interface ProxyView {

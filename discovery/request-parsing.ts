@@ -2,9 +2,9 @@
 // (400) that names the offending field. Unknown fields are rejected: a typo such as "ttl"
 // silently falling back to a default would be worse than an error.
 import { ApiError } from './api-error.js';
-import { REPORT_RESULTS, type ReportResult } from './lease-store.js';
-import { parseExitIPTerm, type ExitIPTerm } from './exit-ip-match.js';
-import { targetName } from './target-name.js';
+import { REPORT_RESULTS, type ReportResult } from '../book/lease-store.js';
+import { parseExitIPTerm, type ExitIPTerm } from '../book/exit-ip-match.js';
+import { targetName } from '../book/target-name.js';
 
 export interface ListQuery {
   selector: Record<string, string>;

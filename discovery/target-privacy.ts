@@ -2,7 +2,7 @@
 // targets of the cooldowns its own reports started or extended, and the target it asks about
 // (it named it itself); of every other cooldown only that the proxy is cooling down for some
 // site, and until when. Pure, so the rule is table-tested.
-import type { ProxyCooldown } from './lease-store.js';
+import type { ProxyCooldown } from '../book/lease-store.js';
 
 /**
  * The cooldowns as `ownTarget` lets one token see them: another team's target becomes

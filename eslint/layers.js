@@ -8,6 +8,7 @@ const PRODUCT = [
   'framework',
   'providers',
   'health',
+  'book',
   'discovery',
   'gateway',
   'handlers',
@@ -20,19 +21,37 @@ export const LAYERS = {
   crds: [],
   framework: [],
   health: [],
-  discovery: [],
-  // The forward-proxy gateway owns its ports (GatewayBook, TokenVerifier); handlers/ wires them.
-  gateway: [],
+  // The lease book: leases, sessions, cooldowns, holds, tokens and quotas; no HTTP, no Kubernetes.
+  book: [],
+  // The two ways in to the book are siblings: the HTTP API and the forward-proxy gateway never
+  // import each other (each may import the book; handlers/ wires them).
+  discovery: ['book'],
+  // The gateway owns its ports (GatewayBook, TokenVerifier); handlers/ wires them to the book.
+  gateway: ['book'],
   providers: ['crds'],
-  handlers: ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway'],
+  handlers: ['crds', 'framework', 'providers', 'health', 'book', 'discovery', 'gateway'],
   charts: ['crds'],
-  cmd: ['crds', 'framework', 'providers', 'health', 'discovery', 'gateway', 'handlers', 'charts'],
+  cmd: ['crds', 'framework', 'providers', 'health', 'book', 'discovery', 'gateway', 'handlers', 'charts'],
   // Benchmarks use the product, never the tests' harness.
   bench: [...PRODUCT, 'client'],
   // The client package is published on its own: it may import nothing of the operator's.
   client: [],
   test: [...PRODUCT, 'bench', 'test', 'eslint', 'client'],
   eslint: [],
+};
+
+/**
+ * folder → the packages it may not import: what the room must know nothing about. The lease
+ * book serves two doors (the HTTP API and the gateway), so it knows neither HTTP nor
+ * Kubernetes; the rooms that are components of their own know no Kubernetes.
+ */
+const KUBERNETES = ['@kubernetes/client-node'];
+const HTTP = ['express', 'node:http', 'node:https', 'node:http2', 'http', 'https', 'http2', 'undici'];
+export const FORBIDDEN_PACKAGES = {
+  book: [...KUBERNETES, ...HTTP],
+  health: KUBERNETES,
+  discovery: KUBERNETES,
+  gateway: KUBERNETES,
 };
 
 /** framework/testing/ is the tests' harness: product code (the demo, try-plugin) uses framework/control-plane/. */
@@ -58,6 +77,7 @@ const importsDownward = {
         '{{from}}/ may not import from {{to}}/ (docs/architecture.md, Components: {{from}}/ may import {{allowed}})',
       harness:
         '{{from}}/ may not import the test harness framework/testing/ (the control plane is framework/control-plane/)',
+      package: '{{from}}/ may not import {{name}} (docs/architecture.md: {{from}}/ knows nothing of it)',
     },
   },
   create(context) {
@@ -66,8 +86,15 @@ const importsDownward = {
     const from = topFolder(root, file);
     if (!from || !(from in LAYERS)) return {};
     const allowed = new Set([from, ...LAYERS[from]]);
+    const forbidden = FORBIDDEN_PACKAGES[from] ?? [];
     function check(node, source) {
-      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      if (typeof source !== 'string') return;
+      const name = forbidden.find((p) => source === p || source.startsWith(`${p}/`));
+      if (name !== undefined) {
+        context.report({ node, messageId: 'package', data: { from, name } });
+        return;
+      }
+      if (!source.startsWith('.')) return;
       const target = resolve(dirname(file), source);
       if (PRODUCT.includes(from) && from !== 'framework' && isHarness(root, target)) {
         context.report({ node, messageId: 'harness', data: { from } });

@@ -1,5 +1,5 @@
 // The interfaces the gateway owns: what it needs of a lease book and of a token list. The
-// handlers layer wires them to the discovery API's LeaseStore and named tokens, so the gateway
+// handlers layer wires them to the book's LeaseStore and named tokens (book/), so the gateway
 // imports nothing of the API (nor the API anything of the gateway).
 
 /** An upstream forward proxy a lease grants, with the credentials the gateway adds itself. */
@@ -31,7 +31,7 @@ export type GatewayLeaseResult =
 /** What the gateway reports about a lease's proxy, as the API's report results. */
 export type GatewayReport = 'banned' | 'rate_limited' | 'unreachable';
 
-/** The lease book as the gateway uses it (a subset of the discovery LeaseStore, in its own terms). */
+/** The lease book as the gateway uses it (a subset of the book's LeaseStore, in its own terms). */
 export interface GatewayBook {
   lease(request: GatewayLeaseRequest): Promise<GatewayLeaseResult>;
   /** False when the lease is gone (expired, released, its proxy deleted). */
@@ -49,7 +49,7 @@ export interface GatewayBook {
   attributeKeys(): ReadonlySet<string>;
 }
 
-/** Resolves a presented discovery API token to its name, or undefined. Read live (reloads apply). */
+/** Resolves a presented token (the API's and the gateway's) to its name, or undefined. Read live (reloads apply). */
 export interface TokenVerifier {
   /** Undefined when no token is configured at all (the gateway then refuses everyone). */
   configured(): boolean;

@@ -4,10 +4,10 @@
 // holds for that session and target (the tunnel's own, open or idle); the session's next
 // tunnel to that target then goes through another proxy.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { targetName } from '../book/target-name.js';
 import type { GatewayContext } from './gateway-context.js';
 import type { GatewayReport } from './ports.js';
 import { replyError } from './replies.js';
-import { canonicalTarget } from './target.js';
 import { parseUsername } from './username.js';
 
 const ROUTE = /^\/v1\/sessions\/([^/?]+)\/report$/;
@@ -30,8 +30,11 @@ export function parseReportBody(text: string): ReportBody | string {
   const extra = Object.keys(rest);
   if (extra.length > 0)
     return `unknown field "${extra[0].slice(0, 64)}" (expected target, result, retryAfterSeconds)`;
-  const host = typeof target === 'string' ? canonicalTarget(target.trim()) : undefined;
-  if (host === undefined) return 'target must be the host name the tunnel was opened to';
+  if (typeof target !== 'string') return 'target must be the host name the tunnel was opened to';
+  // The book's rule and words: a URL or host:port is refused with the host name meant.
+  const named = targetName(target);
+  if (!named.ok) return named.message;
+  const host = named.target;
   if (!RESULTS.includes(result as GatewayReport)) return `result must be one of ${RESULTS.join(', ')}`;
   if (
     retryAfterSeconds !== undefined &&

@@ -1,9 +1,8 @@
-// The target of a request as the discovery API keys cooldowns: the host name, lower-cased,
-// without port or IPv6 brackets (client/src/crawlee/host-names.ts keys the same way), so a
-// ban reported through the API and one reported by the gateway land on the same entry.
-
-const MAX_TARGET_LENGTH = 253;
-const HOST_PATTERN = /^[\x21-\x7e]+$/;
+// The target of a request as the book keys cooldowns: the book's one canonical form
+// (book/target-name.ts: the host name, lower-cased, without port, trailing dot or IPv6
+// brackets; client/src/crawlee/host-names.ts keys the same way), so a ban reported through
+// the API and one reported by the gateway land on the same entry.
+import { targetName } from '../book/target-name.js';
 
 /** The host of a CONNECT authority (`host:port`, `[v6]:port`); undefined when malformed. */
 export function connectAuthority(authority: string): { host: string; port: number } | undefined {
@@ -16,11 +15,6 @@ export function connectAuthority(authority: string): { host: string; port: numbe
 
 /** The canonical target of a host (with or without brackets); undefined when it is not one. */
 export function canonicalTarget(host: string): string | undefined {
-  const target = host
-    .replace(/^\[|\]$/g, '')
-    .toLowerCase()
-    .replace(/\.$/, '');
-  if (target.length === 0 || target.length > MAX_TARGET_LENGTH || !HOST_PATTERN.test(target))
-    return undefined;
-  return target;
+  const named = targetName(host);
+  return named.ok ? named.target : undefined;
 }

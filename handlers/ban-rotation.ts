@@ -1,5 +1,5 @@
-import type { ProxyStanding } from '../discovery/lease-store.js';
-import { COOLDOWN_JITTER } from '../discovery/cooldown-policy.js';
+import type { ProxyStanding } from '../book/lease-store.js';
+import { COOLDOWN_JITTER } from '../book/cooldown-policy.js';
 import { CONDITION_PROVISIONED, type Proxy } from '../crds/proxy-types.js';
 
 /**
@@ -18,7 +18,7 @@ export interface CooldownSource {
 /**
  * The lease store's `standing` as a CooldownSource: global-pool cooldowns (no target) are not
  * a target's ban, nor is one the reports behind do not agree on (one untrusted token alone:
- * discovery/ban-agreement.ts), so one token cannot rotate the fleet.
+ * book/ban-agreement.ts), so one token cannot rotate the fleet.
  */
 export function cooldownSource(store: { standing(proxyID: string): Promise<ProxyStanding> }): CooldownSource {
   return {
@@ -43,7 +43,7 @@ export type BanRotation =
  * The ban rotation decision. Counts the distinct targets still cooling down whose cooldown
  * ends later than a first cooldown (`--cooldown`, at most +10 % jitter) begun before the
  * instance came up could. The lease book forgets a proxy's cooldowns when its egress is
- * renewed (discovery/egress.ts, docs/decisions/0020-reports-a-ban-rests-a-rate-limit-paces-a-dead-proxy-leaves.md), but a replacement that keeps its egress
+ * renewed (book/egress.ts, docs/decisions/0020-reports-a-ban-rests-a-rate-limit-paces-a-dead-proxy-leaves.md), but a replacement that keeps its egress
  * (one exit IP behind a NAT gateway, an address handed out again) keeps them, rightly for
  * leasing, and they must not rotate it again at once; nor may those a shared book has not yet
  * forgotten (it hears of the new egress in the background). The price: a ban in the

@@ -4,7 +4,7 @@
 // that token. No time crosses it, so the engine's clock and the book's never meet
 // (docs/redis.md, "Clocks").
 import type { HealthEngine } from '../health/index.js';
-import type { HealthObservation, LeaseStore } from '../discovery/lease-store.js';
+import type { HealthObservation, LeaseStore } from '../book/lease-store.js';
 
 export interface BookRechecksOptions {
   engine: Pick<HealthEngine, 'recheck' | 'onRecheck'>;

@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { createDiscoveryApp } from '../discovery/app.js';
-import type { LeaseStore } from '../discovery/lease-store.js';
+import type { LeaseStore } from '../book/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import { readFileSync } from 'node:fs';
 import {
@@ -11,7 +11,7 @@ import {
   tokensFileMetrics,
   TokensFileWatcher,
   TOKENS_FILE_INTERVAL_MS,
-} from '../discovery/tokens-file.js';
+} from '../book/tokens-file.js';
 import type { LeaseBook } from './lease-book.js';
 import type { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';

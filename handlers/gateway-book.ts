@@ -1,9 +1,10 @@
-// The gateway's ports (gateway/ports.ts) on the discovery API's lease store and named tokens:
-// the seam that keeps gateway/ and discovery/ from importing each other.
-import type { ProxyCatalog, ProxyRecord } from '../discovery/catalog.js';
-import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../discovery/token-scope.js';
-import type { LeaseStore } from '../discovery/lease-store.js';
-import { tokenDigest, type ApiTokens } from '../discovery/api-tokens.js';
+// The gateway's ports (gateway/ports.ts) on the lease book's store and named tokens (book/):
+// the gateway owns the interfaces it needs, the book knows nothing of the gateway, and the
+// discovery API is not involved (gateway/ and discovery/ never import each other).
+import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
+import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../book/token-scope.js';
+import type { LeaseStore } from '../book/lease-store.js';
+import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
 import type {
   GatewayBook,
   GatewayLeaseRequest,

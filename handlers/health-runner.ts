@@ -10,7 +10,7 @@ import type { SecretLike } from './cloud-init.js';
 import { CREDENTIALS_SECRETS, servingCredentials } from './proxy-credentials.js';
 import { probeTargetProblem } from './probe-target-problem.js';
 import { followBookRechecks } from './book-rechecks.js';
-import type { HealthObservation } from '../discovery/lease-store.js';
+import type { HealthObservation } from '../book/lease-store.js';
 import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER, VERDICTS } from './tokens.js';

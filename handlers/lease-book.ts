@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { LeaseStore } from '../discovery/lease-store.js';
-import { MemoryLeaseStore } from '../discovery/memory-lease-store.js';
+import type { LeaseStore } from '../book/lease-store.js';
+import { MemoryLeaseStore } from '../book/memory-lease-store.js';
 import { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';
 

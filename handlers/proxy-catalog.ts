@@ -1,6 +1,6 @@
 import type { CacheReader, ObjectKey } from '../framework/index.js';
-import type { ProxyRecord } from '../discovery/catalog.js';
-import { IndexedCatalog } from '../discovery/indexed-catalog.js';
+import type { ProxyRecord } from '../book/catalog.js';
+import { IndexedCatalog } from '../book/indexed-catalog.js';
 import { CONDITION_HEALTHY, type Proxy } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { isDraining } from './replacement-budget.js';

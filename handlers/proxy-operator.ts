@@ -15,7 +15,7 @@ import { PROXY_KIND } from './kinds.js';
 import { CREDENTIALS_SECRETS } from './proxy-credentials.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
-import { registerBookMetrics } from '../discovery/book-metrics.js';
+import { registerBookMetrics } from '../book/book-metrics.js';
 import type { HandlerSettings } from './settings.js';
 import {
   HANDLER_SETTINGS,

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { RedisLeaseStore } from '../discovery/redis-lease-store.js';
+import { RedisLeaseStore } from '../book/redis-lease-store.js';
 import type { LeaseStoreFactory } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
 

@@ -2,11 +2,8 @@ import { DEFAULT_ROTATION_DRAIN_SECONDS } from './proxy-state-machine.js';
 import {
   DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
   DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-} from '../discovery/cooldown-policy.js';
-import {
-  DEFAULT_SUSPICION_HOLDOFF_SECONDS,
-  DEFAULT_SUSPICION_TIMEOUT_SECONDS,
-} from '../discovery/proxy-holds.js';
+} from '../book/cooldown-policy.js';
+import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from '../book/proxy-holds.js';
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 import { DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT } from './repair-hold.js';

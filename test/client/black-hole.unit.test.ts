@@ -7,7 +7,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { gotScraping } from 'got-scraping';
 import { isProxyFailure } from '../../client/src/crawlee/index.js';
-import { eventually } from '../discovery/fixtures.js';
+import { eventually } from '../book/fixtures.js';
 
 async function failureOf(request: Promise<unknown>): Promise<unknown> {
   try {

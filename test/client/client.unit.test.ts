@@ -13,7 +13,7 @@ import {
   type Proxy,
 } from '../../client/src/index.js';
 import { DEFAULT_LIST_LIMIT } from '../../discovery/request-parsing.js';
-import { proxy } from '../discovery/fixtures.js';
+import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 
 const TOKEN = 'client-test-token';

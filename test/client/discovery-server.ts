@@ -7,11 +7,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../../discovery/app.js';
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { DiscoveryServer } from '../../discovery/server.js';
-import * as fixtures from '../discovery/fixtures.js';
-import { TestCatalog } from '../discovery/fixtures.js';
+import * as fixtures from '../book/fixtures.js';
+import { TestCatalog } from '../book/fixtures.js';
 
 export interface TestDiscoveryServer {
   baseUrl: string;

@@ -5,7 +5,7 @@
 import { Configuration, Request, SessionPool } from 'crawlee';
 import { DiscoveryClient } from '../../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../../client/src/crawlee/index.js';
-import { eventually, proxy } from '../discovery/fixtures.js';
+import { eventually, proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 
 const A = proxy('ns/a', { ip: '10.0.0.1', latencyMillis: 10 });

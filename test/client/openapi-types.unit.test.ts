@@ -24,7 +24,7 @@ import type {
   ReportsResponse,
 } from '../../client/src/index.js';
 import { DiscoveryClient, MAX_BATCH_REPORTS } from '../../client/src/index.js';
-import { proxy } from '../discovery/fixtures.js';
+import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 
 /** `required` for keys that must be present, `optional` for `key?:` (and `| undefined`) ones. */

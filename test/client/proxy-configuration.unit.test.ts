@@ -17,7 +17,7 @@ import {
 } from '../../client/src/crawlee/index.js';
 import { isSooner, mayJoin, type Turn } from '../../client/src/crawlee/session-leases.js';
 import { unpaced } from '../../client/src/crawlee/site-pace.js';
-import { eventually, proxy } from '../discovery/fixtures.js';
+import { eventually, proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, startPredatingFront, type TestDiscoveryServer } from './discovery-server.js';
 
 const A = proxy('ns/a', { ip: '10.0.0.1', latencyMillis: 10 });

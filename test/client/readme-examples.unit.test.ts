@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
-import { proxy } from '../discovery/fixtures.js';
+import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from './discovery-server.js';
 import { startLinkedSite, type LinkedSite } from './linked-site.js';
 

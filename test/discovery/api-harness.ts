@@ -2,16 +2,16 @@
 import type pino from 'pino';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
-import type { ApiTokens } from '../../discovery/api-tokens.js';
+import type { ApiTokens } from '../../book/api-tokens.js';
 import { createDiscoveryApp, type DiscoveryAppOptions } from '../../discovery/app.js';
-import { registerBookMetrics } from '../../discovery/book-metrics.js';
+import { registerBookMetrics } from '../../book/book-metrics.js';
 import type { BucketLimits } from '../../discovery/token-bucket.js';
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import type { LeaseStore } from '../../discovery/lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import type { LeaseStore } from '../../book/lease-store.js';
 import type { PageBuffers } from '../../discovery/page-buffers.js';
-import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../discovery/memory-lease-store.js';
+import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../book/memory-lease-store.js';
 import { DiscoveryServer, type DiscoveryServerOptions } from '../../discovery/server.js';
-import { capturingLogger, FakeClock, TestCatalog } from './fixtures.js';
+import { capturingLogger, FakeClock, TestCatalog } from '../book/fixtures.js';
 
 export interface HarnessOptions {
   proxies?: ProxyRecord[];

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { createDiscoveryApp, type DiscoveryAppOptions } from '../../discovery/app.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { TestCatalog, silentLogger } from './fixtures.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { TestCatalog, silentLogger } from '../book/fixtures.js';
 
 describe('createDiscoveryApp configuration', () => {
   const base = (catalog = new TestCatalog()): DiscoveryAppOptions => ({

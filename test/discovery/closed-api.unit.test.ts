@@ -3,17 +3,17 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiTokens, parseTokensFile, tokenDigest } from '../../discovery/api-tokens.js';
+import { ApiTokens, parseTokensFile, tokenDigest } from '../../book/api-tokens.js';
 import { page } from '../../discovery/app.js';
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { scopedKey, unscopedKey } from '../../discovery/lease-owner.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { scopedKey, unscopedKey } from '../../book/lease-owner.js';
 import { ListSlots, mayStartList } from '../../discovery/list-slots.js';
 import { ReportLog } from '../../discovery/report-log.js';
 import { continueToken, DEFAULT_LIST_LIMIT, parseListQuery } from '../../discovery/request-parsing.js';
 import { RateLimiter, take, type Bucket } from '../../discovery/token-bucket.js';
-import { TokensFileWatcher } from '../../discovery/tokens-file.js';
+import { TokensFileWatcher } from '../../book/tokens-file.js';
 import { leaderIdentity } from '../../cmd/leader-identity.js';
-import { capturingLogger, proxy } from './fixtures.js';
+import { capturingLogger, proxy } from '../book/fixtures.js';
 
 const LIMITS = { ratePerSecond: 10, burst: 3 };
 

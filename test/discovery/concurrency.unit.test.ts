@@ -2,8 +2,8 @@
 // one, never hand a proxy cooling down for a target to that target, and never bind a session
 // to two proxies at once.
 import { Pool, type Dispatcher } from 'undici';
-import type { ProxyCatalog, ProxyRecord } from '../../discovery/catalog.js';
-import { isLeasable } from '../../discovery/lease-selection.js';
+import type { ProxyCatalog, ProxyRecord } from '../../book/catalog.js';
+import { isLeasable } from '../../book/lease-selection.js';
 import type {
   AcquireResult,
   Lease,
@@ -13,10 +13,10 @@ import type {
   ProbeRequestListener,
   ReportDetails,
   ReportResult,
-} from '../../discovery/lease-store.js';
-import type { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+} from '../../book/lease-store.js';
+import type { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { startHarness, type Harness } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { proxy } from '../book/fixtures.js';
 
 const TARGET = 'example.com';
 

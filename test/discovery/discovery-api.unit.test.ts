@@ -1,9 +1,9 @@
 // The discovery API over real HTTP on loopback, against a fake catalog.
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import type { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { StoreUnavailableError } from '../../discovery/store-unavailable.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import type { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { StoreUnavailableError } from '../../book/store-unavailable.js';
 import { startHarness, type Harness } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { proxy } from '../book/fixtures.js';
 
 const fleet = (): ProxyRecord[] => [
   proxy('ns/eu-crawl', {

@@ -3,7 +3,7 @@
 import { connect } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import { startHarness, type Harness } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { proxy } from '../book/fixtures.js';
 
 const SEED = 0x5eed;
 const REQUESTS = 2000;

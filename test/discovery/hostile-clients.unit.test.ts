@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { openApiDocument } from '../../discovery/openapi.js';
 import { clientErrorReply } from '../../discovery/server.js';
 import { startHarness, type Harness } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { proxy } from '../book/fixtures.js';
 import { validate } from './schema-validator.js';
 
 const HEADERS_TIMEOUT_MS = 600;

@@ -5,9 +5,9 @@
 // storm must neither grow the info log nor the heap beyond the Deployment's memory limit.
 import { Pool } from 'undici';
 import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
-import { ApiTokens } from '../../discovery/api-tokens.js';
+import { ApiTokens } from '../../book/api-tokens.js';
 import { startHarness, type CallResult, type Harness } from './api-harness.js';
-import { eventually, proxy } from './fixtures.js';
+import { eventually, proxy } from '../book/fixtures.js';
 
 const TEAM_A = 'team-a-token-0123456789abcdef';
 const TEAM_B = 'team-b-token-fedcba9876543210';

@@ -2,12 +2,12 @@
 // its bytes are the JSON of the proxies' views, and the buffer goes back to the pool only
 // once its response is done with it, so concurrent pages never share one.
 import { Socket } from 'node:net';
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import type { ProxyUsage } from '../../discovery/lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import type { ProxyUsage } from '../../book/lease-store.js';
 import { PageBuffers } from '../../discovery/page-buffers.js';
 import { ProxyListSerializer, toProxyView } from '../../discovery/proxy-view.js';
 import { startHarness, type Harness } from './api-harness.js';
-import { eventually, proxy } from './fixtures.js';
+import { eventually, proxy } from '../book/fixtures.js';
 
 const IDLE: ProxyUsage = {
   activeLeases: 0,

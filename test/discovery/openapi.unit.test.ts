@@ -3,13 +3,13 @@
 import type { Express } from 'express';
 import { Registry } from 'prom-client';
 import { createDiscoveryApp } from '../../discovery/app.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { connectRedis } from '../../discovery/redis-connection.js';
-import { RedisLeaseStore } from '../../discovery/redis-lease-store.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { connectRedis } from '../../book/redis-connection.js';
+import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { openApiDocument, type OperationObject, type SchemaObject } from '../../discovery/openapi.js';
 import { startHarness, type CallOptions, type CallResult, type Harness } from './api-harness.js';
-import { TestCatalog, proxy, silentLogger } from './fixtures.js';
+import { TestCatalog, proxy, silentLogger } from '../book/fixtures.js';
 import { validate } from './schema-validator.js';
 
 const TOKEN = 'openapi-test-token';

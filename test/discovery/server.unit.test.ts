@@ -3,7 +3,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
 import { DiscoveryServer } from '../../discovery/server.js';
-import { eventually, silentLogger } from './fixtures.js';
+import { eventually, silentLogger } from '../book/fixtures.js';
 
 const hello = (_req: IncomingMessage, res: ServerResponse) => res.end('hello');
 

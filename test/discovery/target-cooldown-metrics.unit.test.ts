@@ -7,7 +7,7 @@ import {
   TargetCooldownMetrics,
 } from '../../discovery/target-cooldown-metrics.js';
 import { startHarness } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { proxy } from '../book/fixtures.js';
 
 async function series(registry: Registry): Promise<Record<string, number>> {
   const metric = await registry.getSingleMetric(TARGET_COOLDOWNS_METRIC)!.get();

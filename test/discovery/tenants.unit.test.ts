@@ -3,10 +3,10 @@
 // answer a code naming the quota and never touch another token's entries, scopes that hide
 // proxies, targets private to the team that crawls them, and the per-address limit on
 // requests without a valid token.
-import { ApiTokens, readTokensFile } from '../../discovery/api-tokens.js';
-import type { TenantQuotaLimits } from '../../discovery/tenant-quotas.js';
+import { ApiTokens, readTokensFile } from '../../book/api-tokens.js';
+import type { TenantQuotaLimits } from '../../book/tenant-quotas.js';
 import { startHarness, type CallResult, type Harness, type HarnessOptions } from './api-harness.js';
-import { proxy } from './fixtures.js';
+import { proxy } from '../book/fixtures.js';
 
 const TEAM_A = 'team-a-token-0123456789abcdef';
 const TEAM_B = 'team-b-token-fedcba9876543210';

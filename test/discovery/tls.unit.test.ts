@@ -4,12 +4,12 @@
 import { Registry } from 'prom-client';
 import { connect } from 'node:net';
 import { DiscoveryClient } from '../../client/src/index.js';
-import { ApiTokens } from '../../discovery/api-tokens.js';
+import { ApiTokens } from '../../book/api-tokens.js';
 import { createDiscoveryApp } from '../../discovery/app.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { DiscoveryServer } from '../../discovery/server.js';
 import { selfSignedCert } from '../../framework/testing/self-signed-cert.js';
-import { proxy, silentLogger, TestCatalog } from './fixtures.js';
+import { proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
 
 const TOKEN = 'tls-test-token-0123456789';
 

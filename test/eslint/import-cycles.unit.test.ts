@@ -4,14 +4,16 @@ import { fileURLToPath } from 'node:url';
 
 // No import cycle in product code, type-only imports included: a cycle means two modules are
 // one thing in two files, or a shared type lives in the wrong one (issue 50 item 4 moved
-// ProxyCooldown from discovery/leasability.ts to the lease-store contract it describes).
+// ProxyCooldown from book/leasability.ts to the lease-store contract it describes).
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const ROOMS = [
   'crds',
   'framework',
   'providers',
   'health',
+  'book',
   'discovery',
+  'gateway',
   'handlers',
   'charts',
   'cmd',

@@ -8,7 +8,18 @@ import { OPERATOR_RUNTIME_ENV } from '../../charts/operator-chart.js';
 
 // The production build and the image carry product code only: tests and their harness stay out.
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const PRODUCT = ['framework', 'crds', 'providers', 'health', 'discovery', 'handlers', 'charts', 'cmd'];
+const PRODUCT = [
+  'framework',
+  'crds',
+  'providers',
+  'health',
+  'book',
+  'discovery',
+  'gateway',
+  'handlers',
+  'charts',
+  'cmd',
+];
 
 function parsedConfig(file: string): ts.ParsedCommandLine {
   const config = ts.getParsedCommandLineOfConfigFile(

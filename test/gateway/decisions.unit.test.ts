@@ -5,6 +5,7 @@ import { canonicalTarget, connectAuthority } from '../../gateway/target.js';
 import { connectVerdict, responseVerdict, retryAfterSeconds } from '../../gateway/upstream-outcome.js';
 import { parseReportBody, sessionOfReportPath } from '../../gateway/session-report.js';
 import { authenticate } from '../../gateway/authenticate.js';
+import { targetName } from '../../book/target-name.js';
 
 const basic = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;
 
@@ -87,9 +88,21 @@ describe('targets, canonicalized as the discovery API keys them', () => {
     ['127.0.0.1', '127.0.0.1'],
     ['', undefined],
     ['a b', undefined],
+    // Not host names: a cooldown keyed on them would protect nothing.
+    ['https://shop.example/', undefined],
+    ['shop.example:443', undefined],
+    ['shop!.example', undefined],
   ])('%j → %j', (host, want) => {
     expect(canonicalTarget(host)).toBe(want);
   });
+
+  it.each(['Shop.Example', 'shop.example.', '[2001:db8::1]', '10.0.0.1', 'a_b.example', 'https://x.example'])(
+    '%j: the gateway keys it as the book does (book/target-name.ts)',
+    (host) => {
+      const book = targetName(host);
+      expect(canonicalTarget(host)).toBe(book.ok ? book.target : undefined);
+    },
+  );
 
   it.each<[string, object | undefined]>([
     ['example.com:443', { host: 'example.com', port: 443 }],
@@ -162,6 +175,14 @@ describe('the report by session', () => {
     ],
     ['{"target":"a.io","result":"ok"}', 'result must be one of banned, rate_limited, unreachable'],
     ['{"result":"banned"}', 'target must be the host name the tunnel was opened to'],
+    [
+      '{"target":"https://shop.example/","result":"banned"}',
+      "target must be a host name, not a URL: send 'shop.example', not 'https://shop.example/'",
+    ],
+    [
+      '{"target":"shop.example:443","result":"banned"}',
+      "target must be a host name, without a port: send 'shop.example'",
+    ],
     [
       '{"target":"a.io","result":"banned","why":1}',
       'unknown field "why" (expected target, result, retryAfterSeconds)',

@@ -1,7 +1,7 @@
 // The gateway on real parts (gateway-world.ts): authentication, routing through the book,
 import { request as httpRequest } from 'node:http';
 // sessions, bans, dead upstreams, caps, reports by session, leases released.
-import { OPEN_POLICY, type TokenPolicy } from '../../discovery/token-scope.js';
+import { OPEN_POLICY, type TokenPolicy } from '../../book/token-scope.js';
 import { basic, PROXY_IPS, startWorld, until, viaGateway, viaTunnel, type World } from './gateway-world.js';
 
 let world: World;

@@ -9,12 +9,12 @@ import { Registry } from 'prom-client';
 import { followBookRechecks } from '../../handlers/book-rechecks.js';
 import { HealthEngine, type ProbeTarget } from '../../health/index.js';
 import { systemClock, type Clock } from '../../health/clock.js';
-import type { LeaseStore, ProxyStanding, ProxyUsage } from '../../discovery/lease-store.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { connectRedis } from '../../discovery/redis-connection.js';
-import { RedisLeaseStore } from '../../discovery/redis-lease-store.js';
+import type { LeaseStore, ProxyStanding, ProxyUsage } from '../../book/lease-store.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { connectRedis } from '../../book/redis-connection.js';
+import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
-import { proxy, silentLogger, TestCatalog } from '../discovery/fixtures.js';
+import { proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
 import { TestForwardProxy } from '../health/forward-proxy.js';
 import { startHttpTarget, type TestTarget } from '../health/targets.js';
 

@@ -2,7 +2,7 @@
 // both clients against the real discovery API started here with a token (python/tests/live).
 // Warnings are errors (python/pyproject.toml), so a Scrapy deprecation fails it.
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
-import { proxy } from '../discovery/fixtures.js';
+import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startCrawlSite } from '../../bench/crawl-scenario.js';
 import { startFleet, type Fleet } from '../../bench/crawl-world.js';
 import type { CrawlSite } from '../../bench/crawl-site.js';
-import { proxy } from '../discovery/fixtures.js';
+import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
 

@@ -1,6 +1,6 @@
-import type { CatalogChange, ProxyRecord } from '../../discovery/catalog.js';
-import { IndexedCatalog } from '../../discovery/indexed-catalog.js';
-import { parseExitIPTerm } from '../../discovery/exit-ip-match.js';
+import type { CatalogChange, ProxyRecord } from '../../book/catalog.js';
+import { IndexedCatalog } from '../../book/indexed-catalog.js';
+import { parseExitIPTerm } from '../../book/exit-ip-match.js';
 import { proxy } from './fixtures.js';
 
 function catalogOf(records: ProxyRecord[]) {

@@ -1,7 +1,8 @@
-// The discovery API's named bearer tokens: parsed from a tokens file (one `name: token` a
-// line), looked up by what a client presents, and replaced whole when the file changes, so
-// one team's token is revoked by deleting its line. A name is what the API knows a client by
-// (lease owner, rate-limit bucket, metric label); a token is never logged or echoed.
+// The named tokens the book's owners are (the discovery API's bearer tokens, the gateway's
+// proxy passwords): parsed from a tokens file (one `name: token` a line), looked up by what a
+// client presents, and replaced whole when the file changes, so one team's token is revoked by
+// deleting its line. A name is what both doors know a client by (lease owner, rate-limit
+// bucket, metric label); a token is never logged or echoed.
 import { hash } from 'node:crypto';
 import { ANONYMOUS_OWNER, OWNER_NAME_PATTERN } from './lease-owner.js';
 import { OPEN_POLICY, parseTokenOptions, type TokenPolicy } from './token-scope.js';

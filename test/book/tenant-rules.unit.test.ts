@@ -3,8 +3,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiTokens, readTokensFile, parseTokensFileContent } from '../../discovery/api-tokens.js';
-import { agreed, TRUSTED_REPORTER, withReporter } from '../../discovery/ban-agreement.js';
+import { ApiTokens, readTokensFile, parseTokensFileContent } from '../../book/api-tokens.js';
+import { agreed, TRUSTED_REPORTER, withReporter } from '../../book/ban-agreement.js';
 import { SourceLimiter } from '../../discovery/source-limiter.js';
 import { visibleCooldowns } from '../../discovery/target-privacy.js';
 import {
@@ -13,9 +13,9 @@ import {
   leaseVerdict,
   sessionVerdict,
   TenantLedger,
-} from '../../discovery/tenant-quotas.js';
-import { TokensFileWatcher } from '../../discovery/tokens-file.js';
-import { parseTokenOptions, scopeMatcher } from '../../discovery/token-scope.js';
+} from '../../book/tenant-quotas.js';
+import { TokensFileWatcher } from '../../book/tokens-file.js';
+import { parseTokenOptions, scopeMatcher } from '../../book/token-scope.js';
 import { capturingLogger } from './fixtures.js';
 
 describe('quota verdicts', () => {

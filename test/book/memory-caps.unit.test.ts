@@ -4,9 +4,9 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { DEFAULT_MAX_SESSIONS } from '../../discovery/session-book.js';
-import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from '../../discovery/target-book.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { DEFAULT_MAX_SESSIONS } from '../../book/session-book.js';
+import { MAX_TARGET_ENTRIES, MAX_TARGETS_PER_PROXY } from '../../book/target-book.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 setFlagsFromString('--expose-gc');

@@ -2,9 +2,9 @@
 // the (hinted load, latency, id) order. A seeded random walk of hints, catalog changes and
 // partial walks compares every walk with a plain sort of the fleet.
 import { describe, expect, it } from '@jest/globals';
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { HintedRanking, MAX_LAGGING } from '../../discovery/hinted-ranking.js';
-import { matchesSelector } from '../../discovery/selector.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { HintedRanking, MAX_LAGGING } from '../../book/hinted-ranking.js';
+import { matchesSelector } from '../../book/selector.js';
 import { proxy } from './fixtures.js';
 
 const SELECTORS: Record<string, string>[] = [{}, { geo: 'eu' }, { geo: 'us', purpose: 'crawl' }];

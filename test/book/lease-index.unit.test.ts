@@ -2,11 +2,11 @@
 // target books) must choose exactly what a plain scan of the whole fleet would. A seeded
 // random walk of catalog changes, leases, renewals, releases, reports and clock moves runs
 // against the store and against a deliberately naive reference model, comparing every answer.
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { isLeasable, refusal } from '../../discovery/lease-selection.js';
-import type { LeaseRequest, ReportResult } from '../../discovery/lease-store.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
-import { matchesSelector } from '../../discovery/selector.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { isLeasable, refusal } from '../../book/lease-selection.js';
+import type { LeaseRequest, ReportResult } from '../../book/lease-store.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { matchesSelector } from '../../book/selector.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 const BASE_MS = 60_000;

@@ -14,7 +14,7 @@ import { agreed, withReporter } from './ban-agreement.js';
 export const MAX_TARGETS_PER_PROXY = 1000;
 /**
  * (proxy, target) entries remembered across all proxies: ~1 KiB each, so a client filling the
- * cap costs ~12 MiB of the Deployment's 160 MiB heap (test/discovery/memory-caps.unit.test.ts).
+ * cap costs ~12 MiB of the Deployment's 160 MiB heap (test/book/memory-caps.unit.test.ts).
  */
 export const MAX_TARGET_ENTRIES = 10_000;
 

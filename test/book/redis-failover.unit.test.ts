@@ -4,9 +4,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
-import type { LeaseRequest } from '../../discovery/lease-store.js';
-import { connectRedis } from '../../discovery/redis-connection.js';
-import { RedisLeaseStore } from '../../discovery/redis-lease-store.js';
+import type { LeaseRequest } from '../../book/lease-store.js';
+import { connectRedis } from '../../book/redis-connection.js';
+import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
 

@@ -1,7 +1,7 @@
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { leasability, NOT_LEASABLE_CODES, type NotLeasableCode } from '../../discovery/leasability.js';
-import { isLeasable } from '../../discovery/lease-selection.js';
-import type { ProxyCooldown, ProxyUsage } from '../../discovery/lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { leasability, NOT_LEASABLE_CODES, type NotLeasableCode } from '../../book/leasability.js';
+import { isLeasable } from '../../book/lease-selection.js';
+import type { ProxyCooldown, ProxyUsage } from '../../book/lease-store.js';
 import { proxy } from './fixtures.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

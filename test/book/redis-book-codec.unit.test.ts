@@ -1,7 +1,7 @@
 // The Redis book's wire format on the replica's side, and how a store's scripts are put
 // together: pure functions, one table each.
 import { describe, expect, it } from '@jest/globals';
-import type { ProxyRecord } from '../../discovery/catalog.js';
+import type { ProxyRecord } from '../../book/catalog.js';
 import {
   acquireArgs,
   decodeAcquireReply,
@@ -10,8 +10,8 @@ import {
   oldestBucket,
   rankCandidates,
   windowCounts,
-} from '../../discovery/redis-book-codec.js';
-import { blocksFor, buildScripts, type ScriptSettings } from '../../discovery/redis-scripts.js';
+} from '../../book/redis-book-codec.js';
+import { blocksFor, buildScripts, type ScriptSettings } from '../../book/redis-scripts.js';
 import { proxy } from './fixtures.js';
 
 describe('rankCandidates and acquireArgs', () => {

@@ -1,5 +1,5 @@
 // The canonical target, as a table: what is canonicalized, and what is refused naming `target`.
-import { targetName } from '../../discovery/target-name.js';
+import { targetName } from '../../book/target-name.js';
 
 describe('a target is one canonical host name', () => {
   it.each([

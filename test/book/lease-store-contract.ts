@@ -3,17 +3,11 @@
 // the options each case needs; time is the case's FakeClock, randomness the case's.
 import { describe, expect, it, afterEach } from '@jest/globals';
 import type { Logger } from 'pino';
-import type { ProxyCatalog, ProxyRecord } from '../../discovery/catalog.js';
-import type {
-  AcquireResult,
-  Lease,
-  LeaseRequest,
-  LeaseStore,
-  ReportResult,
-} from '../../discovery/lease-store.js';
-import type { ProxyCooldown } from '../../discovery/lease-store.js';
-import type { Clock } from '../../discovery/memory-lease-store.js';
-import type { LeaseBookOptions } from '../../discovery/lease-book-settings.js';
+import type { ProxyCatalog, ProxyRecord } from '../../book/catalog.js';
+import type { AcquireResult, Lease, LeaseRequest, LeaseStore, ReportResult } from '../../book/lease-store.js';
+import type { ProxyCooldown } from '../../book/lease-store.js';
+import type { Clock } from '../../book/memory-lease-store.js';
+import type { LeaseBookOptions } from '../../book/lease-book-settings.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 /** What every store accepts (its own options may hold more). */

@@ -1,9 +1,9 @@
-// What the discovery API reads proxies from. The API owns this interface; the handlers layer
+// What the lease book reads proxies from. The book owns this interface; the handlers layer
 // feeds an IndexedCatalog from the informer cache's change events, tests fill one by hand.
 // Nothing here knows about Kubernetes.
 import type { ExitIPTerm } from './exit-ip-match.js';
 
-/** One proxy as the discovery API sees it: a flattened, read-only view of a Proxy resource. */
+/** One proxy as the book (and the discovery API) sees it: a flattened, read-only view of a Proxy resource. */
 export interface ProxyRecord {
   /** namespace/name: stable across replacements, unlike the IP. */
   readonly id: string;

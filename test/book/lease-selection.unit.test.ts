@@ -1,7 +1,7 @@
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { isLeasable, refusal, selectProxy, type Candidate } from '../../discovery/lease-selection.js';
-import type { OutcomeCounts } from '../../discovery/lease-store.js';
-import { matchesSelector } from '../../discovery/selector.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { isLeasable, refusal, selectProxy, type Candidate } from '../../book/lease-selection.js';
+import type { OutcomeCounts } from '../../book/lease-store.js';
+import { matchesSelector } from '../../book/selector.js';
 import { proxy } from './fixtures.js';
 
 describe('which proxies may ever be leased', () => {

@@ -1,4 +1,4 @@
-import { egressOf, egressStep, type EgressStep } from '../../discovery/egress.js';
+import { egressOf, egressStep, type EgressStep } from '../../book/egress.js';
 
 // Issue 24: when a proxy's cooldowns stop being true (docs/decisions/0020-reports-a-ban-rests-a-rate-limit-paces-a-dead-proxy-leaves.md).
 

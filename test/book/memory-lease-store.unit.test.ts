@@ -1,6 +1,6 @@
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import type { AcquireResult, Lease, LeaseRequest, ReportResult } from '../../discovery/lease-store.js';
-import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../discovery/memory-lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import type { AcquireResult, Lease, LeaseRequest, ReportResult } from '../../book/lease-store.js';
+import { MemoryLeaseStore, type MemoryLeaseStoreOptions } from '../../book/memory-lease-store.js';
 import { capturingLogger, eventually, FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 const COOLDOWN_SECONDS = 900;

@@ -3,10 +3,10 @@
 // lets two operators share one Redis, and keys that all expire.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import type { LeaseRequest } from '../../discovery/lease-store.js';
-import { connectRedis } from '../../discovery/redis-connection.js';
-import { RedisLeaseStore, STORE_RETRY_AFTER_SECONDS } from '../../discovery/redis-lease-store.js';
-import { StoreUnavailableError } from '../../discovery/store-unavailable.js';
+import type { LeaseRequest } from '../../book/lease-store.js';
+import { connectRedis } from '../../book/redis-connection.js';
+import { RedisLeaseStore, STORE_RETRY_AFTER_SECONDS } from '../../book/redis-lease-store.js';
+import { StoreUnavailableError } from '../../book/store-unavailable.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
 

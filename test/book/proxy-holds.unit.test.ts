@@ -8,8 +8,8 @@ import {
   type HoldState,
   type SuspicionPolicy,
   type UnreachableVerdict,
-} from '../../discovery/proxy-holds.js';
-import type { HealthObservation, HoldReason } from '../../discovery/lease-store.js';
+} from '../../book/proxy-holds.js';
+import type { HealthObservation, HoldReason } from '../../book/lease-store.js';
 
 const POLICY: SuspicionPolicy = { timeoutMillis: 60_000, holdoffMillis: 5_000 };
 const A = '10.0.0.1:3128';

@@ -1,4 +1,4 @@
-// The Redis-backed LeaseStore: one book shared by every replica of the discovery API, and
+// The Redis-backed LeaseStore: one book shared by every replica (API and gateway), and
 // kept across restarts. Every operation is one Lua script (redis-scripts.ts) run with
 // EVALSHA: atomic on the server, one round trip in the common case.
 //

@@ -1,4 +1,4 @@
-import { SortedBlocks } from '../../discovery/sorted-blocks.js';
+import { SortedBlocks } from '../../book/sorted-blocks.js';
 
 describe('SortedBlocks', () => {
   it('stays sorted and complete through thousands of random inserts and removals (blocks split and empty)', () => {

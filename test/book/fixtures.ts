@@ -2,9 +2,9 @@
 import { eventually as pollUntil } from '../../framework/testing/index.js';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
-import type { ProxyRecord } from '../../discovery/catalog.js';
-import { IndexedCatalog } from '../../discovery/indexed-catalog.js';
-import type { Clock } from '../../discovery/memory-lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
+import { IndexedCatalog } from '../../book/indexed-catalog.js';
+import type { Clock } from '../../book/memory-lease-store.js';
 
 /** A healthy, leasable proxy; override what the case is about. */
 export function proxy(id: string, overrides: Partial<ProxyRecord> = {}): ProxyRecord {

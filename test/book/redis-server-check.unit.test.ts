@@ -1,11 +1,11 @@
 import { pino } from 'pino';
-import { connectRedis, reconnectAfter, whenReady } from '../../discovery/redis-connection.js';
+import { connectRedis, reconnectAfter, whenReady } from '../../book/redis-connection.js';
 import {
   infoField,
   readRedisServerFacts,
   redisServerProblem,
   type RedisServerFacts,
-} from '../../discovery/redis-server-check.js';
+} from '../../book/redis-server-check.js';
 import { startRedisServer } from '../harness/redis-server.js';
 
 // Issue 47 item 5: the book refuses a Redis that can silently drop its keys, or that it cannot

@@ -2,9 +2,9 @@
 // temporary directory). Each case gets a key prefix of its own: an empty book.
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import type { LeaseStore } from '../../discovery/lease-store.js';
-import { connectRedis } from '../../discovery/redis-connection.js';
-import { RedisLeaseStore } from '../../discovery/redis-lease-store.js';
+import type { LeaseStore } from '../../book/lease-store.js';
+import { connectRedis } from '../../book/redis-connection.js';
+import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { describeLeaseStoreContract } from './lease-store-contract.js';
 import { silentLogger } from './fixtures.js';

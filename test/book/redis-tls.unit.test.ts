@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectRedis, whenReady } from '../../discovery/redis-connection.js';
+import { connectRedis, whenReady } from '../../book/redis-connection.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { silentLogger } from './fixtures.js';
 

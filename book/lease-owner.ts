@@ -1,4 +1,4 @@
-// Who a lease and a session belong to: the name of the API token that took them. Stores keep
+// Who a lease and a session belong to: the name of the token that took them. Stores keep
 // one namespace per owner by prefixing the keys they store with it, so another owner's lookup
 // addresses another key and finds nothing (no owner check to forget, no extra round trip).
 

@@ -1,6 +1,6 @@
 // The lease store contract. Promise-returning throughout so that a shared (CRD- or
-// Redis-backed) store can replace the in-memory one without touching the HTTP layer. A store
-// reads proxies from the ProxyCatalog it was built with.
+// Redis-backed) store can replace the in-memory one without touching its two doors (the
+// HTTP API and the gateway). A store reads proxies from the ProxyCatalog it was built with.
 import type { ProxyRecord } from './catalog.js';
 import type { ExitIPTerm } from './exit-ip-match.js';
 

@@ -1,6 +1,6 @@
 // The LeaseStore contract against the in-memory store (the embedded default).
-import type { LeaseStore } from '../../discovery/lease-store.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import type { LeaseStore } from '../../book/lease-store.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { describeLeaseStoreContract } from './lease-store-contract.js';
 
 describeLeaseStoreContract({

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
-import { registerBookMetrics } from '../../discovery/book-metrics.js';
-import { MemoryLeaseStore } from '../../discovery/memory-lease-store.js';
+import { registerBookMetrics } from '../../book/book-metrics.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 // Issue 47 item 6: every replica of a shared book reads the same totals; only the one the

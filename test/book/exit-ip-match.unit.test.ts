@@ -1,5 +1,5 @@
-import { exitIPMatches, parseExitIPTerm } from '../../discovery/exit-ip-match.js';
-import { proxyMatcher } from '../../discovery/selector.js';
+import { exitIPMatches, parseExitIPTerm } from '../../book/exit-ip-match.js';
+import { proxyMatcher } from '../../book/selector.js';
 import { parseLeaseBody } from '../../discovery/request-parsing.js';
 import { ApiError } from '../../discovery/api-error.js';
 

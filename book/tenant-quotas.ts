@@ -4,7 +4,6 @@
 // memory topology that is the whole book; behind N Redis replicas a token can reach N times
 // each quota (docs/security.md says the arithmetic). The decisions are pure; TenantLedger
 // only keeps, per token, the leases, sessions and cooldown pairs it made through this replica.
-import type { ApiErrorCode } from './api-error.js';
 
 export interface TenantQuotaLimits {
   /** Live leases one token may hold (`lease_quota` beyond it). */
@@ -25,7 +24,7 @@ export const DEFAULT_TENANT_QUOTAS: TenantQuotaLimits = Object.freeze({
 });
 
 /** The codes a token at one of its quotas is answered with (all 429, with Retry-After). */
-export type QuotaCode = Extract<ApiErrorCode, 'lease_quota' | 'cooldown_quota' | 'report_quota'>;
+export type QuotaCode = 'lease_quota' | 'cooldown_quota' | 'report_quota';
 
 export function checkQuotaLimits(limits: TenantQuotaLimits): void {
   for (const key of ['leases', 'sessions', 'cooldowns'] as const) {
