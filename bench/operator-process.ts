@@ -9,6 +9,12 @@ import { request } from 'undici';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
+/**
+ * The providers config a bench operator runs with unless its flags name one: the benchmarks'
+ * External Proxies are forward proxies on loopback, which the operator refuses by default.
+ */
+export const LOOPBACK_PROVIDERS_CONFIG = join(root, 'bench/loopback-providers.yaml');
+
 /** What `npm run build` makes of cmd/operator.ts. */
 export const BUILT_OPERATOR = join(root, 'build/cmd/operator.js');
 
@@ -45,6 +51,12 @@ export class BenchOperator {
         '--leader-elect=false',
         `--metrics-address=127.0.0.1:${options.metricsPort}`,
         `--discovery-address=127.0.0.1:${options.discoveryPort}`,
+        // Not for another build (bench:memory's --operator): one older than the refusal reads no
+        // `external:` key, and needs none.
+        ...((options.entry ?? BUILT_OPERATOR) !== BUILT_OPERATOR ||
+        options.flags?.some((f) => f.startsWith('--providers-config'))
+          ? []
+          : [`--providers-config=${LOOPBACK_PROVIDERS_CONFIG}`]),
         ...(options.flags ?? []),
       ],
       {

@@ -6,11 +6,12 @@ export const OPERATOR_NAMESPACE = 'proxy-operator-system';
 /** The kubernetes provider's Pods live here; the default providers config points at it. */
 export const PROXIES_NAMESPACE = 'proxy-operator-proxies';
 /**
- * The Squid image the shipped `kubernetes` provider runs for each proxy: a pinned tag (the
- * Pods use IfNotPresent, so a preloaded image is used without any registry round trip).
- * The same as the provider's own default (a test holds them equal; charts import only crds).
+ * The Squid image the shipped `kubernetes` provider runs for each proxy: pinned by digest (the
+ * tag stays for the reader; the runtime pulls and checks the digest). The same as the
+ * provider's own default (a test holds them equal; charts import only crds).
  */
-export const SQUID_IMAGE = 'ubuntu/squid:6.6-24.04_beta';
+export const SQUID_IMAGE =
+  'ubuntu/squid:6.6-24.04_beta@sha256:6a097f68bae708cedbabd6188d68c7e2e7a38cedd05a176e1cc0ba29e3bbe029';
 /** The operator container's readiness probe period. */
 export const READINESS_PERIOD_SECONDS = 1;
 export const OPERATOR_NAME = 'proxy-operator';

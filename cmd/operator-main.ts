@@ -15,7 +15,12 @@ import { redisLeaseStore } from '../handlers/redis-lease-book.js';
 import { loadTokensFile } from '../book/tokens-file.js';
 import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
 import { leaderIdentity } from './leader-identity.js';
-import { handlerSettingsFrom, leaderElectionFrom, needsOwnerIdentity } from './operator-options.js';
+import {
+  clusterAddressesAdded,
+  handlerSettingsFrom,
+  leaderElectionFrom,
+  needsOwnerIdentity,
+} from './operator-options.js';
 import {
   checkMaxUnavailableProviders,
   parseSettings,
@@ -62,10 +67,11 @@ async function main(): Promise<void> {
 
   const providerRegistry = builtinProviderRegistry();
   let entries;
+  let external;
   try {
-    entries = settings.providersConfig
-      ? await providerRegistry.load(settings.providersConfig)
-      : providerRegistry.parse(EMBEDDED_PROVIDERS_CONFIG, '<embedded default>');
+    ({ entries, external } = settings.providersConfig
+      ? await providerRegistry.loadConfig(settings.providersConfig)
+      : providerRegistry.parseConfig(EMBEDDED_PROVIDERS_CONFIG, '<embedded default>'));
   } catch (err) {
     fatal(messageOf(err), logger);
   }
@@ -125,7 +131,12 @@ async function main(): Promise<void> {
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
-  const handlerSettings = handlerSettingsFrom(settings, { clusterName, probeCA });
+  const externalEndpoints = clusterAddressesAdded(external, {
+    serviceHost: process.env.KUBERNETES_SERVICE_HOST,
+    server: kubeConfig.getCurrentCluster()?.server,
+  });
+  logger.info({ externalEndpoints }, 'External endpoints: ranges allowed and cluster CIDRs');
+  const handlerSettings = handlerSettingsFrom(settings, { clusterName, probeCA, externalEndpoints });
   const store = settings.leaseStore;
   let leaseStore: LeaseStoreFactory | undefined;
   if (store.kind === 'redis') {

@@ -243,6 +243,12 @@ export const HEALTHY_REASONS = [
   'ProxyAuthenticationRequired',
   /** The credentials Secret is missing, unlabelled or unusable; the message says which, never a value. */
   'CredentialsUnavailable',
+  /**
+   * An External endpoint (or an address its name resolves to) in a range the providers config
+   * does not allow (loopback, link-local, metadata, unspecified, the cluster's CIDRs): never
+   * probed, never leased; the message names the range.
+   */
+  'EndpointRefused',
   'ProbeError',
 ] as const;
 export type HealthyReason = (typeof HEALTHY_REASONS)[number];

@@ -15,6 +15,7 @@ import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER, VERDICTS } from './tokens.js';
 import type { VerdictBoard } from './verdict-board.js';
+import { endpointCheck, type EndpointCheck } from '../providers/endpoint-ranges.js';
 
 /**
  * Leader-only: keeps the probe engine's targets in step with the Proxy cache and hands
@@ -31,6 +32,8 @@ export class HealthRunner {
   private readonly invalid = new Map<string, string>();
   /** Direct checks of the probe URLs: when each is next due, and whether one is in flight. */
   private readonly direct = new Map<string, { dueAt: number; inFlight: boolean }>();
+  /** Where External endpoints may be (the providers config's `external:` block). */
+  private readonly endpoints: EndpointCheck;
 
   constructor(
     @inject(VERDICTS) private readonly board: VerdictBoard,
@@ -39,6 +42,7 @@ export class HealthRunner {
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
+    this.endpoints = endpointCheck(settings.externalEndpoints);
     // Built once: its metrics register in the registry once, across leadership changes.
     this.engine = new HealthEngine({
       logger: logger.child({ component: 'health' }),
@@ -47,6 +51,8 @@ export class HealthRunner {
       tls: settings.probeCA ? { ca: settings.probeCA } : undefined,
       recheckIntervalMillis: settings.recheckIntervalMillis,
       exitIPPolicy: { allowNonPublic: settings.exitIPAllowNonPublic },
+      // Each address a guarded (External) endpoint's name resolves to, before connecting.
+      addressGuard: (address) => this.endpoints(address)?.message,
       ...(settings.exitIPRefreshMillis === undefined
         ? {}
         : { exitIPRefreshMillis: settings.exitIPRefreshMillis }),
@@ -198,6 +204,12 @@ export class HealthRunner {
       const known = this.targets.get(target.key);
       if (known && sameTarget(known, target)) continue;
       if (this.invalid.get(target.key) === json) continue;
+      // An External endpoint where the providers config does not allow it is never probed.
+      const refused = target.guarded ? this.endpoints(target.host) : undefined;
+      if (refused) {
+        this.reportInvalid(ctx, target, json, `endpoint refused: ${refused.message}`, 'EndpointRefused');
+        continue;
+      }
       let problem = probeTargetProblem(target);
       if (!problem) {
         try {
@@ -219,13 +231,13 @@ export class HealthRunner {
     }
   }
 
-  /** Once per target: a verdict the reconciler turns into Healthy=False/InvalidProbeTarget and one Event. */
+  /** Once per target: a verdict the reconciler turns into Healthy=False/<reason> and one Event. */
   private reportInvalid(
     ctx: OperatorContext,
     target: ProbeTarget,
     json: string,
     problem: string,
-    reason: 'InvalidProbeTarget' | 'CredentialsUnavailable' = 'InvalidProbeTarget',
+    reason: 'InvalidProbeTarget' | 'CredentialsUnavailable' | 'EndpointRefused' = 'InvalidProbeTarget',
   ): void {
     this.invalid.set(target.key, json);
     this.engine.remove(target.key);

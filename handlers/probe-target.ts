@@ -21,6 +21,8 @@ export function probeTargetOf(p: Proxy, credentials?: ProxyCredentials): ProbeTa
     expectedStatusCodes: hc.expectedStatusCodes,
     ...(hc.exitIPURL === undefined ? {} : { exitIPURL: hc.exitIPURL }),
     ...(p.spec.mode === 'Managed' && p.status?.providerID ? { instance: p.status.providerID } : {}),
+    // An External endpoint is its author's choice: connect only where the providers config allows.
+    ...(p.spec.mode === 'External' ? { guarded: true } : {}),
     ...(credentials
       ? { credentials: { username: credentials.username, password: credentials.password } }
       : {}),

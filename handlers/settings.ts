@@ -7,6 +7,7 @@ import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } 
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 import { DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT } from './repair-hold.js';
+import { DEFAULT_EXTERNAL_ENDPOINTS, type ExternalEndpointSettings } from '../providers/endpoint-ranges.js';
 
 /** 15 minutes: longer than a probe target's usual hiccup, short enough that a dead proxy does not linger. */
 export const DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS = 900;
@@ -78,6 +79,12 @@ export interface HandlerSettings {
    * and the demo turn it on.
    */
   exitIPAllowNonPublic: boolean;
+  /**
+   * The providers config's `external:` block: where External endpoints may be. The default
+   * refuses loopback, link-local, metadata, unspecified and the cluster's CIDRs; the loopback
+   * tests and the demo allow loopback in their own settings.
+   */
+  externalEndpoints: ExternalEndpointSettings;
   /** How often a proxy's exit IP is read again (tests shorten it); default the engine's minute. */
   exitIPRefreshMillis?: number;
   /** The forward-proxy gateway (`--components` gateway); unset = not served. */
@@ -128,6 +135,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   replaceUnhealthyAfterSeconds: DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS,
   repairHoldUnhealthyPercent: DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT,
   exitIPAllowNonPublic: false,
+  externalEndpoints: DEFAULT_EXTERNAL_ENDPOINTS,
   rotationDrainSeconds: DEFAULT_ROTATION_DRAIN_SECONDS,
   recheckIntervalMillis: DEFAULT_RECHECK_INTERVAL_MILLIS,
   discovery: {

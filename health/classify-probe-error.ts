@@ -43,6 +43,8 @@ export function classifyProbeError(err: unknown, timedOut: boolean): ClassifiedF
     .join(': ');
   const has = (...c: string[]): boolean => c.some((x) => codes.has(x));
 
+  const refused = errors.find((e) => e.code === 'ERR_PROBE_ADDRESS_REFUSED');
+  if (refused) return { reason: ProbeReason.EndpointRefused, message: refused.message ?? 'endpoint refused' };
   if (timedOut || has('ETIMEDOUT')) {
     return { reason: ProbeReason.ProxyTimeout, message: `probe timed out${detail ? ` (${detail})` : ''}` };
   }

@@ -53,6 +53,8 @@ export interface HealthEngineOptions {
   prober?: Prober;
   /** Extra CA for https probe URLs, passed to the default prober. */
   tls?: SocketProberOptions['tls'];
+  /** Where `guarded` targets may be, passed to the default prober. */
+  addressGuard?: SocketProberOptions['addressGuard'];
   /** Between the probes of a recheck (after an unreachable report). */
   recheckIntervalMillis?: number;
   /** Probes due within this window start together (see DueQueue); 0 starts each on its own. */
@@ -134,7 +136,8 @@ export class HealthEngine {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.latencyPolicy = options.latencyPolicy ?? DEFAULT_LATENCY_POLICY;
-    this.prober = options.prober ?? new SocketProber({ tls: options.tls });
+    this.prober =
+      options.prober ?? new SocketProber({ tls: options.tls, addressGuard: options.addressGuard });
     this.recheckIntervalMillis = options.recheckIntervalMillis ?? DEFAULT_RECHECK_INTERVAL_MILLIS;
     if (!(this.recheckIntervalMillis > 0)) {
       throw new RangeError(`recheckIntervalMillis must be > 0, got ${this.recheckIntervalMillis}`);

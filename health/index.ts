@@ -28,6 +28,7 @@ export type { Recheck, RecheckStep } from './recheck.js';
 export type { Prober } from './prober.js';
 export { SocketProber } from './socket-prober.js';
 export type { SocketProberOptions, TlsStats } from './socket-prober.js';
+export type { AddressGuard } from './proxy-wire.js';
 export { validateProbeTarget, sameEndpoint, InvalidProbeTargetError } from './probe-target.js';
 export type { ProbeTarget } from './probe-target.js';
 export { ProbeReason } from './probe-reason.js';

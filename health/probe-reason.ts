@@ -14,6 +14,11 @@ export const ProbeReason = {
   ProxyAuthenticationRequired: 'ProxyAuthenticationRequired',
   /** The target answered (through the proxy) with a status not in expectedStatusCodes. */
   UnexpectedStatus: 'UnexpectedStatus',
+  /**
+   * The proxy's address (or one its name resolved to) is where the caller's rule forbids
+   * probing (External endpoints in loopback, metadata ... ranges): no connection was made.
+   */
+  EndpointRefused: 'EndpointRefused',
   /** Anything else (TLS failure towards the target, protocol errors ...); the message has the detail. */
   ProbeError: 'ProbeError',
 } as const;

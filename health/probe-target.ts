@@ -29,6 +29,11 @@ export interface ProbeTarget {
    * address is a new endpoint, so its verdict and exit IP are read afresh, not inherited.
    */
   instance?: string;
+  /**
+   * Connect only to addresses the engine's `addressGuard` accepts (External endpoints: the
+   * literal address, or each address the name resolves to, checked before connecting).
+   */
+  guarded?: boolean;
 }
 
 export class InvalidProbeTargetError extends Error {

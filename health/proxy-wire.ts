@@ -3,7 +3,8 @@
 // status line of its answer. A probe needs nothing more from HTTP, and a general-purpose
 // client per probe (agents, pools, request queues, an Error with a stack trace for every
 // closed connection) cost more CPU than the probe itself (docs/benchmarks.md, issue 25).
-import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { connect as netConnect, isIP, type LookupFunction, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext, type TLSSocket } from 'node:tls';
 
 /** The proxy answered CONNECT with a status other than 200. */
@@ -42,9 +43,56 @@ const STATUS_LINE = /^HTTP\/\d(?:\.\d)? (\d{3})(?: |\r|$)/;
 
 function ignoreError(): void {}
 
-/** A TCP connection to the proxy. Its errors surface through the reads that wait on it. */
-export function connectToProxy(host: string, port: number): Socket {
-  const socket = netConnect({ host, port });
+/**
+ * Why the prober may not connect to `address` (a resolved or literal IP), or undefined: the
+ * caller's rule for where a proxy may be (External endpoints, issue 44 item 5).
+ */
+export type AddressGuard = (address: string) => string | undefined;
+
+/** The proxy's address (literal, or one its name resolved to) is one the guard refuses. */
+export class AddressRefusedError extends Error {
+  readonly code = 'ERR_PROBE_ADDRESS_REFUSED';
+  constructor(host: string, address: string, why: string) {
+    super(
+      host === address
+        ? `endpoint refused: ${why}`
+        : `endpoint refused: ${host} resolves to ${address}: ${why}`,
+    );
+    this.name = 'AddressRefusedError';
+  }
+}
+
+/**
+ * dns.lookup, then the guard on every address the name resolved to before net connects to
+ * one: the address checked is the address connected to, so a name that answers a public
+ * address to one lookup and an inside one to the next (DNS rebinding) never gets a connection
+ * inside. Any refused address refuses the name: the connection may try each of them.
+ */
+function guardedLookup(guard: AddressGuard): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...(options as LookupOptions), all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(err, '');
+      for (const { address } of addresses) {
+        const why = guard(address);
+        if (why !== undefined) return callback(new AddressRefusedError(hostname, address, why), '');
+      }
+      if ((options as LookupOptions).all) return callback(null, addresses);
+      const first = addresses[0];
+      return first
+        ? callback(null, first.address, first.family)
+        : callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '');
+    });
+  };
+}
+
+/**
+ * A TCP connection to the proxy. Its errors surface through the reads that wait on it. With a
+ * guard, a literal address is checked before connecting and a name's addresses after its lookup.
+ */
+export function connectToProxy(host: string, port: number, guard?: AddressGuard): Socket {
+  const literalRefusal = guard && isIP(host) ? guard(host) : undefined;
+  if (literalRefusal !== undefined) throw new AddressRefusedError(host, host, literalRefusal);
+  const socket = netConnect({ host, port, ...(guard ? { lookup: guardedLookup(guard) } : {}) });
   socket.setNoDelay(true);
   // A socket whose reader has finished may still emit an error (a late RST): never unhandled.
   socket.on('error', ignoreError);

@@ -9,6 +9,7 @@ import type { Prober } from './prober.js';
 import { TlsSessionBook, type TlsSessionStore } from './tls-session-book.js';
 import { EXIT_IP_BODY_LIMIT, ExitIPFailure, parseExitIP, type ExitIPReading } from './exit-ip.js';
 import {
+  type AddressGuard,
   authorityOf,
   connectToProxy,
   exchange,
@@ -25,6 +26,8 @@ export interface SocketProberOptions {
   userAgent?: string;
   /** Where TLS sessions are kept between probes (default: a TlsSessionBook of its own). */
   sessions?: TlsSessionStore;
+  /** Checked before connecting to a `guarded` target's proxy (see ProbeTarget.guarded). */
+  addressGuard?: AddressGuard;
 }
 
 /** Counters for tests and benchmarks: resumption must really happen, and fall back when it fails. */
@@ -79,8 +82,10 @@ export class SocketProber implements Prober {
   private readonly sessions: TlsSessionStore;
   private readonly userAgent: string;
   private readonly counts: TlsStats = { handshakes: 0, resumed: 0, fallbacks: 0 };
+  private readonly addressGuard: AddressGuard | undefined;
 
   constructor(options: SocketProberOptions = {}) {
+    this.addressGuard = options.addressGuard;
     this.secureContext = options.tls?.ca ? createSecureContext({ ca: options.tls.ca }) : undefined;
     this.sessions = options.sessions ?? new TlsSessionBook();
     this.userAgent = options.userAgent ?? 'proxy-operator-health';
@@ -191,6 +196,11 @@ export class SocketProber implements Prober {
     }
   }
 
+  /** A guarded target without a guard configured is refused outright: never probed unchecked. */
+  private guardFor(): AddressGuard {
+    return this.addressGuard ?? (() => 'no address rule is configured for guarded targets');
+  }
+
   /** One attempt: a fresh way to the target, the probe's GET, its status code. */
   private async statusThrough(
     target: ProbeTarget,
@@ -221,7 +231,7 @@ export class SocketProber implements Prober {
   ): Promise<Way> {
     if (sockets.size > 0) for (const socket of sockets) socket.destroy();
     sockets.clear();
-    const proxy = connectToProxy(target.host, target.port);
+    const proxy = connectToProxy(target.host, target.port, target.guarded ? this.guardFor() : undefined);
     sockets.add(proxy);
     const auth = proxyAuthorization(target.credentials);
     if (url.protocol !== 'https:') return { socket: proxy, path: url.href, auth };

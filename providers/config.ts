@@ -1,6 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import { ConfigObject, ProvidersConfigError, isMapping } from './config-reader.js';
+import {
+  DEFAULT_EXTERNAL_ENDPOINTS,
+  ENDPOINT_RANGES,
+  parseCidr,
+  type ExternalEndpointSettings,
+} from './endpoint-ranges.js';
 
 /** Environment variable naming the providers config file (the --providers-config flag wins). */
 export const PROVIDERS_CONFIG_ENV = 'PROXY_OPERATOR_PROVIDERS_CONFIG';
@@ -29,7 +35,41 @@ function parseRoot(text: string, file: string): { root: Record<string, unknown>;
   return { root, top: new ConfigObject(root, file, '') };
 }
 
-const TOP_LEVEL_KEYS = ['plugins', 'providers'];
+const TOP_LEVEL_KEYS = ['plugins', 'providers', 'external'];
+
+/** A providers file: its entries and its `external:` block (where External endpoints may be). */
+export interface ProvidersConfig<T> {
+  entries: ProviderEntry<T>[];
+  external: ExternalEndpointSettings;
+}
+
+/** A list of addresses or CIDR ranges; each bad entry fails naming its index. */
+function cidrList(block: ConfigObject, key: string): string[] {
+  const list = block.stringList(key, []);
+  list.forEach((c, i) => {
+    if (!parseCidr(c)) block.fail(`${key}[${i}]`, `"${c}" is not an address or CIDR range`);
+  });
+  return list;
+}
+
+/**
+ * The `external:` block: `allowEndpointRanges` (names of ENDPOINT_RANGES), `allowEndpointCIDRs`
+ * and `clusterCIDRs` (addresses or CIDR ranges), all defaulting to empty: every range refused.
+ */
+export function parseExternalBlock(block: ConfigObject): ExternalEndpointSettings {
+  const ranges = block.stringList('allowEndpointRanges', DEFAULT_EXTERNAL_ENDPOINTS.allowRanges);
+  ranges.forEach((r, i) => {
+    if (!(ENDPOINT_RANGES as readonly string[]).includes(r))
+      block.fail(`allowEndpointRanges[${i}]`, `must be one of ${ENDPOINT_RANGES.join(', ')}, got "${r}"`);
+  });
+  const settings: ExternalEndpointSettings = {
+    allowRanges: ranges as ExternalEndpointSettings['allowRanges'],
+    allowCIDRs: cidrList(block, 'allowEndpointCIDRs'),
+    clusterCIDRs: cidrList(block, 'clusterCIDRs'),
+  };
+  block.assertNoUnknownKeys();
+  return settings;
+}
 
 /**
  * The plugin modules a providers file lists under `plugins:` (npm package names, or paths
@@ -51,15 +91,25 @@ export function parseProvidersConfig<T>(
   file: string,
   schemas: ReadonlyMap<string, ConfigSchema<T>>,
 ): ProviderEntry<T>[] {
+  return parseProvidersFile(text, file, schemas).entries;
+}
+
+/** As parseProvidersConfig, with the `external:` block too. */
+export function parseProvidersFile<T>(
+  text: string,
+  file: string,
+  schemas: ReadonlyMap<string, ConfigSchema<T>>,
+): ProvidersConfig<T> {
   const { root, top } = parseRoot(text, file);
   if (!Array.isArray(root.providers)) top.fail('providers', 'required list of provider entries');
   for (const key of Object.keys(root)) {
     if (!TOP_LEVEL_KEYS.includes(key)) top.fail(key, `unknown key (allowed: ${TOP_LEVEL_KEYS.join(', ')})`);
   }
   top.stringList('plugins', []);
+  const external = parseExternalBlock(top.object('external'));
 
   const seen = new Map<string, number>();
-  return (root.providers as unknown[]).map((raw, index) => {
+  const entries = (root.providers as unknown[]).map((raw, index) => {
     const label = `${file}: providers[${index}]`;
     if (!isMapping(raw)) throw new ProvidersConfigError(`${label}: must be a mapping with name and type`);
     const rawName = typeof raw.name === 'string' ? raw.name : undefined;
@@ -86,6 +136,7 @@ export function parseProvidersConfig<T>(
     entry.assertNoUnknownKeys();
     return { name, type, settings };
   });
+  return { entries, external };
 }
 
 /** The text of the providers file at `path`; an unreadable file is a ProvidersConfigError. */

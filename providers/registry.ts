@@ -6,11 +6,12 @@ import type { Registry } from 'prom-client';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import type { Provider } from './contract.js';
 import {
-  parseProvidersConfig,
+  parseProvidersFile,
   pluginSpecs,
   readProvidersFile,
   type ConfigSchema,
   type ProviderEntry,
+  type ProvidersConfig,
 } from './config.js';
 import { ProvidersConfigError, type ConfigObject } from './config-reader.js';
 import { MeteredProvider, providerRequestsCounter } from './metered.js';
@@ -113,7 +114,12 @@ export class ProviderRegistry {
 
   /** Parses a providers file's text. Plugins it lists must have been loaded (see load()). */
   parse(text: string, file: string): ProviderEntry<BoundSettings>[] {
-    return parseProvidersConfig(text, file, this.schemas());
+    return this.parseConfig(text, file).entries;
+  }
+
+  /** As parse(), with the file's `external:` block (where External endpoints may be). */
+  parseConfig(text: string, file: string): ProvidersConfig<BoundSettings> {
+    return parseProvidersFile(text, file, this.schemas());
   }
 
   /**
@@ -122,6 +128,11 @@ export class ProviderRegistry {
    * naming the file and the plugin or entry.
    */
   async load(path: string): Promise<ProviderEntry<BoundSettings>[]> {
+    return (await this.loadConfig(path)).entries;
+  }
+
+  /** As load(), with the file's `external:` block. */
+  async loadConfig(path: string): Promise<ProvidersConfig<BoundSettings>> {
     const text = await readProvidersFile(path);
     const specs = pluginSpecs(text, path);
     for (const [index, spec] of specs.entries()) {
@@ -135,7 +146,7 @@ export class ProviderRegistry {
         }
       }
     }
-    return this.parse(text, path);
+    return this.parseConfig(text, path);
   }
 
   /** Instantiates every entry; on a failure, closes the ones already built and rethrows. */

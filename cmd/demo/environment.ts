@@ -132,8 +132,11 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
 
     const registry = new Registry();
     const providerRegistry = builtinProviderRegistry();
-    const entries = providerRegistry.parse(
-      'providers:\n  - name: mock\n    type: mock\n    mock:\n      provisioningSeconds: 2\n      serveTraffic: true\n',
+    // The demo's External proxy is a forward proxy on 127.0.0.2: its config allows loopback
+    // endpoints explicitly (the default refuses them, docs/security.md).
+    const { entries, external } = providerRegistry.parseConfig(
+      'providers:\n  - name: mock\n    type: mock\n    mock:\n      provisioningSeconds: 2\n      serveTraffic: true\n' +
+        'external:\n  allowEndpointRanges: [loopback]\n',
       '<demo providers config>',
     );
     const providers = await providerRegistry.build(entries, {
@@ -160,6 +163,7 @@ export async function startDemoEnvironment(opts: DemoEnvironmentOptions): Promis
         healthSyncSeconds: 1,
         // The demo's echo is the local target's /ip, on loopback over plain http.
         exitIPAllowNonPublic: true,
+        externalEndpoints: external,
         discovery: {
           ...DEFAULT_HANDLER_SETTINGS.discovery,
           host: '127.0.0.1',

@@ -189,18 +189,27 @@ export function finish(
     const health = status.healthy ?? storedVerdict(proxy);
     if (status.phase === 'Ready')
       events.push({ type: 'Normal', reason: 'Ready', message: `proxy is healthy: ${health?.message ?? ''}` });
-    if (status.phase === 'Unhealthy') {
-      const invalid = health?.reason === 'InvalidProbeTarget';
-      events.push({
-        type: 'Warning',
-        reason: invalid ? 'InvalidProbeTarget' : 'Unhealthy',
-        message: invalid
-          ? `proxy cannot be probed: ${health?.message ?? ''}`
-          : `proxy is unhealthy (${health?.reason ?? 'unknown'}): ${health?.message ?? ''}`,
-      });
-    }
+    if (status.phase === 'Unhealthy') events.push(unhealthyEvent(health));
   }
   return { ...step, events, logs };
+}
+
+/** The Event of a move to Unhealthy: a probe target that cannot or may not be probed says so. */
+function unhealthyEvent(health: ConditionIntent<HealthyReason> | undefined): Step['events'][number] {
+  const message = health?.message ?? '';
+  if (health?.reason === 'InvalidProbeTarget')
+    return { type: 'Warning', reason: 'InvalidProbeTarget', message: `proxy cannot be probed: ${message}` };
+  if (health?.reason === 'EndpointRefused')
+    return {
+      type: 'Warning',
+      reason: 'EndpointRefused',
+      message: `proxy is never probed nor leased: ${message}`,
+    };
+  return {
+    type: 'Warning',
+    reason: 'Unhealthy',
+    message: `proxy is unhealthy (${health?.reason ?? 'unknown'}): ${message}`,
+  };
 }
 
 /** Why the desired revision is unknown: the credentials, else cloud-init. */

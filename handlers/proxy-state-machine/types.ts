@@ -88,6 +88,8 @@ export type ProxyEventReason =
   | 'Ready'
   | 'Unhealthy'
   | 'InvalidProbeTarget'
+  /** An External endpoint in a range the providers config does not allow (never probed). */
+  | 'EndpointRefused'
   | 'QuotaExceeded'
   | 'ProviderError'
   | 'ProvisioningFailed'

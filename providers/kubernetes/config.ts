@@ -53,7 +53,9 @@ export const PRIVATE_CLIENT_RANGES = [
 
 export const KUBERNETES_DEFAULTS = {
   namespace: 'proxy-operator-proxies',
-  image: 'ubuntu/squid:6.6-24.04_beta',
+  // By digest: a tag can be moved by whoever controls the repository (docs/deploying.md).
+  image:
+    'ubuntu/squid:6.6-24.04_beta@sha256:6a097f68bae708cedbabd6188d68c7e2e7a38cedd05a176e1cc0ba29e3bbe029',
   clients: [...PRIVATE_CLIENT_RANGES],
   startTimeoutSeconds: 300,
   deniedDestinations: INTERNAL_DESTINATIONS,

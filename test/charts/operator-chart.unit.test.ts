@@ -211,6 +211,15 @@ describe('the providers ConfigMap', () => {
   it("runs the provider's own pinned Squid image", () => {
     expect(SQUID_IMAGE).toBe(KUBERNETES_DEFAULTS.image);
   });
+
+  it('names the Squid image by digest wherever the manifests name it (issue 44 item 5)', () => {
+    const named = [...chartObjects().values()]
+      .flatMap((objects) => objects)
+      .flatMap((o) => JSON.stringify(o).match(/ubuntu\/squid[^"\\\s]*/g) ?? []);
+    expect(named.length).toBeGreaterThan(0);
+    expect(new Set(named)).toEqual(new Set([SQUID_IMAGE]));
+    expect(SQUID_IMAGE).toMatch(/@sha256:[0-9a-f]{64}$/);
+  });
 });
 
 describe('the operator chart', () => {

@@ -1,5 +1,11 @@
 import 'reflect-metadata';
-import { handlerSettingsFrom, leaderElectionFrom, needsOwnerIdentity } from '../../cmd/operator-options.js';
+import {
+  clusterAddressesAdded,
+  handlerSettingsFrom,
+  leaderElectionFrom,
+  needsOwnerIdentity,
+} from '../../cmd/operator-options.js';
+import { DEFAULT_EXTERNAL_ENDPOINTS } from '../../providers/endpoint-ranges.js';
 import { parseSettings, type Settings } from '../../cmd/settings.js';
 import {
   DEFAULT_GATEWAY_SETTINGS,
@@ -170,5 +176,49 @@ describe('needsOwnerIdentity (reading the kube-system Namespace without --cluste
     [['--components', 'discovery', ...redis], false],
   ])('%j → %s', (argv, expected) => {
     expect(needsOwnerIdentity(settings(argv).components)).toBe(expected);
+  });
+});
+
+describe('the External endpoint settings (the providers config, issue 44 item 5)', () => {
+  it('reach the handlers as start-up read them', () => {
+    const external = { allowRanges: ['loopback'] as const, allowCIDRs: [], clusterCIDRs: ['10.96.0.0/12'] };
+    expect(
+      handlerSettingsFrom(settings([]), { ...facts, externalEndpoints: external }).externalEndpoints,
+    ).toEqual(external);
+    expect(handlerSettingsFrom(settings([]), facts).externalEndpoints).toEqual(DEFAULT_EXTERNAL_ENDPOINTS);
+  });
+
+  // The API server's addresses join the cluster range without any permission to learn them.
+  it.each<[string, { serviceHost?: string; server?: string }, readonly string[], string[]]>([
+    [
+      'in a Pod: the kubernetes Service and the server',
+      { serviceHost: '10.96.0.1', server: 'https://10.96.0.1:443' },
+      [],
+      ['10.96.0.1'],
+    ],
+    [
+      'beside the configured CIDRs',
+      { serviceHost: '10.0.0.1' },
+      ['10.244.0.0/16'],
+      ['10.244.0.0/16', '10.0.0.1'],
+    ],
+    ['an IPv6 server', { server: 'https://[fd00::1]:6443' }, [], ['fd00::1']],
+    [
+      'a server by name: nothing to add (its addresses may change)',
+      { server: 'https://api.example.com:6443' },
+      [],
+      [],
+    ],
+    [
+      'a loopback server (the tests): already refused as loopback',
+      { server: 'https://127.0.0.1:6443' },
+      [],
+      [],
+    ],
+    ['no environment at all', {}, ['10.96.0.0/12'], ['10.96.0.0/12']],
+    ['a server that is no URL', { server: 'not a url' }, [], []],
+  ])('%s', (_what, known, configured, expected) => {
+    const external = { ...DEFAULT_EXTERNAL_ENDPOINTS, clusterCIDRs: configured };
+    expect(clusterAddressesAdded(external, known).clusterCIDRs).toEqual(expected);
   });
 });

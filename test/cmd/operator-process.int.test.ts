@@ -35,6 +35,11 @@ describe('the operator process', () => {
       'providers:\n  - name: hetzner\n    type: hetzner\n',
       /providers\[0\] \(hetzner\): type: .*hetzner/,
     ],
+    [
+      'an External endpoint range that does not exist (issue 44 item 5)',
+      'providers: []\nexternal: { allowEndpointRanges: [private] }\n',
+      /external\.allowEndpointRanges\[0\]: must be one of loopback, link-local, metadata, unspecified, cluster, got "private"/,
+    ],
   ])('refuses to start on %s, naming the file and the key (exit 2)', async (_what, yaml, message) => {
     const file = join(dir, `${Math.random().toString(36).slice(2)}.yaml`);
     await writeFile(file, yaml);

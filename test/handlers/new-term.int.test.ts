@@ -12,7 +12,15 @@ import type { Proxy } from '../../crds/proxy-types.js';
 import { PROXY_KIND } from '../../handlers/kinds.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { TestForwardProxy } from '../health/forward-proxy.js';
-import { condition, eventsFor, eventually, fastHealthCheck, quiet, suiteSetup } from './operator-fixture.js';
+import {
+  condition,
+  eventsFor,
+  eventually,
+  fastHealthCheck,
+  LOOPBACK_EXTERNAL,
+  quiet,
+  suiteSetup,
+} from './operator-fixture.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 
@@ -32,6 +40,7 @@ async function replica(identity: string): Promise<Operator> {
     settings: {
       ...DEFAULT_HANDLER_SETTINGS,
       healthSyncSeconds: 0.2,
+      externalEndpoints: LOOPBACK_EXTERNAL,
       discovery: { ...DEFAULT_HANDLER_SETTINGS.discovery, host: '127.0.0.1', port: await freePort() },
     },
     logger: quiet,

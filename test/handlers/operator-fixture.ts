@@ -8,6 +8,10 @@ import type { ConditionType, Proxy } from '../../crds/proxy-types.js';
 import { createProxyOperator, PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
 import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../../handlers/settings.js';
 import type { Provider } from '../../providers/contract.js';
+import {
+  DEFAULT_EXTERNAL_ENDPOINTS,
+  type ExternalEndpointSettings,
+} from '../../providers/endpoint-ranges.js';
 import { MockProvider } from '../../providers/mock/mock-provider.js';
 import { ProviderSet } from '../../providers/registry.js';
 import { startLocalTarget, type LocalTarget } from '../../cmd/demo/local-target.js';
@@ -41,6 +45,15 @@ export interface RunningOperator {
   kill(): Promise<void>;
 }
 
+/**
+ * The tests' External proxies are real forward proxies on loopback: their operators allow
+ * loopback endpoints explicitly (the product's default refuses them, issue 44 item 5).
+ */
+export const LOOPBACK_EXTERNAL: ExternalEndpointSettings = {
+  ...DEFAULT_EXTERNAL_ENDPOINTS,
+  allowRanges: ['loopback'],
+};
+
 /** The handler settings a test changes; `discovery` is merged into the defaults key by key. */
 export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery'>> & {
   discovery?: Partial<HandlerSettings['discovery']>;
@@ -70,6 +83,7 @@ export async function startOperator(
       ...DEFAULT_HANDLER_SETTINGS,
       healthSyncSeconds: 0.2,
       exitIPAllowNonPublic: true,
+      externalEndpoints: LOOPBACK_EXTERNAL,
       ...settings,
       discovery,
     },

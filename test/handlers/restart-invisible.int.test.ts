@@ -7,6 +7,7 @@ import { ProxyApi } from '../crd/proxy-api.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   LeasePoller,
+  LOOPBACK_PROVIDERS_CONFIG,
   runOperatorIn,
   scrape,
   until,
@@ -39,7 +40,14 @@ interface Replica {
 
 async function start(name: string, discovery?: number): Promise<Replica> {
   const replica = await runOperatorIn(namespace, {
-    flags: ['--leader-election-id', leaseName, '--log-level', 'warn'],
+    flags: [
+      '--leader-election-id',
+      leaseName,
+      '--log-level',
+      'warn',
+      '--providers-config',
+      LOOPBACK_PROVIDERS_CONFIG,
+    ],
     env: { POD_NAME: name },
     discoveryPort: discovery,
   });

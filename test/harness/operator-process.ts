@@ -10,6 +10,12 @@ import { KUBECONFIG_ENV } from './kube.js';
 // TypeScript hooks), for tests of what a restart or a leader change looks like from outside.
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
+/**
+ * `--providers-config` for a process whose External Proxies are the tests' forward proxies on
+ * loopback: the embedded default's mock provider, and loopback endpoints allowed explicitly.
+ */
+export const LOOPBACK_PROVIDERS_CONFIG = join(root, 'test/harness/loopback-providers.yaml');
+
 export interface OperatorProcess {
   child: ChildProcess;
   exited: Promise<number | null>;

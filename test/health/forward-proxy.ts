@@ -20,6 +20,8 @@ export class TestForwardProxy {
   requiredAuthorization: string | undefined;
   connectCount = 0;
   requestCount = 0;
+  /** TCP connections accepted, whatever came over them. */
+  connections = 0;
   private readonly sockets = new Set<net.Socket>();
 
   private constructor(
@@ -32,7 +34,10 @@ export class TestForwardProxy {
   static async start(mode: ProxyMode = 'healthy', host = '127.0.0.1'): Promise<TestForwardProxy> {
     const server = http.createServer();
     const proxy = new TestForwardProxy(server, mode);
-    server.on('connection', (socket: net.Socket) => proxy.track(socket));
+    server.on('connection', (socket: net.Socket) => {
+      proxy.connections++;
+      proxy.track(socket);
+    });
     server.on('request', (req, res) => proxy.forward(req, res));
     server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) =>
       proxy.tunnel(req, socket, head),

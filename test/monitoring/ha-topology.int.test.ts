@@ -18,7 +18,13 @@ import { ProxyApi } from '../crd/proxy-api.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { createNamespace, fastHealthCheck } from '../handlers/operator-fixture.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import { runOperatorIn, untilReady, until, type ServingOperator } from '../harness/operator-process.js';
+import {
+  LOOPBACK_PROVIDERS_CONFIG,
+  runOperatorIn,
+  untilReady,
+  until,
+  type ServingOperator,
+} from '../harness/operator-process.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { TestForwardProxy } from '../health/forward-proxy.js';
 
@@ -125,6 +131,8 @@ function operatorFlags(components: string): string[] {
     redis.url,
     '--log-level',
     'warn',
+    '--providers-config',
+    LOOPBACK_PROVIDERS_CONFIG,
   ];
 }
 

@@ -99,6 +99,8 @@ beforeAll(async () => {
         },
         { name: 'mock-slow', type: 'mock', mock: { provisioningSeconds: 3600 } },
       ],
+      // The External exits are forward proxies on loopback: allowed explicitly.
+      external: { allowEndpointRanges: ['loopback'] },
     }),
   );
   ({ process: operator } = await runOperatorIn(namespace, {

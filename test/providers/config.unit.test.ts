@@ -154,7 +154,37 @@ providers:
     [
       'an unknown top-level key',
       'providers: []\nextra: 1',
-      'providers.yaml: extra: unknown key (allowed: plugins, providers)',
+      'providers.yaml: extra: unknown key (allowed: plugins, providers, external)',
+    ],
+    [
+      'an External endpoint range that does not exist',
+      'providers: []\nexternal: { allowEndpointRanges: [loopback, private] }',
+      'providers.yaml: external.allowEndpointRanges[1]: must be one of loopback, link-local, metadata, unspecified, cluster, got "private"',
+    ],
+    [
+      'allowEndpointRanges that are not a list',
+      'providers: []\nexternal: { allowEndpointRanges: loopback }',
+      'providers.yaml: external.allowEndpointRanges: must be a list of strings, got "loopback"',
+    ],
+    [
+      'a cluster CIDR that is not one',
+      'providers: []\nexternal: { clusterCIDRs: [10.96.0.0/12, 10.244.0.0/33] }',
+      'providers.yaml: external.clusterCIDRs[1]: "10.244.0.0/33" is not an address or CIDR range',
+    ],
+    [
+      'an allowed CIDR that is not one',
+      'providers: []\nexternal: { allowEndpointCIDRs: [localhost] }',
+      'providers.yaml: external.allowEndpointCIDRs[0]: "localhost" is not an address or CIDR range',
+    ],
+    [
+      'an unknown key of external',
+      'providers: []\nexternal: { allowRanges: [loopback] }',
+      'providers.yaml: external.allowRanges: unknown key (allowed: allowEndpointCIDRs, allowEndpointRanges, clusterCIDRs)',
+    ],
+    [
+      'external that is not a mapping',
+      'providers: []\nexternal: [loopback]',
+      'providers.yaml: external: must be a mapping, got a list',
     ],
     [
       'plugins that are not a list',
@@ -333,6 +363,43 @@ providers:
     expect(thrown).toBeInstanceOf(ProvidersConfigError);
     // Compares the message's start, so a failure shows the whole actual message.
     expect((thrown as Error).message.slice(0, message.length)).toBe(message);
+  });
+
+  describe('the external: block (where External endpoints may be, issue 44 item 5)', () => {
+    const external = (text: string) => registry.parseConfig(text, 'providers.yaml').external;
+
+    it('refuses every range when absent', () => {
+      expect(external('providers: []')).toEqual({ allowRanges: [], allowCIDRs: [], clusterCIDRs: [] });
+    });
+
+    it('reads the ranges allowed, the exceptions and the cluster CIDRs', () => {
+      expect(
+        external(
+          'providers: []\nexternal:\n  allowEndpointRanges: [loopback, metadata]\n' +
+            '  allowEndpointCIDRs: [10.96.0.7, fd00::/8]\n  clusterCIDRs: [10.96.0.0/12, 10.244.0.0/16]\n',
+        ),
+      ).toEqual({
+        allowRanges: ['loopback', 'metadata'],
+        allowCIDRs: ['10.96.0.7', 'fd00::/8'],
+        clusterCIDRs: ['10.96.0.0/12', '10.244.0.0/16'],
+      });
+    });
+
+    it('is read from a file with its entries', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'providers-config-'));
+      try {
+        const path = join(dir, 'providers.yaml');
+        await writeFile(
+          path,
+          'providers:\n  - name: mock\n    type: mock\nexternal: { allowEndpointRanges: [loopback] }\n',
+        );
+        const config = await registry.loadConfig(path);
+        expect(config.entries.map((e) => e.name)).toEqual(['mock']);
+        expect(config.external.allowRanges).toEqual(['loopback']);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
   });
 
   describe('loaded from disk', () => {

@@ -115,10 +115,16 @@ PROBE_URL=http://$TARGET_POD_IP:8080/generate_204
 log "   target $TARGET_POD_IP (Service $TARGET_SVC_IP), External Squid $EXTERNAL_IP, discovery Service $DISCOVERY_IP"
 
 # Squid Pods refuse every in-cluster destination by default; the probe target is a Pod, so the
-# shipped kubernetes provider allows it by explicit configuration (docs/security.md).
+# shipped kubernetes provider allows it by explicit configuration (docs/security.md). The
+# shipped image is pinned by digest; this node has the run's own build under the tag alone
+# (run.sh), so the providers config names that (an SRE's mirror is overridden the same way).
+grep -qF "image: $SQUID_PINNED" <($KUBECTL -n proxy-operator-system get configmap proxy-operator-providers -o jsonpath='{.data.providers\.yaml}') ||
+  fail "the shipped providers config does not name the pinned Squid image $SQUID_PINNED"
 $KUBECTL -n proxy-operator-system get configmap proxy-operator-providers -o jsonpath='{.data.providers\.yaml}' |
-  sed "0,/      namespace: proxy-operator-proxies/s//      namespace: proxy-operator-proxies\n      allowedDestinations: [$TARGET_POD_IP\/32]/" >"$W/providers-allowed.yaml"
+  sed "0,/      namespace: proxy-operator-proxies/s//      namespace: proxy-operator-proxies\n      allowedDestinations: [$TARGET_POD_IP\/32]/" |
+  sed "s#image: ${SQUID_PINNED}\$#image: ${SQUID_IMAGE}#" >"$W/providers-allowed.yaml"
 grep -q "allowedDestinations: \[$TARGET_POD_IP/32\]" "$W/providers-allowed.yaml" || fail "could not allow the probe target in providers.yaml"
+grep -qxF "      image: $SQUID_IMAGE" "$W/providers-allowed.yaml" || fail "could not point providers.yaml at the run's Squid image $SQUID_IMAGE"
 $KUBECTL -n proxy-operator-system create configmap proxy-operator-providers --from-file=providers.yaml="$W/providers-allowed.yaml" \
   --dry-run=client -o yaml | $KUBECTL apply -f - >/dev/null 2>&1
 $KUBECTL -n proxy-operator-system rollout restart deploy/proxy-operator >/dev/null

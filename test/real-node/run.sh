@@ -39,7 +39,11 @@ BRIDGE=cni0
 NODE_NAME=po-node
 ETCD_PORT=32379
 API_PORT=6443
-SQUID_IMAGE=$(cd "$root" && node -e "import('./build/providers/kubernetes/config.js').then(m => console.log(m.KUBERNETES_DEFAULTS.image))" 2>/dev/null || true)
+# The manifests pin Squid by digest (name:tag@sha256:...). The run builds its own Squid image
+# (no registry), which has another digest: it is tagged with the name:tag alone, and
+# quickstart.sh points the providers config at that tag (SQUID_PINNED is what dist/ names).
+SQUID_PINNED=$(cd "$root" && node -e "import('./build/providers/kubernetes/config.js').then(m => console.log(m.KUBERNETES_DEFAULTS.image))" 2>/dev/null || true)
+SQUID_IMAGE=${SQUID_PINNED%@*}
 OPERATOR_IMAGE=proxy-operator:dev
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 # The image dist/redis-sample.yaml runs, exactly.

@@ -97,9 +97,9 @@ describe('the proxy Pod', () => {
     }
   });
 
-  it('ships a pinned default image', () => {
-    expect(KUBERNETES_DEFAULTS.image).toMatch(/^ubuntu\/squid:[^:]+$/);
-    expect(KUBERNETES_DEFAULTS.image).not.toMatch(/:latest$/);
+  it('ships a default image pinned by digest, its tag kept for the reader', () => {
+    expect(KUBERNETES_DEFAULTS.image).toMatch(/^ubuntu\/squid:[^:@]+@sha256:[0-9a-f]{64}$/);
+    expect(KUBERNETES_DEFAULTS.image).not.toMatch(/:latest@/);
   });
 
   it("runs Squid with the provider's own configuration, not the image's default", () => {
