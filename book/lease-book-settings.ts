@@ -15,25 +15,49 @@ export const DEFAULT_MAX_COOLDOWN_SECONDS = 60 * 60;
 export const DEFAULT_STATS_WINDOW_SECONDS = 15 * 60;
 export const DEFAULT_SWEEP_INTERVAL_MS = 5000;
 
-export interface LeaseBookOptions {
+/**
+ * The book's rules an operator sets (one flag each): the cooldowns, suspicion and sessions.
+ * The book owns this shape; the entry point builds it once from the flags and every layer
+ * passes it whole to whichever store keeps the book.
+ */
+export interface LeaseBookRules {
   /** The first cooldown after a banned|rate_limited report (`--cooldown`). */
-  cooldownSeconds?: number;
+  cooldownSeconds: number;
   /** The longest cooldown a streak of bad reports can reach (`--max-cooldown`). */
-  maxCooldownSeconds?: number;
+  maxCooldownSeconds: number;
   /** The first cooldown after a rate_limited report (`--rate-limit-cooldown`). */
-  rateLimitCooldownSeconds?: number;
+  rateLimitCooldownSeconds: number;
   /** The longest rate-limit cooldown a streak can reach (`--max-rate-limit-cooldown`). */
-  maxRateLimitCooldownSeconds?: number;
+  maxRateLimitCooldownSeconds: number;
   /** rate_limited rests like banned, on one streak (`--single-cooldown-window`: the specification's rule). */
-  singleCooldownWindow?: boolean;
+  singleCooldownWindow: boolean;
   /** An unanswered suspicion ends after this long (`--suspicion-timeout`). */
-  suspicionTimeoutSeconds?: number;
+  suspicionTimeoutSeconds: number;
   /** Reports this soon after a passing re-probe are not believed (`--suspicion-holdoff`). */
-  suspicionHoldoffSeconds?: number;
+  suspicionHoldoffSeconds: number;
+  /** A sticky session without a lease or renewal is forgotten after this long (`--session-idle-timeout`). */
+  sessionIdleSeconds: number;
+  /** Sticky sessions kept; at the cap the least recently used goes (`--max-sessions`). */
+  maxSessions: number;
+}
+
+/** The rules' defaults: the flags' defaults, so an in-process book (tests, the demo) behaves like the operator's. */
+export const DEFAULT_LEASE_BOOK_RULES: LeaseBookRules = {
+  cooldownSeconds: DEFAULT_COOLDOWN_SECONDS,
+  maxCooldownSeconds: DEFAULT_MAX_COOLDOWN_SECONDS,
+  rateLimitCooldownSeconds: DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+  maxRateLimitCooldownSeconds: DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+  singleCooldownWindow: false,
+  suspicionTimeoutSeconds: DEFAULT_SUSPICION_TIMEOUT_SECONDS,
+  suspicionHoldoffSeconds: DEFAULT_SUSPICION_HOLDOFF_SECONDS,
+  sessionIdleSeconds: DEFAULT_SESSION_IDLE_SECONDS,
+  maxSessions: DEFAULT_MAX_SESSIONS,
+};
+
+/** A store's options: any of the rules (a default for the rest) and the knobs only tests turn. */
+export interface LeaseBookOptions extends Partial<LeaseBookRules> {
   /** Uniform in [0, 1): spreads cooldowns (tests pin it). */
   random?: () => number;
-  sessionIdleSeconds?: number;
-  maxSessions?: number;
   /** Length of the sliding window of report statistics. */
   statsWindowSeconds?: number;
   /** Caps of the (proxy, target) memory; the defaults are documented in target-book.ts. */

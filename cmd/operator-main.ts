@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     logger.warn('no --providers-config given: using the embedded mock-only providers config');
   try {
     checkMaxUnavailableProviders(
-      settings.maxUnavailable,
+      settings.controller.maxUnavailable,
       entries.map((e) => e.name),
     );
   } catch (err) {
@@ -163,7 +163,7 @@ async function main(): Promise<void> {
           ),
       );
     });
-    leaseStore = redisLeaseStore(handlerSettings.discovery, redis, store.keyPrefix);
+    leaseStore = redisLeaseStore(settings.book, redis, store.keyPrefix);
     logger.info(
       { url: redactedURL(store.url), keyPrefix: store.keyPrefix, tls: store.url.startsWith('rediss:') },
       'lease store: Redis',

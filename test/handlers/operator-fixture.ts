@@ -41,9 +41,10 @@ export interface RunningOperator {
   kill(): Promise<void>;
 }
 
-/** The handler settings a test changes; `discovery` is merged into the defaults key by key. */
-export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery'>> & {
+/** The handler settings a test changes; `discovery` and `book` are merged into the defaults key by key. */
+export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery' | 'book'>> & {
   discovery?: Partial<HandlerSettings['discovery']>;
+  book?: Partial<HandlerSettings['book']>;
 };
 
 /** One operator over the given providers; `wrap` lets a test interpose on provider calls. */
@@ -72,6 +73,7 @@ export async function startOperator(
       exitIPAllowNonPublic: true,
       ...settings,
       discovery,
+      book: { ...DEFAULT_HANDLER_SETTINGS.book, ...settings.book },
     },
     logger,
     registry,
