@@ -89,21 +89,17 @@ export interface LeaseBookSettings {
 
 /** Throws naming the option when a value is not a number or below its minimum. */
 export function leaseBookSettings(options: LeaseBookOptions): LeaseBookSettings {
-  const cooldown = setting('cooldownSeconds', options.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS, 0);
-  const maxCooldown = setting(
-    'maxCooldownSeconds',
-    options.maxCooldownSeconds ?? Math.max(DEFAULT_MAX_COOLDOWN_SECONDS, cooldown),
-    cooldown,
+  const [cooldown, maxCooldown] = cooldownRange(
+    ['cooldownSeconds', options.cooldownSeconds, DEFAULT_COOLDOWN_SECONDS],
+    ['maxCooldownSeconds', options.maxCooldownSeconds, DEFAULT_MAX_COOLDOWN_SECONDS],
   );
-  const rateLimit = setting(
-    'rateLimitCooldownSeconds',
-    options.rateLimitCooldownSeconds ?? DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-    0,
-  );
-  const maxRateLimit = setting(
-    'maxRateLimitCooldownSeconds',
-    options.maxRateLimitCooldownSeconds ?? Math.max(DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS, rateLimit),
-    rateLimit,
+  const [rateLimit, maxRateLimit] = cooldownRange(
+    ['rateLimitCooldownSeconds', options.rateLimitCooldownSeconds, DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS],
+    [
+      'maxRateLimitCooldownSeconds',
+      options.maxRateLimitCooldownSeconds,
+      DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+    ],
   );
   const statsWindowSeconds = setting(
     'statsWindowSeconds',
@@ -137,6 +133,20 @@ export function leaseBookSettings(options: LeaseBookOptions): LeaseBookSettings 
     maxTargetsPerProxy: setting('maxTargetsPerProxy', options.maxTargetsPerProxy ?? MAX_TARGETS_PER_PROXY, 1),
     maxTargetEntries: setting('maxTargetEntries', options.maxTargetEntries ?? MAX_TARGET_ENTRIES, 1),
   };
+}
+
+type Given = [name: keyof LeaseBookOptions, value: number | undefined, fallback: number];
+
+/**
+ * A first cooldown and the longest a streak can reach: the longest is at least the first, and
+ * its default rises to a first cooldown set above it.
+ */
+function cooldownRange(
+  [baseName, baseValue, baseDefault]: Given,
+  [maxName, maxValue, maxDefault]: Given,
+): [number, number] {
+  const base = setting(baseName, baseValue ?? baseDefault, 0);
+  return [base, setting(maxName, maxValue ?? Math.max(maxDefault, base), base)];
 }
 
 function setting(name: keyof LeaseBookOptions, value: number, min: number): number {

@@ -23,20 +23,12 @@ export type LeaseStoreSettings =
 
 /** The book's rules, built once here and passed whole to whichever store keeps the book. */
 export function leaseBookRules(get: FlagReader): LeaseBookRules {
-  const cooldownSeconds = positiveInt('cooldown', get('cooldown')!);
-  const maxCooldownSeconds = positiveInt('max-cooldown', get('max-cooldown')!);
-  if (maxCooldownSeconds < cooldownSeconds) {
-    throw new SettingsError(
-      `--max-cooldown: "${maxCooldownSeconds}" must be at least --cooldown (${cooldownSeconds})`,
-    );
-  }
-  const rateLimitCooldownSeconds = positiveInt('rate-limit-cooldown', get('rate-limit-cooldown')!);
-  const maxRateLimitCooldownSeconds = positiveInt('max-rate-limit-cooldown', get('max-rate-limit-cooldown')!);
-  if (maxRateLimitCooldownSeconds < rateLimitCooldownSeconds) {
-    throw new SettingsError(
-      `--max-rate-limit-cooldown: "${maxRateLimitCooldownSeconds}" must be at least --rate-limit-cooldown (${rateLimitCooldownSeconds})`,
-    );
-  }
+  const [cooldownSeconds, maxCooldownSeconds] = cooldownRange(get, 'cooldown', 'max-cooldown');
+  const [rateLimitCooldownSeconds, maxRateLimitCooldownSeconds] = cooldownRange(
+    get,
+    'rate-limit-cooldown',
+    'max-rate-limit-cooldown',
+  );
   return {
     cooldownSeconds,
     maxCooldownSeconds,
@@ -48,6 +40,14 @@ export function leaseBookRules(get: FlagReader): LeaseBookRules {
     sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
     maxSessions: positiveInt('max-sessions', get('max-sessions')!, MIN_MAX_SESSIONS),
   };
+}
+
+/** A first cooldown and the longest a streak doubles it to: the longest is never below the first. */
+function cooldownRange(get: FlagReader, baseFlag: string, maxFlag: string): [number, number] {
+  const base = positiveInt(baseFlag, get(baseFlag)!);
+  const max = positiveInt(maxFlag, get(maxFlag)!);
+  if (max < base) throw new SettingsError(`--${maxFlag}: "${max}" must be at least --${baseFlag} (${base})`);
+  return [base, max];
 }
 
 /** The lease store flags: a bad combination stops start-up naming the flag. */

@@ -72,6 +72,10 @@ describe('operator settings', () => {
       ['--cooldown', '600', '--max-cooldown', '300'],
       /--max-cooldown: "300" must be at least --cooldown \(600\)/,
     ],
+    [
+      ['--rate-limit-cooldown', '30', '--max-rate-limit-cooldown', '20'],
+      /--max-rate-limit-cooldown: "20" must be at least --rate-limit-cooldown \(30\)/,
+    ],
     [['--max-sessions', '9999'], /--max-sessions: "9999" must be an integer >= 10000/],
     [['--session-idle-timeout', '0'], /--session-idle-timeout: "0" must be an integer >= 1/],
     [['--cluster-name', 'Prod'], /--cluster-name: "Prod" must be 1-63 lower-case letters/],
