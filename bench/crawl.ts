@@ -27,7 +27,7 @@
 // child process (its CPU seconds and peak RSS come from /proc), real forward proxies on their
 // own loopback addresses, a real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions,
 // maxRequestRetries 3). External Proxies probe a loopback target every 30 s (the CRD default).
-import { loadavg } from 'node:os';
+import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -56,10 +56,6 @@ function flag(name: string, fallback: number): number {
   return value;
 }
 
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Row {
@@ -564,7 +560,7 @@ async function main(): Promise<void> {
     calibrate,
     apiCallsEveryMs,
   };
-  console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
+  console.log(`crawl benchmark: node ${process.version}; load average before: ${loadAverages()}`);
   if (calibrate) {
     console.log(
       "  --calibrate: an A/A run; the 'operator' column is Crawlee's list too, over a fleet the operator probes",
@@ -613,7 +609,7 @@ async function main(): Promise<void> {
         repeat,
         howToRun,
       );
-      out.push(table(`scenario 1${described(howToRun)} (load average now ${load()})`, churn));
+      out.push(table(`scenario 1${described(howToRun)} (load average now ${loadAverages()})`, churn));
     }
     if (ratePages > 0) {
       console.log(
@@ -632,9 +628,9 @@ async function main(): Promise<void> {
         repeat,
         howToRun,
       );
-      out.push(table(`scenario 2${described(howToRun)} (load average now ${load()})`, rated));
+      out.push(table(`scenario 2${described(howToRun)} (load average now ${loadAverages()})`, rated));
     }
-    console.log(`\n${out.join('\n\n')}\nload average after: ${load()}`);
+    console.log(`\n${out.join('\n\n')}\nload average after: ${loadAverages()}`);
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   }
