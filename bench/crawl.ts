@@ -35,6 +35,7 @@ import { DiscoveryClient } from '../client/src/index.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
+import { createProxy } from './bench-proxies.js';
 import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { crawl, planFaults, type CrawlFigures, type FaultPlan } from './crawl-scenario.js';
 import { warmUp } from './crawl-warm-up.js';
@@ -76,23 +77,12 @@ async function createProxies(
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   const api = kc.makeApiClient(CustomObjectsApi);
   for (const [i, endpoint] of endpoints.entries()) {
-    await api.createNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: PLURAL,
-      body: {
-        apiVersion: `${GROUP}/${VERSION}`,
-        kind: 'Proxy',
-        metadata: { name: `proxy-${i}`, namespace },
-        spec: {
-          mode: 'External',
-          endpoint,
-          maxLeases: 5,
-          attributes: { run: namespace },
-          healthCheck: { probeURL },
-        },
-      },
+    await createProxy(api, namespace, `proxy-${i}`, {
+      mode: 'External',
+      endpoint,
+      maxLeases: 5,
+      attributes: { run: namespace },
+      healthCheck: { probeURL },
     });
   }
 }

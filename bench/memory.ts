@@ -28,6 +28,7 @@ import { startFleet, type FleetReady } from './proxy-fleet.js';
 import { BUILT_OPERATOR, BenchOperator, type BenchOperatorOptions } from './operator-process.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { GROUP, PLURAL, VERSION, type Proxy } from '../crds/proxy-types.js';
+import { createProxy } from './bench-proxies.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const NAMESPACE = 'bench-memory';
@@ -172,28 +173,16 @@ async function createProxies(kc: KubeConfig, s: Settings, fleet: FleetReady): Pr
   const worker = async () => {
     while (next < s.proxies) {
       const i = next++;
-      const body = {
-        apiVersion: `${GROUP}/${VERSION}`,
-        kind: 'Proxy',
-        metadata: { name: `proxy-${String(i).padStart(5, '0')}`, namespace: NAMESPACE },
-        spec: {
-          mode: 'External',
-          endpoint: { host: '127.0.0.1', port: fleet.ports[i % fleet.ports.length] },
-          attributes: { geo: ['us', 'de', 'jp', 'br'][i % 4] },
-          healthCheck: {
-            probeURL: fleet.probeURL,
-            intervalSeconds: s.intervalSeconds,
-            // The CRD wants the timeout below the interval.
-            timeoutSeconds: Math.min(5, Math.max(1, Math.ceil(s.intervalSeconds) - 1)),
-          },
+      await createProxy(api, NAMESPACE, `proxy-${String(i).padStart(5, '0')}`, {
+        mode: 'External',
+        endpoint: { host: '127.0.0.1', port: fleet.ports[i % fleet.ports.length] },
+        attributes: { geo: ['us', 'de', 'jp', 'br'][i % 4] },
+        healthCheck: {
+          probeURL: fleet.probeURL,
+          intervalSeconds: s.intervalSeconds,
+          // The CRD wants the timeout below the interval.
+          timeoutSeconds: Math.min(5, Math.max(1, Math.ceil(s.intervalSeconds) - 1)),
         },
-      };
-      await api.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: NAMESPACE,
-        plural: PLURAL,
-        body,
       });
     }
   };
