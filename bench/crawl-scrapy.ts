@@ -16,7 +16,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
+import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { planFaults, startCrawlSite, type FaultPlan } from './crawl-scenario.js';
@@ -151,13 +152,9 @@ async function main(): Promise<void> {
   const repeat = Math.max(1, flag('repeat', 1));
   const faults = planFaults(proxies, flag('bans', 2), flag('deaths', 1), flag('seed', 7));
   const config = { pages, proxies, rateLimit, faults };
-  const load = () =>
-    loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ');
   console.log(
     `bench:crawl-scrapy: ${pages} pages, ${proxies} proxies (${faults.banned.length} banned, ${faults.dying.length} dying at 30 %), ` +
-      `${rateLimit} req/s per source; load ${load()}`,
+      `${rateLimit} req/s per source; load ${loadAverages()}`,
   );
   const rounds: Record<Side, SideFigures[]> = { addon: [], rotating: [] };
   for (let round = 0; round < repeat; round++) {
@@ -165,7 +162,7 @@ async function main(): Promise<void> {
     for (const side of order) {
       const figures = await crawlOnce(side, config);
       rounds[side].push(figures);
-      console.log(`  round ${round + 1} ${side}: ${JSON.stringify(figures)}; load ${load()}`);
+      console.log(`  round ${round + 1} ${side}: ${JSON.stringify(figures)}; load ${loadAverages()}`);
     }
   }
   const summary = (side: Side) => {
@@ -191,7 +188,7 @@ async function main(): Promise<void> {
     );
   }
   console.log(
-    `pages/s ratio add-on / rotating: ${(addon.pagesPerSecond / rotating.pagesPerSecond).toFixed(2)}x; load ${load()}`,
+    `pages/s ratio add-on / rotating: ${(addon.pagesPerSecond / rotating.pagesPerSecond).toFixed(2)}x; load ${loadAverages()}`,
   );
 }
 

@@ -27,7 +27,7 @@
 // child process (its CPU seconds and peak RSS come from /proc), real forward proxies on their
 // own loopback addresses, a real Crawlee HttpCrawler at Crawlee's defaults (1,000 sessions,
 // maxRequestRetries 3). External Proxies probe a loopback target every 30 s (the CRD default).
-import { loadavg } from 'node:os';
+import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -35,6 +35,7 @@ import { DiscoveryClient } from '../client/src/index.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
+import { createProxy } from './bench-proxies.js';
 import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { crawl, planFaults, type CrawlFigures, type FaultPlan } from './crawl-scenario.js';
 import { warmUp } from './crawl-warm-up.js';
@@ -56,10 +57,6 @@ function flag(name: string, fallback: number): number {
   return value;
 }
 
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Row {
@@ -80,23 +77,12 @@ async function createProxies(
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   const api = kc.makeApiClient(CustomObjectsApi);
   for (const [i, endpoint] of endpoints.entries()) {
-    await api.createNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: PLURAL,
-      body: {
-        apiVersion: `${GROUP}/${VERSION}`,
-        kind: 'Proxy',
-        metadata: { name: `proxy-${i}`, namespace },
-        spec: {
-          mode: 'External',
-          endpoint,
-          maxLeases: 5,
-          attributes: { run: namespace },
-          healthCheck: { probeURL },
-        },
-      },
+    await createProxy(api, namespace, `proxy-${i}`, {
+      mode: 'External',
+      endpoint,
+      maxLeases: 5,
+      attributes: { run: namespace },
+      healthCheck: { probeURL },
     });
   }
 }
@@ -564,7 +550,7 @@ async function main(): Promise<void> {
     calibrate,
     apiCallsEveryMs,
   };
-  console.log(`crawl benchmark: node ${process.version}; load average before: ${load()}`);
+  console.log(`crawl benchmark: node ${process.version}; load average before: ${loadAverages()}`);
   if (calibrate) {
     console.log(
       "  --calibrate: an A/A run; the 'operator' column is Crawlee's list too, over a fleet the operator probes",
@@ -613,7 +599,7 @@ async function main(): Promise<void> {
         repeat,
         howToRun,
       );
-      out.push(table(`scenario 1${described(howToRun)} (load average now ${load()})`, churn));
+      out.push(table(`scenario 1${described(howToRun)} (load average now ${loadAverages()})`, churn));
     }
     if (ratePages > 0) {
       console.log(
@@ -632,9 +618,9 @@ async function main(): Promise<void> {
         repeat,
         howToRun,
       );
-      out.push(table(`scenario 2${described(howToRun)} (load average now ${load()})`, rated));
+      out.push(table(`scenario 2${described(howToRun)} (load average now ${loadAverages()})`, rated));
     }
-    console.log(`\n${out.join('\n\n')}\nload average after: ${load()}`);
+    console.log(`\n${out.join('\n\n')}\nload average after: ${loadAverages()}`);
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   }

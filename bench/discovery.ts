@@ -15,28 +15,20 @@
 // ratios stay meaningful on a shared machine.
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { envPositiveNumber, loadAverages } from './bench-env.js';
 import { Pool } from 'undici';
 import { GEOS, type ServeCommand, type ServerReply } from './discovery-fleet.js';
 import { startRedis } from './redis-process.js';
 
-const ROUNDS = positiveNumber('BENCH_ROUNDS', 10);
-const SLICE_SECONDS = positiveNumber('BENCH_SLICE_SECONDS', 1);
-const WARMUP_SECONDS = positiveNumber('BENCH_WARMUP_SECONDS', 1);
-const CONCURRENCY = positiveNumber('BENCH_CONCURRENCY', 32);
-const SESSIONS = positiveNumber('BENCH_SESSIONS', 5000);
-const SMALL = positiveNumber('BENCH_SMALL_FLEET', 1000);
-const LARGE = positiveNumber('BENCH_LARGE_FLEET', 10_000);
+const ROUNDS = envPositiveNumber('BENCH_ROUNDS', 10);
+const SLICE_SECONDS = envPositiveNumber('BENCH_SLICE_SECONDS', 1);
+const WARMUP_SECONDS = envPositiveNumber('BENCH_WARMUP_SECONDS', 1);
+const CONCURRENCY = envPositiveNumber('BENCH_CONCURRENCY', 32);
+const SESSIONS = envPositiveNumber('BENCH_SESSIONS', 5000);
+const SMALL = envPositiveNumber('BENCH_SMALL_FLEET', 1000);
+const LARGE = envPositiveNumber('BENCH_LARGE_FLEET', 10_000);
 const TOKEN = 'bench-token';
 const REDIS_ONLY = process.env.BENCH_REDIS_ONLY === '1';
-
-function positiveNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0)
-    throw new Error(`${name} must be a positive number, got '${raw}'`);
-  return value;
-}
 
 /** One request; resolves to whether it got the expected answer. Its latency is recorded. */
 type Step = () => Promise<boolean>;
@@ -197,9 +189,7 @@ async function main(): Promise<void> {
   console.log(
     `discovery benchmark: node ${process.version}, ${ROUNDS} rounds × ${SLICE_SECONDS}s per phase, concurrency ` +
       `${CONCURRENCY}, fleets ${SMALL} and ${LARGE}, ${SESSIONS} sessions; load average before: ` +
-      loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' '),
+      loadAverages(),
   );
   const server = new ServerProcess();
   const small = await server.serve({ serve: 'discovery', proxies: SMALL, sessions: 0, token: TOKEN });
@@ -409,11 +399,7 @@ function reportStores(results: PhaseResult[]): void {
       `${name.padEnd(62)} ${ratio.toFixed(3).padStart(10)}  >= 0.5  ${ratio >= 0.5 ? 'yes' : 'NO'}`,
     );
   }
-  console.log(
-    `load average after: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load average after: ${loadAverages()}`);
   for (const [reason, count] of failures) console.log(`failed requests: ${count} × ${reason}`);
   if (results.some((r) => r.errors > 0)) process.exitCode = 1;
 }
@@ -493,11 +479,7 @@ function report(results: PhaseResult[]): void {
       `${name.padEnd(62)} ${value.toFixed(3).padStart(10)} ${target.padStart(7)}  ${met ? 'yes' : 'NO'}`,
     );
   }
-  console.log(
-    `load average after: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load average after: ${loadAverages()}`);
   for (const [reason, count] of failures) console.log(`failed requests: ${count} × ${reason}`);
   if (results.some((r) => r.errors > 0)) process.exitCode = 1;
 }

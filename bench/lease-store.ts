@@ -18,6 +18,7 @@
 // concurrency, same redis-server, interleaved slices, medians.
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { envPositiveNumber, loadAverages } from './bench-env.js';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { IndexedCatalog } from '../book/indexed-catalog.js';
@@ -28,20 +29,11 @@ import { RedisLeaseStore } from '../book/redis-lease-store.js';
 import { fleet } from './discovery-fleet.js';
 import { startRedis } from './redis-process.js';
 
-const ROUNDS = positive('BENCH_STORE_ROUNDS', 5);
-const SLICE_SECONDS = positive('BENCH_STORE_SLICE_SECONDS', 1);
-const CONCURRENCY = positive('BENCH_CONCURRENCY', 32);
-const FLEETS = [positive('BENCH_SMALL_FLEET', 1000), positive('BENCH_LARGE_FLEET', 10_000)];
+const ROUNDS = envPositiveNumber('BENCH_STORE_ROUNDS', 5);
+const SLICE_SECONDS = envPositiveNumber('BENCH_STORE_SLICE_SECONDS', 1);
+const CONCURRENCY = envPositiveNumber('BENCH_CONCURRENCY', 32);
+const FLEETS = [envPositiveNumber('BENCH_SMALL_FLEET', 1000), envPositiveNumber('BENCH_LARGE_FLEET', 10_000)];
 const logger = pino({ level: 'silent' });
-
-function positive(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0)
-    throw new Error(`${name} must be a positive number, got '${raw}'`);
-  return value;
-}
 
 /** Runs `op` from CONCURRENCY workers for `seconds`; returns completed ops per second. */
 async function measure(op: () => Promise<void>, seconds: number): Promise<number> {
@@ -172,9 +164,7 @@ function median(values: number[]): number {
 
 async function main(): Promise<void> {
   console.log(
-    `lease store bench: ${ROUNDS} rounds × ${SLICE_SECONDS} s per phase, concurrency ${CONCURRENCY}, fleets ${FLEETS.join(' and ')}; load average before: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
+    `lease store bench: ${ROUNDS} rounds × ${SLICE_SECONDS} s per phase, concurrency ${CONCURRENCY}, fleets ${FLEETS.join(' and ')}; load average before: ${loadAverages()}`,
   );
   const redisServer = await startRedis();
   // The bench's redis-server goes with it, whatever ends the run.
@@ -273,11 +263,7 @@ async function main(): Promise<void> {
     );
     ratio(`${proxies} proxies: Redis store, 2 processes / 1 process`, two / one);
   }
-  console.log(
-    `load average after: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  console.log(`load average after: ${loadAverages()}`);
   for (const cleanup of cleanups) cleanup();
   await Promise.all(workers.map((w) => w.stop()));
   redis.disconnect();

@@ -16,7 +16,8 @@
 // script share the operator's heap). RSS comes from /proc/<pid>/status (VmRSS, and VmHWM for
 // the peak the kernel saw between samples); the heap breakdown from the operator's /metrics.
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
+import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -27,6 +28,7 @@ import { startFleet, type FleetReady } from './proxy-fleet.js';
 import { BUILT_OPERATOR, BenchOperator, type BenchOperatorOptions } from './operator-process.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { GROUP, PLURAL, VERSION, type Proxy } from '../crds/proxy-types.js';
+import { createProxy } from './bench-proxies.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const NAMESPACE = 'bench-memory';
@@ -171,28 +173,16 @@ async function createProxies(kc: KubeConfig, s: Settings, fleet: FleetReady): Pr
   const worker = async () => {
     while (next < s.proxies) {
       const i = next++;
-      const body = {
-        apiVersion: `${GROUP}/${VERSION}`,
-        kind: 'Proxy',
-        metadata: { name: `proxy-${String(i).padStart(5, '0')}`, namespace: NAMESPACE },
-        spec: {
-          mode: 'External',
-          endpoint: { host: '127.0.0.1', port: fleet.ports[i % fleet.ports.length] },
-          attributes: { geo: ['us', 'de', 'jp', 'br'][i % 4] },
-          healthCheck: {
-            probeURL: fleet.probeURL,
-            intervalSeconds: s.intervalSeconds,
-            // The CRD wants the timeout below the interval.
-            timeoutSeconds: Math.min(5, Math.max(1, Math.ceil(s.intervalSeconds) - 1)),
-          },
+      await createProxy(api, NAMESPACE, `proxy-${String(i).padStart(5, '0')}`, {
+        mode: 'External',
+        endpoint: { host: '127.0.0.1', port: fleet.ports[i % fleet.ports.length] },
+        attributes: { geo: ['us', 'de', 'jp', 'br'][i % 4] },
+        healthCheck: {
+          probeURL: fleet.probeURL,
+          intervalSeconds: s.intervalSeconds,
+          // The CRD wants the timeout below the interval.
+          timeoutSeconds: Math.min(5, Math.max(1, Math.ceil(s.intervalSeconds) - 1)),
         },
-      };
-      await api.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: NAMESPACE,
-        plural: PLURAL,
-        body,
       });
     }
   };
@@ -218,10 +208,6 @@ function sleep(ms: number): Promise<void> {
 /** Issue 11's targets are in MB (10^6 bytes); the figures are MiB. */
 const met = (mib: number, bytes: number) => (mib * MiB <= bytes ? 'met' : 'NOT met');
 const mb = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(1));
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 
 /** Runs `seconds`, printing the operator's RSS every 10 s. */
 async function watch(label: string, op: OperatorUnderTest, seconds: number, extra = () => ''): Promise<void> {
@@ -240,7 +226,7 @@ async function main(): Promise<void> {
   console.log(
     `memory benchmark: node ${process.version}, ${s.proxies} External proxies on ${s.listeners} loopback listeners, ` +
       `https probes every ${s.intervalSeconds}s; operator ${s.operator} with env ${JSON.stringify(s.runtimeEnv)}; ` +
-      `load average before: ${load()}`,
+      `load average before: ${loadAverages()}`,
   );
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -311,7 +297,7 @@ async function main(): Promise<void> {
     // 3. Steady state: the same process, probing.
     console.log(`steady state (${s.seconds}s) ...`);
     const t2 = Date.now();
-    await watch('steady', op, s.seconds, () => `, load ${load()}`);
+    await watch('steady', op, s.seconds, () => `, load ${loadAverages()}`);
     const steady = window('steady', op, t2, Date.now(), await op.heap());
     const logs = op.logBytes;
     await op.stop();
@@ -329,7 +315,7 @@ async function main(): Promise<void> {
 
     console.log(
       `\nmemory benchmark: ${s.proxies} External proxies, https probes every ${s.intervalSeconds}s; ` +
-        `load average after: ${load()}; operator wrote ${(logs / 1024).toFixed(0)} KiB of logs\n`,
+        `load average after: ${loadAverages()}; operator wrote ${(logs / 1024).toFixed(0)} KiB of logs\n`,
     );
     console.log(
       '| window | seconds | RSS peak (VmHWM) MiB | RSS median MiB | RSS max MiB | heap used / total MiB | external MiB |',

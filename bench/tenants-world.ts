@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Agent, ProxyAgent, request } from 'undici';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
+import { createProxy } from './bench-proxies.js';
 import { startCrawlSite, type CrawlSite } from './crawl-site.js';
 import { startFleet, type Fleet } from './crawl-world.js';
 
@@ -63,24 +64,13 @@ export async function startTenantsWorld(
   const selector = { team: 'shared', run: namespace };
   const proxyNames = fleet.proxies.map((_, i) => `proxy-${i}`);
   for (const [i, p] of fleet.proxies.entries()) {
-    await api.createNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: PLURAL,
-      body: {
-        apiVersion: `${GROUP}/${VERSION}`,
-        kind: 'Proxy',
-        metadata: { name: proxyNames[i], namespace },
-        spec: {
-          mode: 'External',
-          endpoint: { host: p.host, port: p.port },
-          maxLeases,
-          attributes: selector,
-          healthCheck: { probeURL: probeTarget.probeURL, intervalSeconds: 5, timeoutSeconds: 2 },
-          rotation: { whenCoolingDownOn: ROTATE_ON_TARGETS },
-        },
-      },
+    await createProxy(api, namespace, proxyNames[i], {
+      mode: 'External',
+      endpoint: { host: p.host, port: p.port },
+      maxLeases,
+      attributes: selector,
+      healthCheck: { probeURL: probeTarget.probeURL, intervalSeconds: 5, timeoutSeconds: 2 },
+      rotation: { whenCoolingDownOn: ROTATE_ON_TARGETS },
     });
   }
   return {

@@ -11,7 +11,7 @@
 // RSS from /proc), real forward proxies on their own loopback addresses, a real redis-server.
 // The world (fleet, site, tokens file, both tenants) is bench/tenants-world.ts, which
 // test/discovery/two-tenants.int.test.ts runs with assertions.
-import { loadavg } from 'node:os';
+import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { applyCRDs } from '../cmd/demo/environment.js';
@@ -37,10 +37,6 @@ if (!Number.isInteger(pages) || pages < 1)
   throw new Error(`--pages must be an integer >= 1, got ${arg('pages')}`);
 for (const s of stores)
   if (s !== 'memory' && s !== 'redis') throw new Error(`--stores: memory or redis, got ${s}`);
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 
 function row(label: string, a: TenantAFigures, extra: { movedAfterB?: number; rssMiB?: number }) {
   return [
@@ -57,7 +53,7 @@ function row(label: string, a: TenantAFigures, extra: { movedAfterB?: number; rs
 
 async function main() {
   console.log(
-    `bench:tenants: ${pages} pages, 10 proxies, stores ${stores.join(', ')}; load average ${load()}`,
+    `bench:tenants: ${pages} pages, 10 proxies, stores ${stores.join(', ')}; load average ${loadAverages()}`,
   );
   const cp = await ControlPlane.start({ progress: (m) => console.log(`  ${m}`) });
   const lines: string[] = [];
@@ -124,7 +120,7 @@ async function main() {
         const metrics = await op.metrics();
         const rotated = await rotations(kc, world.namespace);
         lines.push(
-          `${store} store (load average now ${load()}):`,
+          `${store} store (load average now ${loadAverages()}):`,
           '  run          pages  bans  banned-after  leased-banned  sessions-moved  pages/s  RSS MiB',
           `  ${row('A solo', solo, { rssMiB: soloRss })}`,
           `  ${row('A beside B', shared, { movedAfterB, rssMiB: mem?.rssMiB })}`,

@@ -15,25 +15,49 @@ export const DEFAULT_MAX_COOLDOWN_SECONDS = 60 * 60;
 export const DEFAULT_STATS_WINDOW_SECONDS = 15 * 60;
 export const DEFAULT_SWEEP_INTERVAL_MS = 5000;
 
-export interface LeaseBookOptions {
+/**
+ * The book's rules an operator sets (one flag each): the cooldowns, suspicion and sessions.
+ * The book owns this shape; the entry point builds it once from the flags and every layer
+ * passes it whole to whichever store keeps the book.
+ */
+export interface LeaseBookRules {
   /** The first cooldown after a banned|rate_limited report (`--cooldown`). */
-  cooldownSeconds?: number;
+  cooldownSeconds: number;
   /** The longest cooldown a streak of bad reports can reach (`--max-cooldown`). */
-  maxCooldownSeconds?: number;
+  maxCooldownSeconds: number;
   /** The first cooldown after a rate_limited report (`--rate-limit-cooldown`). */
-  rateLimitCooldownSeconds?: number;
+  rateLimitCooldownSeconds: number;
   /** The longest rate-limit cooldown a streak can reach (`--max-rate-limit-cooldown`). */
-  maxRateLimitCooldownSeconds?: number;
+  maxRateLimitCooldownSeconds: number;
   /** rate_limited rests like banned, on one streak (`--single-cooldown-window`: the specification's rule). */
-  singleCooldownWindow?: boolean;
+  singleCooldownWindow: boolean;
   /** An unanswered suspicion ends after this long (`--suspicion-timeout`). */
-  suspicionTimeoutSeconds?: number;
+  suspicionTimeoutSeconds: number;
   /** Reports this soon after a passing re-probe are not believed (`--suspicion-holdoff`). */
-  suspicionHoldoffSeconds?: number;
+  suspicionHoldoffSeconds: number;
+  /** A sticky session without a lease or renewal is forgotten after this long (`--session-idle-timeout`). */
+  sessionIdleSeconds: number;
+  /** Sticky sessions kept; at the cap the least recently used goes (`--max-sessions`). */
+  maxSessions: number;
+}
+
+/** The rules' defaults: the flags' defaults, so an in-process book (tests, the demo) behaves like the operator's. */
+export const DEFAULT_LEASE_BOOK_RULES: LeaseBookRules = {
+  cooldownSeconds: DEFAULT_COOLDOWN_SECONDS,
+  maxCooldownSeconds: DEFAULT_MAX_COOLDOWN_SECONDS,
+  rateLimitCooldownSeconds: DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
+  maxRateLimitCooldownSeconds: DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+  singleCooldownWindow: false,
+  suspicionTimeoutSeconds: DEFAULT_SUSPICION_TIMEOUT_SECONDS,
+  suspicionHoldoffSeconds: DEFAULT_SUSPICION_HOLDOFF_SECONDS,
+  sessionIdleSeconds: DEFAULT_SESSION_IDLE_SECONDS,
+  maxSessions: DEFAULT_MAX_SESSIONS,
+};
+
+/** A store's options: any of the rules (a default for the rest) and the knobs only tests turn. */
+export interface LeaseBookOptions extends Partial<LeaseBookRules> {
   /** Uniform in [0, 1): spreads cooldowns (tests pin it). */
   random?: () => number;
-  sessionIdleSeconds?: number;
-  maxSessions?: number;
   /** Length of the sliding window of report statistics. */
   statsWindowSeconds?: number;
   /** Caps of the (proxy, target) memory; the defaults are documented in target-book.ts. */
@@ -65,21 +89,17 @@ export interface LeaseBookSettings {
 
 /** Throws naming the option when a value is not a number or below its minimum. */
 export function leaseBookSettings(options: LeaseBookOptions): LeaseBookSettings {
-  const cooldown = setting('cooldownSeconds', options.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS, 0);
-  const maxCooldown = setting(
-    'maxCooldownSeconds',
-    options.maxCooldownSeconds ?? Math.max(DEFAULT_MAX_COOLDOWN_SECONDS, cooldown),
-    cooldown,
+  const [cooldown, maxCooldown] = cooldownRange(
+    ['cooldownSeconds', options.cooldownSeconds, DEFAULT_COOLDOWN_SECONDS],
+    ['maxCooldownSeconds', options.maxCooldownSeconds, DEFAULT_MAX_COOLDOWN_SECONDS],
   );
-  const rateLimit = setting(
-    'rateLimitCooldownSeconds',
-    options.rateLimitCooldownSeconds ?? DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-    0,
-  );
-  const maxRateLimit = setting(
-    'maxRateLimitCooldownSeconds',
-    options.maxRateLimitCooldownSeconds ?? Math.max(DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS, rateLimit),
-    rateLimit,
+  const [rateLimit, maxRateLimit] = cooldownRange(
+    ['rateLimitCooldownSeconds', options.rateLimitCooldownSeconds, DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS],
+    [
+      'maxRateLimitCooldownSeconds',
+      options.maxRateLimitCooldownSeconds,
+      DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
+    ],
   );
   const statsWindowSeconds = setting(
     'statsWindowSeconds',
@@ -113,6 +133,20 @@ export function leaseBookSettings(options: LeaseBookOptions): LeaseBookSettings 
     maxTargetsPerProxy: setting('maxTargetsPerProxy', options.maxTargetsPerProxy ?? MAX_TARGETS_PER_PROXY, 1),
     maxTargetEntries: setting('maxTargetEntries', options.maxTargetEntries ?? MAX_TARGET_ENTRIES, 1),
   };
+}
+
+type Given = [name: keyof LeaseBookOptions, value: number | undefined, fallback: number];
+
+/**
+ * A first cooldown and the longest a streak can reach: the longest is at least the first, and
+ * its default rises to a first cooldown set above it.
+ */
+function cooldownRange(
+  [baseName, baseValue, baseDefault]: Given,
+  [maxName, maxValue, maxDefault]: Given,
+): [number, number] {
+  const base = setting(baseName, baseValue ?? baseDefault, 0);
+  return [base, setting(maxName, maxValue ?? Math.max(maxDefault, base), base)];
 }
 
 function setting(name: keyof LeaseBookOptions, value: number, min: number): number {

@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     logger.warn('no --providers-config given: using the embedded mock-only providers config');
   try {
     checkMaxUnavailableProviders(
-      settings.maxUnavailable,
+      settings.controller.maxUnavailable,
       entries.map((e) => e.name),
     );
   } catch (err) {
@@ -93,14 +93,7 @@ async function main(): Promise<void> {
       fatal(`--discovery-tokens-file: ${messageOf(err)}`, logger);
     }
   }
-  let probeCA: string | undefined;
-  if (settings.probeCAFile !== undefined) {
-    try {
-      probeCA = await readFile(settings.probeCAFile, 'utf8');
-    } catch (err) {
-      fatal(`--probe-ca-file: ${messageOf(err)}`, logger);
-    }
-  }
+  const probeCA = await readFlagFile('probe-ca-file', settings.probeCAFile, logger);
   const kubeConfig = new KubeConfig();
   try {
     if (settings.kubeconfig) kubeConfig.loadFromFile(settings.kubeconfig);
@@ -142,14 +135,7 @@ async function main(): Promise<void> {
   if (store.kind === 'redis') {
     // Connects in the background: a Redis that is down at start-up means 503 store_unavailable
     // until it is up, not a crash loop.
-    let ca: string | undefined;
-    if (store.caFile !== undefined) {
-      try {
-        ca = await readFile(store.caFile, 'utf8');
-      } catch (err) {
-        fatal(`--redis-ca-file: ${messageOf(err)}`, logger);
-      }
-    }
+    const ca = await readFlagFile('redis-ca-file', store.caFile, logger);
     const redis = connectRedis({
       url: store.url,
       password: store.password,
@@ -174,7 +160,7 @@ async function main(): Promise<void> {
           ),
       );
     });
-    leaseStore = redisLeaseStore(handlerSettings.discovery, redis, store.keyPrefix);
+    leaseStore = redisLeaseStore(settings.book, redis, store.keyPrefix);
     logger.info(
       { url: redactedURL(store.url), keyPrefix: store.keyPrefix, tls: store.url.startsWith('rediss:') },
       'lease store: Redis',
@@ -203,6 +189,20 @@ async function main(): Promise<void> {
     fatal(startFailure(err, settings), logger);
   }
   logger.info('operator started');
+}
+
+/** A file a flag names, read at start-up: one it cannot read stops start-up naming the flag. */
+async function readFlagFile(
+  flag: string,
+  path: string | undefined,
+  logger: Logger,
+): Promise<string | undefined> {
+  if (path === undefined) return undefined;
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    fatal(`--${flag}: ${messageOf(err)}`, logger);
+  }
 }
 
 function redactedURL(url: string): string {

@@ -45,26 +45,16 @@ export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): Ha
   const auth = settings.discoveryAuth;
   return {
     ...DEFAULT_HANDLER_SETTINGS,
+    ...settings.controller,
     ownerID: facts.clusterName,
-    orphanSweepIntervalSeconds: settings.orphanSweepIntervalSeconds,
-    orphanMinAgeSeconds: settings.orphanMinAgeSeconds,
-    healthConcurrency: settings.healthConcurrency,
-    recheckIntervalMillis: settings.recheckIntervalMillis,
-    maxUnavailable: settings.maxUnavailable,
-    replaceUnhealthyAfterSeconds: settings.replaceUnhealthyAfterSeconds,
-    rotationDrainSeconds: settings.rotationDrainSeconds,
-    repairHoldUnhealthyPercent: settings.repairHoldUnhealthyPercent,
-    exitIPAllowNonPublic: settings.exitIPAllowNonPublic,
     probeCA: facts.probeCA,
     ...(facts.externalEndpoints === undefined ? {} : { externalEndpoints: facts.externalEndpoints }),
     discovery: {
       ...settings.discovery,
       token: auth.kind === 'token' ? auth.token : '',
       ...(auth.kind === 'tokens-file' ? { tokensFile: auth.path } : {}),
-      rateLimit: settings.discoveryRateLimit,
-      cooldownSeconds: settings.cooldownSeconds,
-      maxLeaseTTLSeconds: settings.maxLeaseTTLSeconds,
     },
+    book: settings.book,
     ...(settings.components.includes('gateway') ? { gateway: settings.gateway } : {}),
   };
 }

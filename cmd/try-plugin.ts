@@ -16,6 +16,7 @@ import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type Proxy } from '../crds/proxy-types.js';
 import { applyCRDs } from './demo/environment.js';
+import { interrupted } from './interrupted.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const NAMESPACE = 'default';
@@ -119,10 +120,7 @@ try {
     say(`$ export KUBECONFIG=${cp.kubeconfigPath}`);
     say(`$ ${cp.binaries.kubectl ?? 'kubectl'} get px -o yaml`);
     say('Press Ctrl-C to stop and clean everything up.');
-    await new Promise<void>((r) => {
-      process.once('SIGINT', r);
-      process.once('SIGTERM', r);
-    });
+    await interrupted();
   }
 } catch (err) {
   exitCode = 1;

@@ -49,6 +49,20 @@ export function sendError(res: Response, status: number, code: ApiErrorCode, mes
 }
 
 /**
+ * 429 too_many_requests with Retry-After: the wait in whole seconds, at least 1 (the shortest
+ * HTTP can say), which the message names.
+ */
+export function sendTooManyRequests(
+  res: Response,
+  waitMs: number,
+  message: (seconds: number) => string,
+): void {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  res.setHeader('Retry-After', String(seconds));
+  sendError(res, 429, 'too_many_requests', message(seconds));
+}
+
+/**
  * Writes a JSON answer directly (express's res.json re-parses and re-formats the content
  * type and checks freshness on every call: measurable on the lease path). Headers already
  * set on `res` (Allow, WWW-Authenticate, Connection) are kept.

@@ -7,6 +7,7 @@ import {
   ApiError,
   errorBody,
   sendError,
+  sendTooManyRequests,
   sendJSON,
   type ApiErrorBody,
   type ApiErrorCode,
@@ -182,12 +183,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       if (!listSlots.take(who)) {
         metrics.countThrottled(who);
         // A page takes milliseconds: the shortest Retry-After HTTP can say.
-        res.setHeader('Retry-After', '1');
-        sendError(
+        sendTooManyRequests(
           res,
-          429,
-          'too_many_requests',
-          `token '${who}' already has ${listSlots.max} lists of /v1/proxies in flight (the most one token may have); retry after 1 s`,
+          0,
+          (seconds) =>
+            `token '${who}' already has ${listSlots.max} lists of /v1/proxies in flight (the most one token may have); retry after ${seconds} s`,
         );
         return;
       }
@@ -550,13 +550,11 @@ function rateLimited(limits: BucketLimits, metrics: DiscoveryMetrics): RequestHa
     const waitMs = limiter.take(name);
     if (waitMs === undefined) return next();
     metrics.countThrottled(name);
-    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-    res.setHeader('Retry-After', String(seconds));
-    sendError(
+    sendTooManyRequests(
       res,
-      429,
-      'too_many_requests',
-      `token '${name}' is over its rate limit of ${limits.ratePerSecond} requests/s (burst ${limits.burst}); retry after ${seconds} s`,
+      waitMs,
+      (seconds) =>
+        `token '${name}' is over its rate limit of ${limits.ratePerSecond} requests/s (burst ${limits.burst}); retry after ${seconds} s`,
     );
   };
 }

@@ -1,6 +1,6 @@
 // Bearer-token authentication for the discovery API against a set of named tokens.
 import type { RequestHandler, Response } from 'express';
-import { sendError } from './api-error.js';
+import { sendError, sendTooManyRequests } from './api-error.js';
 import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
 import type { SourceLimiter } from './source-limiter.js';
 
@@ -43,13 +43,10 @@ export function bearerAuth(tokens: ApiTokens, sources?: SourceLimiter): RequestH
     if (name === undefined) {
       const waitMs = sources?.blocked(address);
       if (waitMs !== undefined) {
-        const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-        res.setHeader('Retry-After', String(seconds));
-        sendError(
+        sendTooManyRequests(
           res,
-          429,
-          'too_many_requests',
-          `too many requests without a valid token from this address; retry after ${seconds} s`,
+          waitMs,
+          (seconds) => `too many requests without a valid token from this address; retry after ${seconds} s`,
         );
         return;
       }

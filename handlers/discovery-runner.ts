@@ -62,7 +62,7 @@ export class DiscoveryRunner {
       logger: this.logger,
       registry,
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
-      sessionIdleSeconds: settings.discovery.sessionIdleSeconds,
+      sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
     });
     const { tls } = settings.discovery;

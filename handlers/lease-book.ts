@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { LeaseStore } from '../book/lease-store.js';
+import type { LeaseBookRules } from '../book/lease-book-settings.js';
 import { MemoryLeaseStore } from '../book/memory-lease-store.js';
 import { CachedProxyCatalog } from './proxy-catalog.js';
-import type { HandlerSettings } from './settings.js';
 
 /**
  * The lease book of one operator process: the proxies discovery reads (from the informer
@@ -18,21 +18,8 @@ export interface LeaseBook {
 /** Builds a store on the book's catalog; the default is the in-memory store. */
 export type LeaseStoreFactory = (catalog: CachedProxyCatalog['catalog'], logger: Logger) => LeaseStore;
 
-export function memoryLeaseStore(settings: HandlerSettings['discovery']): LeaseStoreFactory {
-  return (catalog, logger) =>
-    new MemoryLeaseStore({
-      catalog,
-      logger,
-      cooldownSeconds: settings.cooldownSeconds,
-      maxCooldownSeconds: settings.maxCooldownSeconds,
-      rateLimitCooldownSeconds: settings.rateLimitCooldownSeconds,
-      maxRateLimitCooldownSeconds: settings.maxRateLimitCooldownSeconds,
-      singleCooldownWindow: settings.singleCooldownWindow,
-      suspicionTimeoutSeconds: settings.suspicionTimeoutSeconds,
-      suspicionHoldoffSeconds: settings.suspicionHoldoffSeconds,
-      sessionIdleSeconds: settings.sessionIdleSeconds,
-      maxSessions: settings.maxSessions,
-    });
+export function memoryLeaseStore(rules: LeaseBookRules): LeaseStoreFactory {
+  return (catalog, logger) => new MemoryLeaseStore({ catalog, logger, ...rules });
 }
 
 export function createLeaseBook(factory: LeaseStoreFactory, logger: Logger): LeaseBook {

@@ -178,7 +178,7 @@ export class ProxyController {
         threshold,
         reading,
         upSince(ctx.object),
-        this.settings.discovery.cooldownSeconds,
+        this.settings.book.cooldownSeconds,
       );
       return decision.kind === 'due' ? decision.why : undefined;
     } catch (err) {

@@ -44,7 +44,7 @@ export interface ProxyOperatorOptions {
   shutdownGraceSeconds?: number;
   /** Watch Proxies (and Secrets) in this namespace only; all namespaces when unset. */
   namespace?: string;
-  /** The lease store; the in-memory one (from settings.discovery) when unset. */
+  /** The lease store; the in-memory one (on settings.book) when unset. */
   leaseStore?: LeaseStoreFactory;
 }
 
@@ -60,7 +60,7 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   container.register(METRICS_REGISTRY, { useValue: options.registry });
   container.register(ROOT_LOGGER, { useValue: options.logger });
   container.register(VERDICTS, { useValue: new VerdictBoard() });
-  const storeFactory = options.leaseStore ?? memoryLeaseStore(options.settings.discovery);
+  const storeFactory = options.leaseStore ?? memoryLeaseStore(options.settings.book);
   const book = createLeaseBook(storeFactory, options.logger.child({ component: 'discovery' }));
   container.register(LEASE_BOOK, { useValue: book });
   const operator = new Operator({

@@ -1,9 +1,5 @@
 import { DEFAULT_ROTATION_DRAIN_SECONDS } from './proxy-state-machine.js';
-import {
-  DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
-  DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-} from '../book/cooldown-policy.js';
-import { DEFAULT_SUSPICION_HOLDOFF_SECONDS, DEFAULT_SUSPICION_TIMEOUT_SECONDS } from '../book/proxy-holds.js';
+import { DEFAULT_LEASE_BOOK_RULES, type LeaseBookRules } from '../book/lease-book-settings.js';
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 import { DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT } from './repair-hold.js';
@@ -12,47 +8,37 @@ import { DEFAULT_EXTERNAL_ENDPOINTS, type ExternalEndpointSettings } from '../pr
 /** 15 minutes: longer than a probe target's usual hiccup, short enough that a dead proxy does not linger. */
 export const DEFAULT_REPLACE_UNHEALTHY_AFTER_SECONDS = 900;
 
-export interface HandlerSettings {
-  /**
-   * This operator's owner identity (`--cluster-name`; the entry point defaults it to the
-   * kube-system Namespace's UID): the LABEL_OWNER of every instance it creates and sweeps. The
-   * constant below is for in-process use (tests, the demo).
-   */
-  ownerID: string;
-  /** `--watch-namespace` (filled in by createProxyOperator): the sweep never touches instances of other namespaces. */
-  watchNamespace?: string;
+/** The discovery API's own settings, owned here by the runner that serves it. */
+export interface DiscoverySettings {
+  host: string;
+  port: number;
+  /** One bearer token (named "default"); '' with no tokensFile = unauthenticated. */
+  token: string;
+  /** The named tokens file (re-read on change); takes the place of `token`. */
+  tokensFile?: string;
+  /** /metrics names client targets (`--metrics-target-names`); default: pseudonyms. */
+  metricsTargetNames?: boolean;
+  /** PEM files: the API serves HTTPS with them (`--discovery-tls-cert`, `--discovery-tls-key`). */
+  tls?: { certFile: string; keyFile: string };
+  /** Per-token request rate; undefined = unlimited. */
+  rateLimit?: { ratePerSecond: number; burst: number };
+  /** The largest ttlSeconds a client may ask for (`--max-lease-ttl`). */
+  maxLeaseTTLSeconds: number;
+}
+
+/**
+ * The controller's tuning, one flag each: the entry point parses it once into this shape and
+ * hands it over whole (the handlers read it flat, as part of HandlerSettings).
+ */
+export interface ControllerSettings {
+  /** `--orphan-sweep-interval`. */
   orphanSweepIntervalSeconds: number;
+  /** `--orphan-min-age`: instances younger than this are never swept. */
   orphanMinAgeSeconds: number;
+  /** `--health-concurrency`: probes in flight at once. */
   healthConcurrency: number;
-  /** How often the health runner re-reads the cache for added, changed and deleted proxies. */
-  healthSyncSeconds: number;
-  /** Seconds between drift checks of a steady Managed proxy (no flag: tests shorten it). */
-  driftCheckSeconds: number;
-  discovery: {
-    host: string;
-    port: number;
-    /** One bearer token (named "default"); '' with no tokensFile = unauthenticated. */
-    token: string;
-    /** The named tokens file (re-read on change); takes the place of `token`. */
-    tokensFile?: string;
-    /** /metrics names client targets (`--metrics-target-names`); default: pseudonyms. */
-    metricsTargetNames?: boolean;
-    /** PEM files: the API serves HTTPS with them (`--discovery-tls-cert`, `--discovery-tls-key`). */
-    tls?: { certFile: string; keyFile: string };
-    /** Per-token request rate; undefined = unlimited. */
-    rateLimit?: { ratePerSecond: number; burst: number };
-    cooldownSeconds: number;
-    maxCooldownSeconds: number;
-    rateLimitCooldownSeconds: number;
-    maxRateLimitCooldownSeconds: number;
-    /** rate_limited rests like banned (the specification's single window). */
-    singleCooldownWindow: boolean;
-    suspicionTimeoutSeconds: number;
-    suspicionHoldoffSeconds: number;
-    sessionIdleSeconds: number;
-    maxSessions: number;
-    maxLeaseTTLSeconds: number;
-  };
+  /** `--recheck-interval`: between the probes of a recheck after an unreachable report. */
+  recheckIntervalMillis: number;
   /** `--max-unavailable`: voluntary replacements in flight per provider. */
   maxUnavailable: MaxUnavailable;
   /**
@@ -67,24 +53,40 @@ export interface HandlerSettings {
   repairHoldUnhealthyPercent: number;
   /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance goes. */
   rotationDrainSeconds: number;
-  /** The autopilot's clock (tests move it to make a proxy old without waiting); default the system's. */
-  autopilotClock?: () => Date;
-  /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
-  probeCA?: string;
-  /** Between the probes of a recheck after an unreachable report. */
-  recheckIntervalMillis: number;
   /**
    * `--exit-ip-allow-non-public`: accept echo answers that are not public addresses, and echoes
    * over plain http (which the proxy itself could answer). Off in production; the loopback tests
    * and the demo turn it on.
    */
   exitIPAllowNonPublic: boolean;
+}
+
+export interface HandlerSettings extends ControllerSettings {
   /**
-   * The providers config's `external:` block: where External endpoints may be. The default
+   * This operator's owner identity (`--cluster-name`; the entry point defaults it to the
+   * kube-system Namespace's UID): the LABEL_OWNER of every instance it creates and sweeps. The
+   * constant below is for in-process use (tests, the demo).
+   */
+  ownerID: string;
+  /** `--watch-namespace` (filled in by createProxyOperator): the sweep never touches instances of other namespaces. */
+  watchNamespace?: string;
+  /** How often the health runner re-reads the cache for added, changed and deleted proxies. */
+  healthSyncSeconds: number;
+  /** Seconds between drift checks of a steady Managed proxy (no flag: tests shorten it). */
+  driftCheckSeconds: number;
+  discovery: DiscoverySettings;
+  /** The lease book's rules (the book's own shape), passed whole to whichever store keeps it. */
+  book: LeaseBookRules;
+  /**
+   * Not a flag: the providers config's `external:` block: where External endpoints may be. The default
    * refuses loopback, link-local, metadata, unspecified and the cluster's CIDRs; the loopback
    * tests and the demo allow loopback in their own settings.
    */
   externalEndpoints: ExternalEndpointSettings;
+  /** The autopilot's clock (tests move it to make a proxy old without waiting); default the system's. */
+  autopilotClock?: () => Date;
+  /** Extra CA certificates the health probes trust (tests and the demo use a local HTTPS target). */
+  probeCA?: string;
   /** How often a proxy's exit IP is read again (tests shorten it); default the engine's minute. */
   exitIPRefreshMillis?: number;
   /** The forward-proxy gateway (`--components` gateway); unset = not served. */
@@ -143,15 +145,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     port: 8090,
     token: '',
     rateLimit: { ratePerSecond: 1000, burst: 2000 },
-    cooldownSeconds: 900,
-    maxCooldownSeconds: 3600,
-    rateLimitCooldownSeconds: DEFAULT_RATE_LIMIT_COOLDOWN_SECONDS,
-    maxRateLimitCooldownSeconds: DEFAULT_MAX_RATE_LIMIT_COOLDOWN_SECONDS,
-    singleCooldownWindow: false,
-    suspicionTimeoutSeconds: DEFAULT_SUSPICION_TIMEOUT_SECONDS,
-    suspicionHoldoffSeconds: DEFAULT_SUSPICION_HOLDOFF_SECONDS,
-    sessionIdleSeconds: 1800,
-    maxSessions: 100_000,
     maxLeaseTTLSeconds: 3600,
   },
+  book: DEFAULT_LEASE_BOOK_RULES,
 };

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { DEMO_USAGE, demoArgs } from './args.js';
 import { startDemoEnvironment } from './environment.js';
 import { authFlag, runDemoFlow } from './flow.js';
+import { interrupted } from '../interrupted.js';
 
 // `npm run demo`: the whole product on this machine, no cluster and no cloud.
 // --no-wait runs the flow and exits (the end-to-end test and CI use it).
@@ -58,10 +59,7 @@ try {
       `Crawl ${env.site.url} through the proxies: the Crawlee recipe (docs/crawling.md, "Crawlee")${options.token === undefined ? '' : ` with DISCOVERY_TOKEN=${options.token}`}.`,
     );
     print('Press Ctrl-C to stop and clean everything up.');
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await interrupted();
   }
 } catch (err) {
   exitCode = 1;

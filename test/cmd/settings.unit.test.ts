@@ -24,19 +24,24 @@ describe('operator settings', () => {
       discovery: {
         host: '0.0.0.0',
         port: 8090,
+        rateLimit: { ratePerSecond: 1000, burst: 2000 },
+        maxLeaseTTLSeconds: 3600,
+      },
+      book: {
+        cooldownSeconds: 900,
         maxCooldownSeconds: 3600,
         sessionIdleSeconds: 1800,
         maxSessions: 100_000,
       },
       metrics: { host: '0.0.0.0', port: 8080 },
       leaderElect: true,
-      cooldownSeconds: 900,
-      orphanSweepIntervalSeconds: 600,
-      orphanMinAgeSeconds: 600,
+      controller: {
+        orphanSweepIntervalSeconds: 600,
+        orphanMinAgeSeconds: 600,
+        maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
+        replaceUnhealthyAfterSeconds: 900,
+      },
       discoveryAuth: { kind: 'none' },
-      discoveryRateLimit: { ratePerSecond: 1000, burst: 2000 },
-      maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
-      replaceUnhealthyAfterSeconds: 900,
     });
   });
 
@@ -67,6 +72,10 @@ describe('operator settings', () => {
       ['--cooldown', '600', '--max-cooldown', '300'],
       /--max-cooldown: "300" must be at least --cooldown \(600\)/,
     ],
+    [
+      ['--rate-limit-cooldown', '30', '--max-rate-limit-cooldown', '20'],
+      /--max-rate-limit-cooldown: "20" must be at least --rate-limit-cooldown \(30\)/,
+    ],
     [['--max-sessions', '9999'], /--max-sessions: "9999" must be an integer >= 10000/],
     [['--session-idle-timeout', '0'], /--session-idle-timeout: "0" must be an integer >= 1/],
     [['--cluster-name', 'Prod'], /--cluster-name: "Prod" must be 1-63 lower-case letters/],
@@ -92,7 +101,7 @@ describe('operator settings', () => {
       MAX_SESSIONS: '50000',
     });
     expect(s).toMatchObject({
-      discovery: { maxCooldownSeconds: 7200, sessionIdleSeconds: 600, maxSessions: 20_000 },
+      book: { maxCooldownSeconds: 7200, sessionIdleSeconds: 600, maxSessions: 20_000 },
     });
   });
 
@@ -170,7 +179,7 @@ describe('operator settings', () => {
     it('reads the rate-limit flags', () => {
       expect(
         parseSettings(['--discovery-rate-limit', '2.5'], { DISCOVERY_TOKEN: T, DISCOVERY_RATE_BURST: '7' }),
-      ).toMatchObject({ discoveryRateLimit: { ratePerSecond: 2.5, burst: 7 } });
+      ).toMatchObject({ discovery: { rateLimit: { ratePerSecond: 2.5, burst: 7 } } });
     });
   });
 
@@ -232,7 +241,7 @@ describe('--max-unavailable', () => {
 
   it('is taken from MAX_UNAVAILABLE too', () => {
     const s = parse([], { MAX_UNAVAILABLE: '2' });
-    expect(s).toMatchObject({ maxUnavailable: { default: { kind: 'count', value: 2 } } });
+    expect(s).toMatchObject({ controller: { maxUnavailable: { default: { kind: 'count', value: 2 } } } });
   });
 
   it('stops start-up when it names a provider that is not configured', () => {

@@ -170,4 +170,28 @@ describe('start-up failures', () => {
       op.child.kill('SIGKILL');
     }
   }, 90_000);
+
+  it.each([
+    ['--probe-ca-file', ['--probe-ca-file', 'missing-probe-ca.pem']],
+    [
+      '--redis-ca-file',
+      ['--lease-store=redis', '--redis-url=rediss://127.0.0.1:1', '--redis-ca-file', 'missing-redis-ca.pem'],
+    ],
+  ])(
+    'a %s it cannot read stops start-up naming the flag',
+    async (flag, args) => {
+      const op = runOperator([
+        ...common(),
+        '--leader-elect=false',
+        ...args.map((a) => (a.endsWith('.pem') ? join(dir, a) : a)),
+      ]);
+      try {
+        expect(await exitWithin(op.exited, 60_000)).toBe(2);
+        expect(op.output()).toContain(`proxy-operator: ${flag}: ENOENT`);
+      } finally {
+        op.child.kill('SIGKILL');
+      }
+    },
+    90_000,
+  );
 });

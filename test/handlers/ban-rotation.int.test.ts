@@ -25,7 +25,7 @@ const suite = operatorSuite('bans', {
     replaceUnhealthyAfterSeconds: 0,
     rotationDrainSeconds: DRAIN_SECONDS,
     driftCheckSeconds: 1,
-    discovery: { cooldownSeconds: COOLDOWN_SECONDS },
+    book: { cooldownSeconds: COOLDOWN_SECONDS },
   },
 });
 const { api, call, kc, namespace } = suite;

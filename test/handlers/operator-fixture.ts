@@ -54,9 +54,10 @@ export const LOOPBACK_EXTERNAL: ExternalEndpointSettings = {
   allowRanges: ['loopback'],
 };
 
-/** The handler settings a test changes; `discovery` is merged into the defaults key by key. */
-export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery'>> & {
+/** The handler settings a test changes; `discovery` and `book` are merged into the defaults key by key. */
+export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery' | 'book'>> & {
   discovery?: Partial<HandlerSettings['discovery']>;
+  book?: Partial<HandlerSettings['book']>;
 };
 
 /** One operator over the given providers; `wrap` lets a test interpose on provider calls. */
@@ -86,6 +87,7 @@ export async function startOperator(
       externalEndpoints: LOOPBACK_EXTERNAL,
       ...settings,
       discovery,
+      book: { ...DEFAULT_HANDLER_SETTINGS.book, ...settings.book },
     },
     logger,
     registry,

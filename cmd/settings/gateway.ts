@@ -1,0 +1,16 @@
+// The forward-proxy gateway's flags.
+import type { GatewaySettings } from '../../handlers/settings.js';
+import { address, positiveInt, statusCodes, type FlagReader } from './values.js';
+
+export function gatewaySettings(get: FlagReader): GatewaySettings {
+  return {
+    ...address('gateway-address', get('gateway-address')!),
+    maxAttempts: positiveInt('gateway-max-attempts', get('gateway-max-attempts')!),
+    connectTimeoutMs: positiveInt('gateway-connect-timeout', get('gateway-connect-timeout')!, 10),
+    ttlSeconds: positiveInt('gateway-lease-ttl', get('gateway-lease-ttl')!, 3),
+    idleSeconds: positiveInt('gateway-idle-timeout', get('gateway-idle-timeout')!, 0),
+    bannedCodes: statusCodes('gateway-ban-codes', get('gateway-ban-codes')!),
+    rateLimitedCodes: statusCodes('gateway-rate-limit-codes', get('gateway-rate-limit-codes')!),
+    drainSeconds: positiveInt('gateway-drain-timeout', get('gateway-drain-timeout')!, 0),
+  };
+}

@@ -1,0 +1,60 @@
+// The value parsers every part of the settings uses: each names the flag it read.
+
+/** A start-up mistake in the flags or environment, said naming the flag or key. */
+export class SettingsError extends Error {}
+
+/** A flag's value: given, from its environment variable, or its default. */
+export type FlagReader = (flag: string) => string | undefined;
+
+export function address(flag: string, value: string): { host: string; port: number } {
+  const m = /^(.*):(\d+)$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || !(port >= 0 && port <= 65535))
+    throw new SettingsError(`--${flag}: "${value}" is not host:port (e.g. :8090 or 127.0.0.1:8090)`);
+  return { host: m[1] === '' ? '0.0.0.0' : m[1], port };
+}
+export function percent(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 100)
+    throw new SettingsError(`--${flag}: "${value}" must be an integer from 0 to 100`);
+  return n;
+}
+export function positiveInt(flag: string, value: string, min = 1): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new SettingsError(`--${flag}: "${value}" must be an integer >= ${min}`);
+  return n;
+}
+export function positiveNumber(flag: string, value: string): number {
+  const n = Number(value);
+  if (!(value.trim() !== '' && Number.isFinite(n) && n > 0))
+    throw new SettingsError(`--${flag}: "${value}" must be a positive number`);
+  return n;
+}
+export function bool(flag: string, value: string): boolean {
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no'].includes(value)) return false;
+  throw new SettingsError(`--${flag}: "${value}" must be true or false`);
+}
+/** `403,451`: HTTP status codes, or none (an empty value reports nothing). */
+export function statusCodes(flag: string, value: string): number[] {
+  const out: number[] = [];
+  for (const item of value
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')) {
+    if (!/^[1-5]\d\d$/.test(item))
+      throw new SettingsError(`--${flag}: "${item}" is not an HTTP status code (100-599)`);
+    if (!out.includes(Number(item))) out.push(Number(item));
+  }
+  return out;
+}
+/** A label value every provider accepts (GCP's are the narrowest: lower case, digits, '-', '_'). */
+export function clusterName(flag: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[a-z0-9]([-a-z0-9_]{0,61}[a-z0-9])?$/.test(value))
+    throw new SettingsError(
+      `--${flag}: "${value}" must be 1-63 lower-case letters, digits, '-' or '_', starting and ending with a letter or digit (it is a label value on every instance)`,
+    );
+  return value;
+}
