@@ -30,6 +30,11 @@ export interface ProxyRecord {
   readonly exitIP?: string;
   /** Basic-auth credentials the proxy requires; handed out with a lease only, never listed. */
   readonly credentials?: { readonly username: string; readonly password: string };
+  /**
+   * An External proxy: whoever connects to it (probes, the gateway) checks its address against
+   * the providers config's endpoint rule first (issue 44 item 5).
+   */
+  readonly guarded?: boolean;
 }
 
 /** One record appearing, changing or disappearing; records are immutable and replaced whole. */

@@ -158,6 +158,7 @@ export function sameRecord(a: ProxyRecord, b: ProxyRecord): boolean {
     a.maxLeases !== b.maxLeases ||
     a.healthReason !== b.healthReason ||
     (a.draining === true) !== (b.draining === true) ||
+    (a.guarded === true) !== (b.guarded === true) ||
     // A rotated password must reach the next lease, though nothing else changed.
     a.credentials?.username !== b.credentials?.username ||
     a.credentials?.password !== b.credentials?.password

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import {
   leaseRequest,
   attemptFailed,
+  endpointRefused,
   leaseForAttempt,
   upstreamFailed,
   type GatewayContext,
@@ -54,7 +55,7 @@ export async function forwardConnect(
     const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('tunnel');
     ctx.metrics.addedLatency('tunnel', (performance.now() - startedAt) / 1000);
-    const opened = await openTunnel(lease.upstream, req.url!, ctx.options.connectTimeoutMs);
+    const opened = await openTunnel(lease.upstream, req.url!, ctx.options.connectTimeoutMs, ctx.guard);
     if (gone) {
       if (opened.kind === 'open') opened.socket.destroy();
       ctx.pool.give(lease);
@@ -78,6 +79,7 @@ export async function forwardConnect(
       last = `${lease.upstream.id} answered the CONNECT with ${opened.status}`;
     } else {
       last = `${lease.upstream.id}: ${opened.reason} (${opened.message})`;
+      if (opened.reason === 'endpoint_refused') endpointRefused(ctx, lease.upstream.id, opened.message);
     }
     try {
       await ctx.book.report(lease.leaseID, 'unreachable', { target }, owner);

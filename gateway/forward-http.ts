@@ -11,6 +11,7 @@ import {
 import {
   leaseRequest,
   attemptFailed,
+  endpointRefused,
   leaseForAttempt,
   upstreamFailed,
   type GatewayContext,
@@ -19,6 +20,7 @@ import type { HeldLease } from './lease-pool.js';
 import { replyError } from './replies.js';
 import { canonicalTarget } from './target.js';
 import { basicAuthorization } from './upstream-tunnel.js';
+import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
 import { responseVerdict } from './upstream-outcome.js';
 import type { UsernameOptions } from './username.js';
 
@@ -36,7 +38,8 @@ const HOP_BY_HOP = new Set([
 ]);
 
 type Sent =
-  { kind: 'response'; response: IncomingMessage } | { kind: 'failed'; message: string; stale: boolean };
+  | { kind: 'response'; response: IncomingMessage }
+  | { kind: 'failed'; message: string; stale: boolean; endpointRefused?: true };
 
 export async function forwardHttp(
   ctx: GatewayContext,
@@ -99,6 +102,7 @@ export async function forwardHttp(
       last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
     } else {
       last = `${lease.upstream.id}: ${sent.message}`;
+      if (sent.endpointRefused) endpointRefused(ctx, lease.upstream.id, sent.message);
       // A pooled keep-alive connection the upstream had closed: not the proxy's failure, and
       // not an attempt (once per request): the same lease tries again on a new connection.
       if (sent.stale && !staleRetried) {
@@ -152,10 +156,16 @@ function sendOnce(
   body: Buffer,
 ): Promise<Sent> {
   const { upstream } = lease;
+  const how = upstreamConnect(upstream, ctx.guard);
+  if (how.kind === 'refused')
+    return Promise.resolve({ kind: 'failed', message: how.message, stale: false, endpointRefused: true });
+  const { lookup } = how;
   return new Promise((resolve) => {
     const out = httpRequest({
       host: upstream.host,
       port: upstream.port,
+      // Used when the agent opens a new connection; a pooled one was checked when it opened.
+      ...(lookup && { lookup }),
       method,
       path: url.href,
       setHost: false,
@@ -180,11 +190,15 @@ function sendOnce(
     });
     out.once('response', (response) => done({ kind: 'response', response }));
     out.once('error', (err: NodeJS.ErrnoException) =>
-      done({
-        kind: 'failed',
-        message: err.code ?? err.message,
-        stale: out.reusedSocket && err.code === 'ECONNRESET',
-      }),
+      done(
+        isUpstreamRefusal(err)
+          ? { kind: 'failed', message: err.message, stale: false, endpointRefused: true }
+          : {
+              kind: 'failed',
+              message: err.code ?? err.message,
+              stale: out.reusedSocket && err.code === 'ECONNRESET',
+            },
+      ),
     );
     out.end(body.length === 0 ? undefined : body);
   });

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Carrier, GatewayMetrics } from './gateway-metrics.js';
 import type { LeasePool } from './lease-pool.js';
-import type { GatewayBook, GatewayLeaseRequest, TokenVerifier } from './ports.js';
+import type { GatewayBook, GatewayLeaseRequest, TokenVerifier, UpstreamGuard } from './ports.js';
 import type { GatewayError } from './replies.js';
 import type { HeldLease, TakeResult } from './lease-pool.js';
 import type { UpstreamAgents } from './upstream-agents.js';
@@ -47,6 +47,8 @@ export interface GatewayContext {
   tokens: TokenVerifier;
   pool: LeasePool;
   agents: UpstreamAgents;
+  /** Where guarded (External) upstreams may be; without it, every guarded upstream is refused. */
+  guard?: UpstreamGuard;
   metrics: GatewayMetrics;
   options: GatewayOptions;
   logger: Logger;
@@ -101,6 +103,16 @@ export async function attemptFailed(
   ctx.failed.set(upstreamID, now + AVOID_FAILED_MS);
   if (request.session !== undefined)
     await ctx.book.endSession(request.session, request.owner).catch(() => undefined);
+}
+
+/**
+ * The guard refused a leased upstream's address (its name now resolves inside: DNS rebinding, or
+ * a config that changed since its probe). Said apart from a dead upstream, for an operator; the
+ * attempt is still reported unreachable, so the book re-probes it through the same guard and the
+ * probe's verdict (EndpointRefused, or healthy again) decides, not this report (docs/security.md).
+ */
+export function endpointRefused(ctx: GatewayContext, upstreamID: string, message: string): void {
+  ctx.logger.warn({ proxy: upstreamID, err: message }, 'gateway: upstream endpoint refused, not connected');
 }
 
 /**

@@ -12,7 +12,7 @@ import { forwardHttp } from './forward-http.js';
 import { DEFAULT_GATEWAY_OPTIONS, type GatewayContext, type GatewayOptions } from './gateway-context.js';
 import { GatewayMetrics } from './gateway-metrics.js';
 import { LeasePool } from './lease-pool.js';
-import type { GatewayBook, TokenVerifier } from './ports.js';
+import type { GatewayBook, TokenVerifier, UpstreamGuard } from './ports.js';
 import { replyError, replyErrorOnSocket } from './replies.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
@@ -20,6 +20,8 @@ import { UpstreamAgents } from './upstream-agents.js';
 export interface GatewayDeps {
   book: GatewayBook;
   tokens: TokenVerifier;
+  /** Where guarded (External) upstreams may be (handlers/gateway-guard.ts); without it none may. */
+  guard?: UpstreamGuard;
   registry: Registry;
   logger: Logger;
   options?: Partial<GatewayOptions>;
@@ -45,6 +47,7 @@ export class Gateway {
       tokens: deps.tokens,
       pool,
       agents: new UpstreamAgents(),
+      ...(deps.guard === undefined ? {} : { guard: deps.guard }),
       metrics: new GatewayMetrics(deps.registry, () => pool.size),
       options,
       logger,

@@ -1,6 +1,7 @@
 // The interfaces the gateway owns: what it needs of a lease book and of a token list. The
 // handlers layer wires them to the book's LeaseStore and named tokens (book/), so the gateway
 // imports nothing of the API (nor the API anything of the gateway).
+import type { LookupFunction } from 'node:net';
 
 /** An upstream forward proxy a lease grants, with the credentials the gateway adds itself. */
 export interface Upstream {
@@ -9,6 +10,24 @@ export interface Upstream {
   readonly host: string;
   readonly port: number;
   readonly credentials?: { readonly username: string; readonly password: string };
+  /** An External proxy: every connection to it passes the UpstreamGuard first. */
+  readonly guarded?: boolean;
+}
+
+/**
+ * Where the gateway may connect to a `guarded` upstream (issue 44 item 5). handlers/ wires the
+ * providers config's endpoint rule through the health engine's own guarded lookup, so one rule
+ * decides for the probes and the gateway.
+ */
+export interface UpstreamGuard {
+  /** Why a host (an address, or a name such as localhost) may not be connected to, or undefined. */
+  refusal(host: string): string | undefined;
+  /**
+   * net's lookup for a guarded name: it checks every address the name resolves to, on the
+   * resolution the connection uses (DNS rebinding), and calls back with an error whose `code`
+   * is UPSTREAM_REFUSED_CODE (upstream-guard.ts) when one is refused.
+   */
+  readonly lookup: LookupFunction;
 }
 
 export interface GatewayLeaseRequest {

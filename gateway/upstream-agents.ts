@@ -9,7 +9,7 @@ export class UpstreamAgents {
   constructor(private readonly maxFreeSockets = 64) {}
 
   for(upstream: Upstream): Agent {
-    const key = `${upstream.host}:${upstream.port}`;
+    const key = keyOf(upstream);
     let agent = this.agents.get(key);
     if (agent === undefined) {
       agent = new Agent({ keepAlive: true, maxFreeSockets: this.maxFreeSockets, scheduling: 'lifo' });
@@ -20,7 +20,7 @@ export class UpstreamAgents {
 
   /** Drops the pooled connections to an upstream that failed (a dead one would fail them all). */
   forget(upstream: Upstream): void {
-    const key = `${upstream.host}:${upstream.port}`;
+    const key = keyOf(upstream);
     this.agents.get(key)?.destroy();
     this.agents.delete(key);
   }
@@ -29,4 +29,9 @@ export class UpstreamAgents {
     for (const agent of this.agents.values()) agent.destroy();
     this.agents.clear();
   }
+}
+
+/** A guarded (External) upstream never shares pooled connections with an unguarded one. */
+function keyOf(upstream: Upstream): string {
+  return `${upstream.guarded === true ? 'guarded ' : ''}${upstream.host}:${upstream.port}`;
 }

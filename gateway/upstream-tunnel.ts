@@ -2,12 +2,18 @@
 // added here (clients never see them). Resolves with the upstream's status and, on 2xx, the
 // open socket and any bytes that came after its answer.
 import { connect, type Socket } from 'node:net';
-import type { Upstream } from './ports.js';
+import type { Upstream, UpstreamGuard } from './ports.js';
+import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
 
 export type TunnelAttempt =
   | { kind: 'open'; socket: Socket; early: Buffer }
   | { kind: 'status'; status: number }
-  | { kind: 'failed'; reason: 'refused' | 'reset' | 'timeout' | 'malformed' | 'error'; message: string };
+  | {
+      kind: 'failed';
+      /** endpoint_refused: the UpstreamGuard refused its address; nothing was sent to it. */
+      reason: 'refused' | 'reset' | 'timeout' | 'malformed' | 'error' | 'endpoint_refused';
+      message: string;
+    };
 
 /** An answer head longer than this is not a forward proxy's answer to a CONNECT. */
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -17,9 +23,23 @@ export function basicAuthorization(credentials: { username: string; password: st
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, 'utf8').toString('base64')}`;
 }
 
-export function openTunnel(upstream: Upstream, authority: string, timeoutMs: number): Promise<TunnelAttempt> {
+export function openTunnel(
+  upstream: Upstream,
+  authority: string,
+  timeoutMs: number,
+  guard?: UpstreamGuard,
+): Promise<TunnelAttempt> {
+  const how = upstreamConnect(upstream, guard);
+  if (how.kind === 'refused')
+    return Promise.resolve({ kind: 'failed', reason: 'endpoint_refused', message: how.message });
+  const { lookup } = how;
   return new Promise((resolve) => {
-    const socket = connect({ host: upstream.host, port: upstream.port, noDelay: true });
+    const socket = connect({
+      host: upstream.host,
+      port: upstream.port,
+      noDelay: true,
+      ...(lookup && { lookup }),
+    });
     let head: Buffer = Buffer.alloc(0);
     let settled = false;
     const finish = (attempt: TunnelAttempt) => {
@@ -60,11 +80,15 @@ export function openTunnel(upstream: Upstream, authority: string, timeoutMs: num
       socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
     });
     socket.once('error', (err: NodeJS.ErrnoException) =>
-      finish({
-        kind: 'failed',
-        reason: err.code === 'ECONNREFUSED' ? 'refused' : err.code === 'ECONNRESET' ? 'reset' : 'error',
-        message: err.code ?? err.message,
-      }),
+      finish(
+        isUpstreamRefusal(err)
+          ? { kind: 'failed', reason: 'endpoint_refused', message: err.message }
+          : {
+              kind: 'failed',
+              reason: err.code === 'ECONNREFUSED' ? 'refused' : err.code === 'ECONNRESET' ? 'reset' : 'error',
+              message: err.code ?? err.message,
+            },
+      ),
     );
     socket.once('close', () =>
       finish({ kind: 'failed', reason: 'reset', message: 'closed before answering the CONNECT' }),

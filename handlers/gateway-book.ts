@@ -57,6 +57,7 @@ export function gatewayBook(
           host: proxy.ip,
           port: proxy.port,
           ...(proxy.credentials === undefined ? {} : { credentials: proxy.credentials }),
+          ...(proxy.guarded === true ? { guarded: true } : {}),
         },
         sessionMoved: result.session?.moved ?? false,
       };

@@ -7,6 +7,7 @@ import { loadTokensFile, TokensFileWatcher } from '../book/tokens-file.js';
 import { OPEN_POLICY } from '../book/token-scope.js';
 import { Gateway } from '../gateway/gateway-server.js';
 import { gatewayBook, gatewayTokens } from './gateway-book.js';
+import { gatewayGuard } from './gateway-guard.js';
 import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
@@ -46,6 +47,9 @@ export class GatewayRunner {
     this.gateway = new Gateway({
       book: gatewayBook(book.store, book.proxies.catalog, (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY),
       tokens: gatewayTokens(tokens),
+      // The health engine's rule: a leased External proxy whose name now resolves inside is
+      // never connected to (handlers/health-runner.ts refuses it at its probes).
+      guard: gatewayGuard(settings.externalEndpoints),
       registry,
       logger: this.logger,
       options: {

@@ -80,6 +80,7 @@ export function toRecord(p: Proxy, lookup: SecretLookup = () => undefined): Prox
     latencyMillis: p.status?.latencyMillis ?? 0,
     ...(p.status?.exitIP === undefined ? {} : { exitIP: p.status.exitIP }),
     maxLeases: p.spec.maxLeases,
+    ...(p.spec.mode === 'External' ? { guarded: true } : {}),
     ...credentialsOf(p, lookup),
   };
 }

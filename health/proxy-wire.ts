@@ -62,15 +62,23 @@ export class AddressRefusedError extends Error {
   }
 }
 
+/** How a name resolves: dns.lookup's shape with `all: true` (a test injects its own answers). */
+export type Resolve = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
 /**
  * dns.lookup, then the guard on every address the name resolved to before net connects to
  * one: the address checked is the address connected to, so a name that answers a public
  * address to one lookup and an inside one to the next (DNS rebinding) never gets a connection
- * inside. Any refused address refuses the name: the connection may try each of them.
+ * inside. Any refused address refuses the name: the connection may try each of them. The
+ * gateway connects through it too (handlers/gateway-guard.ts): one rule for both.
  */
-function guardedLookup(guard: AddressGuard): LookupFunction {
+export function guardedLookup(guard: AddressGuard, resolve: Resolve = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...(options as LookupOptions), all: true }, (err, addresses: LookupAddress[]) => {
+    resolve(hostname, { ...(options as LookupOptions), all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '');
       for (const { address } of addresses) {
         const why = guard(address);

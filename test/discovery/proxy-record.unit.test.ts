@@ -31,7 +31,7 @@ describe('a Proxy resource as a discovery record', () => {
       { ip: '', phase: 'Pending', healthy: false },
     ],
     [
-      'a Ready Managed proxy: status.ip and spec.port',
+      'a Ready Managed proxy: status.ip and spec.port; not guarded',
       { status: { phase: 'Ready', ip: '10.1.2.3', latencyMillis: 42, conditions: healthy('True') } },
       { ip: '10.1.2.3', port: 3128, phase: 'Ready', healthy: true, latencyMillis: 42 },
     ],
@@ -51,12 +51,12 @@ describe('a Proxy resource as a discovery record', () => {
       { healthy: false, healthReason: 'ProxyTimeout' },
     ],
     [
-      'an External proxy: its endpoint',
+      'an External proxy: its endpoint, guarded (the gateway checks its address before connecting)',
       {
         spec: { mode: 'External', provider: undefined, endpoint: { host: 'proxy.example.net', port: 8080 } },
         status: { phase: 'Ready', conditions: healthy('True') },
       },
-      { ip: 'proxy.example.net', port: 8080, healthy: true },
+      { ip: 'proxy.example.net', port: 8080, healthy: true, guarded: true },
     ],
     // Issue 12 item 1: stored before the CRD's host rule, or reported by a provider.
     [
@@ -65,7 +65,7 @@ describe('a Proxy resource as a discovery record', () => {
         spec: { mode: 'External', provider: undefined, endpoint: { host: '127.0.0.010', port: 8080 } },
         status: { phase: 'Ready', conditions: healthy('True') },
       },
-      { ip: '', healthy: false },
+      { ip: '', healthy: false, guarded: true },
     ],
     [
       'a Managed proxy whose provider reported a non-canonical IP: no address, not healthy',
@@ -73,7 +73,10 @@ describe('a Proxy resource as a discovery record', () => {
       { ip: '', healthy: false },
     ],
   ])('%s', (_case, resource, expected) => {
-    expect(toRecord(proxyResource(resource))).toMatchObject({
+    const record = toRecord(proxyResource(resource));
+    // Only an External proxy is guarded: a Managed one's address is the provider's.
+    expect(record.guarded === true).toBe(expected.guarded === true);
+    expect(record).toMatchObject({
       id: 'crawl/p1',
       attributes: { geo: 'eu' },
       maxLeases: 5,

@@ -19,6 +19,7 @@ import { selfSignedCert } from '../../framework/testing/self-signed-cert.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { Gateway } from '../../gateway/gateway-server.js';
 import type { GatewayOptions } from '../../gateway/gateway-context.js';
+import type { UpstreamGuard } from '../../gateway/ports.js';
 import { gatewayBook, gatewayTokens } from '../../handlers/gateway-book.js';
 import { OPEN_POLICY, type TokenPolicy } from '../../book/token-scope.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
@@ -44,6 +45,8 @@ export async function startWorld(
   options: Partial<GatewayOptions> = {},
   maxLeases = 5,
   policy: TokenPolicy = OPEN_POLICY,
+  /** External proxies: `names` gives the host name a proxy's record carries instead of its IP. */
+  external?: { guard: UpstreamGuard; names: Readonly<Record<string, string>> },
 ): Promise<World> {
   cert ??= selfSignedCert();
   const banned = new Set<string>();
@@ -75,7 +78,8 @@ export async function startWorld(
     proxies.set(ip, fp);
     records.push(
       proxy(`fleet/p${i}`, {
-        ip,
+        ip: external?.names[ip] ?? ip,
+        ...(external?.names[ip] === undefined ? {} : { guarded: true }),
         port: fp.port,
         credentials,
         maxLeases,
@@ -94,6 +98,7 @@ export async function startWorld(
   const gateway = new Gateway({
     book: gatewayBook(store, catalog, () => policy),
     tokens: gatewayTokens(ApiTokens.single(TOKEN, 'team-a')),
+    ...(external === undefined ? {} : { guard: external.guard }),
     registry,
     logger: silentLogger,
     options: { connectTimeoutMs: 1000, idleMs: 300, ...options },
