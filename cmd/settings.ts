@@ -20,6 +20,8 @@ export interface Settings {
     suspicionHoldoffSeconds: number;
     sessionIdleSeconds: number;
     maxSessions: number;
+    /** `--discovery-session-quota`: live sessions one token may keep (its own oldest ends beyond it). */
+    sessionQuota: number;
     /** `--metrics-target-names`: /metrics names client targets (default: pseudonyms). */
     metricsTargetNames: boolean;
     /** `--discovery-tls-cert` and `--discovery-tls-key`: the API serves HTTPS with them. */
@@ -244,6 +246,12 @@ const OPTIONS: Option[] = [
     env: 'MAX_SESSIONS',
     default: '100000',
     help: 'sticky sessions kept (at least 10000); at the cap a new session forgets the least recently used one',
+  },
+  {
+    flag: 'discovery-session-quota',
+    env: 'DISCOVERY_SESSION_QUOTA',
+    default: '10000',
+    help: "sticky sessions one token may keep; a new one beyond it ends that token's own least recently used (never another's); keep tokens x quota at or below --max-sessions",
   },
   {
     flag: 'max-lease-ttl',
@@ -698,6 +706,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       suspicionHoldoffSeconds: positiveInt('suspicion-holdoff', get('suspicion-holdoff')!, 0),
       sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
       maxSessions: positiveInt('max-sessions', get('max-sessions')!, 10_000),
+      sessionQuota: positiveInt('discovery-session-quota', get('discovery-session-quota')!),
       metricsTargetNames: bool('metrics-target-names', get('metrics-target-names')!),
       ...discoveryTLS(get('discovery-tls-cert'), get('discovery-tls-key')),
     },

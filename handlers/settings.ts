@@ -53,6 +53,8 @@ export interface HandlerSettings {
     suspicionHoldoffSeconds: number;
     sessionIdleSeconds: number;
     maxSessions: number;
+    /** Live sessions one token may keep (`--discovery-session-quota`); undefined = the default quota. */
+    sessionQuota?: number;
     maxLeaseTTLSeconds: number;
   };
   /** `--max-unavailable`: voluntary replacements in flight per provider. */
@@ -147,6 +149,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     suspicionHoldoffSeconds: DEFAULT_SUSPICION_HOLDOFF_SECONDS,
     sessionIdleSeconds: 1800,
     maxSessions: 100_000,
+    sessionQuota: 10_000,
     maxLeaseTTLSeconds: 3600,
   },
 };
