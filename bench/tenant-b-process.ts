@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { canPin, TASKSET } from './crawl-side-process.js';
 import type { TenantBFigures } from './tenants-world.js';
 
 /** Lines on B's stdout that start with this are messages (TenantBMessage, JSON). */
@@ -35,7 +36,8 @@ export class TenantBProcess {
   readonly figures: Promise<TenantBFigures>;
   private readonly child: ChildProcess;
 
-  constructor(config: TenantBConfig, progress: (line: string) => void = () => {}) {
+  /** `core`: pin B to this core (bench:tenants --apart), when taskset is there. */
+  constructor(config: TenantBConfig, progress: (line: string) => void = () => {}, core?: number) {
     const entry = fromSource
       ? [
           '--no-warnings',
@@ -44,9 +46,9 @@ export class TenantBProcess {
           join(root, 'bench/tenant-b-main.ts'),
         ]
       : [join(root, 'build/bench/tenant-b-main.js')];
-    this.child = spawn(process.execPath, [...entry, JSON.stringify(config)], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const node = [process.execPath, ...entry, JSON.stringify(config)];
+    const [command, ...args] = core !== undefined && canPin ? [TASKSET, '-c', String(core), ...node] : node;
+    this.child = spawn(command!, args, { stdio: ['pipe', 'pipe', 'inherit'] });
     let attacking!: () => void;
     let done!: (f: TenantBFigures) => void;
     let failAttacking!: (err: Error) => void;

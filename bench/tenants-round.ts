@@ -44,6 +44,8 @@ export interface RoundSpec extends RoundOptions {
   discoveryURL: string;
   /** Absent: A alone. */
   b?: Pick<TenantBConfig, 'sessions' | 'junkReports' | 'spamFrom'>;
+  /** Pin B's process to this core (bench:tenants --apart). */
+  bCore?: number;
   progress?: (line: string) => void;
 }
 
@@ -72,6 +74,7 @@ export async function tenantRound(spec: RoundSpec): Promise<RoundFigures> {
           proxyNames: round.proxyNames,
         },
         (line) => progress(`B: ${line}`),
+        spec.bCore,
       );
       await b.attacking;
       progress('B holds its lease quota and attacks');

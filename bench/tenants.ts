@@ -8,18 +8,21 @@
 //
 //   npm run bench:tenants                                  # 4,000 pages, 3 rounds, memory then redis
 //   npm run bench:tenants -- --pages=P --rounds=R --stores=memory
+//   npm run bench:tenants -- --apart    # A (crawler, its fleet and site) on core 0; operator, B, Redis on core 1
 //
 // Real parts only: a real etcd + kube-apiserver, the built operator as a child process with
 // the Deployment's runtime environment (its RSS from /proc, against the chart's memory limit),
 // real forward proxies on their own loopback addresses, a real Crawlee HttpCrawler, a real
 // redis-server. The round is bench/tenants-round.ts, which test/discovery/two-tenants.int.test.ts
 // runs with assertions.
+import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { OPERATOR_MEMORY, OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { ControlPlane, freePort } from '../framework/control-plane/index.js';
+import { canPin, TASKSET } from './crawl-side-process.js';
 import { warmUp } from './crawl-warm-up.js';
 import { BenchOperator } from './operator-process.js';
 import { startRedis } from './redis-process.js';
@@ -31,6 +34,18 @@ const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`
 const pages = Number(arg('pages') ?? 4000);
 const rounds = Number(arg('rounds') ?? 3);
 const stores = (arg('stores') ?? 'memory,redis').split(',');
+// --apart: as in production, A's crawler does not share its CPU with the operator or with B.
+const apart = process.argv.includes('--apart');
+if (apart && !canPin) throw new Error(`--apart needs ${TASKSET}`);
+/** Pins a process (every thread) to one core. */
+const pin = (pid: number | undefined, core: number) =>
+  pid !== undefined && execFileSync(TASKSET, ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
+/** This process's redis-server children (started after this process was pinned: they inherited core 0). */
+const redisChildren = () =>
+  execFileSync('pgrep', ['-P', String(process.pid), 'redis-server'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map(Number);
 if (!Number.isInteger(pages) || pages < 100)
   throw new Error(`--pages must be an integer >= 100, got ${arg('pages')}`);
 if (!Number.isInteger(rounds) || rounds < 1)
@@ -63,7 +78,7 @@ function row(r: RoundFigures): string {
 
 async function main() {
   console.log(
-    `bench:tenants: ${pages} pages, 10 proxies, ${rounds} rounds, stores ${stores.join(', ')}; load average ${load()}`,
+    `bench:tenants: ${pages} pages, 10 proxies, ${rounds} rounds, stores ${stores.join(', ')}${apart ? ', apart (A on core 0; operator, B, Redis on core 1)' : ''}; load average ${load()}`,
   );
   const cp = await ControlPlane.start({ progress: (m) => console.log(`  ${m}`) });
   const lines: string[] = [];
@@ -72,6 +87,7 @@ async function main() {
     await applyCRDs(kc, join(root, 'dist', 'crds.yaml'));
     console.log('  warming up Crawlee and the integration (crawl-warm-up.ts)');
     await warmUp();
+    if (apart) pin(process.pid, 0);
     for (const [i, store] of stores.entries()) {
       const namespace = `tenants-${store}`;
       const world = await startTenantsWorld(kc, namespace);
@@ -92,6 +108,10 @@ async function main() {
       });
       const loads: string[] = [];
       try {
+        if (apart) {
+          pin(op.child.pid, 1);
+          if (redis) for (const pid of redisChildren()) pin(pid, 1);
+        }
         await op.ready();
         const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
         const solos: RoundFigures[] = [];
@@ -117,6 +137,7 @@ async function main() {
               label: `r${r}-b`,
               progress: progress(`r${r}-b`),
               b: { sessions: 10_500, junkReports: 3_000, spamFrom: `127.0.49.${9 + i}` },
+              ...(apart ? { bCore: 1 } : {}),
             }).then((f) => shareds.push(f));
           loads.push(load());
           if (r % 2 === 0) {
