@@ -44,6 +44,8 @@ export interface RoundSpec extends RoundOptions {
   discoveryURL: string;
   /** Absent: A alone. */
   b?: Pick<TenantBConfig, 'sessions' | 'junkReports' | 'spamFrom'>;
+  /** A's crawler at this many fixed tasks (bench:tenants --concurrency); default Crawlee's autoscaled pool. */
+  concurrency?: number;
   /** Pin B's process to this core (bench:tenants --apart). */
   bCore?: number;
   progress?: (line: string) => void;
@@ -89,6 +91,7 @@ export async function tenantRound(spec: RoundSpec): Promise<RoundFigures> {
         selector: round.selector,
       },
       progress,
+      ...(spec.concurrency === undefined ? {} : { concurrency: spec.concurrency }),
     });
     b?.stop();
     const bFigures = await b?.figures;

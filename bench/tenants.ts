@@ -9,6 +9,8 @@
 //   npm run bench:tenants                                  # 4,000 pages, 3 rounds, memory then redis
 //   npm run bench:tenants -- --pages=P --rounds=R --stores=memory
 //   npm run bench:tenants -- --apart    # A (crawler, its fleet and site) on core 0; operator, B, Redis on core 1
+//   npm run bench:tenants -- --concurrency=10   # A's crawler at 10 fixed tasks: Crawlee's autoscaled
+//                                        # pool reads the whole machine's CPU, which B and the operator share here
 //
 // Real parts only: a real etcd + kube-apiserver, the built operator as a child process with
 // the Deployment's runtime environment (its RSS from /proc, against the chart's memory limit),
@@ -36,6 +38,9 @@ const rounds = Number(arg('rounds') ?? 3);
 const stores = (arg('stores') ?? 'memory,redis').split(',');
 // --apart: as in production, A's crawler does not share its CPU with the operator or with B.
 const apart = process.argv.includes('--apart');
+const concurrency = arg('concurrency') === undefined ? undefined : Number(arg('concurrency'));
+if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1))
+  throw new Error(`--concurrency must be an integer >= 1, got ${arg('concurrency')}`);
 if (apart && !canPin) throw new Error(`--apart needs ${TASKSET}`);
 /** Pins a process (every thread) to one core. */
 const pin = (pid: number | undefined, core: number) =>
@@ -78,7 +83,7 @@ function row(r: RoundFigures): string {
 
 async function main() {
   console.log(
-    `bench:tenants: ${pages} pages, 10 proxies, ${rounds} rounds, stores ${stores.join(', ')}${apart ? ', apart (A on core 0; operator, B, Redis on core 1)' : ''}; load average ${load()}`,
+    `bench:tenants: ${pages} pages, 10 proxies, ${rounds} rounds, stores ${stores.join(', ')}${apart ? ', apart (A on core 0; operator, B, Redis on core 1)' : ''}${concurrency === undefined ? '' : `, A at ${concurrency} fixed tasks`}; load average ${load()}`,
   );
   const cp = await ControlPlane.start({ progress: (m) => console.log(`  ${m}`) });
   const lines: string[] = [];
@@ -124,6 +129,7 @@ async function main() {
           first: `127.0.${41 + i}.1`,
           maxLeases: 150,
           rateLimitPerSecond: 50,
+          ...(concurrency === undefined ? {} : { concurrency }),
         };
         for (let r = 0; r < rounds; r++) {
           const progress = (label: string) => (m: string) => console.log(`  [${store} ${label}] ${m}`);
