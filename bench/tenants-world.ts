@@ -191,6 +191,7 @@ export async function untilFleetHealthy(
  * of the book, the first a global LRU would evict. Each lease is held while the next is taken,
  * so each session lands on another proxy (least-loaded first): an evicted session's next lease
  * lands on the least-loaded proxy, which is another than the one it left for all but one.
+ * The first session's lease is reported banned for A_TARGET (a cooldown of A's for B to read).
  */
 export async function bindStickySessions(
   discoveryURL: string,
@@ -208,6 +209,14 @@ export async function bindStickySessions(
     boundTo[session] = (a.body.proxy as { id: string }).id;
     held.push(a.body.leaseID as string);
   }
+  // A's own ban on its private target, whatever the crawl meets: the cooldown B must find
+  // hidden when it reads the proxy (that session then moves, with `moved`, and is not counted).
+  const ban = await call(discoveryURL, bearer, 'POST', `/v1/leases/${held.shift()!}/report`, {
+    result: 'banned',
+    release: true,
+  });
+  if (ban.status !== 200 || ban.body.capped === true)
+    throw new Error(`A's ban on ${A_TARGET}: ${ban.status} ${JSON.stringify(ban.body)}`);
   for (const id of held) await call(discoveryURL, bearer, 'DELETE', `/v1/leases/${id}`);
   return boundTo;
 }

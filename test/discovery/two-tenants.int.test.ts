@@ -15,7 +15,13 @@ import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { runOperatorIn, scrape, untilReady, type ServingOperator } from '../harness/operator-process.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { FAULTS, STICKY_SESSIONS, tenantRound, type RoundFigures } from '../../bench/tenants-round.js';
-import { JUNK_PREFIX, rssMiB, startTenantsWorld, type TenantsWorld } from '../../bench/tenants-world.js';
+import {
+  A_TARGET,
+  JUNK_PREFIX,
+  rssMiB,
+  startTenantsWorld,
+  type TenantsWorld,
+} from '../../bench/tenants-world.js';
 
 const kc = testKubeConfig();
 const PAGES = 1_000;
@@ -122,8 +128,10 @@ describe.each([
       .filter((l) => l.startsWith('proxy_operator_discovery_quota_total{') && l.includes('quota="session"'));
     expect(sessionQuota.some((l) => l.includes('token="team-b"') && !l.endsWith(' 0'))).toBe(true);
     expect(sessionQuota.some((l) => l.includes('token="team-a"') && !l.endsWith(' 0'))).toBe(false);
-    // B never saw A's target: the cooldown A's ban started reads as hidden.
+    // B never saw A's targets: the cooldown A's ban on shop.example started (and the site's,
+    // when A's crawl met the banned proxy) read as hidden.
     expect(b.proxyReads).toBeGreaterThan(0);
+    expect(b.targetsSeen).not.toContain(A_TARGET);
     expect(b.targetsSeen).toEqual([]);
     expect(b.hiddenCooldownsSeen).toBeGreaterThan(0);
     // Bad tokens from one address: 401 until its failure budget is spent, then 429s.
@@ -133,6 +141,7 @@ describe.each([
     // reported by B alone, beside A's one ban), no client-chosen target in /metrics, memory bounded.
     expect(shared.rotated).toEqual([]);
     expect(metrics).not.toContain(JUNK_PREFIX);
+    expect(metrics).not.toContain(A_TARGET);
     expect(rss).toBeLessThan(MEMORY_BOUND_MIB);
   }, 300_000);
 });
