@@ -100,7 +100,7 @@ describe.each([
     // A alone and A beside B: every page, the ban held (nothing through the banned proxy later
     // than 2 s after its first 403), nothing through the dead proxy after its report but what
     // was in flight, and its idle sticky sessions still bound where they were (with the
-    // per-token session quota reverted, 7 of 8 came back rebound on both stores).
+    // per-token session quota reverted, 7 came back rebound on each store: all but the one A banned).
     for (const { a } of [solo, shared]) {
       expect(a.crawl.fetched).toBe(PAGES);
       expect(a.crawl.failedRequests).toBe(0);
