@@ -6,7 +6,7 @@
 // Rounds alternate which run goes first; A's pages/s beside B over alone is judged by the
 // median of the rounds' ratios. On both stores.
 //
-//   npm run bench:tenants                                  # 4,000 pages, 3 rounds, memory then redis
+//   npm run bench:tenants                                  # 6,000 pages, 3 rounds, memory then redis
 //   npm run bench:tenants -- --pages=P --rounds=R --stores=memory
 //   npm run bench:tenants -- --apart    # A (crawler, its fleet and site) on core 0; operator, B, Redis on core 1
 //   npm run bench:tenants -- --concurrency=10   # A's crawler at 10 fixed tasks: Crawlee's autoscaled
@@ -33,7 +33,7 @@ import { startTenantsWorld } from './tenants-world.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const pages = Number(arg('pages') ?? 4000);
+const pages = Number(arg('pages') ?? 6000);
 const rounds = Number(arg('rounds') ?? 3);
 const stores = (arg('stores') ?? 'memory,redis').split(',');
 // --apart: as in production, A's crawler does not share its CPU with the operator or with B.
