@@ -224,6 +224,11 @@ export interface CrawlOptions {
   okReportIntervalMs?: number;
   /** Calls to the discovery API while the crawl runs (a crawl through Crawlee's list only). */
   apiCalls?: ApiCalls;
+  /**
+   * Fixed tasks instead of Crawlee's autoscaled pool (default: autoscaled). The pool scales by
+   * the whole machine's CPU (os.cpus()), so on one machine another process's load throttles it.
+   */
+  concurrency?: number;
 }
 
 /**
@@ -272,6 +277,9 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const crawler = new HttpCrawler(
     {
       proxyConfiguration,
+      ...(options.concurrency === undefined
+        ? {}
+        : { minConcurrency: options.concurrency, maxConcurrency: options.concurrency }),
       preNavigationHooks: [
         ({ id, proxyInfo }) => {
           const attempt: Attempt = { proxy: proxyInfo?.url ?? '', startedAt: Date.now() };

@@ -1,97 +1,143 @@
 // Two teams on one fleet (issue 48 item 6), shared by bench/tenants.ts and
-// test/discovery/two-tenants.int.test.ts: real forward proxies registered as External Proxies
-// (rotation on bans armed, so a rotation would show), a site that answers 403 through one
-// designated proxy, a tokens file with two named tokens, tenant A's crawl-like loop through
-// the discovery API and tenant B's attacks, each counting what it saw. The operator process
-// and the control plane are the caller's (the test's harness or the bench's).
+// test/discovery/two-tenants.int.test.ts: a tokens file with two named tokens, and per round a
+// fresh fleet of real forward proxies registered as External Proxies (rotation on bans armed,
+// so a rotation would show) with its site (bench/crawl-world.ts). Tenant A crawls it through
+// the Crawlee integration (tenants-round.ts); tenant B's attacks are below (run in a process of
+// their own: tenant-b-process.ts). The operator process and the control plane are the caller's.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, ProxyAgent, request } from 'undici';
+import { Agent, request } from 'undici';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
-import { createProxy } from './bench-proxies.js';
-import { startCrawlSite, type CrawlSite } from './crawl-site.js';
-import { startFleet, type Fleet } from './crawl-world.js';
+import { startLocalWorld, type RunningWorld } from './crawl-world.js';
 
-/** A's crawl target: the one B must never see, and whose ban must hold. */
+/** A's sticky sessions' target: the one B must never see. */
 export const A_TARGET = 'shop.example';
 /** Every junk target B reports starts with this: /metrics must never carry it. */
 export const JUNK_PREFIX = 'junk-';
 /** Each Proxy rotates once it cools down on this many targets: B's junk bans alone would trip it. */
 export const ROTATE_ON_TARGETS = 3;
+/** Proxies per round's fleet. */
+export const FLEET_SIZE = 10;
 
 export interface TenantsWorld {
   namespace: string;
-  fleet: Fleet;
   probeTarget: LocalTarget;
   tokens: { a: string; b: string };
   /** The operator's flags for the tokens file. */
   tokenFlags: string[];
-  proxyNames: string[];
-  selector: Record<string, string>;
-  /** A fresh site for one run of A's loop (a run's ban is its own). */
-  newSite(pages: number): Promise<CrawlSite>;
+  /** A fresh fleet and site for one run of A's crawl (its ban and its dead proxy are its own). */
+  newRound(label: string, opts: RoundOptions): Promise<Round>;
   close(): Promise<void>;
 }
 
-export interface WorldOptions {
-  proxies: number;
+export interface RoundOptions {
+  pages: number;
+  /** The fleet's first loopback address (one address per proxy: the site tells them apart). */
+  first: string;
   /** Slots per proxy: enough that B at its lease quota (1,000) still leaves A room. */
   maxLeases: number;
-  /** The first loopback address of the fleet (one address per proxy: the site tells them apart). */
-  firstAddress: string;
+  /** Requests per second the site allows one source (bench:crawl's scenario 1: 50). */
+  rateLimitPerSecond: number;
+}
+
+export interface Round {
+  world: RunningWorld;
+  selector: Record<string, string>;
+  proxyNames: string[];
+  /** The discovery id of fleet proxy i. */
+  proxyID(i: number): string;
+  /** Deletes the round's Proxies (and waits until the API lists none) and stops its fleet and site. */
+  close(discoveryURL: string, bearer: string): Promise<void>;
 }
 
 const token = () => randomBytes(24).toString('hex');
 
-export async function startTenantsWorld(
-  kc: KubeConfig,
-  namespace: string,
-  { proxies, maxLeases, firstAddress }: WorldOptions,
-): Promise<TenantsWorld> {
+export async function startTenantsWorld(kc: KubeConfig, namespace: string): Promise<TenantsWorld> {
   const dir = await mkdtemp(join(tmpdir(), 'tenants-'));
   const tokens = { a: token(), b: token() };
   const tokensFile = join(dir, 'tokens');
   await writeFile(tokensFile, `team-a: ${tokens.a}\nteam-b: ${tokens.b}\n`, { mode: 0o600 });
   const probeTarget = await startLocalTarget();
-  const fleet = await startFleet(proxies, firstAddress);
-  const sites: CrawlSite[] = [];
+  const rounds: Round[] = [];
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   const api = kc.makeApiClient(CustomObjectsApi);
-  const selector = { team: 'shared', run: namespace };
-  const proxyNames = fleet.proxies.map((_, i) => `proxy-${i}`);
-  for (const [i, p] of fleet.proxies.entries()) {
-    await createProxy(api, namespace, proxyNames[i], {
-      mode: 'External',
-      endpoint: { host: p.host, port: p.port },
-      maxLeases,
-      attributes: selector,
-      healthCheck: { probeURL: probeTarget.probeURL, intervalSeconds: 5, timeoutSeconds: 2 },
-      rotation: { whenCoolingDownOn: ROTATE_ON_TARGETS },
+  const newRound = async (label: string, o: RoundOptions): Promise<Round> => {
+    const world = await startLocalWorld({
+      proxies: FLEET_SIZE,
+      first: o.first,
+      pages: o.pages,
+      rateLimitPerSecond: o.rateLimitPerSecond,
+      retryAfterSeconds: 1,
     });
-  }
+    const selector = { team: 'shared', run: `${namespace}-${label}` };
+    const proxyNames = world.hosts.map((_, i) => `${label}-${i}`);
+    for (const [i, host] of world.hosts.entries()) {
+      await api.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'Proxy',
+          metadata: { name: proxyNames[i], namespace },
+          spec: {
+            mode: 'External',
+            endpoint: { host, port: world.ports[i] },
+            maxLeases: o.maxLeases,
+            attributes: selector,
+            healthCheck: { probeURL: probeTarget.probeURL, intervalSeconds: 5, timeoutSeconds: 2 },
+            rotation: { whenCoolingDownOn: ROTATE_ON_TARGETS },
+          },
+        },
+      });
+    }
+    const round: Round = {
+      world,
+      selector,
+      proxyNames,
+      proxyID: (i) => `${namespace}/${proxyNames[i]}`,
+      close: async (discoveryURL, bearer) => {
+        for (const name of proxyNames)
+          await api
+            .deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name })
+            .catch(() => undefined);
+        // No later round shares the machine with an operator probing this round's dead fleet.
+        for (let i = 0; i < 120; i++) {
+          const got = await call(discoveryURL, bearer, 'GET', `/v1/proxies?${query(selector)}`).catch(
+            () => undefined,
+          );
+          if (((got?.body.items as unknown[] | undefined) ?? [undefined]).length === 0) break;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        await world.close();
+        rounds.splice(rounds.indexOf(round), 1);
+      },
+    };
+    rounds.push(round);
+    return round;
+  };
   return {
     namespace,
-    fleet,
     probeTarget,
     tokens,
     tokenFlags: ['--discovery-tokens-file', tokensFile],
-    proxyNames,
-    selector,
-    newSite: async (pages) => {
-      const site = await startCrawlSite({ pages });
-      sites.push(site);
-      return site;
-    },
+    newRound,
     close: async () => {
-      await Promise.allSettled([fleet.close(), probeTarget.close(), ...sites.map((s) => s.close())]);
+      await Promise.allSettled([probeTarget.close(), ...rounds.map((r) => r.world.close())]);
       await rm(dir, { recursive: true, force: true });
     },
   };
 }
+
+const query = (selector: Record<string, string>) =>
+  Object.entries(selector)
+    .map(([k, v]) => `attr.${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+    .join('&');
 
 interface Answer {
   status: number;
@@ -116,151 +162,70 @@ async function call(
   return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-/** Waits until every Proxy of the world is leasable through the API (A's token lists them healthy). */
-export async function untilFleetHealthy(discoveryURL: string, world: TenantsWorld, timeoutMs = 90_000) {
+/** Waits until every Proxy of a round is leasable through the API (the token lists them healthy). */
+export async function untilFleetHealthy(
+  discoveryURL: string,
+  bearer: string,
+  round: Round,
+  timeoutMs = 90_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const query = Object.entries(world.selector)
-    .map(([k, v]) => `attr.${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
-    .join('&');
   for (;;) {
-    const got = await call(discoveryURL, world.tokens.a, 'GET', `/v1/proxies?healthy=true&${query}`).catch(
-      () => undefined,
-    );
+    const got = await call(
+      discoveryURL,
+      bearer,
+      'GET',
+      `/v1/proxies?healthy=true&${query(round.selector)}`,
+    ).catch(() => undefined);
     if (got !== undefined && got.status >= 400 && got.status < 500 && got.status !== 429)
       throw new Error(`listing the fleet: ${got.status} ${JSON.stringify(got.body)}`);
     const items = (got?.body.items as unknown[] | undefined) ?? [];
-    if (items.length === world.proxyNames.length) return;
+    if (items.length === round.proxyNames.length) return;
     if (Date.now() > deadline) throw new Error(`fleet not healthy: ${JSON.stringify(got?.body)}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
 
-export interface TenantAFigures {
-  pages: number;
-  /** Fetches through a proxy (every attempt, 403s included). */
-  requests: number;
-  /** A's `banned` reports (each a 403 through the designated proxy). */
-  bans: number;
-  /** Leases of the banned proxy for A_TARGET after A's ban was recorded. */
-  leasedBannedAfterBan: number;
-  /** A's requests through the banned proxy begun after A's ban was recorded. */
-  requestsThroughBannedAfterBan: number;
-  /** A session answered `moved` (or bound elsewhere) without its own ban before: B's doing. */
-  sessionsMovedByOthers: number;
-  /** Moves right after the session's own ban (expected). */
-  movesAfterOwnBan: number;
-  /** Reports that were not a 200 (a capped or refused ban would show here). */
-  reportsRefused: number;
-  seconds: number;
-  pagesPerSecond: number;
-  /** The proxy (host) each session was last bound to. */
-  boundTo: Record<string, string>;
-}
-
 /**
- * Tenant A: `workers` sessions crawl `pages` pages for A_TARGET, each page: lease (with the
- * session), fetch through the proxy, report ok or banned (with release). The first proxy
- * leased is the designated banned one: the site answers 403 through it from then on.
+ * A's sticky sessions, bound before B attacks and left idle: the least recently used entries
+ * of the book, the first a global LRU would evict. Each lease is held while the next is taken,
+ * so each session lands on another proxy (least-loaded first): an evicted session's next lease
+ * lands on the least-loaded proxy, which is another than the one it left for all but one.
+ * The first session's lease is reported banned for A_TARGET (a cooldown of A's for B to read).
  */
-export async function crawlAsTenantA(opts: {
-  discoveryURL: string;
-  token: string;
-  selector: Record<string, string>;
-  site: CrawlSite;
-  workers: number;
-  sessionPrefix: string;
-}): Promise<TenantAFigures> {
-  const { discoveryURL, token: bearer, selector, site } = opts;
-  const queue = site.pages.map((_, i) => i);
-  const agents = new Map<string, ProxyAgent>();
-  const agentFor = (url: string) => {
-    let a = agents.get(url);
-    if (!a) agents.set(url, (a = new ProxyAgent({ uri: url, keepAliveTimeout: 1_000 })));
-    return a;
-  };
-  let bannedHost: string | undefined;
-  let bannedAt: number | undefined;
-  const f = { pages: 0, requests: 0, bans: 0, leasedBannedAfterBan: 0, sessionsMovedByOthers: 0 };
-  let movesAfterOwnBan = 0;
-  let reportsRefused = 0;
-  let requestsThroughBannedAfterBan = 0;
+export async function bindStickySessions(
+  discoveryURL: string,
+  bearer: string,
+  selector: Record<string, string>,
+  prefix: string,
+  count: number,
+): Promise<Record<string, string>> {
   const boundTo: Record<string, string> = {};
-  const started = Date.now();
-  const worker = async (w: number) => {
-    const session = `${opts.sessionPrefix}-${w}`;
-    let boundHost: string | undefined;
-    let ownBan = false;
-    for (let guard = 0; queue.length > 0 && guard < 100_000; guard++) {
-      const page = queue.shift()!;
-      const lease = await call(discoveryURL, bearer, 'POST', '/v1/leases', {
-        selector,
-        target: A_TARGET,
-        session,
-        ttlSeconds: 60,
-      });
-      if (lease.status !== 201) {
-        // A's lease refused (all busy: B holds slots): a real loss for A, retried after a pause.
-        queue.unshift(page);
-        await new Promise((r) => setTimeout(r, 50));
-        continue;
-      }
-      const proxy = lease.body.proxy as { url: string };
-      const host = new URL(proxy.url).hostname;
-      const moved = (lease.body.session as { moved?: boolean } | undefined)?.moved === true;
-      if (bannedHost === undefined) {
-        bannedHost = host;
-        site.ban(host);
-      }
-      if (bannedAt !== undefined && host === bannedHost) f.leasedBannedAfterBan++;
-      if (moved || (boundHost !== undefined && boundHost !== host)) {
-        if (ownBan) movesAfterOwnBan++;
-        else f.sessionsMovedByOthers++;
-      }
-      boundHost = host;
-      boundTo[session] = host;
-      ownBan = false;
-      f.requests++;
-      if (bannedAt !== undefined && host === bannedHost) requestsThroughBannedAfterBan++;
-      const res = await request(site.pages[page], { dispatcher: agentFor(proxy.url) });
-      await res.body.dump();
-      const result = res.statusCode === 403 ? 'banned' : 'ok';
-      if (res.statusCode === 200) f.pages++;
-      else queue.push(page);
-      const report = await call(
-        discoveryURL,
-        bearer,
-        'POST',
-        `/v1/leases/${lease.body.leaseID as string}/report`,
-        {
-          result,
-          release: true,
-        },
-      );
-      if (report.status !== 200 || report.body.capped === true) reportsRefused++;
-      if (result === 'banned') {
-        f.bans++;
-        ownBan = true;
-        bannedAt ??= Date.now();
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: opts.workers }, (_, w) => worker(w)));
-  const seconds = (Date.now() - started) / 1000;
-  await Promise.allSettled([...agents.values()].map((a) => a.close()));
-  return {
-    ...f,
-    requestsThroughBannedAfterBan,
-    movesAfterOwnBan,
-    reportsRefused,
-    boundTo,
-    seconds,
-    pagesPerSecond: f.pages / seconds,
-  };
+  const held: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const session = `${prefix}-${i}`;
+    const a = await call(discoveryURL, bearer, 'POST', '/v1/leases', { selector, target: A_TARGET, session });
+    if (a.status !== 201) throw new Error(`A's sticky lease: ${a.status} ${JSON.stringify(a.body)}`);
+    boundTo[session] = (a.body.proxy as { id: string }).id;
+    held.push(a.body.leaseID as string);
+  }
+  // A's own ban on its private target, whatever the crawl meets: the cooldown B must find
+  // hidden when it reads the proxy (that session then moves, with `moved`, and is not counted).
+  const ban = await call(discoveryURL, bearer, 'POST', `/v1/leases/${held.shift()!}/report`, {
+    result: 'banned',
+    release: true,
+  });
+  if (ban.status !== 200 || ban.body.capped === true)
+    throw new Error(`A's ban on ${A_TARGET}: ${ban.status} ${JSON.stringify(ban.body)}`);
+  for (const id of held) await call(discoveryURL, bearer, 'DELETE', `/v1/leases/${id}`);
+  return boundTo;
 }
 
 /**
- * After B is done: one more lease (and release) in each of A's sessions. Counts the sessions
- * that moved or came back bound to another proxy than A left them on (B evicted them).
+ * After B is done: one more lease (and release) in each of A's sticky sessions. Counts those
+ * that came back bound to another proxy than A left them on without the API saying `moved`
+ * (a move is the answer when the proxy left the pool, e.g. the round's dead one): a session
+ * the book forgot (B evicted it) and bound afresh.
  */
 export async function sessionsMovedSince(
   discoveryURL: string,
@@ -268,15 +233,15 @@ export async function sessionsMovedSince(
   selector: Record<string, string>,
   boundTo: Record<string, string>,
 ): Promise<number> {
-  let moved = 0;
-  for (const [session, host] of Object.entries(boundTo)) {
+  let rebound = 0;
+  for (const [session, id] of Object.entries(boundTo)) {
     const a = await call(discoveryURL, bearer, 'POST', '/v1/leases', { selector, target: A_TARGET, session });
     if (a.status !== 201) throw new Error(`A's check lease: ${a.status} ${JSON.stringify(a.body)}`);
-    const now = new URL((a.body.proxy as { url: string }).url).hostname;
-    if ((a.body.session as { moved?: boolean }).moved === true || now !== host) moved++;
+    const now = (a.body.proxy as { id: string }).id;
+    if ((a.body.session as { moved?: boolean }).moved !== true && now !== id) rebound++;
     await call(discoveryURL, bearer, 'DELETE', `/v1/leases/${a.body.leaseID as string}`);
   }
-  return moved;
+  return rebound;
 }
 
 export interface TenantBFigures {
@@ -301,10 +266,11 @@ export interface TenantBFigures {
 }
 
 /**
- * Tenant B, with a valid token, attacks as fast as its limits allow until `stop()`: takes
- * leases until `lease_quota`, sends batches of `banned` reports on junk targets, churns
- * sessions past its session quota, reads every proxy, and spams bad tokens from another
- * loopback address. Each attack runs in its own loop, all at once.
+ * Tenant B, with a valid token, attacks as fast as its limits allow until `stop()` (and until
+ * it has sent `junkReports` junk bans and started `sessions` sessions): takes leases until
+ * `lease_quota`, sends batches of `banned` reports on junk targets, churns sessions past its
+ * session quota, reads every proxy, and spams bad tokens from another loopback address. Each
+ * attack runs in its own loop, all at once.
  */
 export async function attackAsTenantB(opts: {
   discoveryURL: string;
@@ -313,9 +279,9 @@ export async function attackAsTenantB(opts: {
   namespace: string;
   proxyNames: string[];
   stop: () => boolean;
-  /** Sessions to start (the session quota is 10,000). */
+  /** Sessions to start at least (past the session quota and past the book's --max-sessions). */
   sessions: number;
-  /** Junk `banned` report items to send (the cooldown quota is 1,000). */
+  /** Junk `banned` report items to send at least (the cooldown quota is 1,000). */
   junkReports: number;
   /** The address the bad-token spam comes from (loopback, not A's). */
   spamFrom: string;
@@ -383,7 +349,7 @@ export async function attackAsTenantB(opts: {
   // 2. Junk bans, 100 per batch, spread over every held lease (every proxy).
   const junk = async () => {
     let n = 0;
-    while (!opts.stop() && n < opts.junkReports && held.length > 0) {
+    while ((!opts.stop() || n < opts.junkReports) && held.length > 0) {
       const reports = Array.from({ length: 100 }, (_, i) => ({
         leaseID: held[(n + i) % held.length],
         result: 'banned',
@@ -408,7 +374,7 @@ export async function attackAsTenantB(opts: {
 
   // 3. Sessions: lease with a new key and release, past the session quota.
   const sessions = async (lane: number, lanes: number) => {
-    for (let i = lane; i < opts.sessions && !opts.stop();) {
+    for (let i = lane; i < opts.sessions || !opts.stop();) {
       const a = await call(base, bearer, 'POST', '/v1/leases', {
         selector,
         session: `b-${i}`,
@@ -450,10 +416,11 @@ export async function attackAsTenantB(opts: {
   const spam = async () => {
     const agent = new Agent({ connect: { localAddress: opts.spamFrom } });
     try {
-      for (let i = 0; i < 400 && !opts.stop(); i++) {
+      for (let i = 0; i < 400 || !opts.stop(); i++) {
         const a = await call(base, `bad-${i}-${'x'.repeat(40)}`, 'POST', '/v1/leases', {}, agent);
         const key = `${a.status} ${String(a.body.error ?? '')}`;
         b.spam[key] = (b.spam[key] ?? 0) + 1;
+        if (a.status === 429) await new Promise((r) => setTimeout(r, 20));
       }
     } finally {
       await agent.close();

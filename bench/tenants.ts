@@ -1,71 +1,97 @@
-// Benchmark: two teams on one fleet (issue 48 item 6). Tenant A's crawl-like loop (lease with a
-// session for shop.example, fetch through a real forward proxy, report, release; the site
-// answers 403 through one proxy) alone, then while tenant B, with a valid token, attacks as
-// fast as its limits allow (leases to its quota, thousands of junk bans, sessions past its
-// quota, proxy reads, bad-token spam). A's figures are printed side by side, on both stores.
+// Benchmark: two teams on one fleet (issue 48 item 6). Tenant A crawls a site through the
+// Crawlee integration (bench:crawl's crawl at Crawlee's defaults: one proxy of 10 banned by the
+// site, one dying at 30 %, 50 requests/s per source) alone, and while tenant B, with a valid
+// token and in a process of its own, attacks as fast as its limits allow (leases to its quota,
+// junk bans, sessions past its quota and past the book's cap, proxy reads, bad-token spam).
+// Rounds alternate which run goes first; A's pages/s beside B over alone is judged by the
+// median of the rounds' ratios. On both stores.
 //
-//   npm run bench:tenants                       # 300 pages, 10 proxies, memory then redis
-//   npm run bench:tenants -- --pages=P --stores=memory
+//   npm run bench:tenants                                  # 6,000 pages, 3 rounds, memory then redis
+//   npm run bench:tenants -- --pages=P --rounds=R --stores=memory
+//   npm run bench:tenants -- --apart    # A (crawler, its fleet and site) on core 0; operator, B, Redis on core 1
+//   npm run bench:tenants -- --concurrency=10   # A's crawler at 10 fixed tasks: Crawlee's autoscaled
+//                                        # pool reads the whole machine's CPU, which B and the operator share here
 //
-// Real parts only: a real etcd + kube-apiserver, the built operator as a child process (its
-// RSS from /proc), real forward proxies on their own loopback addresses, a real redis-server.
-// The world (fleet, site, tokens file, both tenants) is bench/tenants-world.ts, which
-// test/discovery/two-tenants.int.test.ts runs with assertions.
-import { loadAverages } from './bench-env.js';
+// Real parts only: a real etcd + kube-apiserver, the built operator as a child process with
+// the Deployment's runtime environment (its RSS from /proc, against the chart's memory limit),
+// real forward proxies on their own loopback addresses, a real Crawlee HttpCrawler, a real
+// redis-server. The round is bench/tenants-round.ts, which test/discovery/two-tenants.int.test.ts
+// runs with assertions.
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { loadAverages } from './bench-env.js';
 import { fileURLToPath } from 'node:url';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { OPERATOR_MEMORY, OPERATOR_RUNTIME_ENV } from '../charts/operator-chart.js';
 import { ControlPlane, freePort } from '../framework/control-plane/index.js';
+import { canPin, TASKSET } from './crawl-side-process.js';
+import { warmUp } from './crawl-warm-up.js';
 import { BenchOperator } from './operator-process.js';
 import { startRedis } from './redis-process.js';
-import {
-  attackAsTenantB,
-  crawlAsTenantA,
-  rotations,
-  sessionsMovedSince,
-  startTenantsWorld,
-  untilFleetHealthy,
-  type TenantAFigures,
-} from './tenants-world.js';
+import { tenantRound, type RoundFigures } from './tenants-round.js';
+import { startTenantsWorld } from './tenants-world.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const pages = Number(arg('pages') ?? 300);
+const pages = Number(arg('pages') ?? 6000);
+const rounds = Number(arg('rounds') ?? 3);
 const stores = (arg('stores') ?? 'memory,redis').split(',');
-if (!Number.isInteger(pages) || pages < 1)
-  throw new Error(`--pages must be an integer >= 1, got ${arg('pages')}`);
+// --apart: as in production, A's crawler does not share its CPU with the operator or with B.
+const apart = process.argv.includes('--apart');
+const concurrency = arg('concurrency') === undefined ? undefined : Number(arg('concurrency'));
+if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1))
+  throw new Error(`--concurrency must be an integer >= 1, got ${arg('concurrency')}`);
+if (apart && !canPin) throw new Error(`--apart needs ${TASKSET}`);
+/** Pins a process (every thread) to one core. */
+const pin = (pid: number | undefined, core: number) =>
+  pid !== undefined && execFileSync(TASKSET, ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
+/** This process's redis-server children (started after this process was pinned: they inherited core 0). */
+const redisChildren = () =>
+  execFileSync('pgrep', ['-P', String(process.pid), 'redis-server'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map(Number);
+if (!Number.isInteger(pages) || pages < 100)
+  throw new Error(`--pages must be an integer >= 100, got ${arg('pages')}`);
+if (!Number.isInteger(rounds) || rounds < 1)
+  throw new Error(`--rounds must be an integer >= 1, got ${arg('rounds')}`);
 for (const s of stores)
   if (s !== 'memory' && s !== 'redis') throw new Error(`--stores: memory or redis, got ${s}`);
+/** The book's cap at its lowest and each token's session quota: B's churn overflows the book. */
+const SESSION_FLAGS = ['--max-sessions=10000', '--discovery-session-quota=1000'];
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function row(label: string, a: TenantAFigures, extra: { movedAfterB?: number; rssMiB?: number }) {
+function row(r: RoundFigures): string {
+  const c = r.a.crawl;
   return [
-    label.padEnd(12),
-    String(a.pages).padStart(6),
-    String(a.bans).padStart(5),
-    String(a.requestsThroughBannedAfterBan).padStart(14),
-    String(a.leasedBannedAfterBan).padStart(14),
-    String(a.sessionsMovedByOthers + (extra.movedAfterB ?? 0)).padStart(14),
-    a.pagesPerSecond.toFixed(1).padStart(8),
-    (extra.rssMiB?.toFixed(0) ?? '-').padStart(8),
+    r.label.padEnd(10),
+    `${c.fetched}/${c.pages}`.padStart(11),
+    String(c.failedRequests).padStart(6),
+    String(c.refused).padStart(5),
+    String(c.bannedLate).padStart(12),
+    JSON.stringify(c.attemptsAfterReport).padStart(10),
+    String(r.a.stickyRebound).padStart(8),
+    c.seconds.toFixed(1).padStart(7),
+    c.pagesPerSecond.toFixed(1).padStart(8),
+    String(c.concurrency.medianRunning).padStart(6),
   ].join(' ');
 }
 
 async function main() {
   console.log(
-    `bench:tenants: ${pages} pages, 10 proxies, stores ${stores.join(', ')}; load average ${loadAverages()}`,
+    `bench:tenants: ${pages} pages, 10 proxies, ${rounds} rounds, stores ${stores.join(', ')}${apart ? ', apart (A on core 0; operator, B, Redis on core 1)' : ''}${concurrency === undefined ? '' : `, A at ${concurrency} fixed tasks`}; load average ${loadAverages()}`,
   );
   const cp = await ControlPlane.start({ progress: (m) => console.log(`  ${m}`) });
   const lines: string[] = [];
   try {
     const kc = cp.kubeConfig();
     await applyCRDs(kc, join(root, 'dist', 'crds.yaml'));
+    console.log('  warming up Crawlee and the integration (crawl-warm-up.ts)');
+    await warmUp();
+    if (apart) pin(process.pid, 0);
     for (const [i, store] of stores.entries()) {
-      const world = await startTenantsWorld(kc, `tenants-${store}`, {
-        proxies: 10,
-        maxLeases: 150,
-        firstAddress: `127.0.${41 + i}.1`,
-      });
+      const namespace = `tenants-${store}`;
+      const world = await startTenantsWorld(kc, namespace);
       const redis = store === 'redis' ? await startRedis() : undefined;
       const op = new BenchOperator({
         kubeconfig: cp.kubeconfigPath,
@@ -73,66 +99,86 @@ async function main() {
         discoveryPort: await freePort(),
         flags: [
           ...world.tokenFlags,
-          `--watch-namespace=tenants-${store}`,
+          ...SESSION_FLAGS,
+          `--watch-namespace=${namespace}`,
           '--log-level=warn',
           ...(redis ? ['--lease-store=redis', `--redis-url=${redis.url}`] : []),
         ],
         // The container's Node and libc settings: its RSS is comparable with the Deployment's limit.
         env: { ...OPERATOR_RUNTIME_ENV },
       });
+      const loads: string[] = [];
       try {
+        if (apart) {
+          pin(op.child.pid, 1);
+          if (redis) for (const pid of redisChildren()) pin(pid, 1);
+        }
         await op.ready();
         const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
-        await untilFleetHealthy(discoveryURL, world);
-        const a = { discoveryURL, token: world.tokens.a, selector: world.selector, workers: 4 };
-        const solo = await crawlAsTenantA({ ...a, site: await world.newSite(pages), sessionPrefix: 'solo' });
-        const soloRss = op.memory()?.rssMiB;
-        let started!: () => void;
-        const attacking = new Promise<void>((r) => (started = r));
-        let stop = false;
-        const bRun = attackAsTenantB({
+        const solos: RoundFigures[] = [];
+        const shareds: RoundFigures[] = [];
+        const same = {
+          kc,
+          world,
           discoveryURL,
-          token: world.tokens.b,
-          selector: world.selector,
-          namespace: world.namespace,
-          proxyNames: world.proxyNames,
-          stop: () => stop,
-          sessions: 10_200,
-          junkReports: 3_000,
-          spamFrom: `127.0.${49}.${9 + i}`,
-          onAttacking: started,
-        });
-        await attacking;
-        const shared = await crawlAsTenantA({
-          ...a,
-          site: await world.newSite(pages),
-          sessionPrefix: 'shared',
-        });
-        const giveUp = setTimeout(() => (stop = true), 90_000);
-        const b = await bRun.finally(() => clearTimeout(giveUp));
-        const movedAfterB = await sessionsMovedSince(
-          discoveryURL,
-          world.tokens.a,
-          world.selector,
-          shared.boundTo,
-        );
+          pages,
+          first: `127.0.${41 + i}.1`,
+          maxLeases: 150,
+          rateLimitPerSecond: 50,
+          ...(concurrency === undefined ? {} : { concurrency }),
+        };
+        for (let r = 0; r < rounds; r++) {
+          const progress = (label: string) => (m: string) => console.log(`  [${store} ${label}] ${m}`);
+          const solo = () =>
+            tenantRound({ ...same, label: `r${r}-solo`, progress: progress(`r${r}-solo`) }).then((f) =>
+              solos.push(f),
+            );
+          const shared = () =>
+            tenantRound({
+              ...same,
+              label: `r${r}-b`,
+              progress: progress(`r${r}-b`),
+              b: { sessions: 10_500, junkReports: 3_000, spamFrom: `127.0.49.${9 + i}` },
+              ...(apart ? { bCore: 1 } : {}),
+            }).then((f) => shareds.push(f));
+          loads.push(loadAverages());
+          if (r % 2 === 0) {
+            await solo();
+            await shared();
+          } else {
+            await shared();
+            await solo();
+          }
+        }
         const mem = op.memory();
         const metrics = await op.metrics();
-        const rotated = await rotations(kc, world.namespace);
+        const ratios = shareds.map((s, r) => s.a.crawl.pagesPerSecond / solos[r]!.a.crawl.pagesPerSecond);
+        const all = [...solos, ...shareds];
+        const identical = all.every(
+          (f) =>
+            f.a.crawl.fetched === f.a.crawl.pages &&
+            f.a.crawl.failedRequests === 0 &&
+            f.a.crawl.bannedLate === 0 &&
+            f.a.stickyRebound === 0,
+        );
+        const rotated = new Set(all.flatMap((f) => f.rotated));
+        const b = shareds[shareds.length - 1]!.b!;
         lines.push(
-          `${store} store (load average now ${loadAverages()}):`,
-          '  run          pages  bans  banned-after  leased-banned  sessions-moved  pages/s  RSS MiB',
-          `  ${row('A solo', solo, { rssMiB: soloRss })}`,
-          `  ${row('A beside B', shared, { movedAfterB, rssMiB: mem?.rssMiB })}`,
-          `  operator peak RSS ${mem?.hwmMiB.toFixed(0)} MiB (Deployment limit ${OPERATOR_MEMORY.limitMiB} MiB); A pages/s beside B / solo = ${(shared.pagesPerSecond / solo.pagesPerSecond).toFixed(2)}`,
-          `  B: held ${b.held} leases (lease_quota ${b.leaseQuotaRefusals}x), ${b.reportItemsSent} junk ban items ` +
+          `${store} store (load average at each round's start: ${loads.join('; ')}; now ${loadAverages()}):`,
+          '  run          fetched  failed  403s  banned-late  dead-after  rebound  seconds  pages/s  tasks',
+          ...all
+            .sort((x, y) => x.label.localeCompare(y.label, 'en', { numeric: true }))
+            .map((f) => `  ${row(f)}`),
+          `  A pages/s beside B / alone, per round: ${ratios.map((x) => x.toFixed(3)).join(', ')} (median ${median(ratios).toFixed(3)}x; target >= 0.95x ${median(ratios) >= 0.95 ? 'met' : 'NOT met'})`,
+          `  A's counts (every page, 0 failed, 0 banned-late, 0 sticky sessions rebound) in every run: ${identical ? 'met' : 'NOT met'}; proxies rotated/replaced: ${rotated.size}`,
+          `  operator peak RSS ${mem?.hwmMiB.toFixed(0)} MiB (Deployment limit ${OPERATOR_MEMORY.limitMiB} MiB: ${(mem?.hwmMiB ?? Infinity) <= OPERATOR_MEMORY.limitMiB ? 'met' : 'NOT met'}); operator CPU ${op.cpuSeconds().toFixed(1)} s; junk targets in /metrics: ${metrics.includes('junk-') ? 'yes' : 'no'}`,
+          `  B (last round): held ${b.held} leases (lease_quota ${b.leaseQuotaRefusals}x), ${b.reportItemsSent} junk ban items ` +
             `(${b.junkBansAccepted} accepted, cooldown_quota ${b.cooldownQuotaRefusals}, report_quota ${b.reportQuotaRefusals}), ` +
             `${b.sessionsStarted} sessions, ${b.proxyReads} proxy reads (${b.targetsSeen.length} foreign targets seen, ` +
             `${b.hiddenCooldownsSeen} hidden), too_many_requests ${b.tooManyRequests}, bad-token spam ${JSON.stringify(b.spam)}, ` +
             `other answers ${JSON.stringify(b.unexpected)}`,
-          `  proxies rotated/replaced: ${rotated.length}; junk targets in /metrics: ${metrics.includes('junk-') ? 'yes' : 'no'}`,
         );
-        console.log(lines.slice(-7).join('\n'));
+        console.log(lines.join('\n'));
       } finally {
         await op.stop();
         await world.close();
@@ -145,7 +191,10 @@ async function main() {
   console.log(`\n${lines.join('\n')}`);
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -5,6 +5,7 @@ import { background, daemon, onCleanup, onStartup, type OperatorContext } from '
 import { createDiscoveryApp } from '../discovery/app.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
+import { DEFAULT_TENANT_QUOTAS } from '../book/tenant-quotas.js';
 import { readFileSync } from 'node:fs';
 import {
   loadTokensFile,
@@ -64,6 +65,9 @@ export class DiscoveryRunner {
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
       sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
+      ...(settings.discovery.sessionQuota === undefined
+        ? {}
+        : { quotas: { ...DEFAULT_TENANT_QUOTAS, sessions: settings.discovery.sessionQuota } }),
     });
     const { tls } = settings.discovery;
     this.tls =

@@ -24,6 +24,8 @@ export interface DiscoverySettings {
   rateLimit?: { ratePerSecond: number; burst: number };
   /** The largest ttlSeconds a client may ask for (`--max-lease-ttl`). */
   maxLeaseTTLSeconds: number;
+  /** Live sessions one token may keep (`--discovery-session-quota`); undefined = the default quota. */
+  sessionQuota?: number;
 }
 
 /**
@@ -146,6 +148,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     token: '',
     rateLimit: { ratePerSecond: 1000, burst: 2000 },
     maxLeaseTTLSeconds: 3600,
+    sessionQuota: 10_000,
   },
   book: DEFAULT_LEASE_BOOK_RULES,
 };

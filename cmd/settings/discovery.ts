@@ -13,7 +13,7 @@ export type DiscoveryAuth =
 
 /** The API's settings but its tokens, which come from `discoveryAuth`. */
 export type DiscoveryFlags = Omit<DiscoverySettings, 'token' | 'tokensFile'> &
-  Required<Pick<DiscoverySettings, 'rateLimit' | 'metricsTargetNames'>>;
+  Required<Pick<DiscoverySettings, 'rateLimit' | 'metricsTargetNames' | 'sessionQuota'>>;
 
 export function discoveryFlags(get: FlagReader): DiscoveryFlags {
   return {
@@ -25,6 +25,7 @@ export function discoveryFlags(get: FlagReader): DiscoveryFlags {
       burst: positiveInt('discovery-rate-burst', get('discovery-rate-burst')!),
     },
     maxLeaseTTLSeconds: positiveInt('max-lease-ttl', get('max-lease-ttl')!),
+    sessionQuota: positiveInt('discovery-session-quota', get('discovery-session-quota')!),
   };
 }
 

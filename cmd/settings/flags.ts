@@ -155,6 +155,12 @@ export const OPTIONS: Option[] = [
     help: 'sticky sessions kept (at least 10000); at the cap a new session forgets the least recently used one',
   },
   {
+    flag: 'discovery-session-quota',
+    env: 'DISCOVERY_SESSION_QUOTA',
+    default: '10000',
+    help: "sticky sessions one token may keep; a new one beyond it ends that token's own least recently used (never another's); keep tokens x quota at or below --max-sessions",
+  },
+  {
     flag: 'max-lease-ttl',
     env: 'MAX_LEASE_TTL_SECONDS',
     default: '3600',

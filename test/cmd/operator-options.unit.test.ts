@@ -102,6 +102,14 @@ describe('handlerSettingsFrom', () => {
     ['--suspicion-timeout', ['--suspicion-timeout', '5'], {}, (h) => h.book.suspicionTimeoutSeconds, 5],
     ['--session-idle-timeout', ['--session-idle-timeout', '11'], {}, (h) => h.book.sessionIdleSeconds, 11],
     ['--max-sessions', ['--max-sessions', '20000'], {}, (h) => h.book.maxSessions, 20_000],
+    [
+      '--discovery-session-quota',
+      ['--discovery-session-quota', '500'],
+      {},
+      (h) => h.discovery.sessionQuota,
+      500,
+    ],
+    ['DISCOVERY_SESSION_QUOTA', [], { DISCOVERY_SESSION_QUOTA: '700' }, (h) => h.discovery.sessionQuota, 700],
     ['--max-lease-ttl', ['--max-lease-ttl', '99'], {}, (h) => h.discovery.maxLeaseTTLSeconds, 99],
     [
       '--discovery-rate-limit and burst',
