@@ -202,16 +202,23 @@ async function gateway() {
   const exitIP = process.env.EXIT_IP;
   // The options in the username: a session, and the attribute run=real-node ('-' as %2D).
   const url = (user, password) => `http://${user}:${password}@${gw}`;
+  const errorOf = (answer) => {
+    try {
+      return JSON.parse(answer.body).error;
+    } catch {
+      return undefined;
+    }
+  };
   const sessionProxy = url('session-rn1-run-real%2Dnode', token);
   const anonymous = await fetchVia(`http://${gw}`, target);
   expect(
-    anonymous.status === 407 && JSON.parse(anonymous.body).error === 'proxy_auth_required',
+    anonymous.status === 407 && errorOf(anonymous) === 'proxy_auth_required',
     'the gateway refuses a request without credentials (407 proxy_auth_required)',
     { status: anonymous.status, body: anonymous.body.slice(0, 200) },
   );
   const badToken = await fetchVia(url('session-rn1', 'not-a-token'), target);
   expect(
-    badToken.status === 407 && JSON.parse(badToken.body).error === 'invalid_token',
+    badToken.status === 407 && errorOf(badToken) === 'invalid_token',
     'the gateway refuses a wrong token (407 invalid_token)',
     { status: badToken.status, body: badToken.body.slice(0, 200) },
   );
