@@ -206,6 +206,28 @@ describe('the gateway with the Redis store (dist/operator-redis.yaml)', () => {
     expect(actual()).toEqual(expected);
   });
 
+  it.each([
+    ['network-policy', 'squid-ingress', 'the Squid Pods (its upstreams)'],
+    ['redis-sample', 'proxy-operator-redis', 'the sample Redis (its book)'],
+  ])('is admitted by the %s NetworkPolicy %s: it reaches %s', (policyChart, name, _what) => {
+    const policy = charts
+      .get(policyChart)!
+      .find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === name) as unknown as NetworkPolicy;
+    expect(policy).toBeDefined();
+    const peers = policy.spec.ingress.flatMap((rule) => rule.from ?? []);
+    expect(
+      peers.some(
+        (peer) =>
+          peer.podSelector !== undefined &&
+          Object.entries((peer.podSelector as { matchLabels: Record<string, string> }).matchLabels).every(
+            ([k, v]) => podLabels(gateway)[k] === v,
+          ) &&
+          (peer.namespaceSelector === undefined ||
+            peer.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'] === OPERATOR_NAMESPACE),
+      ),
+    ).toBe(true);
+  });
+
   it('keeps one gateway Pod through voluntary disruptions, and the PDB selects the gateway Pods only', () => {
     const pdb = find(
       charts.get('operator-redis')!,
