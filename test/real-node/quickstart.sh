@@ -372,7 +372,9 @@ crawler_wait crawler-lease-loop 180 || {
 }
 step "the gateway's own Deployment (dist/operator-redis.yaml, 2 replicas over Redis): a crawler Pod fetches through its Service; its Pods are scraped"
 gateway_check crawler-redis-gateway
-gw_ips=$($KUBECTL -n proxy-operator-system get pods -l app.kubernetes.io/component=gateway -o jsonpath='{.items[*].status.podIP}')
+# The gateway Pods not being deleted (a Pod of an earlier rollout may still be terminating).
+gw_ips=$($KUBECTL -n proxy-operator-system get pods -l app.kubernetes.io/component=gateway -o json |
+  node -e 'let t = ""; process.stdin.on("data", (c) => (t += c)).on("end", () => console.log(JSON.parse(t).items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.status.podIP).join(" ")))')
 [ "$(wc -w <<<"$gw_ips")" -ge 2 ] || fail "fewer than 2 gateway Pods: $gw_ips"
 ep_ips=$($KUBECTL -n proxy-operator-system get endpoints proxy-operator-metrics -o jsonpath='{.subsets[*].addresses[*].ip}')
 served=0
