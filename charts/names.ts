@@ -49,6 +49,12 @@ export const METRICS_SERVICE_NAME = 'proxy-operator-metrics';
 /** The defaults of --metrics-address and --discovery-address (cmd/settings.ts). */
 export const METRICS_PORT = 8080;
 export const DISCOVERY_PORT = 8090;
+/** The default of --gateway-address (cmd/settings.ts): the forward-proxy gateway's port. */
+export const GATEWAY_PORT = 8888;
+/** The gateway's Service (both topologies), and with the Redis store its Deployment, PDB and NetworkPolicy. */
+export const GATEWAY_NAME = 'proxy-operator-gateway';
+/** The Redis store's gateway Pods' own ServiceAccount: read Proxies and their Secrets, nothing else. */
+export const GATEWAY_SERVICE_ACCOUNT_NAME = GATEWAY_NAME;
 export const DEFAULT_IMAGE = 'proxy-operator:dev';
 
 /** Labels on every object the charts create, and the Pod selector of the Deployment. */
@@ -62,6 +68,7 @@ export const DISCOVERY_DEPLOYMENT_NAME = 'proxy-operator-discovery';
 /** The Pods of each component (Redis store); the memory store's one Deployment keeps APP_LABELS. */
 export const CONTROLLER_LABELS = { ...APP_LABELS, 'app.kubernetes.io/component': 'controller' } as const;
 export const DISCOVERY_LABELS = { ...APP_LABELS, 'app.kubernetes.io/component': 'discovery' } as const;
+export const GATEWAY_LABELS = { ...APP_LABELS, 'app.kubernetes.io/component': 'gateway' } as const;
 /** The Secret REDIS_PASSWORD comes from (optional: a Redis without a password needs none). */
 export const REDIS_SECRET_NAME = 'proxy-operator-redis';
 export const REDIS_SECRET_PASSWORD_KEY = 'password';

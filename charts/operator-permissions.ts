@@ -67,8 +67,8 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     resource: 'secrets',
     verbs: ['list', 'watch'],
     why:
-      'the informers select cloud-init (controller) and credentials (controller and discovery: a lease carries ' +
-      'them) Secrets by the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials=true; ' +
+      'the informers select cloud-init (controller) and credentials (controller, discovery and gateway: a lease ' +
+      'carries them, the gateway adds them upstream) Secrets by the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials=true; ' +
       'RBAC cannot restrict by label, so keep unrelated Secrets out of the Proxies’ namespace',
   },
   {

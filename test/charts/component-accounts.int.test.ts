@@ -5,6 +5,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { App } from 'cdk8s';
 import {
   DISCOVERY_SERVICE_ACCOUNT_NAME,
+  GATEWAY_SERVICE_ACCOUNT_NAME,
   OPERATOR_NAMESPACE,
   SERVICE_ACCOUNT_NAME,
 } from '../../charts/names.js';
@@ -23,7 +24,7 @@ import { startApiRecorder, type ApiRecorder } from './api-recorder.js';
 import type { Manifest } from './manifests.js';
 import { ServerSideApply } from './server-side-apply.js';
 
-// Issue 44 item 1: each component of the Redis topology (dist/operator-redis.yaml) runs as a
+// Issue 44 item 1 (and issue 46 item 4 for the gateway): each component of the Redis topology (dist/operator-redis.yaml) runs as a
 // real operator process under its own ServiceAccount's token, with the RBAC the chart
 // generates for this suite's namespaces, through a recorder of every API request. The run
 // fails on any refused request, and on any verb of the permission table no request used:
@@ -134,8 +135,9 @@ beforeAll(async () => {
   for (const o of chart.toJson() as Manifest[]) if (RBAC_KINDS.includes(o.kind)) await apply.apply(o);
   tokens.controller = await tokenOf(SERVICE_ACCOUNT_NAME);
   tokens.discovery = await tokenOf(DISCOVERY_SERVICE_ACCOUNT_NAME);
-  // The authorizer reads bindings from a cache: wait until both accounts may list Secrets.
-  for (const c of ['controller', 'discovery'] as const) {
+  tokens.gateway = await tokenOf(GATEWAY_SERVICE_ACCOUNT_NAME);
+  // The authorizer reads bindings from a cache: wait until every account may list Secrets.
+  for (const c of ['controller', 'discovery', 'gateway'] as const) {
     await eventually(
       `${c}'s RoleBinding in effect`,
       async () =>
@@ -145,6 +147,7 @@ beforeAll(async () => {
   }
   recorders.controller = await startApiRecorder(admin);
   recorders.discovery = await startApiRecorder(admin);
+  recorders.gateway = await startApiRecorder(admin);
   const providersFile = join(dir, 'providers.yaml');
   await writeFile(providersFile, providersYaml(providers));
 
@@ -181,6 +184,8 @@ beforeAll(async () => {
       '1',
     ]),
     runOperator([...(await common('discovery')), '--components', 'discovery']),
+    // The harness gives the gateway a free loopback port (GATEWAY_ADDRESS).
+    runOperator([...(await common('gateway')), '--components', 'gateway']),
   );
 }, 120_000);
 
@@ -252,40 +257,58 @@ describe('each component under its own ServiceAccount, on a real control plane',
     expect(used('discovery')).toEqual(tableKeys('discovery'));
   }, 90_000);
 
-  it("the discovery account's token can neither create nor read a Secret by name, nor list any outside the watched namespace", async () => {
-    const api = clientAs('discovery');
-    const secret = { metadata: { name: uniqueName('minted') }, stringData: { x: 'y' } };
-    // A Secret it could read if it were allowed: one in each namespace.
-    await core.createNamespacedSecret({
-      namespace: watched,
-      body: { metadata: { name: 'existing' }, stringData: { k: 'v' } },
-    });
-    expect({
-      createInWatched: await statusOf(api.createNamespacedSecret({ namespace: watched, body: secret })),
-      createInOperator: await statusOf(
-        api.createNamespacedSecret({ namespace: OPERATOR_NAMESPACE, body: secret }),
-      ),
-      createToken: await statusOf(
-        api.createNamespacedServiceAccountToken({
-          name: SERVICE_ACCOUNT_NAME,
-          namespace: OPERATOR_NAMESPACE,
-          body: { spec: { audiences: [] } },
-        }),
-      ),
-      getInWatched: await statusOf(api.readNamespacedSecret({ namespace: watched, name: 'existing' })),
-      listInOperator: await statusOf(api.listNamespacedSecret({ namespace: OPERATOR_NAMESPACE })),
-      listInKubeSystem: await statusOf(api.listNamespacedSecret({ namespace: 'kube-system' })),
-      listEverywhere: await statusOf(api.listSecretForAllNamespaces()),
-    }).toEqual({
-      createInWatched: 403,
-      createInOperator: 403,
-      createToken: 403,
-      getInWatched: 403,
-      listInOperator: 403,
-      listInKubeSystem: 403,
-      listEverywhere: 403,
-    });
-  });
+  it('the gateway component catalogs Proxies and their Secrets, using every verb of its table (no write), none refused', async () => {
+    await eventually(
+      'every verb of the table used',
+      async () => (tableKeys('gateway').every((k) => used('gateway').includes(k)) ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 250 },
+    ).catch(() => undefined);
+    expect(refused('gateway')).toEqual([]);
+    expect(used('gateway')).toEqual(tableKeys('gateway'));
+    expect(used('gateway').filter((k) => !/^(get|list|watch) /.test(k))).toEqual([]);
+  }, 90_000);
+
+  it.each(['discovery', 'gateway'] as const)(
+    "the %s account's token can neither create nor read a Secret by name, nor list any outside the watched namespace",
+    async (component) => {
+      const api = clientAs(component);
+      const secret = { metadata: { name: uniqueName('minted') }, stringData: { x: 'y' } };
+      // A Secret it could read if it were allowed: one in each namespace.
+      await core
+        .createNamespacedSecret({
+          namespace: watched,
+          body: { metadata: { name: 'existing' }, stringData: { k: 'v' } },
+        })
+        .catch((err: { code?: number }) => {
+          if (err.code !== 409) throw err;
+        });
+      expect({
+        createInWatched: await statusOf(api.createNamespacedSecret({ namespace: watched, body: secret })),
+        createInOperator: await statusOf(
+          api.createNamespacedSecret({ namespace: OPERATOR_NAMESPACE, body: secret }),
+        ),
+        createToken: await statusOf(
+          api.createNamespacedServiceAccountToken({
+            name: SERVICE_ACCOUNT_NAME,
+            namespace: OPERATOR_NAMESPACE,
+            body: { spec: { audiences: [] } },
+          }),
+        ),
+        getInWatched: await statusOf(api.readNamespacedSecret({ namespace: watched, name: 'existing' })),
+        listInOperator: await statusOf(api.listNamespacedSecret({ namespace: OPERATOR_NAMESPACE })),
+        listInKubeSystem: await statusOf(api.listNamespacedSecret({ namespace: 'kube-system' })),
+        listEverywhere: await statusOf(api.listSecretForAllNamespaces()),
+      }).toEqual({
+        createInWatched: 403,
+        createInOperator: 403,
+        createToken: 403,
+        getInWatched: 403,
+        listInOperator: 403,
+        listInKubeSystem: 403,
+        listEverywhere: 403,
+      });
+    },
+  );
 
   it("the controller account's token cannot read Secrets outside the watched namespace, nor mint a token", async () => {
     const api = clientAs('controller');

@@ -2,6 +2,7 @@ import type { V1ConfigMap, V1Deployment, V1EnvVar, V1Service } from '@kubernetes
 import {
   DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_PORT,
+  GATEWAY_PORT,
   METRICS_PORT,
   OPERATOR_NAME,
   OPERATOR_NAMESPACE,
@@ -48,12 +49,12 @@ describe('the operator Deployment', () => {
     ['runs as the operator ServiceAccount', () => pod.serviceAccountName, SERVICE_ACCOUNT_NAME],
     ['mounts the ServiceAccount token', () => pod.automountServiceAccountToken, true],
     [
-      // No gateway: these manifests have no Service or NetworkPolicy for its port yet.
-      'reads the mounted providers config, runs controller and discovery, and watches the namespace its Roles are in',
+      // The gateway shares the one Pod's in-memory book (test/charts/gateway-chart.unit.test.ts).
+      'reads the mounted providers config, runs controller, discovery and gateway, and watches the namespace its Roles are in',
       () => container.args,
       [
         '--providers-config=/etc/proxy-operator/providers.yaml',
-        '--components=controller,discovery',
+        '--components=controller,discovery,gateway',
         `--watch-namespace=${DEFAULT_WATCH_NAMESPACE}`,
       ],
     ],
@@ -88,11 +89,12 @@ describe('the operator Deployment', () => {
       expect.objectContaining({ periodSeconds: 1, timeoutSeconds: 3, failureThreshold: 10 }),
     ],
     [
-      'exposes the metrics and discovery ports',
+      'exposes the metrics, discovery and gateway ports',
       () => container.ports,
       [
         { name: 'metrics', containerPort: METRICS_PORT },
         { name: 'discovery', containerPort: DISCOVERY_PORT },
+        { name: 'gateway', containerPort: GATEWAY_PORT },
       ],
     ],
     [

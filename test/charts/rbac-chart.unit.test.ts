@@ -3,6 +3,8 @@ import {
   DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_DEPLOYMENT_NAME,
   DISCOVERY_SERVICE_ACCOUNT_NAME,
+  GATEWAY_NAME,
+  GATEWAY_SERVICE_ACCOUNT_NAME,
   OPERATOR_NAME,
   OPERATOR_NAMESPACE,
   PROXIES_NAMESPACE,
@@ -67,9 +69,10 @@ const charts = chartObjects();
 const custom = chartObjects({ watchNamespace: 'crawling' });
 // [chart, account, the components its Pods run]
 const ACCOUNTS: Array<[string, string, Component[]]> = [
-  ['operator', SERVICE_ACCOUNT_NAME, ['controller', 'discovery']],
+  ['operator', SERVICE_ACCOUNT_NAME, ['controller', 'discovery', 'gateway']],
   ['operator-redis', SERVICE_ACCOUNT_NAME, ['controller']],
   ['operator-redis', DISCOVERY_SERVICE_ACCOUNT_NAME, ['discovery']],
+  ['operator-redis', GATEWAY_SERVICE_ACCOUNT_NAME, ['gateway']],
 ];
 
 describe('the operator RBAC manifests', () => {
@@ -108,16 +111,19 @@ describe('the operator RBAC manifests', () => {
     },
   );
 
-  it('give the discovery Pods read access to Proxies and their Secrets in the watched namespace, and nothing else', () => {
-    expect(grants(charts.get('operator-redis')!, DISCOVERY_SERVICE_ACCOUNT_NAME)).toEqual(
-      [
-        `list crawl.example.com/proxies @${DEFAULT_WATCH_NAMESPACE}`,
-        `watch crawl.example.com/proxies @${DEFAULT_WATCH_NAMESPACE}`,
-        `list /secrets @${DEFAULT_WATCH_NAMESPACE}`,
-        `watch /secrets @${DEFAULT_WATCH_NAMESPACE}`,
-      ].sort(),
-    );
-  });
+  it.each([DISCOVERY_SERVICE_ACCOUNT_NAME, GATEWAY_SERVICE_ACCOUNT_NAME])(
+    'give the %s Pods read access to Proxies and their Secrets in the watched namespace, and nothing else (no write)',
+    (account) => {
+      expect(grants(charts.get('operator-redis')!, account)).toEqual(
+        [
+          `list crawl.example.com/proxies @${DEFAULT_WATCH_NAMESPACE}`,
+          `watch crawl.example.com/proxies @${DEFAULT_WATCH_NAMESPACE}`,
+          `list /secrets @${DEFAULT_WATCH_NAMESPACE}`,
+          `watch /secrets @${DEFAULT_WATCH_NAMESPACE}`,
+        ].sort(),
+      );
+    },
+  );
 
   it.each(ACCOUNTS)(
     '%s: the Pods of %s watch the namespace their Roles are generated for',
@@ -145,6 +151,7 @@ describe('the operator RBAC manifests', () => {
     expect(pods).toEqual({
       [OPERATOR_NAME]: SERVICE_ACCOUNT_NAME,
       [DISCOVERY_DEPLOYMENT_NAME]: DISCOVERY_SERVICE_ACCOUNT_NAME,
+      [GATEWAY_NAME]: GATEWAY_SERVICE_ACCOUNT_NAME,
     });
   });
 

@@ -2,6 +2,7 @@ import { AuthorizationV1Api, type V1ResourceAttributes } from '@kubernetes/clien
 import {
   DEFAULT_WATCH_NAMESPACE,
   DISCOVERY_SERVICE_ACCOUNT_NAME,
+  GATEWAY_SERVICE_ACCOUNT_NAME,
   OPERATOR_NAMESPACE,
   PROXIES_NAMESPACE,
   SERVICE_ACCOUNT_NAME,
@@ -62,7 +63,11 @@ beforeAll(async () => {
   // The Redis topology's discovery account too, after the namespaces (its objects name it;
   // the operator account's objects of that file differ only by the discovery rows).
   const redis = (await distObjects('operator-redis.yaml')).filter(
-    (o) => RBAC_KINDS.includes(o.kind) && JSON.stringify(o).includes(DISCOVERY_SERVICE_ACCOUNT_NAME),
+    (o) =>
+      RBAC_KINDS.includes(o.kind) &&
+      [DISCOVERY_SERVICE_ACCOUNT_NAME, GATEWAY_SERVICE_ACCOUNT_NAME].some((a) =>
+        JSON.stringify(o).includes(a),
+      ),
   );
   const objects = (await distObjects('operator.yaml')).filter((o) => RBAC_KINDS.includes(o.kind));
   for (const o of [...objects, ...redis]) await api.apply(o);
@@ -73,8 +78,9 @@ beforeAll(async () => {
     ['create', '', 'pods', PROXIES_NAMESPACE],
   ];
   const deadline = Date.now() + 60_000;
-  const discoverySees = () =>
-    operatorMay(attributes(['watch', '', 'secrets', W]), DISCOVERY_SERVICE_ACCOUNT_NAME);
+  const discoverySees = async () =>
+    (await operatorMay(attributes(['watch', '', 'secrets', W]), DISCOVERY_SERVICE_ACCOUNT_NAME)) &&
+    operatorMay(attributes(['watch', '', 'secrets', W]), GATEWAY_SERVICE_ACCOUNT_NAME);
   while (
     !(await Promise.all([...seen.map((r) => operatorMay(attributes(r))), discoverySees()])).every(Boolean)
   ) {
@@ -152,40 +158,43 @@ describe('the operator ServiceAccount', () => {
   });
 });
 
-describe("the discovery Pods' ServiceAccount (dist/operator-redis.yaml)", () => {
-  const may = (request: Request) => operatorMay(attributes(request), DISCOVERY_SERVICE_ACCOUNT_NAME);
+describe.each([DISCOVERY_SERVICE_ACCOUNT_NAME, GATEWAY_SERVICE_ACCOUNT_NAME])(
+  "the %s Pods' ServiceAccount (dist/operator-redis.yaml)",
+  (account) => {
+    const may = (request: Request) => operatorMay(attributes(request), account);
 
-  it.each<[string, Request]>([
-    ['list Proxies in the watched namespace', ['list', GROUP, PLURAL, W]],
-    ['watch Proxies in the watched namespace', ['watch', GROUP, PLURAL, W]],
-    // A lease carries the proxy's credentials, read from its Secret by every replica.
-    ['list Secrets in the watched namespace', ['list', '', 'secrets', W]],
-    ['watch Secrets in the watched namespace', ['watch', '', 'secrets', W]],
-  ])('may %s', async (_what, request) => {
-    expect(await may(request)).toBe(true);
-  });
+    it.each<[string, Request]>([
+      ['list Proxies in the watched namespace', ['list', GROUP, PLURAL, W]],
+      ['watch Proxies in the watched namespace', ['watch', GROUP, PLURAL, W]],
+      // A lease carries the proxy's credentials, read from its Secret by every replica.
+      ['list Secrets in the watched namespace', ['list', '', 'secrets', W]],
+      ['watch Secrets in the watched namespace', ['watch', '', 'secrets', W]],
+    ])('may %s', async (_what, request) => {
+      expect(await may(request)).toBe(true);
+    });
 
-  it.each<[string, Request]>([
-    ['create a Secret in the watched namespace', ['create', '', 'secrets', W]],
-    ['create a Secret in its own namespace', ['create', '', 'secrets', OPERATOR_NAMESPACE]],
-    ['get a Secret in the watched namespace', ['get', '', 'secrets', W, 'any']],
-    [
-      'get a Secret in its own namespace (Redis password)',
-      ['get', '', 'secrets', OPERATOR_NAMESPACE, 'proxy-operator-redis'],
-    ],
-    ['list Secrets in its own namespace', ['list', '', 'secrets', OPERATOR_NAMESPACE]],
-    ['list Secrets in kube-system', ['list', '', 'secrets', 'kube-system']],
-    ['list Secrets in every namespace', ['list', '', 'secrets', '']],
-    ['patch a Proxy', ['patch', GROUP, PLURAL, W]],
-    ['patch the status of a Proxy', ['patch', GROUP, `${PLURAL}/status`, W]],
-    ['create Events', ['create', '', 'events', W]],
-    ['get the leader-election Lease', ['get', 'coordination.k8s.io', 'leases', OPERATOR_NAMESPACE]],
-    ['update the leader-election Lease', ['update', 'coordination.k8s.io', 'leases', OPERATOR_NAMESPACE]],
-    ['create proxy Pods', ['create', '', 'pods', PROXIES_NAMESPACE]],
-    ['list proxy Pods', ['list', '', 'pods', PROXIES_NAMESPACE]],
-    ['get the kube-system Namespace', ['get', '', 'namespaces', '', 'kube-system']],
-    ['list Proxies in every namespace', ['list', GROUP, PLURAL, '']],
-  ])('may not %s', async (_what, request) => {
-    expect(await may(request)).toBe(false);
-  });
-});
+    it.each<[string, Request]>([
+      ['create a Secret in the watched namespace', ['create', '', 'secrets', W]],
+      ['create a Secret in its own namespace', ['create', '', 'secrets', OPERATOR_NAMESPACE]],
+      ['get a Secret in the watched namespace', ['get', '', 'secrets', W, 'any']],
+      [
+        'get a Secret in its own namespace (Redis password)',
+        ['get', '', 'secrets', OPERATOR_NAMESPACE, 'proxy-operator-redis'],
+      ],
+      ['list Secrets in its own namespace', ['list', '', 'secrets', OPERATOR_NAMESPACE]],
+      ['list Secrets in kube-system', ['list', '', 'secrets', 'kube-system']],
+      ['list Secrets in every namespace', ['list', '', 'secrets', '']],
+      ['patch a Proxy', ['patch', GROUP, PLURAL, W]],
+      ['patch the status of a Proxy', ['patch', GROUP, `${PLURAL}/status`, W]],
+      ['create Events', ['create', '', 'events', W]],
+      ['get the leader-election Lease', ['get', 'coordination.k8s.io', 'leases', OPERATOR_NAMESPACE]],
+      ['update the leader-election Lease', ['update', 'coordination.k8s.io', 'leases', OPERATOR_NAMESPACE]],
+      ['create proxy Pods', ['create', '', 'pods', PROXIES_NAMESPACE]],
+      ['list proxy Pods', ['list', '', 'pods', PROXIES_NAMESPACE]],
+      ['get the kube-system Namespace', ['get', '', 'namespaces', '', 'kube-system']],
+      ['list Proxies in every namespace', ['list', GROUP, PLURAL, '']],
+    ])('may not %s', async (_what, request) => {
+      expect(await may(request)).toBe(false);
+    });
+  },
+);

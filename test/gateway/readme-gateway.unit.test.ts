@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { GATEWAY_NAME, OPERATOR_NAMESPACE } from '../../charts/names.js';
 import { DEFAULT_GATEWAY_SETTINGS } from '../../handlers/settings.js';
 import { parseUsername } from '../../gateway/username.js';
 import { PROXY_IPS, startWorld, TOKEN, type World } from './gateway-world.js';
@@ -62,8 +63,9 @@ describe("the README's gateway examples", () => {
     expect(PROXY_IPS).toContain(ip);
   });
 
-  it('the Scrapy and Crawlee settings name the default port and a username of the grammar', () => {
-    const urls = [...section.matchAll(/http:\/\/(session-[^:]+):[^@]+@proxy-operator-gateway:(\d+)/g)];
+  it("the Scrapy and Crawlee settings name the chart's gateway Service (from a client namespace), the default port and a username of the grammar", () => {
+    const service = `${GATEWAY_NAME}.${OPERATOR_NAMESPACE}`.replaceAll('.', '\\.');
+    const urls = [...section.matchAll(new RegExp(`http://(session-[^:]+):[^@]+@${service}:(\\d+)`, 'g'))];
     expect(urls.length).toBeGreaterThanOrEqual(2);
     for (const [, username, port] of urls) {
       expect(Number(port)).toBe(DEFAULT_GATEWAY_SETTINGS.port);

@@ -1,7 +1,8 @@
 // Issue 47 item 6: monitoring counts each thing once in every shipped topology. One fleet and
-// one Redis book, scraped by a real Prometheus twice: first as one all-in-one process, then as
-// dist/operator-redis.yaml runs it (a controller and two discovery-only replicas, all in the
-// metrics job). The fleet's and the book's sums, and every alert expression that reads gauges,
+// one Redis book, scraped by a real Prometheus twice: first as one all-in-one process (as
+// dist/operator.yaml runs it: controller, discovery and gateway), then as
+// dist/operator-redis.yaml runs it (a controller, two discovery-only and two gateway-only
+// replicas, all in the metrics job; issue 46 item 4). The fleet's and the book's sums, and every alert expression that reads gauges,
 // must come out the same; and with the controller gone, "no replica leads" must be visible.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -193,7 +194,7 @@ async function lease(discoveryPort: number, body: Record<string, unknown>): Prom
   return json.leaseID!;
 }
 
-describe('monitoring in the three-process topology', () => {
+describe('monitoring in the split topology', () => {
   it('every sum and every gauge alert reads as it does for one process; no leader is visible', async () => {
     const alertExprs = await gaugeAlertExpressions();
     expect(alertExprs.map(([a]) => a)).toEqual(
@@ -202,7 +203,7 @@ describe('monitoring in the three-process topology', () => {
     const exprs = [...SUMS, ...alertExprs.map(([, e]) => e)];
 
     // One process: the fleet settles, and the book gets two leases (one in a session) and a ban.
-    const single = await start('single', 'controller,discovery');
+    const single = await start('single', 'controller,discovery,gateway');
     const singleProm = await startPrometheus('single', [single.metricsPort]);
     for (const name of ['exit-0', 'exit-1', 'exit-2'])
       await until(
@@ -239,27 +240,34 @@ describe('monitoring in the three-process topology', () => {
       },
       60_000,
     );
+    expect(await evaluate(singleProm, 'count(proxy_operator_gateway_leases_held)')).toEqual(['{} 1']);
     await stop(single);
 
     // The same fleet and book as dist/operator-redis.yaml runs them.
     const controller = await start('controller', 'controller');
     const discoveryA = await start('discovery-a', 'discovery');
     const discoveryB = await start('discovery-b', 'discovery');
+    const gatewayA = await start('gateway-a', 'gateway');
+    const gatewayB = await start('gateway-b', 'gateway');
     const haProm = await startPrometheus('ha', [
       controller.metricsPort,
       discoveryA.metricsPort,
       discoveryB.metricsPort,
+      gatewayA.metricsPort,
+      gatewayB.metricsPort,
     ]);
     const three = await until(
-      'the three processes to be scraped, the controller leading',
+      'the five processes to be scraped, the controller leading',
       async () => {
-        if ((await query(haProm, `up{job="${METRICS_JOB}"} == 1`)).length !== 3) return undefined;
+        if ((await query(haProm, `up{job="${METRICS_JOB}"} == 1`)).length !== 5) return undefined;
         const s = await snapshot(haProm, exprs);
         return JSON.stringify(s) === JSON.stringify(one) ? s : undefined;
       },
       90_000,
     ).catch(async () => snapshot(haProm, exprs));
     expect(three).toEqual(one);
+    // The gateway's own series come from every gateway replica (the retry-storm alert's input).
+    expect(await evaluate(haProm, 'count(proxy_operator_gateway_leases_held)')).toEqual(['{} 2']);
 
     // The controller goes: the discovery replicas serve on, and "no replica leads" shows.
     await stop(controller);

@@ -39,6 +39,7 @@ rules:
     users:
       - system:serviceaccount:proxy-operator-system:proxy-operator
       - system:serviceaccount:proxy-operator-system:proxy-operator-discovery
+      - system:serviceaccount:proxy-operator-system:proxy-operator-gateway
   - level: None
 EOF
 AUDIT_LOG=$LOGS/audit.log

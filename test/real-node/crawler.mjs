@@ -4,11 +4,14 @@
 //
 //   node crawler.mjs quickstart         list, lease, fetch through the proxy, report, release
 //   node crawler.mjs lease-loop SECONDS hold maxLeases-1 leases, cycle one more, probe the limit
+//   node crawler.mjs gateway            fetch through the gateway's Service with only a proxy URL
 //
 // Environment: DISCOVERY (http://<ClusterIP>:8090), TARGET (the in-cluster target's Pod
 // address, which the providers config allows), INSIDE (space-separated URLs inside the
 // cluster the Squid Pod must refuse), PROXY (namespace/name of the kubernetes Proxy), MAX_LEASES,
-// DISCOVERY_TOKEN (the bearer token: the API is closed by default).
+// DISCOVERY_TOKEN (the bearer token: the API is closed by default); for gateway: GATEWAY
+// (host:port of its Service), EXIT_IP (the kubernetes Proxy's Pod IP: the target echoes the
+// address each request came from as x-peer), POD_IP (this Pod's own).
 /* global console, fetch, AbortSignal, setTimeout, Buffer */
 import http from 'node:http';
 import process from 'node:process';
@@ -56,7 +59,7 @@ function fetchVia(proxyURL, url, timeoutMs = 5000) {
       (res) => {
         let body = '';
         res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode, body }));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
       },
     );
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
@@ -187,9 +190,70 @@ async function leaseLoop(seconds) {
   process.exit(violations.length === 0 && cycles > 0 ? 0 : 1);
 }
 
+/**
+ * Issue 46 item 4: a crawler that knows nothing but a proxy URL. Every fetch goes through the
+ * gateway's Service; the target sees it come from the kubernetes Proxy's Squid Pod (the
+ * selector names it), never from this Pod; a session keeps its exit; without a token the
+ * gateway refuses (never an open proxy).
+ */
+async function gateway() {
+  const gw = process.env.GATEWAY;
+  const token = process.env.DISCOVERY_TOKEN;
+  const exitIP = process.env.EXIT_IP;
+  // The options in the username: a session, and the attribute run=real-node, its '-' written
+  // %2D for the gateway; in a URL's userinfo that is %252D, since clients decode the URL first.
+  const url = (user, password) => `http://${user}:${password}@${gw}`;
+  const errorOf = (answer) => {
+    try {
+      return JSON.parse(answer.body).error;
+    } catch {
+      return undefined;
+    }
+  };
+  const sessionProxy = url('session-rn1-run-real%252Dnode', token);
+  const anonymous = await fetchVia(`http://${gw}`, target);
+  expect(
+    anonymous.status === 407 && errorOf(anonymous) === 'proxy_auth_required',
+    'the gateway refuses a request without credentials (407 proxy_auth_required)',
+    { status: anonymous.status, body: anonymous.body.slice(0, 200) },
+  );
+  const badToken = await fetchVia(url('session-rn1', 'not-a-token'), target);
+  expect(
+    badToken.status === 407 && errorOf(badToken) === 'invalid_token',
+    'the gateway refuses a wrong token (407 invalid_token)',
+    { status: badToken.status, body: badToken.body.slice(0, 200) },
+  );
+  const peers = [];
+  for (let i = 0; i < 3; i++) {
+    // The shared book's Redis may still be connecting after a rollout: 503 is retried.
+    let fetched;
+    for (let attempt = 1; attempt <= 10; attempt++) {
+      fetched = await fetchVia(sessionProxy, target, 10_000);
+      if (fetched.status !== 503) break;
+      say({ retry: 'gateway fetch', status: 503, body: fetched.body.slice(0, 200) });
+      await sleep(1000);
+    }
+    expect(
+      fetched.status === 200 && fetched.body.includes('hello from the in-cluster target'),
+      `fetch ${target} through the gateway ${gw} (request ${i + 1})`,
+      { status: fetched.status, headers: fetched.headers, body: fetched.body.slice(0, 300) },
+    );
+    peers.push(fetched.headers['x-peer']);
+  }
+  const peer = peers[0].replace(/^::ffff:/, '');
+  expect(
+    peer === exitIP && peer !== process.env.POD_IP,
+    `the target saw the fleet proxy's address ${exitIP}, not this Pod's ${process.env.POD_IP}`,
+    { peers },
+  );
+  expect(new Set(peers).size === 1, 'the session kept one exit for its three requests', { peers });
+  say({ result: 'passed', exit: peer });
+}
+
 const [mode, arg] = process.argv.slice(2);
 if (mode === 'quickstart') await quickstart();
 else if (mode === 'lease-loop') await leaseLoop(Number(arg ?? 60));
+else if (mode === 'gateway') await gateway();
 else {
   say({ result: 'failed', what: `unknown mode ${mode}` });
   process.exit(2);

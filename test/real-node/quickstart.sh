@@ -82,7 +82,7 @@ spec:
     - name: http
       image: $BASE_REF
       imagePullPolicy: IfNotPresent
-      command: [node, -e, "require('http').createServer((q, s) => { if (q.url === '/generate_204') { s.writeHead(204); return s.end(); } s.end('hello from the in-cluster target'); }).listen(8080)"]
+      command: [node, -e, "require('http').createServer((q, s) => { if (q.url === '/generate_204') { s.writeHead(204); return s.end(); } s.setHeader('x-peer', q.socket.remoteAddress); s.end('hello from the in-cluster target'); }).listen(8080)"]
       ports: [{containerPort: 8080}]
       readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 ---
@@ -188,6 +188,9 @@ spec:
         - {name: INSIDE, value: "http://$TARGET_SVC_IP/ http://target.default.svc.cluster.local/ http://$DISCOVERY_IP:8090/healthz http://169.254.169.254/latest/meta-data/"}
         - {name: PROXY, value: "default/proxy-kubernetes"}
         - {name: MAX_LEASES, value: "$MAX_LEASES"}
+        - {name: GATEWAY, value: "proxy-operator-gateway.proxy-operator-system:8888"}
+        - {name: EXIT_IP, value: "${EXIT_IP:-}"}
+        - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
       volumeMounts: [{name: script, mountPath: /crawler}]
   volumes: [{name: script, configMap: {name: crawler}}]
 EOF
@@ -205,6 +208,21 @@ crawler_wait() {
 
 step "quickstart: discovery through its Service: list, lease, fetch through the leased Squid Pod (407 without its credentials, 403 to any address inside), report, release"
 run_crawler crawler-quickstart 180 quickstart || { save_operator_logs; show_proxy_side; fail "the discovery flow (log: $LOGS/crawler-crawler-quickstart.log)"; }
+
+# gateway_check NAME: a crawler Pod that has only a proxy URL (the gateway's Service, a session,
+# the attribute run=real-node, the token) fetches the in-cluster target; the target must see the
+# kubernetes Proxy's Squid Pod as the client. The namespace carries the gateway-client label the
+# NetworkPolicy admits. That policy is not asserted: the bridge CNI here does not enforce
+# NetworkPolicy (docs/deploying.md), so an unlabelled namespace would get through as well.
+gateway_check() {
+  EXIT_IP=$($KUBECTL get px proxy-kubernetes -o jsonpath='{.status.ip}')
+  [ -n "$EXIT_IP" ] || fail "proxy-kubernetes has no status.ip"
+  $KUBECTL label namespace default crawl.example.com/gateway-client=true --overwrite >/dev/null
+  run_crawler "$1" 120 gateway || { save_operator_logs; show_proxy_side; fail "the gateway flow (log: $LOGS/crawler-$1.log)"; }
+}
+
+step "the gateway in the operator Pod (dist/operator.yaml): a crawler Pod fetches through its Service with only a proxy URL, out of the fleet's Squid Pod"
+gateway_check crawler-gateway
 
 step "a deleted Proxy's Squid Pod goes promptly, and its deletion is logged once"
 proxy_manifest proxy-deleted | $KUBECTL apply -f - >/dev/null
@@ -277,7 +295,7 @@ $KUBECTL apply -f "$root/dist/redis-sample.yaml" -f "$root/dist/operator-redis.y
 $KUBECTL -n proxy-operator-system create configmap proxy-operator-providers --from-file=providers.yaml="$W/providers-allowed.yaml" \
   --dry-run=client -o yaml | $KUBECTL apply -f - >/dev/null 2>&1
 $KUBECTL -n proxy-operator-system rollout status deploy/proxy-operator-redis --timeout=120s >&2 || fail "rollout status of Redis"
-for d in proxy-operator proxy-operator-discovery; do
+for d in proxy-operator proxy-operator-discovery proxy-operator-gateway; do
   $KUBECTL -n proxy-operator-system rollout restart deploy/$d >/dev/null
   $KUBECTL -n proxy-operator-system rollout status deploy/$d --timeout=180s >&2 ||
     { save_operator_logs; fail "rollout status of $d with --lease-store=redis"; }
@@ -290,7 +308,7 @@ run_crawler crawler-redis-quickstart 180 quickstart ||
   { save_operator_logs; show_proxy_side; fail "the discovery flow through 2 replicas and Redis (log: $LOGS/crawler-crawler-redis-quickstart.log)"; }
 
 step "each component under its own ServiceAccount; the discovery Pods' token can neither create nor read a Secret"
-for pair in proxy-operator=proxy-operator proxy-operator-discovery=proxy-operator-discovery; do
+for pair in proxy-operator=proxy-operator proxy-operator-discovery=proxy-operator-discovery proxy-operator-gateway=proxy-operator-gateway; do
   sa=$($KUBECTL -n proxy-operator-system get deploy "${pair%%=*}" -o jsonpath='{.spec.template.spec.serviceAccountName}')
   [ "$sa" = "${pair#*=}" ] || fail "deploy/${pair%%=*} runs as ServiceAccount '$sa', not ${pair#*=}"
 done
@@ -323,6 +341,18 @@ refused "read the discovery tokens Secret" as_discovery -n proxy-operator-system
 refused "read a Secret of the watched namespace by name" as_discovery -n default get secret "$($KUBECTL -n default get secrets -o jsonpath='{.items[0].metadata.name}')"
 refused "mint a token for the controller's account" as_discovery -n proxy-operator-system create token proxy-operator
 log "   the discovery Pod's token: reads Proxies; refused to create or read a Secret and to mint a token"
+GATEWAY_SA=system:serviceaccount:proxy-operator-system:proxy-operator-gateway
+for check in "list proxies.crawl.example.com -n default" "list secrets -n default"; do
+  # shellcheck disable=SC2086
+  [ "$($KUBECTL auth can-i $check --as=$GATEWAY_SA 2>/dev/null)" = yes ] || fail "the gateway account may not $check (it needs to)"
+done
+for check in "create secrets -n default" "get secrets -n default" "get secrets -n proxy-operator-system" \
+  "patch proxies.crawl.example.com -n default" "create events -n default" "create pods -n proxy-operator-proxies" \
+  "create serviceaccounts/token -n proxy-operator-system" "update leases.coordination.k8s.io -n proxy-operator-system"; do
+  # shellcheck disable=SC2086
+  [ "$($KUBECTL auth can-i $check --as=$GATEWAY_SA 2>/dev/null)" = no ] || fail "the gateway account may $check (it must write nothing)"
+done
+log "   the gateway account: lists Proxies and Secrets of the watched namespace, writes nothing"
 check_no_forbidden_calls "after the switch to the split operator"
 
 step "the lease loop against a steady operator (the control: the check itself finds nothing)"
@@ -346,10 +376,26 @@ crawler_wait crawler-lease-loop 180 || {
   save_operator_logs
   fail "the lease loop over a rollout restart (log: $LOGS/crawler-crawler-lease-loop.log)"
 }
+step "the gateway's own Deployment (dist/operator-redis.yaml, 2 replicas over Redis): a crawler Pod fetches through its Service; its Pods are scraped"
+gateway_check crawler-redis-gateway
+# The gateway Pods not being deleted (a Pod of an earlier rollout may still be terminating).
+gw_ips=$($KUBECTL -n proxy-operator-system get pods -l app.kubernetes.io/component=gateway -o json |
+  node -e 'let t = ""; process.stdin.on("data", (c) => (t += c)).on("end", () => console.log(JSON.parse(t).items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.status.podIP).join(" ")))')
+[ "$(wc -w <<<"$gw_ips")" -ge 2 ] || fail "fewer than 2 gateway Pods: $gw_ips"
+ep_ips=$($KUBECTL -n proxy-operator-system get endpoints proxy-operator-metrics -o jsonpath='{.subsets[*].addresses[*].ip}')
+served=0
+for ip in $gw_ips; do
+  grep -qw "$ip" <<<"$ep_ips" || fail "gateway Pod $ip is not an endpoint of the metrics Service (the ServiceMonitor would miss it): $ep_ips"
+  n=$(curl -s --max-time 5 "http://$ip:8080/metrics" | awk '$1 == "proxy_operator_gateway_requests_total{outcome=\"ok\"}" {print int($2)}')
+  served=$((served + ${n:-0}))
+done
+[ "$served" -ge 3 ] || fail "the gateway Pods' metrics count $served ok requests (want the crawler's 3)"
+log "   gateway Pods $gw_ips: endpoints of the metrics Service; proxy_operator_gateway_requests_total{outcome=ok} = $served"
+
 save_operator_logs
 check_no_forbidden_calls "end of the run"
 used=$(accounts_used)
-for sa in proxy-operator proxy-operator-discovery; do
+for sa in proxy-operator proxy-operator-discovery proxy-operator-gateway; do
   grep -qw "system:serviceaccount:proxy-operator-system:$sa" <<<"$used" || fail "no request was made with the $sa account (used: $used)"
 done
 log "   accounts that made requests: $used"
