@@ -22,7 +22,7 @@
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //          --matrix [--quick] (issue 45's matrix, with the gateway's side: see crawl-matrix.ts;
-//                   --pages/--proxies per cell, default 1000/20, --quick 400)
+//                   --pages/--proxies per cell, default 1000/20, --quick 200)
 //   env:   BENCH_HEAP_SNAPSHOT_DIR=DIR (a heap snapshot of each crawling process once its crawl is done)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
@@ -576,7 +576,7 @@ async function main(): Promise<void> {
     await warmUp();
 
     if (matrix) {
-      const matrixPages = flag('pages', quick ? 400 : 1000);
+      const matrixPages = flag('pages', quick ? 200 : 1000);
       const matrixProxies = flag('proxies', 20);
       console.log(
         `matrix: ${matrixPages} pages, ${matrixProxies} proxies per cell and side${quick ? ' (--quick)' : ''}`,
