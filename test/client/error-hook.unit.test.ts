@@ -119,10 +119,11 @@ describe('a crawl whose error hook is missing is loud; one wired by crawlerOptio
       expect(errors).toEqual([MISSING_ERROR_HANDLER]);
       expect(MISSING_ERROR_HANDLER).toMatch(/crawlerOptions\(\)/);
       expect(MISSING_ERROR_HANDLER).toMatch(/proxyConfiguration\.errorHandler\(ctx, error\)/);
-      // Nothing reported the dead proxy (this server has no health checks to find it either),
-      // so some pages ran out of retries on it: what the error tells the user to fix.
-      expect(config.stats).toMatchObject({ errorHandlerMissing: 1, reportedUnreachable: 0 });
-      expect(fetched).toBeGreaterThan(0);
+      // The session retired with its request unanswered: taken for the proxy failing, and
+      // reported, so the server (which has no health checks here) leased the dead proxy no more.
+      expect(config.stats.errorHandlerMissing).toBe(1);
+      expect(config.stats.reportedUnreachable).toBeGreaterThanOrEqual(1);
+      expect(fetched).toBe(PAGES);
     },
   );
 

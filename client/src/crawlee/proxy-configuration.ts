@@ -84,7 +84,19 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   private readonly banned: ReadonlySet<number>;
   private readonly rateLimited: ReadonlySet<number>;
   private readonly watchedPools = new Set<SessionEvents>();
-  private readonly onRetired = (session: { id: string }) => void this.leases.sessionEnded(session.id);
+  /**
+   * Crawlee retires a session whose proxy failed (a SessionError) right after the crawler's
+   * errorHandler. Without ours wired, a session retired while its lease waits for an answer is
+   * taken for one whose proxy failed: reported `unreachable` (the server rechecks the proxy and
+   * holds it out of new leases until a probe passes; a false alarm costs a recheck), so the
+   * next sessions are not leased the dead proxy again, one failure each. A response resets the
+   * wait: a ban or a 429 is answered and never counts.
+   */
+  private readonly onRetired = (session: { id: string }) => {
+    const silent = this.errorHandled ? undefined : this.leases.silentProxyOf(session.id);
+    if (silent !== undefined) void this.leases.unreachable(silent);
+    void this.leases.sessionEnded(session.id);
+  };
   private hooked = false;
   /** The error handler has run (Crawlee runs it before every retry: a retry without it says it is not wired). */
   private errorHandled = false;
