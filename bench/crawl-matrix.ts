@@ -88,10 +88,11 @@ export async function runMatrix(
   pages: number,
   proxies: number,
   seed: number,
+  only?: string,
 ): Promise<string> {
   const out: string[] = [];
   let run = 0;
-  for (const cell of cells(proxies, seed)) {
+  for (const cell of cells(proxies, seed).filter((c) => only === undefined || c.name.includes(only))) {
     const results: Result[] = [];
     for (const side of cell.sides) {
       world.progress(`[${cell.name}] ${side}`);

@@ -22,7 +22,8 @@
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //          --matrix [--quick] (issue 45's matrix, with the gateway's side: see crawl-matrix.ts;
-//                   --pages/--proxies per cell, default 1000/20, --quick 200)
+//                   --pages/--proxies per cell, default 1000/20, --quick 200; --cell=TEXT: only the
+//                   cells whose name has TEXT, e.g. --cell=refused)
 //   env:   BENCH_HEAP_SNAPSHOT_DIR=DIR (a heap snapshot of each crawling process once its crawl is done)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
@@ -586,6 +587,7 @@ async function main(): Promise<void> {
         matrixPages,
         matrixProxies,
         seed,
+        process.argv.find((a) => a.startsWith('--cell='))?.slice('--cell='.length),
       );
       console.log(`\n${tables}\nload average after: ${load()}`);
       return;
