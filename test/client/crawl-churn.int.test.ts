@@ -175,8 +175,9 @@ it(`keeps the site's pace at Crawlee's defaults: every page, no failed request, 
 }, 300_000);
 
 // The integration wired as the old recipe did, with the post-navigation hook alone (issue 45
-// item 2): nothing reports the dead proxy from the crawl, the crawl says so (errorHandlerMissing),
-// and its attempts into the dead proxy stay within a small multiple of Crawlee's own list's over
+// item 2): the crawl says the handler is missing (errorHandlerMissing), a session retired with its
+// request unanswered reports the proxy, and its attempts into the dead proxy stay within a small
+// multiple of Crawlee's own list's over
 // the same fleet, site and fault: no black hole that swallows sessions (the issue measured
 // 11,727 against the list's 57 before the client learned the server's verdicts).
 const HALF_PAGES = 400;
@@ -228,7 +229,9 @@ it('with the post-navigation hook alone, every page, and dead-proxy attempts wit
       `post-navigation hook alone: ${dead(halfWired)} attempts into the dead proxy (the list: ${dead(baseline)}); ` +
         `${halfWired.fetched} and ${baseline.fetched} pages; ${JSON.stringify(halfWired.integration)}`,
     );
-    expect(halfWired.integration).toMatchObject({ errorHandlerMissing: 1, reportedUnreachable: 0 });
+    // The crawl said the handler is missing, and the retired sessions' silent lease reported the proxy.
+    expect(halfWired.integration?.errorHandlerMissing).toBe(1);
+    expect(halfWired.integration?.reportedUnreachable).toBeGreaterThanOrEqual(1);
     expect(halfWired.fetched).toBe(HALF_PAGES);
     expect(dead(halfWired)).toBeLessThanOrEqual(3 * Math.max(dead(baseline), 5));
   } finally {
