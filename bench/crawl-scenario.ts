@@ -11,7 +11,7 @@ import { getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v
 import { runInNewContext } from 'node:vm';
 import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
-import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
+import { isProxyFailure, ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
 import { startCrawlSite, type SiteHit } from './crawl-site.js';
 import type { CrawlWorld } from './crawl-world.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
@@ -23,6 +23,8 @@ export interface FaultPlan {
   /** Proxies (by index) that die once `dieAtFraction` of the pages are fetched. */
   dying: number[];
   dieAtFraction: number;
+  /** The site bans `banned` once this share of the pages is fetched (default: from the start). */
+  banAtFraction?: number;
 }
 
 /** A seeded choice of `bans` banned and `deaths` dying proxies among `count`, disjoint. */
@@ -77,7 +79,7 @@ export interface Attempt {
 }
 
 export interface CrawlFigures {
-  mode: 'operator' | 'list';
+  mode: 'operator' | 'list' | 'gateway';
   pages: number;
   fetched: number;
   failedRequests: number;
@@ -97,6 +99,8 @@ export interface CrawlFigures {
   inFlightAtReport: number[];
   /** Requests Crawlee sent (every attempt of every page, retries included). */
   attempts: number;
+  /** Attempts that failed because their proxy could not carry them (refused, reset, never connected). */
+  proxyErrors: number;
   /**
    * CPU milliseconds this process spent per page fetched (Crawlee, the integration, and the
    * site and proxies it serves): what a CPU-bound crawl's pages/s comes down to.
@@ -229,6 +233,16 @@ export interface CrawlOptions {
    * the whole machine's CPU (os.cpus()), so on one machine another process's load throttles it.
    */
   concurrency?: number;
+  /**
+   * With `operator`: which of the integration's hooks the crawler runs: both (default), or the
+   * post-navigation hook alone (an errorHandler that does not call the integration's).
+   */
+  hooks?: 'both' | 'post-navigation';
+  /**
+   * Crawlee's plain ProxyConfiguration whose one URL names the operator's gateway, a gateway
+   * session per Crawlee session (instead of `operator` or the list).
+   */
+  gateway?: { url(sessionId: string): string };
 }
 
 /**
@@ -244,8 +258,10 @@ export interface ApiCalls {
 
 /** One crawl of the whole site at Crawlee's defaults; the faults are injected as it goes. */
 export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
-  const { world, faults, operator } = options;
-  await world.ban(faults.banned.map((i) => world.hosts[i]!));
+  const { world, faults, operator, gateway } = options;
+  const banAt = Math.ceil(world.pages * (faults.banAtFraction ?? 0));
+  const ban = () => world.ban(faults.banned.map((i) => world.hosts[i]!));
+  if (banAt === 0) await ban();
   const client = operator
     ? new ReportingClient({ baseUrl: operator.discoveryURL, token: operator.token })
     : undefined;
@@ -258,7 +274,13 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
           : {}),
       })
     : undefined;
-  const proxyConfiguration = integration ?? new ProxyConfiguration({ proxyUrls: world.urls });
+  const proxyConfiguration =
+    integration ??
+    (gateway
+      ? new ProxyConfiguration({ newUrlFunction: (sessionId) => gateway.url(String(sessionId)) })
+      : new ProxyConfiguration({ proxyUrls: world.urls }));
+  const errorHook = integration && options.hooks !== 'post-navigation' ? integration : undefined;
+  let proxyErrors = 0;
 
   const attempts: Attempt[] = [];
   const open = new Map<string, Attempt>();
@@ -295,12 +317,17 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
       ],
       errorHandler: async (ctx, error) => {
         end(ctx.id);
-        if (integration) await integration.errorHandler(ctx, error);
+        if (isProxyFailure(error)) proxyErrors++;
+        if (errorHook) await errorHook.errorHandler(ctx, error);
       },
       requestHandler: async ({ request, body, enqueueLinks }) => {
         fetched.add(request.url);
         fetchedAt.push(Date.now() - started);
         if (fetched.size === 100 || fetched.size === 1000) cpuMsByPage[fetched.size] = cpuMsSince(cpu);
+        if (banAt > 0 && fetched.size === banAt) {
+          void ban();
+          options.progress?.(`${fetched.size} pages fetched: ${faults.banned.length} proxies banned now`);
+        }
         if (fetched.size === dieAt) {
           deaths = world.kill(faults.dying);
           deaths.catch(() => undefined); // awaited once the crawl is done: a failure surfaces there
@@ -311,7 +338,10 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
         );
         await enqueueLinks({ urls: hrefs });
       },
-      failedRequestHandler: () => void failedRequests++,
+      failedRequestHandler: (_ctx, error) => {
+        failedRequests++;
+        if (isProxyFailure(error)) proxyErrors++;
+      },
     },
     new Configuration({ persistStorage: false, purgeOnStart: true }),
   );
@@ -365,7 +395,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const reportAt = (i: number) => (operator ? client!.firstUnreachable.get(operator.proxyID(i)) : undefined);
   const budget = budgetAtLastPage(record.hits, world.rateLimitPerSecond);
   return {
-    mode: operator ? 'operator' : 'list',
+    mode: operator ? 'operator' : gateway ? 'gateway' : 'list',
     pages: world.pages,
     fetched: fetched.size,
     failedRequests,
@@ -375,6 +405,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     fetchedAt,
     bannedLate,
     attempts: attempts.length,
+    proxyErrors,
     cpuMsPerPage: fetched.size === 0 ? 0 : (user + system) / 1000 / fetched.size,
     systemCpuShare: user + system === 0 ? 0 : system / (user + system),
     cpuMsByPage,

@@ -23,12 +23,21 @@ export interface CrawlSite {
   close(): Promise<void>;
 }
 
+/**
+ * How the site counts a source's requests against its limit: a one-second token bucket
+ * (refilled continuously) or a sliding window (at most `limit` answered in the last second).
+ */
+export type Limiter = 'bucket' | 'sliding';
+
 export interface CrawlSiteOptions {
   pages: number;
   /** Requests per second one source may send before it gets 429s (undefined: no limit). */
   rateLimitPerSecond?: number;
   /** The Retry-After of a 429, in seconds. */
   retryAfterSeconds?: number;
+  /** Whether a 429 carries Retry-After at all (default true; most sites send none). */
+  retryAfterHeader?: boolean;
+  limiter?: Limiter;
 }
 
 /** Page i links to i+1 (every page is reachable from page 0) and to two pseudo-random others. */
@@ -44,8 +53,18 @@ export async function startCrawlSite(options: CrawlSiteOptions): Promise<CrawlSi
   // A one-second token bucket per source: `limit` requests, refilled continuously.
   const buckets = new Map<string, { tokens: number; at: number }>();
   const limit = options.rateLimitPerSecond;
+  const windows = new Map<string, number[]>();
+  const overWindow = (from: string, now: number): boolean => {
+    let answered = windows.get(from);
+    if (answered === undefined) windows.set(from, (answered = []));
+    while (answered.length > 0 && answered[0]! <= now - 1000) answered.shift();
+    if (answered.length >= limit!) return true;
+    answered.push(now);
+    return false;
+  };
   const overLimit = (from: string, now: number): boolean => {
     if (limit === undefined) return false;
+    if (options.limiter === 'sliding') return overWindow(from, now);
     const bucket = buckets.get(from) ?? { tokens: limit, at: now };
     bucket.tokens = Math.min(limit, bucket.tokens + ((now - bucket.at) / 1000) * limit);
     bucket.at = now;
@@ -67,7 +86,8 @@ export async function startCrawlSite(options: CrawlSiteOptions): Promise<CrawlSi
     hits.push({ from, status, at: now });
     if (status !== 200) {
       const headers: Record<string, string> = { 'content-type': 'text/plain' };
-      if (status === 429) headers['retry-after'] = String(options.retryAfterSeconds ?? 1);
+      if (status === 429 && options.retryAfterHeader !== false)
+        headers['retry-after'] = String(options.retryAfterSeconds ?? 1);
       res.writeHead(status, headers).end(`${status}\n`);
       return;
     }

@@ -6,7 +6,8 @@
 // operator's health probes through the proxies are not charged to the crawl.
 import { LoopbackAddresses } from '../providers/mock/loopback-addresses.js';
 import { startForwardProxy, type ForwardProxy } from '../providers/mock/forward-proxy.js';
-import { startCrawlSite, type CrawlSite, type SiteHit } from './crawl-site.js';
+import { blackHoles, type BlackHoles } from './black-hole.js';
+import { startCrawlSite, type CrawlSite, type Limiter, type SiteHit } from './crawl-site.js';
 
 export interface Fleet {
   proxies: ForwardProxy[];
@@ -64,6 +65,12 @@ export interface WorldConfig {
   pages: number;
   rateLimitPerSecond?: number;
   retryAfterSeconds: number;
+  /** The site's 429s carry `Retry-After` (default true). */
+  retryAfterHeader?: boolean;
+  /** How the site counts a source's rate (default a token bucket). */
+  limiter?: Limiter;
+  /** How a proxy dies: its port refuses (default), or a black hole takes its address. */
+  deathBy?: 'refuse' | 'black-hole';
 }
 
 /** A world someone started, and must close. */
@@ -80,11 +87,28 @@ export async function startLocalWorld(config: WorldConfig): Promise<RunningWorld
     pages: config.pages,
     ...(config.rateLimitPerSecond === undefined ? {} : { rateLimitPerSecond: config.rateLimitPerSecond }),
     retryAfterSeconds: config.retryAfterSeconds,
+    ...(config.retryAfterHeader === undefined ? {} : { retryAfterHeader: config.retryAfterHeader }),
+    ...(config.limiter === undefined ? {} : { limiter: config.limiter }),
   });
+  const holes: BlackHoles[] = [];
+  const world = localWorld(fleet, site);
   return {
-    ...localWorld(fleet, site),
+    ...world,
+    ...(config.deathBy === 'black-hole'
+      ? {
+          // The proxies close, then their addresses turn into black holes.
+          kill: async (indices: number[]) => {
+            const at = Date.now();
+            const dying = indices.map((i) => fleet.proxies[i]!);
+            await Promise.all(dying.map((p) => p.close()));
+            holes.push(await blackHoles(dying.map((p) => `${p.host}:${p.port}`)));
+            return at;
+          },
+        }
+      : {}),
     ports: fleet.proxies.map((p) => p.port),
     close: async () => {
+      for (const hole of holes) hole.close();
       await fleet.close();
       await site.close();
     },

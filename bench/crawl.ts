@@ -21,6 +21,9 @@
 //                   where a rate-limited site's budget went, see site-budget.ts)
 //          --churn-rate-limit=R (scenario 1: requests/s per source before 429s) (--pages=0 skips it)
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
+//          --matrix [--quick] (issue 45's matrix, with the gateway's side: see crawl-matrix.ts;
+//                   --pages/--proxies per cell, default 1000/20, --quick 200; --cell=TEXT: only the
+//                   cells whose name has TEXT, e.g. --cell=refused)
 //   env:   BENCH_HEAP_SNAPSHOT_DIR=DIR (a heap snapshot of each crawling process once its crawl is done)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
@@ -30,18 +33,19 @@
 import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { DiscoveryClient } from '../client/src/index.js';
 import { applyCRDs } from '../cmd/demo/environment.js';
 import { startLocalTarget, type LocalTarget } from '../cmd/demo/local-target.js';
 import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
-import { createProxy } from './bench-proxies.js';
 import { ControlPlane, freePort } from '../framework/control-plane/index.js';
 import { crawl, planFaults, type CrawlFigures, type FaultPlan } from './crawl-scenario.js';
 import { warmUp } from './crawl-warm-up.js';
 import { canPin, SideProcess } from './crawl-side-process.js';
 import { startLocalWorld } from './crawl-world.js';
 import { BenchOperator } from './operator-process.js';
+import { createProxies } from './crawl-registry.js';
+import { runMatrix } from './crawl-matrix.js';
 import { sharedWindow, type Timeline } from './shared-window.js';
 import { settle } from './settle.js';
 
@@ -66,25 +70,6 @@ interface Row {
   sessionsLeft?: number;
   cpuSeconds?: number;
   peakRssMiB?: number;
-}
-
-async function createProxies(
-  kc: KubeConfig,
-  namespace: string,
-  endpoints: { host: string; port: number }[],
-  probeURL: string,
-) {
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-  const api = kc.makeApiClient(CustomObjectsApi);
-  for (const [i, endpoint] of endpoints.entries()) {
-    await createProxy(api, namespace, `proxy-${i}`, {
-      mode: 'External',
-      endpoint,
-      maxLeases: 5,
-      attributes: { run: namespace },
-      healthCheck: { probeURL },
-    });
-  }
 }
 
 /** How every round runs and what it records: the flags that are not the scenario's figures. */
@@ -533,6 +518,9 @@ async function main(): Promise<void> {
     ? flag('ok-report-interval-ms', 0)
     : undefined;
   const worldApart = process.argv.includes('--world-apart');
+  const matrix = process.argv.includes('--matrix');
+  const quick = process.argv.includes('--quick');
+  if (matrix && (sideBySide || worldApart)) throw new Error('--matrix runs its sides one after the other');
   const calibrate = process.argv.includes('--calibrate');
   if ((worldApart || calibrate) && !sideBySide)
     throw new Error('--world-apart and --calibrate need --side-by-side');
@@ -567,11 +555,13 @@ async function main(): Promise<void> {
     await sleep(2000);
     const target = await startLocalTarget();
     cleanups.push(() => target.close());
+    const gatewayPort = await freePort();
     const op = new BenchOperator({
       kubeconfig: cp.kubeconfigPath,
       metricsPort: await freePort(),
       discoveryPort: await freePort(),
-      flags: ['--log-level=warn'],
+      // The gateway listens on loopback only (its default is every interface).
+      flags: ['--log-level=warn', `--gateway-address=127.0.0.1:${gatewayPort}`],
       env: { DISCOVERY_TOKEN: TOKEN },
     });
     cleanups.push(() => op.stop());
@@ -582,6 +572,22 @@ async function main(): Promise<void> {
     );
     await warmUp();
 
+    if (matrix) {
+      const matrixPages = flag('pages', quick ? 200 : 1000);
+      const matrixProxies = flag('proxies', 20);
+      console.log(
+        `matrix: ${matrixPages} pages, ${matrixProxies} proxies per cell and side${quick ? ' (--quick)' : ''}`,
+      );
+      const tables = await runMatrix(
+        { kc, op, target, token: TOKEN, gatewayPort, progress: (m) => console.log(`  ${m}`) },
+        matrixPages,
+        matrixProxies,
+        seed,
+        process.argv.find((a) => a.startsWith('--cell='))?.slice('--cell='.length),
+      );
+      console.log(`\n${tables}\nload average after: ${loadAverages()}`);
+      return;
+    }
     const out: string[] = [];
     if (pages > 0) {
       console.log(

@@ -173,3 +173,71 @@ it(`keeps the site's pace at Crawlee's defaults: every page, no failed request, 
     await pacedSite.close();
   }
 }, 300_000);
+
+// The integration wired as the old recipe did, with the post-navigation hook alone (issue 45
+// item 2): the crawl says the handler is missing (errorHandlerMissing), a session retired with its
+// request unanswered reports the proxy, and its attempts into the dead proxy stay within a small
+// multiple of Crawlee's own list's over
+// the same fleet, site and fault: no black hole that swallows sessions (the issue measured
+// 11,727 against the list's 57 before the client learned the server's verdicts).
+const HALF_PAGES = 400;
+const HALF_PROXIES = 10;
+
+it('with the post-navigation hook alone, every page, and dead-proxy attempts within a small multiple of the list', async () => {
+  const halfFaults = planFaults(HALF_PROXIES, 0, 1, 11);
+  const start = async (first: string) => ({
+    fleet: await startFleet(HALF_PROXIES, first),
+    site: await startCrawlSite({ pages: HALF_PAGES }),
+  });
+  const ours = await start('127.0.7.1');
+  const list = await start('127.0.8.1');
+  try {
+    for (let i = 0; i < HALF_PROXIES; i++) {
+      await api.create(`half-${i}`, {
+        spec: {
+          mode: 'External',
+          endpoint: { host: ours.fleet.proxies[i].host, port: ours.fleet.proxies[i].port },
+          maxLeases: MAX_LEASES,
+          attributes: { pool: 'half' },
+          healthCheck: {
+            probeURL: target.probeURL,
+            intervalSeconds: 10,
+            timeoutSeconds: 2,
+            failureThreshold: 3,
+          },
+        },
+      });
+    }
+    const admin = new DiscoveryClient({ baseUrl: discoveryURL });
+    await eventually(
+      'every proxy of the half-wired crawl healthy',
+      async () =>
+        (await admin.listProxies({ selector: { pool: 'half' }, healthy: true })).length === HALF_PROXIES
+          ? true
+          : undefined,
+      60_000,
+    );
+    const halfWired = await crawl({
+      world: localWorld(ours.fleet, ours.site),
+      faults: halfFaults,
+      operator: { discoveryURL, proxyID: (i) => `${namespace}/half-${i}`, selector: { pool: 'half' } },
+      hooks: 'post-navigation',
+    });
+    const baseline = await crawl({ world: localWorld(list.fleet, list.site), faults: halfFaults });
+    const dead = (f: CrawlFigures) => f.attemptsAfterDeath.reduce((a, b) => a + b, 0);
+    console.log(
+      `post-navigation hook alone: ${dead(halfWired)} attempts into the dead proxy (the list: ${dead(baseline)}); ` +
+        `${halfWired.fetched} and ${baseline.fetched} pages; ${JSON.stringify(halfWired.integration)}`,
+    );
+    // The crawl said the handler is missing, and the retired sessions' silent lease reported the proxy.
+    expect(halfWired.integration?.errorHandlerMissing).toBe(1);
+    expect(halfWired.integration?.reportedUnreachable).toBeGreaterThanOrEqual(1);
+    expect(halfWired.fetched).toBe(HALF_PAGES);
+    expect(dead(halfWired)).toBeLessThanOrEqual(3 * Math.max(dead(baseline), 5));
+  } finally {
+    for (const side of [ours, list]) {
+      await side.fleet.close();
+      await side.site.close();
+    }
+  }
+}, 300_000);

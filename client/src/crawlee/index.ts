@@ -2,6 +2,9 @@
 export {
   ProxyOperatorConfiguration,
   isProxyFailure,
+  MISSING_ERROR_HANDLER,
+  type CrawlerWiring,
+  type OwnHooks,
   outcomeOf,
   retryAfterSeconds,
   type NavigationContext,

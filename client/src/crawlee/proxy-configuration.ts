@@ -42,15 +42,33 @@ interface SessionEvents {
 /** Crawlee's SessionPool event, emitted by Session.retire() (blocked, used up, or too many errors). */
 const SESSION_RETIRED = 'sessionRetired';
 
+/** What a crawler's options need from the configuration: the one call that wires it (`crawlerOptions`). */
+export interface CrawlerWiring<C extends NavigationContext, E extends NavigationContext> {
+  proxyConfiguration: ProxyOperatorConfiguration;
+  postNavigationHooks: ((ctx: C) => Promise<void> | undefined)[];
+  errorHandler: (ctx: E, error: unknown) => Promise<void>;
+}
+
+/** The crawler's own hooks, which `crawlerOptions` runs beside the configuration's. */
+export interface OwnHooks<C extends NavigationContext, E extends NavigationContext> {
+  postNavigationHooks?: ((ctx: C) => Promise<void> | void)[];
+  errorHandler?: (ctx: E, error: unknown) => Promise<void> | void;
+}
+
+/** The error logged once when a request is retried and the error handler never ran. */
+export const MISSING_ERROR_HANDLER =
+  'ProxyOperatorConfiguration.errorHandler is not wired: a request was retried and it never ran, so ' +
+  'proxies that cannot connect are not reported and their sessions keep failing on them until the ' +
+  "server's health checks catch up. Build the crawler with `...proxyConfiguration.crawlerOptions()` " +
+  '(pass your own hooks to it), or call `await proxyConfiguration.errorHandler(ctx, error)` from your errorHandler.';
+
 /**
  * A Crawlee `ProxyConfiguration` backed by the proxy-operator discovery API.
  *
  * ```ts
  * const proxyConfiguration = new ProxyOperatorConfiguration({ client, selector: { geo: 'eu' } });
  * const crawler = new HttpCrawler({
- *   proxyConfiguration,
- *   postNavigationHooks: [proxyConfiguration.postNavigationHook],
- *   errorHandler: proxyConfiguration.errorHandler,
+ *   ...proxyConfiguration.crawlerOptions(), // proxyConfiguration, postNavigationHooks, errorHandler
  *   requestHandler,
  * });
  * await crawler.run(urls);
@@ -62,11 +80,27 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
   private readonly hosts: HostNames;
   private readonly infos = new ProxyInfos();
   private readonly leaseLog: LeaseLog;
+  private readonly errorLog: LeaseLog['warning'];
   private readonly banned: ReadonlySet<number>;
   private readonly rateLimited: ReadonlySet<number>;
   private readonly watchedPools = new Set<SessionEvents>();
-  private readonly onRetired = (session: { id: string }) => void this.leases.sessionEnded(session.id);
+  /**
+   * Crawlee retires a session whose proxy failed (a SessionError) right after the crawler's
+   * errorHandler. Without ours wired, a session retired while its lease waits for an answer is
+   * taken for one whose proxy failed: reported `unreachable` (the server rechecks the proxy and
+   * holds it out of new leases until a probe passes; a false alarm costs a recheck), so the
+   * next sessions are not leased the dead proxy again, one failure each. A response resets the
+   * wait: a ban or a 429 is answered and never counts.
+   */
+  private readonly onRetired = (session: { id: string }) => {
+    const silent = this.errorHandled ? undefined : this.leases.silentProxyOf(session.id);
+    if (silent !== undefined) void this.leases.unreachable(silent);
+    void this.leases.sessionEnded(session.id);
+  };
   private hooked = false;
+  /** The error handler has run (Crawlee runs it before every retry: a retry without it says it is not wired). */
+  private errorHandled = false;
+  private missingErrorHandlerLogged = false;
 
   constructor(options: ProxyOperatorConfigurationOptions) {
     const log = options.log ?? crawleeLog.child({ prefix: 'ProxyOperator' });
@@ -78,6 +112,7 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     this.leases = new SessionLeases({ ...options, log });
     this.hosts = new HostNames();
     this.leaseLog = log;
+    this.errorLog = log.error?.bind(log) ?? log.warning.bind(log);
     this.banned = new Set(options.bannedStatusCodes ?? [401, 403]);
     this.rateLimited = new Set(options.rateLimitedStatusCodes ?? [429]);
   }
@@ -89,8 +124,9 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
    */
   override newProxyInfo(
     sessionId?: string | number,
-    options?: { request?: { url?: string } },
+    options?: { request?: RequestSeen },
   ): Promise<ProxyInfo | undefined> {
+    if (options?.request?.retryCount) this.retried();
     const session = sessionId === undefined ? undefined : String(sessionId);
     const host = this.hosts.of(options?.request?.url);
     const ready = this.leases.readyLease(session, host);
@@ -110,8 +146,9 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
 
   override async newUrl(
     sessionId?: string | number,
-    options?: { request?: { url?: string } },
+    options?: { request?: RequestSeen },
   ): Promise<string | undefined> {
+    if (options?.request?.retryCount) this.retried();
     return (await this.urlFor(sessionId, options?.request?.url)) ?? undefined;
   }
 
@@ -123,6 +160,44 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     const session = sessionId === undefined ? undefined : String(sessionId);
     const host = this.hosts.of(url);
     return this.leases.readyUrl(session, host) ?? this.leases.proxyUrl(session, host);
+  }
+
+  /**
+   * The crawler's options that wire this configuration in one call: `proxyConfiguration`, its
+   * `postNavigationHooks` (yours first, then this one's) and its `errorHandler` (this one's,
+   * then yours). Spread it into the crawler's options, and give it your own hooks rather than
+   * setting them beside it (an `errorHandler` set after the spread replaces this one's).
+   *
+   * ```ts
+   * new CheerioCrawler({ ...proxyConfiguration.crawlerOptions({ errorHandler: myOwn }), requestHandler });
+   * ```
+   */
+  crawlerOptions<C extends NavigationContext = NavigationContext, E extends NavigationContext = C>(
+    own: OwnHooks<C, E> = {},
+  ): CrawlerWiring<C, E> {
+    const mine = own.errorHandler;
+    return {
+      proxyConfiguration: this,
+      postNavigationHooks: [
+        ...(own.postNavigationHooks ?? []).map((hook) => async (ctx: C) => void (await hook(ctx))),
+        (ctx: C) => this.postNavigationHook(ctx),
+      ],
+      errorHandler: async (ctx, error) => {
+        await this.errorHandler(ctx, error);
+        await mine?.(ctx, error);
+      },
+    };
+  }
+
+  /**
+   * A request is being retried: Crawlee ran the crawler's errorHandler for its failure first,
+   * so if ours never ran, it is not wired. Said once, at error level (see MISSING_ERROR_HANDLER).
+   */
+  private retried(): void {
+    if (this.errorHandled || this.missingErrorHandlerLogged) return;
+    this.missingErrorHandlerLogged = true;
+    this.leases.stats.errorHandlerMissing = 1;
+    this.errorLog(MISSING_ERROR_HANDLER);
   }
 
   /**
@@ -164,6 +239,7 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
    * so the retry never lands on that proxy; every lease on the proxy is released.
    */
   readonly errorHandler = async (ctx: NavigationContext, error: unknown): Promise<void> => {
+    this.errorHandled = true;
     this.watch(ctx.crawler?.sessionPool);
     const proxyUrl = ctx.proxyInfo?.url;
     if (proxyUrl && isProxyFailure(error)) await this.leases.unreachable(proxyUrl);
@@ -192,6 +268,12 @@ export class ProxyOperatorConfiguration extends ProxyConfiguration {
     this.watchedPools.add(pool);
     pool.on(SESSION_RETIRED, this.onRetired);
   }
+}
+
+/** What the hooks read of a Crawlee request handed to newProxyInfo: its URL, and whether it is a retry. */
+interface RequestSeen {
+  url?: string;
+  retryCount?: number;
 }
 
 /**

@@ -304,6 +304,11 @@ export class SessionLeases {
     return this.proxyReports.unreachable(proxyUrl);
   }
 
+  /** The proxy URL of a lease of the session that sent a request and has heard nothing back since. */
+  silentProxyOf(session: string): string | undefined {
+    return this.book.ofSession(session).find((shared) => shared.unansweredSince !== 0)?.lease.proxy.url;
+  }
+
   /** The session ended (Crawlee retired it): release its leases and forget it on the server. */
   async sessionEnded(session: string): Promise<void> {
     if (this.closed) return;

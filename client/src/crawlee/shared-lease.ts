@@ -8,6 +8,8 @@ import type { Pace } from './site-pace.js';
 export interface LeaseLog {
   debug(message: string, data?: Record<string, unknown>): void;
   warning(message: string, data?: Record<string, unknown>): void;
+  /** A wiring mistake the crawl must not run with unnoticed (Crawlee's log has it; default: warning). */
+  error?(message: string, data?: Record<string, unknown>): void;
 }
 
 export const silentLog: LeaseLog = { debug: () => undefined, warning: () => undefined };
@@ -77,6 +79,8 @@ export interface SessionLeasesStats {
   pacedMs: number;
   /** Leases dropped because the server said their proxy is unhealthy, suspect or draining. */
   droppedByVerdict: number;
+  /** 1 once a request was retried and the configuration's errorHandler had never run (it is not wired). */
+  errorHandlerMissing: number;
 }
 
 export function emptyStats(): SessionLeasesStats {
@@ -95,6 +99,7 @@ export function emptyStats(): SessionLeasesStats {
     paced: 0,
     pacedMs: 0,
     droppedByVerdict: 0,
+    errorHandlerMissing: 0,
   };
 }
 

@@ -1,0 +1,202 @@
+// bench:crawl's matrix (`--matrix`, issue 45 item 3; the gateway's side, issue 46 item 6): no
+// single scenario to tune to. Each cell is one site behaviour or one kind of fault, crawled by
+// each side in turn on a fresh fleet and site with the same seeded faults: the integration
+// (ProxyOperatorConfiguration, both hooks; and in the death cells the post-navigation hook
+// alone), Crawlee's own list at Crawlee's defaults, and Crawlee's plain ProxyConfiguration
+// whose one URL names the operator's gateway (a gateway session per Crawlee session).
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { DiscoveryClient } from '../client/src/index.js';
+import type { LocalTarget } from '../cmd/demo/local-target.js';
+import { GROUP, PLURAL, VERSION } from '../crds/proxy-types.js';
+import { crawl, planFaults, type CrawlFigures, type FaultPlan } from './crawl-scenario.js';
+import { createProxies } from './crawl-registry.js';
+import type { Limiter } from './crawl-site.js';
+import { startLocalWorld, type WorldConfig } from './crawl-world.js';
+import type { BenchOperator } from './operator-process.js';
+
+export type Side = 'operator' | 'operator, post-navigation hook only' | 'list' | 'gateway';
+
+export interface Cell {
+  name: string;
+  /** The site: its limit per source (none: no limit), how it counts, whether 429s say Retry-After. */
+  site: Pick<WorldConfig, 'rateLimitPerSecond' | 'limiter' | 'retryAfterHeader'>;
+  faults: FaultPlan;
+  deathBy?: 'refuse' | 'black-hole';
+  sides: Side[];
+}
+
+/** Requests per second per source the list rarely exceeds (loose) and far exceeds (tight). */
+const LOOSE = 30;
+const TIGHT = 3;
+const EVERY_SIDE: Side[] = ['operator', 'list', 'gateway'];
+
+/** The matrix over `proxies` proxies: rate limits × shapes × Retry-After, bans, deaths. */
+export function cells(proxies: number, seed: number): Cell[] {
+  const none: FaultPlan = { banned: [], dying: [], dieAtFraction: 1 };
+  const tenth = Math.max(1, Math.round(proxies / 10));
+  const rate: Cell[] = (['bucket', 'sliding'] as Limiter[]).flatMap((limiter) =>
+    [LOOSE, TIGHT].flatMap((limit) =>
+      [true, false].map((retryAfterHeader): Cell => ({
+        name: `${limiter === 'bucket' ? 'token bucket' : 'sliding window'} ${limit}/s, ${retryAfterHeader ? 'Retry-After' : 'no Retry-After'}`,
+        site: { rateLimitPerSecond: limit, limiter, retryAfterHeader },
+        faults: none,
+        sides: EVERY_SIDE,
+      })),
+    ),
+  );
+  const banned = planFaults(proxies, tenth, 0, seed);
+  const dying = planFaults(proxies, 0, tenth, seed);
+  return [
+    ...rate,
+    { name: `${tenth} banned from the start`, site: {}, faults: banned, sides: EVERY_SIDE },
+    {
+      name: `${tenth} banned at 30 %`,
+      site: {},
+      faults: { ...banned, banAtFraction: 0.3 },
+      sides: EVERY_SIDE,
+    },
+    ...(['refuse', 'black-hole'] as const).map((deathBy): Cell => ({
+      name: `${tenth} die at 30 % (${deathBy === 'refuse' ? 'refused' : 'black hole'})`,
+      site: {},
+      faults: dying,
+      deathBy,
+      sides: ['operator', 'operator, post-navigation hook only', 'list', 'gateway'],
+    })),
+  ];
+}
+
+export interface MatrixWorld {
+  kc: KubeConfig;
+  op: BenchOperator;
+  target: LocalTarget;
+  token: string;
+  gatewayPort: number;
+  progress(message: string): void;
+}
+
+interface Result {
+  side: Side;
+  figures: CrawlFigures;
+  leftover?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs every cell, each side in turn; returns the printed tables. */
+export async function runMatrix(
+  world: MatrixWorld,
+  pages: number,
+  proxies: number,
+  seed: number,
+  only?: string,
+): Promise<string> {
+  const out: string[] = [];
+  let run = 0;
+  for (const cell of cells(proxies, seed).filter((c) => only === undefined || c.name.includes(only))) {
+    const results: Result[] = [];
+    for (const side of cell.sides) {
+      world.progress(`[${cell.name}] ${side}`);
+      results.push(await runSide(world, cell, side, pages, proxies, run++));
+    }
+    const table = cellTable(cell, results);
+    world.progress(`\n${table}`);
+    out.push(table);
+  }
+  return out.join('\n\n');
+}
+
+async function runSide(
+  { kc, op, target, token, gatewayPort }: MatrixWorld,
+  cell: Cell,
+  side: Side,
+  pages: number,
+  proxies: number,
+  run: number,
+): Promise<Result> {
+  const fleet = await startLocalWorld({
+    proxies,
+    first: `127.${100 + (run >> 8)}.${run & 255}.1`,
+    pages,
+    retryAfterSeconds: 1,
+    ...cell.site,
+    ...(cell.deathBy ? { deathBy: cell.deathBy } : {}),
+  });
+  const namespace = `matrix${run}`;
+  const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
+  try {
+    if (side === 'list') return { side, figures: await crawl({ world: fleet, faults: cell.faults }) };
+    await createProxies(
+      kc,
+      namespace,
+      fleet.hosts.map((host, i) => ({ host, port: fleet.ports[i]! })),
+      target.probeURL,
+    );
+    const admin = new DiscoveryClient({ baseUrl: discoveryURL, token });
+    while ((await admin.listProxies({ selector: { run: namespace }, healthy: true })).length < proxies)
+      await sleep(500);
+    const figures = await crawl({
+      world: fleet,
+      faults: cell.faults,
+      ...(side === 'gateway'
+        ? {
+            gateway: {
+              url: (session: string) =>
+                `http://session-${session}-run-${namespace}:${token}@127.0.0.1:${gatewayPort}`,
+            },
+          }
+        : {
+            operator: {
+              discoveryURL,
+              token,
+              proxyID: (i: number) => `${namespace}/proxy-${i}`,
+              selector: { run: namespace },
+            },
+            hooks: side === 'operator' ? 'both' : 'post-navigation',
+          }),
+    });
+    // The gateway releases idle leases on its own clock: what is left is read after the crawl.
+    const leftover = `${await op.metric('proxy_operator_leases_active')} / ${await op.metric('proxy_operator_sessions_active')}`;
+    await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: PLURAL,
+    });
+    while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(250);
+    return { side, figures, leftover };
+  } finally {
+    await fleet.close();
+  }
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+/** One cell: a row per figure, a column per side, and each side's pages/s against the list's. */
+export function cellTable(cell: Cell, results: Result[]): string {
+  const list = results.find((r) => r.side === 'list')?.figures;
+  const rows: [string, (r: Result) => string][] = [
+    ['pages fetched', ({ figures: f }) => `${f.fetched}/${f.pages}`],
+    ['failed requests', ({ figures: f }) => String(f.failedRequests)],
+    ['requests sent (retries included)', ({ figures: f }) => String(f.attempts)],
+    ['pages/s', ({ figures: f }) => f.pagesPerSecond.toFixed(1)],
+    [
+      "pages/s / the list's",
+      ({ figures: f }) => (list === undefined ? '-' : (f.pagesPerSecond / list.pagesPerSecond).toFixed(2)),
+    ],
+    ['429s / 403s from the site', ({ figures: f }) => `${f.rateLimited} / ${f.refused}`],
+    ['requests via a banned proxy > 2 s after its first 403', ({ figures: f }) => String(f.bannedLate)],
+    [
+      'attempts via a dead proxy after its death',
+      ({ side, figures: f }) =>
+        side === 'gateway' ? 'n/a (behind the gateway)' : String(sum(f.attemptsAfterDeath)),
+    ],
+    ['attempts that failed at their proxy', ({ figures: f }) => String(f.proxyErrors)],
+    ['leases / sessions left', (r) => r.leftover ?? 'n/a'],
+  ];
+  const head = `  ${'figure'.padEnd(56)} | ${results.map((r) => r.side).join(' | ')}`;
+  return [
+    `cell: ${cell.name}`,
+    head,
+    ...rows.map(([name, of]) => `  ${name.padEnd(56)} | ${results.map(of).join(' | ')}`),
+  ].join('\n');
+}
