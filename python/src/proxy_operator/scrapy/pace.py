@@ -82,11 +82,11 @@ class Pace:
         return True
 
     def wait(self, now: float) -> float:
-        """Seconds until the proxy may send its next request at this pace (0: now)."""
+        """Seconds until the proxy may send its next request at this pace (0: now). Changes nothing."""
         if self.allowed is None:
             return 0.0
-        self._refill(now)
-        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) * self.delay()
+        tokens = self._tokens_at(now)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) * self.delay()
 
     def take(self, now: float) -> None:
         """A request goes through the proxy: one token spent (nothing without a pace)."""
@@ -101,13 +101,15 @@ class Pace:
             return 0.0
         return self.window / self.allowed
 
+    def _tokens_at(self, now: float) -> float:
+        if self.allowed is None or now <= self.filled_at:
+            return self.tokens
+        depth = max(1.0, self.allowed * DEPTH_WINDOWS)
+        return min(depth, self.tokens + (now - self.filled_at) / self.delay())
+
     def _refill(self, now: float) -> None:
-        if self.allowed is None:
-            return
         if now > self.filled_at:
-            depth = max(1.0, self.allowed * DEPTH_WINDOWS)
-            self.tokens = min(depth, self.tokens + (now - self.filled_at) / self.delay())
-            self.filled_at = now
+            self.tokens, self.filled_at = self._tokens_at(now), now
 
 
 @dataclass(frozen=True)
