@@ -36,6 +36,8 @@ interface SideFigures {
   fetched: number;
   seconds: number;
   pagesPerSecond: number;
+  /** The Scrapy process's CPU seconds for the crawl (user + system). */
+  cpuSeconds: number;
   attempts: number;
   refused: number;
   rateLimited: number;
@@ -48,6 +50,7 @@ interface SideFigures {
 interface ScrapyResult {
   fetched: number;
   seconds: number;
+  cpuSeconds: number;
   attempts: { proxy: string; startedAt: number }[];
 }
 
@@ -115,6 +118,7 @@ async function crawlOnce(
       fetched: result.fetched,
       seconds: result.seconds,
       pagesPerSecond: result.fetched / result.seconds,
+      cpuSeconds: result.cpuSeconds,
       attempts: result.attempts.length,
       refused: site.hits.filter((h) => h.status === 403).length,
       rateLimited: site.hits.filter((h) => h.status === 429).length,
@@ -165,11 +169,14 @@ async function main(): Promise<void> {
       console.log(`  round ${round + 1} ${side}: ${JSON.stringify(figures)}; load ${loadAverages()}`);
     }
   }
+  const range = (values: number[]) => `${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}`;
   const summary = (side: Side) => {
     const all = rounds[side];
     return {
       fetched: `${median(all.map((f) => f.fetched))}/${pages}`,
-      pagesPerSecond: Number(median(all.map((f) => f.pagesPerSecond)).toFixed(1)),
+      pagesPerSecond: median(all.map((f) => f.pagesPerSecond)),
+      spread: range(all.map((f) => f.pagesPerSecond)),
+      cpuSeconds: median(all.map((f) => f.cpuSeconds)),
       bannedLate: Math.max(...all.map((f) => f.bannedLate)),
       rateLimited: median(all.map((f) => f.rateLimited)),
       intoTheDead: median(all.map((f) => f.intoTheDead)),
@@ -177,18 +184,22 @@ async function main(): Promise<void> {
   };
   const addon = summary('addon');
   const rotating = summary('rotating');
-  console.log(`| side | pages | pages/s | banned late | 429s | attempts into the dead |`);
-  console.log(`|---|---|---|---|---|---|`);
+  console.log(
+    `| side | pages | pages/s (median, range) | Scrapy CPU s | banned late | 429s | attempts into the dead |`,
+  );
+  console.log(`|---|---|---|---|---|---|---|`);
   for (const [name, s] of [
     ['proxy-operator add-on', addon],
     ['scrapy-rotating-proxies', rotating],
   ] as const) {
     console.log(
-      `| ${name} | ${s.fetched} | ${s.pagesPerSecond} | ${s.bannedLate} | ${s.rateLimited} | ${s.intoTheDead} |`,
+      `| ${name} | ${s.fetched} | ${s.pagesPerSecond.toFixed(1)} (${s.spread}) | ${s.cpuSeconds.toFixed(2)} | ${s.bannedLate} | ${s.rateLimited} | ${s.intoTheDead} |`,
     );
   }
+  // Each round's two sides ran back to back: their ratio is the least disturbed by the load.
+  const ratios = rounds.addon.map((a, i) => a.pagesPerSecond / rounds.rotating[i].pagesPerSecond);
   console.log(
-    `pages/s ratio add-on / rotating: ${(addon.pagesPerSecond / rotating.pagesPerSecond).toFixed(2)}x; load ${loadAverages()}`,
+    `pages/s ratio add-on / rotating: median ${median(ratios).toFixed(2)}x (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}); load ${loadAverages()}`,
   );
 }
 

@@ -1,4 +1,5 @@
-// Issue 46 item 7: real clients (curl, Python requests, undici, Crawlee) through the gateway
+// Issue 46 item 7: real clients (curl, Python requests, Scrapy with only its own
+// HttpProxyMiddleware, undici, Crawlee) through the gateway
 // of a real operator on the real API server, over External Proxies that are real forward
 // proxies on their own loopback addresses (requiring credentials the clients never see):
 // HTTP and HTTPS (CONNECT) each, a session on one exit IP per target, a ban on plain HTTP
@@ -31,16 +32,20 @@ import {
   type RunningOperator,
 } from '../handlers/operator-fixture.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { cleanEnv, venvPython } from '../python/python-env.js';
 import { startEchoSite, type EchoSite } from './echo-site.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PYTHON = join(root, '.ci/moto/bin/python');
+const THROUGH_GATEWAY = join(root, 'python/tests/crawl/through_gateway.py');
 const kc = testKubeConfig();
 const namespace = uniqueName('gateway-clients');
 const TOKEN = 'gateway-clients-token-0123456789';
 const CREDS = { username: 'fleet', password: 'upstream-only-secret' };
-const IPS = ['127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15'];
+// Six: two get banned for the site and up to three die along the way; the last tests still
+// need a proxy to move to.
+const IPS = ['127.0.0.12', '127.0.0.13', '127.0.0.14', '127.0.0.15', '127.0.0.16', '127.0.0.17'];
 
 let api: ProxyApi;
 let target: LocalTarget;
@@ -154,6 +159,24 @@ async function pythonRequests(
   return JSON.parse(stdout) as { status: number; body: string }[];
 }
 
+/** Scrapy (the venv .ci/run makes) with meta['proxy'] = the gateway URL, one request at a time:
+ * python/tests/crawl/through_gateway.py. */
+async function viaScrapy(
+  username: string,
+  urls: string[],
+  count: number,
+  delaySeconds = 0,
+): Promise<{ status: number; body: string; error?: string }[]> {
+  const { stdout } = await run(
+    venvPython(),
+    [THROUGH_GATEWAY, gatewayURL(username), String(count), ...urls],
+    {
+      env: cleanEnv({ DELAY: String(delaySeconds), PYTHONWARNINGS: '' }),
+    },
+  );
+  return JSON.parse(stdout) as { status: number; body: string; error?: string }[];
+}
+
 async function viaUndici(username: string, url: string): Promise<{ status: number; body: string }> {
   const dispatcher = new ProxyAgent({
     uri: `http://127.0.0.1:${gatewayPort}`,
@@ -176,6 +199,8 @@ describe('real clients through the gateway', () => {
     ['curl', 'https'],
     ['python-requests', 'http'],
     ['python-requests', 'https'],
+    ['scrapy', 'http'],
+    ['scrapy', 'https'],
     ['undici', 'http'],
     ['undici', 'https'],
   ])('%s over %s: every request answered, one exit IP for the session', async (client, scheme) => {
@@ -183,6 +208,7 @@ describe('real clients through the gateway', () => {
     const session = `session-${client.replace('-', '')}${scheme}`;
     let answers: { status: number; body: string }[] = [];
     if (client === 'python-requests') answers = await pythonRequests(session, url, 5);
+    else if (client === 'scrapy') answers = await viaScrapy(session, [url], 5);
     else for (let i = 0; i < 5; i++) answers.push(await (client === 'curl' ? curl : viaUndici)(session, url));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     const exits = new Set(answers.map((a) => ipOf(a.body)));
@@ -232,6 +258,22 @@ describe('real clients through the gateway', () => {
     site.banned.clear();
   });
 
+  it('Scrapy: a ban on plain HTTP moves the session; the site answers 403 once, then 200 from one other exit', async () => {
+    const [first] = await viaScrapy('session-scrapyban', [site.httpURL], 1);
+    const banned = ipOf(first.body);
+    site.banned.add(banned);
+    try {
+      const since = site.seen.length;
+      const answers = await viaScrapy('session-scrapyban', [site.httpURL], 6);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 403]);
+      const after = site.seen.slice(since + 1);
+      expect(after).not.toContain(banned);
+      expect(new Set(after).size).toBe(1);
+    } finally {
+      site.banned.clear();
+    }
+  });
+
   it('a proxy dying mid-run costs the clients 0 failed requests', async () => {
     const statuses: number[] = [];
     const dying = ipOf((await viaUndici('session-dies', site.httpsURL)).body);
@@ -255,6 +297,27 @@ describe('real clients through the gateway', () => {
     expect(exits.has(python) || exits.has(dying)).toBe(false);
     expect(exits.size).toBe(1);
   });
+
+  it("Scrapy: the session's proxy dying mid-crawl costs it 0 failed requests (HTTP and HTTPS)", async () => {
+    const urls = [site.httpURL, site.httpsURL];
+    const [first] = await viaScrapy('session-scrapydies', urls, 1);
+    const dying = ipOf(first.body);
+    const since = site.seen.length;
+    // Ten requests 0.3 s apart; the proxy closes once three of them have reached the site.
+    const crawl = viaScrapy('session-scrapydies', urls, 10, 0.3);
+    await eventually(
+      'three Scrapy requests through the session',
+      async () => site.seen.length >= since + 3 || undefined,
+    );
+    await proxies.get(dying)!.close();
+    const closedAt = site.seen.length;
+    const answers = await crawl;
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    const after = site.seen.slice(closedAt);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after).not.toContain(dying);
+    expect(new Set(after).size).toBe(1);
+  }, 120_000);
 
   it('holds no lease once the clients are gone', async () => {
     await eventually('leases released', async () => {

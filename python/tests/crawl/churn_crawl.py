@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import time
 import warnings
 from typing import Any
@@ -38,6 +39,11 @@ FAILED: list[str] = []
 
 def now_ms() -> float:
     return time.time() * 1000
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class RecordingClient(AsyncDiscoveryClient):
@@ -115,7 +121,7 @@ def main() -> None:
     }
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(Pages)
-    started = now_ms()
+    started, cpu_started = now_ms(), cpu_seconds()
     process.crawl(crawler)
     process.start()
     stats = crawler.stats.get_stats() if crawler.stats else {}
@@ -124,6 +130,8 @@ def main() -> None:
         "failed": FAILED,
         "startedAt": started,
         "seconds": (now_ms() - started) / 1000,
+        # The crawl process's own CPU time (user + system): what it cost beside how long it took.
+        "cpuSeconds": cpu_seconds() - cpu_started,
         "attempts": ATTEMPTS,
         "unreachableSent": UNREACHABLE_SENT,
         "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},

@@ -106,11 +106,13 @@ class Site:
 
 
 def choose(leases: list[HeldLease], now: float) -> HeldLease | None:
-    """The lease a request goes through: the least busy one that is not resting, an unproven
-    one only while it carries nothing. Pure."""
+    """The lease a request goes through: the least busy one that is not resting and whose pace
+    lets it send now, an unproven one only while it carries nothing. Pure."""
     best: HeldLease | None = None
     for held in leases:
         if held.gone or held.rest_until > now or (not held.proven and held.in_flight > 0):
+            continue
+        if held.pace.wait(now) > 0:
             continue
         if best is None or held.in_flight < best.in_flight:
             best = held
@@ -169,6 +171,7 @@ class LeaseBook:
             if wants_another(site.leases, chosen, self.options, session is not None):
                 self._ask(site)
             if chosen is not None:
+                chosen.pace.take(now)
                 chosen.in_flight += 1
                 chosen.used_since_renewal = True
                 return chosen
@@ -178,8 +181,10 @@ class LeaseBook:
                 raise refusal
             if now >= deadline:
                 raise refusal or NoLease(409, "all_busy", f"no lease for {host} within {self.options.max_wait_seconds} s")
-            # Wake at the first rest's end, the next ask, or a change (a lease came, one ended).
-            wakes = [held.rest_until for held in live if held.rest_until > now]
+            # Wake at the first rest's end, the pace's next request, the next ask, or a change
+            # (a lease came, one ended).
+            wakes = [max(held.rest_until, now + held.pace.wait(now)) for held in live]
+            wakes = [at for at in wakes if at > now]
             wakes.append(max(site.refused_until, now + 0.05))
             timeout = min(min(wakes) - now, deadline - now, 1.0)
             site.changed.clear()
@@ -227,24 +232,23 @@ class LeaseBook:
             return
         fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
         for known in site.leases:
-            if fresh.pace.adopt(known.pace):
+            if fresh.pace.adopt(known.pace, now):
                 break
         site.leases.append(fresh)
         site.changed.set()
 
     # -- what a response said ------------------------------------------------------------------
 
-    def succeeded(self, held: HeldLease) -> float | None:
-        """A success through the lease: counted for the next batched ok report. Returns the
-        slot's new delay when its pace probes one higher, else None."""
+    def succeeded(self, held: HeldLease) -> None:
+        """A success through the lease: counted for the next batched ok report (and its pace)."""
         held.in_flight = max(held.in_flight - 1, 0)
         if held.gone:
-            return None
+            return
         held.ok_pending += 1
+        held.pace.on_success(self.clock())
         if not held.proven:
             held.proven = True
             self.sites[held.key].changed.set()
-        return held.pace.on_success(self.clock())
 
     def finished(self, held: HeldLease) -> None:
         """A request through the lease ended with nothing to report (a 404, a timeout)."""
@@ -266,23 +270,22 @@ class LeaseBook:
         self.stats.reported_banned += 1
         await self._report(held, "banned", release=True)
 
-    def rate_limited(self, held: HeldLease, retry_after: float) -> float:
-        """The proxy rests ``retry_after`` for this site, reported in the background; returns the
-        delay between its requests from then on (its pace)."""
+    def rate_limited(self, held: HeldLease, retry_after: float) -> None:
+        """The proxy rests ``retry_after`` for this site, reported in the background; from then
+        on it keeps the pace the site allowed."""
         held.in_flight = max(held.in_flight - 1, 0)
         now = self.clock()
-        delay = held.pace.on_rate_limited(now, retry_after)
+        held.pace.on_rate_limited(now, retry_after)
         if held.gone:
-            return delay
+            return
         held.rest_until = max(held.rest_until, now + retry_after)
         # The site's other proxies keep the pace this one learned, instead of each finding it by a 429.
         for other in self.sites[held.key].leases:
             if other is not held:
-                other.pace.adopt(held.pace)
+                other.pace.adopt(held.pace, now)
         self.stats.reported_rate_limited += 1
         seconds = max(math.ceil(retry_after), 1)
         self._spawn(self._report(held, "rate_limited", retry_after_seconds=seconds))
-        return delay
 
     async def unreachable(self, held: HeldLease) -> None:
         """The proxy itself failed: reported (awaited: the server holds it out of every lease

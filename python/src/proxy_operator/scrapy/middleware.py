@@ -21,7 +21,7 @@ from ..client import AsyncDiscoveryClient, retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import BookOptions, HeldLease, LeaseBook
-from .pace import rest_delay
+from .pace import SlotTiming, resting
 from .policy import BanPolicy, Policy, response_outcome
 
 log = logging.getLogger("proxy_operator")
@@ -30,6 +30,8 @@ log = logging.getLogger("proxy_operator")
 LEASE_KEY = "proxy_operator_lease"
 RETRIES_KEY = "proxy_operator_retries"
 SESSION_KEY = "proxy_operator_session"
+#: How long before a rest's end the slot gets its own delay back (see _rest).
+REST_LEAD_SECONDS = 0.02
 
 
 class SpiderPolicy:
@@ -80,10 +82,10 @@ class ProxyOperatorMiddleware:
         self.client: Any = None
         self.policy: Policy = BanPolicy()
         self._ticker: asyncio.Task[None] | None = None
-        #: Each slot's delay before a rest or a pace changed it.
-        self._base_delays: dict[str, float] = {}
-        #: Slots resting out a Retry-After: a pace change waits for the rest's end.
-        self._resting: set[str] = set()
+        #: Each slot's delay and jitter before a rest changed them.
+        self._base: dict[str, SlotTiming] = {}
+        #: Slots resting out a Retry-After, and when the rest ends.
+        self._rest_ends: dict[str, float] = {}
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -141,8 +143,6 @@ class ProxyOperatorMiddleware:
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
         meta["download_slot"] = f"{host}@{held.proxy_id}"
-        if held.pace.delay() > 0:
-            self._set_pace(request, held.pace.delay())
         return None
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
@@ -151,9 +151,7 @@ class ProxyOperatorMiddleware:
             return response
         outcome = response_outcome(self.policy, request, response)
         if outcome == "ok":
-            pace = self.book.succeeded(held)
-            if pace is not None:
-                self._set_pace(request, pace)
+            self.book.succeeded(held)
             return response
         if outcome == "banned":
             self._inc("proxy_operator/banned")
@@ -163,8 +161,8 @@ class ProxyOperatorMiddleware:
             self._inc("proxy_operator/rate_limited")
             raw = response.headers.get("Retry-After")
             after = retry_after_seconds(raw.decode("latin-1") if raw else None) or 1.0
-            pace = self.book.rate_limited(held, after)
-            self._rest(request, after, pace)
+            self.book.rate_limited(held, after)
+            self._rest(request, after)
             return self._retry(request, "rate_limited")
         self.book.finished(held)
         return response
@@ -203,28 +201,50 @@ class ProxyOperatorMiddleware:
             return None, None
         return key, engine.downloader.slots.get(key)
 
-    def _rest(self, request: Request, seconds: float, pace: float) -> None:
-        """The proxy's slot waits ``seconds`` before its next request (the requests already
-        queued on it included), then keeps the pace."""
+    def _rest(self, request: Request, seconds: float) -> None:
+        """The proxy's slot sends its next request (the requests already queued on it included)
+        exactly ``seconds`` from now; then its own delay and jitter are back (the pace is the
+        book's: it gives the proxy no more requests than the site allowed)."""
         key, slot = self._slot(request)
         if slot is None:
             return
-        base = self._base_delays.setdefault(key, slot.delay)
-        slot.delay = rest_delay(seconds, slot.jitter)
-        slot.lastseen = time.monotonic()
-        self._resting.add(key)
+        base = self._base_of(key, slot)
+        _apply(slot, resting(seconds))
+        now = time.monotonic()
+        slot.lastseen = now
+        self._rest_ends[key] = now + seconds
 
-        def after_rest() -> None:
-            self._resting.discard(key)
-            slot.delay = max(base, pace)
+        def rest_over() -> None:
+            # A later 429 through the same slot moved the end: its own callback ends the rest.
+            if self._rest_ends.get(key, 0.0) > time.monotonic() + REST_LEAD_SECONDS + 0.001:
+                return
+            self._rest_ends.pop(key, None)
+            _apply(slot, base)
 
-        asyncio.get_running_loop().call_later(seconds, after_rest)
+        # The slot's own timer sends its first queued request when the rest is over; with the
+        # rest's delay still in place it would then wait a whole rest again before the next one.
+        # So the slot gets its own delay back just before that timer fires (the timer still
+        # holds every request until the rest's end).
+        asyncio.get_running_loop().call_later(max(seconds - REST_LEAD_SECONDS, 0.0), rest_over)
 
-    def _set_pace(self, request: Request, pace: float) -> None:
-        key, slot = self._slot(request)
-        if slot is not None and key not in self._resting:
-            slot.delay = max(self._base_delays.setdefault(key, slot.delay), pace)
+    def _base_of(self, key: str, slot: Any) -> SlotTiming:
+        return self._base.setdefault(key, SlotTiming(slot.delay, _jitter(slot)))
 
     def _inc(self, key: str) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(key)
+
+
+def _jitter(slot: Any) -> float:
+    # Scrapy 2.14+ has ``jitter``; before, a ``randomize_delay`` flag meaning ±50 %.
+    if hasattr(slot, "jitter"):
+        return float(slot.jitter)
+    return 0.5 if getattr(slot, "randomize_delay", False) else 0.0
+
+
+def _apply(slot: Any, timing: SlotTiming) -> None:
+    slot.delay = timing.delay
+    if hasattr(slot, "jitter"):
+        slot.jitter = timing.jitter
+    else:
+        slot.randomize_delay = timing.jitter > 0
