@@ -17,22 +17,24 @@ import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { egressOf, egressStep } from './egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
 import { isLeasable, refusal, selectProxy, type Candidate, type SelectionState } from './lease-selection.js';
-import type {
-  AcquireResult,
-  HealthObservation,
-  HoldReason,
-  Lease,
-  LeaseRequest,
-  LeaseStore,
-  NoLeaseReason,
-  ProbeRequestListener,
-  ProxyStanding,
-  ProxyUsage,
-  ReportDetails,
-  ReportOutcome,
-  RenewResult,
-  ReportResult,
-  StoreTotals,
+import {
+  REQUEST_RETENTION_MILLIS,
+  type AcquireResult,
+  type BatchReport,
+  type HealthObservation,
+  type HoldReason,
+  type Lease,
+  type LeaseRequest,
+  type LeaseStore,
+  type NoLeaseReason,
+  type ProbeRequestListener,
+  type ProxyStanding,
+  type ProxyUsage,
+  type ReportDetails,
+  type ReportOutcome,
+  type RenewResult,
+  type ReportResult,
+  type StoreTotals,
 } from './lease-store.js';
 import {
   holdOf,
@@ -50,6 +52,7 @@ import { proxyMatcher } from './selector.js';
 import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
+import { RequestOutcomes, requestKey } from './request-outcomes.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -102,6 +105,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private nextSuspicionEnd = Number.POSITIVE_INFINITY;
   private suspicionsExpired = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** First outcomes of writes by request id (request-outcomes.ts). */
+  private readonly requests = new RequestOutcomes<unknown>(REQUEST_RETENTION_MILLIS);
 
   constructor(options: MemoryLeaseStoreOptions) {
     const settings = leaseBookSettings(options);
@@ -153,6 +158,9 @@ export class MemoryLeaseStore implements LeaseStore {
 
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
     const now = this.expireDue();
+    const requestID = requestKey('lease', request.owner, request.requestID);
+    const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
+    if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
     const target = request.target ?? GLOBAL_POOL;
     const state: SelectionState = {
       coolingDown: (proxyID) => this.targets.coolingDown(proxyID, target, now),
@@ -191,13 +199,25 @@ export class MemoryLeaseStore implements LeaseStore {
     this.deadlines.push(live);
     this.changeLoad(proxy.id, +1);
     const usage = this.usageOf(proxy.id, now);
-    if (session === undefined) return { granted: true, lease, usage };
-    this.sessions.bind(session, proxy.id, now);
-    return { granted: true, lease, usage, session: { key: request.session!, moved } };
+    let granted: AcquireResult = { granted: true, lease, usage };
+    if (session !== undefined) {
+      this.sessions.bind(session, proxy.id, now);
+      granted = { granted: true, lease, usage, session: { key: request.session!, moved } };
+    }
+    this.requests.remember(requestID, granted, now);
+    return granted;
   }
 
-  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
+  async renew(
+    leaseID: string,
+    ttlSeconds?: number,
+    owner?: string,
+    requestID?: string,
+  ): Promise<RenewResult | undefined> {
     const now = this.expireDue();
+    const key = requestKey('renew', owner, requestID, leaseID);
+    const prior = this.requests.recall(key, now) as RenewResult | undefined;
+    if (prior !== undefined) return { ...prior, replayed: true };
     const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return undefined;
     const ttl = ttlSeconds ?? live.lease.ttlSeconds;
@@ -206,11 +226,22 @@ export class MemoryLeaseStore implements LeaseStore {
     live.deadline = deadline;
     this.deadlines.update(live);
     if (live.lease.session !== undefined) this.sessions.touch(scopedKey(owner, live.lease.session), now);
-    return { lease: live.lease, usage: this.usageOf(live.lease.proxyID, now) };
+    const renewed = { lease: live.lease, usage: this.usageOf(live.lease.proxyID, now) };
+    this.requests.remember(key, renewed, now);
+    return renewed;
   }
 
-  async release(leaseID: string, owner?: string): Promise<boolean> {
-    this.expireDue();
+  async release(leaseID: string, owner?: string, requestID?: string): Promise<boolean> {
+    const now = this.expireDue();
+    const key = requestKey('release', owner, requestID, leaseID);
+    const prior = this.requests.recall(key, now) as boolean | undefined;
+    if (prior !== undefined) return prior;
+    const ended = this.releaseNow(leaseID, owner);
+    this.requests.remember(key, ended, now);
+    return ended;
+  }
+
+  private releaseNow(leaseID: string, owner: string | undefined): boolean {
     const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return false;
     this.end(live);
@@ -222,8 +253,45 @@ export class MemoryLeaseStore implements LeaseStore {
     result: ReportResult,
     details: ReportDetails = {},
     owner?: string,
+    requestID?: string,
   ): Promise<ReportOutcome | undefined> {
     const now = this.expireDue();
+    const key = requestKey('report', owner, requestID, leaseID);
+    const prior = this.requests.recall(key, now) as { outcome?: ReportOutcome } | undefined;
+    if (prior !== undefined)
+      return prior.outcome === undefined ? undefined : { ...prior.outcome, replayed: true };
+    const outcome = this.reportNow(leaseID, result, details, owner, now);
+    this.requests.remember(key, { outcome }, now);
+    return outcome;
+  }
+
+  async reportMany(
+    reports: readonly BatchReport[],
+    owner?: string,
+    requestID?: string,
+  ): Promise<(ReportOutcome | undefined)[]> {
+    const now = this.expireDue();
+    const key = requestKey('reports', owner, requestID);
+    const prior = this.requests.recall(key, now) as (ReportOutcome | undefined)[] | undefined;
+    if (prior !== undefined)
+      return prior.map((o) => (o === undefined ? undefined : { ...o, replayed: true }));
+    // Synchronous from here: nothing else runs between the first report and the last.
+    const outcomes = reports.map(({ leaseID, result, details, release }) => {
+      const outcome = this.reportNow(leaseID, result, details ?? {}, owner, now);
+      if (outcome === undefined || release !== true) return outcome;
+      return { ...outcome, released: this.releaseNow(leaseID, owner) };
+    });
+    this.requests.remember(key, outcomes, now);
+    return outcomes;
+  }
+
+  private reportNow(
+    leaseID: string,
+    result: ReportResult,
+    details: ReportDetails,
+    owner: string | undefined,
+    now: number,
+  ): ReportOutcome | undefined {
     const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return undefined;
     const { lease } = live;
@@ -358,6 +426,7 @@ export class MemoryLeaseStore implements LeaseStore {
    */
   sweep(): void {
     const now = this.expireDue();
+    this.requests.expire(now);
     this.sessions.sweep(now);
     this.targets.sweep(now);
     this.sweepHolds(now);

@@ -19,6 +19,7 @@ import type { ProxyCooldown } from './lease-store.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
   AcquireResult,
+  BatchReport,
   HealthObservation,
   HoldReason,
   Lease,
@@ -42,6 +43,7 @@ import {
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
+  decodeReportReply,
   oldestBucket,
   rankCandidates,
   windowCounts,
@@ -52,6 +54,7 @@ import { proxyMatcher } from './selector.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import { agreed } from './ban-agreement.js';
+import { requestKey } from './request-outcomes.js';
 
 /** Separates a reporters field's target from the reporter (targets never hold it). */
 const NUL = '\u0000';
@@ -214,6 +217,7 @@ export class RedisLeaseStore implements LeaseStore {
     const life = String(Math.ceil(request.ttlSeconds * 1000) + 60_000);
     const target = request.target ?? '';
     const selector = JSON.stringify(request.selector);
+    const requested = requestKey('lease', request.owner, request.requestID) ?? '';
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
     // What earlier rounds sent (made only when a second round comes): each round walks the
     // ranking afresh, in its order then, and steps over these.
@@ -253,9 +257,22 @@ export class RedisLeaseStore implements LeaseStore {
       // sending the same few and missing once those are full.
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
-      const args = acquireArgs(key, ttl, life, target, selector, ranked, recordJSON, session, mode, gone);
+      const args = acquireArgs(
+        key,
+        ttl,
+        life,
+        target,
+        selector,
+        ranked,
+        recordJSON,
+        session,
+        mode,
+        gone,
+        requested,
+      );
       const reply = decodeAcquireReply((await this.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
+      if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
       if (reply.kind === 'ok') {
         const proxyID = reply.proxyID;
         this.learn(reply.hints);
@@ -300,11 +317,33 @@ export class RedisLeaseStore implements LeaseStore {
       : { granted: false, reason };
   }
 
-  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
-    const reply = (await this.eval('renew', [
-      scopedKey(owner, leaseID),
-      ttlSeconds === undefined ? '' : String(ttlSeconds),
-    ])) as [string, number, string, string[], number] | null;
+  /** The first grant of a request id (the acquire script's dup answer), as it was granted. */
+  private async replayedGrant(
+    stored: string,
+    value: string,
+    owner: string | undefined,
+  ): Promise<AcquireResult> {
+    const lease = this.owned(decodeLease(unscopedKey(owner, stored), value), owner);
+    const [usage] = await this.usage([lease.proxyID]);
+    return {
+      granted: true,
+      lease,
+      usage,
+      ...(lease.session === undefined ? {} : { session: { key: lease.session, moved: false } }),
+      replayed: true,
+    };
+  }
+
+  async renew(
+    leaseID: string,
+    ttlSeconds?: number,
+    owner?: string,
+    requestID?: string,
+  ): Promise<RenewResult | undefined> {
+    const requested = requestKey('renew', owner, requestID, leaseID);
+    const args = [scopedKey(owner, leaseID), ttlSeconds === undefined ? '' : String(ttlSeconds)];
+    if (requested !== undefined) args.push(requested);
+    const reply = (await this.eval('renew', args)) as [string, number, string, string[], number] | null;
     if (reply === null) return undefined;
     const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
     this.hint(lease.proxyID, Number(reply[1]));
@@ -312,10 +351,11 @@ export class RedisLeaseStore implements LeaseStore {
     return { lease, usage: this.usageFrom(reply[1], reply[2], reply[3], Number(reply[4])) };
   }
 
-  async release(leaseID: string, owner?: string): Promise<boolean> {
-    const reply = decodeReleaseReply(
-      (await this.eval('release', [scopedKey(owner, leaseID)])) as string | null,
-    );
+  async release(leaseID: string, owner?: string, requestID?: string): Promise<boolean> {
+    const requested = requestKey('release', owner, requestID, leaseID);
+    const args = [scopedKey(owner, leaseID)];
+    if (requested !== undefined) args.push(requested);
+    const reply = decodeReleaseReply((await this.eval('release', args)) as string | null);
     // -1: the lease had ended already (its count is settled where it was pruned).
     if (reply === undefined || reply.load < 0) return false;
     this.hint(reply.proxyID, reply.load);
@@ -327,30 +367,62 @@ export class RedisLeaseStore implements LeaseStore {
     result: ReportResult,
     details: ReportDetails = {},
     owner?: string,
+    requestID?: string,
   ): Promise<ReportOutcome | undefined> {
-    const reply = (await this.eval('report', [
-      scopedKey(owner, leaseID),
-      result,
-      details.target ?? NO_TARGET,
-      details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
-      String(this.random()),
-      owner ?? '',
-      // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
-      owner === undefined || details.rotationTrusted === true ? '1' : '0',
-    ])) as [string, string, number, number, number] | null;
-    if (reply === null) return undefined;
-    const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
-    const target = String(reply[1]);
-    const until = Number(reply[2]);
-    const suspect = Number(reply[3]);
-    const probe = Number(reply[4]);
-    return {
-      lease,
-      ...(target === '' ? {} : { target }),
-      ...(until >= 0 ? { cooldownUntil: new Date(until) } : {}),
-      ...(until === CAPPED ? { capped: true as const } : {}),
-      ...(suspect >= 0 ? { suspect: suspect === 1, probeRequested: probe === 1 } : {}),
-    };
+    const [outcome] = await this.reports(
+      [{ leaseID, result, details }],
+      owner,
+      requestKey('report', owner, requestID, leaseID) ?? '',
+    );
+    return outcome;
+  }
+
+  async reportMany(
+    reports: readonly BatchReport[],
+    owner?: string,
+    requestID?: string,
+  ): Promise<(ReportOutcome | undefined)[]> {
+    return this.reports(reports, owner, requestKey('reports', owner, requestID) ?? '');
+  }
+
+  /** The report script: every report (and release) of the call in one atomic step. */
+  private async reports(
+    reports: readonly BatchReport[],
+    owner: string | undefined,
+    requested: string,
+  ): Promise<(ReportOutcome | undefined)[]> {
+    const args = [requested, String(reports.length)];
+    for (const { leaseID, result, details = {}, release } of reports) {
+      args.push(
+        scopedKey(owner, leaseID),
+        result,
+        details.target ?? NO_TARGET,
+        details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
+        String(this.random()),
+        owner ?? '',
+        // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
+        owner === undefined || details.rotationTrusted === true ? '1' : '0',
+        release === true ? '1' : '',
+      );
+    }
+    const raw = (await this.eval('report', args)) as string[];
+    // One element more: the first answers of this request key, replayed.
+    const replayed = raw.length > reports.length;
+    const replies = decodeReportReply(replayed ? raw.slice(0, reports.length) : raw);
+    return replies.map((reply, i) => {
+      if (reply === undefined) return undefined;
+      const lease = this.owned(decodeLease(reports[i].leaseID, reply.value), owner);
+      const { target, until, suspect, probe, released } = reply;
+      return {
+        lease,
+        ...(target === '' ? {} : { target }),
+        ...(until >= 0 ? { cooldownUntil: new Date(until) } : {}),
+        ...(until === CAPPED ? { capped: true as const } : {}),
+        ...(suspect >= 0 ? { suspect: suspect === 1, probeRequested: probe === 1 } : {}),
+        ...(released >= 0 ? { released: released === 1 } : {}),
+        ...(replayed ? { replayed: true as const } : {}),
+      };
+    });
   }
 
   async observeHealth(proxyID: string, observation: HealthObservation): Promise<void> {
@@ -471,12 +543,32 @@ export class RedisLeaseStore implements LeaseStore {
     this.timer = setInterval(() => void this.sweep(), this.sweepIntervalMs);
     // The loop only frees memory; it must not keep the process alive on shutdown.
     this.timer.unref();
+    this.redis.on('ready', this.preload);
+    if (this.redis.status === 'ready') this.preload();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.redis.off('ready', this.preload);
   }
+
+  /**
+   * Loads every script into Redis's script cache (SCRIPT LOAD: idempotent). Done at start and
+   * on every (re)connect: a fresh or restarted Redis would answer a call's first EVALSHA
+   * NOSCRIPT, a second round trip; and a write sent while Redis is frozen would then be that
+   * NOSCRIPT when it resumes, so its retry's request id would find nothing recorded.
+   */
+  async loadScripts(): Promise<void> {
+    for (const script of Object.values(this.scripts))
+      await this.guard(() => this.redis.script('LOAD', script.source));
+  }
+
+  private readonly preload = (): void => {
+    this.loadScripts().catch((err: unknown) =>
+      this.logger.debug({ err }, 'could not load the scripts; the first call of each loads it'),
+    );
+  };
 
   /** Stops following the catalog and closes the subscriber (a store that is thrown away). */
   close(): void {
@@ -738,6 +830,13 @@ const TRANSIENT_REPLIES = [
   'NOREPLICAS',
 ];
 
+/**
+ * ioredis's errors for a command that was written and got no answer: a frozen or slow Redis
+ * (the command timeout) or a connection that closed under it. Redis may run it when it
+ * catches up. Every other failure (not connected: no offline queue) never sent the command.
+ */
+const SENT_UNANSWERED = ['Command timed out', 'Connection is closed'];
+
 function translate(err: unknown): unknown {
   if (err instanceof StoreUnavailableError) return err;
   if (!(err instanceof Error)) return err;
@@ -745,6 +844,7 @@ function translate(err: unknown): unknown {
     return err;
   return new StoreUnavailableError(`lease store unavailable: ${err.message}`, STORE_RETRY_AFTER_SECONDS, {
     cause: err,
+    mayHaveApplied: SENT_UNANSWERED.some((text) => err.message.startsWith(text)),
   });
 }
 

@@ -1009,6 +1009,102 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe('request ids: a write repeated with its request id is applied once', () => {
+      it('a repeated lease request gets the first grant, not a second lease; per owner', async () => {
+        const { store, load } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const first = await store.acquire(request({ owner: 'team', requestID: 'r-1' }));
+        const again = await store.acquire(request({ owner: 'team', requestID: 'r-1' }));
+        expect(granted(again).id).toBe(granted(first).id);
+        expect(again).toMatchObject({ granted: true, replayed: true });
+        expect(await load('ns/a')).toBe(1);
+        // Another owner's 'r-1' is another request; no id at all is a new lease every time.
+        expect(granted(await store.acquire(request({ owner: 'other', requestID: 'r-1' }))).id).not.toBe(
+          granted(first).id,
+        );
+        await store.acquire(request({ owner: 'team' }));
+        expect(await load('ns/a')).toBe(3);
+        expect((await store.totals()).activeLeases).toBe(3);
+      });
+
+      it('a refusal records nothing: the same id is granted once a proxy is free', async () => {
+        const { store } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await store.acquire(request()));
+        expect(await store.acquire(request({ requestID: 'r-2' }))).toEqual({
+          granted: false,
+          reason: 'all_busy',
+        });
+        await store.release(held.id);
+        expect((await store.acquire(request({ requestID: 'r-2' }))).granted).toBe(true);
+      });
+
+      it('a repeated ban is one ban: the same cooldown, one count, the streak not doubled', async () => {
+        const { store, clock } = setup();
+        const lease = granted(await store.acquire(request({ owner: 'team', target: 'shop.example' })));
+        const first = await store.report(lease.id, 'banned', {}, 'team', 'ban-1');
+        clock.advanceSeconds(10);
+        const again = await store.report(lease.id, 'banned', {}, 'team', 'ban-1');
+        expect(again?.cooldownUntil).toEqual(first?.cooldownUntil);
+        expect(again?.replayed).toBe(true);
+        expect((await store.usage(['ns/a']))[0].stats.banned).toBe(1);
+        expect((await store.standing('ns/a')).cooldowns.map((c) => c.until)).toEqual([
+          first!.cooldownUntil!.getTime(),
+        ]);
+        // A new report (another id) is a second ban: the streak doubles the rest.
+        const second = await store.report(lease.id, 'banned', {}, 'team', 'ban-2');
+        expect(second!.cooldownUntil!.getTime() - clock.now()).toBe(2 * COOLDOWN_SECONDS * 1000);
+        expect((await store.usage(['ns/a']))[0].stats.banned).toBe(2);
+      });
+
+      it('a request id reused on another lease is another request', async () => {
+        const { store } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const a = granted(await store.acquire(request()));
+        const b = granted(await store.acquire(request()));
+        await store.report(a.id, 'ok', {}, undefined, 'same');
+        await store.report(b.id, 'ok', {}, undefined, 'same');
+        expect((await store.usage(['ns/a']))[0].stats.ok).toBe(2);
+      });
+
+      it('a repeated release answers as the first did; a repeated renewal extends no further', async () => {
+        const { store, clock } = setup();
+        const lease = granted(await store.acquire(request({ ttlSeconds: 60 })));
+        const renewed = await store.renew(lease.id, 600, undefined, 'renew-1');
+        clock.advanceSeconds(30);
+        const again = await store.renew(lease.id, 600, undefined, 'renew-1');
+        expect(again?.lease.expiresAt).toEqual(renewed?.lease.expiresAt);
+        expect(await store.release(lease.id, undefined, 'release-1')).toBe(true);
+        expect(await store.release(lease.id, undefined, 'release-1')).toBe(true);
+        expect(await store.release(lease.id, undefined, 'release-2')).toBe(false);
+      });
+
+      it('a batch is one step in order, its releases included; repeated, it records nothing again', async () => {
+        const { store, load } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const a = granted(await store.acquire(request({ target: 'shop.example' })));
+        const b = granted(await store.acquire(request({ target: 'shop.example' })));
+        const batch = [
+          { leaseID: a.id, result: 'ok' as const },
+          { leaseID: b.id, result: 'banned' as const, release: true },
+          { leaseID: 'gone', result: 'ok' as const },
+        ];
+        const first = await store.reportMany(batch, undefined, 'batch-1');
+        expect(first).toEqual([
+          expect.objectContaining({ lease: expect.objectContaining({ id: a.id }) }),
+          expect.objectContaining({
+            target: 'shop.example',
+            cooldownUntil: expect.any(Date),
+            released: true,
+          }),
+          undefined,
+        ]);
+        expect(first[0]?.released).toBeUndefined();
+        expect(await load('ns/a')).toBe(1);
+        const again = await store.reportMany(batch, undefined, 'batch-1');
+        expect(again.map((o) => o?.cooldownUntil)).toEqual(first.map((o) => o?.cooldownUntil));
+        expect(again[0]?.replayed).toBe(true);
+        expect((await store.usage(['ns/a']))[0].stats).toMatchObject({ ok: 1, banned: 1 });
+        expect(await load('ns/a')).toBe(1);
+      });
+    });
+
     describe('totals', () => {
       it('counts live leases, sessions and running cooldowns', async () => {
         const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [
