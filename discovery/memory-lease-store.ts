@@ -53,6 +53,7 @@ import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import { RequestOutcomes, requestKey } from './request-outcomes.js';
+import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -107,6 +108,13 @@ export class MemoryLeaseStore implements LeaseStore {
   private timer: NodeJS.Timeout | undefined;
   /** First outcomes of writes by request id (request-outcomes.ts). */
   private readonly requests = new RequestOutcomes<unknown>(REQUEST_RETENTION_MILLIS);
+  /** Refusals answered again without a walk (refusal-memo.ts) while `freed` stays. */
+  private readonly refusals = new RefusalMemos();
+  /**
+   * Counts what could turn a refusal into a grant: a full proxy's slot freed, a proxy
+   * (re)entering the index (a hold lifted, a catalog change). Nothing else can.
+   */
+  private freed = 0;
 
   constructor(options: MemoryLeaseStoreOptions) {
     const settings = leaseBookSettings(options);
@@ -161,6 +169,10 @@ export class MemoryLeaseStore implements LeaseStore {
     const requestID = requestKey('lease', request.owner, request.requestID);
     const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
     if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
+    // The same request refused since nothing could change it: the answer without a walk.
+    const shape = refusalKey(request);
+    const memo = this.refusals.get(shape);
+    if (memo !== undefined && stillRefused(memo, String(this.freed), now)) return refusalAt(memo, now);
     const target = request.target ?? GLOBAL_POOL;
     const state: SelectionState = {
       coolingDown: (proxyID) => this.targets.coolingDown(proxyID, target, now),
@@ -180,7 +192,11 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
-    if (proxy === undefined) return this.refusal(request, target, now);
+    if (proxy === undefined) {
+      const { refused, firstEnd } = this.refusal(request, target, now);
+      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd));
+      return refused;
+    }
 
     const lease: Lease = {
       id: this.newID(),
@@ -465,7 +481,10 @@ export class MemoryLeaseStore implements LeaseStore {
     const load = this.loads.get(proxyID) ?? 0;
     const indexed = this.indexable(record, this.clock.now());
     if (wasIndexed && !indexed) this.index.delete(record, load);
-    else if (!wasIndexed && indexed) this.index.add(record, load);
+    else if (!wasIndexed && indexed) {
+      this.index.add(record, load);
+      this.freed++;
+    }
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {
@@ -504,7 +523,11 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   /** Explains a refusal; runs only when nothing was free, so it may count. */
-  private refusal(request: LeaseRequest, target: string, now: number): AcquireResult & { granted: false } {
+  private refusal(
+    request: LeaseRequest,
+    target: string,
+    now: number,
+  ): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
     const leasable = this.index.countLeasable(request.selector, request.exitIP);
     let cooling = 0;
     let firstEnd = Infinity;
@@ -518,9 +541,10 @@ export class MemoryLeaseStore implements LeaseStore {
       }
     }
     const reason: NoLeaseReason = refusal(leasable, cooling);
+    const ends = firstEnd === Infinity ? {} : { firstEnd };
     return reason === 'all_cooling_down'
-      ? { granted: false, reason, retryAfterMs: firstEnd - now }
-      : { granted: false, reason };
+      ? { refused: { granted: false, reason, retryAfterMs: firstEnd - now }, ...ends }
+      : { refused: { granted: false, reason }, ...ends };
   }
 
   /** Ends every lease whose deadline has passed, and suspicions past theirs; returns the time it used. */
@@ -558,10 +582,15 @@ export class MemoryLeaseStore implements LeaseStore {
     const to = from + delta;
     if (to === 0) this.loads.delete(proxyID);
     else this.loads.set(proxyID, to);
-    if (this.index.has(proxyID)) this.index.move(this.catalog.get(proxyID)!, from, to);
+    if (!this.index.has(proxyID)) return;
+    const record = this.catalog.get(proxyID)!;
+    this.index.move(record, from, to);
+    // A full proxy with a free slot again: a refusal may be a grant now.
+    if (from >= record.maxLeases && to < record.maxLeases) this.freed++;
   }
 
   private catalogChanged({ before, after }: CatalogChange): void {
+    this.freed++;
     const id = (before ?? after)!.id;
     const load = this.loads.get(id) ?? 0;
     if (before !== undefined && this.index.has(before.id)) this.index.delete(before, load);

@@ -55,6 +55,7 @@ import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import { agreed } from './ban-agreement.js';
 import { requestKey } from './request-outcomes.js';
+import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
 
 /** Separates a reporters field's target from the reporter (targets never hold it). */
 const NUL = '\u0000';
@@ -125,6 +126,10 @@ export class RedisLeaseStore implements LeaseStore {
   /** How many times the running suspicions were read for the listeners (tests wait for one). */
   private pendingTold = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Refusals answered again with one small script instead of a walk (refusal-memo.ts). */
+  private readonly refusals = new RefusalMemos();
+  /** Changes of this replica's catalog: a remembered refusal holds only while this does. */
+  private catalogVersion = 0;
 
   constructor(options: RedisLeaseStoreOptions) {
     const prefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
@@ -175,7 +180,7 @@ export class RedisLeaseStore implements LeaseStore {
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
     const leaseID = this.newID();
     // Without a session the script never answers 'need': one try.
-    if (request.session === undefined) return (await this.tryAcquire(request, leaseID)) as AcquireResult;
+    if (request.session === undefined) return this.acquireOrRemembered(request, leaseID);
     const selected = proxyMatcher(request.selector, request.exitIP);
     const matches = (record: ProxyRecord) =>
       selected(record) && (request.within === undefined || request.within(record));
@@ -201,6 +206,39 @@ export class RedisLeaseStore implements LeaseStore {
       }
     }
     throw new Error(`session ${JSON.stringify(request.session)} kept moving while it was being leased`);
+  }
+
+  /**
+   * A request refused before is checked first with the refusal script (the book's clock and
+   * freed count): while neither a freed slot, a lifted hold nor a catalog change can have
+   * made it a grant, the same refusal again, at the cost of that one small script. Else (and
+   * the first time) the walk; a refusal then is remembered with the version read before it.
+   */
+  private async acquireOrRemembered(request: LeaseRequest, leaseID: string): Promise<AcquireResult> {
+    const shape = refusalKey(request);
+    const memo = this.refusals.get(shape);
+    let version: string | undefined;
+    let now: number | undefined;
+    if (memo !== undefined) {
+      const [at, freed] = (await this.eval('refusal', [])) as [number, string];
+      now = Number(at);
+      version = `${this.catalogVersion}:${freed}`;
+      if (stillRefused(memo, version, now)) return refusalAt(memo, now);
+    }
+    const result = (await this.tryAcquire(request, leaseID)) as AcquireResult & { coolingWaitMs?: number };
+    if (result.granted) {
+      this.refusals.set(shape, undefined);
+      return result;
+    }
+    const { coolingWaitMs, ...refused } = result;
+    // The first refusal has no version read before it: remembered, never answered, until
+    // the next one reads it. Times are from that read: earlier than the walk's, so safe.
+    const at = now ?? 0;
+    this.refusals.set(
+      shape,
+      rememberRefusal(refused, version, at, coolingWaitMs === undefined ? undefined : at + coolingWaitMs),
+    );
+    return refused;
   }
 
   private async tryAcquire(
@@ -312,9 +350,10 @@ export class RedisLeaseStore implements LeaseStore {
       if (chunk.length < size) break;
     }
     const reason = refusal(leasable, cooling);
+    // all_busy beside running cooldowns: when the first ends, a proxy may be free (the memo's bound).
     return reason === 'all_cooling_down'
       ? { granted: false, reason, retryAfterMs: Math.max(firstEnd, 0) }
-      : { granted: false, reason };
+      : { granted: false, reason, ...(firstEnd >= 0 ? { coolingWaitMs: firstEnd } : {}) };
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */
@@ -654,6 +693,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   private catalogChanged({ before, after }: CatalogChange): void {
+    this.catalogVersion++;
     const id = (before ?? after)!.id;
     if (after !== undefined && isLeasable(after)) this.ranking.add(after);
     else this.ranking.delete(id);

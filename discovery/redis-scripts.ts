@@ -113,7 +113,8 @@ export type ScriptName =
   | 'sweep'
   | 'usage'
   | 'standing'
-  | 'suspects';
+  | 'suspects'
+  | 'refusal';
 
 /** A helper block: Lua text and the blocks it calls (defined before it). */
 interface Block {
@@ -442,6 +443,7 @@ local function expire_suspicion(id, h)
   if h.sa ~= nil and h.su <= NOW then
     clear_suspicion(id, h)
     count('suspicionsExpired')
+    count('freed')
     return true
   end
   return false
@@ -618,12 +620,15 @@ end`,
 -- Ends a lease. Answers "proxyID\0its leases now" (-1: not counted there any more) when the
 -- lease was known, else false. Needs no clock: what it removes was counted, live or ended.
 -- A load string that reaches 0 stays (with its zset's sentinel, until both expire): the
--- next lease on the proxy is then two writes, not five.
+-- next lease on the proxy is then two writes, not five. A slot freed counts in 'freed': a
+-- replica's remembered refusal (refusal-memo.ts) holds only while that count does.
 local function release_one(id)
   local v = redis.call('GETDEL', P .. ':lease:' .. id)
   if not v then return false end
   local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
   if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
+  redis.call('HINCRBY', K_COUNTERS, 'freed', 1)
+  redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
   local ld = P .. ':ld:' .. proxy
   local entry = redis.call('GET', ld)
   if not entry then return proxy .. '\0-1' end
@@ -1104,16 +1109,23 @@ if kind == 'probe_passed' then
     clear_suspicion(id, h)
     h.ca = addr
     h.ct = NOW
+    count('freed')
   end
 elseif kind == 'down' then
   h.da = addr
   if h.sa == addr then clear_suspicion(id, h) end
 elseif kind == 'up' then
-  if h.da == addr then h.da = nil end
+  if h.da == addr then
+    h.da = nil
+    count('freed')
+  end
 elseif kind == 'catalog' then
   -- The proxy's status caught up (unhealthy) or it moved to another address: the book's
   -- down hold has served its purpose.
-  if h.da ~= nil and (ARGV[A + 4] ~= '1' or h.da ~= addr) then h.da = nil end
+  if h.da ~= nil and (ARGV[A + 4] ~= '1' or h.da ~= addr) then
+    h.da = nil
+    count('freed')
+  end
 end
 hold_put(id, h)
 return 1
@@ -1138,11 +1150,21 @@ for i = 1, n do
     if known and string.match(known, '^%S+') == string.match(seen, '^%S+') then
       forgotten = forgotten + forget_proxy(id)
       renewed[#renewed + 1] = id
+      count('freed')
     end
     redis.call('SET', k_egress(id), seen, 'PX', RETAIN)
   end
 end
 return { forgotten, unpack(renewed) }
+`;
+
+/**
+ * Reads only: what a replica checks a remembered refusal against (refusal-memo.ts): the
+ * book's clock and its count of freed slots and lifted holds. One TIME, one HGET: a
+ * refusal answered again costs Redis this, whatever the fleet's size.
+ */
+const REFUSAL = String.raw`
+return { NOW, redis.call('HGET', K_COUNTERS, 'freed') or '0' }
 `;
 
 /** ARGV after now: leaseID. Answers the lease value, or nil. */
@@ -1315,6 +1337,7 @@ const BODIES: Record<ScriptName, Body> = {
   usage: { needs: ['now', 'int'], body: USAGE },
   standing: { needs: ['now', 'int'], body: STANDING },
   suspects: { needs: ['now', 'int', 'held'], body: SUSPECTS },
+  refusal: { needs: ['now'], body: REFUSAL },
 };
 
 /** A lazy group as Lua: its exports as locals, and the loader that defines and returns them. */

@@ -1105,6 +1105,108 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe('a refusal answered again (O(1)) holds only until something could make it a grant', () => {
+      type Setup = ReturnType<typeof setup>;
+      const TARGET = 'shop.example';
+      /** ns/a full (its one slot held), refused twice: the second is remembered with its version. */
+      async function allBusy(): Promise<Setup & { held: Lease }> {
+        const s = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await s.store.acquire(request({ target: TARGET, ttlSeconds: 60 })));
+        for (let i = 0; i < 3; i++)
+          expect(await s.store.acquire(request({ target: TARGET }))).toEqual({
+            granted: false,
+            reason: 'all_busy',
+          });
+        return { ...s, held };
+      }
+      /** ns/a banned for the target and idle, refused twice. */
+      async function allCooling(): Promise<Setup & { held: Lease }> {
+        const s = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await s.store.acquire(request({ target: TARGET, ttlSeconds: 60 })));
+        await s.store.report(held.id, 'banned');
+        await s.store.release(held.id);
+        for (let i = 0; i < 3; i++)
+          expect(await s.store.acquire(request({ target: TARGET }))).toMatchObject({
+            granted: false,
+            reason: 'all_cooling_down',
+          });
+        return { ...s, held };
+      }
+
+      it.each<
+        [
+          string,
+          () => Promise<Setup & { held: Lease }>,
+          (s: Setup & { held: Lease }) => Promise<void> | void,
+          boolean,
+        ]
+      >([
+        ['all_busy, nothing happens → refused again', allBusy, () => {}, false],
+        [
+          'all_busy, the lease is released → granted',
+          allBusy,
+          async (s) => void (await s.store.release(s.held.id)),
+          true,
+        ],
+        [
+          'all_busy, the lease expires unreleased → granted',
+          allBusy,
+          (s) => s.clock.advanceSeconds(61),
+          true,
+        ],
+        [
+          'all_busy, a proxy joins the catalog → granted',
+          allBusy,
+          (s) => {
+            s.catalog.proxies = [proxy('ns/a', { maxLeases: 1 }), proxy('ns/b', { ip: '10.0.0.2' })];
+          },
+          true,
+        ],
+        [
+          "all_busy, the proxy's maxLeases rises → granted",
+          allBusy,
+          (s) => {
+            s.catalog.proxies = [proxy('ns/a', { maxLeases: 2 })];
+          },
+          true,
+        ],
+        ['all_cooling_down, nothing happens → refused again', allCooling, () => {}, false],
+        [
+          'all_cooling_down, the cooldown ends → granted',
+          allCooling,
+          (s) => s.clock.advanceSeconds(COOLDOWN_SECONDS * 1.2),
+          true,
+        ],
+        [
+          'all_cooling_down, a new egress forgets the cooldown → granted',
+          allCooling,
+          async (s) => {
+            s.catalog.proxies = [proxy('ns/a', { maxLeases: 1, ip: '10.0.0.9' })];
+            await subject.settled?.(s.store);
+          },
+          true,
+        ],
+      ])('%s', async (_name, arrange, event, grants) => {
+        const s = await arrange();
+        await event(s);
+        expect((await s.store.acquire(request({ target: TARGET }))).granted).toBe(grants);
+      });
+
+      it("a remembered all_cooling_down's Retry-After counts down with the clock", async () => {
+        const s = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await s.store.acquire(request({ target: TARGET })));
+        await s.store.report(held.id, 'banned');
+        const refusedAt = async () => {
+          const r = await s.store.acquire(request({ target: TARGET }));
+          return r.granted ? -1 : r.retryAfterMs!;
+        };
+        const first = await refusedAt();
+        await refusedAt();
+        s.clock.advanceSeconds(0.5);
+        expect(await refusedAt()).toBeLessThanOrEqual(first - 500);
+      });
+    });
+
     describe('totals', () => {
       it('counts live leases, sessions and running cooldowns', async () => {
         const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [
