@@ -600,7 +600,11 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     this.followEgress(after);
     const held = this.holds.get(id);
-    const caughtUp = onRecordChanged(held, { address: addressOf(after), healthy: after.healthy });
+    const caughtUp = onRecordChanged(
+      held,
+      { address: addressOf(after), healthy: after.healthy },
+      before?.healthy,
+    );
     if (caughtUp === undefined) this.holds.delete(id);
     else if (caughtUp !== held) this.holds.set(id, caughtUp);
     if (this.indexable(after, this.clock.now())) this.index.add(after, load);

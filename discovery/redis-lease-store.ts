@@ -699,11 +699,13 @@ export class RedisLeaseStore implements LeaseStore {
     else this.ranking.delete(id);
     if (after === undefined) this.egressSent.delete(id);
     else this.followEgress(after);
-    // The book's down hold ends when the status caught up or the proxy moved (in the background:
-    // a catalog event cannot wait for Redis; every replica sends the same idempotent update).
+    // The book's down hold ends when the proxy moved or its status turned healthy again
+    // (proxy-holds.ts's onRecordChanged: never when it turns unhealthy, which a replica whose
+    // cache lags has not seen yet); in the background: a catalog event cannot wait for Redis,
+    // and every replica sends the same idempotent update.
     if (before !== undefined && after !== undefined) {
       const moved = addressOf(before) !== addressOf(after);
-      if (moved || (before.healthy && !after.healthy)) {
+      if (moved || (!before.healthy && after.healthy)) {
         this.eval('observe', [id, 'catalog', addressOf(after), after.healthy ? '1' : '0']).catch(
           (err: unknown) =>
             this.logger.warn({ err, proxyID: id }, 'could not update the shared book after a catalog change'),

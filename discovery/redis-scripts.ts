@@ -1120,9 +1120,10 @@ elseif kind == 'up' then
     count('freed')
   end
 elseif kind == 'catalog' then
-  -- The proxy's status caught up (unhealthy) or it moved to another address: the book's
-  -- down hold has served its purpose.
-  if h.da ~= nil and (ARGV[A + 4] ~= '1' or h.da ~= addr) then
+  -- The proxy moved to another address, or its status is healthy again (a replica saw it
+  -- turn so): the down hold has served its purpose. Not when the status turns unhealthy:
+  -- a replica whose cache lags would lease the dead proxy (proxy-holds.ts).
+  if h.da ~= nil and (ARGV[A + 4] == '1' or h.da ~= addr) then
     h.da = nil
     count('freed')
   end
