@@ -101,11 +101,17 @@ function catalogOf(proxies: number, maxLeases?: number): IndexedCatalog {
 
 const REFUSED_TARGET = 'refused.example';
 
-/** Every proxy of a one-slot fleet full (`busy`), or banned for REFUSED_TARGET and idle. */
-async function refusing(store: LeaseStore, proxies: number, busy: boolean): Promise<void> {
-  for (let i = 0; i < proxies; i++) {
+/**
+ * Every leasable proxy of a one-slot fleet full (`busy`), or banned for REFUSED_TARGET and
+ * idle: leased (and banned) until the store refuses for that reason.
+ */
+async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
+  for (;;) {
     const result = await store.acquire({ selector: {}, ttlSeconds: 3600, target: REFUSED_TARGET });
-    if (!result.granted) throw new Error(`setting up the refusals: ${result.reason} at ${i}`);
+    if (!result.granted) {
+      if (result.reason === (busy ? 'all_busy' : 'all_cooling_down')) return;
+      throw new Error(`setting up the refusals: ${result.reason}`);
+    }
     if (!busy) await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
   }
 }
@@ -251,7 +257,7 @@ async function main(): Promise<void> {
       const reason = busy ? 'all_busy' : 'all_cooling_down';
       const refusingMemory = new MemoryLeaseStore({ catalog: catalogOf(proxies, 1), logger });
       cleanups.push(() => refusingMemory.close());
-      await refusing(refusingMemory, proxies, busy);
+      await refusing(refusingMemory, busy);
       const refusingRedis = new RedisLeaseStore({
         redis,
         catalog: catalogOf(proxies, 1),
@@ -259,7 +265,7 @@ async function main(): Promise<void> {
         keyPrefix: `bench-${reason}-${proxies}`,
       });
       cleanups.push(() => refusingRedis.close());
-      await refusing(refusingRedis, proxies, busy);
+      await refusing(refusingRedis, busy);
       phases.set(
         `memory store, ${proxies} proxies, ${reason} (refusals/s)`,
         local(refusal(refusingMemory, reason, false)),
