@@ -16,6 +16,12 @@
 // The round-trip ratio: the Redis store's EVALSHA round trips per second (two per
 // lease+release) over the raw ceiling's (EVALSHA of `return 1`), same connection, same
 // concurrency, same redis-server, interleaved slices, medians.
+//
+// The refusal phases (issue 47 item 4): every proxy full (all_busy), or every proxy cooling
+// down for the target (all_cooling_down), refused again and again, on each store; beside them
+// the same refusals from a new owner each time, so that none is answered from the store's
+// remembered refusal (refusal-memo.ts): the walk of the fleet every refusal made before.
+// Target: a refusal costs Redis no more than a granted lease (half a lease+release, at most).
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { envPositiveNumber, loadAverages } from './bench-env.js';
@@ -77,10 +83,43 @@ function leaseRelease(store: LeaseStore): () => Promise<void> {
   };
 }
 
-function catalogOf(proxies: number): IndexedCatalog {
+function catalogOf(proxies: number, maxLeases?: number): IndexedCatalog {
   const catalog = new IndexedCatalog();
-  catalog.replaceAll(fleet(proxies));
+  catalog.replaceAll(
+    maxLeases === undefined ? fleet(proxies) : fleet(proxies).map((p) => ({ ...p, maxLeases })),
+  );
   return catalog;
+}
+
+const REFUSED_TARGET = 'refused.example';
+
+/**
+ * Every leasable proxy of a one-slot fleet full (`busy`), or banned for REFUSED_TARGET and
+ * idle: leased (and banned) until the store refuses for that reason.
+ */
+async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
+  for (;;) {
+    const result = await store.acquire({ selector: {}, ttlSeconds: 3600, target: REFUSED_TARGET });
+    if (!result.granted) {
+      if (result.reason === (busy ? 'all_busy' : 'all_cooling_down')) return;
+      throw new Error(`setting up the refusals: ${result.reason}`);
+    }
+    if (!busy) await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+
+let walks = 0;
+/** A refusal; `walked`: from a new owner each time, so no remembered refusal answers it. */
+function refusal(store: LeaseStore, reason: string, walked: boolean): () => Promise<void> {
+  return async () => {
+    const result = await store.acquire({
+      selector: {},
+      ttlSeconds: 60,
+      target: REFUSED_TARGET,
+      ...(walked ? { owner: `walk-${++walks}` } : {}),
+    });
+    if (result.granted || result.reason !== reason) throw new Error(`expected ${reason}`);
+  };
 }
 
 // --- a worker process: one Redis store, measured on the parent's signal
@@ -204,6 +243,36 @@ async function main(): Promise<void> {
     });
     cleanups.push(() => store.close());
     phases.set(`memory store, ${proxies} proxies (lease+release/s)`, local(leaseRelease(memory)));
+    for (const busy of [true, false]) {
+      const reason = busy ? 'all_busy' : 'all_cooling_down';
+      const refusingMemory = new MemoryLeaseStore({ catalog: catalogOf(proxies, 1), logger });
+      cleanups.push(() => refusingMemory.close());
+      await refusing(refusingMemory, busy);
+      const refusingRedis = new RedisLeaseStore({
+        redis,
+        catalog: catalogOf(proxies, 1),
+        logger,
+        keyPrefix: `bench-${reason}-${proxies}`,
+      });
+      cleanups.push(() => refusingRedis.close());
+      await refusing(refusingRedis, busy);
+      phases.set(
+        `memory store, ${proxies} proxies, ${reason} (refusals/s)`,
+        local(refusal(refusingMemory, reason, false)),
+      );
+      phases.set(
+        `memory store, ${proxies} proxies, ${reason}, walked (refusals/s)`,
+        local(refusal(refusingMemory, reason, true)),
+      );
+      phases.set(
+        `Redis store, ${proxies} proxies, ${reason} (refusals/s)`,
+        local(refusal(refusingRedis, reason, false)),
+      );
+      phases.set(
+        `Redis store, ${proxies} proxies, ${reason}, walked (refusals/s)`,
+        local(refusal(refusingRedis, reason, true)),
+      );
+    }
     phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
     phases.set(`Redis store, 2 processes, ${proxies} proxies (lease+release/s, sum)`, async () => {
       const redisBefore = await redisCpuSeconds(redis);
@@ -246,10 +315,12 @@ async function main(): Promise<void> {
 
   const ceiling = rate('raw EVALSHA of `return 1` (round trips/s)');
   console.log(`\n${'ratio'.padEnd(78)} measured  target  met`);
-  const ratio = (label: string, value: number, target?: number) =>
-    console.log(
-      `${label.padEnd(78)} ${value.toFixed(2).padStart(8)}  ${target === undefined ? '     -' : `≥ ${target.toFixed(2)}`}  ${target === undefined ? '' : value >= target ? 'yes' : 'NO'}`,
-    );
+  /** A ratio and its target: at least `target`, or (`atMost`) at most. */
+  const ratio = (label: string, value: number, target?: number, atMost = false) => {
+    const goal = target === undefined ? '     -' : `${atMost ? '≤' : '≥'} ${target.toFixed(2)}`;
+    const met = target === undefined ? '' : (atMost ? value <= target : value >= target) ? 'yes' : 'NO';
+    console.log(`${label.padEnd(78)} ${value.toFixed(2).padStart(8)}  ${goal}  ${met}`);
+  };
   for (const proxies of FLEETS) {
     const one = rate(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`);
     const two = rate(`Redis store, 2 processes, ${proxies} proxies (lease+release/s, sum)`);
@@ -262,6 +333,22 @@ async function main(): Promise<void> {
       0.5,
     );
     ratio(`${proxies} proxies: Redis store, 2 processes / 1 process`, two / one);
+    // A granted lease is at most a lease+release's Redis CPU; a refusal should cost no more.
+    const leaseMicros = pick(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, 'redisMicros');
+    for (const reason of ['all_busy', 'all_cooling_down']) {
+      for (const walked of ['', ', walked']) {
+        const micros = pick(
+          `Redis store, ${proxies} proxies, ${reason}${walked} (refusals/s)`,
+          'redisMicros',
+        );
+        ratio(
+          `${proxies} proxies: Redis CPU of a refusal ${reason}${walked} / of a lease+release`,
+          micros / leaseMicros,
+          walked === '' ? 1 : undefined,
+          true,
+        );
+      }
+    }
   }
   console.log(`load average after: ${loadAverages()}`);
   for (const cleanup of cleanups) cleanup();

@@ -251,6 +251,7 @@ export interface TenantBFigures {
   reportItemsSent: number;
   /** Junk `banned` items answered without an error (each a cooldown B started or extended). */
   junkBansAccepted: number;
+  /** Batches refused 429 cooldown_quota (a batch is all or nothing: none of its 100 recorded). */
   cooldownQuotaRefusals: number;
   reportQuotaRefusals: number;
   tooManyRequests: number;
@@ -356,6 +357,14 @@ export async function attackAsTenantB(opts: {
         target: `${JUNK_PREFIX}${n + i}.example`,
       }));
       const a = await call(base, bearer, 'POST', '/v1/reports', { reports });
+      // A batch is all or nothing: one report past the cooldown quota refuses the 100 (a 429
+      // naming it), and B moves on to its next junk batch.
+      if (a.status === 429 && a.body.error === 'cooldown_quota') {
+        n += reports.length;
+        b.reportItemsSent += reports.length;
+        b.cooldownQuotaRefusals++;
+        continue;
+      }
       if (await backOff(a)) continue;
       if (a.status !== 200) {
         odd(a);

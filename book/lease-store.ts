@@ -25,6 +25,12 @@ export interface LeaseRequest {
    * bound to one outside it moves. Absent: every proxy.
    */
   within?: (proxy: ProxyRecord) => boolean;
+  /**
+   * The client's request id (the API's Idempotency-Key), per owner: a grant is recorded with
+   * it, atomically with the lease, and a repeat gets that first grant back (`replayed`)
+   * instead of a second lease. A refusal records nothing (it changed nothing).
+   */
+  requestID?: string;
 }
 
 export interface Lease {
@@ -51,13 +57,22 @@ export interface SessionOutcome {
 }
 
 export type AcquireResult =
-  | { granted: true; lease: Lease; usage: ProxyUsage; session?: SessionOutcome }
+  | {
+      granted: true;
+      lease: Lease;
+      usage: ProxyUsage;
+      session?: SessionOutcome;
+      /** A repeat of a request id that was granted before: this is that first grant. */
+      replayed?: true;
+    }
   /** `retryAfterMs` (all_cooling_down only): until the first matching proxy's cooldown for the target ends. */
   | { granted: false; reason: NoLeaseReason; retryAfterMs?: number };
 
 export interface RenewResult {
   lease: Lease;
   usage: ProxyUsage;
+  /** A repeat of a request id: the first renewal's lease, extended no further. */
+  replayed?: true;
 }
 
 /**
@@ -99,7 +114,27 @@ export interface ReportOutcome {
    * still counts in the proxy's statistics.
    */
   capped?: true;
+  /** The report asked for the release of its lease (BatchReport.release): whether it ended it. */
+  released?: boolean;
+  /** A repeat of a request id: the first outcome, recorded nothing again. */
+  replayed?: true;
 }
+
+/** One report of LeaseStore.reportMany. */
+export interface BatchReport {
+  leaseID: string;
+  result: ReportResult;
+  details?: ReportDetails;
+  /** Ends the lease once its report is recorded (in the same atomic step). */
+  release?: boolean;
+}
+
+/**
+ * Request ids (Idempotency-Key) a client may send: what a store keeps per owner. Outcomes
+ * are kept this long: far longer than any client retries a call it got no answer to.
+ */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+export const REQUEST_RETENTION_MILLIS = 15 * 60_000;
 
 /** Report counts by result. */
 export interface OutcomeCounts {
@@ -205,23 +240,42 @@ export interface LeaseStore {
    * Extends a live lease to now + ttlSeconds (default: its original TTL); never shortens it.
    * Resolves undefined when the lease is unknown, expired, released or another owner's.
    */
-  renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined>;
+  renew(
+    leaseID: string,
+    ttlSeconds?: number,
+    owner?: string,
+    requestID?: string,
+  ): Promise<RenewResult | undefined>;
   /**
    * Ends a lease early. Resolves true when it ended this owner's live lease; false when the
    * lease is unknown, ended already or another owner's (which stays live).
    */
-  release(leaseID: string, owner?: string): Promise<boolean>;
+  release(leaseID: string, owner?: string, requestID?: string): Promise<boolean>;
   /**
    * Records the outcome of using a lease's proxy. Resolves undefined when the lease is
    * unknown, expired or released. `unreachable` makes the proxy suspect (see ReportOutcome)
    * and, unless it is suspect already, asks the health engine for a probe (onProbeRequest).
+   * With a requestID, a repeat of this (lease, request id) gets the first outcome and records
+   * nothing again (a retried ban is one ban); so do renew and release.
    */
   report(
     leaseID: string,
     result: ReportResult,
     details?: ReportDetails,
     owner?: string,
+    requestID?: string,
   ): Promise<ReportOutcome | undefined>;
+  /**
+   * Records several reports (and the releases they ask for) as one atomic step, in order:
+   * every one of them or, when the store fails, none. Element i answers report i (undefined:
+   * its lease is unknown, expired, released or another owner's; nothing to record). A repeat
+   * of the request id gets the first answers, recording nothing again.
+   */
+  reportMany(
+    reports: readonly BatchReport[],
+    owner?: string,
+    requestID?: string,
+  ): Promise<(ReportOutcome | undefined)[]>;
   /** The health engine's news about a proxy (see HealthObservation). */
   observeHealth(proxyID: string, observation: HealthObservation): Promise<void>;
   /**

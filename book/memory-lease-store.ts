@@ -17,22 +17,24 @@ import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { egressOf, egressStep } from './egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
 import { isLeasable, refusal, selectProxy, type Candidate, type SelectionState } from './lease-selection.js';
-import type {
-  AcquireResult,
-  HealthObservation,
-  HoldReason,
-  Lease,
-  LeaseRequest,
-  LeaseStore,
-  NoLeaseReason,
-  ProbeRequestListener,
-  ProxyStanding,
-  ProxyUsage,
-  ReportDetails,
-  ReportOutcome,
-  RenewResult,
-  ReportResult,
-  StoreTotals,
+import {
+  REQUEST_RETENTION_MILLIS,
+  type AcquireResult,
+  type BatchReport,
+  type HealthObservation,
+  type HoldReason,
+  type Lease,
+  type LeaseRequest,
+  type LeaseStore,
+  type NoLeaseReason,
+  type ProbeRequestListener,
+  type ProxyStanding,
+  type ProxyUsage,
+  type ReportDetails,
+  type ReportOutcome,
+  type RenewResult,
+  type ReportResult,
+  type StoreTotals,
 } from './lease-store.js';
 import {
   holdOf,
@@ -50,6 +52,8 @@ import { proxyMatcher } from './selector.js';
 import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
+import { RequestOutcomes, requestKey } from './request-outcomes.js';
+import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -102,6 +106,15 @@ export class MemoryLeaseStore implements LeaseStore {
   private nextSuspicionEnd = Number.POSITIVE_INFINITY;
   private suspicionsExpired = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** First outcomes of writes by request id (request-outcomes.ts). */
+  private readonly requests = new RequestOutcomes<unknown>(REQUEST_RETENTION_MILLIS);
+  /** Refusals answered again without a walk (refusal-memo.ts) while `freed` stays. */
+  private readonly refusals = new RefusalMemos();
+  /**
+   * Counts what could turn a refusal into a grant: a full proxy's slot freed, a proxy
+   * (re)entering the index (a hold lifted, a catalog change). Nothing else can.
+   */
+  private freed = 0;
 
   constructor(options: MemoryLeaseStoreOptions) {
     const settings = leaseBookSettings(options);
@@ -153,6 +166,13 @@ export class MemoryLeaseStore implements LeaseStore {
 
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
     const now = this.expireDue();
+    const requestID = requestKey('lease', request.owner, request.requestID);
+    const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
+    if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
+    // The same request refused since nothing could change it: the answer without a walk.
+    const shape = refusalKey(request);
+    const memo = this.refusals.get(shape);
+    if (memo !== undefined && stillRefused(memo, String(this.freed), now)) return refusalAt(memo, now);
     const target = request.target ?? GLOBAL_POOL;
     const state: SelectionState = {
       coolingDown: (proxyID) => this.targets.coolingDown(proxyID, target, now),
@@ -172,7 +192,11 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
-    if (proxy === undefined) return this.refusal(request, target, now);
+    if (proxy === undefined) {
+      const { refused, firstEnd } = this.refusal(request, target, now);
+      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd));
+      return refused;
+    }
 
     const lease: Lease = {
       id: this.newID(),
@@ -191,13 +215,25 @@ export class MemoryLeaseStore implements LeaseStore {
     this.deadlines.push(live);
     this.changeLoad(proxy.id, +1);
     const usage = this.usageOf(proxy.id, now);
-    if (session === undefined) return { granted: true, lease, usage };
-    this.sessions.bind(session, proxy.id, now);
-    return { granted: true, lease, usage, session: { key: request.session!, moved } };
+    let granted: AcquireResult = { granted: true, lease, usage };
+    if (session !== undefined) {
+      this.sessions.bind(session, proxy.id, now);
+      granted = { granted: true, lease, usage, session: { key: request.session!, moved } };
+    }
+    this.requests.remember(requestID, granted, now);
+    return granted;
   }
 
-  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
+  async renew(
+    leaseID: string,
+    ttlSeconds?: number,
+    owner?: string,
+    requestID?: string,
+  ): Promise<RenewResult | undefined> {
     const now = this.expireDue();
+    const key = requestKey('renew', owner, requestID, leaseID);
+    const prior = this.requests.recall(key, now) as RenewResult | undefined;
+    if (prior !== undefined) return { ...prior, replayed: true };
     const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return undefined;
     const ttl = ttlSeconds ?? live.lease.ttlSeconds;
@@ -206,11 +242,22 @@ export class MemoryLeaseStore implements LeaseStore {
     live.deadline = deadline;
     this.deadlines.update(live);
     if (live.lease.session !== undefined) this.sessions.touch(scopedKey(owner, live.lease.session), now);
-    return { lease: live.lease, usage: this.usageOf(live.lease.proxyID, now) };
+    const renewed = { lease: live.lease, usage: this.usageOf(live.lease.proxyID, now) };
+    this.requests.remember(key, renewed, now);
+    return renewed;
   }
 
-  async release(leaseID: string, owner?: string): Promise<boolean> {
-    this.expireDue();
+  async release(leaseID: string, owner?: string, requestID?: string): Promise<boolean> {
+    const now = this.expireDue();
+    const key = requestKey('release', owner, requestID, leaseID);
+    const prior = this.requests.recall(key, now) as boolean | undefined;
+    if (prior !== undefined) return prior;
+    const ended = this.releaseNow(leaseID, owner);
+    this.requests.remember(key, ended, now);
+    return ended;
+  }
+
+  private releaseNow(leaseID: string, owner: string | undefined): boolean {
     const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return false;
     this.end(live);
@@ -222,8 +269,45 @@ export class MemoryLeaseStore implements LeaseStore {
     result: ReportResult,
     details: ReportDetails = {},
     owner?: string,
+    requestID?: string,
   ): Promise<ReportOutcome | undefined> {
     const now = this.expireDue();
+    const key = requestKey('report', owner, requestID, leaseID);
+    const prior = this.requests.recall(key, now) as { outcome?: ReportOutcome } | undefined;
+    if (prior !== undefined)
+      return prior.outcome === undefined ? undefined : { ...prior.outcome, replayed: true };
+    const outcome = this.reportNow(leaseID, result, details, owner, now);
+    this.requests.remember(key, { outcome }, now);
+    return outcome;
+  }
+
+  async reportMany(
+    reports: readonly BatchReport[],
+    owner?: string,
+    requestID?: string,
+  ): Promise<(ReportOutcome | undefined)[]> {
+    const now = this.expireDue();
+    const key = requestKey('reports', owner, requestID);
+    const prior = this.requests.recall(key, now) as (ReportOutcome | undefined)[] | undefined;
+    if (prior !== undefined)
+      return prior.map((o) => (o === undefined ? undefined : { ...o, replayed: true }));
+    // Synchronous from here: nothing else runs between the first report and the last.
+    const outcomes = reports.map(({ leaseID, result, details, release }) => {
+      const outcome = this.reportNow(leaseID, result, details ?? {}, owner, now);
+      if (outcome === undefined || release !== true) return outcome;
+      return { ...outcome, released: this.releaseNow(leaseID, owner) };
+    });
+    this.requests.remember(key, outcomes, now);
+    return outcomes;
+  }
+
+  private reportNow(
+    leaseID: string,
+    result: ReportResult,
+    details: ReportDetails,
+    owner: string | undefined,
+    now: number,
+  ): ReportOutcome | undefined {
     const live = this.leases.get(scopedKey(owner, leaseID));
     if (live === undefined) return undefined;
     const { lease } = live;
@@ -358,6 +442,7 @@ export class MemoryLeaseStore implements LeaseStore {
    */
   sweep(): void {
     const now = this.expireDue();
+    this.requests.expire(now);
     this.sessions.sweep(now);
     this.targets.sweep(now);
     this.sweepHolds(now);
@@ -396,7 +481,10 @@ export class MemoryLeaseStore implements LeaseStore {
     const load = this.loads.get(proxyID) ?? 0;
     const indexed = this.indexable(record, this.clock.now());
     if (wasIndexed && !indexed) this.index.delete(record, load);
-    else if (!wasIndexed && indexed) this.index.add(record, load);
+    else if (!wasIndexed && indexed) {
+      this.index.add(record, load);
+      this.freed++;
+    }
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {
@@ -435,7 +523,11 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   /** Explains a refusal; runs only when nothing was free, so it may count. */
-  private refusal(request: LeaseRequest, target: string, now: number): AcquireResult & { granted: false } {
+  private refusal(
+    request: LeaseRequest,
+    target: string,
+    now: number,
+  ): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
     const leasable = this.index.countLeasable(request.selector, request.exitIP);
     let cooling = 0;
     let firstEnd = Infinity;
@@ -449,9 +541,10 @@ export class MemoryLeaseStore implements LeaseStore {
       }
     }
     const reason: NoLeaseReason = refusal(leasable, cooling);
+    const ends = firstEnd === Infinity ? {} : { firstEnd };
     return reason === 'all_cooling_down'
-      ? { granted: false, reason, retryAfterMs: firstEnd - now }
-      : { granted: false, reason };
+      ? { refused: { granted: false, reason, retryAfterMs: firstEnd - now }, ...ends }
+      : { refused: { granted: false, reason }, ...ends };
   }
 
   /** Ends every lease whose deadline has passed, and suspicions past theirs; returns the time it used. */
@@ -489,10 +582,15 @@ export class MemoryLeaseStore implements LeaseStore {
     const to = from + delta;
     if (to === 0) this.loads.delete(proxyID);
     else this.loads.set(proxyID, to);
-    if (this.index.has(proxyID)) this.index.move(this.catalog.get(proxyID)!, from, to);
+    if (!this.index.has(proxyID)) return;
+    const record = this.catalog.get(proxyID)!;
+    this.index.move(record, from, to);
+    // A full proxy with a free slot again: a refusal may be a grant now.
+    if (from >= record.maxLeases && to < record.maxLeases) this.freed++;
   }
 
   private catalogChanged({ before, after }: CatalogChange): void {
+    this.freed++;
     const id = (before ?? after)!.id;
     const load = this.loads.get(id) ?? 0;
     if (before !== undefined && this.index.has(before.id)) this.index.delete(before, load);
@@ -502,7 +600,11 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     this.followEgress(after);
     const held = this.holds.get(id);
-    const caughtUp = onRecordChanged(held, { address: addressOf(after), healthy: after.healthy });
+    const caughtUp = onRecordChanged(
+      held,
+      { address: addressOf(after), healthy: after.healthy },
+      before?.healthy,
+    );
     if (caughtUp === undefined) this.holds.delete(id);
     else if (caughtUp !== held) this.holds.set(id, caughtUp);
     if (this.indexable(after, this.clock.now())) this.index.add(after, load);

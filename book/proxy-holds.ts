@@ -73,14 +73,22 @@ export function suspicionToken(suspectSince: number): string {
   return String(suspectSince);
 }
 
-/** The status caught up: an unhealthy record, or a new address, needs no hold of ours. */
+/**
+ * A record changed. A new address needs no hold of ours. A down hold outlives the status
+ * catching up (unhealthy): a replica whose cache still shows the proxy healthy would lease it
+ * the moment the hold went, so it stays until the verdict is healthy again: an `up`, or a
+ * status turning healthy after it was not (`wasHealthy`: the record before; a replica seeing
+ * that is past the unhealthy status itself, and one lagging behind it still sees unhealthy).
+ */
 export function onRecordChanged(
   state: HoldState | undefined,
   record: { address: string; healthy: boolean },
+  wasHealthy?: boolean,
 ): HoldState | undefined {
   if (state === undefined) return undefined;
   if (state.address !== record.address) return undefined;
-  if (state.down && !record.healthy) return withoutEmpty({ ...state, down: undefined });
+  if (state.down && record.healthy && wasHealthy === false)
+    return withoutEmpty({ ...state, down: undefined });
   return state;
 }
 

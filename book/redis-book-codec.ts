@@ -17,8 +17,9 @@ export function rankCandidates(chunk: readonly ProxyRecord[]): ProxyRecord[] {
 /**
  * The acquire script's arguments (redis-scripts.ts's ACQUIRE): leaseID, ttlSeconds, the
  * lease key's life (ms), candidate count, per candidate (ranked) id, maxLeases, record JSON,
- * then target, selector JSON, session, its mode and the bound proxy known gone, the tail cut
- * after the last one that is not its default ('', '{}', '', 'none', ''): each argument costs
+ * then target, selector JSON, session, its mode, the bound proxy known gone and the request
+ * key (request-outcomes.ts), the tail cut after the last one that is not its default ('',
+ * '{}', '', 'none', '', ''): each argument costs
  * the client and Redis ~0.2 µs (~1k instructions of redis-server), so a lease without
  * target, selector or session sends none of them.
  */
@@ -33,11 +34,12 @@ export function acquireArgs(
   session: string,
   mode: 'check' | 'moved' | 'none',
   gone: string,
+  requestKey = '',
 ): string[] {
   const args = [leaseID, ttlSeconds, lifeMillis, String(ranked.length)];
   for (const record of ranked) args.push(record.id, String(record.maxLeases), json(record));
-  const tail = [target, selector, session, mode, gone];
-  const defaults = ['', '{}', '', 'none', ''];
+  const tail = [target, selector, session, mode, gone, requestKey];
+  const defaults = ['', '{}', '', 'none', '', ''];
   let last = tail.length;
   while (last > 0 && tail[last - 1] === defaults[last - 1]) last--;
   for (let i = 0; i < last; i++) args.push(tail[i]);
@@ -93,6 +95,8 @@ export type AcquireReply =
       hints: LoadHints;
     }
   | { kind: 'need'; proxyID: string }
+  /** The request id was granted before: that lease's id and stored value (decodeLease). */
+  | { kind: 'dup'; leaseID: string; value: string }
   | { kind: 'none'; leasable: number; cooling: number; moved: boolean; waitMs: number; hints: LoadHints };
 
 /**
@@ -136,6 +140,8 @@ export function decodeAcquireReply(reply: string, ranked: readonly ProxyRecord[]
     }
     case 'need':
       return { kind: 'need', proxyID: f[1] };
+    case 'dup':
+      return { kind: 'dup', leaseID: f[1], value: f.slice(2).join(SEP) };
     case 'none':
       return {
         kind: 'none',
@@ -158,6 +164,40 @@ export function decodeReleaseReply(reply: string | null): { proxyID: string; loa
   if (reply === null) return undefined;
   const at = reply.lastIndexOf(SEP);
   return { proxyID: reply.slice(0, at), load: Number(reply.slice(at + 1)) };
+}
+
+/** One report of the report script's answer (redis-scripts.ts's REPORT), decoded. */
+export interface ReportReply {
+  /** The stored lease value (decodeLease). */
+  value: string;
+  target: string;
+  /** The cooldown's end; -1 none, -2 not recorded at a cap. */
+  until: number;
+  /** unreachable only (-1 otherwise): 1 suspect now, 0 the report was not believed. */
+  suspect: number;
+  /** unreachable only (-1 otherwise): 1 when the report asked for a probe. */
+  probe: number;
+  /** -1 no release asked; 1 the release ended the lease, 0 it had ended. */
+  released: number;
+}
+
+/**
+ * The report script's answer: per report "target\0until\0suspect\0probe\0released\0value"
+ * (the value last: its session may hold the separator), or '' when the lease is gone.
+ */
+export function decodeReportReply(items: readonly string[]): (ReportReply | undefined)[] {
+  return items.map((item) => {
+    if (item === '') return undefined;
+    const f = item.split(SEP);
+    return {
+      target: f[0],
+      until: Number(f[1]),
+      suspect: Number(f[2]),
+      probe: Number(f[3]),
+      released: Number(f[4]),
+      value: f.slice(5).join(SEP),
+    };
+  });
 }
 
 /**

@@ -19,6 +19,7 @@ import type { ProxyCooldown } from './lease-store.js';
 import { isLeasable, refusal } from './lease-selection.js';
 import type {
   AcquireResult,
+  BatchReport,
   HealthObservation,
   HoldReason,
   Lease,
@@ -42,6 +43,7 @@ import {
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
+  decodeReportReply,
   oldestBucket,
   rankCandidates,
   windowCounts,
@@ -52,6 +54,8 @@ import { proxyMatcher } from './selector.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import { agreed } from './ban-agreement.js';
+import { requestKey } from './request-outcomes.js';
+import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
 
 /** Separates a reporters field's target from the reporter (targets never hold it). */
 const NUL = '\u0000';
@@ -122,6 +126,10 @@ export class RedisLeaseStore implements LeaseStore {
   /** How many times the running suspicions were read for the listeners (tests wait for one). */
   private pendingTold = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Refusals answered again with one small script instead of a walk (refusal-memo.ts). */
+  private readonly refusals = new RefusalMemos();
+  /** Changes of this replica's catalog: a remembered refusal holds only while this does. */
+  private catalogVersion = 0;
 
   constructor(options: RedisLeaseStoreOptions) {
     const prefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
@@ -172,7 +180,7 @@ export class RedisLeaseStore implements LeaseStore {
   async acquire(request: LeaseRequest): Promise<AcquireResult> {
     const leaseID = this.newID();
     // Without a session the script never answers 'need': one try.
-    if (request.session === undefined) return (await this.tryAcquire(request, leaseID)) as AcquireResult;
+    if (request.session === undefined) return this.acquireOrRemembered(request, leaseID);
     const selected = proxyMatcher(request.selector, request.exitIP);
     const matches = (record: ProxyRecord) =>
       selected(record) && (request.within === undefined || request.within(record));
@@ -200,6 +208,39 @@ export class RedisLeaseStore implements LeaseStore {
     throw new Error(`session ${JSON.stringify(request.session)} kept moving while it was being leased`);
   }
 
+  /**
+   * A request refused before is checked first with the refusal script (the book's clock and
+   * freed count): while neither a freed slot, a lifted hold nor a catalog change can have
+   * made it a grant, the same refusal again, at the cost of that one small script. Else (and
+   * the first time) the walk; a refusal then is remembered with the version read before it.
+   */
+  private async acquireOrRemembered(request: LeaseRequest, leaseID: string): Promise<AcquireResult> {
+    const shape = refusalKey(request);
+    const memo = this.refusals.get(shape);
+    let version: string | undefined;
+    let now: number | undefined;
+    if (memo !== undefined) {
+      const [at, freed] = (await this.eval('refusal', [])) as [number, string];
+      now = Number(at);
+      version = `${this.catalogVersion}:${freed}`;
+      if (stillRefused(memo, version, now)) return refusalAt(memo, now);
+    }
+    const result = (await this.tryAcquire(request, leaseID)) as AcquireResult & { coolingWaitMs?: number };
+    if (result.granted) {
+      this.refusals.set(shape, undefined);
+      return result;
+    }
+    const { coolingWaitMs, ...refused } = result;
+    // The first refusal has no version read before it: remembered, never answered, until
+    // the next one reads it. Times are from that read: earlier than the walk's, so safe.
+    const at = now ?? 0;
+    this.refusals.set(
+      shape,
+      rememberRefusal(refused, version, at, coolingWaitMs === undefined ? undefined : at + coolingWaitMs),
+    );
+    return refused;
+  }
+
   private async tryAcquire(
     request: LeaseRequest,
     leaseID: string,
@@ -214,6 +255,7 @@ export class RedisLeaseStore implements LeaseStore {
     const life = String(Math.ceil(request.ttlSeconds * 1000) + 60_000);
     const target = request.target ?? '';
     const selector = JSON.stringify(request.selector);
+    const requested = requestKey('lease', request.owner, request.requestID) ?? '';
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
     // What earlier rounds sent (made only when a second round comes): each round walks the
     // ranking afresh, in its order then, and steps over these.
@@ -253,9 +295,22 @@ export class RedisLeaseStore implements LeaseStore {
       // sending the same few and missing once those are full.
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
-      const args = acquireArgs(key, ttl, life, target, selector, ranked, recordJSON, session, mode, gone);
+      const args = acquireArgs(
+        key,
+        ttl,
+        life,
+        target,
+        selector,
+        ranked,
+        recordJSON,
+        session,
+        mode,
+        gone,
+        requested,
+      );
       const reply = decodeAcquireReply((await this.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
+      if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
       if (reply.kind === 'ok') {
         const proxyID = reply.proxyID;
         this.learn(reply.hints);
@@ -295,16 +350,39 @@ export class RedisLeaseStore implements LeaseStore {
       if (chunk.length < size) break;
     }
     const reason = refusal(leasable, cooling);
+    // all_busy beside running cooldowns: when the first ends, a proxy may be free (the memo's bound).
     return reason === 'all_cooling_down'
       ? { granted: false, reason, retryAfterMs: Math.max(firstEnd, 0) }
-      : { granted: false, reason };
+      : { granted: false, reason, ...(firstEnd >= 0 ? { coolingWaitMs: firstEnd } : {}) };
   }
 
-  async renew(leaseID: string, ttlSeconds?: number, owner?: string): Promise<RenewResult | undefined> {
-    const reply = (await this.eval('renew', [
-      scopedKey(owner, leaseID),
-      ttlSeconds === undefined ? '' : String(ttlSeconds),
-    ])) as [string, number, string, string[], number] | null;
+  /** The first grant of a request id (the acquire script's dup answer), as it was granted. */
+  private async replayedGrant(
+    stored: string,
+    value: string,
+    owner: string | undefined,
+  ): Promise<AcquireResult> {
+    const lease = this.owned(decodeLease(unscopedKey(owner, stored), value), owner);
+    const [usage] = await this.usage([lease.proxyID]);
+    return {
+      granted: true,
+      lease,
+      usage,
+      ...(lease.session === undefined ? {} : { session: { key: lease.session, moved: false } }),
+      replayed: true,
+    };
+  }
+
+  async renew(
+    leaseID: string,
+    ttlSeconds?: number,
+    owner?: string,
+    requestID?: string,
+  ): Promise<RenewResult | undefined> {
+    const requested = requestKey('renew', owner, requestID, leaseID);
+    const args = [scopedKey(owner, leaseID), ttlSeconds === undefined ? '' : String(ttlSeconds)];
+    if (requested !== undefined) args.push(requested);
+    const reply = (await this.eval('renew', args)) as [string, number, string, string[], number] | null;
     if (reply === null) return undefined;
     const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
     this.hint(lease.proxyID, Number(reply[1]));
@@ -312,10 +390,11 @@ export class RedisLeaseStore implements LeaseStore {
     return { lease, usage: this.usageFrom(reply[1], reply[2], reply[3], Number(reply[4])) };
   }
 
-  async release(leaseID: string, owner?: string): Promise<boolean> {
-    const reply = decodeReleaseReply(
-      (await this.eval('release', [scopedKey(owner, leaseID)])) as string | null,
-    );
+  async release(leaseID: string, owner?: string, requestID?: string): Promise<boolean> {
+    const requested = requestKey('release', owner, requestID, leaseID);
+    const args = [scopedKey(owner, leaseID)];
+    if (requested !== undefined) args.push(requested);
+    const reply = decodeReleaseReply((await this.eval('release', args)) as string | null);
     // -1: the lease had ended already (its count is settled where it was pruned).
     if (reply === undefined || reply.load < 0) return false;
     this.hint(reply.proxyID, reply.load);
@@ -327,30 +406,62 @@ export class RedisLeaseStore implements LeaseStore {
     result: ReportResult,
     details: ReportDetails = {},
     owner?: string,
+    requestID?: string,
   ): Promise<ReportOutcome | undefined> {
-    const reply = (await this.eval('report', [
-      scopedKey(owner, leaseID),
-      result,
-      details.target ?? NO_TARGET,
-      details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
-      String(this.random()),
-      owner ?? '',
-      // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
-      owner === undefined || details.rotationTrusted === true ? '1' : '0',
-    ])) as [string, string, number, number, number] | null;
-    if (reply === null) return undefined;
-    const lease = this.owned(decodeLease(leaseID, reply[0]), owner);
-    const target = String(reply[1]);
-    const until = Number(reply[2]);
-    const suspect = Number(reply[3]);
-    const probe = Number(reply[4]);
-    return {
-      lease,
-      ...(target === '' ? {} : { target }),
-      ...(until >= 0 ? { cooldownUntil: new Date(until) } : {}),
-      ...(until === CAPPED ? { capped: true as const } : {}),
-      ...(suspect >= 0 ? { suspect: suspect === 1, probeRequested: probe === 1 } : {}),
-    };
+    const [outcome] = await this.reports(
+      [{ leaseID, result, details }],
+      owner,
+      requestKey('report', owner, requestID, leaseID) ?? '',
+    );
+    return outcome;
+  }
+
+  async reportMany(
+    reports: readonly BatchReport[],
+    owner?: string,
+    requestID?: string,
+  ): Promise<(ReportOutcome | undefined)[]> {
+    return this.reports(reports, owner, requestKey('reports', owner, requestID) ?? '');
+  }
+
+  /** The report script: every report (and release) of the call in one atomic step. */
+  private async reports(
+    reports: readonly BatchReport[],
+    owner: string | undefined,
+    requested: string,
+  ): Promise<(ReportOutcome | undefined)[]> {
+    const args = [requested, String(reports.length)];
+    for (const { leaseID, result, details = {}, release } of reports) {
+      args.push(
+        scopedKey(owner, leaseID),
+        result,
+        details.target ?? NO_TARGET,
+        details.retryAfterSeconds === undefined ? '' : String(details.retryAfterSeconds),
+        String(this.random()),
+        owner ?? '',
+        // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
+        owner === undefined || details.rotationTrusted === true ? '1' : '0',
+        release === true ? '1' : '',
+      );
+    }
+    const raw = (await this.eval('report', args)) as string[];
+    // One element more: the first answers of this request key, replayed.
+    const replayed = raw.length > reports.length;
+    const replies = decodeReportReply(replayed ? raw.slice(0, reports.length) : raw);
+    return replies.map((reply, i) => {
+      if (reply === undefined) return undefined;
+      const lease = this.owned(decodeLease(reports[i].leaseID, reply.value), owner);
+      const { target, until, suspect, probe, released } = reply;
+      return {
+        lease,
+        ...(target === '' ? {} : { target }),
+        ...(until >= 0 ? { cooldownUntil: new Date(until) } : {}),
+        ...(until === CAPPED ? { capped: true as const } : {}),
+        ...(suspect >= 0 ? { suspect: suspect === 1, probeRequested: probe === 1 } : {}),
+        ...(released >= 0 ? { released: released === 1 } : {}),
+        ...(replayed ? { replayed: true as const } : {}),
+      };
+    });
   }
 
   async observeHealth(proxyID: string, observation: HealthObservation): Promise<void> {
@@ -471,12 +582,32 @@ export class RedisLeaseStore implements LeaseStore {
     this.timer = setInterval(() => void this.sweep(), this.sweepIntervalMs);
     // The loop only frees memory; it must not keep the process alive on shutdown.
     this.timer.unref();
+    this.redis.on('ready', this.preload);
+    if (this.redis.status === 'ready') this.preload();
   }
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.redis.off('ready', this.preload);
   }
+
+  /**
+   * Loads every script into Redis's script cache (SCRIPT LOAD: idempotent). Done at start and
+   * on every (re)connect: a fresh or restarted Redis would answer a call's first EVALSHA
+   * NOSCRIPT, a second round trip; and a write sent while Redis is frozen would then be that
+   * NOSCRIPT when it resumes, so its retry's request id would find nothing recorded.
+   */
+  async loadScripts(): Promise<void> {
+    for (const script of Object.values(this.scripts))
+      await this.guard(() => this.redis.script('LOAD', script.source));
+  }
+
+  private readonly preload = (): void => {
+    this.loadScripts().catch((err: unknown) =>
+      this.logger.debug({ err }, 'could not load the scripts; the first call of each loads it'),
+    );
+  };
 
   /** Stops following the catalog and closes the subscriber (a store that is thrown away). */
   close(): void {
@@ -562,16 +693,19 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   private catalogChanged({ before, after }: CatalogChange): void {
+    this.catalogVersion++;
     const id = (before ?? after)!.id;
     if (after !== undefined && isLeasable(after)) this.ranking.add(after);
     else this.ranking.delete(id);
     if (after === undefined) this.egressSent.delete(id);
     else this.followEgress(after);
-    // The book's down hold ends when the status caught up or the proxy moved (in the background:
-    // a catalog event cannot wait for Redis; every replica sends the same idempotent update).
+    // The book's down hold ends when the proxy moved or its status turned healthy again
+    // (proxy-holds.ts's onRecordChanged: never when it turns unhealthy, which a replica whose
+    // cache lags has not seen yet); in the background: a catalog event cannot wait for Redis,
+    // and every replica sends the same idempotent update.
     if (before !== undefined && after !== undefined) {
       const moved = addressOf(before) !== addressOf(after);
-      if (moved || (before.healthy && !after.healthy)) {
+      if (moved || (!before.healthy && after.healthy)) {
         this.eval('observe', [id, 'catalog', addressOf(after), after.healthy ? '1' : '0']).catch(
           (err: unknown) =>
             this.logger.warn({ err, proxyID: id }, 'could not update the shared book after a catalog change'),
@@ -738,6 +872,13 @@ const TRANSIENT_REPLIES = [
   'NOREPLICAS',
 ];
 
+/**
+ * ioredis's errors for a command that was written and got no answer: a frozen or slow Redis
+ * (the command timeout) or a connection that closed under it. Redis may run it when it
+ * catches up. Every other failure (not connected: no offline queue) never sent the command.
+ */
+const SENT_UNANSWERED = ['Command timed out', 'Connection is closed'];
+
 function translate(err: unknown): unknown {
   if (err instanceof StoreUnavailableError) return err;
   if (!(err instanceof Error)) return err;
@@ -745,6 +886,7 @@ function translate(err: unknown): unknown {
     return err;
   return new StoreUnavailableError(`lease store unavailable: ${err.message}`, STORE_RETRY_AFTER_SECONDS, {
     cause: err,
+    mayHaveApplied: SENT_UNANSWERED.some((text) => err.message.startsWith(text)),
   });
 }
 

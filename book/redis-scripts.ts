@@ -51,12 +51,16 @@
 //                       acquire's second MGET when the flags say so), PX = the book's retention
 //   P:suspects          zset proxyID -> suspicion deadline
 //   P:counters          hash of monotonic counters
+//   P:req:<key>         string: a write's first answer by its request key (request-outcomes.ts:
+//                       kind:owner.requestID:leaseID), PX = REQ_RETAIN; a repeat answers it
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or
 // from ARGV[1] when a test drives the clock. Keys carry a real-time TTL as garbage collection
 // only; every decision compares stored times with that clock.
 //
 // Replies carry raw statistics slots (HVALS of P:stats:<proxy>); the replica sums them
 // (windowCounts): arithmetic that scales out with the replicas instead of running in Redis.
+
+import { REQUEST_RETENTION_MILLIS } from './lease-store.js';
 
 /** Everything a store's scripts take as constants. */
 export interface ScriptSettings {
@@ -109,7 +113,8 @@ export type ScriptName =
   | 'sweep'
   | 'usage'
   | 'standing'
-  | 'suspects';
+  | 'suspects'
+  | 'refusal';
 
 /** A helper block: Lua text and the blocks it calls (defined before it). */
 interface Block {
@@ -133,7 +138,10 @@ type BlockName =
   | 'suspicions'
   | 'sessions'
   | 'leases'
-  | 'loads';
+  | 'loads'
+  | 'requests'
+  | 'releaseOne'
+  | 'reportOne';
 
 // In definition order: a block only calls blocks above it.
 const BLOCKS: Record<BlockName, Block> = {
@@ -435,6 +443,7 @@ local function expire_suspicion(id, h)
   if h.sa ~= nil and h.su <= NOW then
     clear_suspicion(id, h)
     count('suspicionsExpired')
+    count('freed')
     return true
   end
   return false
@@ -592,6 +601,102 @@ local function load_put(id, n, e, m, exp, exp_s, ld_key, f)
   return n_s
 end`,
   },
+  requests: {
+    needs: [],
+    lua: String.raw`
+-- A write's first outcome by its request key (request-outcomes.ts: kind, owner, request id,
+-- lease), kept REQ_RETAIN: a repeat answers it instead of writing again.
+local function recall(key)
+  if key == '' then return nil end
+  return redis.call('GET', P .. ':req:' .. key)
+end
+local function remember(key, v)
+  if key ~= '' then redis.call('SET', P .. ':req:' .. key, v, 'PX', REQ_RETAIN) end
+end`,
+  },
+  releaseOne: {
+    needs: [],
+    lua: String.raw`
+-- Ends a lease. Answers "proxyID\0its leases now" (-1: not counted there any more) when the
+-- lease was known, else false. Needs no clock: what it removes was counted, live or ended.
+-- A load string that reaches 0 stays (with its zset's sentinel, until both expire): the
+-- next lease on the proxy is then two writes, not five. A slot freed counts in 'freed': a
+-- replica's remembered refusal (refusal-memo.ts) holds only while that count does.
+local function release_one(id)
+  local v = redis.call('GETDEL', P .. ':lease:' .. id)
+  if not v then return false end
+  local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
+  if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
+  redis.call('HINCRBY', K_COUNTERS, 'freed', 1)
+  redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
+  local ld = P .. ':ld:' .. proxy
+  local entry = redis.call('GET', ld)
+  if not entry then return proxy .. '\0-1' end
+  -- "Fn e m" (the header), or "n e m" from before the flag letter. The last lease of a proxy
+  -- is the common case: "F1 ..." becomes "F0 ..." with no number converted.
+  if string.sub(entry, 2, 3) == '1 ' then
+    redis.call('SET', ld, string.sub(entry, 1, 1) .. '0' .. string.sub(entry, 3), 'KEEPTTL')
+    return proxy .. '\0' .. '0'
+  end
+  local from = string.byte(entry) >= 97 and 2 or 1
+  local sp = string.find(entry, ' ', from, true)
+  local n = tonumber(string.sub(entry, from, sp - 1)) - 1
+  if n < 0 then n = 0 end
+  local n_s = string.format('%d', n)
+  redis.call('SET', ld, string.sub(entry, 1, from - 1) .. n_s .. string.sub(entry, sp), 'KEEPTTL')
+  return proxy .. '\0' .. n_s
+end`,
+  },
+  reportOne: {
+    needs: ['now', 'int', 'keep', 'holds', 'targets', 'leases', 'statsAdd'],
+    lua: String.raw`
+-- Records one report on a live lease: id, result, target override ('\0' = the lease's),
+-- retryAfterSeconds ('' = none), random (the jitter), the reporter's name and '1' when it is
+-- trusted for rotation (ban-agreement.ts: kept in P:rep:<proxy>, field "target\0reporter" =
+-- the end its report gave, '*' for the trusted mark). Answers "target\0cooldownUntil (-1
+-- none, -2 not recorded at a cap)\0suspect (-1 n/a, 0, 1)\0probeRequested (-1, 0, 1)" and the
+-- lease value, or false when the lease is unknown or ended.
+local function report_one(id, result, target, retry_s, random, reporter, trusted)
+  local f, v = live_lease(id)
+  if not f then return false end
+  if target == '\0' then target = f[6] end
+  local retry_after = -1
+  if retry_s ~= '' then retry_after = tonumber(retry_s) * 1000 end
+  local proxy, addr = f[1], addr_of(f)
+  stats_add(proxy, result)
+  local ends, suspect, probe = -1, -1, -1
+  if result == 'unreachable' then
+    local h = hold_get(proxy)
+    expire_suspicion(proxy, h)
+    if h.sa == addr then
+      suspect, probe = 1, 0
+    elseif h.ca == addr and NOW < h.ct + HOLDOFF then
+      suspect, probe = 0, 0
+    else
+      h.sa = addr
+      h.ss = NOW
+      h.su = NOW + SUSPICION
+      redis.call('ZADD', K_SUSPECTS, h.su, proxy)
+      keep(K_SUSPECTS, RETAIN)
+      count('suspicionsRaised')
+      -- since: the suspicion's token, which a passing recheck hands back (OBSERVE).
+      redis.call('PUBLISH', CHANNEL, cjson.encode({ proxyID = proxy, address = addr, since = h.ss }))
+      suspect, probe = 1, 1
+    end
+    hold_put(proxy, h)
+  else
+    local r = target_report(proxy, target, result, retry_after, tonumber(random))
+    if r == false then ends = -2 elseif r ~= nil then ends = r end
+    if ends >= 0 then
+      local k_rep = P .. ':rep:' .. proxy
+      redis.call('HSET', k_rep, target .. '\0' .. reporter, ends)
+      if trusted == '1' then redis.call('HSET', k_rep, target .. '\0*', ends) end
+      redis.call('PEXPIRE', k_rep, RETAIN)
+    end
+  end
+  return target .. '\0' .. int(ends) .. '\0' .. suspect .. '\0' .. probe, v
+end`,
+  },
 };
 
 function header(s: ScriptSettings): string {
@@ -620,6 +725,7 @@ function header(s: ScriptSettings): string {
     `local MAX_TE = ${lua(s.maxTargetEntries)}`,
     `local JITTER = ${lua(s.jitter)}`,
     `local RETAIN = ${lua(retain)}`,
+    `local REQ_RETAIN = ${lua(REQUEST_RETENTION_MILLIS)}`,
     `local K_COUNTERS = '${P}:counters'`,
     // P:ld's flag bits (the layout above).
     'local HOLD, COOL, STATS = 1, 2, 4',
@@ -659,7 +765,8 @@ export function blocksFor(needs: readonly string[]): string[] {
  * place there is its rank): id, maxLeases, record JSON; then, left out from the last one
  * that has its default on (redis-book-codec.ts's acquireArgs): target ('' = global pool),
  * selector JSON ('{}'), session (''), session mode ('check' | 'moved' | 'none'), a bound
- * proxy the replica knows is not leasable for this request (''). Answers one string of
+ * proxy the replica knows is not leasable for this request (''), the request key ('':
+ * none; a key granted before answers dup, its lease id and stored value). Answers one string of
  * \0-separated fields (one bulk reply: a nested reply of ~15 elements cost the client ~10 µs
  * more to decode, docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID,
  * now, expiresAt, moved, load, hints, then the statistics slots; or need, boundProxyID (the
@@ -686,6 +793,12 @@ local T = B + 3 * n
 local target = ARGV[T + 1] or ''
 local session = ARGV[T + 3] or ''
 local mode = ARGV[T + 4] or 'none'
+-- A request key granted before (request-outcomes.ts): that lease again, no second one.
+local rk = ARGV[T + 6] or ''
+if rk ~= '' then
+  local prior = redis.call('GET', P .. ':req:' .. rk)
+  if prior then return 'dup\0' .. prior end
+end
 
 -- The session first: a binding to a proxy the replica did not send costs no reads.
 local moved = false
@@ -836,9 +949,10 @@ local exp = NOW + tonumber(ttl) * 1000
 local exp_s = string.format('%d', exp)
 local now_s = NOW_S or string.format('%d', NOW)
 -- The address field stays empty: readers take it from the record (leases block's addr_of).
-redis.call('SET', P .. ':lease:' .. lease_id, id .. '\0\0' .. ttl .. '\0' .. now_s .. '\0' .. exp_s .. '\0' ..
-  target .. '\0' .. (ARGV[T + 2] or '{}') .. '\0' .. ARGV[B + 3 * chosen] .. '\0' .. session,
-  'PX', ARGV[A + 3])
+local value = id .. '\0\0' .. ttl .. '\0' .. now_s .. '\0' .. exp_s .. '\0' ..
+  target .. '\0' .. (ARGV[T + 2] or '{}') .. '\0' .. ARGV[B + 3 * chosen] .. '\0' .. session
+redis.call('SET', P .. ':lease:' .. lease_id, value, 'PX', ARGV[A + 3])
+if rk ~= '' then redis.call('SET', P .. ':req:' .. rk, lease_id .. '\0' .. value, 'PX', REQ_RETAIN) end
 redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
 local v = got[chosen]
 local now_load = '1'
@@ -888,11 +1002,20 @@ return reply
 `;
 
 /**
- * ARGV after now: leaseID, ttlSeconds ('' = the lease's own). Answers {lease value, load,
- * hold reason ('' = none), stats slots, now}, or nil.
+ * ARGV after now: leaseID, ttlSeconds ('' = the lease's own), request key ('' = none:
+ * request-outcomes.ts). Answers {lease value, load, hold reason ('' = none), stats slots,
+ * now}, or nil. A repeat of a request key answers the first renewal's value, extended no
+ * further.
  */
 const RENEW = String.raw`
 local id = ARGV[A + 1]
+local rk = ARGV[A + 3] or ''
+local prior = recall(rk)
+if prior then
+  local f = lease_decode(prior)
+  local load = load_of(f[1], redis.call('GET', k_ld(f[1])))
+  return { prior, load, held(hold_get(f[1]), addr_of(f)) or '', stats_raw(f[1]), NOW }
+end
 local f = live_lease(id)
 if not f then return false end
 local ttl = tonumber(ARGV[A + 2] ~= '' and ARGV[A + 2] or f[3])
@@ -912,89 +1035,62 @@ if f[9] ~= '' then
   local bound = bound_to(f[9])
   if bound then bind(f[9], bound, true) end
 end
+remember(rk, v)
 return { v, load, held(hold_get(proxy), addr_of(f)) or '', stats_raw(proxy), NOW }
 `;
 
 /**
- * ARGV after now: leaseID. Answers "proxyID\0its leases now" (-1: not counted there any
- * more) when the lease was known, else nil. Needs no clock: what it removes was counted,
- * live or ended. A load string that reaches 0 stays (with its zset's sentinel, until both
- * expire): the next lease on the proxy is then two writes, not five.
+ * ARGV after now: leaseID, request key ('' = none). Answers release_one's answer (the
+ * releaseOne block); a repeat of a request key answers the first one again.
  */
 const RELEASE = String.raw`
-local id = ARGV[A + 1]
-local v = redis.call('GETDEL', P .. ':lease:' .. id)
-if not v then return false end
-local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
-if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
-local ld = P .. ':ld:' .. proxy
-local entry = redis.call('GET', ld)
-if not entry then return proxy .. '\0-1' end
--- "Fn e m" (the header), or "n e m" from before the flag letter. The last lease of a proxy
--- is the common case: "F1 ..." becomes "F0 ..." with no number converted.
-if string.sub(entry, 2, 3) == '1 ' then
-  redis.call('SET', ld, string.sub(entry, 1, 1) .. '0' .. string.sub(entry, 3), 'KEEPTTL')
-  return proxy .. '\0' .. '0'
+local rk = ARGV[A + 2]
+if rk then
+  local prior = redis.call('GET', P .. ':req:' .. rk)
+  if prior then
+    if prior == '!' then return false end
+    return prior
+  end
 end
-local from = string.byte(entry) >= 97 and 2 or 1
-local sp = string.find(entry, ' ', from, true)
-local n = tonumber(string.sub(entry, from, sp - 1)) - 1
-if n < 0 then n = 0 end
-local n_s = string.format('%d', n)
-redis.call('SET', ld, string.sub(entry, 1, from - 1) .. n_s .. string.sub(entry, sp), 'KEEPTTL')
-return proxy .. '\0' .. n_s
+local r = release_one(ARGV[A + 1])
+if rk then redis.call('SET', P .. ':req:' .. rk, r or '!', 'PX', REQ_RETAIN) end
+return r
 `;
 
 /**
- * ARGV after now: leaseID, result, target override ('\0' = none), retryAfterSeconds ('' =
- * none), a random number in [0, 1) (the cooldown's jitter), the reporter's name and '1' when
- * it is trusted for rotation (ban-agreement.ts: kept in P:rep:<proxy>, field
- * "target\0reporter" = the end its report gave, '*' for the trusted mark). Answers {lease value, target,
- * cooldownUntil (-1 none, -2 not recorded at a cap), suspect (-1 n/a, 0, 1), probeRequested
- * (-1, 0, 1)}, or nil.
+ * Several reports as one atomic step, in order. ARGV after now: request key ('' = none),
+ * count, then per report 8 fields: leaseID, result, target override ('\0' = none),
+ * retryAfterSeconds ('' = none), a random number in [0, 1) (the cooldown's jitter), the
+ * reporter's name, '1' when it is trusted for rotation, '1' to release the lease after its
+ * report. Answers one string per report: "target\0cooldownUntil\0suspect\0probeRequested\0
+ * released\0lease value" (report_one's fields; released -1 n/a, 1 ended), '' when the lease
+ * is gone. A repeat of a request key answers the first answers, and '!' after them, and
+ * records nothing.
  */
 const REPORT = String.raw`
-local id = ARGV[A + 1]
-local result = ARGV[A + 2]
-local f, v = live_lease(id)
-if not f then return false end
-local target = ARGV[A + 3]
-if target == '\0' then target = f[6] end
-local retry_after = -1
-if ARGV[A + 4] ~= '' then retry_after = tonumber(ARGV[A + 4]) * 1000 end
-local proxy, addr = f[1], addr_of(f)
-stats_add(proxy, result)
-local ends, suspect, probe = -1, -1, -1
-if result == 'unreachable' then
-  local h = hold_get(proxy)
-  expire_suspicion(proxy, h)
-  if h.sa == addr then
-    suspect, probe = 1, 0
-  elseif h.ca == addr and NOW < h.ct + HOLDOFF then
-    suspect, probe = 0, 0
+local rk = ARGV[A + 1]
+local prior = recall(rk)
+if prior then
+  -- One element more than the reports: the replica's mark of a repeat.
+  local first = cjson.decode(prior)
+  first[#first + 1] = '!'
+  return first
+end
+local out = {}
+for i = 1, tonumber(ARGV[A + 2]) do
+  local b = A + 2 + 8 * (i - 1)
+  local head, v = report_one(ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6], ARGV[b + 7])
+  if not head then
+    out[i] = ''
   else
-    h.sa = addr
-    h.ss = NOW
-    h.su = NOW + SUSPICION
-    redis.call('ZADD', K_SUSPECTS, h.su, proxy)
-    keep(K_SUSPECTS, RETAIN)
-    count('suspicionsRaised')
-    -- since: the suspicion's token, which a passing recheck hands back (OBSERVE).
-    redis.call('PUBLISH', CHANNEL, cjson.encode({ proxyID = proxy, address = addr, since = h.ss }))
-    suspect, probe = 1, 1
-  end
-  hold_put(proxy, h)
-else
-  local r = target_report(proxy, target, result, retry_after, tonumber(ARGV[A + 5]))
-  if r == false then ends = -2 elseif r ~= nil then ends = r end
-  if ends >= 0 then
-    local k_rep = P .. ':rep:' .. proxy
-    redis.call('HSET', k_rep, target .. '\0' .. ARGV[A + 6], ends)
-    if ARGV[A + 7] == '1' then redis.call('HSET', k_rep, target .. '\0*', ends) end
-    redis.call('PEXPIRE', k_rep, RETAIN)
+    local released = '-1'
+    -- After the report: the proxy's last outcome is in the book before its slot frees.
+    if ARGV[b + 8] == '1' then released = release_one(ARGV[b + 1]) and '1' or '0' end
+    out[i] = head .. '\0' .. released .. '\0' .. v
   end
 end
-return { v, target, ends, suspect, probe }
+if rk ~= '' then remember(rk, cjson.encode(out)) end
+return out
 `;
 
 /**
@@ -1013,16 +1109,24 @@ if kind == 'probe_passed' then
     clear_suspicion(id, h)
     h.ca = addr
     h.ct = NOW
+    count('freed')
   end
 elseif kind == 'down' then
   h.da = addr
   if h.sa == addr then clear_suspicion(id, h) end
 elseif kind == 'up' then
-  if h.da == addr then h.da = nil end
+  if h.da == addr then
+    h.da = nil
+    count('freed')
+  end
 elseif kind == 'catalog' then
-  -- The proxy's status caught up (unhealthy) or it moved to another address: the book's
-  -- down hold has served its purpose.
-  if h.da ~= nil and (ARGV[A + 4] ~= '1' or h.da ~= addr) then h.da = nil end
+  -- The proxy moved to another address, or its status is healthy again (a replica saw it
+  -- turn so): the down hold has served its purpose. Not when the status turns unhealthy:
+  -- a replica whose cache lags would lease the dead proxy (proxy-holds.ts).
+  if h.da ~= nil and (ARGV[A + 4] == '1' or h.da ~= addr) then
+    h.da = nil
+    count('freed')
+  end
 end
 hold_put(id, h)
 return 1
@@ -1047,11 +1151,21 @@ for i = 1, n do
     if known and string.match(known, '^%S+') == string.match(seen, '^%S+') then
       forgotten = forgotten + forget_proxy(id)
       renewed[#renewed + 1] = id
+      count('freed')
     end
     redis.call('SET', k_egress(id), seen, 'PX', RETAIN)
   end
 end
 return { forgotten, unpack(renewed) }
+`;
+
+/**
+ * Reads only: what a replica checks a remembered refusal against (refusal-memo.ts): the
+ * book's clock and its count of freed slots and lifted holds. One TIME, one HGET: a
+ * refusal answered again costs Redis this, whatever the fleet's size.
+ */
+const REFUSAL = String.raw`
+return { NOW, redis.call('HGET', K_COUNTERS, 'freed') or '0' }
 `;
 
 /** ARGV after now: leaseID. Answers the lease value, or nil. */
@@ -1212,9 +1326,9 @@ const BODIES: Record<ScriptName, Body> = {
     ],
     body: ACQUIRE,
   },
-  renew: { needs: ['now', 'holds', 'sessions', 'leases', 'loads', 'statsRaw'], body: RENEW },
-  release: { needs: [], body: RELEASE },
-  report: { needs: ['now', 'keep', 'holds', 'targets', 'leases', 'statsAdd'], body: REPORT },
+  renew: { needs: ['now', 'holds', 'sessions', 'leases', 'loads', 'statsRaw', 'requests'], body: RENEW },
+  release: { needs: ['releaseOne'], body: RELEASE },
+  report: { needs: ['requests', 'reportOne', 'releaseOne'], body: REPORT },
   observe: { needs: ['holds'], body: OBSERVE },
   egress: { needs: ['now', 'targets'], body: EGRESS },
   get: { needs: ['leases'], body: GET },
@@ -1224,6 +1338,7 @@ const BODIES: Record<ScriptName, Body> = {
   usage: { needs: ['now', 'int'], body: USAGE },
   standing: { needs: ['now', 'int'], body: STANDING },
   suspects: { needs: ['now', 'int', 'held'], body: SUSPECTS },
+  refusal: { needs: ['now'], body: REFUSAL },
 };
 
 /** A lazy group as Lua: its exports as locals, and the loader that defines and returns them. */

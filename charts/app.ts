@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { App, YamlOutputType } from 'cdk8s';
 import { stringify } from 'yaml';
 import { CrdChart } from './crd-chart.js';
-import { ruleGroupsSpec } from './monitoring/alert-rules.js';
+import { ruleGroupsSpec, runbookBaseURL } from './monitoring/alert-rules.js';
 import { grafanaDashboard } from './monitoring/grafana-dashboard.js';
 import { MonitoringChart } from './monitoring/monitoring-chart.js';
 import { NetworkPolicyChart } from './network-policy-chart.js';
@@ -41,7 +41,10 @@ export const DASHBOARD_FILE = 'grafana-dashboard.json';
 export interface AppOptions {
   /** The operator image; `npm run synth` takes it from $IMAGE. */
   image?: string;
-  /** Where the alerts' runbook_url points (docs/runbooks.md); `npm run synth` takes it from $RUNBOOK_BASE_URL. */
+  /**
+   * The absolute address of docs/runbooks.md the alerts' runbook_url points at; `npm run synth`
+   * takes it from $RUNBOOK_BASE_URL (checked by runbookBaseURL; absent: the repository path).
+   */
   runbookBaseURL?: string;
   /** The operator's --watch-namespace and its Roles' namespace; `npm run synth` takes it from $WATCH_NAMESPACE. */
   watchNamespace?: string;
@@ -89,7 +92,9 @@ export function buildMonitoringApp(outdir: string, options: AppOptions = {}): Ap
 }
 
 /** Writes every chart and the kustomization into `outdir`: what `npm run synth` does. */
-export function synthesize(outdir: string, options: AppOptions = {}): void {
+export function synthesize(outdir: string, given: AppOptions = {}): void {
+  // A bad RUNBOOK_BASE_URL stops the synth before it writes anything.
+  const options = { ...given, runbookBaseURL: runbookBaseURL(given.runbookBaseURL) };
   buildApp(outdir, options).synth();
   writeFileSync(join(outdir, KUSTOMIZATION_FILE), kustomizationYaml());
   const monitoring = join(outdir, MONITORING_DIR);

@@ -5,7 +5,8 @@ import { synthesize } from './app.js';
 // IMAGE overrides the operator image, e.g. IMAGE=registry.example.com/proxy-operator:1.2.3.
 // WATCH_NAMESPACE is the namespace of your Proxies: the operator's --watch-namespace and where
 // its Secret, Proxy and Event Roles are bound (default: default).
-// RUNBOOK_BASE_URL points the alerts' runbook links at your copy of docs/runbooks.md.
+// RUNBOOK_BASE_URL: the absolute address of docs/runbooks.md the alerts' runbook links point
+// at (a production synth gives it; without it they name the page's path in this repository).
 synthesize(process.argv[2] ?? 'dist', {
   image: process.env.IMAGE || undefined,
   runbookBaseURL: process.env.RUNBOOK_BASE_URL || undefined,

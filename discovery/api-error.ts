@@ -18,6 +18,7 @@ export const API_ERROR_CODES = [
   'unsupported_media_type',
   'headers_too_large',
   'store_unavailable',
+  'outcome_unknown',
   'too_many_requests',
   'lease_quota',
   'cooldown_quota',

@@ -29,7 +29,7 @@ import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
 import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
-import type { Lease, LeaseStore, NoLeaseReason, ReportResult } from '../book/lease-store.js';
+import type { Lease, LeaseStore, NoLeaseReason, ReportOutcome, ReportResult } from '../book/lease-store.js';
 import { leasability } from '../book/leasability.js';
 import { openApiDocument } from './openapi.js';
 import { ProxyListSerializer, toLeaseView, toProxyView } from './proxy-view.js';
@@ -41,11 +41,13 @@ import {
   parseRenewBody,
   parseReportBody,
   parseReportsBody,
+  parseRequestID,
   parseSessionKey,
+  REQUEST_ID_HEADER,
   continueToken,
   MAX_BATCH_REPORTS,
+  type BatchedReport,
   type ListQuery,
-  type ReportBody,
 } from './request-parsing.js';
 
 export const DEFAULT_TTL_SECONDS = 300;
@@ -240,6 +242,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
+      const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
       if (ledger.admitLease(who, clock()) === 'lease_quota' && !(await releasedElsewhere(who))) {
         quotaRefusal(
@@ -263,6 +266,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
           ...request,
           owner: who,
           ...(admits === undefined ? {} : { within: admits }),
+          ...(requestID === undefined ? {} : { requestID }),
         })
         .catch((err: unknown) => {
           // A 503 is a lease request's outcome too: the alert on store trouble counts them.
@@ -283,7 +287,8 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         );
         return;
       }
-      metrics.countLeaseRequest('granted');
+      // A repeat of a request id is the first grant again: counted once.
+      if (result.replayed !== true) metrics.countLeaseRequest('granted');
       const { lease, usage, session } = result;
       ledger.leaseHeld(who, lease.id, {
         until: lease.expiresAt.getTime(),
@@ -306,9 +311,10 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .delete(async (req, res) => {
       const who = owner(res);
+      const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       ledger.leaseEnded(who, req.params.id);
       // Another token's lease is unknown to this one: 404, as renew and report answer.
-      if (await leases.release(req.params.id, who)) res.status(204).end();
+      if (await leases.release(req.params.id, who, requestID)) res.status(204).end();
       else leaseNotFound(res, req.params.id);
     })
     .all(methodNotAllowed('DELETE'));
@@ -318,8 +324,9 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const { ttlSeconds } = parseRenewBody(req.body, limits);
+      const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
-      const renewed = await leases.renew(req.params.id, ttlSeconds, who);
+      const renewed = await leases.renew(req.params.id, ttlSeconds, who, requestID);
       if (renewed === undefined) {
         ledger.leaseEnded(who, req.params.id);
         leaseNotFound(res, req.params.id);
@@ -362,29 +369,52 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   };
 
   /**
-   * Records one report (and the release it asks for); undefined when the lease is gone, the
-   * quota's error when a banned/rate_limited report would start a cooldown past the token's quota.
+   * Records reports (and the releases they ask for) in one atomic step of the store: all of
+   * them, or (a quota refusal, the store failing) none. Each answer is the report's view, or
+   * undefined when its lease is gone (nothing to record); a refusal names the first report a
+   * banned/rate_limited would push past the token's cooldown quota.
    */
-  const recordReport = async (
-    leaseID: string,
-    report: ReportBody,
+  const recordReports = async (
+    reports: readonly BatchedReport[],
     who: string,
-  ): Promise<ReportView | ApiErrorBody | undefined> => {
-    const { result, release, ...details } = report;
-    if (result === 'banned' || result === 'rate_limited') {
+    requestID: string | undefined,
+  ): Promise<{ views: (ReportView | undefined)[] } | { refused: number; error: ApiErrorBody }> => {
+    // Every quota first: a refusal records nothing of the batch.
+    for (const [i, { leaseID, result, target }] of reports.entries()) {
+      if (result !== 'banned' && result !== 'rate_limited') continue;
       const held = await heldLease(who, leaseID);
-      if (held === undefined) return undefined;
-      const target = details.target ?? held.target;
-      if (ledger.admitCooldown(who, held.proxyID, target, clock()) === 'cooldown_quota') {
-        return errorBody(
-          'cooldown_quota',
-          `token '${who}' keeps ${quotas.cooldowns} cooldowns running (its quota); nothing was recorded: a new one is accepted once one of its own ends`,
-        );
+      if (held === undefined) continue;
+      if (ledger.admitCooldown(who, held.proxyID, target ?? held.target, clock()) === 'cooldown_quota') {
+        return {
+          refused: i,
+          error: errorBody(
+            'cooldown_quota',
+            `token '${who}' keeps ${quotas.cooldowns} cooldowns running (its quota); nothing was recorded: a new one is accepted once one of its own ends`,
+          ),
+        };
       }
     }
     // An API without tokens has one tenant: nobody to agree with, so its reports are trusted.
     const rotationTrusted = tokens === undefined || tokens.policyOf(who).rotationTrusted;
-    const outcome = await leases.report(leaseID, result, { ...details, rotationTrusted }, who);
+    const outcomes = await leases.reportMany(
+      reports.map(({ leaseID, result, release, ...details }) => ({
+        leaseID,
+        result,
+        details: { ...details, rotationTrusted },
+        ...(release === true ? { release } : {}),
+      })),
+      who,
+      requestID,
+    );
+    return { views: outcomes.map((outcome, i) => reportView(reports[i], outcome, who)) };
+  };
+
+  /** A recorded report's answer, and what this replica counts and logs of it. */
+  const reportView = (
+    { leaseID, result, release }: BatchedReport,
+    outcome: ReportOutcome | undefined,
+    who: string,
+  ): ReportView | undefined => {
     if (outcome === undefined) return undefined;
     if (outcome.cooldownUntil !== undefined)
       ledger.cooldownRecorded(
@@ -393,11 +423,20 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         outcome.target ?? '',
         outcome.cooldownUntil.getTime(),
       );
-    // After the report, so that the proxy's last outcome is in the book before its slot frees.
-    if (release === true) {
-      await leases.release(leaseID, who);
-      ledger.leaseEnded(who, leaseID);
-    }
+    if (release === true) ledger.leaseEnded(who, leaseID);
+    const view: ReportView = {
+      leaseID: outcome.lease.id,
+      proxyID: outcome.lease.proxyID,
+      result,
+      target: outcome.target ?? null,
+      cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
+      ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
+      // The target was not recorded: every cooldown at the book's cap still runs.
+      ...(outcome.capped === true ? { capped: true } : {}),
+      ...(release === true ? { released: true } : {}),
+    };
+    // A repeat of a request id recorded nothing: counted and logged once, at the first.
+    if (outcome.replayed === true) return view;
     metrics.countReport(result);
     // Debug lines and a periodic info summary: a client's reports never grow the log unboundedly.
     if (outcome.probeRequested) {
@@ -430,17 +469,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
         'target not recorded: the book is at its cap',
       );
     }
-    return {
-      leaseID: outcome.lease.id,
-      proxyID: outcome.lease.proxyID,
-      result,
-      target: outcome.target ?? null,
-      cooldownUntil: outcome.cooldownUntil?.toISOString() ?? null,
-      ...(result === 'unreachable' ? { suspect: outcome.suspect ?? false } : {}),
-      // The target was not recorded: every cooldown at the book's cap still runs.
-      ...(outcome.capped === true ? { capped: true } : {}),
-      ...(release === true ? { released: true } : {}),
-    };
+    return view;
   };
 
   /** The token's report rate (report_quota): a batch's items count one each. */
@@ -463,12 +492,13 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const report = parseReportBody(req.body);
+      const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       if (!reportsAllowed(res, 1)) return;
-      const view = await recordReport(req.params.id, report, owner(res));
-      if (view === undefined) leaseNotFound(res, req.params.id);
-      else if ('error' in view) {
-        quotaRefusal(res, view.error as 'cooldown_quota', view.message, 60);
-      } else sendJSON(res, 200, view);
+      // A batch of one: the report and the release it may ask for are one step of the store.
+      const recorded = await recordReports([{ leaseID: req.params.id, ...report }], owner(res), requestID);
+      if ('refused' in recorded) quotaRefusal(res, 'cooldown_quota', recorded.error.message, 60);
+      else if (recorded.views[0] === undefined) leaseNotFound(res, req.params.id);
+      else sendJSON(res, 200, recorded.views[0]);
     })
     .all(methodNotAllowed('POST'));
 
@@ -477,20 +507,24 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     .all(guard)
     .post(body, async (req, res) => {
       const reports = parseReportsBody(req.body);
+      const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
       if (!reportsAllowed(res, reports.length)) return;
-      const items: (ReportView | (ApiErrorBody & { leaseID: string }))[] = [];
-      // In order: two reports on one lease apply as if sent one after the other.
-      for (const { leaseID, ...report } of reports) {
-        const view = await recordReport(leaseID, report, who);
-        items.push(
-          view === undefined
-            ? { leaseID, ...leaseNotFoundBody(leaseID) }
-            : 'error' in view
-              ? { leaseID, ...view }
-              : view,
+      // One atomic step, in order: two reports on one lease apply as if sent one after the other.
+      const recorded = await recordReports(reports, who, requestID);
+      if ('refused' in recorded) {
+        const { refused, error } = recorded;
+        quotaRefusal(
+          res,
+          'cooldown_quota',
+          `reports[${refused}] (lease '${reports[refused].leaseID}'): ${error.message}; none of the ${reports.length} reports was recorded`,
+          60,
         );
+        return;
       }
+      const items = recorded.views.map((view, i) =>
+        view === undefined ? { leaseID: reports[i].leaseID, ...leaseNotFoundBody(reports[i].leaseID) } : view,
+      );
       sendJSON(res, 200, { items });
     })
     .all(methodNotAllowed('POST'));
@@ -635,14 +669,24 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     if (res.headersSent) return next(err);
     if (err instanceof ApiError) return sendError(res, err.status, err.code, err.message);
     if (err instanceof StoreUnavailableError) {
-      // Nothing was changed: the client retries the same request (the store logs the outage once).
+      // The store logs the outage once.
       logger.debug({ err: err.message, method: req.method, path: req.path }, 'lease store unavailable');
       res.setHeader('Retry-After', String(err.retryAfterSeconds));
+      // A write that reached the store unanswered may still be applied: the answer says so.
+      if (err.mayHaveApplied && req.method !== 'GET' && req.method !== 'HEAD') {
+        return sendError(
+          res,
+          503,
+          'outcome_unknown',
+          `the lease store did not answer (${err.message}): this call may have been applied or may still be; ` +
+            `retry it with the same Idempotency-Key after ${err.retryAfterSeconds} s to get its one outcome`,
+        );
+      }
       return sendError(
         res,
         503,
         'store_unavailable',
-        `the lease store is unavailable (${err.message}); retry after ${err.retryAfterSeconds} s`,
+        `the lease store is unavailable (${err.message}); nothing was changed; retry after ${err.retryAfterSeconds} s`,
       );
     }
     const status = clientErrorStatus(err);

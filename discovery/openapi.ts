@@ -81,6 +81,17 @@ const leaseID: ParameterObject = {
   description: 'The leaseID returned by POST /v1/leases.',
   schema: { type: 'string' },
 };
+const requestID: ParameterObject = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "The call's request id, 1 to 128 of letters, digits and . _ : - (a UUID fits): the first outcome is " +
+    'recorded with the write, atomically, and a repeat of the same call with the same key (a retry after a ' +
+    'timeout, a dropped connection or a 503) answers that outcome again for 15 minutes, writing nothing: one ' +
+    'lease, one ban. Per token. The clients send one on every write. Anything else is a 400 naming the header.',
+  schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+};
 const target: SchemaObject = {
   type: 'string',
   description:
@@ -346,6 +357,7 @@ export const openApiDocument: OpenApiDocument = {
           'expire after an idle time (default 30 min); at the session cap, starting a new session forgets the ' +
           'least recently used one. The body may be sent with any content type; an empty body leases any proxy ' +
           'for the default TTL.',
+        parameters: [requestID],
         requestBody: { required: false, content: json(ref('LeaseRequest')) },
         responses: {
           '201': leaseResponse('Lease granted.'),
@@ -366,7 +378,7 @@ export const openApiDocument: OpenApiDocument = {
       delete: {
         operationId: 'releaseLease',
         summary: 'Release a lease early.',
-        parameters: [leaseID],
+        parameters: [leaseID, requestID],
         responses: {
           '204': { description: 'Released.' },
           '404': errorResponse(
@@ -386,7 +398,7 @@ export const openApiDocument: OpenApiDocument = {
           'The lease then ends ttlSeconds from now (default: its original TTL), but a renewal never shortens it. ' +
           'It never moves the lease: proxy.healthy says whether the proxy is still healthy, and a proxy deleted ' +
           'since shows as it was, with healthy false and phase Deleting.',
-        parameters: [leaseID],
+        parameters: [leaseID, requestID],
         requestBody: { required: false, content: json(ref('RenewRequest')) },
         responses: {
           '200': leaseResponse('Renewed.'),
@@ -419,7 +431,7 @@ export const openApiDocument: OpenApiDocument = {
           'within --suspicion-holdoff of a passing re-probe, starts nothing (suspect tells which). Every report ' +
           "counts in the proxy's stats. release: true ends the lease once the report is recorded (as DELETE " +
           '/v1/leases/{id} would), so that a last report and the release are one call.',
-        parameters: [leaseID],
+        parameters: [leaseID, requestID],
         requestBody: { required: true, content: json(ref('ReportRequest')) },
         responses: {
           '200': { description: 'Report recorded.', content: json(ref('ReportResponse')) },
@@ -439,12 +451,14 @@ export const openApiDocument: OpenApiDocument = {
         operationId: 'reportLeases',
         summary: `Report on several leases in one call (1 to ${MAX_BATCH_REPORTS}).`,
         description:
-          'Each report means what it means on POST /v1/leases/{id}/report, and they are applied in order. ' +
-          'Every report is checked first: a 400 names the first bad one (reports[i]) and records none. A ' +
-          "report whose lease is unknown, expired, released or another token's answers its own " +
-          'lease_not_found item, and the others still count. A 503 (the store failed) may come after the ' +
-          'reports before the failing one were recorded: they are not undone. For a crawler that batches its ok reports: one ' +
-          'call for every lease with successes to report, instead of one per lease.',
+          'Each report means what it means on POST /v1/leases/{id}/report, and they are applied in order, as ' +
+          'one atomic step: all of them or none. Every report is checked first: a 400 names the first bad one ' +
+          '(reports[i]), a 429 cooldown_quota the first whose cooldown is past the quota, and both record none; ' +
+          'a 503 records none either (outcome_unknown: the whole batch may still be applied; retry with the same ' +
+          "Idempotency-Key). A report whose lease is unknown, expired, released or another token's has nothing " +
+          'to record: it answers its own lease_not_found item beside the others. For a crawler that batches its ' +
+          'ok reports: one call for every lease with successes to report, instead of one per lease.',
+        parameters: [requestID],
         requestBody: { required: true, content: json(ref('ReportsRequest')) },
         responses: {
           '200': {
@@ -515,8 +529,10 @@ export const openApiDocument: OpenApiDocument = {
       ),
       StoreUnavailable: {
         description:
-          'store_unavailable: the shared lease store (Redis) did not answer in time. Nothing was changed; retry ' +
-          'the same request after Retry-After seconds.',
+          'store_unavailable: the shared lease store (Redis) could not be reached; nothing was changed: retry the ' +
+          'same request after Retry-After seconds. outcome_unknown (writes only): the call reached the store and ' +
+          'no answer came in time; it may have been applied, or be applied yet: retry it with the same ' +
+          'Idempotency-Key to get its one outcome.',
         headers: {
           'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
         },

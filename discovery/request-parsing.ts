@@ -2,7 +2,7 @@
 // (400) that names the offending field. Unknown fields are rejected: a typo such as "ttl"
 // silently falling back to a default would be worse than an error.
 import { ApiError } from './api-error.js';
-import { REPORT_RESULTS, type ReportResult } from '../book/lease-store.js';
+import { REPORT_RESULTS, REQUEST_ID_PATTERN, type ReportResult } from '../book/lease-store.js';
 import { parseExitIPTerm, type ExitIPTerm } from '../book/exit-ip-match.js';
 import { targetName } from '../book/target-name.js';
 
@@ -160,6 +160,25 @@ export function parseRenewBody(body: unknown, limits: TTLLimits): RenewBody {
 }
 
 /** A session key from a body field or a path segment: 1..128 of [A-Za-z0-9._:@-]. */
+/** The header a write's request id comes in (the IETF draft's name for it). */
+export const REQUEST_ID_HEADER = 'idempotency-key';
+
+/**
+ * A write's Idempotency-Key header: absent, or 1 to 128 of letters, digits and . _ : - (a
+ * UUID fits). A repeat of the key on the same call gets the first outcome.
+ */
+export function parseRequestID(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !REQUEST_ID_PATTERN.test(value)) {
+    throw invalid(
+      `the Idempotency-Key header must be 1 to 128 characters of letters, digits and . _ : - (a UUID fits), got ${describe(
+        Array.isArray(value) ? value.join(', ') : value,
+      )}`,
+    );
+  }
+  return value;
+}
+
 export function parseSessionKey(value: unknown, name: string): string {
   if (
     typeof value !== 'string' ||

@@ -23,9 +23,42 @@ export interface RuleGroup {
 /** The job label Prometheus gives the operator's series: the Service's name (the ServiceMonitor's default). */
 export const METRICS_JOB = METRICS_SERVICE_NAME;
 
-/** Where the runbooks live; every alert links to its own section. Override with RUNBOOK_BASE_URL at synth. */
-export const DEFAULT_RUNBOOK_BASE_URL =
-  'https://github.com/CHANGEME/proxy-operator/blob/main/docs/runbooks.md';
+/**
+ * Where the runbooks live; every alert links to its own section. The shipped dist/ says it
+ * the one way that is true wherever the repository is hosted: the path of the page beside
+ * dist/ in the repository it was synthesized from. A production synth gives the page's
+ * absolute address with RUNBOOK_BASE_URL (runbookBaseURL checks it).
+ */
+export const DEFAULT_RUNBOOK_BASE_URL = 'docs/runbooks.md';
+
+/** Host names that are placeholders, never a page an on-call engineer can open. */
+const PLACEHOLDER_HOSTS = /(^|\.)(example\.(com|org|net)|invalid|localhost)$|changeme/i;
+
+/**
+ * RUNBOOK_BASE_URL as a synth takes it: absent (or empty) is the repository path; otherwise
+ * an absolute http(s) address of docs/runbooks.md (or its copy), without a fragment or a
+ * placeholder host such as CHANGEME. Anything else stops the synth naming the setting.
+ */
+export function runbookBaseURL(raw: string | undefined): string {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_RUNBOOK_BASE_URL;
+  const value = raw.trim();
+  const fail = (why: string) =>
+    new Error(
+      `RUNBOOK_BASE_URL ${why}, got ${JSON.stringify(value)}: give the address an on-call engineer opens for ` +
+        'docs/runbooks.md, e.g. RUNBOOK_BASE_URL=https://github.com/<org>/proxy-operator/blob/main/docs/runbooks.md',
+    );
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw fail('must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw fail('must be an http(s) URL');
+  if (url.hash !== '') throw fail("must not carry a fragment (each alert adds its section's)");
+  if (PLACEHOLDER_HOSTS.test(url.hostname) || /changeme/i.test(url.pathname))
+    throw fail('is a placeholder, not a page anyone can open');
+  return value.replace(/\/+$/, '');
+}
 
 /** The runbook section of an alert: a `## <AlertName>` heading in docs/runbooks.md. */
 export function runbookAnchor(alert: string): string {

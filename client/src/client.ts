@@ -1,4 +1,5 @@
 // A typed client for the proxy-operator discovery API, on undici.
+import { randomUUID } from 'node:crypto';
 import { Agent, request, type Dispatcher } from 'undici';
 import { backoffDelayMs, sleep, type BackoffOptions } from './backoff.js';
 import { DiscoveryApiError, DiscoveryTimeoutError, DiscoveryTransportError, isLeaseGone } from './errors.js';
@@ -23,6 +24,9 @@ export const MAX_BATCH_REPORTS = 100;
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_TOO_MANY_REQUESTS_RETRIES = 3;
+export const DEFAULT_UNAVAILABLE_RETRIES = 3;
+/** A 503 answer's codes: the lease store failed; the call is worth sending again. */
+const UNAVAILABLE_CODES: readonly string[] = ['store_unavailable', 'outcome_unknown'];
 /** A Retry-After longer than this is not waited for: the call throws too_many_requests. */
 const MAX_TOO_MANY_REQUESTS_WAIT_SECONDS = 60;
 
@@ -48,6 +52,14 @@ export interface DiscoveryClientOptions {
    * 0 throws at once. Safe for every call: the server refuses before doing anything. Default 3.
    */
   tooManyRequestsRetries?: number;
+  /**
+   * A call answered `503` (`store_unavailable`, or `outcome_unknown`: the lease store got the
+   * write and did not answer in time) is sent again after the answer's Retry-After, at most
+   * this many times; 0 throws at once. Safe for writes: each write carries one request id
+   * (`Idempotency-Key`) through all its attempts, so the server applies it once and a retry
+   * gets the first outcome (one lease, one ban). Default 3.
+   */
+  unavailableRetries?: number;
 }
 
 export interface CallOptions {
@@ -55,6 +67,13 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Overrides the client's timeout for this call (for `lease`, per attempt). */
   timeoutMs?: number;
+  /**
+   * A write's request id (`Idempotency-Key`, 1-128 of letters, digits and . _ : -). Default:
+   * a new UUID per call, kept through the call's own retries. Give the same one to a call made
+   * again after it failed without an answer (a timeout, a lost connection) to get its first
+   * outcome instead of a second write.
+   */
+  requestID?: string;
 }
 
 export interface LeaseCallOptions extends CallOptions {
@@ -82,6 +101,7 @@ export class DiscoveryClient {
   private readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly tooManyRequestsRetries: number;
+  private readonly unavailableRetries: number;
 
   private readonly dispatcher?: Dispatcher;
 
@@ -106,12 +126,14 @@ export class DiscoveryClient {
       this.dispatcher = options.dispatcher;
     }
     this.timeoutMs = positive('timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    this.tooManyRequestsRetries = options.tooManyRequestsRetries ?? DEFAULT_TOO_MANY_REQUESTS_RETRIES;
-    if (!Number.isInteger(this.tooManyRequestsRetries) || this.tooManyRequestsRetries < 0) {
-      throw new TypeError(
-        `tooManyRequestsRetries must be a non-negative integer, got ${options.tooManyRequestsRetries}`,
-      );
-    }
+    this.tooManyRequestsRetries = retries(
+      'tooManyRequestsRetries',
+      options.tooManyRequestsRetries ?? DEFAULT_TOO_MANY_REQUESTS_RETRIES,
+    );
+    this.unavailableRetries = retries(
+      'unavailableRetries',
+      options.unavailableRetries ?? DEFAULT_UNAVAILABLE_RETRIES,
+    );
   }
 
   /**
@@ -165,9 +187,11 @@ export class DiscoveryClient {
    */
   async lease(body: LeaseRequest = {}, options: LeaseCallOptions = {}): Promise<Lease> {
     const retry = options.retryAllBusy ?? this.options.retryAllBusy ?? false;
+    // One request id for every attempt: a refusal recorded nothing, a grant answers again.
+    const once = { ...options, requestID: options.requestID ?? randomUUID() };
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call<Lease>('POST', '/v1/leases', body, options);
+        return await this.call<Lease>('POST', '/v1/leases', body, once);
       } catch (err) {
         if (!retry || attempt >= retry.retries || !(err instanceof DiscoveryApiError)) throw err;
         if (err.code !== 'all_busy') throw err;
@@ -213,8 +237,8 @@ export class DiscoveryClient {
 
   /**
    * POST /v1/reports: several reports in one call (at most MAX_BATCH_REPORTS), applied in
-   * order; a report whose lease is gone answers its own `lease_not_found` item, and the others
-   * still count.
+   * order as one atomic step (all or none); a report whose lease is gone answers its own
+   * `lease_not_found` item beside the others.
    */
   async reportMany(reports: readonly BatchedReport[], options: CallOptions = {}): Promise<ReportsResponse> {
     return this.call<ReportsResponse>('POST', '/v1/reports', { reports }, options);
@@ -226,25 +250,32 @@ export class DiscoveryClient {
   }
 
   private async call<T>(method: Method, path: string, body: unknown, options: CallOptions): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
+    // A write's one request id, kept through every attempt below (and the caller's own).
+    const requestID = method === 'GET' ? undefined : (options.requestID ?? randomUUID());
+    let throttled = 0;
+    let unavailable = 0;
+    for (;;) {
       try {
-        return await this.callOnce<T>(method, path, body, options);
+        return await this.callOnce<T>(method, path, body, options, requestID);
       } catch (err) {
-        const waitSeconds = err instanceof DiscoveryApiError ? (err.retryAfterSeconds ?? 1) : 0;
-        if (
-          !(err instanceof DiscoveryApiError) ||
-          err.code !== 'too_many_requests' ||
-          attempt >= this.tooManyRequestsRetries ||
-          waitSeconds > MAX_TOO_MANY_REQUESTS_WAIT_SECONDS
-        ) {
-          throw err;
-        }
+        if (!(err instanceof DiscoveryApiError)) throw err;
+        const waitSeconds = err.retryAfterSeconds ?? 1;
+        if (waitSeconds > MAX_TOO_MANY_REQUESTS_WAIT_SECONDS) throw err;
+        if (err.code === 'too_many_requests' && throttled < this.tooManyRequestsRetries) throttled++;
+        else if (UNAVAILABLE_CODES.includes(err.code) && unavailable < this.unavailableRetries) unavailable++;
+        else throw err;
         await sleep(waitSeconds * 1000, options.signal);
       }
     }
   }
 
-  private async callOnce<T>(method: Method, path: string, body: unknown, options: CallOptions): Promise<T> {
+  private async callOnce<T>(
+    method: Method,
+    path: string,
+    body: unknown,
+    options: CallOptions,
+    requestID: string | undefined,
+  ): Promise<T> {
     const name = `${method} ${path.split('?')[0]}`;
     const timeoutMs = positive('timeoutMs', options.timeoutMs ?? this.timeoutMs);
     // A timer cleared when the call ends: AbortSignal.timeout's would fire for every call
@@ -257,6 +288,7 @@ export class DiscoveryClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
+    if (requestID !== undefined) headers['idempotency-key'] = requestID;
     try {
       const response = await request(`${this.baseUrl}${path}`, {
         method,
@@ -326,6 +358,12 @@ function splitProxyID(id: string): { namespace: string; name: string } {
 function seg(value: string): string {
   if (value === '') throw new TypeError('a path parameter must not be empty');
   return encodeURIComponent(value);
+}
+
+function retries(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0)
+    throw new TypeError(`${name} must be a non-negative integer, got ${value}`);
+  return value;
 }
 
 function positive(name: string, value: number): number {

@@ -22,6 +22,7 @@ export type ApiErrorCode =
   | 'headers_too_large'
   | 'request_timeout'
   | 'store_unavailable'
+  | 'outcome_unknown'
   | 'too_many_requests'
   | 'lease_quota'
   | 'cooldown_quota'

@@ -1003,6 +1003,204 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe('request ids: a write repeated with its request id is applied once', () => {
+      it('a repeated lease request gets the first grant, not a second lease; per owner', async () => {
+        const { store, load } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const first = await store.acquire(request({ owner: 'team', requestID: 'r-1' }));
+        const again = await store.acquire(request({ owner: 'team', requestID: 'r-1' }));
+        expect(granted(again).id).toBe(granted(first).id);
+        expect(again).toMatchObject({ granted: true, replayed: true });
+        expect(await load('ns/a')).toBe(1);
+        // Another owner's 'r-1' is another request; no id at all is a new lease every time.
+        expect(granted(await store.acquire(request({ owner: 'other', requestID: 'r-1' }))).id).not.toBe(
+          granted(first).id,
+        );
+        await store.acquire(request({ owner: 'team' }));
+        expect(await load('ns/a')).toBe(3);
+        expect((await store.totals()).activeLeases).toBe(3);
+      });
+
+      it('a refusal records nothing: the same id is granted once a proxy is free', async () => {
+        const { store } = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await store.acquire(request()));
+        expect(await store.acquire(request({ requestID: 'r-2' }))).toEqual({
+          granted: false,
+          reason: 'all_busy',
+        });
+        await store.release(held.id);
+        expect((await store.acquire(request({ requestID: 'r-2' }))).granted).toBe(true);
+      });
+
+      it('a repeated ban is one ban: the same cooldown, one count, the streak not doubled', async () => {
+        const { store, clock } = setup();
+        const lease = granted(await store.acquire(request({ owner: 'team', target: 'shop.example' })));
+        const first = await store.report(lease.id, 'banned', {}, 'team', 'ban-1');
+        clock.advanceSeconds(10);
+        const again = await store.report(lease.id, 'banned', {}, 'team', 'ban-1');
+        expect(again?.cooldownUntil).toEqual(first?.cooldownUntil);
+        expect(again?.replayed).toBe(true);
+        expect((await store.usage(['ns/a']))[0].stats.banned).toBe(1);
+        expect((await store.standing('ns/a')).cooldowns.map((c) => c.until)).toEqual([
+          first!.cooldownUntil!.getTime(),
+        ]);
+        // A new report (another id) is a second ban: the streak doubles the rest.
+        const second = await store.report(lease.id, 'banned', {}, 'team', 'ban-2');
+        expect(second!.cooldownUntil!.getTime() - clock.now()).toBe(2 * COOLDOWN_SECONDS * 1000);
+        expect((await store.usage(['ns/a']))[0].stats.banned).toBe(2);
+      });
+
+      it('a request id reused on another lease is another request', async () => {
+        const { store } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const a = granted(await store.acquire(request()));
+        const b = granted(await store.acquire(request()));
+        await store.report(a.id, 'ok', {}, undefined, 'same');
+        await store.report(b.id, 'ok', {}, undefined, 'same');
+        expect((await store.usage(['ns/a']))[0].stats.ok).toBe(2);
+      });
+
+      it('a repeated release answers as the first did; a repeated renewal extends no further', async () => {
+        const { store, clock } = setup();
+        const lease = granted(await store.acquire(request({ ttlSeconds: 60 })));
+        const renewed = await store.renew(lease.id, 600, undefined, 'renew-1');
+        clock.advanceSeconds(30);
+        const again = await store.renew(lease.id, 600, undefined, 'renew-1');
+        expect(again?.lease.expiresAt).toEqual(renewed?.lease.expiresAt);
+        expect(await store.release(lease.id, undefined, 'release-1')).toBe(true);
+        expect(await store.release(lease.id, undefined, 'release-1')).toBe(true);
+        expect(await store.release(lease.id, undefined, 'release-2')).toBe(false);
+      });
+
+      it('a batch is one step in order, its releases included; repeated, it records nothing again', async () => {
+        const { store, load } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
+        const a = granted(await store.acquire(request({ target: 'shop.example' })));
+        const b = granted(await store.acquire(request({ target: 'shop.example' })));
+        const batch = [
+          { leaseID: a.id, result: 'ok' as const },
+          { leaseID: b.id, result: 'banned' as const, release: true },
+          { leaseID: 'gone', result: 'ok' as const },
+        ];
+        const first = await store.reportMany(batch, undefined, 'batch-1');
+        expect(first).toEqual([
+          expect.objectContaining({ lease: expect.objectContaining({ id: a.id }) }),
+          expect.objectContaining({
+            target: 'shop.example',
+            cooldownUntil: expect.any(Date),
+            released: true,
+          }),
+          undefined,
+        ]);
+        expect(first[0]?.released).toBeUndefined();
+        expect(await load('ns/a')).toBe(1);
+        const again = await store.reportMany(batch, undefined, 'batch-1');
+        expect(again.map((o) => o?.cooldownUntil)).toEqual(first.map((o) => o?.cooldownUntil));
+        expect(again[0]?.replayed).toBe(true);
+        expect((await store.usage(['ns/a']))[0].stats).toMatchObject({ ok: 1, banned: 1 });
+        expect(await load('ns/a')).toBe(1);
+      });
+    });
+
+    describe('a refusal answered again (O(1)) holds only until something could make it a grant', () => {
+      type Setup = ReturnType<typeof setup>;
+      const TARGET = 'shop.example';
+      /** ns/a full (its one slot held), refused twice: the second is remembered with its version. */
+      async function allBusy(): Promise<Setup & { held: Lease }> {
+        const s = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await s.store.acquire(request({ target: TARGET, ttlSeconds: 60 })));
+        for (let i = 0; i < 3; i++)
+          expect(await s.store.acquire(request({ target: TARGET }))).toEqual({
+            granted: false,
+            reason: 'all_busy',
+          });
+        return { ...s, held };
+      }
+      /** ns/a banned for the target and idle, refused twice. */
+      async function allCooling(): Promise<Setup & { held: Lease }> {
+        const s = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await s.store.acquire(request({ target: TARGET, ttlSeconds: 60 })));
+        await s.store.report(held.id, 'banned');
+        await s.store.release(held.id);
+        for (let i = 0; i < 3; i++)
+          expect(await s.store.acquire(request({ target: TARGET }))).toMatchObject({
+            granted: false,
+            reason: 'all_cooling_down',
+          });
+        return { ...s, held };
+      }
+
+      it.each<
+        [
+          string,
+          () => Promise<Setup & { held: Lease }>,
+          (s: Setup & { held: Lease }) => Promise<void> | void,
+          boolean,
+        ]
+      >([
+        ['all_busy, nothing happens → refused again', allBusy, () => {}, false],
+        [
+          'all_busy, the lease is released → granted',
+          allBusy,
+          async (s) => void (await s.store.release(s.held.id)),
+          true,
+        ],
+        [
+          'all_busy, the lease expires unreleased → granted',
+          allBusy,
+          (s) => s.clock.advanceSeconds(61),
+          true,
+        ],
+        [
+          'all_busy, a proxy joins the catalog → granted',
+          allBusy,
+          (s) => {
+            s.catalog.proxies = [proxy('ns/a', { maxLeases: 1 }), proxy('ns/b', { ip: '10.0.0.2' })];
+          },
+          true,
+        ],
+        [
+          "all_busy, the proxy's maxLeases rises → granted",
+          allBusy,
+          (s) => {
+            s.catalog.proxies = [proxy('ns/a', { maxLeases: 2 })];
+          },
+          true,
+        ],
+        ['all_cooling_down, nothing happens → refused again', allCooling, () => {}, false],
+        [
+          'all_cooling_down, the cooldown ends → granted',
+          allCooling,
+          (s) => s.clock.advanceSeconds(COOLDOWN_SECONDS * 1.2),
+          true,
+        ],
+        [
+          'all_cooling_down, a new egress forgets the cooldown → granted',
+          allCooling,
+          async (s) => {
+            s.catalog.proxies = [proxy('ns/a', { maxLeases: 1, ip: '10.0.0.9' })];
+            await subject.settled?.(s.store);
+          },
+          true,
+        ],
+      ])('%s', async (_name, arrange, event, grants) => {
+        const s = await arrange();
+        await event(s);
+        expect((await s.store.acquire(request({ target: TARGET }))).granted).toBe(grants);
+      });
+
+      it("a remembered all_cooling_down's Retry-After counts down with the clock", async () => {
+        const s = setup({}, [proxy('ns/a', { maxLeases: 1 })]);
+        const held = granted(await s.store.acquire(request({ target: TARGET })));
+        await s.store.report(held.id, 'banned');
+        const refusedAt = async () => {
+          const r = await s.store.acquire(request({ target: TARGET }));
+          return r.granted ? -1 : r.retryAfterMs!;
+        };
+        const first = await refusedAt();
+        await refusedAt();
+        s.clock.advanceSeconds(0.5);
+        expect(await refusedAt()).toBeLessThanOrEqual(first - 500);
+      });
+    });
+
     describe('totals', () => {
       it('counts live leases, sessions and running cooldowns', async () => {
         const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [

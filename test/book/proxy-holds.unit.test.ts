@@ -101,15 +101,27 @@ describe("the health engine's news", () => {
 });
 
 describe('the status catching up', () => {
-  it.each<[string, HoldState, { address: string; healthy: boolean }, HoldState | undefined]>([
+  it.each<[string, HoldState, { address: string; healthy: boolean; was?: boolean }, HoldState | undefined]>([
     [
-      'an unhealthy status takes over a down hold',
+      'an unhealthy status keeps the down hold (a replica whose cache lags still sees it healthy)',
       { address: A, down: true },
-      { address: A, healthy: false },
+      { address: A, healthy: false, was: true },
+      { address: A, down: true },
+    ],
+    [
+      'a status healthy again (a later verdict) ends the down hold',
+      { address: A, down: true },
+      { address: A, healthy: true, was: false },
       undefined,
     ],
     [
       'a still-healthy status leaves the down hold',
+      { address: A, down: true },
+      { address: A, healthy: true, was: true },
+      { address: A, down: true },
+    ],
+    [
+      'a record first seen healthy leaves it (no turn seen)',
       { address: A, down: true },
       { address: A, healthy: true },
       { address: A, down: true },
@@ -126,8 +138,8 @@ describe('the status catching up', () => {
       { address: A, healthy: false },
       { address: A, suspectSince: 5 },
     ],
-  ])('%s', (_case, before, record, after) => {
-    expect(onRecordChanged(before, record)).toEqual(after);
+  ])('%s', (_case, before, { was, ...record }, after) => {
+    expect(onRecordChanged(before, record, was)).toEqual(after);
   });
 });
 

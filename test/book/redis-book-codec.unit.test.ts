@@ -271,7 +271,12 @@ describe('buildScripts', () => {
   });
 
   it.each([
-    ['release reads no clock and defines no helper', 'release', [], ['local NOW', 'local function']],
+    [
+      'release reads no clock and defines one helper (the batch report releases with it too)',
+      'release',
+      ['local function release_one'],
+      ['local NOW', 'local function recall'],
+    ],
     ['acquire leaves the report helpers out', 'acquire', ['local function failing_ratio'], ['target_report']],
     ['report has the cooldown rules', 'report', ['local function target_report'], []],
   ] as const)('%s', (_name, script, has, hasNot) => {

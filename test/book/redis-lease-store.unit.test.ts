@@ -291,6 +291,24 @@ describe('the Redis lease store', () => {
       });
     });
 
+    it("a down hold outlives one replica's status catching up: another replica whose cache lags never leases the dead proxy", async () => {
+      const a = open({ keyPrefix: 'lagging', proxies: 1 });
+      const b = open({ keyPrefix: 'lagging', proxies: 1 });
+      await connected(a.redis);
+      const address = '10.0.0.1:3128';
+      await a.store.observeHealth('ns/p0', { kind: 'down', address });
+      // a's cache has the status the engine wrote (unhealthy); b's still shows it healthy.
+      a.catalog.proxies = [
+        proxy('ns/p0', { latencyMillis: 0, maxLeases: 2, healthy: false, phase: 'Unhealthy' }),
+      ];
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await b.store.acquire(request())).toEqual({ granted: false, reason: 'no_match' });
+      expect((await b.store.usage(['ns/p0']))[0].held).toBe('down');
+      // The proxy recovers: the status turns healthy in a's cache, the hold goes, b leases it.
+      a.catalog.proxies = [proxy('ns/p0', { latencyMillis: 0, maxLeases: 2 })];
+      await eventually(async () => (await b.store.acquire(request())).granted, 5000);
+    });
+
     it('refuses a key prefix that is not a plain name, naming the option', () => {
       expect(() => open({ keyPrefix: '{x}' })).toThrow(/keyPrefix must match/);
     });

@@ -230,6 +230,23 @@ describe('DiscoveryClient against the real discovery API', () => {
       await expect(client.lease({ selector: { geo: 'eu' }, target: 'other.example' })).resolves.toBeDefined();
     });
 
+    it('sends a request id with every write: the same id is one lease and one ban, a new call another', async () => {
+      const first = await client.lease({ target: 'shop.example' }, { requestID: 'job-7' });
+      const again = await client.lease({ target: 'shop.example' }, { requestID: 'job-7' });
+      expect(again.leaseID).toBe(first.leaseID);
+      expect(await server.activeLeases()).toBe(1);
+      // Without one, each call gets its own id: a second lease.
+      expect((await client.lease({ target: 'shop.example' })).leaseID).not.toBe(first.leaseID);
+      expect(await server.activeLeases()).toBe(2);
+      const ban = await client.report(first.leaseID, 'banned', {}, { requestID: 'ban-7' });
+      expect(await client.report(first.leaseID, 'banned', {}, { requestID: 'ban-7' })).toEqual(ban);
+      expect((await client.getProxy(first.proxy.id)).stats.banned).toBe(1);
+      // A malformed id is the server's 400 naming the header.
+      const err = await rejection(client.release(first.leaseID, { requestID: 'not an id' }));
+      expect(err).toMatchObject({ status: 400, code: 'invalid_request' });
+      expect((err as DiscoveryApiError).serverMessage).toMatch(/Idempotency-Key/);
+    });
+
     it('reports ok without starting a cooldown', async () => {
       const lease = await client.lease({ target: 'shop.example' });
       expect(await client.report(lease.leaseID, 'ok', { target: 'shop.example' })).toMatchObject({

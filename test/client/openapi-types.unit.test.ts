@@ -152,6 +152,7 @@ const errorCodes = {
   headers_too_large: true,
   request_timeout: true,
   store_unavailable: true,
+  outcome_unknown: true,
   too_many_requests: true,
   lease_quota: true,
   cooldown_quota: true,

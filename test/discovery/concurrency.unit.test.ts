@@ -6,12 +6,14 @@ import type { ProxyCatalog, ProxyRecord } from '../../book/catalog.js';
 import { isLeasable } from '../../book/lease-selection.js';
 import type {
   AcquireResult,
+  BatchReport,
   Lease,
   LeaseRequest,
   HealthObservation,
   LeaseStore,
   ProbeRequestListener,
   ReportDetails,
+  ReportOutcome,
   ReportResult,
 } from '../../book/lease-store.js';
 import type { MemoryLeaseStore } from '../../book/memory-lease-store.js';
@@ -172,11 +174,20 @@ class InvariantWatch implements LeaseStore {
 
   async report(leaseID: string, result: ReportResult, details?: ReportDetails, owner?: string) {
     const outcome = await this.inner.report(leaseID, result, details, owner);
-    if (outcome?.cooldownUntil !== undefined) {
-      const key = `${outcome.lease.proxyID} ${outcome.target ?? ''}`;
-      this.cooling.set(key, Math.max(this.cooling.get(key) ?? 0, outcome.cooldownUntil.getTime()));
-    }
+    this.cooled(outcome);
     return outcome;
+  }
+
+  async reportMany(reports: readonly BatchReport[], owner?: string, requestID?: string) {
+    const outcomes = await this.inner.reportMany(reports, owner, requestID);
+    outcomes.forEach((outcome) => this.cooled(outcome));
+    return outcomes;
+  }
+
+  private cooled(outcome: ReportOutcome | undefined): void {
+    if (outcome?.cooldownUntil === undefined) return;
+    const key = `${outcome.lease.proxyID} ${outcome.target ?? ''}`;
+    this.cooling.set(key, Math.max(this.cooling.get(key) ?? 0, outcome.cooldownUntil.getTime()));
   }
 
   async endSession(key: string, owner?: string) {
@@ -184,8 +195,9 @@ class InvariantWatch implements LeaseStore {
     this.sessions.delete(key);
   }
 
-  renew = (id: string, ttl?: number, owner?: string) => this.inner.renew(id, ttl, owner);
-  release = (id: string, owner?: string) => this.inner.release(id, owner);
+  renew = (id: string, ttl?: number, owner?: string, requestID?: string) =>
+    this.inner.renew(id, ttl, owner, requestID);
+  release = (id: string, owner?: string, requestID?: string) => this.inner.release(id, owner, requestID);
   usage = (ids: readonly string[]) => this.inner.usage(ids);
   standing = (id: string) => this.inner.standing(id);
   get = (id: string, owner?: string) => this.inner.get(id, owner);

@@ -93,11 +93,17 @@ describe('two tenants on one fleet', () => {
       );
       // Its own running cooldown is extended (a streak), not refused.
       expect((await report(TEAM_A, id, 'junk-1.example')).status).toBe(200);
-      // In a batch the item carries the code; the batch answers 200.
+      // A batch is all or nothing: the 429 names the report past the quota, and none is recorded.
       const batch = await call(TEAM_A, 'POST', '/v1/reports', {
-        reports: [{ leaseID: id, result: 'banned', target: 'junk-4.example' }],
+        reports: [
+          { leaseID: id, result: 'ok', target: 'junk-1.example' },
+          { leaseID: id, result: 'banned', target: 'junk-4.example' },
+        ],
       });
-      expect(batch.body).toMatchObject({ items: [{ leaseID: id, error: 'cooldown_quota' }] });
+      expect(errorOf(batch)).toEqual([429, 'cooldown_quota']);
+      expect((batch.body as { message: string }).message).toMatch(
+        /^reports\[1\] \(lease '[^']+'\): .*none of the 2 reports was recorded$/,
+      );
       // team-b's real ban is recorded whatever team-a did.
       const idB = leaseID(await lease(TEAM_B));
       const banned = await report(TEAM_B, idB, 'shop.example');

@@ -13,7 +13,12 @@ import {
   RULES_FILE,
   synthesize,
 } from '../../charts/app.js';
-import { alertGroups, DEFAULT_RUNBOOK_BASE_URL, runbookAnchor } from '../../charts/monitoring/alert-rules.js';
+import {
+  alertGroups,
+  DEFAULT_RUNBOOK_BASE_URL,
+  runbookAnchor,
+  runbookBaseURL,
+} from '../../charts/monitoring/alert-rules.js';
 import {
   DATASOURCE_VARIABLE,
   dashboardQueries,
@@ -103,6 +108,53 @@ describe('each alert follows the kube-prometheus conventions', () => {
       .filter((n) => !sources.includes(`'${n}'`));
     expect(missing).toEqual([]);
     expect(names.size).toBeGreaterThan(10);
+  });
+});
+
+describe('RUNBOOK_BASE_URL (runbookBaseURL): an address an on-call engineer can open, or the repository path', () => {
+  it.each<[string, string | undefined, string | RegExp]>([
+    ['absent: the path of the page in the repository', undefined, 'docs/runbooks.md'],
+    ['empty: the same', '  ', 'docs/runbooks.md'],
+    [
+      'an https address of the page: as given, without a trailing slash',
+      'https://git.corp.test/sre/proxy-operator/-/blob/main/docs/runbooks.md/',
+      'https://git.corp.test/sre/proxy-operator/-/blob/main/docs/runbooks.md',
+    ],
+    [
+      'the old placeholder',
+      'https://github.com/CHANGEME/proxy-operator/blob/main/docs/runbooks.md',
+      /RUNBOOK_BASE_URL is a placeholder/,
+    ],
+    ['a placeholder domain', 'https://docs.example.com/runbooks.md', /RUNBOOK_BASE_URL is a placeholder/],
+    ['not a URL', 'docs/runbooks.md', /RUNBOOK_BASE_URL must be an absolute http\(s\) URL/],
+    ['another scheme', 'ftp://files.corp.test/runbooks.md', /RUNBOOK_BASE_URL must be an http\(s\) URL/],
+    ['with a fragment', 'https://wiki.corp.test/runbooks#top', /RUNBOOK_BASE_URL must not carry a fragment/],
+  ])('%s', (_name, raw, expected) => {
+    if (typeof expected === 'string') expect(runbookBaseURL(raw)).toBe(expected);
+    else expect(() => runbookBaseURL(raw)).toThrow(expected);
+  });
+
+  it('a synth with a placeholder stops before writing anything, naming the setting', async () => {
+    const out = await mkdtemp(join(tmpdir(), 'proxy-operator-runbooks-'));
+    try {
+      expect(() =>
+        synthesize(out, { runbookBaseURL: 'https://github.com/CHANGEME/x/blob/main/docs/runbooks.md' }),
+      ).toThrow(/RUNBOOK_BASE_URL/);
+      expect(await readdir(out)).toEqual([]);
+      synthesize(out, { runbookBaseURL: 'https://git.corp.test/sre/docs/runbooks.md' });
+      const rules = await readFile(join(out, MONITORING_DIR, RULES_FILE), 'utf8');
+      expect(rules).toContain('runbook_url: https://git.corp.test/sre/docs/runbooks.md#proxyleasestoredown');
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  });
+
+  it('no rule shipped in dist/ carries a placeholder (CHANGEME)', async () => {
+    for (const file of [RULES_FILE, `${MONITORING_CHART}.yaml`]) {
+      const text = await readFile(join(MONITORING, file), 'utf8');
+      expect({ file, placeholder: /changeme/i.test(text) }).toEqual({ file, placeholder: false });
+      expect(text).toContain(`runbook_url: ${DEFAULT_RUNBOOK_BASE_URL}#proxyleasestoredown`);
+    }
   });
 });
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -18,6 +19,12 @@ from .types import Lease, Report, ReportResult
 
 #: How many times a ``429 too_many_requests`` is waited out (its Retry-After) before it is raised.
 DEFAULT_TOO_MANY_REQUESTS_RETRIES = 3
+#: How many times a ``503`` (``store_unavailable``, or ``outcome_unknown``: the lease store got the
+#: write and did not answer in time) is waited out and sent again. Safe for writes: each carries one
+#: request id (``Idempotency-Key``) through all its attempts, so the server applies it once.
+DEFAULT_UNAVAILABLE_RETRIES = 3
+#: A Retry-After longer than this is not waited for: the answer is raised.
+MAX_RETRY_WAIT_SECONDS = 60.0
 MAX_BATCH = 100
 
 
@@ -26,6 +33,24 @@ class _Call:
     method: str
     path: str
     body: Mapping[str, Any] | None = None
+
+
+class _Attempts:
+    """One call's attempts: its request id (the same on every attempt of a write) and which answer
+    is worth sending again (429 and 503, each a bounded number of times)."""
+
+    def __init__(self, call: _Call, throttled: int, unavailable: int, request_id: str | None) -> None:
+        self.headers = {} if call.method == "GET" else {"idempotency-key": request_id or str(uuid.uuid4())}
+        self._left = {429: throttled, 503: unavailable}
+
+    def wait(self, response: httpx.Response) -> float | None:
+        """Seconds to wait before the next attempt, or None when this answer is the call's."""
+        left = self._left.get(response.status_code, 0)
+        wait = retry_after_seconds(response.headers.get("retry-after")) or 1.0
+        if left <= 0 or wait > MAX_RETRY_WAIT_SECONDS:
+            return None
+        self._left[response.status_code] = left - 1
+        return wait
 
 
 def _lease_body(
@@ -130,22 +155,24 @@ class AsyncDiscoveryClient:
         timeout: float = 10.0,
         too_many_requests_retries: int = DEFAULT_TOO_MANY_REQUESTS_RETRIES,
         transport: httpx.AsyncBaseTransport | None = None,
+        unavailable_retries: int = DEFAULT_UNAVAILABLE_RETRIES,
     ) -> None:
         # trust_env=False: the API is reached directly, never through the environment's proxy.
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout, trust_env=False, transport=transport
         )
         self._retries = too_many_requests_retries
+        self._unavailable_retries = unavailable_retries
 
-    async def _send(self, call: _Call) -> httpx.Response:
-        for attempt in range(self._retries + 1):
-            response = await self._http.request(call.method, call.path, json=call.body)
-            if response.status_code == 429 and attempt < self._retries:
-                await asyncio.sleep(retry_after_seconds(response.headers.get("retry-after")) or 1.0)
-                continue
-            _raise_for(response)
-            return response
-        raise AssertionError("unreachable")  # the loop returns or raises
+    async def _send(self, call: _Call, request_id: str | None = None) -> httpx.Response:
+        attempts = _Attempts(call, self._retries, self._unavailable_retries, request_id)
+        while True:
+            response = await self._http.request(call.method, call.path, json=call.body, headers=attempts.headers)
+            wait = attempts.wait(response)
+            if wait is None:
+                _raise_for(response)
+                return response
+            await asyncio.sleep(wait)
 
     async def lease(
         self,
@@ -155,18 +182,21 @@ class AsyncDiscoveryClient:
         session: str | None = None,
         ttl_seconds: int | None = None,
         exit_ip: str | None = None,
+        request_id: str | None = None,
     ) -> Lease:
-        """``POST /v1/leases``. Raises NoLease (409) when nothing is leasable."""
+        """``POST /v1/leases``. Raises NoLease (409) when nothing is leasable. ``request_id`` (every
+        write takes one): the call's Idempotency-Key, default a new UUID kept through its retries;
+        the same one again after a call that got no answer gets its first outcome."""
         call = _Calls.lease(selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip)
-        return _leases((await self._send(call)).json())
+        return _leases((await self._send(call, request_id)).json())
 
-    async def renew(self, lease_id: str, ttl_seconds: int | None = None) -> Lease:
-        return _leases((await self._send(_Calls.renew(lease_id, ttl_seconds))).json())
+    async def renew(self, lease_id: str, ttl_seconds: int | None = None, *, request_id: str | None = None) -> Lease:
+        return _leases((await self._send(_Calls.renew(lease_id, ttl_seconds), request_id)).json())
 
-    async def release(self, lease_id: str) -> None:
+    async def release(self, lease_id: str, *, request_id: str | None = None) -> None:
         """Ends a lease; one that already ended (or expired) is done too (404 lease_not_found)."""
         try:
-            await self._send(_Calls.release(lease_id))
+            await self._send(_Calls.release(lease_id), request_id)
         except DiscoveryApiError as err:
             if err.code != "lease_not_found":
                 raise
@@ -179,14 +209,15 @@ class AsyncDiscoveryClient:
         target: str | None = None,
         retry_after_seconds: int | None = None,
         release: bool = False,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         report = Report(lease_id, result, target, retry_after_seconds, release)
-        body: dict[str, Any] = (await self._send(_Calls.report(report))).json()
+        body: dict[str, Any] = (await self._send(_Calls.report(report), request_id)).json()
         return body
 
-    async def report_many(self, reports: Iterable[Report]) -> list[dict[str, Any]]:
-        """``POST /v1/reports`` (1 to 100): each report's answer in order."""
-        items: list[dict[str, Any]] = (await self._send(_Calls.reports(reports))).json()["items"]
+    async def report_many(self, reports: Iterable[Report], *, request_id: str | None = None) -> list[dict[str, Any]]:
+        """``POST /v1/reports`` (1 to 100), one atomic step: each report's answer in order."""
+        items: list[dict[str, Any]] = (await self._send(_Calls.reports(reports), request_id)).json()["items"]
         return items
 
     async def end_session(self, key: str) -> None:
@@ -206,21 +237,23 @@ class DiscoveryClient:
         timeout: float = 10.0,
         too_many_requests_retries: int = DEFAULT_TOO_MANY_REQUESTS_RETRIES,
         transport: httpx.BaseTransport | None = None,
+        unavailable_retries: int = DEFAULT_UNAVAILABLE_RETRIES,
     ) -> None:
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout, trust_env=False, transport=transport
         )
         self._retries = too_many_requests_retries
+        self._unavailable_retries = unavailable_retries
 
-    def _send(self, call: _Call) -> httpx.Response:
-        for attempt in range(self._retries + 1):
-            response = self._http.request(call.method, call.path, json=call.body)
-            if response.status_code == 429 and attempt < self._retries:
-                time.sleep(retry_after_seconds(response.headers.get("retry-after")) or 1.0)
-                continue
-            _raise_for(response)
-            return response
-        raise AssertionError("unreachable")
+    def _send(self, call: _Call, request_id: str | None = None) -> httpx.Response:
+        attempts = _Attempts(call, self._retries, self._unavailable_retries, request_id)
+        while True:
+            response = self._http.request(call.method, call.path, json=call.body, headers=attempts.headers)
+            wait = attempts.wait(response)
+            if wait is None:
+                _raise_for(response)
+                return response
+            time.sleep(wait)
 
     def lease(
         self,
@@ -230,17 +263,18 @@ class DiscoveryClient:
         session: str | None = None,
         ttl_seconds: int | None = None,
         exit_ip: str | None = None,
+        request_id: str | None = None,
     ) -> Lease:
         call = _Calls.lease(selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip)
-        return _leases(self._send(call).json())
+        return _leases(self._send(call, request_id).json())
 
-    def renew(self, lease_id: str, ttl_seconds: int | None = None) -> Lease:
-        return _leases(self._send(_Calls.renew(lease_id, ttl_seconds)).json())
+    def renew(self, lease_id: str, ttl_seconds: int | None = None, *, request_id: str | None = None) -> Lease:
+        return _leases(self._send(_Calls.renew(lease_id, ttl_seconds), request_id).json())
 
-    def release(self, lease_id: str) -> None:
+    def release(self, lease_id: str, *, request_id: str | None = None) -> None:
         """Ends a lease; one that already ended (or expired) is done too (404 lease_not_found)."""
         try:
-            self._send(_Calls.release(lease_id))
+            self._send(_Calls.release(lease_id), request_id)
         except DiscoveryApiError as err:
             if err.code != "lease_not_found":
                 raise
@@ -253,14 +287,15 @@ class DiscoveryClient:
         target: str | None = None,
         retry_after_seconds: int | None = None,
         release: bool = False,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = self._send(
-            _Calls.report(Report(lease_id, result, target, retry_after_seconds, release))
+            _Calls.report(Report(lease_id, result, target, retry_after_seconds, release)), request_id
         ).json()
         return body
 
-    def report_many(self, reports: Iterable[Report]) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = self._send(_Calls.reports(reports)).json()["items"]
+    def report_many(self, reports: Iterable[Report], *, request_id: str | None = None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self._send(_Calls.reports(reports), request_id).json()["items"]
         return items
 
     def end_session(self, key: str) -> None:

@@ -67,3 +67,19 @@ def test_a_bad_field_is_a_400_naming_it(api: tuple[str, str]) -> None:
     with DiscoveryClient(url, token=token) as client, pytest.raises(DiscoveryApiError) as err:
         client.lease(ttl_seconds=-5)
     assert err.value.status == 400 and "ttlSeconds" in err.value.message
+
+
+def test_a_write_repeated_with_its_request_id_is_applied_once(api: tuple[str, str]) -> None:
+    url, token = api
+    with DiscoveryClient(url, token=token) as client:
+        lease = client.lease(target="py-idem.example", ttl_seconds=60, request_id="py-lease-1")
+        # A retry of a call whose answer was lost: the first lease again, not a second one.
+        assert client.lease(target="py-idem.example", ttl_seconds=60, request_id="py-lease-1").lease_id == lease.lease_id
+        first = client.report(lease.lease_id, "banned", request_id="py-ban-1")
+        assert client.report(lease.lease_id, "banned", request_id="py-ban-1") == first
+        proxy = client._http.get(f"/v1/proxies/{lease.proxy_id}").json()
+        assert proxy["activeLeases"] == 1 and proxy["stats"]["banned"] == 1
+        with pytest.raises(DiscoveryApiError) as bad:
+            client.renew(lease.lease_id, request_id="not an id")
+        assert bad.value.status == 400 and "Idempotency-Key" in bad.value.message
+        client.release(lease.lease_id, request_id="py-release-1")

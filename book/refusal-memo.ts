@@ -1,0 +1,87 @@
+// Refusals answered again without walking the fleet (issue 47 item 4). A 409 all_busy or
+// all_cooling_down costs a walk over every matching proxy (the memory store's index, the
+// Redis store's chunks of candidates: ~8 scripts carrying ~10,000 records at 10,000
+// proxies). The same request refused again is the same answer until the book changes in a
+// way that could turn it into a grant: a slot freed, a hold lifted, the catalog changed (the
+// store's `version`), or the first matching cooldown ends. A store remembers each refusal
+// with its version and answers the next one from here while the version holds, for at most
+// REFUSAL_MEMO_MILLIS: what bounds the changes a store cannot see (a shared book's lease
+// expiring unreleased, a suspicion timing out unanswered).
+import type { AcquireResult, LeaseRequest } from './lease-store.js';
+
+/** How long a remembered refusal is answered at most, whatever the version says. */
+export const REFUSAL_MEMO_MILLIS = 1000;
+/** Request shapes remembered at most (least recently refused forgotten first). */
+export const MAX_REFUSAL_MEMOS = 256;
+
+export interface RememberedRefusal {
+  reason: 'all_busy' | 'all_cooling_down';
+  /** When the first matching cooldown ends (ms), if any runs: a proxy may be free then. */
+  firstEnd?: number;
+  /** The store's version at the walk (undefined: unknown, so never answered again). */
+  version?: string;
+  /** Answered again until then (ms, the store's clock). */
+  until: number;
+}
+
+/**
+ * The shape of a request a refusal is remembered by: selector, exit IP, target, and the
+ * owner (its scope). A session's request is never remembered (its binding may move it).
+ */
+export function refusalKey(request: LeaseRequest): string | undefined {
+  if (request.session !== undefined) return undefined;
+  return `${request.owner ?? ''}\u0000${request.target ?? ''}\u0000${request.exitIP?.text ?? ''}\u0000${JSON.stringify(request.selector)}`;
+}
+
+/** The refusal to remember from a walk's answer, at `now` on the store's clock. */
+export function rememberRefusal(
+  result: AcquireResult & { granted: false },
+  version: string | undefined,
+  now: number,
+  /** When the first cooldown among the matches ends (all_busy has no Retry-After to say it). */
+  coolingEnd?: number,
+): RememberedRefusal | undefined {
+  if (result.reason === 'no_match') return undefined;
+  const firstEnd = result.retryAfterMs === undefined ? coolingEnd : now + result.retryAfterMs;
+  return {
+    reason: result.reason,
+    ...(firstEnd === undefined ? {} : { firstEnd }),
+    ...(version === undefined ? {} : { version }),
+    until: Math.min(now + REFUSAL_MEMO_MILLIS, firstEnd ?? Infinity),
+  };
+}
+
+/** Whether a remembered refusal still answers a request at `now`, the store at `version`. */
+export function stillRefused(memo: RememberedRefusal, version: string, now: number): boolean {
+  return memo.version !== undefined && memo.version === version && now < memo.until;
+}
+
+/** The remembered refusal as the acquire's answer at `now`. */
+export function refusalAt(memo: RememberedRefusal, now: number): AcquireResult {
+  return memo.reason === 'all_cooling_down'
+    ? { granted: false, reason: memo.reason, retryAfterMs: Math.max(0, (memo.firstEnd ?? now) - now) }
+    : { granted: false, reason: memo.reason };
+}
+
+/** The remembered refusals, bounded, least recently refused first. */
+export class RefusalMemos {
+  private readonly memos = new Map<string, RememberedRefusal>();
+
+  constructor(private readonly max = MAX_REFUSAL_MEMOS) {}
+
+  get(key: string | undefined): RememberedRefusal | undefined {
+    return key === undefined ? undefined : this.memos.get(key);
+  }
+
+  set(key: string | undefined, memo: RememberedRefusal | undefined): void {
+    if (key === undefined) return;
+    this.memos.delete(key);
+    if (memo === undefined) return;
+    if (this.memos.size >= this.max) this.memos.delete(this.memos.keys().next().value!);
+    this.memos.set(key, memo);
+  }
+
+  get size(): number {
+    return this.memos.size;
+  }
+}
