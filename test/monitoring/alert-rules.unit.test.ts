@@ -93,6 +93,7 @@ describe('each alert follows the kube-prometheus conventions', () => {
   it('names only metrics the code exports', async () => {
     const sources = await sourceText([
       'health',
+      'book',
       'discovery',
       'gateway',
       'handlers',
