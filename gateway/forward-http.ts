@@ -94,8 +94,11 @@ export async function forwardHttp(
         Date.now(),
       );
       if (verdict.kind !== 'retry') {
-        if (verdict.kind === 'report')
+        if (verdict.kind === 'report') {
           void report(ctx, lease, verdict.report, target, verdict.retryAfterSeconds);
+          // Every session on that proxy for this target moves, those sharing its lease too.
+          ctx.pool.retireProxy(lease.upstream.id, target);
+        }
         return relay(ctx, lease, sent.response, res, verdict.kind === 'report', body.length);
       }
       sent.response.resume();

@@ -153,7 +153,7 @@ export function noProxy(
     Object.keys(request.selector).length === 0 ? '' : ` matching ${JSON.stringify(request.selector)}`;
   const messages = {
     no_match: `no leasable proxy${selector}`,
-    all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held)`,
+    all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held), and this gateway holds no lease for these options to share`,
     all_cooling_down: `every proxy${selector} is cooling down for ${request.target}`,
   };
   return {
