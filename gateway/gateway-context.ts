@@ -126,7 +126,10 @@ export async function leaseForAttempt(
 ): Promise<{ lease: HeldLease } | { refusal: GatewayError }> {
   try {
     const taken = await takeAvoiding(ctx, request);
-    if (taken.granted) return { lease: taken.lease };
+    if (taken.granted) {
+      if (taken.shared === true) ctx.metrics.shared(carrier);
+      return { lease: taken.lease };
+    }
     ctx.metrics.ended(carrier, 'no_proxy');
     return { refusal: noProxy(taken, request) };
   } catch (err) {

@@ -80,8 +80,6 @@ export class LeasePool {
   private readonly riding = new Map<string, Set<HeldLease>>();
   private readonly now: () => number;
   private timer?: NodeJS.Timeout;
-  /** Requests that shared a held lease because the book was full. */
-  shares = 0;
 
   constructor(
     private readonly book: GatewayBook,
@@ -122,7 +120,6 @@ export class LeasePool {
       if (result.reason !== 'all_busy') return result;
       const shared = leastLoaded(this.riding.get(slot) ?? []) ?? leastLoaded(this.groups.get(group) ?? []);
       if (shared === undefined) return result;
-      this.shares++;
       if (request.session !== undefined) this.ride(shared, slotKey(group, request.session), request.session);
       return { ...this.use(shared), shared: true };
     }

@@ -71,6 +71,9 @@ describe('more sessions than slots', () => {
     expect(world.gateway.leasesHeld).toBeLessThanOrEqual(SLOTS);
     // Spread, not piled: every proxy carries some of the sessions.
     expect(new Set([...exits.values()].map((s) => [...s][0])).size).toBe(PROXY_IPS.length);
+    const shared = (await world.registry.getSingleMetric('proxy_operator_gateway_shared_leases_total')!.get())
+      .values;
+    expect(shared.reduce((n, v) => n + v.value, 0)).toBeGreaterThanOrEqual(SESSIONS - SLOTS);
     // A shared lease goes once none of its sessions used it for the idle time.
     await until(async () => (await world.store.totals()).activeLeases === 0, 10_000);
     expect(world.gateway.leasesHeld).toBe(0);
