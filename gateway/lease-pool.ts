@@ -23,8 +23,11 @@ export interface HeldLease {
   readonly request: GatewayLeaseRequest;
   /** Owner, selector, target and TTL: the requests that may share it when the fleet is full. */
   readonly group: string;
-  /** The book session keys riding it: the one it was granted for, and those that joined it. */
-  readonly sessions: Set<string>;
+  /**
+   * The book session keys riding it: the one it was granted for, and those that joined it (a
+   * joined session idle for the idle time is let go: Crawlee's sessions come and go).
+   */
+  readonly sessions: Map<string, SessionUse>;
   /** Requests and tunnels it carries now. */
   inFlight: number;
   renewedAt: number;
@@ -34,6 +37,11 @@ export interface HeldLease {
   lost: boolean;
   /** Reported (by session, or its proxy banned for the target): released once its requests end. */
   retired: boolean;
+}
+
+export interface SessionUse {
+  inFlight: number;
+  idleSince: number;
 }
 
 export type TakeResult =
@@ -108,11 +116,11 @@ export class LeasePool {
     const slot = slotKey(group, request.session);
     const own = this.riding.get(slot);
     if (own !== undefined) {
-      for (const l of own) if (l.inFlight === 0 && !l.lost && !l.retired) return this.use(l);
+      for (const l of own) if (l.inFlight === 0 && !l.lost && !l.retired) return this.use(l, request.session);
       // Joined, not granted: the book bound no proxy to this session, so asking it would move it.
       if (request.session !== undefined) {
         const joined = leastLoaded([...own].filter((l) => l.request.session !== request.session));
-        if (joined !== undefined) return this.use(joined);
+        if (joined !== undefined) return this.use(joined, request.session);
       }
     }
     const result = await this.book.lease(request);
@@ -121,7 +129,7 @@ export class LeasePool {
       const shared = leastLoaded(this.riding.get(slot) ?? []) ?? leastLoaded(this.groups.get(group) ?? []);
       if (shared === undefined) return result;
       if (request.session !== undefined) this.ride(shared, slotKey(group, request.session), request.session);
-      return { ...this.use(shared), shared: true };
+      return { ...this.use(shared, request.session), shared: true };
     }
     // The session moved (its proxy is banned here, suspect or gone): no lease on the old proxy
     // may carry it, nor the sessions that joined it there.
@@ -132,7 +140,9 @@ export class LeasePool {
       upstream: result.upstream,
       request,
       group,
-      sessions: new Set(request.session === undefined ? [] : [request.session]),
+      sessions: new Map(
+        request.session === undefined ? [] : [[request.session, { inFlight: 1, idleSince: now }]],
+      ),
       inFlight: 1,
       renewedAt: now,
       idleSince: now,
@@ -145,11 +155,20 @@ export class LeasePool {
     return { granted: true, lease };
   }
 
-  /** The request or tunnel is over and the proxy served it: keep the lease for the next one. */
-  give(lease: HeldLease): void {
+  /**
+   * The request or tunnel (of `session`, the book's key, as taken) is over and the proxy served
+   * it: keep the lease for the next one.
+   */
+  give(lease: HeldLease, session: string | undefined): void {
     if (!this.held.has(lease)) return;
+    const now = this.now();
     lease.inFlight = Math.max(0, lease.inFlight - 1);
-    lease.idleSince = this.now();
+    lease.idleSince = now;
+    const use = session === undefined ? undefined : lease.sessions.get(session);
+    if (use !== undefined) {
+      use.inFlight = Math.max(0, use.inFlight - 1);
+      use.idleSince = now;
+    }
     if (lease.inFlight > 0) return;
     if (lease.lost) this.forget(lease);
     else if (lease.retired) this.releaseQuietly(lease);
@@ -194,6 +213,7 @@ export class LeasePool {
         this.releaseQuietly(lease);
         continue;
       }
+      this.letGoIdleSessions(lease, now);
       if (now - lease.renewedAt < (lease.request.ttlSeconds * 1000) / 3) continue;
       lease.renewedAt = now;
       work.push(
@@ -235,15 +255,31 @@ export class LeasePool {
     return lease.inFlight === 0 && this.now() - lease.idleSince >= this.options.idleMs;
   }
 
-  private use(lease: HeldLease): { granted: true; lease: HeldLease } {
+  private use(lease: HeldLease, session: string | undefined): { granted: true; lease: HeldLease } {
     lease.inFlight++;
+    const use = session === undefined ? undefined : lease.sessions.get(session);
+    if (use !== undefined) use.inFlight++;
     return { granted: true, lease };
   }
 
   private ride(lease: HeldLease, slot: string, session: string): void {
     if (lease.sessions.has(session)) return;
-    lease.sessions.add(session);
+    lease.sessions.set(session, { inFlight: 0, idleSince: this.now() });
     addTo(this.riding, slot, lease);
+  }
+
+  /**
+   * Joined sessions that used the lease for none of the idle time are let go (their next
+   * request is placed afresh), so a lease carrying a long crawl does not collect every session
+   * the crawler ever made. The session it was granted for stays: the book bound it there.
+   */
+  private letGoIdleSessions(lease: HeldLease, now: number): void {
+    for (const [session, use] of lease.sessions) {
+      if (session === lease.request.session || use.inFlight > 0) continue;
+      if (now - use.idleSince < this.options.idleMs) continue;
+      lease.sessions.delete(session);
+      removeFrom(this.riding, slotKey(lease.group, session), lease);
+    }
   }
 
   /** The leases a session rides on any proxy but `keep`: retired (the book moved it). */
@@ -262,7 +298,7 @@ export class LeasePool {
     if (!this.held.delete(lease)) return;
     removeFrom(this.groups, lease.group, lease);
     removeFrom(this.riding, slotKey(lease.group, lease.request.session), lease);
-    for (const s of lease.sessions) removeFrom(this.riding, slotKey(lease.group, s), lease);
+    for (const s of lease.sessions.keys()) removeFrom(this.riding, slotKey(lease.group, s), lease);
   }
 }
 

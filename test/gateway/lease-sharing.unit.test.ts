@@ -138,7 +138,7 @@ describe('which held lease a request joins (leastLoaded)', () => {
     upstream: { id: `fleet/${id}`, host: '127.0.0.2', port: 1 },
     request: { owner: 'team-a', selector: {}, target: 'shop.example', ttlSeconds: 60 },
     group: 'g',
-    sessions: new Set(Array.from({ length: sessions }, (_, i) => `s${i}`)),
+    sessions: new Map(Array.from({ length: sessions }, (_, i) => [`s${i}`, { inFlight: 0, idleSince: 0 }])),
     inFlight,
     renewedAt: 0,
     idleSince: 0,
