@@ -131,9 +131,11 @@ export class LeasePool {
       if (request.session !== undefined) this.ride(shared, slotKey(group, request.session), request.session);
       return { ...this.use(shared, request.session), shared: true };
     }
-    // The session moved (its proxy is banned here, suspect or gone): no lease on the old proxy
-    // may carry it, nor the sessions that joined it there.
-    if (result.sessionMoved) this.retireRidden(slot, result.upstream.id);
+    // The session moved (its proxy is banned here, suspect, gone, or only full): no lease on
+    // the old proxy carries it any more. Sessions that joined those leases stay (a full proxy
+    // is no reason to move them; a ban moves them by retireProxy or on their own 403).
+    if (result.sessionMoved && request.session !== undefined)
+      this.unbind(slot, request.session, result.upstream.id);
     const now = this.now();
     const lease: HeldLease = {
       leaseID: result.leaseID,
@@ -171,7 +173,7 @@ export class LeasePool {
     }
     if (lease.inFlight > 0) return;
     if (lease.lost) this.forget(lease);
-    else if (lease.retired) this.releaseQuietly(lease);
+    else if (lease.retired || this.orphaned(lease)) this.releaseQuietly(lease);
   }
 
   /** The lease's proxy failed it (or was reported): release it now, never reuse it. */
@@ -282,9 +284,19 @@ export class LeasePool {
     }
   }
 
-  /** The leases a session rides on any proxy but `keep`: retired (the book moved it). */
-  private retireRidden(slot: string, keep: string): void {
-    for (const l of [...(this.riding.get(slot) ?? [])]) if (l.upstream.id !== keep) this.retire(l);
+  /** The session leaves its leases on any proxy but `keep` (the book moved it); one left to nobody goes. */
+  private unbind(slot: string, session: string, keep: string): void {
+    for (const l of [...(this.riding.get(slot) ?? [])]) {
+      if (l.upstream.id === keep) continue;
+      l.sessions.delete(session);
+      removeFrom(this.riding, slot, l);
+      if (l.inFlight === 0 && this.orphaned(l)) this.releaseQuietly(l);
+    }
+  }
+
+  /** Granted for a session that has left it, and joined by none: no request will ask for it. */
+  private orphaned(lease: HeldLease): boolean {
+    return lease.request.session !== undefined && lease.sessions.size === 0;
   }
 
   private releaseQuietly(lease: HeldLease): void {

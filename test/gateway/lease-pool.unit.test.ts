@@ -130,6 +130,27 @@ describe('sharing when the book is full', () => {
     expect(await booked()).toBe(1);
   });
 
+  it('a session the book moves off a merely full proxy leaves its lease there to the sessions that joined it', async () => {
+    setUp(2, 1);
+    const s = await take('s'); // p0, in flight
+    const u = await take('u'); // p1
+    const t = await take('t'); // full: joins s's lease (a tie, the first)
+    expect(t.lease).toBe(s.lease);
+    await pool.drop(u.lease); // p1 free again
+    const second = await take('s'); // s's lease is busy and p0 full: the book moves s to p1
+    expect(second.lease.upstream.id).not.toBe(s.lease.upstream.id);
+    expect((await take('t')).lease).toBe(s.lease); // t stays on p0
+    expect(pool.heldFor('team-a', 'gw:s@shop.example')).toEqual([second.lease]);
+    give(second.lease, 's');
+    expect((await take('s')).lease).toBe(second.lease); // s's requests follow it to p1
+    // The old lease is t's now: released once t (the last on it) leaves it idle for the idle time.
+    for (const who of ['s', 't', 't']) give(s.lease, who);
+    clock = IDLE;
+    await pool.sweep();
+    expect(pool.heldFor('team-a', 'gw:t@shop.example')).toEqual([]);
+    expect(pool.size).toBe(1);
+  });
+
   it('shares nothing across targets: all_busy stays when nothing of those options is held', async () => {
     setUp(1, 1);
     await take('a');
