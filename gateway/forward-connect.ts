@@ -50,7 +50,7 @@ export async function forwardConnect(
   const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
   let last = 'none tried';
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    const taken = await leaseForAttempt(ctx, leaseReq, 'tunnel');
+    const taken = await leaseForAttempt(ctx, leaseReq, 'tunnel', () => gone);
     if ('refusal' in taken) return replyErrorOnSocket(client, taken.refusal);
     const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('tunnel');

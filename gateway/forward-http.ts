@@ -79,7 +79,7 @@ export async function forwardHttp(
   let last = 'none tried';
   let staleRetried = false;
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    const taken = await leaseForAttempt(ctx, leaseReq, 'http');
+    const taken = await leaseForAttempt(ctx, leaseReq, 'http', () => req.socket.destroyed);
     if ('refusal' in taken) return replyError(res, taken.refusal);
     const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('http');
