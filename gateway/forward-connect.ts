@@ -50,7 +50,7 @@ export async function forwardConnect(
   const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
   let last = 'none tried';
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    const taken = await leaseForAttempt(ctx, leaseReq, 'tunnel');
+    const taken = await leaseForAttempt(ctx, leaseReq, 'tunnel', () => gone);
     if ('refusal' in taken) return replyErrorOnSocket(client, taken.refusal);
     const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('tunnel');
@@ -58,17 +58,17 @@ export async function forwardConnect(
     const opened = await openTunnel(lease.upstream, req.url!, ctx.options.connectTimeoutMs, ctx.guard);
     if (gone) {
       if (opened.kind === 'open') opened.socket.destroy();
-      ctx.pool.give(lease);
+      ctx.pool.give(lease, leaseReq.session);
       return ctx.metrics.ended('tunnel', 'client_gone');
     }
     if (opened.kind === 'open') {
       client.off('close', onGone);
-      return splice(ctx, lease, client, opened.socket, head, opened.early);
+      return splice(ctx, lease, leaseReq.session, client, opened.socket, head, opened.early);
     }
     if (opened.kind === 'status') {
       const verdict = connectVerdict(opened.status);
       if (verdict.kind === 'site_down') {
-        ctx.pool.give(lease);
+        ctx.pool.give(lease, leaseReq.session);
         ctx.metrics.ended('tunnel', 'site_down');
         return replyErrorOnSocket(client, {
           status: 502,
@@ -97,6 +97,7 @@ export async function forwardConnect(
 function splice(
   ctx: GatewayContext,
   lease: HeldLease,
+  session: string | undefined,
   client: Duplex,
   upstream: Socket,
   head: Buffer,
@@ -114,7 +115,7 @@ function splice(
     // the CONNECT exchange with the upstream included.
     ctx.metrics.carried(upstream.bytesWritten, upstream.bytesRead);
     ctx.metrics.ended('tunnel', 'ok');
-    ctx.pool.give(lease);
+    ctx.pool.give(lease, session);
   };
   client.once('close', close);
   upstream.once('close', close);

@@ -79,7 +79,7 @@ export async function forwardHttp(
   let last = 'none tried';
   let staleRetried = false;
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    const taken = await leaseForAttempt(ctx, leaseReq, 'http');
+    const taken = await leaseForAttempt(ctx, leaseReq, 'http', () => req.socket.destroyed);
     if ('refusal' in taken) return replyError(res, taken.refusal);
     const lease: HeldLease = taken.lease;
     if (attempt > 1) ctx.metrics.retried('http');
@@ -94,9 +94,20 @@ export async function forwardHttp(
         Date.now(),
       );
       if (verdict.kind !== 'retry') {
-        if (verdict.kind === 'report')
+        if (verdict.kind === 'report') {
           void report(ctx, lease, verdict.report, target, verdict.retryAfterSeconds);
-        return relay(ctx, lease, sent.response, res, verdict.kind === 'report', body.length);
+          // Every session on that proxy for this target moves, those sharing its lease too.
+          ctx.pool.retireProxy(lease.upstream.id, target);
+        }
+        return relay(
+          ctx,
+          lease,
+          leaseReq.session,
+          sent.response,
+          res,
+          verdict.kind === 'report',
+          body.length,
+        );
       }
       sent.response.resume();
       last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
@@ -109,7 +120,7 @@ export async function forwardHttp(
         staleRetried = true;
         attempt--;
         ctx.agents.forget(lease.upstream);
-        ctx.pool.give(lease);
+        ctx.pool.give(lease, leaseReq.session);
         continue;
       }
     }
@@ -208,6 +219,7 @@ function sendOnce(
 function relay(
   ctx: GatewayContext,
   lease: HeldLease,
+  session: string | undefined,
   response: IncomingMessage,
   res: ServerResponse,
   reported: boolean,
@@ -233,7 +245,7 @@ function relay(
     // A proxy just banned or rate-limited for this target must not carry the next request
     // there: its lease is released, not kept.
     if (reported) void ctx.pool.drop(lease).catch(() => undefined);
-    else ctx.pool.give(lease);
+    else ctx.pool.give(lease, session);
   };
   response.once('end', () => finish(true));
   res.once('close', () => {

@@ -24,6 +24,11 @@ export interface GatewayOptions {
   codes: StatusCodes;
   /** Request bodies are held (up to this size) so a failed attempt can be retried elsewhere. */
   maxBodyBytes: number;
+  /**
+   * Milliseconds a request may wait when every proxy rests for its site (all_cooling_down with
+   * the first rest's end known) before the client gets the 503.
+   */
+  maxRestWaitMs: number;
 }
 
 export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
@@ -34,6 +39,7 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   idleMs: 15_000,
   codes: { banned: new Set([403]), rateLimited: new Set([429]) },
   maxBodyBytes: 10 * 1024 * 1024,
+  maxRestWaitMs: 10_000,
 };
 
 export interface GatewayContext {
@@ -123,16 +129,46 @@ export async function leaseForAttempt(
   ctx: GatewayContext,
   request: GatewayLeaseRequest,
   carrier: Carrier,
+  clientGone: () => boolean = () => false,
 ): Promise<{ lease: HeldLease } | { refusal: GatewayError }> {
+  const started = Date.now();
   try {
-    const taken = await takeAvoiding(ctx, request);
-    if (taken.granted) return { lease: taken.lease };
-    ctx.metrics.ended(carrier, 'no_proxy');
-    return { refusal: noProxy(taken, request) };
+    for (;;) {
+      const taken = await takeAvoiding(ctx, request);
+      if (taken.granted) {
+        if (taken.shared === true) ctx.metrics.shared(carrier);
+        return { lease: taken.lease };
+      }
+      const wait = restWait(taken, Date.now() - started, ctx.options.maxRestWaitMs);
+      if (wait !== undefined && !clientGone()) {
+        // Every proxy rests for this site (its rate limits): the request keeps the site's pace,
+        // as the client's sessions do, instead of failing one the site takes in a moment.
+        await new Promise((r) => setTimeout(r, wait));
+        continue;
+      }
+      ctx.metrics.ended(carrier, 'no_proxy');
+      return { refusal: noProxy(taken, request) };
+    }
   } catch (err) {
     ctx.metrics.ended(carrier, 'store_unavailable');
     return { refusal: storeUnavailable(err) };
   }
+}
+
+/**
+ * How long to wait before asking again when the book refused: only when every proxy rests for
+ * the target and the first rest ends within the request's bound (a little after it, so the
+ * waiters do not all ask at the same millisecond). Pure.
+ */
+export function restWait(
+  refusal: Extract<TakeResult, { granted: false }>,
+  waitedMs: number,
+  maxWaitMs: number,
+  jitter: number = Math.random(),
+): number | undefined {
+  if (refusal.reason !== 'all_cooling_down' || refusal.retryAfterMs === undefined) return undefined;
+  const wait = refusal.retryAfterMs + Math.floor(jitter * 100);
+  return waitedMs + wait <= maxWaitMs ? wait : undefined;
 }
 
 /** The book could not be reached (Redis down): a 503, never a 500 nor a request sent without a proxy. */
@@ -153,7 +189,7 @@ export function noProxy(
     Object.keys(request.selector).length === 0 ? '' : ` matching ${JSON.stringify(request.selector)}`;
   const messages = {
     no_match: `no leasable proxy${selector}`,
-    all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held)`,
+    all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held), and this gateway holds no lease for these options to share`,
     all_cooling_down: `every proxy${selector} is cooling down for ${request.target}`,
   };
   return {

@@ -29,6 +29,7 @@ export class GatewayMetrics {
   private readonly bytesOut: { inc(n: number): void };
   private readonly added: Record<Carrier, { observe(v: number): void }>;
   private readonly tunnels: Gauge;
+  private readonly shares: Record<Carrier, { inc(): void }>;
 
   constructor(registry: Registry, leasesHeld: () => number) {
     const requests = new Counter({
@@ -75,6 +76,13 @@ export class GatewayMetrics {
         this.set(leasesHeld());
       },
     });
+    const shares = new Counter({
+      name: 'proxy_operator_gateway_shared_leases_total',
+      help: 'Requests and tunnels that joined a lease the gateway already held because the book was full (all_busy)',
+      labelNames: ['carrier'],
+      registers: [registry],
+    });
+    this.shares = { http: shares.labels('http'), tunnel: shares.labels('tunnel') };
     const added = new Histogram({
       name: 'proxy_operator_gateway_added_latency_seconds',
       help: "Time the gateway spends before a request or CONNECT leaves for its upstream (authentication, lease, retries): what it adds to the client's latency",
@@ -87,6 +95,10 @@ export class GatewayMetrics {
 
   ended(carrier: Carrier, outcome: GatewayOutcome): void {
     this.outcomes.get(`${carrier}/${outcome}`)!.inc();
+  }
+
+  shared(carrier: Carrier): void {
+    this.shares[carrier].inc();
   }
 
   retried(carrier: Carrier): void {

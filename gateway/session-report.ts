@@ -104,6 +104,9 @@ export async function reportBySession(
   await ctx.book.report(held[0].leaseID, body.result, details, owner);
   // No lease of this session may carry its next tunnel to that target through this proxy.
   for (const lease of held) ctx.pool.retire(lease);
+  // A ban or rate limit rests the proxy for that target: no session this gateway holds there
+  // (those sharing the lease included) goes on through it.
+  if (body.result !== 'unreachable') ctx.pool.retireProxy(held[0].upstream.id, body.target);
   res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
   res.end(JSON.stringify({ session, target: body.target, result: body.result, proxy: held[0].upstream.id }));
 }
