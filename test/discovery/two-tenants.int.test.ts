@@ -12,7 +12,13 @@
 // evicts A's idle sticky sessions and they come back bound elsewhere (stickyRebound > 0).
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
-import { runOperatorIn, scrape, untilReady, type ServingOperator } from '../harness/operator-process.js';
+import {
+  LOOPBACK_PROVIDERS_CONFIG,
+  runOperatorIn,
+  scrape,
+  untilReady,
+  type ServingOperator,
+} from '../harness/operator-process.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { FAULTS, STICKY_SESSIONS, tenantRound, type RoundFigures } from '../../bench/tenants-round.js';
 import {
@@ -60,6 +66,9 @@ describe.each([
         ...storeFlags,
         `--max-sessions=${MAX_SESSIONS}`,
         `--discovery-session-quota=${SESSION_QUOTA}`,
+        // The fleet is real forward proxies on loopback: allowed explicitly (the default refuses them).
+        '--providers-config',
+        LOOPBACK_PROVIDERS_CONFIG,
         '--log-level',
         'warn',
       ],
