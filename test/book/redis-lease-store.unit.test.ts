@@ -306,7 +306,7 @@ describe('the Redis lease store', () => {
       expect((await b.store.usage(['ns/p0']))[0].held).toBe('down');
       // The proxy recovers: the status turns healthy in a's cache, the hold goes, b leases it.
       a.catalog.proxies = [proxy('ns/p0', { latencyMillis: 0, maxLeases: 2 })];
-      await eventually(async () => (await b.store.acquire(request())).granted, 5000);
+      await eventually(async () => (await b.store.acquire(request())).granted, 30_000);
     });
 
     it('refuses a key prefix that is not a plain name, naming the option', () => {

@@ -39,7 +39,7 @@ describe('a black-holed proxy', () => {
     // Fill its accept queue: the kernel drops the SYNs after these.
     // (A backlog of 0 completes one or two handshakes; the SYNs of the rest are dropped.)
     for (let i = 0; i < 3; i++) idle.push(connect(port, '127.0.0.1').on('error', () => undefined));
-    await eventually(() => idle.some((s) => !s.connecting), 2_000);
+    await eventually(() => idle.some((s) => !s.connecting), 30_000);
     await new Promise((r) => setTimeout(r, 200));
     // A site (reached through no proxy) that accepts and never answers: a slow site.
     slowSite = createServer((socket) => void held.push(socket));

@@ -58,10 +58,10 @@ describe("the client learns the server's verdicts", () => {
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
       // The request through A never comes back (a dead proxy, and no errorHandler wired).
       server.catalog.proxies = [{ ...A, ...change }, B];
-      await eventually(() => config.leases.activeLeases === 0, 3_000);
+      await eventually(() => config.leases.activeLeases === 0, 30_000);
       expect(config.stats).toMatchObject({ droppedByVerdict: 1, reportedUnreachable: 0 });
       expect(calls(/^POST \/v1\/leases\/.+\/renew$/)).toHaveLength(1);
-      await eventually(async () => (await server.activeLeases()) === 0, 3_000); // released on the server too
+      await eventually(async () => (await server.activeLeases()) === 0, 30_000); // released on the server too
       // The session's next request goes elsewhere.
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(B));
     },

@@ -103,7 +103,7 @@ describe('a Redis frozen mid-write (SIGSTOP), then resumed', () => {
     expect(failed).toBeInstanceOf(DiscoveryApiError);
     expect(failed).toMatchObject({ status: 503, code: 'outcome_unknown', retryAfterSeconds: 1 });
     // Resumed, Redis ran the frozen script: the book holds that lease, which nobody was told of.
-    await eventually(async () => (await b.store.totals()).activeLeases === 1, 5000);
+    await eventually(async () => (await b.store.totals()).activeLeases === 1, 30_000);
     const lease = await client(b).lease({ ttlSeconds: 60 }, { requestID: 'lease-1' });
     // The retry gets it, not a second one: no phantom lease holds a slot.
     expect((await b.store.totals()).activeLeases).toBe(1);
