@@ -35,8 +35,4 @@ export default {
   // testTimeout is global in jest (projects cannot set it): integration tests on a loaded
   // two-core machine need the room; unit tests finish long before it.
   testTimeout: 120000,
-  // The whole run ends with every test done, yet one integration suite still leaves a handle
-  // open (jest reported "did not exit one second after the test run"): exit instead of hanging
-  // CI until its deadline. Finding the handle (`--detectOpenHandles`) is open work.
-  forceExit: true,
 };
