@@ -238,7 +238,7 @@ export class RedisLeaseStore implements LeaseStore {
       if (stillRefused(memo, version, now)) return refusalAt(memo, now);
       const walking = shape === undefined ? undefined : this.walks.get(shape);
       if (walking !== undefined && mayShareWalk(true, walking.version, version)) {
-        const shared = await walking.answer;
+        const shared = await walking.answer.catch(sharedFailure);
         if (!shared.granted) return { ...shared };
       }
     }
@@ -930,6 +930,17 @@ const TRANSIENT_REPLIES = [
  * catches up. Every other failure (not connected: no offline queue) never sent the command.
  */
 const SENT_UNANSWERED = ['Command timed out', 'Connection is closed'];
+
+/**
+ * A shared walk's failure, for a request that only waited on it: this request sent nothing
+ * that writes (its version read was answered), so whatever the walk's own request may have
+ * left applied, this one changed nothing (store_unavailable, never outcome_unknown).
+ */
+function sharedFailure(err: unknown): never {
+  if (err instanceof StoreUnavailableError && err.mayHaveApplied)
+    throw new StoreUnavailableError(err.message, err.retryAfterSeconds, { cause: err });
+  throw err;
+}
 
 function translate(err: unknown): unknown {
   if (err instanceof StoreUnavailableError) return err;

@@ -63,9 +63,10 @@ export function rememberRefusal(
 /**
  * Whether a request may take the answer of a walk already in flight for its shape instead of
  * walking too: only a request a memo predicts refused (else it likely gets a lease of its
- * own), and only while the book's version is the one that walk read before it started (so no
- * slot was freed, no hold lifted, no catalog changed since: the walk sees what this request
- * would). A walk that ends in a grant answers only its own request; the others walk then.
+ * own), and only while the book's version is the one that walk read before it started (no
+ * slot freed, no hold lifted, no catalog changed since: what the walk cannot have seen is what
+ * the memo's bound allows). A walk that ends in a grant answers only its own request; the
+ * others walk then.
  */
 export function mayShareWalk(
   predictedRefused: boolean,

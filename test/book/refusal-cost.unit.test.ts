@@ -12,6 +12,7 @@ import type { LeaseRequest, LeaseStore } from '../../book/lease-store.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { connectRedis, whenReady } from '../../book/redis-connection.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
+import { StoreUnavailableError } from '../../book/store-unavailable.js';
 import { TargetBook } from '../../book/target-book.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
@@ -280,6 +281,48 @@ describe('the Redis store', () => {
       expect(answers.filter((a) => !a.granted && a.reason === 'all_busy')).toHaveLength(2);
     } finally {
       store.close();
+    }
+  });
+
+  it('a shared walk Redis froze under: the walker may have leased (outcome unknown), the others changed nothing', async () => {
+    const conn = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: 300 });
+    await whenReady(conn);
+    const clock = new FakeClock();
+    const store = new RedisLeaseStore({
+      redis: conn,
+      catalog: fleet(),
+      logger: silentLogger,
+      keyPrefix: 'flight-frozen',
+      clock,
+    });
+    const evalsha = conn.evalsha.bind(conn);
+    let armed = false;
+    let calls = 0;
+    const spy = jest.spyOn(conn, 'evalsha').mockImplementation(((...args: Parameters<typeof evalsha>) => {
+      // The third script after the memo expired: the walker's first chunk (after both
+      // requests' version reads, answered): Redis freezes under it.
+      if (armed && ++calls === 3) server.pause();
+      return evalsha(...args);
+    }) as typeof conn.evalsha);
+    try {
+      await fillEveryone(store);
+      for (let i = 0; i < 2; i++)
+        expect(await store.acquire(request())).toMatchObject({ reason: 'all_busy' });
+      clock.advanceSeconds((2 * REFUSAL_MEMO_MILLIS) / 1000);
+      armed = true;
+      const [walker, waiter] = await Promise.allSettled([store.acquire(request()), store.acquire(request())]);
+      server.resume();
+      expect(walker).toMatchObject({ status: 'rejected', reason: { mayHaveApplied: true } });
+      expect(waiter.status).toBe('rejected');
+      const error = (waiter as PromiseRejectedResult).reason as StoreUnavailableError;
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(error.mayHaveApplied).toBe(false);
+      expect(calls).toBe(3); // the waiter walked nothing of its own
+    } finally {
+      server.resume();
+      spy.mockRestore();
+      store.close();
+      conn.disconnect();
     }
   });
 });
