@@ -169,6 +169,8 @@ async function worker(): Promise<void> {
       process.send!({ rate });
     })();
   });
+  // The parent gone (a failed run exits without stopping us): nothing will measure again.
+  process.once('disconnect', () => process.exit(0));
   process.send!({ started: true });
 }
 
