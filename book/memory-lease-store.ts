@@ -194,7 +194,8 @@ export class MemoryLeaseStore implements LeaseStore {
     proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
     if (proxy === undefined) {
       const { refused, firstEnd } = this.refusal(request, target, now);
-      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd));
+      // The bound counts from the answer: the walk over a large fleet takes time too.
+      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
       return refused;
     }
 

@@ -55,7 +55,14 @@ import { StoreUnavailableError } from './store-unavailable.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import { agreed } from './ban-agreement.js';
 import { requestKey } from './request-outcomes.js';
-import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
+import {
+  mayShareWalk,
+  RefusalMemos,
+  refusalAt,
+  refusalKey,
+  rememberRefusal,
+  stillRefused,
+} from './refusal-memo.js';
 
 /** Separates a reporters field's target from the reporter (targets never hold it). */
 const NUL = '\u0000';
@@ -130,6 +137,8 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly refusals = new RefusalMemos();
   /** Changes of this replica's catalog: a remembered refusal holds only while this does. */
   private catalogVersion = 0;
+  /** The walk in flight per refusal shape, with the version read before it (single flight). */
+  private readonly walks = new Map<string, { version: string; answer: Promise<AcquireResult> }>();
 
   constructor(options: RedisLeaseStoreOptions) {
     const prefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
@@ -212,7 +221,10 @@ export class RedisLeaseStore implements LeaseStore {
    * A request refused before is checked first with the refusal script (the book's clock and
    * freed count): while neither a freed slot, a lifted hold nor a catalog change can have
    * made it a grant, the same refusal again, at the cost of that one small script. Else (and
-   * the first time) the walk; a refusal then is remembered with the version read before it.
+   * the first time) the walk; a refusal then is remembered with the version read before it,
+   * bounded from the walk's answer. Identical refusals arriving while such a walk is in
+   * flight at the same version take its answer (single flight): one walk per shape at a time
+   * on this replica, however many refusers wait.
    */
   private async acquireOrRemembered(request: LeaseRequest, leaseID: string): Promise<AcquireResult> {
     const shape = refusalKey(request);
@@ -224,7 +236,32 @@ export class RedisLeaseStore implements LeaseStore {
       now = Number(at);
       version = `${this.catalogVersion}:${freed}`;
       if (stillRefused(memo, version, now)) return refusalAt(memo, now);
+      const walking = shape === undefined ? undefined : this.walks.get(shape);
+      if (walking !== undefined && mayShareWalk(true, walking.version, version)) {
+        const shared = await walking.answer.catch(sharedFailure);
+        if (!shared.granted) return { ...shared };
+      }
     }
+    const walk = this.walk(request, leaseID, shape, version, now);
+    if (shape === undefined || version === undefined) return walk;
+    const flight = { version, answer: walk };
+    this.walks.set(shape, flight);
+    try {
+      return await walk;
+    } finally {
+      if (this.walks.get(shape) === flight) this.walks.delete(shape);
+    }
+  }
+
+  /** The walk of the ranking for a request without a session; its refusal remembered. */
+  private async walk(
+    request: LeaseRequest,
+    leaseID: string,
+    shape: string | undefined,
+    version: string | undefined,
+    now: number | undefined,
+  ): Promise<AcquireResult> {
+    const elapsed = this.stopwatch();
     const result = (await this.tryAcquire(request, leaseID)) as AcquireResult & { coolingWaitMs?: number };
     if (result.granted) {
       this.refusals.set(shape, undefined);
@@ -232,13 +269,28 @@ export class RedisLeaseStore implements LeaseStore {
     }
     const { coolingWaitMs, ...refused } = result;
     // The first refusal has no version read before it: remembered, never answered, until
-    // the next one reads it. Times are from that read: earlier than the walk's, so safe.
+    // the next one reads it. Cooldowns' ends count from that read: earlier than the walk's,
+    // so safe; the bound counts from the answer (that read and the walk's time, measured on
+    // one clock).
     const at = now ?? 0;
     this.refusals.set(
       shape,
-      rememberRefusal(refused, version, at, coolingWaitMs === undefined ? undefined : at + coolingWaitMs),
+      rememberRefusal(
+        refused,
+        version,
+        at,
+        coolingWaitMs === undefined ? undefined : at + coolingWaitMs,
+        at + elapsed(),
+      ),
     );
     return refused;
+  }
+
+  /** Milliseconds since this call, on the test's clock if one is given, else the monotonic one. */
+  private stopwatch(): () => number {
+    const clock = this.clock ?? { now: () => performance.now() };
+    const started = clock.now();
+    return () => clock.now() - started;
   }
 
   private async tryAcquire(
@@ -878,6 +930,17 @@ const TRANSIENT_REPLIES = [
  * catches up. Every other failure (not connected: no offline queue) never sent the command.
  */
 const SENT_UNANSWERED = ['Command timed out', 'Connection is closed'];
+
+/**
+ * A shared walk's failure, for a request that only waited on it: this request sent nothing
+ * that writes (its version read was answered), so whatever the walk's own request may have
+ * left applied, this one changed nothing (store_unavailable, never outcome_unknown).
+ */
+function sharedFailure(err: unknown): never {
+  if (err instanceof StoreUnavailableError && err.mayHaveApplied)
+    throw new StoreUnavailableError(err.message, err.retryAfterSeconds, { cause: err });
+  throw err;
+}
 
 function translate(err: unknown): unknown {
   if (err instanceof StoreUnavailableError) return err;

@@ -4,9 +4,13 @@
 // proxies). The same request refused again is the same answer until the book changes in a
 // way that could turn it into a grant: a slot freed, a hold lifted, the catalog changed (the
 // store's `version`), or the first matching cooldown ends. A store remembers each refusal
-// with its version and answers the next one from here while the version holds, for at most
-// REFUSAL_MEMO_MILLIS: what bounds the changes a store cannot see (a shared book's lease
-// expiring unreleased, a suspicion timing out unanswered).
+// with the version read before its walk and answers the next one from here while the version
+// holds, for at most REFUSAL_MEMO_MILLIS after the walk's answer: what bounds the changes a
+// store cannot see (a shared book's lease expiring unreleased, a suspicion timing out
+// unanswered). The bound counts from the answer, not the walk's start: a walk slower than the
+// bound (10,000 candidates behind a busy Redis) would otherwise be forgotten as it is made.
+// A walk's answer is already as old as the walk for the proxies it read first, so such a
+// change is missed for at most the walk's time and the bound.
 import type { AcquireResult, LeaseRequest } from './lease-store.js';
 
 /** How long a remembered refusal is answered at most, whatever the version says. */
@@ -20,7 +24,7 @@ export interface RememberedRefusal {
   firstEnd?: number;
   /** The store's version at the walk (undefined: unknown, so never answered again). */
   version?: string;
-  /** Answered again until then (ms, the store's clock). */
+  /** Answered again until then (ms, the store's clock): the bound after the walk's answer. */
   until: number;
 }
 
@@ -33,13 +37,18 @@ export function refusalKey(request: LeaseRequest): string | undefined {
   return `${request.owner ?? ''}\u0000${request.target ?? ''}\u0000${request.exitIP?.text ?? ''}\u0000${JSON.stringify(request.selector)}`;
 }
 
-/** The refusal to remember from a walk's answer, at `now` on the store's clock. */
+/**
+ * The refusal to remember from a walk's answer. `now`: when the walk started (its version was
+ * read then), on the store's clock: the cooldowns' ends count from it, the earliest they can
+ * be. `answeredAt`: when its answer came (the same clock); the bound counts from it.
+ */
 export function rememberRefusal(
   result: AcquireResult & { granted: false },
   version: string | undefined,
   now: number,
   /** When the first cooldown among the matches ends (all_busy has no Retry-After to say it). */
   coolingEnd?: number,
+  answeredAt = now,
 ): RememberedRefusal | undefined {
   if (result.reason === 'no_match') return undefined;
   const firstEnd = result.retryAfterMs === undefined ? coolingEnd : now + result.retryAfterMs;
@@ -47,8 +56,24 @@ export function rememberRefusal(
     reason: result.reason,
     ...(firstEnd === undefined ? {} : { firstEnd }),
     ...(version === undefined ? {} : { version }),
-    until: Math.min(now + REFUSAL_MEMO_MILLIS, firstEnd ?? Infinity),
+    until: Math.min(Math.max(now, answeredAt) + REFUSAL_MEMO_MILLIS, firstEnd ?? Infinity),
   };
+}
+
+/**
+ * Whether a request may take the answer of a walk already in flight for its shape instead of
+ * walking too: only a request a memo predicts refused (else it likely gets a lease of its
+ * own), and only while the book's version is the one that walk read before it started (no
+ * slot freed, no hold lifted, no catalog changed since: what the walk cannot have seen is what
+ * the memo's bound allows). A walk that ends in a grant answers only its own request; the
+ * others walk then.
+ */
+export function mayShareWalk(
+  predictedRefused: boolean,
+  walkVersion: string | undefined,
+  version: string | undefined,
+): boolean {
+  return predictedRefused && walkVersion !== undefined && walkVersion === version;
 }
 
 /** Whether a remembered refusal still answers a request at `now`, the store at `version`. */

@@ -1,7 +1,9 @@
 // The rule of a remembered refusal (refusal-memo.ts), as a table: answered again only at the
-// version it was walked at, before its bound (a second, and the first matching cooldown's end).
+// version it was walked at, before its bound (a second after the walk's answer, and the first
+// matching cooldown's end); a walk in flight shared only by refusals at its version.
 import { describe, expect, it } from '@jest/globals';
 import {
+  mayShareWalk,
   REFUSAL_MEMO_MILLIS,
   refusalAt,
   refusalKey,
@@ -35,6 +37,26 @@ describe('rememberRefusal', () => {
       { reason: 'all_cooling_down', firstEnd: T0 + 60_000, version: 'v1', until: T0 + REFUSAL_MEMO_MILLIS },
     ],
     [
+      'a walk that took 3 s: the bound counts from its answer (else forgotten as it is made)',
+      [{ granted: false, reason: 'all_busy' }, 'v1', T0, undefined, T0 + 3000],
+      { reason: 'all_busy', version: 'v1', until: T0 + 3000 + REFUSAL_MEMO_MILLIS },
+    ],
+    [
+      "a walk that took 3 s: a cooldown's end counts from its start, the earliest it can be",
+      [{ granted: false, reason: 'all_cooling_down', retryAfterMs: 3500 }, 'v1', T0, undefined, T0 + 3000],
+      { reason: 'all_cooling_down', firstEnd: T0 + 3500, version: 'v1', until: T0 + 3500 },
+    ],
+    [
+      'all_busy beside a cooldown that ended during the walk: never answered again',
+      [{ granted: false, reason: 'all_busy' }, 'v1', T0, T0 + 100, T0 + 3000],
+      { reason: 'all_busy', firstEnd: T0 + 100, version: 'v1', until: T0 + 100 },
+    ],
+    [
+      'an answer time before the start (clocks apart): the bound counts from the start',
+      [{ granted: false, reason: 'all_busy' }, 'v1', T0, undefined, T0 - 500],
+      { reason: 'all_busy', version: 'v1', until: T0 + REFUSAL_MEMO_MILLIS },
+    ],
+    [
       'no version read before the walk: kept without one',
       [{ granted: false, reason: 'all_busy' }, undefined, T0],
       { reason: 'all_busy', until: T0 + REFUSAL_MEMO_MILLIS },
@@ -53,6 +75,18 @@ describe('stillRefused', () => {
     ['no version known', { reason: 'all_busy', until: T0 + 1000 }, 'v1', T0, false],
   ])('%s → %s', (_name, m, version, now, expected) => {
     expect(stillRefused(m, version, now)).toBe(expected);
+  });
+});
+
+describe('mayShareWalk', () => {
+  it.each<[string, boolean, string | undefined, string | undefined, boolean]>([
+    ['predicted refused, the version the walk read → shares it', true, 'v1', 'v1', true],
+    ['predicted refused, a slot freed since the walk started → walks', true, 'v1', 'v2', false],
+    ['not predicted refused (likely a grant of its own) → walks', false, 'v1', 'v1', false],
+    ['the walk read no version (a first refusal) → walks', true, undefined, 'v1', false],
+    ['this request read no version → walks', true, 'v1', undefined, false],
+  ])('%s', (_name, predicted, walkVersion, version, expected) => {
+    expect(mayShareWalk(predicted, walkVersion, version)).toBe(expected);
   });
 });
 
