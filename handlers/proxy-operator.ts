@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { container as rootContainer } from 'tsyringe';
 import { Operator } from '../framework/index.js';
 import type { ProviderSet } from '../providers/registry.js';
+import { createClientTokens, type ClientTokens } from './client-tokens.js';
 import { DiscoveryRunner } from './discovery-runner.js';
 import { HealthRunner } from './health-runner.js';
 import { createLeaseBook, memoryLeaseStore, type LeaseStoreFactory } from './lease-book.js';
@@ -18,6 +19,7 @@ import { registerPoolGauges } from './pool-gauges.js';
 import { registerBookMetrics } from '../book/book-metrics.js';
 import type { HandlerSettings } from './settings.js';
 import {
+  CLIENT_TOKENS,
   HANDLER_SETTINGS,
   LEASE_BOOK,
   METRICS_REGISTRY,
@@ -46,6 +48,11 @@ export interface ProxyOperatorOptions {
   namespace?: string;
   /** The lease store; the in-memory one (on settings.book) when unset. */
   leaseStore?: LeaseStoreFactory;
+  /**
+   * The client tokens both doors read (the entry point loads the tokens file once, at start-up);
+   * built from settings.discovery when unset.
+   */
+  clientTokens?: ClientTokens;
 }
 
 /** Wires providers, settings and the handler classes into one framework Operator. */
@@ -63,6 +70,13 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   const storeFactory = options.leaseStore ?? memoryLeaseStore(options.settings.book);
   const book = createLeaseBook(storeFactory, options.logger.child({ component: 'discovery' }));
   container.register(LEASE_BOOK, { useValue: book });
+  // One source of tokens per process, like the book: the API and the gateway never disagree
+  // on who may come in, and the tokens file has one watcher and one set of metrics.
+  container.register(CLIENT_TOKENS, {
+    useValue:
+      options.clientTokens ??
+      createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger }),
+  });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
     container,
