@@ -77,6 +77,11 @@ export interface DiscoveryAppOptions {
   failedAuthLimit?: BucketLimits;
   /** Name targets in /metrics (`--metrics-target-names`); default: pseudonyms. */
   metricsTargetNames?: boolean;
+  /**
+   * The process's cooldowns-by-target counter, which the gateway counts its own bans in too
+   * (handlers/ builds one per process); built here, over `registry`, when unset.
+   */
+  targetCooldowns?: TargetCooldownMetrics;
   /** The lease store's clock (ms since the epoch): lease expiries are compared against it. */
   clock?: () => number;
   /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
@@ -93,7 +98,9 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const { catalog, leases, logger } = options;
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
-  const cooldowns = new TargetCooldownMetrics(options.registry, options.metricsTargetNames === true);
+  const cooldowns =
+    options.targetCooldowns ??
+    new TargetCooldownMetrics(options.registry, options.metricsTargetNames === true);
   const ledger = new TenantLedger(
     options.quotas ?? DEFAULT_TENANT_QUOTAS,
     (options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS) * 1000,
@@ -447,7 +454,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       );
     }
     if (outcome.cooldownUntil !== undefined) {
-      cooldowns.countCooldown(outcome.target);
+      cooldowns.countCooldown(outcome.target, 'api');
       reportLog.record(
         'cooldown',
         {

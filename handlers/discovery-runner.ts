@@ -5,13 +5,21 @@ import { background, daemon, onCleanup, onStartup, type OperatorContext } from '
 import { createDiscoveryApp } from '../discovery/app.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
+import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import { DEFAULT_TENANT_QUOTAS } from '../book/tenant-quotas.js';
 import { readFileSync } from 'node:fs';
 import type { ClientTokens } from './client-tokens.js';
 import type { LeaseBook } from './lease-book.js';
 import type { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';
-import { CLIENT_TOKENS, HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import {
+  CLIENT_TOKENS,
+  HANDLER_SETTINGS,
+  LEASE_BOOK,
+  METRICS_REGISTRY,
+  ROOT_LOGGER,
+  TARGET_COOLDOWNS,
+} from './tokens.js';
 
 /**
  * Serves the discovery/lease API on every replica (not only the leader), reading proxies
@@ -28,6 +36,7 @@ export class DiscoveryRunner {
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
     @inject(LEASE_BOOK) book: LeaseBook,
     @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
+    @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -47,6 +56,7 @@ export class DiscoveryRunner {
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
       sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
+      targetCooldowns,
       ...(settings.discovery.sessionQuota === undefined
         ? {}
         : { quotas: { ...DEFAULT_TENANT_QUOTAS, sessions: settings.discovery.sessionQuota } }),

@@ -5,12 +5,20 @@ import { background, daemon, onCleanup, onStartup, type OperatorContext } from '
 import { ApiTokens } from '../book/api-tokens.js';
 import { OPEN_POLICY } from '../book/token-scope.js';
 import { Gateway } from '../gateway/gateway-server.js';
-import { gatewayBook, gatewayTokens } from './gateway-book.js';
+import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
+import { gatewayBook, gatewayCooldowns, gatewayTokens } from './gateway-book.js';
 import { gatewayGuard } from './gateway-guard.js';
 import type { ClientTokens } from './client-tokens.js';
 import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
-import { CLIENT_TOKENS, HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import {
+  CLIENT_TOKENS,
+  HANDLER_SETTINGS,
+  LEASE_BOOK,
+  METRICS_REGISTRY,
+  ROOT_LOGGER,
+  TARGET_COOLDOWNS,
+} from './tokens.js';
 
 /**
  * Serves the forward-proxy gateway (gateway/) on every replica, over the process's lease book
@@ -27,6 +35,7 @@ export class GatewayRunner {
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
     @inject(LEASE_BOOK) private readonly book: LeaseBook,
     @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
+    @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -41,7 +50,12 @@ export class GatewayRunner {
     if (tokens === undefined)
       this.logger.warn('gateway: no discovery API token configured; every request is refused with 407');
     this.gateway = new Gateway({
-      book: gatewayBook(book.store, book.proxies.catalog, (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY),
+      book: gatewayBook(
+        book.store,
+        book.proxies.catalog,
+        (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY,
+        gatewayCooldowns(targetCooldowns, this.logger),
+      ),
       tokens: gatewayTokens(tokens),
       // The health engine's rule: a leased External proxy whose name now resolves inside is
       // never connected to (handlers/health-runner.ts refuses it at its probes).

@@ -17,9 +17,11 @@ import { CREDENTIALS_SECRETS } from './proxy-credentials.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
 import { registerBookMetrics } from '../book/book-metrics.js';
+import { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import type { HandlerSettings } from './settings.js';
 import {
   CLIENT_TOKENS,
+  TARGET_COOLDOWNS,
   HANDLER_SETTINGS,
   LEASE_BOOK,
   METRICS_REGISTRY,
@@ -76,6 +78,14 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     useValue:
       options.clientTokens ??
       createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger }),
+  });
+  // One count of bans by target for both doors: a target keeps one label (its pseudonym) and
+  // each ban is counted once, whether a client reported it to the API or the gateway saw it.
+  container.register(TARGET_COOLDOWNS, {
+    useValue: new TargetCooldownMetrics(
+      options.registry,
+      options.settings.discovery.metricsTargetNames === true,
+    ),
   });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
