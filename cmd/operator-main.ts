@@ -10,12 +10,13 @@ import { connectRedis } from '../book/redis-connection.js';
 import { readRedisServerFacts, redisServerProblem } from '../book/redis-server-check.js';
 import { handlersFor } from '../handlers/components.js';
 import type { LeaseStoreFactory } from '../handlers/lease-book.js';
+import { createClientTokens, type ClientTokens } from '../handlers/client-tokens.js';
 import { createProxyOperator } from '../handlers/proxy-operator.js';
 import { redisLeaseStore } from '../handlers/redis-lease-book.js';
-import { loadTokensFile } from '../book/tokens-file.js';
 import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
 import { leaderIdentity } from './leader-identity.js';
 import {
+  clientTokenSettings,
   clusterAddressesAdded,
   handlerSettingsFrom,
   leaderElectionFrom,
@@ -85,13 +86,13 @@ async function main(): Promise<void> {
   } catch (err) {
     fatal(messageOf(err), logger);
   }
-  if (settings.discoveryAuth.kind === 'tokens-file') {
-    // Read once here so a bad file stops start-up naming the flag (the API re-reads it on change).
-    try {
-      loadTokensFile(settings.discoveryAuth.path);
-    } catch (err) {
-      fatal(`--discovery-tokens-file: ${messageOf(err)}`, logger);
-    }
+  // The tokens both doors read, loaded once here so a bad file stops start-up naming the flag
+  // (one watcher re-reads it on change for the API and the gateway alike).
+  let clientTokens: ClientTokens;
+  try {
+    clientTokens = createClientTokens(clientTokenSettings(settings.discoveryAuth), { registry, logger });
+  } catch (err) {
+    fatal(`--discovery-tokens-file: ${messageOf(err)}`, logger);
   }
   const probeCA = await readFlagFile('probe-ca-file', settings.probeCAFile, logger);
   const kubeConfig = new KubeConfig();
@@ -175,6 +176,7 @@ async function main(): Promise<void> {
     registry,
     handlers: handlersFor(settings.components),
     ...(leaseStore === undefined ? {} : { leaseStore }),
+    clientTokens,
     settings: handlerSettings,
     leaderElection: leaderElectionFrom(settings, leaderIdentity(process.env.POD_NAME, hostname())),
     probeAddress: settings.metrics,

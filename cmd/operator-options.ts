@@ -2,7 +2,11 @@
 // way into the handlers is checked by a table test instead of read off the entry point.
 import { isIP } from 'node:net';
 import { needsLeader } from '../handlers/components.js';
-import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../handlers/settings.js';
+import {
+  DEFAULT_HANDLER_SETTINGS,
+  type DiscoverySettings,
+  type HandlerSettings,
+} from '../handlers/settings.js';
 import type { Settings } from './settings.js';
 import { endpointCheck, type ExternalEndpointSettings } from '../providers/endpoint-ranges.js';
 
@@ -41,19 +45,24 @@ export function clusterAddressesAdded(
   return { ...external, clusterCIDRs };
 }
 
+/** The doors' tokens as the handlers take them: one DISCOVERY_TOKEN, or the tokens file. */
+export function clientTokenSettings(
+  auth: Settings['discoveryAuth'],
+): Pick<DiscoverySettings, 'token' | 'tokensFile'> {
+  return {
+    token: auth.kind === 'token' ? auth.token : '',
+    ...(auth.kind === 'tokens-file' ? { tokensFile: auth.path } : {}),
+  };
+}
+
 export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): HandlerSettings {
-  const auth = settings.discoveryAuth;
   return {
     ...DEFAULT_HANDLER_SETTINGS,
     ...settings.controller,
     ownerID: facts.clusterName,
     probeCA: facts.probeCA,
     ...(facts.externalEndpoints === undefined ? {} : { externalEndpoints: facts.externalEndpoints }),
-    discovery: {
-      ...settings.discovery,
-      token: auth.kind === 'token' ? auth.token : '',
-      ...(auth.kind === 'tokens-file' ? { tokensFile: auth.path } : {}),
-    },
+    discovery: { ...settings.discovery, ...clientTokenSettings(settings.discoveryAuth) },
     book: settings.book,
     ...(settings.components.includes('gateway') ? { gateway: settings.gateway } : {}),
   };

@@ -10,6 +10,12 @@ export const OTHER_TARGETS = '_other';
 export const NO_TARGET = '_global';
 
 /**
+ * The way a ban came in: a client's report to the API, or the gateway's own (a ban or
+ * rate-limit status it saw on plain HTTP, or a tunnel client's session report to it).
+ */
+export type CooldownDoor = 'api' | 'gateway';
+
+/**
  * A target's label when targets are not named (the default): `t-` and 12 hex digits of an
  * HMAC under a key drawn at start-up, so a scrape (unauthenticated) cannot learn or guess
  * which sites the teams crawl, while one target keeps one series (the ban-storm alert works).
@@ -20,14 +26,16 @@ export function targetPseudonym(key: Buffer, target: string): string {
 }
 
 /**
- * Cooldowns started or extended by banned/rate_limited reports, by target: a jump for one
- * target is a ban storm (the target is blocking the fleet), not a few bad proxies. The first
+ * Cooldowns started or extended by banned/rate_limited reports, by target and door: a jump
+ * for one target is a ban storm (the target is blocking the fleet), not a few bad proxies.
+ * One per process (handlers/ builds it and hands it to both doors), so a target keeps one
+ * pseudonym and one place in the series cap whichever door its bans come through. The first
  * MAX_TARGET_SERIES targets seen get a series each and later ones share `_other`, so the
  * series count stays bounded whatever clients send. Targets are client-chosen and private to
  * their team: the label is a pseudonym unless `nameTargets` (`--metrics-target-names`).
  */
 export class TargetCooldownMetrics {
-  private readonly counter: Counter<'target'>;
+  private readonly counter: Counter<'target' | 'door'>;
   private readonly named = new Set<string>();
   private readonly key = randomBytes(32);
 
@@ -37,14 +45,15 @@ export class TargetCooldownMetrics {
   ) {
     this.counter = new Counter({
       name: TARGET_COOLDOWNS_METRIC,
-      help: `Cooldowns started or extended by banned/rate_limited reports, by target (the first ${MAX_TARGET_SERIES} targets seen; later ones as target="${OTHER_TARGETS}", none as "${NO_TARGET}").`,
-      labelNames: ['target'],
+      help: `Cooldowns started or extended by banned/rate_limited reports, by target (the first ${MAX_TARGET_SERIES} targets seen; later ones as target="${OTHER_TARGETS}", none as "${NO_TARGET}") and by door (api: a client's report; gateway: the gateway's own).`,
+      labelNames: ['target', 'door'],
       registers: [registry],
     });
   }
 
-  countCooldown(target: string | undefined): void {
-    this.counter.inc({ target: this.labelFor(target) });
+  /** One cooldown started or extended, counted once, by the door its report came through. */
+  countCooldown(target: string | undefined, door: CooldownDoor): void {
+    this.counter.inc({ target: this.labelFor(target), door });
   }
 
   /** The label a target's series carries (its pseudonym unless targets are named). */

@@ -5,18 +5,21 @@ import { background, daemon, onCleanup, onStartup, type OperatorContext } from '
 import { createDiscoveryApp } from '../discovery/app.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
+import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import { DEFAULT_TENANT_QUOTAS } from '../book/tenant-quotas.js';
 import { readFileSync } from 'node:fs';
-import {
-  loadTokensFile,
-  tokensFileMetrics,
-  TokensFileWatcher,
-  TOKENS_FILE_INTERVAL_MS,
-} from '../book/tokens-file.js';
+import type { ClientTokens } from './client-tokens.js';
 import type { LeaseBook } from './lease-book.js';
 import type { CachedProxyCatalog } from './proxy-catalog.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import {
+  CLIENT_TOKENS,
+  HANDLER_SETTINGS,
+  LEASE_BOOK,
+  METRICS_REGISTRY,
+  ROOT_LOGGER,
+  TARGET_COOLDOWNS,
+} from './tokens.js';
 
 /**
  * Serves the discovery/lease API on every replica (not only the leader), reading proxies
@@ -28,11 +31,12 @@ export class DiscoveryRunner {
   private readonly leases: LeaseStore;
   private readonly app: ReturnType<typeof createDiscoveryApp>;
   private readonly logger: Logger;
-  private readonly tokensWatcher?: TokensFileWatcher;
 
   constructor(
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
     @inject(LEASE_BOOK) book: LeaseBook,
+    @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
+    @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -40,31 +44,19 @@ export class DiscoveryRunner {
     this.proxies = book.proxies;
     this.leases = book.store;
     const { catalog } = this.proxies;
-    const { tokensFile } = settings.discovery;
-    if (tokensFile !== undefined) {
-      const { tokens, text } = loadTokensFile(tokensFile);
-      this.tokensWatcher = new TokensFileWatcher(
-        tokensFile,
-        tokens,
-        text,
-        this.logger,
-        TOKENS_FILE_INTERVAL_MS,
-        tokensFileMetrics(registry),
-      );
-      this.logger.info({ file: tokensFile, names: tokens.names }, 'discovery API tokens loaded');
-    }
     // Built once so its metrics register once, even if the daemon restarts.
     this.app = createDiscoveryApp({
       catalog,
       leases: this.leases,
-      token: settings.discovery.token,
-      ...(this.tokensWatcher === undefined ? {} : { tokens: this.tokensWatcher.tokens }),
+      // The process's tokens (createProxyOperator): the gateway reads the same live set.
+      ...(clientTokens.tokens === undefined ? {} : { tokens: clientTokens.tokens }),
       ...(settings.discovery.rateLimit === undefined ? {} : { rateLimit: settings.discovery.rateLimit }),
       logger: this.logger,
       registry,
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
       sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
+      targetCooldowns,
       ...(settings.discovery.sessionQuota === undefined
         ? {}
         : { quotas: { ...DEFAULT_TENANT_QUOTAS, sessions: settings.discovery.sessionQuota } }),
@@ -101,7 +93,7 @@ export class DiscoveryRunner {
     );
     await server.start();
     this.server = server;
-    this.tokensWatcher?.start();
+    this.clientTokens.acquire();
     await this.leases.start();
   }
 
@@ -118,7 +110,7 @@ export class DiscoveryRunner {
     const server = this.server;
     this.server = undefined;
     if (!server) return;
-    this.tokensWatcher?.stop();
+    this.clientTokens.release();
     await server.stop();
     await this.leases.stop();
     this.proxies.detachFromCache();

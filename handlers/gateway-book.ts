@@ -1,16 +1,25 @@
 // The gateway's ports (gateway/ports.ts) on the lease book's store and named tokens (book/):
 // the gateway owns the interfaces it needs, the book knows nothing of the gateway, and the
-// discovery API is not involved (gateway/ and discovery/ never import each other).
+// discovery API is not involved (gateway/ and discovery/ never import each other; the one
+// cooldowns-by-target counter both doors count in is handed to each from here).
 import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
 import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../book/token-scope.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
+import type { Logger } from 'pino';
+import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import type {
   GatewayBook,
   GatewayLeaseRequest,
   GatewayLeaseResult,
   TokenVerifier,
 } from '../gateway/ports.js';
+
+/**
+ * Told of each cooldown a gateway report started or extended (the target it applied to; the
+ * process's cooldowns-by-target metric counts it, as the API counts its clients' reports).
+ */
+export type CooldownListener = (target: string | undefined, proxyID: string, owner: string) => void;
 
 /**
  * `policyOf` gives a token name's scope (the tokens file's): the gateway leases only proxies
@@ -20,6 +29,7 @@ export function gatewayBook(
   store: LeaseStore,
   catalog: ProxyCatalog,
   policyOf: (owner: string) => TokenPolicy = () => OPEN_POLICY,
+  onCooldown: CooldownListener = () => {},
 ): GatewayBook {
   let keysVersion = -1;
   let keys: ReadonlySet<string> = new Set();
@@ -70,7 +80,11 @@ export function gatewayBook(
     },
     endSession: (session, owner) => store.endSession(session, owner),
     async report(leaseID, result, details, owner) {
-      await store.report(leaseID, result, details, owner);
+      // Every gateway report comes through here (plain-HTTP bans, tunnel clients' session
+      // reports): each cooldown it starts is counted once, and never by the API as well.
+      const outcome = await store.report(leaseID, result, details, owner);
+      if (outcome?.cooldownUntil !== undefined && outcome.replayed !== true)
+        onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },
     attributeKeys() {
       // Recomputed only when the catalog changed: a username is parsed on every request.
@@ -104,5 +118,19 @@ export function gatewayTokens(tokens: ApiTokens | undefined): TokenVerifier {
       }
       return tokens.nameOf(digest);
     },
+  };
+}
+
+/**
+ * The gateway's own bans counted where the API's clients' are (one series per target, door
+ * "gateway"), with the debug line that gives the SRE the way from the label to the site.
+ */
+export function gatewayCooldowns(metrics: TargetCooldownMetrics, logger: Logger): CooldownListener {
+  return (target, proxyID, owner) => {
+    metrics.countCooldown(target, 'gateway');
+    logger.debug(
+      { owner, proxyID, target: target ?? null, metricsLabel: metrics.labelOf(target) },
+      'proxy cooling down',
+    );
   };
 }

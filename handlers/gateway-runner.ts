@@ -3,14 +3,22 @@ import type { Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { ApiTokens } from '../book/api-tokens.js';
-import { loadTokensFile, TokensFileWatcher } from '../book/tokens-file.js';
 import { OPEN_POLICY } from '../book/token-scope.js';
 import { Gateway } from '../gateway/gateway-server.js';
-import { gatewayBook, gatewayTokens } from './gateway-book.js';
+import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
+import { gatewayBook, gatewayCooldowns, gatewayTokens } from './gateway-book.js';
 import { gatewayGuard } from './gateway-guard.js';
+import type { ClientTokens } from './client-tokens.js';
 import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
-import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './tokens.js';
+import {
+  CLIENT_TOKENS,
+  HANDLER_SETTINGS,
+  LEASE_BOOK,
+  METRICS_REGISTRY,
+  ROOT_LOGGER,
+  TARGET_COOLDOWNS,
+} from './tokens.js';
 
 /**
  * Serves the forward-proxy gateway (gateway/) on every replica, over the process's lease book
@@ -20,32 +28,34 @@ import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER } from './t
 @background()
 export class GatewayRunner {
   private readonly gateway?: Gateway;
-  private readonly tokensWatcher?: TokensFileWatcher;
   private readonly logger: Logger;
   private listening = false;
 
   constructor(
     @inject(HANDLER_SETTINGS) private readonly settings: HandlerSettings,
     @inject(LEASE_BOOK) private readonly book: LeaseBook,
+    @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
+    @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
     this.logger = logger.child({ component: 'gateway' });
     const gw = settings.gateway;
     if (gw === undefined) return;
-    const { tokensFile, token } = settings.discovery;
-    let tokens: ApiTokens | undefined;
-    if (tokensFile !== undefined) {
-      const loaded = loadTokensFile(tokensFile);
-      this.tokensWatcher = new TokensFileWatcher(tokensFile, loaded.tokens, loaded.text, this.logger);
-      tokens = loaded.tokens;
-    } else if (token.trim() !== '') tokens = ApiTokens.single(token.trim());
-    else if (gw.demoToken !== undefined) tokens = ApiTokens.single(gw.demoToken, 'demo');
+    // The process's tokens (createProxyOperator), the very set the discovery API reads: one
+    // reload of the tokens file applies to both doors at once.
+    let tokens: ApiTokens | undefined = clientTokens.tokens;
+    if (tokens === undefined && gw.demoToken !== undefined) tokens = ApiTokens.single(gw.demoToken, 'demo');
     // Never an open proxy: without tokens the gateway answers 407 no_tokens_configured.
     if (tokens === undefined)
       this.logger.warn('gateway: no discovery API token configured; every request is refused with 407');
     this.gateway = new Gateway({
-      book: gatewayBook(book.store, book.proxies.catalog, (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY),
+      book: gatewayBook(
+        book.store,
+        book.proxies.catalog,
+        (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY,
+        gatewayCooldowns(targetCooldowns, this.logger),
+      ),
       tokens: gatewayTokens(tokens),
       // The health engine's rule: a leased External proxy whose name now resolves inside is
       // never connected to (handlers/health-runner.ts refuses it at its probes).
@@ -72,7 +82,7 @@ export class GatewayRunner {
     await this.book.store.start();
     const at = await this.gateway.listen(gw.host, gw.port);
     this.listening = true;
-    this.tokensWatcher?.start();
+    this.clientTokens.acquire();
     this.logger.info({ address: `${at.host}:${at.port}` }, 'gateway listening');
   }
 
@@ -87,7 +97,7 @@ export class GatewayRunner {
   async close(): Promise<void> {
     if (!this.listening || this.gateway === undefined) return;
     this.listening = false;
-    this.tokensWatcher?.stop();
+    this.clientTokens.release();
     await this.gateway.close((this.settings.gateway?.drainSeconds ?? 0) * 1000);
   }
 }

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { container as rootContainer } from 'tsyringe';
 import { Operator } from '../framework/index.js';
 import type { ProviderSet } from '../providers/registry.js';
+import { createClientTokens, type ClientTokens } from './client-tokens.js';
 import { DiscoveryRunner } from './discovery-runner.js';
 import { HealthRunner } from './health-runner.js';
 import { createLeaseBook, memoryLeaseStore, type LeaseStoreFactory } from './lease-book.js';
@@ -16,8 +17,11 @@ import { CREDENTIALS_SECRETS } from './proxy-credentials.js';
 import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
 import { registerBookMetrics } from '../book/book-metrics.js';
+import { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import type { HandlerSettings } from './settings.js';
 import {
+  CLIENT_TOKENS,
+  TARGET_COOLDOWNS,
   HANDLER_SETTINGS,
   LEASE_BOOK,
   METRICS_REGISTRY,
@@ -46,6 +50,11 @@ export interface ProxyOperatorOptions {
   namespace?: string;
   /** The lease store; the in-memory one (on settings.book) when unset. */
   leaseStore?: LeaseStoreFactory;
+  /**
+   * The client tokens both doors read (the entry point loads the tokens file once, at start-up);
+   * built from settings.discovery when unset.
+   */
+  clientTokens?: ClientTokens;
 }
 
 /** Wires providers, settings and the handler classes into one framework Operator. */
@@ -63,6 +72,21 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   const storeFactory = options.leaseStore ?? memoryLeaseStore(options.settings.book);
   const book = createLeaseBook(storeFactory, options.logger.child({ component: 'discovery' }));
   container.register(LEASE_BOOK, { useValue: book });
+  // One source of tokens per process, like the book: the API and the gateway never disagree
+  // on who may come in, and the tokens file has one watcher and one set of metrics.
+  container.register(CLIENT_TOKENS, {
+    useValue:
+      options.clientTokens ??
+      createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger }),
+  });
+  // One count of bans by target for both doors: a target keeps one label (its pseudonym) and
+  // each ban is counted once, whether a client reported it to the API or the gateway saw it.
+  container.register(TARGET_COOLDOWNS, {
+    useValue: new TargetCooldownMetrics(
+      options.registry,
+      options.settings.discovery.metricsTargetNames === true,
+    ),
+  });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
     container,

@@ -15,3 +15,7 @@ export const METRICS_REGISTRY = Symbol('MetricsRegistry');
 export const ROOT_LOGGER = Symbol('RootLogger');
 /** The LeaseBook (catalog + lease store) discovery serves from and the health runner feeds. */
 export const LEASE_BOOK = Symbol('LeaseBook');
+/** The process's one source of client tokens (ClientTokens) both the discovery API and the gateway read. */
+export const CLIENT_TOKENS = Symbol('ClientTokens');
+/** The process's cooldowns-by-target counter (TargetCooldownMetrics): both doors count their bans in it. */
+export const TARGET_COOLDOWNS = Symbol('TargetCooldowns');

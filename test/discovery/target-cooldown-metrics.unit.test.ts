@@ -9,9 +9,13 @@ import {
 import { startHarness } from './api-harness.js';
 import { proxy } from '../book/fixtures.js';
 
+/** Cooldowns by target, summed over the doors (as the alert and the dashboard sum them). */
 async function series(registry: Registry): Promise<Record<string, number>> {
   const metric = await registry.getSingleMetric(TARGET_COOLDOWNS_METRIC)!.get();
-  return Object.fromEntries(metric.values.map((v) => [String(v.labels.target), v.value]));
+  const sums: Record<string, number> = {};
+  for (const v of metric.values)
+    sums[String(v.labels.target)] = (sums[String(v.labels.target)] ?? 0) + v.value;
+  return sums;
 }
 
 describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', () => {
@@ -26,19 +30,32 @@ describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', 
     const registry = new Registry();
     // Named (--metrics-target-names): the default pseudonyms are tenants.unit.test.ts's.
     const metrics = new TargetCooldownMetrics(registry, true);
-    for (const t of targets) metrics.countCooldown(t);
+    for (const t of targets) metrics.countCooldown(t, 'api');
     expect(await series(registry)).toEqual(expected);
   });
 
   it(`past ${MAX_TARGET_SERIES} targets, new ones share "${OTHER_TARGETS}"; the first ones keep theirs`, async () => {
     const registry = new Registry();
     const metrics = new TargetCooldownMetrics(registry, true);
-    for (let i = 0; i < MAX_TARGET_SERIES + 10; i++) metrics.countCooldown(`site-${i}.example`);
-    metrics.countCooldown('site-0.example');
+    for (let i = 0; i < MAX_TARGET_SERIES + 10; i++) metrics.countCooldown(`site-${i}.example`, 'api');
+    metrics.countCooldown('site-0.example', 'gateway');
     const seen = await series(registry);
     expect(Object.keys(seen)).toHaveLength(MAX_TARGET_SERIES + 1);
     expect(seen[OTHER_TARGETS]).toBe(10);
     expect(seen['site-0.example']).toBe(2);
+  });
+
+  it('one target is one place under the cap whichever door its bans come through', async () => {
+    const registry = new Registry();
+    const metrics = new TargetCooldownMetrics(registry, true);
+    for (let i = 0; i < MAX_TARGET_SERIES; i++) metrics.countCooldown(`site-${i}.example`, 'api');
+    metrics.countCooldown('site-0.example', 'gateway');
+    metrics.countCooldown('late.example', 'gateway');
+    const values = (await registry.getSingleMetric(TARGET_COOLDOWNS_METRIC)!.get()).values;
+    expect(values.filter((v) => v.labels.door === 'gateway').map((v) => v.labels.target)).toEqual([
+      'site-0.example',
+      OTHER_TARGETS,
+    ]);
   });
 
   it('counts the cooldowns reports start through the API, not ok reports', async () => {

@@ -277,10 +277,10 @@ describe('two tenants on one fleet', () => {
       expect(text).toMatch(
         named
           ? /target="shop.example"/
-          : /proxy_operator_target_cooldowns_total\{target="t-[0-9a-f]{12}"\} 1/,
+          : /proxy_operator_target_cooldowns_total\{target="t-[0-9a-f]{12}",door="api"\} 1/,
       );
       // The log line gives the SRE the way from the label to the site.
-      const label = /proxy_operator_target_cooldowns_total\{target="([^"]+)"\}/.exec(text)![1];
+      const label = /proxy_operator_target_cooldowns_total\{target="([^"]+)"/.exec(text)![1];
       expect(h.logLines()).toContainEqual(
         expect.objectContaining({ msg: 'proxy cooling down', target: 'shop.example', metricsLabel: label }),
       );

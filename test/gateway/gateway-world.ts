@@ -20,7 +20,7 @@ import { freePort } from '../../framework/testing/control-plane.js';
 import { Gateway } from '../../gateway/gateway-server.js';
 import type { GatewayOptions } from '../../gateway/gateway-context.js';
 import type { UpstreamGuard } from '../../gateway/ports.js';
-import { gatewayBook, gatewayTokens } from '../../handlers/gateway-book.js';
+import { gatewayBook, gatewayTokens, type CooldownListener } from '../../handlers/gateway-book.js';
 import { OPEN_POLICY, type TokenPolicy } from '../../book/token-scope.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
@@ -47,6 +47,8 @@ export async function startWorld(
   policy: TokenPolicy = OPEN_POLICY,
   /** External proxies: `names` gives the host name a proxy's record carries instead of its IP. */
   external?: { guard: UpstreamGuard; names: Readonly<Record<string, string>> },
+  /** Told of each cooldown a gateway report starts (the operator counts them in a metric). */
+  onCooldown?: CooldownListener,
 ): Promise<World> {
   cert ??= selfSignedCert();
   const banned = new Set<string>();
@@ -96,7 +98,7 @@ export async function startWorld(
   });
   const registry = new Registry();
   const gateway = new Gateway({
-    book: gatewayBook(store, catalog, () => policy),
+    book: gatewayBook(store, catalog, () => policy, onCooldown),
     tokens: gatewayTokens(ApiTokens.single(TOKEN, 'team-a')),
     ...(external === undefined ? {} : { guard: external.guard }),
     registry,
