@@ -20,9 +20,10 @@ const MAX_HEAD_BYTES = 16 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n');
 
 /**
- * Bytes a tunnel's socket may queue before pipe() pauses the other side. Above libuv's 64 KiB
- * read, so a bulk transfer is not paused and resumed (readStop, readStart, a drain tick) on
- * every chunk as at the default 16 KiB; a threshold, not a buffer: an idle tunnel holds nothing.
+ * Bytes a tunnel's socket may queue before pipe() pauses the other side. At the default (64
+ * KiB) every 64 KiB read from libuv reaches the mark, so a bulk transfer was paused and resumed
+ * (readStop, readStart, a drain tick) on every chunk; a threshold, not a buffer: an idle tunnel
+ * holds nothing.
  */
 export const TUNNEL_HIGH_WATER_MARK = 256 * 1024;
 
