@@ -1,27 +1,31 @@
 // npm run bench:gateway: the gateway against the same upstream forward proxy taken straight,
 // and against proxy-chain (Apify's Node.js proxy server, prepareRequestFunction choosing the
-// upstream: what a Node user builds instead), in one run on loopback. The upstream proxy and
-// the sites run in another process (gateway-upstream.ts). Results: docs/benchmarks.md, last
-// section. Flags: --quick (fewer samples), --tunnels=N (idle tunnels for the memory figure).
-import 'reflect-metadata';
+// upstream: what a Node user builds instead), in one run on loopback. Four processes, as in
+// production: this one is the client (the load generator); the gateway and proxy-chain run in
+// one of their own (gateway-process.ts), the upstream proxy in another and the sites in a
+// fourth (gateway-upstream.ts); the straight run skips only the gateway's process. Results:
+// docs/benchmarks.md. Flags: --quick (fewer samples), --tunnels=N,... (idle tunnels for the
+// memory figure; default 1000,10000), --bulk-rounds=N (alternating 100 MB rounds; default 3).
 import http from 'node:http';
 import net from 'node:net';
 import { loadavg } from 'node:os';
 import tls from 'node:tls';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
-import { Server as ProxyChainServer } from 'proxy-chain';
-import { ApiTokens } from '../book/api-tokens.js';
-import { IndexedCatalog } from '../book/indexed-catalog.js';
-import { MemoryLeaseStore } from '../book/memory-lease-store.js';
-import { Gateway } from '../gateway/gateway-server.js';
-import { gatewayBook, gatewayTokens } from '../handlers/gateway-book.js';
-import { startUpstream, type UpstreamReady } from './gateway-upstream.js';
+import type { ChildProcess } from 'node:child_process';
+import { ask, fileLimits, type Usage } from './gateway-ipc.js';
+import { BENCH_TOKEN, startProxies } from './gateway-process.js';
+import { startProxy, startSite, type SiteReady } from './gateway-upstream.js';
 
-const TOKEN = 'bench-gateway-token-0123456789';
 const quick = process.argv.includes('--quick');
-const tunnelsArg = process.argv.find((a) => a.startsWith('--tunnels='));
-const IDLE_TUNNELS = tunnelsArg === undefined ? [1000] : tunnelsArg.slice(10).split(',').map(Number);
+const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const IDLE_TUNNELS = (flag('tunnels') ?? '1000,10000').split(',').map(Number);
+const BULK_ROUNDS = Number(flag('bulk-rounds') ?? (quick ? 1 : 3));
+/** Which parts to run (--only=a,c,d; default all): (e) comes with (b). */
+const ONLY = new Set((flag('only') ?? 'a,b,c,d').split(','));
+/**
+ * The most idle tunnels one proxy process can hold: two sockets each, under the hard
+ * descriptor limit with room for its listeners, stdio and IPC.
+ */
+const FITTING = Math.floor((fileLimits().hard - 100) / 2);
 
 interface Hop {
   name: string;
@@ -55,12 +59,12 @@ function tunnel(hop: Hop, authority: string): Promise<net.Socket> {
       resolve(socket);
     };
     socket.on('data', onData);
-    socket.once('error', reject);
+    socket.on('error', reject);
   });
 }
 
 /** (a) Milliseconds from nothing to the first byte of an HTTPS page through `hop`. */
-async function httpsFirstByte(hop: Hop, up: UpstreamReady): Promise<number> {
+async function httpsFirstByte(hop: Hop, up: SiteReady): Promise<number> {
   const url = new URL(up.httpsURL);
   const started = performance.now();
   const raw = await tunnel(hop, url.host);
@@ -73,8 +77,25 @@ async function httpsFirstByte(hop: Hop, up: UpstreamReady): Promise<number> {
   return ms;
 }
 
-/** (b) Keep-alive plain-HTTP requests per second through `hop`, and this process's CPU per request. */
-async function requestsPerSecond(hop: Hop, up: UpstreamReady, seconds: number, concurrency: number) {
+type Cpu = Usage['cpu'];
+const cpuMicros = (a: Cpu, b: Cpu) => b.user + b.system - a.user - a.system;
+/** CPU microseconds used so far by each of `processes` (undefined: this one). */
+const cpuOf = (processes: (ChildProcess | undefined)[]) =>
+  Promise.all(processes.map((p) => (p === undefined ? process.cpuUsage() : ask<Cpu>(p, 'cpu'))));
+const cpuSince = async (processes: (ChildProcess | undefined)[], before: Cpu[]) =>
+  (await cpuOf(processes)).map((after, i) => cpuMicros(before[i], after));
+
+/**
+ * (b) Keep-alive plain-HTTP requests per second through `hop`, and (e) the CPU per request of
+ * the hop's own process (`meter`: the gateway's, or the upstream proxy's for the straight run).
+ */
+async function requestsPerSecond(
+  hop: Hop,
+  up: SiteReady,
+  seconds: number,
+  concurrency: number,
+  meter: ChildProcess,
+) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const headers = hop.auth ? { 'proxy-authorization': hop.auth } : {};
   const one = () =>
@@ -94,7 +115,7 @@ async function requestsPerSecond(hop: Hop, up: UpstreamReady, seconds: number, c
   // Warm the connections and the lease.
   await Promise.all(Array.from({ length: concurrency }, one));
   let done = 0;
-  const cpu = process.cpuUsage();
+  const cpu = await ask<Cpu>(meter, 'cpu');
   const started = performance.now();
   const deadline = started + seconds * 1000;
   await Promise.all(
@@ -106,13 +127,13 @@ async function requestsPerSecond(hop: Hop, up: UpstreamReady, seconds: number, c
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  const used = process.cpuUsage(cpu);
+  const used = cpuMicros(cpu, await ask<Cpu>(meter, 'cpu'));
   agent.destroy();
-  return { rps: done / elapsed, cpuMicrosPerRequest: (used.user + used.system) / done };
+  return { done, elapsed, cpuMicros: used };
 }
 
 /** (c) MB/s of one tunnel carrying the 100 MB body. */
-async function bulk(hop: Hop, up: UpstreamReady): Promise<number> {
+async function bulk(hop: Hop, up: SiteReady): Promise<number> {
   const url = new URL(up.bulkURL);
   const socket = await tunnel(hop, url.host);
   const started = performance.now();
@@ -130,82 +151,82 @@ async function bulk(hop: Hop, up: UpstreamReady): Promise<number> {
   return up.bulkBytes / seconds / 1e6;
 }
 
-function memory(): number {
-  (globalThis as { gc?: () => void }).gc?.();
-  const m = process.memoryUsage();
-  return m.rss;
-}
-
-/** (d) Bytes of this process per idle tunnel held open through `hop` (clients included). */
-async function idleTunnels(hop: Hop, up: UpstreamReady, count: number): Promise<number> {
-  const url = new URL(up.httpURL);
-  const before = memory();
+/** (d) Bytes of the gateway's process per idle tunnel held open through it. */
+async function idleTunnels(
+  hop: Hop,
+  up: SiteReady,
+  count: number,
+  gateway: ChildProcess,
+): Promise<{ rss: number; heap: number; external: number }> {
+  const before = await ask<Usage>(gateway, 'usage');
   const sockets: net.Socket[] = [];
   for (let i = 0; i < count; i += 100)
     sockets.push(
-      ...(await Promise.all(Array.from({ length: Math.min(100, count - i) }, () => tunnel(hop, url.host)))),
+      ...(await Promise.all(
+        Array.from({ length: Math.min(100, count - i) }, () => tunnel(hop, up.holdAuthority)),
+      )),
     );
-  await new Promise((r) => setTimeout(r, 500));
-  const after = memory();
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = await ask<Usage>(gateway, 'usage');
   for (const s of sockets) s.destroy();
-  await new Promise((r) => setTimeout(r, 500));
-  return (after - before) / count;
+  await new Promise((r) => setTimeout(r, 2000));
+  return {
+    rss: (after.rss - before.rss) / count,
+    heap: (after.heapUsed - before.heapUsed) / count,
+    external: (after.external - before.external) / count,
+  };
 }
 
-async function main(): Promise<void> {
-  const { child, upstream: up } = await startUpstream();
-  const logger = pino({ level: 'silent' });
-  const catalog = new IndexedCatalog();
-  catalog.replaceAll([
-    {
-      id: 'bench/upstream',
-      ip: up.proxy.host,
-      port: up.proxy.port,
-      attributes: {},
-      phase: 'Ready',
-      healthy: true,
-      latencyMillis: 1,
-      maxLeases: 100_000,
-      credentials: { username: up.proxy.username, password: up.proxy.password },
-    },
-  ]);
-  const store = new MemoryLeaseStore({ catalog, logger });
-  const gateway = new Gateway({
-    book: gatewayBook(store, catalog),
-    tokens: gatewayTokens(ApiTokens.single(TOKEN, 'bench')),
-    registry: new Registry(),
-    logger,
-  });
-  const gw = await gateway.listen('127.0.0.1', 0);
-  const upstreamURL = `http://${up.proxy.username}:${up.proxy.password}@${up.proxy.host}:${up.proxy.port}`;
-  const chain = new ProxyChainServer({
-    port: 0,
-    host: '127.0.0.1',
-    prepareRequestFunction: () => ({ upstreamProxyUrl: upstreamURL }),
-  });
-  await chain.listen();
-  const hops: Hop[] = [
-    {
-      name: 'straight',
-      host: up.proxy.host,
-      port: up.proxy.port,
-      auth: basic(up.proxy.username, up.proxy.password),
-    },
-    { name: 'gateway', host: '127.0.0.1', port: gw.port, auth: basic('', TOKEN) },
-    { name: 'proxy-chain', host: '127.0.0.1', port: chain.port },
-  ];
-  const out: string[] = [];
-  const say = (line: string) => {
-    out.push(line);
-    console.log(line);
-  };
-  say(
-    `bench:gateway ${new Date().toISOString()} node ${process.version}, load average ${loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}`,
-  );
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
-  // (a) interleaved, so load changes hit every hop alike.
+async function main(): Promise<void> {
+  const { child: siteProcess, site: up } = await startSite();
+  const { child: upstreamProcess, proxy } = await startProxy(true);
+  const { child: gatewayProcess, ports } = await startProxies(proxy, true);
+  const hops: Hop[] = [
+    { name: 'straight', host: proxy.host, port: proxy.port, auth: basic(proxy.username, proxy.password) },
+    { name: 'gateway', host: '127.0.0.1', port: ports.gatewayPort, auth: basic('', BENCH_TOKEN) },
+    { name: 'proxy-chain', host: '127.0.0.1', port: ports.chainPort },
+  ];
+  const [straightHop, gatewayHop] = hops;
+  const say = (line: string) => console.log(line);
+  say(`bench:gateway ${new Date().toISOString()} node ${process.version}, load average ${load()}`);
+  say('    processes: client (this one), gateway + proxy-chain, upstream proxy, sites');
+
+  if (ONLY.has('a')) await latency(hops, up, say);
+  if (ONLY.has('b')) await throughput(hops, up, upstreamProcess, gatewayProcess, say);
+  if (ONLY.has('c'))
+    await bulkRounds(
+      straightHop,
+      gatewayHop,
+      up,
+      { site: siteProcess, upstream: upstreamProcess, gateway: gatewayProcess },
+      say,
+    );
+  if (ONLY.has('d'))
+    for (const wanted of IDLE_TUNNELS) {
+      const count = Math.min(wanted, FITTING);
+      if (count < wanted)
+        say(
+          `    ${wanted} tunnels need ${wanted * 2} descriptors in each proxy; the hard limit fits ${count}`,
+        );
+      const through = await idleTunnels(gatewayHop, up, count, gatewayProcess);
+      say(
+        `(d) ${count} idle tunnels through the gateway: its process's RSS per tunnel ${(through.rss / 1024).toFixed(1)} KiB (target <= 10 KiB), of which JS heap ${(through.heap / 1024).toFixed(1)} KiB, Buffers ${(through.external / 1024).toFixed(1)} KiB`,
+      );
+    }
+  say(`load average at the end ${load()}`);
+  for (const child of [gatewayProcess, upstreamProcess, siteProcess]) child.disconnect();
+}
+
+type Say = (line: string) => void;
+
+/** (a) interleaved, so load changes hit every hop alike. */
+async function latency(hops: Hop[], up: SiteReady, say: Say): Promise<void> {
   const samples = quick ? 100 : 300;
   const ttfb: Record<string, number[]> = { straight: [], gateway: [], 'proxy-chain': [] };
   for (let i = 0; i < samples; i++)
@@ -219,43 +240,74 @@ async function main(): Promise<void> {
   say(
     `    gateway adds p50 ${(percentile(ttfb.gateway, 50) - percentile(ttfb.straight, 50)).toFixed(2)} ms, p99 ${(percentile(ttfb.gateway, 99) - percentile(ttfb.straight, 99)).toFixed(2)} ms (targets 1 ms, 5 ms)`,
   );
+}
 
-  // (b) and (e)
-  const seconds = quick ? 3 : 6;
-  const rps: Record<string, { rps: number; cpuMicrosPerRequest: number }> = {};
-  for (const hop of hops) rps[hop.name] = await requestsPerSecond(hop, up, seconds, 16);
-  say(
-    `(b) keep-alive HTTP, 16 connections, ${seconds} s each: straight ${rps.straight.rps.toFixed(0)} req/s; gateway ${rps.gateway.rps.toFixed(0)}; proxy-chain ${rps['proxy-chain'].rps.toFixed(0)}; gateway/proxy-chain ${(rps.gateway.rps / rps['proxy-chain'].rps).toFixed(2)}x (target >= 1.0x)`,
+async function throughput(
+  hops: Hop[],
+  up: SiteReady,
+  upstreamProcess: ChildProcess,
+  gatewayProcess: ChildProcess,
+  say: Say,
+): Promise<void> {
+  // Slices of 2 s, the hops taking turns, so a change of load hits each alike.
+  const slices = quick ? 1 : 3;
+  const seconds = 2 * slices;
+  const sums: Record<string, { done: number; elapsed: number; cpuMicros: number }> = {};
+  for (let slice = 0; slice < slices; slice++)
+    for (const hop of hops) {
+      const r = await requestsPerSecond(hop, up, 2, 16, hop === hops[0] ? upstreamProcess : gatewayProcess);
+      const sum = (sums[hop.name] ??= { done: 0, elapsed: 0, cpuMicros: 0 });
+      sum.done += r.done;
+      sum.elapsed += r.elapsed;
+      sum.cpuMicros += r.cpuMicros;
+    }
+  const rps = Object.fromEntries(
+    Object.entries(sums).map(([name, x]) => [
+      name,
+      { rps: x.done / x.elapsed, cpuMicrosPerRequest: x.cpuMicros / x.done },
+    ]),
   );
   say(
-    `(e) CPU of this process per request (client included): straight ${rps.straight.cpuMicrosPerRequest.toFixed(0)} us; gateway ${rps.gateway.cpuMicrosPerRequest.toFixed(0)} us; proxy-chain ${rps['proxy-chain'].cpuMicrosPerRequest.toFixed(0)} us; the gateway's own ~${(rps.gateway.cpuMicrosPerRequest - rps.straight.cpuMicrosPerRequest).toFixed(0)} us`,
+    `(b) keep-alive HTTP, 16 connections, ${seconds} s each in ${slices} interleaved slices: straight ${rps.straight.rps.toFixed(0)} req/s; gateway ${rps.gateway.rps.toFixed(0)}; proxy-chain ${rps['proxy-chain'].rps.toFixed(0)}; gateway/proxy-chain ${(rps.gateway.rps / rps['proxy-chain'].rps).toFixed(2)}x (target >= 1.0x)`,
   );
-
-  // (c)
-  const straightBulk = await bulk(hops[0], up);
-  const gatewayBulk = await bulk(hops[1], up);
   say(
-    `(c) one tunnel, 100 MB: straight ${straightBulk.toFixed(0)} MB/s; gateway ${gatewayBulk.toFixed(0)} MB/s (${(gatewayBulk / straightBulk).toFixed(2)}x, target >= 0.9x)`,
+    `(e) CPU per request of the hop's own process: gateway ${rps.gateway.cpuMicrosPerRequest.toFixed(0)} us; proxy-chain ${rps['proxy-chain'].cpuMicrosPerRequest.toFixed(0)} us; (the upstream proxy, straight: ${rps.straight.cpuMicrosPerRequest.toFixed(0)} us)`,
   );
+}
 
-  // (d)
-  for (const count of IDLE_TUNNELS) {
-    const straight = await idleTunnels(hops[0], up, count);
-    const through = await idleTunnels(hops[1], up, count);
-    say(
-      `(d) ${count} idle tunnels, RSS of this process per tunnel: straight (client sockets) ${(straight / 1024).toFixed(1)} KiB; gateway ${(through / 1024).toFixed(1)} KiB; the gateway's own ~${((through - straight) / 1024).toFixed(1)} KiB (target <= 10 KiB)`,
-    );
+/** (c) alternating rounds; the gateway process's CPU per MB beside. */
+async function bulkRounds(
+  straightHop: Hop,
+  gatewayHop: Hop,
+  up: SiteReady,
+  processes: { site: ChildProcess; upstream: ChildProcess; gateway: ChildProcess },
+  say: Say,
+): Promise<void> {
+  // CPU of every process taking part: the client (this one), the sites, the upstream, the gateway.
+  const all = [undefined, processes.site, processes.upstream, processes.gateway];
+  const straightBulk: number[] = [];
+  const gatewayBulk: number[] = [];
+  const straightCpu = [0, 0, 0, 0];
+  const gatewayCpu = [0, 0, 0, 0];
+  const add = (sum: number[], xs: number[]) => xs.forEach((x, i) => (sum[i] += x));
+  for (let round = 0; round < BULK_ROUNDS; round++) {
+    let before = await cpuOf(all);
+    straightBulk.push(await bulk(straightHop, up));
+    add(straightCpu, await cpuSince(all, before));
+    before = await cpuOf(all);
+    gatewayBulk.push(await bulk(gatewayHop, up));
+    add(gatewayCpu, await cpuSince(all, before));
   }
+  const ratios = gatewayBulk.map((g, i) => g / straightBulk[i]);
+  const mb = (BULK_ROUNDS * up.bulkBytes) / 1e6;
+  const perMB = (cpu: number[]) => cpu.map((us) => (us / 1000 / mb).toFixed(2)).join(' + ');
+  const total = (cpu: number[]) => cpu.reduce((a, b) => a + b, 0) / 1000 / mb;
   say(
-    `load average at the end ${loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}`,
+    `(c) one tunnel, 100 MB, ${BULK_ROUNDS} alternating rounds: straight ${straightBulk.map((x) => x.toFixed(0)).join(', ')} MB/s; gateway ${gatewayBulk.map((x) => x.toFixed(0)).join(', ')} MB/s; median ratio ${median(ratios).toFixed(2)}x (target >= 0.9x)`,
   );
-
-  await chain.close(true);
-  await gateway.close();
-  store.close();
-  child.disconnect();
+  say(
+    `    CPU ms per MB (client + sites + upstream + gateway): straight ${perMB(straightCpu)} = ${total(straightCpu).toFixed(2)}; gateway ${perMB(gatewayCpu)} = ${total(gatewayCpu).toFixed(2)}; CPU-bound estimate of the ratio ${(total(straightCpu) / total(gatewayCpu)).toFixed(2)}x`,
+  );
 }
 
 await main();

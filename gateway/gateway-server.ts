@@ -16,6 +16,7 @@ import type { GatewayBook, TokenVerifier, UpstreamGuard } from './ports.js';
 import { replyError, replyErrorOnSocket } from './replies.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
+import { TUNNEL_HIGH_WATER_MARK } from './upstream-tunnel.js';
 
 export interface GatewayDeps {
   book: GatewayBook;
@@ -52,9 +53,12 @@ export class Gateway {
       options,
       logger,
     };
-    this.server = createServer({ keepAliveTimeout: 60_000, requestTimeout: 0 }, (req, res) => {
-      void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));
-    });
+    this.server = createServer(
+      { keepAliveTimeout: 60_000, requestTimeout: 0, highWaterMark: TUNNEL_HIGH_WATER_MARK },
+      (req, res) => {
+        void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));
+      },
+    );
     this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));

@@ -1,7 +1,7 @@
 // Opens a CONNECT tunnel through one upstream forward proxy, with the upstream's credentials
 // added here (clients never see them). Resolves with the upstream's status and, on 2xx, the
 // open socket and any bytes that came after its answer.
-import { connect, type Socket } from 'node:net';
+import { connect, type NetConnectOpts, type Socket } from 'node:net';
 import type { Upstream, UpstreamGuard } from './ports.js';
 import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
 
@@ -19,6 +19,14 @@ export type TunnelAttempt =
 const MAX_HEAD_BYTES = 16 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n');
 
+/**
+ * Bytes a tunnel's socket may queue before pipe() pauses the other side. At the default (64
+ * KiB) every 64 KiB read from libuv reaches the mark, so a bulk transfer was paused and resumed
+ * (readStop, readStart, a drain tick) on every chunk; a threshold, not a buffer: an idle tunnel
+ * holds nothing.
+ */
+export const TUNNEL_HIGH_WATER_MARK = 256 * 1024;
+
 export function basicAuthorization(credentials: { username: string; password: string }): string {
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, 'utf8').toString('base64')}`;
 }
@@ -34,12 +42,14 @@ export function openTunnel(
     return Promise.resolve({ kind: 'failed', reason: 'endpoint_refused', message: how.message });
   const { lookup } = how;
   return new Promise((resolve) => {
-    const socket = connect({
+    const options: NetConnectOpts & { highWaterMark: number } = {
       host: upstream.host,
       port: upstream.port,
       noDelay: true,
+      highWaterMark: TUNNEL_HIGH_WATER_MARK,
       ...(lookup && { lookup }),
-    });
+    };
+    const socket = connect(options);
     let head: Buffer = Buffer.alloc(0);
     let settled = false;
     const finish = (attempt: TunnelAttempt) => {
@@ -47,6 +57,10 @@ export function openTunnel(
       settled = true;
       clearTimeout(timer);
       socket.off('data', onData);
+      // Once open, the tunnel's owner listens: these would keep this attempt's closure (and
+      // the answer's read buffer) alive as long as the tunnel.
+      socket.off('error', onError);
+      socket.off('close', onClose);
       if (attempt.kind !== 'open') socket.destroy();
       else socket.pause();
       resolve(attempt);
@@ -79,7 +93,7 @@ export function openTunnel(
           : `Proxy-Authorization: ${basicAuthorization(upstream.credentials)}\r\n`;
       socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth}\r\n`);
     });
-    socket.once('error', (err: NodeJS.ErrnoException) =>
+    const onError = (err: NodeJS.ErrnoException) =>
       finish(
         isUpstreamRefusal(err)
           ? { kind: 'failed', reason: 'endpoint_refused', message: err.message }
@@ -88,10 +102,10 @@ export function openTunnel(
               reason: err.code === 'ECONNREFUSED' ? 'refused' : err.code === 'ECONNRESET' ? 'reset' : 'error',
               message: err.code ?? err.message,
             },
-      ),
-    );
-    socket.once('close', () =>
-      finish({ kind: 'failed', reason: 'reset', message: 'closed before answering the CONNECT' }),
-    );
+      );
+    const onClose = () =>
+      finish({ kind: 'failed', reason: 'reset', message: 'closed before answering the CONNECT' });
+    socket.once('error', onError);
+    socket.once('close', onClose);
   });
 }
