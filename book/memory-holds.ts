@@ -5,7 +5,7 @@
 // its `place` (the store's setHold), which stores it here with put().
 
 import type { Logger } from 'pino';
-import type { ProxyCatalog, ProxyRecord } from './catalog.js';
+import { addressOf, type ProxyCatalog, type ProxyRecord } from './catalog.js';
 import type { Clock } from './clock.js';
 import type { HealthObservation, HoldReason, Lease, ProbeRequestListener } from './lease-store.js';
 import {
@@ -174,9 +174,4 @@ export class MemoryHolds {
       suspicionsExpired: this.suspicionsExpired,
     };
   }
-}
-
-/** The address a hold is about: where the proxy listens. */
-export function addressOf(proxy: ProxyRecord): string {
-  return `${proxy.ip}:${proxy.port}`;
 }

@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
-import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
+import { addressOf, type CatalogChange, type ProxyCatalog, type ProxyRecord } from './catalog.js';
 import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { MemoryEgress } from './memory-egress.js';
@@ -39,7 +39,7 @@ import {
   type StoreTotals,
 } from './lease-store.js';
 import type { HoldState } from './proxy-holds.js';
-import { addressOf, MemoryHolds } from './memory-holds.js';
+import { MemoryHolds } from './memory-holds.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
 import { explainRefusal } from './memory-refusal.js';

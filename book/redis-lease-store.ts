@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { CatalogChange, ProxyCatalog } from './catalog.js';
+import { addressOf, type CatalogChange, type ProxyCatalog } from './catalog.js';
 import { HintedRanking } from './hinted-ranking.js';
 import { isLeasable } from './lease-selection.js';
 import type {
@@ -38,7 +38,7 @@ import type {
 } from './lease-store.js';
 import type { Clock } from './clock.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
-import { addressOf, decodeLease, decodeReleaseReply } from './redis-book-codec.js';
+import { decodeLease, decodeReleaseReply } from './redis-book-codec.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import { requestKey } from './request-outcomes.js';
 import { RedisAcquireWalk } from './redis-acquire-walk.js';
