@@ -37,6 +37,11 @@ export interface ProxyRecord {
   readonly guarded?: boolean;
 }
 
+/** Where a proxy listens, ip:port: the address a hold, a report or a health observation is about. */
+export function addressOf(record: Pick<ProxyRecord, 'ip' | 'port'>): string {
+  return `${record.ip}:${record.port}`;
+}
+
 /** One record appearing, changing or disappearing; records are immutable and replaced whole. */
 export interface CatalogChange {
   before?: ProxyRecord;

@@ -8,25 +8,27 @@
 // loads are exact at every read. A proxy the book holds (suspect or down, proxy-holds.ts)
 // leaves the index as the catalog's unhealthy proxies do. Limitation of this store (the Redis
 // store has none): a restart drops all leases, sessions, cooldowns, holds and statistics.
+//
+// The parts: memory-holds.ts keeps the holds and suspicions, memory-outcome-stats.ts the
+// outcome windows, memory-egress.ts the egresses, memory-refusal.ts explains a refusal; the
+// rules are the shared modules (lease-selection, proxy-holds, target-book, session-book).
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
-import type { CatalogChange, ProxyCatalog, ProxyRecord } from './catalog.js';
+import { addressOf, type CatalogChange, type ProxyCatalog, type ProxyRecord } from './catalog.js';
 import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
-import { egressOf, egressStep } from './egress.js';
+import { MemoryEgress } from './memory-egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
-import { isLeasable, refusal, selectProxy, type Candidate, type SelectionState } from './lease-selection.js';
+import { isLeasable, selectProxy, type Candidate, type SelectionState } from './lease-selection.js';
 import {
   REQUEST_RETENTION_MILLIS,
   type AcquireResult,
   type BatchReport,
   type HealthObservation,
-  type HoldReason,
   type Lease,
   type LeaseRequest,
   type LeaseStore,
-  type NoLeaseReason,
   type ProbeRequestListener,
   type ProxyStanding,
   type ProxyUsage,
@@ -36,31 +38,17 @@ import {
   type ReportResult,
   type StoreTotals,
 } from './lease-store.js';
-import {
-  holdOf,
-  isForgettable,
-  isSuspect,
-  onObservation,
-  onRecordChanged,
-  onUnreachable,
-  suspicionToken,
-  type HoldState,
-  type SuspicionPolicy,
-} from './proxy-holds.js';
-import { OutcomeWindow } from './outcome-window.js';
+import type { HoldState } from './proxy-holds.js';
+import { MemoryHolds } from './memory-holds.js';
+import { systemClock, type Clock } from './clock.js';
+import { MemoryOutcomeStats } from './memory-outcome-stats.js';
+import { explainRefusal } from './memory-refusal.js';
 import { proxyMatcher } from './selector.js';
 import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import { RequestOutcomes, requestKey } from './request-outcomes.js';
 import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
-
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
 
 export interface MemoryLeaseStoreOptions extends LeaseBookOptions {
   catalog: ProxyCatalog;
@@ -83,28 +71,17 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly loads = new Map<string, number>();
   private readonly sessions: SessionBook;
   private readonly targets: TargetBook;
-  private readonly stats = new Map<string, OutcomeWindow>();
+  /** Each proxy's window of reported outcomes (memory-outcome-stats.ts). */
+  private readonly stats: MemoryOutcomeStats;
   private readonly logger: Logger;
   private readonly clock: Clock;
-  private readonly statsWindowSeconds: number;
-  private readonly bucketMillis: number;
   private readonly sweepIntervalMs: number;
   private readonly newID: () => string;
   private readonly unsubscribe: () => void;
-  private readonly idle: ProxyUsage;
-  private readonly holds = new Map<string, HoldState>();
-  /**
-   * Each proxy's egress as the book last saw it (egress.ts), kept after the proxy leaves the
-   * catalog while the book holds cooldowns of its: a proxy created again under the name
-   * keeps them only on the same address.
-   */
-  private readonly egress = new Map<string, string>();
-  private readonly suspicion: SuspicionPolicy;
-  private readonly probeListeners = new Set<ProbeRequestListener>();
-  private suspicionsRaised = 0;
-  /** When the earliest running suspicion times out (Infinity: none). */
-  private nextSuspicionEnd = Number.POSITIVE_INFINITY;
-  private suspicionsExpired = 0;
+  /** The holds of suspect or down proxies and their suspicions (memory-holds.ts). */
+  private readonly holds: MemoryHolds;
+  /** Each proxy's egress as the book last saw it (memory-egress.ts). */
+  private readonly egress: MemoryEgress;
   private timer: NodeJS.Timeout | undefined;
   /** First outcomes of writes by request id (request-outcomes.ts). */
   private readonly requests = new RequestOutcomes<unknown>(REQUEST_RETENTION_MILLIS);
@@ -118,28 +95,23 @@ export class MemoryLeaseStore implements LeaseStore {
 
   constructor(options: MemoryLeaseStoreOptions) {
     const settings = leaseBookSettings(options);
-    this.suspicion = {
-      timeoutMillis: settings.suspicionTimeoutMillis,
-      holdoffMillis: settings.suspicionHoldoffMillis,
-    };
-    this.statsWindowSeconds = settings.statsWindowSeconds;
     this.sweepIntervalMs = settings.sweepIntervalMs;
-    this.bucketMillis = settings.bucketMillis;
 
     this.catalog = options.catalog;
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.newID = options.newID ?? randomUUID;
-    this.idle = Object.freeze({
-      activeLeases: 0,
-      stats: Object.freeze({
-        windowSeconds: this.statsWindowSeconds,
-        ok: 0,
-        banned: 0,
-        rate_limited: 0,
-        unreachable: 0,
-      }),
+    this.holds = new MemoryHolds({
+      catalog: this.catalog,
+      logger: this.logger,
+      clock: this.clock,
+      policy: {
+        timeoutMillis: settings.suspicionTimeoutMillis,
+        holdoffMillis: settings.suspicionHoldoffMillis,
+      },
+      place: (proxyID, state) => this.setHold(proxyID, state),
     });
+    this.stats = new MemoryOutcomeStats(settings.statsWindowSeconds, settings.bucketMillis);
     this.sessions = new SessionBook(settings.sessionIdleMillis, settings.maxSessions);
     this.targets = new TargetBook({
       rules: {
@@ -155,11 +127,12 @@ export class MemoryLeaseStore implements LeaseStore {
         },
         single: settings.singleCooldownWindow,
       },
-      bucketMillis: this.bucketMillis,
+      bucketMillis: settings.bucketMillis,
       random: options.random ?? Math.random,
       maxTargetsPerProxy: settings.maxTargetsPerProxy,
       maxEntries: settings.maxTargetEntries,
     });
+    this.egress = new MemoryEgress(this.catalog, this.targets, this.logger);
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
   }
@@ -193,7 +166,8 @@ export class MemoryLeaseStore implements LeaseStore {
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
     if (proxy === undefined) {
-      const { refused, firstEnd } = this.refusal(request, target, now);
+      const sources = { index: this.index, targets: this.targets, catalog: this.catalog };
+      const { refused, firstEnd } = explainRefusal(sources, request, target, now);
       // The bound counts from the answer: the walk over a large fleet takes time too.
       this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
       return refused;
@@ -313,14 +287,9 @@ export class MemoryLeaseStore implements LeaseStore {
     if (live === undefined) return undefined;
     const { lease } = live;
     const key = details.target ?? lease.target;
-    let window = this.stats.get(lease.proxyID);
-    if (window === undefined) {
-      window = new OutcomeWindow(this.bucketMillis);
-      this.stats.set(lease.proxyID, window);
-    }
-    window.add(result, now);
+    this.stats.add(lease.proxyID, result, now);
     const target = key === undefined ? {} : { target: key };
-    if (result === 'unreachable') return { lease, ...target, ...this.suspect(lease, now) };
+    if (result === 'unreachable') return { lease, ...target, ...this.holds.suspect(lease, now) };
     const retryAfter = details.retryAfterSeconds === undefined ? undefined : details.retryAfterSeconds * 1000;
     // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
     const reporter = { name: owner ?? '', trusted: owner === undefined || details.rotationTrusted === true };
@@ -331,46 +300,11 @@ export class MemoryLeaseStore implements LeaseStore {
 
   async observeHealth(proxyID: string, observation: HealthObservation): Promise<void> {
     const now = this.expireDue();
-    this.setHold(proxyID, onObservation(this.holds.get(proxyID), observation, now));
+    this.holds.observe(proxyID, observation, now);
   }
 
   onProbeRequest(listener: ProbeRequestListener): () => void {
-    this.probeListeners.add(listener);
-    // Suspicions raised while nobody listened (before the engine started): asked again, on
-    // the next turn so the caller holds its unsubscribe function first.
-    queueMicrotask(() => {
-      if (!this.probeListeners.has(listener)) return;
-      const now = this.clock.now();
-      for (const [id, state] of this.holds) {
-        const record = this.catalog.get(id);
-        if (record === undefined || !isSuspect(state, addressOf(record), now, this.suspicion)) continue;
-        this.tell(listener, id, state.address, suspicionToken(state.suspectSince!));
-      }
-    });
-    return () => this.probeListeners.delete(listener);
-  }
-
-  private tell(listener: ProbeRequestListener, proxyID: string, address: string, suspicion: string): void {
-    try {
-      listener(proxyID, address, suspicion);
-    } catch (err) {
-      this.logger.error({ err, proxyID }, 'probe request listener threw');
-    }
-  }
-
-  /** An unreachable report on a lease: the proxy at the leased address becomes suspect, once. */
-  private suspect(lease: Lease, now: number): { suspect: boolean; probeRequested: boolean } {
-    const address = addressOf(lease.proxy);
-    const { verdict, state } = onUnreachable(this.holds.get(lease.proxyID), address, now, this.suspicion);
-    if (verdict !== 'raised') {
-      return { suspect: verdict === 'already_suspect', probeRequested: false };
-    }
-    this.suspicionsRaised++;
-    this.setHold(lease.proxyID, state);
-    this.nextSuspicionEnd = Math.min(this.nextSuspicionEnd, now + this.suspicion.timeoutMillis);
-    for (const listener of [...this.probeListeners])
-      this.tell(listener, lease.proxyID, address, suspicionToken(now));
-    return { suspect: true, probeRequested: true };
+    return this.holds.onProbeRequest(listener);
   }
 
   async endSession(key: string, owner?: string): Promise<void> {
@@ -401,13 +335,7 @@ export class MemoryLeaseStore implements LeaseStore {
 
   async totals(): Promise<StoreTotals> {
     const now = this.expireDue();
-    this.sweepHolds(now);
-    let suspectProxies = 0;
-    for (const [id, state] of this.holds) {
-      if (isSuspect(state, state.address, now, this.suspicion) && this.catalog.get(id) !== undefined) {
-        suspectProxies++;
-      }
-    }
+    const { suspectProxies, suspicionsRaised, suspicionsExpired } = this.holds.totals(now);
     return {
       activeLeases: this.leases.size,
       activeSessions: this.sessions.sweep(now),
@@ -415,8 +343,8 @@ export class MemoryLeaseStore implements LeaseStore {
       sessionsEvicted: this.sessions.evictions,
       cooldownsEvicted: this.targets.evictions,
       suspectProxies,
-      suspicionsRaised: this.suspicionsRaised,
-      suspicionsExpired: this.suspicionsExpired,
+      suspicionsRaised,
+      suspicionsExpired,
     };
   }
 
@@ -446,38 +374,20 @@ export class MemoryLeaseStore implements LeaseStore {
     this.requests.expire(now);
     this.sessions.sweep(now);
     this.targets.sweep(now);
-    this.sweepHolds(now);
-    for (const [id, window] of this.stats) if (window.isEmpty(now)) this.stats.delete(id);
-    for (const id of this.egress.keys())
-      if (this.catalog.get(id) === undefined && !this.targets.hasProxy(id)) this.egress.delete(id);
+    this.holds.sweep(now);
+    this.stats.sweep(now);
+    this.egress.sweep();
   }
 
   private usageOf(proxyID: string, now: number): ProxyUsage {
-    const activeLeases = this.loads.get(proxyID) ?? 0;
-    const window = this.stats.get(proxyID);
-    const held = this.heldNow(proxyID, now);
-    // Most of a large fleet is idle at any moment: one shared answer, no allocation.
-    if (activeLeases === 0 && window === undefined && held === undefined) return this.idle;
-    const counts = window?.totals(now) ?? { ok: 0, banned: 0, rate_limited: 0, unreachable: 0 };
-    return {
-      activeLeases,
-      stats: { windowSeconds: this.statsWindowSeconds, ...counts },
-      ...(held === undefined ? {} : { held }),
-    };
-  }
-
-  private heldNow(proxyID: string, now: number): HoldReason | undefined {
-    const state = this.holds.get(proxyID);
-    const record = state === undefined ? undefined : this.catalog.get(proxyID);
-    return record === undefined ? undefined : holdOf(state, addressOf(record), now, this.suspicion);
+    return this.stats.usage(proxyID, this.loads.get(proxyID) ?? 0, this.holds.heldNow(proxyID, now), now);
   }
 
   /** Replaces a proxy's hold state and moves it into or out of the index to match. */
   private setHold(proxyID: string, state: HoldState | undefined): void {
     const record = this.catalog.get(proxyID);
     const wasIndexed = this.index.has(proxyID);
-    if (state === undefined) this.holds.delete(proxyID);
-    else this.holds.set(proxyID, state);
+    this.holds.put(proxyID, state);
     if (record === undefined) return;
     const load = this.loads.get(proxyID) ?? 0;
     const indexed = this.indexable(record, this.clock.now());
@@ -489,27 +399,7 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {
-    return (
-      isLeasable(record) &&
-      holdOf(this.holds.get(record.id), addressOf(record), now, this.suspicion) === undefined
-    );
-  }
-
-  /** Ends suspicions no probe answered in time (loudly: nothing is re-probing) and forgets the rest. */
-  private sweepHolds(now: number): void {
-    for (const [id, state] of this.holds) {
-      if (state.suspectSince !== undefined && !isSuspect(state, state.address, now, this.suspicion)) {
-        this.suspicionsExpired++;
-        this.logger.error(
-          { proxyID: id, address: state.address, suspectSince: new Date(state.suspectSince).toISOString() },
-          'no probe answered an unreachable report in time: the proxy is leasable again; is the health engine running?',
-        );
-        const { suspectSince: _ended, ...rest } = state;
-        this.setHold(id, isForgettable(rest, now, this.suspicion) ? undefined : rest);
-      } else if (isForgettable(state, now, this.suspicion)) {
-        this.holds.delete(id);
-      }
-    }
+    return isLeasable(record) && this.holds.holdAt(record.id, addressOf(record), now) === undefined;
   }
 
   /** Whether a session's bound proxy can take this request's lease. */
@@ -523,47 +413,10 @@ export class MemoryLeaseStore implements LeaseStore {
     );
   }
 
-  /** Explains a refusal; runs only when nothing was free, so it may count. */
-  private refusal(
-    request: LeaseRequest,
-    target: string,
-    now: number,
-  ): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
-    const leasable = this.index.countLeasable(request.selector, request.exitIP);
-    let cooling = 0;
-    let firstEnd = Infinity;
-    if (leasable > 0) {
-      const matches = proxyMatcher(request.selector, request.exitIP);
-      for (const entry of this.targets.forTarget(target)) {
-        if (entry.until <= now || !this.index.has(entry.proxyID)) continue;
-        if (!matches(this.catalog.get(entry.proxyID)!)) continue;
-        cooling++;
-        firstEnd = Math.min(firstEnd, entry.until);
-      }
-    }
-    const reason: NoLeaseReason = refusal(leasable, cooling);
-    const ends = firstEnd === Infinity ? {} : { firstEnd };
-    return reason === 'all_cooling_down'
-      ? { refused: { granted: false, reason, retryAfterMs: firstEnd - now }, ...ends }
-      : { refused: { granted: false, reason }, ...ends };
-  }
-
   /** Ends every lease whose deadline has passed, and suspicions past theirs; returns the time it used. */
   private expireDue(): number {
     const now = this.clock.now();
-    // A suspicion that timed out makes its proxy leasable at once, not at the next sweep.
-    if (now >= this.nextSuspicionEnd) {
-      this.nextSuspicionEnd = Number.POSITIVE_INFINITY;
-      this.sweepHolds(now);
-      for (const state of this.holds.values()) {
-        if (state.suspectSince !== undefined) {
-          this.nextSuspicionEnd = Math.min(
-            this.nextSuspicionEnd,
-            state.suspectSince + this.suspicion.timeoutMillis,
-          );
-        }
-      }
-    }
+    this.holds.expireDue(now);
     for (let next = this.deadlines.peek(); next !== undefined && next.deadline <= now;) {
       this.logger.debug({ leaseID: next.lease.id, proxyID: next.lease.proxyID }, 'lease expired');
       this.end(next);
@@ -596,43 +449,16 @@ export class MemoryLeaseStore implements LeaseStore {
     const load = this.loads.get(id) ?? 0;
     if (before !== undefined && this.index.has(before.id)) this.index.delete(before, load);
     if (after === undefined) {
-      this.holds.delete(id);
+      this.holds.catalogChanged(id, before, after);
       return;
     }
-    this.followEgress(after);
-    const held = this.holds.get(id);
-    const caughtUp = onRecordChanged(
-      held,
-      { address: addressOf(after), healthy: after.healthy },
-      before?.healthy,
-    );
-    if (caughtUp === undefined) this.holds.delete(id);
-    else if (caughtUp !== held) this.holds.set(id, caughtUp);
+    this.egress.follow(after, () => this.clock.now());
+    this.holds.catalogChanged(id, before, after);
     if (this.indexable(after, this.clock.now())) this.index.add(after, load);
-  }
-
-  /** A renewed egress (a replacement's new address) forgets the proxy's cooldowns and streaks. */
-  private followEgress(record: ProxyRecord): void {
-    const seen = egressOf(record);
-    const step = egressStep(this.egress.get(record.id), seen);
-    if (step === 'same') return;
-    this.egress.set(record.id, seen!);
-    if (step !== 'renewed') return;
-    const forgotten = this.targets.forgetProxy(record.id, this.clock.now());
-    if (forgotten > 0)
-      this.logger.info(
-        { proxyID: record.id, egress: seen, cooldowns: forgotten },
-        'new egress: forgot the cooldowns the old address earned',
-      );
   }
 }
 
 /** The candidates a token's scope admits, in the same order. */
 function* within(free: Iterable<Candidate>, admits: (proxy: ProxyRecord) => boolean): Generator<Candidate> {
   for (const candidate of free) if (admits(candidate.proxy)) yield candidate;
-}
-
-/** The address a hold is about: where the proxy listens. */
-function addressOf(proxy: ProxyRecord): string {
-  return `${proxy.ip}:${proxy.port}`;
 }

@@ -51,10 +51,6 @@ function byLatencyThenID(a: ProxyRecord, b: ProxyRecord): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-export function addressOf(record: Pick<ProxyRecord, 'ip' | 'port'>): string {
-  return `${record.ip}:${record.port}`;
-}
-
 /**
  * A lease value (proxy, addr, ttl, at, exp, target, sel, rec, session) as a Lease. The
  * session is the last field and may hold anything, the separator included.

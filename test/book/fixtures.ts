@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import type { ProxyRecord } from '../../book/catalog.js';
 import { IndexedCatalog } from '../../book/indexed-catalog.js';
-import type { Clock } from '../../book/memory-lease-store.js';
+import type { Clock } from '../../book/clock.js';
 
 /** A healthy, leasable proxy; override what the case is about. */
 export function proxy(id: string, overrides: Partial<ProxyRecord> = {}): ProxyRecord {

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { ProxyCatalog, ProxyRecord } from '../../book/catalog.js';
 import type { AcquireResult, Lease, LeaseRequest, LeaseStore, ReportResult } from '../../book/lease-store.js';
 import type { ProxyCooldown } from '../../book/lease-store.js';
-import type { Clock } from '../../book/memory-lease-store.js';
+import type { Clock } from '../../book/clock.js';
 import type { LeaseBookOptions } from '../../book/lease-book-settings.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 

@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import type { Redis } from 'ioredis';
 import type { LeaseRequest } from '../../book/lease-store.js';
 import { connectRedis } from '../../book/redis-connection.js';
-import { RedisLeaseStore, STORE_RETRY_AFTER_SECONDS } from '../../book/redis-lease-store.js';
+import { RedisLeaseStore } from '../../book/redis-lease-store.js';
+import { STORE_RETRY_AFTER_SECONDS } from '../../book/redis-script-runner.js';
 import { StoreUnavailableError } from '../../book/store-unavailable.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';

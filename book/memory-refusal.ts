@@ -1,0 +1,42 @@
+// Why the memory store refused a lease: counted only when nothing was free (the fleet is
+// walked for the reason, never for a grant).
+
+import type { ProxyCatalog } from './catalog.js';
+import type { FreeProxyIndex } from './free-proxy-index.js';
+import { refusal } from './lease-selection.js';
+import type { AcquireResult, LeaseRequest, NoLeaseReason } from './lease-store.js';
+import { proxyMatcher } from './selector.js';
+import type { TargetBook } from './target-book.js';
+
+/** What the explanation reads: the free index, the cooldowns, the catalog. */
+export interface RefusalSources {
+  index: FreeProxyIndex;
+  targets: TargetBook;
+  catalog: ProxyCatalog;
+}
+
+/** The refusal of this request at now, and when its first running cooldown ends (none: absent). */
+export function explainRefusal(
+  { index, targets, catalog }: RefusalSources,
+  request: LeaseRequest,
+  target: string,
+  now: number,
+): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
+  const leasable = index.countLeasable(request.selector, request.exitIP);
+  let cooling = 0;
+  let firstEnd = Infinity;
+  if (leasable > 0) {
+    const matches = proxyMatcher(request.selector, request.exitIP);
+    for (const entry of targets.forTarget(target)) {
+      if (entry.until <= now || !index.has(entry.proxyID)) continue;
+      if (!matches(catalog.get(entry.proxyID)!)) continue;
+      cooling++;
+      firstEnd = Math.min(firstEnd, entry.until);
+    }
+  }
+  const reason: NoLeaseReason = refusal(leasable, cooling);
+  const ends = firstEnd === Infinity ? {} : { firstEnd };
+  return reason === 'all_cooling_down'
+    ? { refused: { granted: false, reason, retryAfterMs: firstEnd - now }, ...ends }
+    : { refused: { granted: false, reason }, ...ends };
+}

@@ -1,0 +1,258 @@
+// The acquire script: the claim of the best candidate under its cap, or why none could take it.
+
+import type { Body, ScriptName } from './script-parts.js';
+
+/**
+ * Leases a proxy. ARGV after now: leaseID, ttlSeconds, the lease key's life in ms (ttl plus
+ * a minute), candidate count, then per candidate in the replica's (latency, id) order (its
+ * place there is its rank): id, maxLeases, record JSON; then, left out from the last one
+ * that has its default on (redis-book-codec.ts's acquireArgs): target ('' = global pool),
+ * selector JSON ('{}'), session (''), session mode ('check' | 'moved' | 'none'), a bound
+ * proxy the replica knows is not leasable for this request (''), the request key ('':
+ * none; a key granted before answers dup, its lease id and stored value). Answers one string of
+ * \0-separated fields (one bulk reply: a nested reply of ~15 elements cost the client ~10 µs
+ * more to decode, docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID,
+ * now, expiresAt, moved, load, hints, then the statistics slots; or need, boundProxyID (the
+ * session's proxy was not among the candidates); or none, leasable, cooling, moved, ms until
+ * the first cooldown among them ends (-1: none), hints. Hints: "i:load" for each candidate
+ * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
+ * candidate has none.
+ *
+ * Written for its common path, an idle proxy among idle candidates (docs/benchmarks.md, issue
+ * 21's third round): each closure, table, new string, number conversion and argument costs
+ * Redis ~1-3k instructions here, about a microsecond, so that path makes as few as it can:
+ * no helper defined up front (busy proxies, new load strings, sessions, holds and the
+ * failure ratio are behind loaders), no number converted that need not be, writes made of
+ * the strings it was sent or read.
+ */
+const ACQUIRE = String.raw`
+local ARGV = ARGV
+local lease_id = ARGV[A + 1]
+local ttl = ARGV[A + 2]
+local n = tonumber(ARGV[A + 4])
+-- Candidate i's fields: id ARGV[B + 3i - 2], maxLeases B + 3i - 1, record B + 3i.
+local B = A + 4
+local T = B + 3 * n
+local target = ARGV[T + 1] or ''
+local session = ARGV[T + 3] or ''
+local mode = ARGV[T + 4] or 'none'
+-- A request key granted before (request-outcomes.ts): that lease again, no second one.
+local rk = ARGV[T + 6] or ''
+if rk ~= '' then
+  local prior = redis.call('GET', P .. ':req:' .. rk)
+  if prior then return 'dup\0' .. prior end
+end
+
+-- The session first: a binding to a proxy the replica did not send costs no reads.
+local moved = false
+local bound_i
+if session ~= '' and mode == 'check' then
+  if not bound_to then bound_to, bind = load_sessions() end
+  local bound = bound_to(session)
+  if bound then
+    if bound == (ARGV[T + 5] or '') then
+      moved = true
+    else
+      for i = 1, n do
+        if ARGV[B + 3 * i - 2] == bound then bound_i = i end
+      end
+      if not bound_i then return 'need\0' .. bound end
+    end
+  end
+elseif mode == 'moved' then
+  moved = true
+end
+
+-- One MGET of the chunk's load strings ("Fn e m", the header); their flags say which holds
+-- and cooldowns for the target to read too (all for a proxy without one): a second MGET only
+-- when some proxy may have any. load[i]: the candidate's live leases, -1 while a hold keeps
+-- it out. The tables of the rare cases are made when first needed: extra (what the second
+-- MGET read for whom), busy (e, m and flags of a proxy with leases), cool and entry
+-- (cooldowns).
+local keys, load = {}, {}
+local got, extra, more, busy, cool, entry
+if n > 0 then
+  for i = 1, n do keys[i] = P .. ':ld:' .. ARGV[B + 3 * i - 2] end
+  got = redis.call('MGET', unpack(keys))
+  local ekeys
+  for i = 1, n do
+    local v = got[i]
+    local f = v and string.byte(v) - 97 or -1
+    if f < 0 or f % 4 ~= 0 then
+      local id = ARGV[B + 3 * i - 2]
+      ekeys, extra = ekeys or {}, extra or {}
+      local x = {}
+      if f < 0 or f % 2 == 1 then
+        ekeys[#ekeys + 1] = P .. ':hold:' .. id
+        x.hold = #ekeys
+      end
+      if f < 0 or f % 4 >= 2 then
+        ekeys[#ekeys + 1] = P .. ':cd:' .. id .. '\0' .. target
+        x.cd = #ekeys
+      end
+      extra[i] = x
+    end
+  end
+  if ekeys then more = redis.call('MGET', unpack(ekeys)) end
+end
+local hints = ''
+for i = 1, n do
+  local x = extra and extra[i]
+  local h = x and x.hold and more[x.hold]
+  if h then
+    if not held then held = load_holds() end
+    local r = cjson.decode(ARGV[B + 3 * i])
+    if held(cjson.decode(h), r.ip .. ':' .. r.port) ~= nil then
+      load[i] = -1
+      hints = hints .. ',' .. i .. ':h'
+    end
+  end
+  if not load[i] then
+    local v = got[i]
+    if not v or string.sub(v, 2, 3) == '0 ' then
+      -- Idle (its zset holds only the sentinel): its load string is read past if chosen.
+      load[i] = 0
+    else
+      if not load_of then load_of, load_put = load_loads() end
+      local l, e, m, f = load_of(ARGV[B + 3 * i - 2], v)
+      load[i] = l
+      busy = busy or {}
+      busy[i] = { e, m, f }
+      if l > 0 then hints = hints .. ',' .. i .. ':' .. l end
+    end
+    local ends = x and x.cd and more[x.cd]
+    if ends then
+      entry = entry or {}
+      entry[i] = true
+      if tonumber(ends) > NOW then
+        cool = cool or {}
+        cool[i] = tonumber(ends)
+      end
+    end
+  end
+end
+
+-- Under its cap: an idle one unless its cap is 0 (no number to convert), a busy one below it.
+local function room(i)
+  local l = load[i]
+  if l == 0 then return ARGV[B + 3 * i - 1] ~= '0' end
+  return l < tonumber(ARGV[B + 3 * i - 1])
+end
+
+local chosen
+if bound_i then
+  if load[bound_i] >= 0 and not (cool and cool[bound_i]) and room(bound_i) then
+    chosen = bound_i
+  else
+    moved = true
+  end
+end
+
+local leasable, cooling, first_end = 0, 0, -1
+if not chosen then
+  -- Least loaded; among equals one without recent failures for the target, else the lowest
+  -- failure ratio; then the replica's (latency, id) rank: the candidates' order.
+  local ratio_of
+  if entry then
+    if not failing_ratio then failing_ratio = load_ratio() end
+    local ratio = {}
+    ratio_of = function(i)
+      if ratio[i] == nil then ratio[i] = entry[i] and failing_ratio(ARGV[B + 3 * i - 2], target) or -1 end
+      return ratio[i]
+    end
+  end
+  for i = 1, n do
+    local l = load[i]
+    if l >= 0 then
+      leasable = leasable + 1
+      local c = cool and cool[i]
+      if c then
+        cooling = cooling + 1
+        if first_end < 0 or c < first_end then first_end = c end
+      elseif room(i) then
+        -- Without any (proxy, target) entry among them every ratio is -1: the rank decides.
+        if chosen == nil or l < load[chosen] or
+          (entry and l == load[chosen] and ratio_of(i) < ratio_of(chosen)) then
+          chosen = i
+        end
+      end
+    end
+  end
+end
+
+if not chosen then
+  local wait = -1
+  if first_end >= 0 then wait = first_end - NOW end
+  return 'none\0' .. leasable .. '\0' .. cooling .. '\0' .. (moved and '1' or '0') .. '\0' .. wait .. '\0' ..
+    string.sub(hints, 2)
+end
+
+local id = ARGV[B + 3 * chosen - 2]
+local exp = NOW + tonumber(ttl) * 1000
+local exp_s = string.format('%d', exp)
+local now_s = NOW_S or string.format('%d', NOW)
+-- The address field stays empty: readers take it from the record (leases block's addr_of).
+local value = id .. '\0\0' .. ttl .. '\0' .. now_s .. '\0' .. exp_s .. '\0' ..
+  target .. '\0' .. (ARGV[T + 2] or '{}') .. '\0' .. ARGV[B + 3 * chosen] .. '\0' .. session
+redis.call('SET', P .. ':lease:' .. lease_id, value, 'PX', ARGV[A + 3])
+if rk ~= '' then redis.call('SET', P .. ':req:' .. rk, lease_id .. '\0' .. value, 'PX', REQ_RETAIN) end
+redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
+local v = got[chosen]
+local now_load = '1'
+local f
+if v and not (busy and busy[chosen]) and string.byte(v) >= 97 then
+  -- Idle with a load string "F0 e m": it becomes "F1 exp m" while exp fits within m.
+  local tail = string.sub(v, (string.find(v, ' ', 4, true)))
+  f = string.byte(v) - 97
+  if f >= STATS or exp > tonumber(tail) then f = nil end
+  if f then redis.call('SET', keys[chosen], string.sub(v, 1, 1) .. '1 ' .. exp_s .. tail, 'KEEPTTL') end
+end
+local slots
+if not f then
+  -- A busy proxy, a new load string, m to move, or statistics to read: the general path.
+  if not load_of then load_of, load_put = load_loads() end
+  local e, m
+  local b = busy and busy[chosen]
+  if b then
+    e, m, f = b[1], b[2], b[3]
+  elseif v and string.byte(v) >= 97 then
+    local at = string.find(v, ' ', 4, true)
+    e, m, f = string.sub(v, 4, at - 1), string.sub(v, at + 1), string.byte(v) - 97
+  end
+  -- Its statistics, when it may have some; none found: the flag goes with this write.
+  if not f or f >= STATS then
+    slots = redis.call('HVALS', P .. ':stats:' .. id)
+    if f and #slots == 0 then f = f - STATS end
+  end
+  if not f then
+    -- A new load string (or one from before flags): its flags from what is there. The hold
+    -- and the cooldown for this target were read above.
+    local x = extra[chosen]
+    f = (more[x.hold] and HOLD or 0) + (#slots > 0 and STATS or 0)
+    if more[x.cd] or redis.call('EXISTS', P .. ':tord:' .. id) == 1 then f = f + COOL end
+  end
+  now_load = load_put(id, load[chosen] + 1, e, m, exp, exp_s, keys[chosen], f)
+end
+if session ~= '' then
+  if not bind then bound_to, bind = load_sessions() end
+  bind(session, id, chosen == bound_i)
+end
+-- Chosen, so not held: no second look at its hold.
+local reply = 'ok\0' .. id .. '\0' .. now_s .. '\0' .. exp_s .. '\0' .. (moved and '1' or '0') .. '\0' ..
+  now_load .. '\0' .. string.sub(hints, 2)
+if slots and #slots > 0 then reply = reply .. '\0' .. table.concat(slots, '\0') end
+return reply
+`;
+
+export const ACQUIRE_BODIES = {
+  acquire: {
+    needs: ['now'],
+    lazy: [
+      { loader: 'load_loads', needs: ['loads'], exports: ['load_of', 'load_put'] },
+      { loader: 'load_holds', needs: ['held'], exports: ['held'] },
+      { loader: 'load_sessions', needs: ['sessions'], exports: ['bound_to', 'bind'] },
+      { loader: 'load_ratio', needs: ['entries'], exports: ['failing_ratio'] },
+    ],
+    body: ACQUIRE,
+  },
+} satisfies Partial<Record<ScriptName, Body>>;

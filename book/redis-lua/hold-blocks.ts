@@ -1,0 +1,69 @@
+// Helper blocks of the holds of suspect or down proxies and the running suspicions.
+
+import type { Block, BlockName } from './script-parts.js';
+
+export const HOLD_BLOCKS = {
+  held: {
+    needs: ['now'],
+    lua: String.raw`
+local function k_hold(id) return P .. ':hold:' .. id end
+
+-- Why a hold keeps a proxy at addr out of every lease, or nil.
+local function held(h, addr)
+  if h.sa == addr and h.su > NOW then return 'suspect' end
+  if h.da == addr then return 'down' end
+  return nil
+end`,
+  },
+  holds: {
+    needs: ['held', 'count', 'flags'],
+    lua: String.raw`
+-- Holds: sa/ss/su = suspect address, since, deadline; da = down address; ca/ct = address and
+-- time of the last suspicion a probe ended (the abuse guard's hold-off).
+local function hold_get(id)
+  local v = redis.call('GET', k_hold(id))
+  if v then return cjson.decode(v) end
+  return {}
+end
+
+local function hold_put(id, h)
+  if next(h) == nil then
+    redis.call('DEL', k_hold(id))
+    flag(id, HOLD, false)
+  else
+    flag(id, HOLD, true)
+    redis.call('SET', k_hold(id), cjson.encode(h), 'PX', RETAIN)
+  end
+end
+
+local function clear_suspicion(id, h)
+  h.sa = nil
+  h.ss = nil
+  h.su = nil
+  redis.call('ZREM', K_SUSPECTS, id)
+end
+
+-- A suspicion past its deadline ends unanswered; returns true when it did so now.
+local function expire_suspicion(id, h)
+  if h.sa ~= nil and h.su <= NOW then
+    clear_suspicion(id, h)
+    count('suspicionsExpired')
+    count('freed')
+    return true
+  end
+  return false
+end`,
+  },
+  suspicions: {
+    needs: ['holds'],
+    lua: String.raw`
+local function prune_suspicions(limit)
+  local due = redis.call('ZRANGEBYSCORE', K_SUSPECTS, '-inf', NOW, 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    local h = hold_get(id)
+    if not expire_suspicion(id, h) then redis.call('ZREM', K_SUSPECTS, id) end
+    hold_put(id, h)
+  end
+end`,
+  },
+} satisfies Partial<Record<BlockName, Block>>;
