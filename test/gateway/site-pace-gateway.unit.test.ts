@@ -111,3 +111,24 @@ describe("the gateway keeps each upstream's pace for a rate-limiting site", () =
     60_000,
   );
 });
+
+describe('a turn past the wait bound', () => {
+  it("answers 503 site_paced at once, with the turn's Retry-After, and sends nothing to the site", async () => {
+    world = await startWorld({ idleMs: 5000 });
+    const base = `http://127.0.0.1:${world.site.httpPort}`;
+    // The site's 429 says come back in 30 s: the session's proxy rests that long for the site.
+    const limited = await viaGateway(world.port, `${base}/slow-limit`, basic('session-p1'));
+    expect(limited.status).toBe(429);
+    const seen = world.site.seen.length;
+    const started = Date.now();
+    const paced = await viaGateway(world.port, `${base}/`, basic('session-p1'));
+    expect(paced.status).toBe(503);
+    expect(paced.headers['x-gateway-error']).toMatch(/^site_paced: /);
+    expect(Number(paced.headers['retry-after'])).toBeGreaterThan(20);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(world.site.seen.length).toBe(seen);
+    expect(await world.registry.getSingleMetricAsString('proxy_operator_gateway_requests_total')).toMatch(
+      /outcome="paced"} 1/,
+    );
+  });
+});
