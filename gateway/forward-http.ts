@@ -17,7 +17,7 @@ import {
   type GatewayContext,
 } from './gateway-context.js';
 import type { HeldLease } from './lease-pool.js';
-import { replyError } from './replies.js';
+import { replyError, type GatewayError } from './replies.js';
 import { canonicalTarget } from './target.js';
 import { basicAuthorization } from './upstream-tunnel.js';
 import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
@@ -76,14 +76,27 @@ export async function forwardHttp(
   if (body === 'gone') return ctx.metrics.ended('http', 'client_gone');
   const headers = forwardedHeaders(req);
   const leaseReq = leaseRequest(owner, options, target, ctx.options.ttlSeconds);
+  const clientGone = () => req.socket.destroyed;
+  // The wait bound counts from the request's arrival: a turn at the site's pace past it is not taken.
+  const deadline = Date.now() - (performance.now() - startedAt) + ctx.options.maxRestWaitMs;
+  const room = (upstreamID: string) => ctx.paces.hasRoom(upstreamID, target);
   let last = 'none tried';
   let staleRetried = false;
   for (let attempt = 1; attempt <= ctx.options.maxAttempts; attempt++) {
-    const taken = await leaseForAttempt(ctx, leaseReq, 'http', () => req.socket.destroyed);
+    const taken = await leaseForAttempt(ctx, leaseReq, 'http', clientGone, room);
     if ('refusal' in taken) return replyError(res, taken.refusal);
     const lease: HeldLease = taken.lease;
+    const turn = await ctx.paces.turn(lease.upstream.id, target, deadline, clientGone);
+    if (turn.heldMs > 0) ctx.metrics.paced(turn.heldMs / 1000);
+    if (turn.kind !== 'go') {
+      ctx.pool.give(lease, leaseReq.session);
+      if (turn.kind === 'client_gone') return ctx.metrics.ended('http', 'client_gone');
+      ctx.metrics.ended('http', 'paced');
+      return replyError(res, sitePaced(target, turn.waitMs));
+    }
     if (attempt > 1) ctx.metrics.retried('http');
     const sentAt = performance.now();
+    const sentAtMs = Date.now();
     ctx.metrics.addedLatency('http', (sentAt - startedAt) / 1000);
     const sent = await sendOnce(ctx, lease, req.method!, url, headers, body);
     if (sent.kind === 'response') {
@@ -93,12 +106,17 @@ export async function forwardHttp(
         ctx.options.codes,
         Date.now(),
       );
+      if (verdict.kind === 'report' && verdict.report === 'rate_limited') {
+        rateLimited(ctx, lease, target, sentAtMs, verdict.retryAfterSeconds);
+        // The lease stays: its pace holds this upstream's next requests to the site back.
+        return relay(ctx, lease, leaseReq.session, sent.response, res, false, body.length);
+      }
       if (verdict.kind !== 'retry') {
         if (verdict.kind === 'report') {
           void report(ctx, lease, verdict.report, target, verdict.retryAfterSeconds);
           // Every session on that proxy for this target moves, those sharing its lease too.
           ctx.pool.retireProxy(lease.upstream.id, target);
-        }
+        } else ctx.paces.succeeded(lease.upstream.id, target, sentAtMs);
         return relay(
           ctx,
           lease,
@@ -132,6 +150,46 @@ export async function forwardHttp(
   }
   ctx.metrics.ended('http', 'upstream_failed');
   replyError(res, upstreamFailed(ctx.options.maxAttempts, last));
+}
+
+/**
+ * The site rate-limited a request through `lease`: its pace learns from it (site-pace.ts), and
+ * the book is told once per rest (a 429 to a request sent before the rest began says nothing
+ * new). Without a Retry-After the book is told the pace's own rest, a moment: the pace slows
+ * this upstream down, and the book's doubling cooldown (10 s, up to 120 s; for clients that keep
+ * no pace) would only idle it while requests wait.
+ */
+function rateLimited(
+  ctx: GatewayContext,
+  lease: HeldLease,
+  target: string,
+  sentAtMs: number,
+  retryAfterSeconds: number | undefined,
+): void {
+  const learned = ctx.paces.rateLimited(
+    lease.upstream.id,
+    target,
+    sentAtMs,
+    retryAfterSeconds === undefined ? undefined : retryAfterSeconds * 1000,
+  );
+  if (!learned.teaches) return;
+  void report(
+    ctx,
+    lease,
+    'rate_limited',
+    target,
+    retryAfterSeconds ?? Math.max(1, Math.ceil(learned.restMs / 1000)),
+  );
+}
+
+/** Every upstream this request may use keeps the site's pace, and its turn comes past the wait bound. */
+export function sitePaced(target: string, waitMs: number): GatewayError {
+  return {
+    status: 503,
+    code: 'site_paced',
+    message: `the upstream keeps ${target}'s pace (learned from its 429s): this request's turn comes in ${Math.ceil(waitMs / 1000)} s, past the wait bound`,
+    retryAfter: Math.max(1, Math.ceil(waitMs / 1000)),
+  };
 }
 
 function reject(ctx: GatewayContext, res: ServerResponse, code: 'invalid_request', message: string): void {

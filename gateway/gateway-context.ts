@@ -6,6 +6,7 @@ import type { LeasePool } from './lease-pool.js';
 import type { GatewayBook, GatewayLeaseRequest, TokenVerifier, UpstreamGuard } from './ports.js';
 import type { GatewayError } from './replies.js';
 import type { HeldLease, TakeResult } from './lease-pool.js';
+import type { SitePaces } from './site-paces.js';
 import type { UpstreamAgents } from './upstream-agents.js';
 import type { StatusCodes } from './upstream-outcome.js';
 import type { UsernameOptions } from './username.js';
@@ -25,8 +26,9 @@ export interface GatewayOptions {
   /** Request bodies are held (up to this size) so a failed attempt can be retried elsewhere. */
   maxBodyBytes: number;
   /**
-   * Milliseconds a request may wait when every proxy rests for its site (all_cooling_down with
-   * the first rest's end known) before the client gets the 503.
+   * Milliseconds a request may wait, from its arrival, when every proxy rests for its site
+   * (all_cooling_down with the first rest's end known) or for its turn at the site's pace
+   * (site-pace.ts), before the client gets the 503.
    */
   maxRestWaitMs: number;
 }
@@ -56,6 +58,8 @@ export interface GatewayContext {
   /** Where guarded (External) upstreams may be; without it, every guarded upstream is refused. */
   guard?: UpstreamGuard;
   metrics: GatewayMetrics;
+  /** Each (upstream, target)'s pace on plain HTTP, learned from the site's 429s (this replica's memory). */
+  paces: SitePaces;
   options: GatewayOptions;
   logger: Logger;
 }
@@ -85,9 +89,13 @@ export const AVOID_FAILED_MS = 10_000;
 const MAX_AVOIDING_TAKES = 4;
 
 /** A lease from the pool, on an upstream that has not failed here lately when the book has one. */
-export async function takeAvoiding(ctx: GatewayContext, request: GatewayLeaseRequest): Promise<TakeResult> {
+export async function takeAvoiding(
+  ctx: GatewayContext,
+  request: GatewayLeaseRequest,
+  room?: (upstreamID: string) => boolean,
+): Promise<TakeResult> {
   for (let i = 0; ; i++) {
-    const taken = await ctx.pool.take(request);
+    const taken = await ctx.pool.take(request, room);
     if (!taken.granted || i >= MAX_AVOIDING_TAKES) return taken;
     const until = ctx.failed.get(taken.lease.upstream.id);
     if (until === undefined || until <= Date.now()) return taken;
@@ -130,11 +138,13 @@ export async function leaseForAttempt(
   request: GatewayLeaseRequest,
   carrier: Carrier,
   clientGone: () => boolean = () => false,
+  /** Whether a request through an upstream may go now (plain HTTP: its site pace); idle leases that may go first. */
+  room?: (upstreamID: string) => boolean,
 ): Promise<{ lease: HeldLease } | { refusal: GatewayError }> {
   const started = Date.now();
   try {
     for (;;) {
-      const taken = await takeAvoiding(ctx, request);
+      const taken = await takeAvoiding(ctx, request, room);
       if (taken.granted) {
         if (taken.shared === true) ctx.metrics.shared(carrier);
         return { lease: taken.lease };

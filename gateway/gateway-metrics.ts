@@ -6,15 +6,23 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
  * its status); site_down: the upstream said the site is unreachable (502); upstream_failed:
  * every attempt's upstream failed; no_proxy: the book had none to lease; refused: the client's
  * mistake (407, 400); client_gone: the client left before an answer; store_unavailable: the
- * book could not be reached.
+ * book could not be reached; paced: its turn at the site's pace came past the wait bound.
  */
 export type GatewayOutcome =
-  'ok' | 'site_down' | 'upstream_failed' | 'no_proxy' | 'refused' | 'client_gone' | 'store_unavailable';
+  | 'ok'
+  | 'site_down'
+  | 'upstream_failed'
+  | 'no_proxy'
+  | 'paced'
+  | 'refused'
+  | 'client_gone'
+  | 'store_unavailable';
 export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = [
   'ok',
   'site_down',
   'upstream_failed',
   'no_proxy',
+  'paced',
   'refused',
   'client_gone',
   'store_unavailable',
@@ -30,6 +38,8 @@ export class GatewayMetrics {
   private readonly added: Record<Carrier, { observe(v: number): void }>;
   private readonly tunnels: Gauge;
   private readonly shares: Record<Carrier, { inc(): void }>;
+  private readonly pacedRequests: { inc(): void };
+  private readonly paceWait: { observe(v: number): void };
 
   constructor(registry: Registry, leasesHeld: () => number) {
     const requests = new Counter({
@@ -83,6 +93,17 @@ export class GatewayMetrics {
       registers: [registry],
     });
     this.shares = { http: shares.labels('http'), tunnel: shares.labels('tunnel') };
+    this.pacedRequests = new Counter({
+      name: 'proxy_operator_gateway_paced_requests_total',
+      help: "Plain-HTTP requests the site's pace held for their turn (its rate learned from the site's 429s)",
+      registers: [registry],
+    });
+    this.paceWait = new Histogram({
+      name: 'proxy_operator_gateway_pace_wait_seconds',
+      help: "How long the site's pace held a request for its turn",
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
     const added = new Histogram({
       name: 'proxy_operator_gateway_added_latency_seconds',
       help: "Time the gateway spends before a request or CONNECT leaves for its upstream (authentication, lease, retries): what it adds to the client's latency",
@@ -99,6 +120,12 @@ export class GatewayMetrics {
 
   shared(carrier: Carrier): void {
     this.shares[carrier].inc();
+  }
+
+  /** A request the site's pace held for `seconds` before its turn. */
+  paced(seconds: number): void {
+    this.pacedRequests.inc();
+    this.paceWait.observe(seconds);
   }
 
   retried(carrier: Carrier): void {

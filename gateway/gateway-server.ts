@@ -14,6 +14,7 @@ import { GatewayMetrics } from './gateway-metrics.js';
 import { LeasePool } from './lease-pool.js';
 import type { GatewayBook, TokenVerifier, UpstreamGuard } from './ports.js';
 import { replyError, replyErrorOnSocket } from './replies.js';
+import { SitePaces } from './site-paces.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
 import { TUNNEL_HIGH_WATER_MARK } from './upstream-tunnel.js';
@@ -50,6 +51,7 @@ export class Gateway {
       agents: new UpstreamAgents(),
       ...(deps.guard === undefined ? {} : { guard: deps.guard }),
       metrics: new GatewayMetrics(deps.registry, () => pool.size),
+      paces: new SitePaces(),
       options,
       logger,
     };

@@ -111,20 +111,33 @@ export class LeasePool {
    * An idle lease of the same options; for a session that joined a shared lease, that lease;
    * else a new one from the book; when the book is full, a held lease of the same group.
    */
-  async take(request: GatewayLeaseRequest): Promise<TakeResult> {
+  async take(
+    request: GatewayLeaseRequest,
+    room: (upstreamID: string) => boolean = always,
+  ): Promise<TakeResult> {
     const group = groupKey(request);
     const slot = slotKey(group, request.session);
     const own = this.riding.get(slot);
+    /** An idle lease of these options whose upstream must wait for its turn at the site (site-paces.ts). */
+    let waiting: HeldLease | undefined;
     if (own !== undefined) {
-      for (const l of own) if (l.inFlight === 0 && !l.lost && !l.retired) return this.use(l, request.session);
+      for (const l of own) {
+        if (l.inFlight > 0 || l.lost || l.retired) continue;
+        if (room(l.upstream.id)) return this.use(l, request.session);
+        waiting ??= l;
+      }
+      // A session's own lease is its binding (its exit IP): it waits there for its turn.
+      if (waiting !== undefined && request.session !== undefined) return this.use(waiting, request.session);
       // Joined, not granted: the book bound no proxy to this session, so asking it would move it.
       if (request.session !== undefined) {
         const joined = leastLoaded([...own].filter((l) => l.request.session !== request.session));
         if (joined !== undefined) return this.use(joined, request.session);
       }
     }
+    // Without a session, a new lease may be on an upstream whose turn comes sooner.
     const result = await this.book.lease(request);
     if (!result.granted) {
+      if (waiting !== undefined) return this.use(waiting, request.session);
       if (result.reason !== 'all_busy') return result;
       const shared = leastLoaded(this.riding.get(slot) ?? []) ?? leastLoaded(this.groups.get(group) ?? []);
       if (shared === undefined) return result;
@@ -313,6 +326,8 @@ export class LeasePool {
     for (const s of lease.sessions.keys()) removeFrom(this.riding, slotKey(lease.group, s), lease);
   }
 }
+
+const always = () => true;
 
 function slotKey(group: string, session: string | undefined): string {
   return `${group}\n${session ?? ''}`;

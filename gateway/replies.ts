@@ -17,6 +17,7 @@ export type GatewayErrorCode =
   | 'no_match'
   | 'all_busy'
   | 'all_cooling_down'
+  | 'site_paced'
   | 'site_unreachable'
   | 'upstream_failed'
   | 'session_not_held'

@@ -157,3 +157,39 @@ describe('sharing when the book is full', () => {
     expect(await pool.take(req('b', 'news.example'))).toMatchObject({ granted: false, reason: 'all_busy' });
   });
 });
+
+describe("the site's pace: which idle lease a request takes (site-paces.ts says which upstream has room)", () => {
+  it('without a session: an idle lease whose upstream has a turn now, before one that must wait', async () => {
+    setUp(2, 1);
+    const first = await take();
+    const second = await take();
+    give(first.lease);
+    give(second.lease);
+    const paced = first.lease.upstream.id;
+    const taken = await pool.take(req(), (id) => id !== paced);
+    expect(taken.granted && taken.lease).toBe(second.lease);
+  });
+
+  it('without a session, none with room: a new lease from the book, else the idle one that must wait', async () => {
+    setUp(2, 1);
+    const first = await take();
+    give(first.lease);
+    const noRoom = () => false;
+    const fresh = await pool.take(req(), noRoom);
+    expect(fresh.granted && fresh.lease.upstream.id).not.toBe(first.lease.upstream.id);
+    expect(await booked()).toBe(2);
+    // The book is full now: the idle lease that must wait goes after all (it waits for its turn).
+    const waiting = await pool.take(req(), noRoom);
+    expect(waiting.granted && waiting.lease).toBe(first.lease);
+  });
+
+  it('a session keeps its own idle lease even when its upstream must wait (its exit stays)', async () => {
+    setUp(2, 1);
+    const own = await take('s');
+    await take();
+    give(own.lease, 's');
+    const taken = await pool.take(req('s'), () => false);
+    expect(taken.granted && taken.lease).toBe(own.lease);
+    expect(await booked()).toBe(2);
+  });
+});
