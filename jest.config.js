@@ -35,8 +35,8 @@ export default {
   // testTimeout is global in jest (projects cannot set it): integration tests on a loaded
   // two-core machine need the room; unit tests finish long before it.
   testTimeout: 120000,
-  // Still needed. On a two-core machine jest runs every suite in its own process (maxWorkers
-  // is cores - 1 = 1, which means in band), so one leaked handle in any suite keeps the run
+  // Still needed. On a two-core machine jest runs the suites in band, in its own process
+  // (maxWorkers is cores - 1 = 1), so one leaked handle in any suite keeps the run
   // alive: without forceExit the full run (2026-12-06) finished its tests, then hung with 13
   // TCP servers still listening on [::] in the jest process. Finding the suites that leave
   // them (`--detectOpenHandles`, in band) is open work (issue 47 item 7).

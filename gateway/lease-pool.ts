@@ -86,6 +86,8 @@ export class LeasePool {
   private readonly groups = new Map<string, Set<HeldLease>>();
   /** group + session ('' for none) → the leases it rides (for no session: those granted without one). */
   private readonly riding = new Map<string, Set<HeldLease>>();
+  /** group → the book's answers on their way (a grant counts in the book before it is held here). */
+  private readonly asking = new Map<string, Set<Promise<unknown>>>();
   private readonly now: () => number;
   private timer?: NodeJS.Timeout;
 
@@ -135,11 +137,27 @@ export class LeasePool {
       }
     }
     // Without a session, a new lease may be on an upstream whose turn comes sooner.
-    const result = await this.book.lease(request);
+    const asked = this.book.lease(request);
+    addTo(this.asking, group, asked);
+    let result: Awaited<typeof asked>;
+    try {
+      result = await asked;
+    } finally {
+      removeFrom(this.asking, group, asked);
+    }
     if (!result.granted) {
       if (waiting !== undefined) return this.use(waiting, request.session);
       if (result.reason !== 'all_busy') return result;
-      const shared = leastLoaded(this.riding.get(slot) ?? []) ?? leastLoaded(this.groups.get(group) ?? []);
+      const pick = () =>
+        leastLoaded(this.riding.get(slot) ?? []) ?? leastLoaded(this.groups.get(group) ?? []);
+      let shared = pick();
+      // The book may be full of this group's own grants whose answers are still on their way
+      // (a loaded event loop, a slow Redis): wait for them and share, rather than a 503.
+      for (let pending = this.asking.get(group); shared === undefined && pending !== undefined;) {
+        await Promise.allSettled(pending);
+        shared = pick();
+        pending = this.asking.get(group);
+      }
       if (shared === undefined) return result;
       if (request.session !== undefined) this.ride(shared, slotKey(group, request.session), request.session);
       return { ...this.use(shared, request.session), shared: true };
@@ -333,13 +351,13 @@ function slotKey(group: string, session: string | undefined): string {
   return `${group}\n${session ?? ''}`;
 }
 
-function addTo(index: Map<string, Set<HeldLease>>, key: string, lease: HeldLease): void {
+function addTo<T>(index: Map<string, Set<T>>, key: string, lease: T): void {
   const set = index.get(key);
   if (set === undefined) index.set(key, new Set([lease]));
   else set.add(lease);
 }
 
-function removeFrom(index: Map<string, Set<HeldLease>>, key: string, lease: HeldLease): void {
+function removeFrom<T>(index: Map<string, Set<T>>, key: string, lease: T): void {
   const set = index.get(key);
   if (set === undefined) return;
   set.delete(lease);

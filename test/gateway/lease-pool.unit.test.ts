@@ -151,6 +151,29 @@ describe('sharing when the book is full', () => {
     expect(pool.size).toBe(1);
   });
 
+  it("shares a grant still on its way: the book is full of the group's own leases whose answers have not arrived", async () => {
+    setUp(1, 1);
+    // A loaded event loop or a slow Redis: the book counts a's lease at once, its answer comes later.
+    const book = gatewayBook(store, catalog);
+    await pool.close();
+    pool = new LeasePool(
+      {
+        ...book,
+        lease: async (request) => {
+          const answer = await book.lease(request);
+          if (answer.granted) await new Promise((r) => setTimeout(r, 50));
+          return answer;
+        },
+      },
+      { idleMs: IDLE, now: () => clock },
+    );
+    const [a, b, c] = await Promise.all([take('a'), take('b'), take()]);
+    expect([a.shared, b.shared, c.shared]).toEqual([undefined, true, true]);
+    expect(b.lease).toBe(a.lease);
+    expect(c.lease).toBe(a.lease);
+    expect(await booked()).toBe(1);
+  });
+
   it('shares nothing across targets: all_busy stays when nothing of those options is held', async () => {
     setUp(1, 1);
     await take('a');
