@@ -57,7 +57,7 @@ import { exitIPSource, probeTargetOf } from './probe-target.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { holdsSlot, ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
-import { repairHold, type RepairHold, type RepairHoldReason } from './repair-hold.js';
+import { holdAfterLift, repairHold, type RepairHold, type RepairHoldReason } from './repair-hold.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 import { banRotation, cooldownSource, upSince, wantsBanCheck, type CooldownSource } from './ban-rotation.js';
@@ -106,6 +106,8 @@ export class ProxyController {
   private readonly cooldowns: CooldownSource;
   /** Proxies whose repair holds now, by key: proxy_operator_repairs_held counts them. */
   private readonly held = new Map<string, { provider: string; reason: RepairHoldReason }>();
+  /** Held proxies whose shared cause ended, by key: when (ms); their grace restarts then. */
+  private readonly lifted = new Map<string, number>();
 
   constructor(
     @inject(PROVIDERS) private readonly providers: ProviderSet,
@@ -146,7 +148,8 @@ export class ProxyController {
     const proxy = ctx.object;
     const provider = proxy.spec.provider ?? '';
     const share = this.budget.unhealthyShare(provider, ctx.cache);
-    return repairHold({
+    const key = proxyKey(proxy);
+    const decision = repairHold({
       provider,
       probeURL: proxy.spec.healthCheck.probeURL,
       target: this.verdicts.target(proxy.spec.healthCheck.probeURL),
@@ -154,6 +157,15 @@ export class ProxyController {
       total: share.total,
       maxUnhealthyPercent: this.settings.repairHoldUnhealthyPercent,
     });
+    const { hold, liftedAt } = holdAfterLift(
+      decision,
+      { reason: this.held.get(key)?.reason, liftedAt: this.lifted.get(key) },
+      (this.settings.autopilotClock?.() ?? new Date()).getTime(),
+      unhealthyGrace(proxy, this.settings.replaceUnhealthyAfterSeconds),
+    );
+    if (liftedAt === undefined) this.lifted.delete(key);
+    else this.lifted.set(key, liftedAt);
+    return hold;
   }
 
   /** The clock and the resolved policy for the pure decisions. */
@@ -288,6 +300,7 @@ export class ProxyController {
     this.budget.release(proxyKey(proxy));
     this.generated.delete(proxyKey(proxy));
     this.held.delete(proxyKey(proxy));
+    this.lifted.delete(proxyKey(proxy));
     const provider = this.providers.get(proxy.spec.provider ?? '');
     if (!provider) {
       return this.apply(
@@ -471,7 +484,10 @@ export class ProxyController {
     const proxy = ctx.object;
     if (step.repairHeld)
       this.held.set(proxyKey(proxy), { provider: proxy.spec.provider ?? '', reason: step.repairHeld });
-    else this.held.delete(proxyKey(proxy));
+    else {
+      this.held.delete(proxyKey(proxy));
+      this.lifted.delete(proxyKey(proxy));
+    }
     const exitIP = this.exitIPUpdate(proxy, step, override);
     let changed = true;
     if (step.status) {

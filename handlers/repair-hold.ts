@@ -76,3 +76,37 @@ export function repairHold(i: RepairHoldInputs): RepairHold {
   }
   return { kind: 'go' };
 }
+
+/** What the shell remembers of a proxy's hold: its reason, and when its cause ended (ms). */
+export interface HoldMemory {
+  reason?: RepairHoldReason;
+  liftedAt?: number;
+}
+
+/**
+ * The hold as it ends. A shared outage ends proxy by proxy: once the Unhealthy share falls to
+ * what is allowed, the last ones are still Unhealthy and long past a grace that ran while they
+ * were held; replacing them would throw away IPs that recover seconds later. So a proxy that
+ * was held gets its full grace again from the moment its cause ended; held time never counts.
+ * Pure: `memory` is what the shell kept, `liftedAt` what it should keep next.
+ */
+export function holdAfterLift(
+  decision: RepairHold,
+  memory: HoldMemory,
+  now: number,
+  graceSeconds: number,
+): { hold: RepairHold; liftedAt?: number } {
+  if (decision.kind === 'hold') return { hold: decision };
+  if (memory.reason === undefined) return { hold: decision };
+  const liftedAt = memory.liftedAt ?? now;
+  // The message is the same for the whole wait: one status write, one Event.
+  if (now - liftedAt >= graceSeconds * 1000) return { hold: decision };
+  return {
+    hold: {
+      kind: 'hold',
+      reason: memory.reason,
+      message: `repair held: its shared cause (${memory.reason}) ended at ${new Date(liftedAt).toISOString()}; held time does not count toward the grace, so this proxy gets ${graceSeconds} s from then to recover`,
+    },
+    liftedAt,
+  };
+}

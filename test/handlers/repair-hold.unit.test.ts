@@ -1,4 +1,11 @@
-import { repairHold, unhealthyAllowed, type RepairHoldInputs } from '../../handlers/repair-hold.js';
+import {
+  holdAfterLift,
+  repairHold,
+  unhealthyAllowed,
+  type HoldMemory,
+  type RepairHold,
+  type RepairHoldInputs,
+} from '../../handlers/repair-hold.js';
 import { decide } from './decide.js';
 import { SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
@@ -71,6 +78,63 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
     [100, 7, 7],
   ])('%i%% of %i proxies: %i may be Unhealthy with repairs going on', (percent, total, want) => {
     expect(unhealthyAllowed(total, percent)).toBe(want);
+  });
+});
+
+describe('holdAfterLift: held time never counts toward the grace', () => {
+  const T = Date.parse('2026-12-06T12:00:00Z');
+  const GRACE = 900;
+  const go: RepairHold = { kind: 'go' };
+  const held: RepairHold = { kind: 'hold', reason: 'FleetUnhealthy', message: 'repair held: …' };
+  it.each<[string, RepairHold, HoldMemory, number, string, number | undefined]>([
+    ['never held: the repair goes ahead', go, {}, T, 'go', undefined],
+    [
+      'still held: the live hold, nothing remembered',
+      held,
+      { reason: 'FleetUnhealthy', liftedAt: T - 5_000 },
+      T,
+      'FleetUnhealthy',
+      undefined,
+    ],
+    [
+      'the cause just ended: held on, its grace starts now',
+      go,
+      { reason: 'FleetUnhealthy' },
+      T,
+      'FleetUnhealthy',
+      T,
+    ],
+    [
+      'the cause ended earlier, grace not over: still held, same start',
+      go,
+      { reason: 'ProbeTargetUnreachable', liftedAt: T - 899_000 },
+      T,
+      'ProbeTargetUnreachable',
+      T - 899_000,
+    ],
+    [
+      'a full grace since the cause ended: the repair goes ahead',
+      go,
+      { reason: 'FleetUnhealthy', liftedAt: T - 900_000 },
+      T,
+      'go',
+      undefined,
+    ],
+  ])('%s', (_what, decision, memory, now, want, liftedAt) => {
+    const { hold, liftedAt: next } = holdAfterLift(decision, memory, now, GRACE);
+    expect(hold.kind === 'go' ? 'go' : hold.reason).toBe(want);
+    expect(next).toBe(liftedAt);
+  });
+
+  it('the message says when the cause ended and the grace, the same for the whole wait (one status write)', () => {
+    const { hold } = holdAfterLift(go, { reason: 'FleetUnhealthy', liftedAt: T - 300_000 }, T, GRACE);
+    expect(hold).toMatchObject({
+      kind: 'hold',
+      message: expect.stringContaining('ended at 2026-12-06T11:55:00.000Z') as unknown,
+    });
+    expect(hold.kind === 'hold' && hold.message).toContain('900 s from then');
+    const later = holdAfterLift(go, { reason: 'FleetUnhealthy', liftedAt: T - 300_000 }, T + 200_000, GRACE);
+    expect(later.hold).toEqual(hold);
   });
 });
 
