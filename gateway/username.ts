@@ -5,9 +5,12 @@
 //   username = "" | pair *( "-" pair )
 //   pair     = key "-" value
 //   key      = "session" | "ttl" | an attribute key some proxy carries
-//   key, value: 1+ of [A-Za-z0-9._~] or %XX (percent-escapes, decoded after splitting on "-":
-//               write "-" as %2D, ":" as %3A, "%" as %25)
+//   key, value: 1+ of [A-Za-z0-9._~], "--" (a literal "-") or %XX (percent-escapes, decoded
+//               after splitting: "-" may also be %2D, ":" is %3A, "%" is %25)
 //
+// "--" is the friendly escape: it survives a proxy URL unchanged (clients percent-decode a URL's
+// userinfo, so %2D there must be written %252D), and it was never valid before (an empty value),
+// so no username that parsed before means something else now.
 // Unknown keys are an error (a mistyped `sesion-…` must not silently mean "no session").
 
 export interface UsernameOptions {
@@ -38,7 +41,7 @@ export function parseUsername(username: string, limits: UsernameLimits): Usernam
   if (username === '') return { ok: true, options };
   if (username.length > MAX_USERNAME_LENGTH)
     return fail(`username is longer than ${MAX_USERNAME_LENGTH} characters`);
-  const parts = username.split('-');
+  const parts = splitParts(username);
   const seen = new Set<string>();
   for (let i = 0; i < parts.length; i += 2) {
     const rawKey = parts[i];
@@ -53,7 +56,7 @@ export function parseUsername(username: string, limits: UsernameLimits): Usernam
     const value = decodePart(rawValue);
     if (value === undefined)
       return fail(
-        `the value of "${shown(key)}" must be letters, digits, '.', '_', '~' or %XX escapes (write '-' as %2D)`,
+        `the value of "${shown(key)}" must be letters, digits, '.', '_', '~' or %XX escapes (write '-' as '--')`,
       );
     if (seen.has(key)) return fail(`option "${shown(key)}" is given twice`);
     seen.add(key);
@@ -79,6 +82,24 @@ export function parseUsername(username: string, limits: UsernameLimits): Usernam
     }
   }
   return { ok: true, options };
+}
+
+/** Splits on "-", where "--" is a literal "-" inside a part (kept as %2D, decoded with the rest). */
+function splitParts(username: string): string[] {
+  const parts: string[] = [];
+  let part = '';
+  for (let i = 0; i < username.length; i++) {
+    if (username[i] !== '-') part += username[i];
+    else if (username[i + 1] === '-') {
+      part += '%2D';
+      i++;
+    } else {
+      parts.push(part);
+      part = '';
+    }
+  }
+  parts.push(part);
+  return parts;
 }
 
 function decodePart(part: string): string | undefined {

@@ -205,7 +205,8 @@ describe('real clients through the gateway', () => {
     ['undici', 'https'],
   ])('%s over %s: every request answered, one exit IP for the session', async (client, scheme) => {
     const url = scheme === 'http' ? site.httpURL : site.httpsURL;
-    const session = `session-${client.replace('-', '')}${scheme}`;
+    // '--' is a '-' inside the session id: it must survive each client's URL handling.
+    const session = `session-${client.replace('-', '--')}--${scheme}`;
     let answers: { status: number; body: string }[] = [];
     if (client === 'python-requests') answers = await pythonRequests(session, url, 5);
     else if (client === 'scrapy') answers = await viaScrapy(session, [url], 5);

@@ -1,4 +1,6 @@
 // The proxy username's grammar (docs/gateway.md, "The username"), one row per rule.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseUsername, type UsernameOptions } from '../../gateway/username.js';
 
 const limits = { attributeKeys: new Set(['geo', 'provider', 'cloud-region']), maxTTLSeconds: 3600 };
@@ -13,8 +15,20 @@ describe('parseUsername', () => {
     ['a TTL in seconds', 'ttl-90', { ttlSeconds: 90, selector: {} }],
     ['a TTL with a unit', 'ttl-5m', { ttlSeconds: 300, selector: {} }],
     ['a TTL in hours', 'ttl-1h', { ttlSeconds: 3600, selector: {} }],
-    ["'-' in a value, escaped", 'session-crawl%2D7', { session: 'crawl-7', selector: {} }],
-    ["'-' in a key, escaped", 'cloud%2Dregion-eu%2Dwest1', { selector: { 'cloud-region': 'eu-west1' } }],
+    ["'-' in a value, written '--'", 'session-crawl--7', { session: 'crawl-7', selector: {} }],
+    [
+      "'-' in a key and a value, written '--'",
+      'cloud--region-eu--west1',
+      { selector: { 'cloud-region': 'eu-west1' } },
+    ],
+    [
+      "'--' then a separator: the value ends in '-'",
+      'session-a---geo-eu',
+      { session: 'a-', selector: { geo: 'eu' } },
+    ],
+    ["'--' twice: two '-'", 'session-a----b', { session: 'a--b', selector: {} }],
+    ["'-' in a value, as %2D", 'session-crawl%2D7', { session: 'crawl-7', selector: {} }],
+    ["'-' in a key, as %2D", 'cloud%2Dregion-eu%2Dwest1', { selector: { 'cloud-region': 'eu-west1' } }],
     ["Crawlee's session ids", 'session-session_Ab3xY', { session: 'session_Ab3xY', selector: {} }],
     ["':' and '@' escaped in a session", 'session-a%3Ab%40c', { session: 'a:b@c', selector: {} }],
     ['letters in upper case kept', 'session-ABC', { session: 'ABC', selector: {} }],
@@ -30,7 +44,8 @@ describe('parseUsername', () => {
     ],
     ['an option without a value', 'session', /option "session" has no value/],
     ['an odd number of parts', 'session-a-geo', /option "geo" has no value/],
-    ['an empty value', 'session--geo-eu', /the value of "session" must be/],
+    ['an empty value', 'session-', /the value of "session" must be/],
+    ['a missing session value reads as one unknown key', 'session--geo-eu', /unknown option "session-geo"/],
     ['a repeated option', 'geo-eu-geo-us', /option "geo" is given twice/],
     ['a character outside the grammar', 'session-a b', /the value of "session" must be letters, digits/],
     ['a bad escape', 'session-a%zz', /the value of "session" must be/],
@@ -49,5 +64,20 @@ describe('parseUsername', () => {
       expect(parsed.message).toMatch(/^proxy username: /);
       expect(parsed.message).toMatch(message);
     }
+  });
+});
+
+describe('docs/gateway.md', () => {
+  // Every example in the username table must parse: the page is the grammar's specification.
+  const page = readFileSync(fileURLToPath(new URL('../../docs/gateway.md', import.meta.url)), 'utf8');
+  const table = page.slice(page.indexOf('| username | means |'), page.indexOf('## Errors'));
+  const examples = [...table.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]);
+
+  it('shows examples', () => {
+    expect(examples.length).toBeGreaterThanOrEqual(6);
+  });
+
+  it.each(examples)('%s parses', (username) => {
+    expect(parseUsername(username, limits).ok).toBe(true);
   });
 });

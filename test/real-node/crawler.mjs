@@ -201,7 +201,7 @@ async function gateway() {
   const token = process.env.DISCOVERY_TOKEN;
   const exitIP = process.env.EXIT_IP;
   // The options in the username: a session, and the attribute run=real-node, its '-' written
-  // %2D for the gateway; in a URL's userinfo that is %252D, since clients decode the URL first.
+  // '--' (the grammar's escape, unchanged by a URL's userinfo decoding).
   const url = (user, password) => `http://${user}:${password}@${gw}`;
   const errorOf = (answer) => {
     try {
@@ -210,7 +210,7 @@ async function gateway() {
       return undefined;
     }
   };
-  const sessionProxy = url('session-rn1-run-real%252Dnode', token);
+  const sessionProxy = url('session-rn1-run-real--node', token);
   const anonymous = await fetchVia(`http://${gw}`, target);
   expect(
     anonymous.status === 407 && errorOf(anonymous) === 'proxy_auth_required',
