@@ -45,6 +45,14 @@ export function linksOf(i: number, count: number): number[] {
   return [...new Set([(i + 1) % count, (i * 7 + 3) % count, (i * 13 + 5) % count])].filter((j) => j !== i);
 }
 
+/** Page i of a site of `count` pages: its heading and its links (linksOf). */
+export function pageHTML(i: number, count: number): string {
+  const links = linksOf(i, count)
+    .map((j) => `<li><a href="/page/${j}">page ${j}</a></li>`)
+    .join('');
+  return `<!doctype html><html><body><h1>page ${i}</h1><ul>${links}</ul></body></html>`;
+}
+
 export async function startCrawlSite(options: CrawlSiteOptions): Promise<CrawlSite> {
   const { pages: count } = options;
   const hits: SiteHit[] = [];
@@ -91,12 +99,7 @@ export async function startCrawlSite(options: CrawlSiteOptions): Promise<CrawlSi
       res.writeHead(status, headers).end(`${status}\n`);
       return;
     }
-    const links = linksOf(i, count)
-      .map((j) => `<li><a href="/page/${j}">page ${j}</a></li>`)
-      .join('');
-    res
-      .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-      .end(`<!doctype html><html><body><h1>page ${i}</h1><ul>${links}</ul></body></html>`);
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(pageHTML(i, count));
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

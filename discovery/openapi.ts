@@ -22,6 +22,13 @@ import { openApiComponents } from './openapi-components.js';
 
 export type { OperationObject, SchemaObject } from './openapi-parts.js';
 
+/** What every API call may answer besides its own: a bad request, no or a wrong token, the store down. */
+const EVERY_CALL_ERRORS = {
+  '400': shared('BadRequest'),
+  '401': shared('Unauthorized'),
+  '503': shared('StoreUnavailable'),
+};
+
 export const openApiDocument: OpenApiDocument = {
   openapi: '3.1.0',
   info: {
@@ -96,9 +103,7 @@ export const openApiDocument: OpenApiDocument = {
         ],
         responses: {
           '200': { description: 'Matching proxies.', content: json(ref('ProxyList')) },
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
         },
       },
     },
@@ -127,9 +132,7 @@ export const openApiDocument: OpenApiDocument = {
         ],
         responses: {
           '200': { description: 'The proxy and its leasability.', content: json(ref('ProxyDetail')) },
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
           '404': errorResponse('proxy_not_found: no Proxy with this namespace and name.'),
         },
       },
@@ -152,9 +155,7 @@ export const openApiDocument: OpenApiDocument = {
         requestBody: { required: false, content: json(ref('LeaseRequest')) },
         responses: {
           '201': leaseResponse('Lease granted.'),
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
           '409': errorResponse(
             'No lease: error is no_match (no healthy leasable proxy matches), all_busy (all matches are at maxLeases; ' +
               'retry soon) or all_cooling_down (all matches are cooling down for this target; the Retry-After header ' +
@@ -175,9 +176,7 @@ export const openApiDocument: OpenApiDocument = {
           '404': errorResponse(
             "lease_not_found: the lease is unknown, expired, released already, or another token's (which stays live)",
           ),
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
         },
       },
     },
@@ -193,9 +192,7 @@ export const openApiDocument: OpenApiDocument = {
         requestBody: { required: false, content: json(ref('RenewRequest')) },
         responses: {
           '200': leaseResponse('Renewed.'),
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
           '404': errorResponse(
             "lease_not_found: the lease is unknown, expired, released, or another token's",
           ),
@@ -226,9 +223,7 @@ export const openApiDocument: OpenApiDocument = {
         requestBody: { required: true, content: json(ref('ReportRequest')) },
         responses: {
           '200': { description: 'Report recorded.', content: json(ref('ReportResponse')) },
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
           '404': errorResponse(
             "lease_not_found: the lease is unknown, expired, released, or another token's",
           ),
@@ -256,9 +251,7 @@ export const openApiDocument: OpenApiDocument = {
             description: "Every report's answer, in the request's order.",
             content: json(ref('ReportsResponse')),
           },
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
           '413': shared('PayloadTooLarge'),
           '415': shared('UnsupportedMediaType'),
         },
@@ -274,9 +267,7 @@ export const openApiDocument: OpenApiDocument = {
         ],
         responses: {
           '204': { description: 'Ended (or already unknown).' },
-          '400': shared('BadRequest'),
-          '401': shared('Unauthorized'),
-          '503': shared('StoreUnavailable'),
+          ...EVERY_CALL_ERRORS,
         },
       },
     },

@@ -115,16 +115,21 @@ export class Gateway {
     await this.ctx.pool.close();
   }
 
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const startedAt = performance.now();
-    const url = req.url ?? '';
-    if (url.startsWith('/')) return this.ownRoute(req, res, url);
-    const auth = authenticate(
+  /** Who the request's Proxy-Authorization names, and the lease options its token allows. */
+  private authenticate(req: IncomingMessage) {
+    return authenticate(
       req.headers['proxy-authorization'],
       this.ctx.tokens,
       this.ctx.book,
       this.ctx.options.maxTTLSeconds,
     );
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const startedAt = performance.now();
+    const url = req.url ?? '';
+    if (url.startsWith('/')) return this.ownRoute(req, res, url);
+    const auth = this.authenticate(req);
     if (!auth.ok) {
       this.ctx.metrics.ended('http', 'refused');
       req.resume();
@@ -136,12 +141,7 @@ export class Gateway {
   private async onConnect(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const startedAt = performance.now();
     (socket as Socket).setNoDelay?.(true);
-    const auth = authenticate(
-      req.headers['proxy-authorization'],
-      this.ctx.tokens,
-      this.ctx.book,
-      this.ctx.options.maxTTLSeconds,
-    );
+    const auth = this.authenticate(req);
     if (!auth.ok) {
       this.ctx.metrics.ended('tunnel', 'refused');
       return replyErrorOnSocket(socket, auth.error);

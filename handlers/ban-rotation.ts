@@ -71,6 +71,34 @@ export function banRotation(
   };
 }
 
+/**
+ * Why the proxy is due a rotation on bans now, read from the book's cooldowns; undefined when
+ * spec.rotation.whenCoolingDownOn is unset or the rotation is not due. A book that cannot
+ * answer is "not due" (`unreadable` hears why): a rotation waits for a reading, never guesses.
+ */
+export async function readBansDue(
+  source: CooldownSource,
+  proxy: Proxy,
+  proxyID: string,
+  baseCooldownSeconds: number,
+  unreadable: (err: Error) => void,
+): Promise<string | undefined> {
+  const threshold = proxy.spec.rotation?.whenCoolingDownOn;
+  if (threshold === undefined) return undefined;
+  try {
+    const decision = banRotation(
+      threshold,
+      await source.cooldowns(proxyID),
+      upSince(proxy),
+      baseCooldownSeconds,
+    );
+    return decision.kind === 'due' ? decision.why : undefined;
+  } catch (err) {
+    unreadable(err as Error);
+    return undefined;
+  }
+}
+
 /** When the proxy's current instance (or External endpoint) came up: Provisioned's turn to True. */
 export function upSince(proxy: Proxy): number {
   const c = proxy.status?.conditions?.find((x) => x.type === CONDITION_PROVISIONED);

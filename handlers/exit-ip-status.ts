@@ -1,4 +1,6 @@
 import type { Proxy } from '../crds/proxy-types.js';
+import type { StatusIntent } from './proxy-state-machine.js';
+import type { StatusOverride } from './proxy-status.js';
 
 /** What the reconciler does about status.exitIP: a merge-patch value and maybe an Event. */
 export interface ExitIPUpdate {
@@ -11,6 +13,24 @@ export interface ExitIPUpdate {
 export interface ServedBy {
   providerID: string | null | undefined;
   ip: string | null | undefined;
+}
+
+/**
+ * What serves the proxy once a step's status is written: the providerID a create returned
+ * (`override`) over the step's, the step's over the stored one; null in the step clears it.
+ * Pure.
+ */
+export function servedAfter(
+  proxy: Proxy,
+  status: Pick<StatusIntent, 'providerID' | 'ip'> | undefined,
+  override: Pick<StatusOverride, 'providerID'>,
+): ServedBy {
+  return {
+    providerID:
+      override.providerID ??
+      (status?.providerID === undefined ? proxy.status?.providerID : status.providerID),
+    ip: status?.ip === undefined ? proxy.status?.ip : status.ip,
+  };
 }
 
 /**

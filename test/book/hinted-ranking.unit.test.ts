@@ -6,18 +6,9 @@ import type { ProxyRecord } from '../../book/catalog.js';
 import { HintedRanking, MAX_LAGGING } from '../../book/hinted-ranking.js';
 import { matchesSelector } from '../../book/selector.js';
 import { proxy } from './fixtures.js';
+import { seededRandom as prng } from '../harness/seeded-random.js';
 
 const SELECTORS: Record<string, string>[] = [{}, { geo: 'eu' }, { geo: 'us', purpose: 'crawl' }];
-
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function fleet(count: number, random: () => number): ProxyRecord[] {
   return Array.from({ length: count }, (_, i) =>

@@ -8,6 +8,7 @@ import type { LeaseRequest, ReportResult } from '../../book/lease-store.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { matchesSelector } from '../../book/selector.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
+import { seededRandom as prng } from '../harness/seeded-random.js';
 
 const BASE_MS = 60_000;
 const MAX_MS = 240_000;
@@ -23,16 +24,6 @@ const SELECTORS: Record<string, string>[] = [
 ];
 const TARGETS = [undefined, 'a.example', 'b.example'];
 const SESSIONS = [undefined, undefined, 's0', 's1', 's2', 's3'];
-
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface RefLease {
   id: string;

@@ -3,7 +3,7 @@
 // and refuses, with 403, the addresses it is told to.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { linksOf } from '../../bench/crawl-site.js';
+import { pageHTML } from '../../bench/crawl-site.js';
 
 export interface SiteHit {
   path: string;
@@ -57,12 +57,7 @@ export async function startLinkedSite(options: { pages: number; hostname: string
         .end(status === 403 ? 'refused\n' : 'no such page\n');
       return;
     }
-    const links = linksOf(i, count)
-      .map((j) => `<li><a href="/page/${j}">page ${j}</a></li>`)
-      .join('');
-    res
-      .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-      .end(`<!doctype html><html><body><h1>page ${i}</h1><ul>${links}</ul></body></html>`);
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(pageHTML(i, count));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

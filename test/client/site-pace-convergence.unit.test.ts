@@ -6,6 +6,7 @@
 // exceeds it) or of the demand (loose: the site rarely objects) the pace must deliver over the
 // run, and how many 429s it may cost.
 import { admit, rateLimited, succeeded, unpaced, type Pace } from '../../client/src/crawlee/site-pace.js';
+import { seededRandom as random } from '../harness/seeded-random.js';
 
 /** A site's limit for one source: whether a request at `t` passes, and its Retry-After (ms) if not. */
 interface Site {
@@ -68,17 +69,6 @@ function fixedWindow(limit: number, windowMs: number): Site {
     waitMs(t) {
       return windowMs - (t % windowMs);
     },
-  };
-}
-
-/** A seeded generator (mulberry32): the same run every time. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 

@@ -1,5 +1,5 @@
 import { CoreV1Api } from '@kubernetes/client-node';
-import { DEFAULTS, LIMITS } from '../../crds/proxy-spec-schema.js';
+import { DEFAULTS, LIMITS } from '../../crds/proxy-spec-limits.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import { isProxyHost } from '../../crds/endpoint-host.js';
 import { rejectionOf } from './api-error.js';

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
 import { startHarness, type Harness } from './api-harness.js';
 import { proxy } from '../book/fixtures.js';
+import { seededRandom as prng } from '../harness/seeded-random.js';
 
 const SEED = 0x5eed;
 const REQUESTS = 2000;
@@ -11,17 +12,6 @@ const REQUESTS = 2000;
 const TIMEOUT_MS = 120_000;
 const RAW_CONNECTIONS = 60;
 const TOKEN = 'fuzz-token';
-
-/** mulberry32: a tiny deterministic PRNG. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Fuzzer {
   constructor(private readonly random: () => number) {}

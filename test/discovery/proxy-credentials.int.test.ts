@@ -4,7 +4,7 @@
 // Secret reaches probes and the next lease, and no password reaches the logs or Events.
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { ProxyAgent, request } from 'undici';
+import { request } from 'undici';
 import { DiscoveryClient } from '../../client/src/index.js';
 import type { LocalTarget } from '../../cmd/demo/local-target.js';
 import { CREDENTIALS_SECRET_LABEL } from '../../crds/proxy-credentials.js';
@@ -24,6 +24,7 @@ import {
 } from '../handlers/operator-fixture.js';
 import { TestForwardProxy } from '../health/forward-proxy.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
+import { statusThrough } from '../providers/mock/local-servers.js';
 
 const kc = testKubeConfig();
 const core = kc.makeApiClient(CoreV1Api);
@@ -66,19 +67,7 @@ async function healthy(name: string, status: 'True' | 'False', reason?: string):
 }
 
 /** A GET through the leased proxy URL, as a crawler would use it: the status, or the error's message. */
-async function fetchThrough(proxyURL: string): Promise<number | string> {
-  const dispatcher = new ProxyAgent(proxyURL);
-  try {
-    const res = await request(target.url, { dispatcher });
-    await res.body.dump();
-    return res.statusCode;
-  } catch (err) {
-    // A refused CONNECT is an error, not a status (undici: "Proxy response (407) !== 200").
-    return err instanceof Error ? err.message : String(err);
-  } finally {
-    await dispatcher.close();
-  }
-}
+const fetchThrough = (proxyURL: string) => statusThrough(proxyURL, target.url);
 
 beforeAll(async () => {
   ({ api, target } = await suiteSetup(kc, namespace));

@@ -27,7 +27,7 @@ import {
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
-import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
+import { ago, NOW, stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 24: the budget holds under failure (item 4) and dead proxies are replaced (item 1).
 
@@ -82,16 +82,7 @@ function proxy(o: Opts = {}): Proxy {
   });
 }
 
-const instance = (state: Instance['state'] = 'Running'): Instance => ({
-  id: 'i-1',
-  ip: '10.0.0.7',
-  state,
-  uid: 'u-1',
-  owner: 'o',
-  namespace: 'ns',
-  revision: 'h1',
-  createdAt: new Date(0),
-});
+const instance = (state: Instance['state'] = 'Running'): Instance => stateMachineInstance(state);
 const found = (state: Instance['state'] = 'Running'): Observation => ({
   kind: 'found',
   instance: instance(state),

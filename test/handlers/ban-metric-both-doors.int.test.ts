@@ -1,7 +1,6 @@
 // The operator as it runs (the discovery API and the gateway over one book, wired by
 // createProxyOperator): a ban the gateway sees on plain HTTP and a ban a client reports to the
 // API both count in proxy_operator_target_cooldowns_total, each once, by its door.
-import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
 import { TARGET_COOLDOWNS_METRIC } from '../../discovery/target-cooldown-metrics.js';
 import { freePort } from '../../framework/testing/control-plane.js';
@@ -13,6 +12,7 @@ import { MockProvider } from '../../providers/mock/mock-provider.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import type { ProxyApi } from '../crd/proxy-api.js';
 import { startEchoSite, type EchoSite } from '../gateway/echo-site.js';
+import { getViaProxy } from '../providers/mock/local-servers.js';
 import { testKubeConfig, uniqueName } from '../harness/kube.js';
 import {
   condition,
@@ -45,24 +45,9 @@ async function counted(targetLabel: string, door: 'api' | 'gateway'): Promise<nu
 
 /** A plain-HTTP GET through the gateway, as any HTTP client sends it to its proxy. */
 function viaGateway(username: string, url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: '127.0.0.1',
-      port: gatewayPort,
-      path: url,
-      headers: {
-        host: new URL(url).host,
-        'proxy-authorization': `Basic ${Buffer.from(`${username}:${TOKEN}`).toString('base64')}`,
-      },
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
+  return getViaProxy({ host: '127.0.0.1', port: gatewayPort }, url, {
+    host: new URL(url).host,
+    'proxy-authorization': `Basic ${Buffer.from(`${username}:${TOKEN}`).toString('base64')}`,
   });
 }
 

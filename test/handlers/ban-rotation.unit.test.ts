@@ -14,7 +14,7 @@ import {
   SPEC_HASH_ANNOTATION,
   type Proxy,
 } from '../../crds/proxy-types.js';
-import { stateMachineProxy } from './state-machine-proxy.js';
+import { stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 24 item 3: rotation on bans.
 
@@ -136,16 +136,7 @@ const pilot = (bansDue?: string): Autopilot => ({
 });
 const found: Observation = {
   kind: 'found',
-  instance: {
-    id: 'i-1',
-    ip: '10.0.0.7',
-    state: 'Running',
-    uid: 'u-1',
-    owner: 'o',
-    namespace: 'ns',
-    revision: 'h1',
-    createdAt: new Date(0),
-  },
+  instance: stateMachineInstance('Running'),
 };
 const ok: HealthVerdict = {
   healthy: true,

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import { ProxyAgent, request } from 'undici';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
 import type { Proxy } from '../../crds/proxy-types.js';
+import { statusThrough } from '../providers/mock/local-servers.js';
 import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Issue 44 item 3 on a real API server, with the mock provider's real forward proxies, each
@@ -22,19 +22,7 @@ const core = kc.makeApiClient(CoreV1Api);
 const names = Array.from({ length: COUNT }, (_, i) => `px-${i}`);
 
 /** One GET through the leased proxy, as a crawler makes it: the status, or the error's message. */
-async function fetchThrough(proxyURL: string, url: string): Promise<number | string> {
-  const dispatcher = new ProxyAgent(proxyURL);
-  try {
-    const res = await request(url, { dispatcher, headersTimeout: 3000, bodyTimeout: 3000 });
-    await res.body.dump();
-    return res.statusCode;
-  } catch (err) {
-    // A refused CONNECT is an error: undici says "Proxy response (407) !== 200".
-    return err instanceof Error ? err.message : String(err);
-  } finally {
-    await dispatcher.close();
-  }
-}
+const fetchThrough = (proxyURL: string, url: string) => statusThrough(proxyURL, url, 3000);
 
 describe('credential rotation without an outage (issue 44 item 3)', () => {
   it(`${COUNT} Managed proxies' Secrets rotated at once: at most ${CAP} out of service, no lease refused, no 407, all replaced`, async () => {

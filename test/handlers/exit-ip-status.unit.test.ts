@@ -1,4 +1,4 @@
-import { exitIPUpdate, type ServedBy } from '../../handlers/exit-ip-status.js';
+import { exitIPUpdate, servedAfter, type ServedBy } from '../../handlers/exit-ip-status.js';
 import { stateMachineProxy } from './state-machine-proxy.js';
 
 const healthCheck = {
@@ -122,5 +122,34 @@ describe('exitIPUpdate: the exit IP follows the instance (issue 44 item 4)', () 
 
   it('nothing stored and a move: nothing to clear, the new read is written when it comes', () => {
     expect(exitIPUpdate(onI1(undefined), { providerID: 'i-2', ip: '10.0.0.7' }, undefined)).toBeUndefined();
+  });
+});
+
+describe('servedAfter: what serves the proxy once the step is written', () => {
+  const onI1 = stateMachineProxy({ status: { phase: 'Ready', providerID: 'i-1', ip: '10.0.0.7' } });
+  it.each<[string, Parameters<typeof servedAfter>[1], { providerID?: string }, ServedBy]>([
+    ['no status in the step: what is stored', undefined, {}, { providerID: 'i-1', ip: '10.0.0.7' }],
+    ['a status that leaves both alone: what is stored', {}, {}, { providerID: 'i-1', ip: '10.0.0.7' }],
+    [
+      'the step forgets the instance (null)',
+      { providerID: null, ip: null },
+      {},
+      { providerID: null, ip: null },
+    ],
+    ['the step names a new address', { ip: '10.0.0.8' }, {}, { providerID: 'i-1', ip: '10.0.0.8' }],
+    [
+      'a create returned a providerID: it wins over the step',
+      { providerID: null, ip: null },
+      { providerID: 'i-2' },
+      { providerID: 'i-2', ip: null },
+    ],
+    [
+      'a create with no status in the step',
+      undefined,
+      { providerID: 'i-2' },
+      { providerID: 'i-2', ip: '10.0.0.7' },
+    ],
+  ])('%s', (_what, status, override, want) => {
+    expect(servedAfter(onI1, status, override)).toEqual(want);
   });
 });

@@ -22,7 +22,7 @@ import {
   type ProxyPhase,
 } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
-import { stateMachineProxy } from './state-machine-proxy.js';
+import { stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
 
 interface Stored {
   hash?: string;
@@ -62,17 +62,7 @@ function proxy(opts: Stored = {}): Proxy {
 }
 
 function inst(state: Instance['state'], ip = '10.0.0.7', extra: Partial<Instance> = {}): Instance {
-  return {
-    id: 'i-1',
-    ip,
-    state,
-    uid: 'u-1',
-    owner: 'o',
-    namespace: 'ns',
-    revision: 'h1',
-    createdAt: new Date(0),
-    ...extra,
-  };
+  return stateMachineInstance(state, { ip, ...extra });
 }
 const found = (state: Instance['state'], ip = '10.0.0.7'): Observation => ({
   kind: 'found',

@@ -21,7 +21,7 @@ import {
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
 import type { InstanceState } from '../../providers/contract.js';
-import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
+import { ago, NOW, stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 26 item 2: the replacement slot is decided once. The shell asks the budget for the slot
 // slotWanted names; managedStep takes the answer as an input.
@@ -71,16 +71,7 @@ function proxy(o: Opts = {}): Proxy {
 
 const found = (state: InstanceState = 'Running'): Observation => ({
   kind: 'found',
-  instance: {
-    id: 'i-1',
-    ip: '10.0.0.7',
-    state,
-    uid: 'u-1',
-    owner: 'o',
-    namespace: 'ns',
-    revision: 'h1',
-    createdAt: new Date(0),
-  },
+  instance: stateMachineInstance(state),
 });
 const ok: HealthVerdict = {
   healthy: true,

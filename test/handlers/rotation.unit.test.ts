@@ -19,7 +19,7 @@ import {
   type ProxyPhase,
   type ProxyStatus,
 } from '../../crds/proxy-types.js';
-import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
+import { ago, NOW, stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
 import type { HandlerContext } from '../../framework/index.js';
 import { setCondition } from '../../framework/core/status-writer.js';
 import { applyMergePatch } from '../../framework/utils/merge-patch.js';
@@ -80,16 +80,7 @@ function proxy(
 
 const found: Observation = {
   kind: 'found',
-  instance: {
-    id: ID,
-    ip: '10.0.0.7',
-    state: 'Running',
-    uid: 'u-1',
-    owner: 'o',
-    namespace: 'ns',
-    revision: 'h1',
-    createdAt: new Date(0),
-  },
+  instance: stateMachineInstance('Running', { id: ID }),
 };
 const ok: HealthVerdict = {
   healthy: true,

@@ -1,6 +1,7 @@
 // The Proxy object the state machine's table tests start from: a Managed mock proxy with the
 // CRD's defaults filled in; each test says only the metadata, spec and status it is about.
 import type { Proxy, ProxySpec, ProxyStatus } from '../../crds/proxy-types.js';
+import type { Instance } from '../../providers/contract.js';
 
 /** The tables' clock: every time in a row is this moment or some seconds before it. */
 export const NOW = new Date('2026-03-01T12:00:00Z');
@@ -44,5 +45,23 @@ export function stateMachineProxy({
       Object.entries(merged).filter(([, v]) => v !== undefined),
     ) as unknown as ProxySpec,
     status,
+  };
+}
+
+/** The instance the provider reports for that proxy (i-1 at 10.0.0.7, revision h1); `extra` overrides. */
+export function stateMachineInstance(
+  state: Instance['state'] = 'Running',
+  extra: Partial<Instance> = {},
+): Instance {
+  return {
+    id: 'i-1',
+    ip: '10.0.0.7',
+    state,
+    uid: 'u-1',
+    owner: 'o',
+    namespace: 'ns',
+    revision: 'h1',
+    createdAt: new Date(0),
+    ...extra,
   };
 }

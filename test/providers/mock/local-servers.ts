@@ -2,6 +2,7 @@
 import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
+import { ProxyAgent, request } from 'undici';
 
 export interface Target {
   port: number;
@@ -102,4 +103,27 @@ export function getViaTunnel(
     });
     connectReq.end();
   });
+}
+
+/**
+ * One GET through a proxy URL (credentials as its userinfo), as a crawler makes it with undici:
+ * the status, or the error's message, since a refused CONNECT is an error, not a status
+ * (undici: "Proxy response (407) !== 200").
+ */
+export async function statusThrough(
+  proxyURL: string,
+  url: string,
+  timeoutMs?: number,
+): Promise<number | string> {
+  const dispatcher = new ProxyAgent(proxyURL);
+  try {
+    const timeouts = timeoutMs === undefined ? {} : { headersTimeout: timeoutMs, bodyTimeout: timeoutMs };
+    const res = await request(url, { dispatcher, ...timeouts });
+    await res.body.dump();
+    return res.statusCode;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  } finally {
+    await dispatcher.close();
+  }
 }

@@ -1,0 +1,13 @@
+/**
+ * mulberry32: a tiny seeded generator of numbers in [0, 1), so a randomized test runs the same
+ * way every time and a failure can be replayed from its seed.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
