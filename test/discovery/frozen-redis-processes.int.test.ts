@@ -6,9 +6,11 @@
 // frozen while those writes are in flight, so they answer 503 outcome_unknown; it resumes and
 // every write is sent again with its request id: half the crawlers through process B (the
 // other replica), the rest through A, the integration by its client's own retries. Then the
-// book must hold exactly the leases the crawlers hold (0 phantom leases), every ban and every
-// ok must be counted once, and every batch must have been applied whole (none of its items
-// answered lease_not_found by a replay).
+// book (as both replicas' /v1/proxies and Redis's own lease keys tell it) must hold exactly
+// the leases the crawlers hold (0 phantom leases), every ban and every ok must be counted once
+// (one cooldown each, the one its answer named), and every batch must have been applied whole
+// (none of its items answered lease_not_found by a replay). Without idempotency (the server
+// ignoring Idempotency-Key) it fails: phantom leases, doubled bans and oks, replayed batches.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { Agent } from 'undici';
@@ -22,6 +24,7 @@ import {
   type ProxyDetail,
 } from '../../client/src/index.js';
 import { SessionLeases } from '../../client/src/crawlee/session-leases.js';
+import { ANONYMOUS_OWNER, unscopedKey } from '../../book/lease-owner.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
@@ -425,5 +428,11 @@ describe('two operator processes over a Redis frozen mid-write (SIGSTOP), then r
       ok: crawlee.reduce((n, p) => n + p.stats.ok, 0),
     }).toEqual({ leases: 0, banned: integration.stats.reportedBanned, ok: integration.stats.okReports });
     expect(integration.stats.reportedBanned).toBeGreaterThan(0);
+    // And in Redis itself (`{prefix}:lease:<owner>.<id>`, one key a live lease): the lease
+    // keys are exactly the leases the crawlers were answered.
+    const keys = await redis.client().keys('*}:lease:*');
+    expect(keys.map((key) => unscopedKey(ANONYMOUS_OWNER, key.split('}:lease:')[1]!)).sort()).toEqual(
+      [...ledger.held.keys()].sort(),
+    );
   }, 300_000);
 });
