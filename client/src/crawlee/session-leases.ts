@@ -349,6 +349,7 @@ export class SessionLeases {
     this.serverSessions.clear();
     await Promise.all(sessions.map((key) => this.endServerSession(key)));
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    this.timers.close();
   }
 
   /** A granted lease becomes live: shareable, renewed, counted. */
