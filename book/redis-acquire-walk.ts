@@ -9,6 +9,7 @@ import type { HintedRanking } from './hinted-ranking.js';
 import { refusal } from './lease-selection.js';
 import type { AcquireResult, Lease, LeaseRequest, ProxyUsage } from './lease-store.js';
 import type { Clock } from './clock.js';
+import type { Fingerprint } from './fleet-fingerprint.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import {
   acquireArgs,
@@ -54,6 +55,8 @@ export interface AcquireWalkDeps {
   /** A stored lease as its owner sees it. */
   owned: (stored: Lease, owner: string | undefined) => Lease;
   usage: (proxyIDs: readonly string[]) => Promise<ProxyUsage[]>;
+  /** This replica's fleet fingerprint (redis-fleet-feed.ts): sent so counts may refuse. */
+  fleet: () => Fingerprint;
 }
 
 export class RedisAcquireWalk {
@@ -225,6 +228,9 @@ export class RedisAcquireWalk {
       // sending the same few and missing once those are full.
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.deps.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
+      // The first chunk of a request whose candidates are every leasable proxy carries the
+      // replica's fingerprint: the registry's counts may then answer for the rest.
+      const whole = round === 0 && mode === 'none' && wholeFleet(request);
       const args = acquireArgs(
         key,
         ttl,
@@ -237,6 +243,7 @@ export class RedisAcquireWalk {
         mode,
         gone,
         requested,
+        whole ? this.deps.fleet() : undefined,
       );
       const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
@@ -266,6 +273,13 @@ export class RedisAcquireWalk {
           usage,
           session: { key: request.session, moved: reply.moved },
         };
+      }
+      if (reply.whole) {
+        // The fleet's counts: the refusal of the whole walk, none of it sent.
+        leasable = reply.leasable;
+        cooling = reply.cooling;
+        firstEnd = reply.waitMs;
+        break;
       }
       sent ??= new Set();
       for (const record of chunk) sent.add(record.id);
@@ -310,6 +324,19 @@ export class RedisAcquireWalk {
   private hint(proxyID: string, load: number): void {
     this.deps.ranking.hint(proxyID, load);
   }
+}
+
+/**
+ * Whether a request's candidates are all this replica's leasable proxies (no selector, exit
+ * IP or token scope narrows them; no session): what the fleet's counts are counts of.
+ */
+function wholeFleet(request: LeaseRequest): boolean {
+  return (
+    request.session === undefined &&
+    request.exitIP === undefined &&
+    request.within === undefined &&
+    Object.keys(request.selector).length === 0
+  );
 }
 
 /**
