@@ -15,8 +15,8 @@ const FLEET_CHUNK = 500;
 export interface FleetFeedDeps {
   /** The fleet script: count, then id, cap ('0': out), h1, h2 per proxy; answers the book's figures. */
   send: (args: string[]) => Promise<unknown>;
-  /** The registry's members, flat (id, "cap h1 h2", ...). */
-  read: () => Promise<unknown>;
+  /** The registry's figures ('sum': count, a, b, null when none) or members ('all': flat id, "cap h1 h2", ...). */
+  read: (what: 'sum' | 'all') => Promise<unknown>;
   logger: Logger;
 }
 
@@ -26,9 +26,6 @@ export class RedisFleetFeed {
   private pending = new Set<string>();
   private flush: Promise<void> | undefined;
   private closed = false;
-  /** The book's figures as the last fleet script answered them. */
-  private book: Fingerprint | undefined;
-
   constructor(private readonly deps: FleetFeedDeps) {}
 
   /** A proxy is leasable with this cap (undefined: not leasable, or gone from the catalog). */
@@ -55,23 +52,23 @@ export class RedisFleetFeed {
   }
 
   /**
-   * The sweep's check: when the book's figures (as last heard) differ from this replica's
-   * with nothing on its way, reads the registry and sends what differs from this catalog.
+   * The sweep's check: when the book's figures differ from this replica's with nothing on
+   * its way (a write lost, another replica's catalog, a Redis that lost its keys), reads the
+   * registry and sends what differs from this catalog. Two replicas whose catalogs differ
+   * for longer than a sweep take turns: each walks while the other's view is the book's.
    */
   async reconcile(): Promise<void> {
     await this.settled();
     const own = this.own.get();
-    const book = this.book;
-    if (book !== undefined && sameFigures(book, own)) return;
-    const flat = (await this.deps.read()) as string[];
+    const sum = (await this.deps.read('sum')) as (string | null)[];
+    const book = { count: Number(sum[0] ?? 0), a: Number(sum[1] ?? 0), b: Number(sum[2] ?? 0) };
+    if (sameFigures(book, own)) return;
+    const flat = (await this.deps.read('all')) as string[];
     const theirs = new Map<string, string>();
     for (let i = 0; i + 1 < flat.length; i += 2) theirs.set(flat[i], flat[i + 1]);
     for (const [id, entry] of theirs) if (entry !== this.entry(id)) this.pending.add(id);
     for (const id of this.own.ids()) if (!theirs.has(id)) this.pending.add(id);
-    if (this.pending.size === 0) {
-      this.book = own;
-      return;
-    }
+    if (this.pending.size === 0) return;
     this.flush ??= this.sendPending();
     await this.settled();
   }
@@ -96,11 +93,9 @@ export class RedisFleetFeed {
           else args.push(id, String(member.cap), String(member.hash[0]), String(member.hash[1]));
         }
         try {
-          const [count, a, b] = (await this.deps.send(args)) as number[];
-          this.book = { count: Number(count), a: Number(a), b: Number(b) };
+          await this.deps.send(args);
         } catch (err) {
           // The sweep's reconcile sends it again; meanwhile the acquire walks.
-          this.book = undefined;
           this.deps.logger.warn({ err }, 'could not tell the shared book of the leasable proxies');
         }
       }

@@ -108,7 +108,7 @@ export class RedisLeaseStore implements LeaseStore {
     this.scripts = new RedisScriptRunner(this.redis, this.prefix, settings, options.clock);
     this.fleet = new RedisFleetFeed({
       send: (args) => this.eval('fleet', args),
-      read: () => this.eval('fleetRead', []),
+      read: (what) => this.eval('fleetRead', [what]),
       logger: this.logger,
     });
     this.walk = new RedisAcquireWalk({

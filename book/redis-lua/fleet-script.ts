@@ -8,8 +8,9 @@ import type { Body, ScriptName } from './script-parts.js';
  * registry) and its two hashes (fleet-fingerprint.ts's memberHash of id and cap). Every
  * replica sends what its catalog shows; an entry already as sent changes nothing. Keeps the
  * counts' sets to registry members: a proxy that joins brings its running cooldowns
- * (P:cdt:<target>) and its hold (P:held); one that leaves takes them and its P:full mark; a
- * raised cap ends its P:full mark (a lowered one leaves it: still full). Answers {count, a,
+ * (P:cdt:<target>), its hold (P:held) and, when its live leases fill its cap, its P:full
+ * mark; one that leaves takes them with it; a raised cap ends its P:full mark (a lowered one
+ * leaves it: still full). Answers {count, a,
  * b}: the registry's fingerprint after.
  */
 const FLEET = String.raw`
@@ -39,6 +40,9 @@ for i = 1, tonumber(ARGV[A + 1]) do
           keep(k_cdt(running[j]), RETAIN)
         end
         held_mark(id, hold_get(id))
+        -- Full already (it left the registry and came back with its leases): marked again.
+        local load, first = load_of(id, redis.call('GET', k_ld(id)))
+        if load > 0 and first and load >= tonumber(cap) then redis.call('ZADD', K_FULL, first, id) end
       elseif tonumber(cap) > was then
         redis.call('ZREM', K_FULL, id)
       end
@@ -54,12 +58,16 @@ redis.call('HSET', K_FLEET_SUM, 'n', int(cnt), 'a', int(fa), 'b', int(fb))
 return { cnt, fa, fb }
 `;
 
-/** Reads only: the registry's members ({id, "cap h1 h2", ...}), for a replica's resync. */
+/**
+ * Reads only, for a replica's sweep: ARGV after now: 'sum' (the registry's count, a, b) or
+ * 'all' (its members, flat: id, "cap h1 h2", ...).
+ */
 const FLEET_READ = String.raw`
-return redis.call('HGETALL', K_FLEET)
+if ARGV[A + 1] == 'all' then return redis.call('HGETALL', K_FLEET) end
+return redis.call('HMGET', K_FLEET_SUM, 'n', 'a', 'b')
 `;
 
 export const FLEET_BODIES = {
-  fleet: { needs: ['now', 'int', 'keep', 'entries', 'holds'], body: FLEET },
+  fleet: { needs: ['now', 'int', 'keep', 'entries', 'holds', 'loads'], body: FLEET },
   fleetRead: { needs: [], body: FLEET_READ },
 } satisfies Partial<Record<ScriptName, Body>>;
