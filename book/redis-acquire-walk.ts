@@ -6,7 +6,7 @@
 
 import type { ProxyRecord } from './catalog.js';
 import type { HintedRanking } from './hinted-ranking.js';
-import { refusal } from './lease-selection.js';
+import { anyLeasable, refusal } from './lease-selection.js';
 import type { AcquireResult, Lease, LeaseRequest, ProxyUsage } from './lease-store.js';
 import type { Clock } from './clock.js';
 import type { Fingerprint } from './fleet-fingerprint.js';
@@ -230,7 +230,7 @@ export class RedisAcquireWalk {
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
       // replica's fingerprint: the registry's counts may then answer for the rest.
-      const whole = round === 0 && mode === 'none' && wholeFleet(request);
+      const whole = round === 0 && request.session === undefined && anyLeasable(request);
       const args = acquireArgs(
         key,
         ttl,
@@ -324,19 +324,6 @@ export class RedisAcquireWalk {
   private hint(proxyID: string, load: number): void {
     this.deps.ranking.hint(proxyID, load);
   }
-}
-
-/**
- * Whether a request's candidates are all this replica's leasable proxies (no selector, exit
- * IP or token scope narrows them; no session): what the fleet's counts are counts of.
- */
-function wholeFleet(request: LeaseRequest): boolean {
-  return (
-    request.session === undefined &&
-    request.exitIP === undefined &&
-    request.within === undefined &&
-    Object.keys(request.selector).length === 0
-  );
 }
 
 /**

@@ -1,14 +1,17 @@
-// The first refusal of a request costs Redis the same at any fleet size (issue 47 item 4):
+// The first refusal of a request costs the same at any fleet size (issue 47 item 4). The
+// memory store reads no proxy's cooldown (its cooling counts per target: cooling-counts.ts).
 // with every proxy full, or every proxy cooling down for the target, a request without a
 // selector is refused by one acquire script (its first chunk of 4 and the fleet's counts:
 // redis-scripts.ts's P:fleet, P:full, P:cdt), running the same commands at 100 proxies as at
 // 1,000, instead of a walk that sends every proxy. A replica whose catalog differs from the
 // book's registry walks (and answers right), and the sweep brings the registry back.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { LeaseRequest, LeaseStore } from '../../book/lease-store.js';
 import { connectRedis, whenReady } from '../../book/redis-connection.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
+import { TargetBook } from '../../book/target-book.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
@@ -62,6 +65,29 @@ async function cost(
   }
   return { scripts, commands };
 }
+
+describe("the memory store's first refusal", () => {
+  it.each([
+    ['all_busy', fillEveryone],
+    ['all_cooling_down', banEveryone],
+  ] as const)("%s reads no proxy's cooldown at 100 or 1,000 proxies", async (reason, arrange) => {
+    for (const size of [100, 1000]) {
+      const store = new MemoryLeaseStore({ catalog: new TestCatalog(fleet(size)), logger: silentLogger });
+      await arrange(store, size);
+      const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+      const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+      try {
+        expect(await store.acquire(request(`first-${size}`))).toMatchObject({ granted: false, reason });
+        expect(cooling).not.toHaveBeenCalled();
+        expect(entries).not.toHaveBeenCalled();
+      } finally {
+        cooling.mockRestore();
+        entries.mockRestore();
+        store.close();
+      }
+    }
+  });
+});
 
 describe("the Redis store's first refusal", () => {
   let server: RedisServer;
