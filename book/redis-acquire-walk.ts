@@ -199,6 +199,36 @@ export class RedisAcquireWalk {
     // A token's scope (token-scope.ts) steps over the proxies outside it, as a skip does.
     const admits = request.within;
     const outside = admits === undefined ? undefined : (id: string) => !admits(this.deps.ranking.record(id)!);
+    // A request the fleet's counts may refuse whose best-ranked proxy is hinted full: most
+    // likely every one is (the least loaded rank first), so the counts go alone first, with
+    // no candidate (~15 µs less of Redis than a chunk of four full ones); the walk follows
+    // when they do not refuse.
+    const countable = request.session === undefined && anyLeasable(request);
+    let counted = false;
+    if (countable) {
+      const [best] = this.deps.ranking.candidates(request.selector, request.exitIP, 1);
+      if (best !== undefined && this.deps.ranking.load(best.id) >= best.maxLeases) {
+        counted = true;
+        const args = acquireArgs(
+          key,
+          ttl,
+          life,
+          target,
+          selector,
+          [],
+          recordJSON,
+          '',
+          'none',
+          '',
+          requested,
+          this.deps.fleet(),
+        );
+        const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
+        if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
+        if (reply.kind === 'none' && reply.whole)
+          return refusedWith(reply.leasable, reply.cooling, reply.waitMs);
+      }
+    }
     for (let round = 0; ; round++) {
       const size = CHUNKS[Math.min(round, CHUNKS.length - 1)];
       let chunk: ProxyRecord[];
@@ -230,7 +260,7 @@ export class RedisAcquireWalk {
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
       // replica's fingerprint: the registry's counts may then answer for the rest.
-      const whole = round === 0 && request.session === undefined && anyLeasable(request);
+      const whole = round === 0 && countable && !counted;
       const args = acquireArgs(
         key,
         ttl,
@@ -293,11 +323,7 @@ export class RedisAcquireWalk {
       this.learn(reply.hints);
       if (chunk.length < size) break;
     }
-    const reason = refusal(leasable, cooling);
-    // all_busy beside running cooldowns: when the first ends, a proxy may be free (the memo's bound).
-    return reason === 'all_cooling_down'
-      ? { granted: false, reason, retryAfterMs: Math.max(firstEnd, 0) }
-      : { granted: false, reason, ...(firstEnd >= 0 ? { coolingWaitMs: firstEnd } : {}) };
+    return refusedWith(leasable, cooling, firstEnd);
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */
@@ -324,6 +350,19 @@ export class RedisAcquireWalk {
   private hint(proxyID: string, load: number): void {
     this.deps.ranking.hint(proxyID, load);
   }
+}
+
+/** The refusal of leasable candidates, cooling of them, the first cooldown ending in firstEnd ms (-1: none). */
+function refusedWith(
+  leasable: number,
+  cooling: number,
+  firstEnd: number,
+): AcquireResult & { coolingWaitMs?: number } {
+  const reason = refusal(leasable, cooling);
+  // all_busy beside running cooldowns: when the first ends, a proxy may be free (the memo's bound).
+  return reason === 'all_cooling_down'
+    ? { granted: false, reason, retryAfterMs: Math.max(firstEnd, 0) }
+    : { granted: false, reason, ...(firstEnd >= 0 ? { coolingWaitMs: firstEnd } : {}) };
 }
 
 /**
