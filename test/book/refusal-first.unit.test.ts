@@ -44,17 +44,21 @@ async function cost(
   server: RedisServer,
   redis: Redis,
   run: () => Promise<unknown>,
-): Promise<{ scripts: number; commands: string[] }> {
+): Promise<{ scripts: number; commands: string[]; sent: string[][] }> {
   const monitor = await server.client().monitor();
   const marker = `end-${Math.random()}`;
   let scripts = 0;
   const commands: string[] = [];
+  const sent: string[][] = [];
   let ended = false;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     if (ended) return;
     if (source === 'lua') commands.push(args[0].toLowerCase());
     else if (args[0].toLowerCase() === 'echo' && args[1] === marker) ended = true;
-    else if (args[0].toLowerCase() === 'evalsha') scripts++;
+    else if (args[0].toLowerCase() === 'evalsha') {
+      scripts++;
+      sent.push(args);
+    }
   });
   try {
     await run();
@@ -63,7 +67,7 @@ async function cost(
   } finally {
     monitor.disconnect();
   }
-  return { scripts, commands };
+  return { scripts, commands, sent };
 }
 
 describe("the memory store's first refusal", () => {
@@ -119,7 +123,7 @@ describe("the Redis store's first refusal", () => {
     ['all_busy', fillEveryone],
     ['all_cooling_down', banEveryone],
   ] as const)('%s: one script, the same commands at 100 and 1,000 proxies', async (reason, arrange) => {
-    const seen: { scripts: number; commands: string[] }[] = [];
+    const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
     for (const size of [100, 1000]) {
       const store = await book(size, arrange);
       try {
@@ -139,6 +143,10 @@ describe("the Redis store's first refusal", () => {
     expect(large.commands).toEqual(small.commands);
     // The first chunk's reads and the counts: a few commands, not one per proxy.
     expect(large.commands.length).toBeLessThan(12);
+    // EVALSHA sha numkeys key leaseID ttl life count: every proxy hinted full to this replica
+    // (it filled them), all_busy asks the counts with no candidate; all_cooling_down's proxies
+    // are idle, so its first chunk goes with them.
+    expect(large.sent[0][7]).toBe(reason === 'all_busy' ? '0' : '4');
   });
 
   it('all_cooling_down says when the first cooldown ends, as the walk did', async () => {
