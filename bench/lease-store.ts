@@ -20,7 +20,9 @@
 // The refusal phases (issue 47 item 4): every proxy full (all_busy), or every proxy cooling
 // down for the target (all_cooling_down), refused again and again, on each store; beside them
 // the same refusals from a new owner each time, so that none is answered from the store's
-// remembered refusal (refusal-memo.ts): the walk of the fleet every refusal made before.
+// remembered refusal (refusal-memo.ts): a first refusal, which the Redis store answers from
+// the fleet's counts (redis-scripts.ts: P:fleet, P:full, P:cdt), and with a token scope, which
+// the counts cannot answer: the walk of the fleet every first refusal made before.
 // Target: a refusal costs no more than a granted lease: Redis CPU per refusal ≤ per
 // lease+release (Redis store); a lease+release's time ≤ a refusal's (memory store: the
 // refusals/s at least the lease+release/s).
@@ -117,14 +119,20 @@ async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
 }
 
 let walks = 0;
-/** A refusal; `walked`: from a new owner each time, so no remembered refusal answers it. */
-function refusal(store: LeaseStore, reason: string, walked: boolean): () => Promise<void> {
+/**
+ * A refusal: 'again' the same request each time (the remembered refusal answers it);
+ * 'first' from a new owner each time, so none is remembered (the Redis store answers it
+ * from the fleet's counts); 'scoped' the same with a token scope that admits every proxy,
+ * which the counts cannot answer (a scope narrows the candidates): the walk of the fleet.
+ */
+function refusal(store: LeaseStore, reason: string, kind: 'again' | 'first' | 'scoped'): () => Promise<void> {
   return async () => {
     const result = await store.acquire({
       selector: {},
       ttlSeconds: 60,
       target: REFUSED_TARGET,
-      ...(walked ? { owner: `walk-${++walks}` } : {}),
+      ...(kind === 'again' ? {} : { owner: `walk-${++walks}` }),
+      ...(kind === 'scoped' ? { within: () => true } : {}),
     });
     if (result.granted || result.reason !== reason) throw new Error(`expected ${reason}`);
   };
@@ -267,23 +275,29 @@ async function main(): Promise<void> {
         keyPrefix: `bench-${reason}-${proxies}`,
       });
       cleanups.push(() => refusingRedis.close());
+      // Its leasable proxies in the book's registry first: the counts mark what is full from then.
+      await refusingRedis.fleetSettled();
       await refusing(refusingRedis, busy);
       phases.set(
         `memory store, ${proxies} proxies, ${reason} (refusals/s)`,
-        local(refusal(refusingMemory, reason, false)),
+        local(refusal(refusingMemory, reason, 'again')),
       );
       phases.set(
-        `memory store, ${proxies} proxies, ${reason}, walked (refusals/s)`,
-        local(refusal(refusingMemory, reason, true)),
+        `memory store, ${proxies} proxies, ${reason}, first (refusals/s)`,
+        local(refusal(refusingMemory, reason, 'first')),
       );
       phases.set(
         `Redis store, ${proxies} proxies, ${reason} (refusals/s)`,
-        local(refusal(refusingRedis, reason, false)),
+        local(refusal(refusingRedis, reason, 'again')),
       );
       phases.set(
-        `Redis store, ${proxies} proxies, ${reason}, walked (refusals/s)`,
+        `Redis store, ${proxies} proxies, ${reason}, first (refusals/s)`,
+        local(refusal(refusingRedis, reason, 'first')),
+      );
+      phases.set(
+        `Redis store, ${proxies} proxies, ${reason}, first, scoped: walked (refusals/s)`,
         // A few walkers: 32 walks of 10,000 candidates queue past the client's 5 s timeout.
-        local(refusal(refusingRedis, reason, true), WALKERS),
+        local(refusal(refusingRedis, reason, 'scoped'), WALKERS),
       );
     }
     phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
@@ -358,15 +372,12 @@ async function main(): Promise<void> {
     // A granted lease is at most a lease+release's Redis CPU; a refusal should cost no more.
     const leaseMicros = pick(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, 'redisMicros');
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const walked of ['', ', walked']) {
-        const micros = pick(
-          `Redis store, ${proxies} proxies, ${reason}${walked} (refusals/s)`,
-          'redisMicros',
-        );
+      for (const kind of ['', ', first', ', first, scoped: walked']) {
+        const micros = pick(`Redis store, ${proxies} proxies, ${reason}${kind} (refusals/s)`, 'redisMicros');
         ratio(
-          `${proxies} proxies: Redis CPU of a refusal ${reason}${walked} / of a lease+release`,
+          `${proxies} proxies: Redis CPU of a refusal ${reason}${kind} / of a lease+release`,
           micros / leaseMicros,
-          walked === '' ? 1 : undefined,
+          kind.endsWith('walked') ? undefined : 1,
           true,
         );
       }

@@ -1,6 +1,6 @@
 // Which proxy a lease request gets: pure, so the rule is table-tested without a store.
 import type { ProxyRecord } from './catalog.js';
-import type { NoLeaseReason, OutcomeCounts } from './lease-store.js';
+import type { LeaseRequest, NoLeaseReason, OutcomeCounts } from './lease-store.js';
 import { failures } from './outcome-window.js';
 
 /** A proxy a lease may ever point at, whatever its current load. */
@@ -13,6 +13,17 @@ export function isLeasable(proxy: ProxyRecord): boolean {
     proxy.maxLeases > 0 &&
     proxy.phase !== 'Deleting' &&
     proxy.draining !== true
+  );
+}
+
+/**
+ * Whether every leasable proxy is a candidate for the request: no selector, exit IP or token
+ * scope narrows them. The stores' counts (cooling per target, full) are over every leasable
+ * proxy, so only such a request may be refused from them without a walk (issue 47 item 4).
+ */
+export function anyLeasable(request: Pick<LeaseRequest, 'selector' | 'exitIP' | 'within'>): boolean {
+  return (
+    request.exitIP === undefined && request.within === undefined && Object.keys(request.selector).length === 0
   );
 }
 

@@ -20,7 +20,13 @@ import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { MemoryEgress } from './memory-egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
-import { isLeasable, selectProxy, type Candidate, type SelectionState } from './lease-selection.js';
+import {
+  anyLeasable,
+  isLeasable,
+  selectProxy,
+  type Candidate,
+  type SelectionState,
+} from './lease-selection.js';
 import {
   REQUEST_RETENTION_MILLIS,
   type AcquireResult,
@@ -43,6 +49,7 @@ import { MemoryHolds } from './memory-holds.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
 import { explainRefusal } from './memory-refusal.js';
+import { CoolingCounts } from './cooling-counts.js';
 import { proxyMatcher } from './selector.js';
 import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
@@ -87,6 +94,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly requests = new RequestOutcomes<unknown>(REQUEST_RETENTION_MILLIS);
   /** Refusals answered again without a walk (refusal-memo.ts) while `freed` stays. */
   private readonly refusals = new RefusalMemos();
+  /** The free index's members cooling down, per target (cooling-counts.ts): refusals without a walk. */
+  private readonly cooling = new CoolingCounts();
   /**
    * Counts what could turn a refusal into a grant: a full proxy's slot freed, a proxy
    * (re)entering the index (a hold lifted, a catalog change). Nothing else can.
@@ -163,11 +172,33 @@ export class MemoryLeaseStore implements LeaseStore {
         else moved = true;
       }
     }
+    // Every leasable proxy a candidate and every one cooling down for the target: the refusal
+    // is known from the counts, without walking them (issue 47 item 4).
+    const whole = session === undefined && anyLeasable(request);
+    if (whole) {
+      const leasable = this.index.countLeasable({});
+      if (leasable > 0 && this.cooling.count(target, now) >= leasable) {
+        const firstEnd = this.cooling.firstEnd(target, now)!;
+        const refused: AcquireResult & { granted: false } = {
+          granted: false,
+          reason: 'all_cooling_down',
+          retryAfterMs: firstEnd - now,
+        };
+        this.refusals.set(
+          shape,
+          rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()),
+        );
+        return refused;
+      }
+    }
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
     if (proxy === undefined) {
       const sources = { index: this.index, targets: this.targets, catalog: this.catalog };
-      const { refused, firstEnd } = explainRefusal(sources, request, target, now);
+      const counted = whole
+        ? { cooling: this.cooling.count(target, now), firstEnd: this.cooling.firstEnd(target, now) }
+        : undefined;
+      const { refused, firstEnd } = explainRefusal(sources, request, target, now, counted);
       // The bound counts from the answer: the walk over a large fleet takes time too.
       this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
       return refused;
@@ -294,6 +325,12 @@ export class MemoryLeaseStore implements LeaseStore {
     // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
     const reporter = { name: owner ?? '', trusted: owner === undefined || details.rotationTrusted === true };
     const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter, reporter);
+    if (typeof until === 'number' && this.index.has(lease.proxyID))
+      this.cooling.set(
+        lease.proxyID,
+        key ?? GLOBAL_POOL,
+        this.targets.until(lease.proxyID, key ?? GLOBAL_POOL),
+      );
     if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
   }
@@ -396,6 +433,15 @@ export class MemoryLeaseStore implements LeaseStore {
       this.index.add(record, load);
       this.freed++;
     }
+    if (wasIndexed !== indexed) this.placeCooldowns(proxyID);
+  }
+
+  /** Counts a proxy's running cooldowns while it is in the free index, and only then. */
+  private placeCooldowns(proxyID: string): void {
+    this.cooling.dropProxy(proxyID);
+    if (!this.index.has(proxyID)) return;
+    for (const { target, until } of this.targets.cooldownsOf(proxyID, this.clock.now()))
+      this.cooling.set(proxyID, target, until);
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {
@@ -450,11 +496,13 @@ export class MemoryLeaseStore implements LeaseStore {
     if (before !== undefined && this.index.has(before.id)) this.index.delete(before, load);
     if (after === undefined) {
       this.holds.catalogChanged(id, before, after);
-      return;
+    } else {
+      this.egress.follow(after, () => this.clock.now());
+      this.holds.catalogChanged(id, before, after);
+      if (this.indexable(after, this.clock.now())) this.index.add(after, load);
     }
-    this.egress.follow(after, () => this.clock.now());
-    this.holds.catalogChanged(id, before, after);
-    if (this.indexable(after, this.clock.now())) this.index.add(after, load);
+    // In or out of the index, or a new egress that forgot its cooldowns.
+    this.placeCooldowns(id);
   }
 }
 

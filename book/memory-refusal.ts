@@ -1,5 +1,6 @@
-// Why the memory store refused a lease: counted only when nothing was free (the fleet is
-// walked for the reason, never for a grant).
+// Why the memory store refused a lease: counted only when nothing was free (the target's
+// cooldowns are walked for the reason, never for a grant; a request every leasable proxy could
+// take reads the cooling counts instead).
 
 import type { ProxyCatalog } from './catalog.js';
 import type { FreeProxyIndex } from './free-proxy-index.js';
@@ -21,11 +22,13 @@ export function explainRefusal(
   request: LeaseRequest,
   target: string,
   now: number,
+  /** For a request every leasable proxy could take: the cooling counts' figures (cooling-counts.ts). */
+  counted?: { cooling: number; firstEnd: number | undefined },
 ): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
   const leasable = index.countLeasable(request.selector, request.exitIP);
-  let cooling = 0;
-  let firstEnd = Infinity;
-  if (leasable > 0) {
+  let cooling = counted?.cooling ?? 0;
+  let firstEnd = counted?.firstEnd ?? Infinity;
+  if (leasable > 0 && counted === undefined) {
     const matches = proxyMatcher(request.selector, request.exitIP);
     for (const entry of targets.forTarget(target)) {
       if (entry.until <= now || !index.has(entry.proxyID)) continue;

@@ -1,6 +1,7 @@
 // The replica's side of the Redis book's wire format (redis-scripts.ts): what goes into a
 // script's arguments and what comes out of its replies. Pure, so each rule has a table test.
 import type { ProxyRecord } from './catalog.js';
+import type { Fingerprint } from './fleet-fingerprint.js';
 import type { Lease, OutcomeCounts } from './lease-store.js';
 
 /** Separates a lease value's fields; JSON, ids, addresses and targets never hold it. */
@@ -18,7 +19,8 @@ export function rankCandidates(chunk: readonly ProxyRecord[]): ProxyRecord[] {
  * The acquire script's arguments (redis-scripts.ts's ACQUIRE): leaseID, ttlSeconds, the
  * lease key's life (ms), candidate count, per candidate (ranked) id, maxLeases, record JSON,
  * then target, selector JSON, session, its mode, the bound proxy known gone and the request
- * key (request-outcomes.ts), the tail cut after the last one that is not its default ('',
+ * key (request-outcomes.ts), then (when given: a request the fleet's counts may refuse) the
+ * replica's fleet fingerprint (fleet-fingerprint.ts), the tail cut after the last one that is not its default ('',
  * '{}', '', 'none', '', ''): each argument costs
  * the client and Redis ~0.2 µs (~1k instructions of redis-server), so a lease without
  * target, selector or session sends none of them.
@@ -35,11 +37,16 @@ export function acquireArgs(
   mode: 'check' | 'moved' | 'none',
   gone: string,
   requestKey = '',
+  fleet?: Fingerprint,
 ): string[] {
   const args = [leaseID, ttlSeconds, lifeMillis, String(ranked.length)];
   for (const record of ranked) args.push(record.id, String(record.maxLeases), json(record));
   const tail = [target, selector, session, mode, gone, requestKey];
   const defaults = ['', '{}', '', 'none', '', ''];
+  if (fleet !== undefined && fleet.count > 0) {
+    tail.push(String(fleet.count), String(fleet.a), String(fleet.b));
+    defaults.push('', '', '');
+  }
   let last = tail.length;
   while (last > 0 && tail[last - 1] === defaults[last - 1]) last--;
   for (let i = 0; i < last; i++) args.push(tail[i]);
@@ -93,7 +100,16 @@ export type AcquireReply =
   | { kind: 'need'; proxyID: string }
   /** The request id was granted before: that lease's id and stored value (decodeLease). */
   | { kind: 'dup'; leaseID: string; value: string }
-  | { kind: 'none'; leasable: number; cooling: number; moved: boolean; waitMs: number; hints: LoadHints };
+  | {
+      kind: 'none';
+      leasable: number;
+      cooling: number;
+      moved: boolean;
+      waitMs: number;
+      hints: LoadHints;
+      /** The counts are the whole fleet's (the registry's): nothing left to walk. */
+      whole: boolean;
+    };
 
 /**
  * Reads the acquire script's one-string answer (fields separated by \0). `ranked`: the
@@ -146,6 +162,7 @@ export function decodeAcquireReply(reply: string, ranked: readonly ProxyRecord[]
         moved: f[3] === '1',
         waitMs: Number(f[4]),
         hints: hints(f[5]),
+        whole: f[6] === '1',
       };
     default:
       throw new Error(`unexpected acquire reply ${JSON.stringify(reply.slice(0, 40))}`);

@@ -43,6 +43,7 @@ import { scopedKey, unscopedKey } from './lease-owner.js';
 import { requestKey } from './request-outcomes.js';
 import { RedisAcquireWalk } from './redis-acquire-walk.js';
 import { RedisEgressFeed } from './redis-egress-feed.js';
+import { RedisFleetFeed } from './redis-fleet-feed.js';
 import { RedisProbeRequests } from './redis-probe-requests.js';
 import { standingFrom, totalsFrom, usageFrom, usagesFrom, type StatsWindow } from './redis-read-replies.js';
 import { reportArgs, reportOutcomes } from './redis-reports.js';
@@ -82,6 +83,8 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly walk: RedisAcquireWalk;
   private readonly probeRequests: RedisProbeRequests;
   private readonly egress: RedisEgressFeed;
+  /** This replica's leasable proxies told to the book: its refusals from counts. */
+  private readonly fleet: RedisFleetFeed;
   private readonly unsubscribe: () => void;
   private timer: NodeJS.Timeout | undefined;
   /** Changes of this replica's catalog: a remembered refusal holds only while this does. */
@@ -103,7 +106,13 @@ export class RedisLeaseStore implements LeaseStore {
     this.newID = options.newID ?? randomUUID;
     this.prefix = `{${prefix}}`;
     this.scripts = new RedisScriptRunner(this.redis, this.prefix, settings, options.clock);
+    this.fleet = new RedisFleetFeed({
+      send: (args) => this.eval('fleet', args),
+      read: (what) => this.eval('fleetRead', [what]),
+      logger: this.logger,
+    });
     this.walk = new RedisAcquireWalk({
+      fleet: () => this.fleet.fingerprint(),
       eval: (name, args) => this.eval(name, args),
       ranking: this.ranking,
       sessions: this.sessions,
@@ -273,6 +282,7 @@ export class RedisLeaseStore implements LeaseStore {
   /** Stops following the catalog and closes the subscriber (a store that is thrown away). */
   close(): void {
     this.egress.close();
+    this.fleet.close();
     this.unsubscribe();
     this.probeRequests.close();
   }
@@ -285,6 +295,7 @@ export class RedisLeaseStore implements LeaseStore {
   async sweep(): Promise<void> {
     try {
       await this.eval('sweep', []);
+      await this.fleet.reconcile();
       const busy = this.ranking.busy();
       // 200 a call, as a list page: the usage script holds the server while it reads.
       for (let i = 0; i < busy.length; i += 200) await this.usage(busy.slice(i, i + 200));
@@ -337,8 +348,13 @@ export class RedisLeaseStore implements LeaseStore {
   private catalogChanged({ before, after }: CatalogChange): void {
     this.catalogVersion++;
     const id = (before ?? after)!.id;
-    if (after !== undefined && isLeasable(after)) this.ranking.add(after);
-    else this.ranking.delete(id);
+    if (after !== undefined && isLeasable(after)) {
+      this.ranking.add(after);
+      this.fleet.set(id, after.maxLeases);
+    } else {
+      this.ranking.delete(id);
+      this.fleet.set(id, undefined);
+    }
     if (after === undefined) this.egress.forget(id);
     else this.egress.follow(after);
     // The book's down hold ends when the proxy moved or its status turned healthy again
@@ -359,6 +375,11 @@ export class RedisLeaseStore implements LeaseStore {
   /** Resolves once the egresses this replica has seen are in the book (tests wait for it). */
   async egressSettled(): Promise<void> {
     await this.egress.settled();
+  }
+
+  /** Resolves once this replica's leasable proxies are in the book's registry (tests wait for it). */
+  async fleetSettled(): Promise<void> {
+    await this.fleet.settled();
   }
 
   /** Whether the probe-request subscription is live and the running suspicions were told (tests wait for it). */

@@ -55,6 +55,18 @@
 //                       acquire's second MGET when the flags say so), PX = the book's retention
 //   P:suspects          zset proxyID -> suspicion deadline
 //   P:counters          hash of monotonic counters
+//   P:fleet             hash proxyID -> "cap h1 h2": the leasable proxies as the replicas'
+//                       catalogs show them (the fleet script); P:fleet-sum  hash n, a, b: its
+//                       count and XOR sums of h1 and h2 (fleet-fingerprint.ts). While a
+//                       replica's own figures equal these, the counts below are over its
+//                       candidates, and a refusal of a request without selector, exit IP,
+//                       scope or session is known without sending them (the acquire's 'whole')
+//   P:full              zset proxyID -> until when it is certainly full: a registry proxy
+//                       whose grant reached its registry cap, at the earliest expiry among
+//                       its leases; a release, a raised cap or leaving the registry ends it
+//   P:held              zset proxyID -> until when a hold may keep it out (registry proxies)
+//   P:cdt:<target>      zset proxyID -> cooldown end: registry proxies cooling for the target
+//                       (written and deleted with P:targets' member while in the registry)
 //   P:req:<key>         string: a write's first answer by its request key (request-outcomes.ts:
 //                       kind:owner.requestID:leaseID), PX = REQ_RETAIN; a repeat answers it
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or
@@ -75,6 +87,7 @@ import { LEASE_BODIES } from './redis-lua/lease-scripts.js';
 import { REPORT_BODIES } from './redis-lua/report-scripts.js';
 import { HOLD_BODIES } from './redis-lua/hold-scripts.js';
 import { READ_BODIES } from './redis-lua/read-scripts.js';
+import { FLEET_BODIES } from './redis-lua/fleet-script.js';
 import { header, type ScriptSettings } from './redis-lua/header.js';
 import type { Block, BlockName, Body, Lazy, LuaScript, ScriptName } from './redis-lua/script-parts.js';
 
@@ -121,6 +134,8 @@ const BODIES: Record<ScriptName, Body> = {
   standing: READ_BODIES.standing,
   suspects: HOLD_BODIES.suspects,
   refusal: REPORT_BODIES.refusal,
+  fleet: FLEET_BODIES.fleet,
+  fleetRead: FLEET_BODIES.fleetRead,
 };
 
 /** A lazy group as Lua: its exports as locals, and the loader that defines and returns them. */

@@ -125,6 +125,11 @@ export class TargetBook {
     return (this.byProxy.get(proxyID)?.get(target)?.until ?? 0) > now;
   }
 
+  /** The end of (proxy, target)'s cooldown, whichever kind (0: no entry). */
+  until(proxyID: string, target: string): number {
+    return this.byProxy.get(proxyID)?.get(target)?.until ?? 0;
+  }
+
   /** Recent counts for (proxy, target) when it has had a bad report in the window. */
   failingRecord(proxyID: string, target: string, now: number): OutcomeCounts | undefined {
     const entry = this.byProxy.get(proxyID)?.get(target);

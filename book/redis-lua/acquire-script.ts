@@ -14,7 +14,9 @@ import type { Body, ScriptName } from './script-parts.js';
  * more to decode, docs/benchmarks.md; the codec's decodeAcquireReply reads it): ok, proxyID,
  * now, expiresAt, moved, load, hints, then the statistics slots; or need, boundProxyID (the
  * session's proxy was not among the candidates); or none, leasable, cooling, moved, ms until
- * the first cooldown among them ends (-1: none), hints. Hints: "i:load" for each candidate
+ * the first cooldown among them ends (-1: none), hints, whole ('1': the counts are the whole
+ * fleet's, from the registry: the walk ends here; ARGV after the request key: the replica's
+ * fleet fingerprint, count, a, b, for a request without selector, exit IP, scope or session). Hints: "i:load" for each candidate
  * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
  * candidate has none.
  *
@@ -183,8 +185,31 @@ end
 if not chosen then
   local wait = -1
   if first_end >= 0 then wait = first_end - NOW end
+  -- The fleet's counts, when the replica sent its fingerprint (a request without selector,
+  -- exit IP, scope or session: its candidates are all its leasable proxies) and the
+  -- registry's equals it, with no registry proxy held: every one of them cooling down for
+  -- the target, or certainly full, is the refusal of the whole walk, known now ('whole').
+  local whole = '0'
+  local fp = ARGV[T + 7]
+  if fp and fp ~= '' then
+    local s = redis.call('HMGET', K_FLEET_SUM, 'n', 'a', 'b')
+    if s[1] == fp and s[2] == ARGV[T + 8] and s[3] == ARGV[T + 9] and
+      redis.call('ZCOUNT', K_HELD, '(' .. NOW, '+inf') == 0 then
+      local size = tonumber(fp)
+      local ck = P .. ':cdt:' .. target
+      local c = redis.call('ZCOUNT', ck, '(' .. NOW, '+inf')
+      if c >= size or redis.call('ZCOUNT', K_FULL, '(' .. NOW, '+inf') >= size then
+        leasable, cooling, whole = size, c, '1'
+        wait = -1
+        if c > 0 then
+          local first = redis.call('ZRANGE', ck, '(' .. NOW, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+          wait = tonumber(first[2]) - NOW
+        end
+      end
+    end
+  end
   return 'none\0' .. leasable .. '\0' .. cooling .. '\0' .. (moved and '1' or '0') .. '\0' .. wait .. '\0' ..
-    string.sub(hints, 2)
+    string.sub(hints, 2) .. '\0' .. whole
 end
 
 local id = ARGV[B + 3 * chosen - 2]
@@ -200,6 +225,8 @@ redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
 local v = got[chosen]
 local now_load = '1'
 local f
+-- The earliest expiry among the proxy's leases after this one (for P:full), a lower bound.
+local first_exp = exp
 if v and not (busy and busy[chosen]) and string.byte(v) >= 97 then
   -- Idle with a load string "F0 e m": it becomes "F1 exp m" while exp fits within m.
   local tail = string.sub(v, (string.find(v, ' ', 4, true)))
@@ -215,6 +242,8 @@ if not f then
   local b = busy and busy[chosen]
   if b then
     e, m, f = b[1], b[2], b[3]
+    -- Without e (load keys not as written together) no bound is known: not marked.
+    if load[chosen] > 0 then first_exp = e and math.min(tonumber(e), exp) end
   elseif v and string.byte(v) >= 97 then
     local at = string.find(v, ' ', 4, true)
     e, m, f = string.sub(v, 4, at - 1), string.sub(v, at + 1), string.byte(v) - 97
@@ -232,6 +261,13 @@ if not f then
     if more[x.cd] or redis.call('EXISTS', P .. ':tord:' .. id) == 1 then f = f + COOL end
   end
   now_load = load_put(id, load[chosen] + 1, e, m, exp, exp_s, keys[chosen], f)
+end
+-- Full at the cap the registry knows (the fleet's counts): certainly so until first_exp.
+if first_exp and load[chosen] + 1 >= tonumber(ARGV[B + 3 * chosen - 1]) then
+  local reg = redis.call('HGET', K_FLEET, id)
+  if reg and load[chosen] + 1 >= tonumber(string.match(reg, '^%S+')) then
+    redis.call('ZADD', K_FULL, first_exp, id)
+  end
 end
 if session ~= '' then
   if not bind then bound_to, bind = load_sessions() end

@@ -10,6 +10,8 @@ local function k_tgt(id) return P .. ':tgt:' .. id end
 -- (proxy, target)'s cooldown end, the score of its P:targets member, as a string key: the
 -- acquire reads a chunk's in its one MGET.
 local function k_cd(id, target) return P .. ':cd:' .. id .. '\0' .. target end
+-- The registry's proxies cooling down for a target, by cooldown end (the fleet's counts).
+local function k_cdt(target) return P .. ':cdt:' .. target end
 
 -- (proxy, target) entries.
 local function tdecode(v)
@@ -82,6 +84,7 @@ local function forget_target(id, target)
   redis.call('DEL', k_cd(id, target))
   redis.call('ZREM', k_tord(id), target)
   redis.call('ZREM', K_TARGETS, member(id, target))
+  redis.call('ZREM', k_cdt(target), id)
   -- Its last entry gone: its acquire need not look for cooldowns.
   if redis.call('EXISTS', k_tord(id)) == 0 then flag(id, COOL, false) end
 end
@@ -147,6 +150,12 @@ local function target_report(id, target, result, retry_after, random)
   redis.call('ZADD', K_TARGETS, score, member(id, target))
   flag(id, COOL, true)
   redis.call('SET', k_cd(id, target), score, 'PX', RETAIN)
+  -- Counted for the target while the proxy is in the registry (the fleet script adds the
+  -- running ones of a proxy that joins it).
+  if redis.call('HEXISTS', K_FLEET, id) == 1 then
+    redis.call('ZADD', k_cdt(target), score, id)
+    keep(k_cdt(target), RETAIN)
+  end
   keep(key, RETAIN)
   keep(k_tord(id), RETAIN)
   keep(K_TARGETS, RETAIN)

@@ -72,6 +72,9 @@ export function header(s: ScriptSettings): string {
     `local K_TARGETS = '${P}:targets'`,
     `local K_SUSPECTS = '${P}:suspects'`,
     `local CHANNEL = '${P}:probe-requests'`,
+    // The fleet registry and its counts (redis-scripts.ts's layout; fleet-fingerprint.ts).
+    `local K_FLEET, K_FLEET_SUM = '${P}:fleet', '${P}:fleet-sum'`,
+    `local K_FULL, K_HELD = '${P}:full', '${P}:held'`,
   ].join('\n');
 }
 

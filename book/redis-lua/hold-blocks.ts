@@ -26,7 +26,22 @@ local function hold_get(id)
   return {}
 end
 
+-- Marks a registry proxy held in P:held until its hold may end (a suspicion's deadline; a
+-- down hold: its key's life), or unmarks it: the fleet's counts are trusted only while no
+-- registry proxy is held. Over-marking (a down hold on an old address) only costs a walk.
+local function held_mark(id, h)
+  local ends
+  if h.da ~= nil then ends = NOW + RETAIN end
+  if h.sa ~= nil and h.su > NOW and (ends == nil or h.su > ends) then ends = h.su end
+  if ends ~= nil and redis.call('HEXISTS', K_FLEET, id) == 1 then
+    redis.call('ZADD', K_HELD, ends, id)
+  else
+    redis.call('ZREM', K_HELD, id)
+  end
+end
+
 local function hold_put(id, h)
+  held_mark(id, h)
   if next(h) == nil then
     redis.call('DEL', k_hold(id))
     flag(id, HOLD, false)

@@ -131,6 +131,8 @@ local function release_one(id)
   if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
   redis.call('HINCRBY', K_COUNTERS, 'freed', 1)
   redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
+  -- A slot freed: no longer certainly full (the fleet's counts).
+  redis.call('ZREM', K_FULL, proxy)
   local ld = P .. ':ld:' .. proxy
   local entry = redis.call('GET', ld)
   if not entry then return proxy .. '\0-1' end

@@ -30,6 +30,8 @@ return {
  */
 const SWEEP = String.raw`
 redis.call('ZREMRANGEBYSCORE', K_BUSY, '-inf', NOW)
+redis.call('ZREMRANGEBYSCORE', K_FULL, '-inf', NOW)
+redis.call('ZREMRANGEBYSCORE', K_HELD, '-inf', NOW)
 prune_sessions(1000)
 prune_suspicions(1000)
 local cold = redis.call('ZRANGEBYSCORE', K_TARGETS, '-inf', NOW - BAN_MAX - WINDOW, 'LIMIT', 0, 1000)

@@ -19,7 +19,9 @@ export type ScriptName =
   | 'usage'
   | 'standing'
   | 'suspects'
-  | 'refusal';
+  | 'refusal'
+  | 'fleet'
+  | 'fleetRead';
 
 /** A helper block: Lua text and the blocks it calls (defined before it). */
 export interface Block {

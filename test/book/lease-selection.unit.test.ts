@@ -1,6 +1,7 @@
 import type { ProxyRecord } from '../../book/catalog.js';
-import { isLeasable, refusal, selectProxy, type Candidate } from '../../book/lease-selection.js';
-import type { OutcomeCounts } from '../../book/lease-store.js';
+import { anyLeasable, isLeasable, refusal, selectProxy, type Candidate } from '../../book/lease-selection.js';
+import type { LeaseRequest, OutcomeCounts } from '../../book/lease-store.js';
+import { parseExitIPTerm } from '../../book/exit-ip-match.js';
 import { matchesSelector } from '../../book/selector.js';
 import { proxy } from './fixtures.js';
 
@@ -153,5 +154,16 @@ describe('why nothing was leased', () => {
     ['some full, the rest cooling down: busy (retrying soon may help)', 2, 1, 'all_busy'],
   ])('%s → %s', (_case, leasable, cooling, reason) => {
     expect(refusal(leasable, cooling)).toBe(reason);
+  });
+});
+
+describe('which requests every leasable proxy could take (refused from counts, without a walk)', () => {
+  it.each<[string, Pick<LeaseRequest, 'selector' | 'exitIP' | 'within'>, boolean]>([
+    ['no selector, exit IP or scope', { selector: {} }, true],
+    ['a selector', { selector: { geo: 'eu' } }, false],
+    ['an exit IP', { selector: {}, exitIP: parseExitIPTerm('203.0.113.7') }, false],
+    ['a token scope, even one that admits every proxy', { selector: {}, within: () => true }, false],
+  ])('%s → %s', (_case, request, expected) => {
+    expect(anyLeasable(request)).toBe(expected);
   });
 });

@@ -33,6 +33,9 @@ describeLeaseStoreContract({
   name: 'redis',
   create: (options) => new RedisLeaseStore({ ...options, redis, keyPrefix: `contract-${++books}` }),
   probeRequestsReady: (store: LeaseStore) => (store as RedisLeaseStore).subscribed(),
-  settled: (store: LeaseStore) => (store as RedisLeaseStore).egressSettled(),
+  settled: async (store: LeaseStore) => {
+    await (store as RedisLeaseStore).egressSettled();
+    await (store as RedisLeaseStore).fleetSettled();
+  },
   dispose: (store: LeaseStore) => (store as RedisLeaseStore).close(),
 });

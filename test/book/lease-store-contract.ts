@@ -1201,6 +1201,231 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe("a first refusal from the fleet's counts never refuses what a walk would grant", () => {
+      // Six proxies: more than the first chunk a shared store sends (4), so its refusal comes
+      // from the book's counts (redis-scripts.ts: P:full, P:cdt, P:held), never from a walk;
+      // the proxy each event frees is the last-ranked one (latency 6), never in that chunk.
+      const TARGET = 'shop.example';
+      const six = (overrides: (i: number) => Partial<ProxyRecord> = () => ({})) =>
+        Array.from({ length: 6 }, (_, i) =>
+          proxy(`ns/p${i + 1}`, {
+            maxLeases: 1,
+            latencyMillis: i + 1,
+            ip: `10.0.1.${i + 1}`,
+            ...overrides(i + 1),
+          }),
+        );
+      type Setup = ReturnType<typeof setup> & { leases: Map<string, Lease> };
+      async function ready(): Promise<Setup> {
+        const s = setup({}, six());
+        await subject.settled?.(s.store);
+        return { ...s, leases: new Map() };
+      }
+      /** Every proxy full: p6's lease ends first (ttl 60 s), the others last 300 s. */
+      async function allBusy(): Promise<Setup> {
+        const s = await ready();
+        for (let i = 0; i < 6; i++) {
+          const lease = granted(
+            await s.store.acquire(request({ target: TARGET, ttlSeconds: i === 5 ? 60 : 300 })),
+          );
+          s.leases.set(lease.proxyID, lease);
+        }
+        expect(s.leases.get('ns/p6')?.ttlSeconds).toBe(60);
+        return s;
+      }
+      /** Every proxy banned for the target and idle; p6's cooldown ends 100 s before the others'. */
+      async function allCooling(): Promise<Setup> {
+        const s = await ready();
+        const ban = async () => {
+          const lease = granted(await s.store.acquire(request({ target: TARGET })));
+          await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+          return lease.proxyID;
+        };
+        // p1 first: the walk takes the fastest idle one; p6 is banned first by leasing the
+        // others meanwhile.
+        const others = [];
+        for (let i = 0; i < 5; i++)
+          others.push(granted(await s.store.acquire(request({ target: 'elsewhere' }))));
+        expect(await ban()).toBe('ns/p6');
+        for (const lease of others) await s.store.release(lease.id);
+        s.clock.advanceSeconds(100);
+        for (let i = 0; i < 5; i++) await ban();
+        return s;
+      }
+      const refusedAs = async (s: Setup, reason: string) =>
+        expect(await s.store.acquire(request({ target: TARGET }))).toMatchObject({ granted: false, reason });
+
+      it.each<[string, () => Promise<Setup>, (s: Setup) => Promise<void> | void, string]>([
+        ['all busy → all_busy', allBusy, () => {}, 'all_busy'],
+        [
+          "all busy, p6's lease released → p6 granted",
+          allBusy,
+          async (s) => void (await s.store.release(s.leases.get('ns/p6')!.id)),
+          'ns/p6',
+        ],
+        [
+          'all busy, p6 released by a report → p6 granted',
+          allBusy,
+          async (s) =>
+            void (await s.store.reportMany([
+              { leaseID: s.leases.get('ns/p6')!.id, result: 'ok', release: true },
+            ])),
+          'ns/p6',
+        ],
+        [
+          "all busy, p6's lease expires unreleased → p6 granted",
+          allBusy,
+          (s) => s.clock.advanceSeconds(61),
+          'ns/p6',
+        ],
+        [
+          "all busy, p6's maxLeases rises → p6 granted",
+          allBusy,
+          async (s) => {
+            s.catalog.proxies = six((i) => (i === 6 ? { maxLeases: 2 } : {}));
+            await subject.settled?.(s.store);
+          },
+          'ns/p6',
+        ],
+        [
+          'all busy, a proxy joins → it is granted',
+          allBusy,
+          async (s) => {
+            s.catalog.proxies = [...six(), proxy('ns/p7', { latencyMillis: 7, ip: '10.0.1.7' })];
+            await subject.settled?.(s.store);
+          },
+          'ns/p7',
+        ],
+        [
+          'all busy, a proxy joins unseen by the book yet → it is granted',
+          allBusy,
+          (s) => {
+            s.catalog.proxies = [...six(), proxy('ns/p7', { latencyMillis: 7, ip: '10.0.1.7' })];
+          },
+          'ns/p7',
+        ],
+        [
+          'all busy, p1 leaves the catalog → all_busy',
+          allBusy,
+          async (s) => {
+            s.catalog.proxies = six().slice(1);
+            await subject.settled?.(s.store);
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, p6 turns unhealthy → all_busy',
+          allBusy,
+          async (s) => {
+            s.catalog.proxies = six((i) => (i === 6 ? { healthy: false } : {}));
+            await subject.settled?.(s.store);
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, p6 turns unhealthy, its lease expires, it is healthy again → p6 granted',
+          allBusy,
+          async (s) => {
+            s.catalog.proxies = six((i) => (i === 6 ? { healthy: false } : {}));
+            await subject.settled?.(s.store);
+            s.clock.advanceSeconds(61);
+            s.catalog.proxies = six();
+            await subject.settled?.(s.store);
+          },
+          'ns/p6',
+        ],
+        ['all cooling → all_cooling_down', allCooling, () => {}, 'all_cooling_down'],
+        [
+          "all cooling, p6's cooldown ends → p6 granted",
+          allCooling,
+          (s) => s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1),
+          'ns/p6',
+        ],
+        [
+          'all cooling, a proxy joins → it is granted',
+          allCooling,
+          async (s) => {
+            s.catalog.proxies = [...six(), proxy('ns/p7', { latencyMillis: 7, ip: '10.0.1.7' })];
+            await subject.settled?.(s.store);
+          },
+          'ns/p7',
+        ],
+        [
+          'all cooling, p6 unhealthy and healthy again → all_cooling_down',
+          allCooling,
+          async (s) => {
+            s.catalog.proxies = six((i) => (i === 6 ? { healthy: false } : {}));
+            await subject.settled?.(s.store);
+            s.catalog.proxies = six();
+            await subject.settled?.(s.store);
+          },
+          'all_cooling_down',
+        ],
+        [
+          'all cooling, p6 unhealthy and healthy again after its cooldown ended → p6 granted',
+          allCooling,
+          async (s) => {
+            s.catalog.proxies = six((i) => (i === 6 ? { healthy: false } : {}));
+            await subject.settled?.(s.store);
+            s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1);
+            s.catalog.proxies = six();
+            await subject.settled?.(s.store);
+          },
+          'ns/p6',
+        ],
+        [
+          'all cooling, p6 gets a new egress (its cooldown forgotten) → p6 granted',
+          allCooling,
+          async (s) => {
+            s.catalog.proxies = six((i) => (i === 6 ? { ip: '10.0.9.6' } : {}));
+            await subject.settled?.(s.store);
+          },
+          'ns/p6',
+        ],
+        [
+          'all cooling for the target, another target → granted',
+          allCooling,
+          async (s) => {
+            expect((await s.store.acquire(request({ target: 'elsewhere' }))).granted).toBe(true);
+          },
+          'all_cooling_down',
+        ],
+      ])('%s', async (_name, arrange, event, expected) => {
+        const s = await arrange();
+        await event(s);
+        const answer = await s.store.acquire(request({ target: TARGET }));
+        if (expected.startsWith('ns/'))
+          expect(answer).toMatchObject({ granted: true, lease: { proxyID: expected } });
+        else expect(answer).toMatchObject({ granted: false, reason: expected });
+      });
+
+      it("all_cooling_down's Retry-After is the first cooldown's end among them", async () => {
+        const s = await allCooling();
+        const answer = await s.store.acquire(request({ target: TARGET }));
+        // p6's ban began 100 s before the others': its cooldown ends COOLDOWN_SECONDS - 100 s from now.
+        expect(answer).toEqual({
+          granted: false,
+          reason: 'all_cooling_down',
+          retryAfterMs: (COOLDOWN_SECONDS - 100) * 1000,
+        });
+        await refusedAs(s, 'all_cooling_down');
+      });
+
+      it('all busy beside a suspect proxy: all_busy, and granted once its suspicion ends', async () => {
+        const s = await allBusy();
+        // p6 free but suspect (its own client reported it unreachable before releasing).
+        const p6 = s.leases.get('ns/p6')!;
+        await s.store.report(p6.id, 'unreachable');
+        await s.store.release(p6.id);
+        await refusedAs(s, 'all_busy');
+        s.clock.advanceSeconds(120);
+        expect(await s.store.acquire(request({ target: TARGET }))).toMatchObject({
+          granted: true,
+          lease: { proxyID: 'ns/p6' },
+        });
+      });
+    });
+
     describe('totals', () => {
       it('counts live leases, sessions and running cooldowns', async () => {
         const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [

@@ -46,6 +46,19 @@ describe('rankCandidates and acquireArgs', () => {
     ).toEqual(tail);
   });
 
+  it.each([
+    [
+      'a fingerprint: every default sent before it',
+      { count: 3, a: 7, b: 9 },
+      ['', '{}', '', 'none', '', '', '3', '7', '9'],
+    ],
+    ['an empty fleet: no fingerprint', { count: 0, a: 0, b: 0 }, []],
+  ] as const)('%s', (_name, fleet, tail) => {
+    expect(
+      acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, '', 'none', '', '', fleet).slice(7),
+    ).toEqual(tail);
+  });
+
   it('leaves the chunk it was given as it was', () => {
     const chunk = [a, b];
     rankCandidates(chunk);
@@ -111,7 +124,7 @@ describe('decodeAcquireReply', () => {
     ['the session is bound elsewhere', reply('need', 'ns/z'), [a], { kind: 'need', proxyID: 'ns/z' }],
     [
       'none in this chunk, no cooldown',
-      reply('none', 3, 0, 0, -1, '1:5,2:5,3:5'),
+      reply('none', 3, 0, 0, -1, '1:5,2:5,3:5', 0),
       [a, b, c],
       {
         kind: 'none',
@@ -124,13 +137,28 @@ describe('decodeAcquireReply', () => {
           ['ns/b', 5],
           ['ns/c', 5],
         ],
+        whole: false,
       },
     ],
     [
       'none, cooling, the session moved, no candidate looked at',
-      reply('none', 2, 2, 1, 1500, ''),
+      reply('none', 2, 2, 1, 1500, '', 0),
       [],
-      { kind: 'none', leasable: 2, cooling: 2, moved: true, waitMs: 1500, hints: [] },
+      { kind: 'none', leasable: 2, cooling: 2, moved: true, waitMs: 1500, hints: [], whole: false },
+    ],
+    [
+      "none, and the fleet's counts answer for every proxy not sent",
+      reply('none', 10000, 120, 0, 2500, '1:1', 1),
+      [a],
+      {
+        kind: 'none',
+        leasable: 10000,
+        cooling: 120,
+        moved: false,
+        waitMs: 2500,
+        hints: [['ns/a', 1]],
+        whole: true,
+      },
     ],
   ] as const)('%s', (_name, raw, ids, expected) => {
     expect(decodeAcquireReply(raw, ids)).toEqual(expected);

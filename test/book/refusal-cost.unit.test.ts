@@ -20,10 +20,15 @@ import { REFUSAL_MEMO_MILLIS } from '../../book/refusal-memo.js';
 
 const FLEET = 1000;
 const TARGET = 'shop.example';
-const request = (): LeaseRequest => ({ selector: {}, ttlSeconds: 300, target: TARGET });
+// A selector every proxy matches: these requests walk (the fleet's counts answer only requests
+// without one: refusal-first.unit.test.ts), which is what the memo and single flight are for.
+const attributes = { pool: 'all' };
+const request = (): LeaseRequest => ({ selector: attributes, ttlSeconds: 300, target: TARGET });
 const fleet = () =>
   new TestCatalog(
-    Array.from({ length: FLEET }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i })),
+    Array.from({ length: FLEET }, (_, i) =>
+      proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i, attributes }),
+    ),
   );
 
 /** Every proxy banned for the target (and idle): each lease is reported banned and released. */
@@ -84,7 +89,9 @@ describe('the memory store, a walk slower than the bound', () => {
     const clock = new FakeClock();
     const size = 40;
     const store = new MemoryLeaseStore({
-      catalog: new TestCatalog(Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1 }))),
+      catalog: new TestCatalog(
+        Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, attributes })),
+      ),
       logger: silentLogger,
       clock,
     });
@@ -124,7 +131,7 @@ describe('the Redis store', () => {
   });
 
   it("another replica's release ends this replica's remembered all_busy at once", async () => {
-    const catalog = () => new TestCatalog([proxy('ns/only', { maxLeases: 1 })]);
+    const catalog = () => new TestCatalog([proxy('ns/only', { maxLeases: 1, attributes })]);
     const a = new RedisLeaseStore({
       redis,
       catalog: catalog(),
@@ -229,7 +236,9 @@ describe('the Redis store', () => {
     const size = 40; // chunks of 4, 32, 256: three acquire scripts per walk
     const store = new RedisLeaseStore({
       redis,
-      catalog: new TestCatalog(Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1 }))),
+      catalog: new TestCatalog(
+        Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, attributes })),
+      ),
       logger: silentLogger,
       keyPrefix: 'flight-slow',
       clock,
@@ -260,8 +269,8 @@ describe('the Redis store', () => {
     const store = new RedisLeaseStore({
       redis,
       catalog: new TestCatalog([
-        proxy('ns/a', { maxLeases: 1 }),
-        proxy('ns/b', { maxLeases: 1, ip: '10.0.0.2' }),
+        proxy('ns/a', { maxLeases: 1, attributes }),
+        proxy('ns/b', { maxLeases: 1, ip: '10.0.0.2', attributes }),
       ]),
       logger: silentLogger,
       keyPrefix: 'flight-grant',

@@ -1,0 +1,217 @@
+// The first refusal of a request costs the same at any fleet size (issue 47 item 4). The
+// memory store reads no proxy's cooldown (its cooling counts per target: cooling-counts.ts).
+// with every proxy full, or every proxy cooling down for the target, a request without a
+// selector is refused by one acquire script (its first chunk of 4 and the fleet's counts:
+// redis-scripts.ts's P:fleet, P:full, P:cdt), running the same commands at 100 proxies as at
+// 1,000, instead of a walk that sends every proxy. A replica whose catalog differs from the
+// book's registry walks (and answers right), and the sweep brings the registry back.
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import type { LeaseRequest, LeaseStore } from '../../book/lease-store.js';
+import { connectRedis, whenReady } from '../../book/redis-connection.js';
+import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import { RedisLeaseStore } from '../../book/redis-lease-store.js';
+import { TargetBook } from '../../book/target-book.js';
+import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
+import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
+
+const TARGET = 'shop.example';
+const request = (owner?: string): LeaseRequest => ({
+  selector: {},
+  ttlSeconds: 300,
+  target: TARGET,
+  ...(owner === undefined ? {} : { owner }),
+});
+const fleet = (size: number) =>
+  Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i }));
+
+async function fillEveryone(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    if (!(await store.acquire(request())).granted) throw new Error(`lease ${i} refused`);
+  }
+}
+
+async function banEveryone(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    const result = await store.acquire(request());
+    if (!result.granted) throw new Error(`lease ${i}: ${result.reason}`);
+    await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+
+/** What `run` costs Redis, seen by MONITOR: the scripts sent and the commands they ran. */
+async function cost(
+  server: RedisServer,
+  redis: Redis,
+  run: () => Promise<unknown>,
+): Promise<{ scripts: number; commands: string[]; sent: string[][] }> {
+  const monitor = await server.client().monitor();
+  const marker = `end-${Math.random()}`;
+  let scripts = 0;
+  const commands: string[] = [];
+  const sent: string[][] = [];
+  let ended = false;
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (ended) return;
+    if (source === 'lua') commands.push(args[0].toLowerCase());
+    else if (args[0].toLowerCase() === 'echo' && args[1] === marker) ended = true;
+    else if (args[0].toLowerCase() === 'evalsha') {
+      scripts++;
+      sent.push(args);
+    }
+  });
+  try {
+    await run();
+    await redis.echo(marker);
+    await eventually(() => ended);
+  } finally {
+    monitor.disconnect();
+  }
+  return { scripts, commands, sent };
+}
+
+describe("the memory store's first refusal", () => {
+  it.each([
+    ['all_busy', fillEveryone],
+    ['all_cooling_down', banEveryone],
+  ] as const)("%s reads no proxy's cooldown at 100 or 1,000 proxies", async (reason, arrange) => {
+    for (const size of [100, 1000]) {
+      const store = new MemoryLeaseStore({ catalog: new TestCatalog(fleet(size)), logger: silentLogger });
+      await arrange(store, size);
+      const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+      const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+      try {
+        expect(await store.acquire(request(`first-${size}`))).toMatchObject({ granted: false, reason });
+        expect(cooling).not.toHaveBeenCalled();
+        expect(entries).not.toHaveBeenCalled();
+      } finally {
+        cooling.mockRestore();
+        entries.mockRestore();
+        store.close();
+      }
+    }
+  });
+});
+
+describe("the Redis store's first refusal", () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let books = 0;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: 15_000 });
+    await whenReady(redis);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  async function book(size: number, arrange: (store: LeaseStore, size: number) => Promise<void>) {
+    const store = new RedisLeaseStore({
+      redis,
+      catalog: new TestCatalog(fleet(size)),
+      logger: silentLogger,
+      keyPrefix: `first-${++books}`,
+    });
+    await store.fleetSettled();
+    await arrange(store, size);
+    return store;
+  }
+
+  it.each([
+    ['all_busy', fillEveryone],
+    ['all_cooling_down', banEveryone],
+  ] as const)('%s: one script, the same commands at 100 and 1,000 proxies', async (reason, arrange) => {
+    const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+    for (const size of [100, 1000]) {
+      const store = await book(size, arrange);
+      try {
+        // A new owner: a shape this replica never refused, so no remembered refusal answers.
+        seen.push(
+          await cost(server, redis, async () =>
+            expect(await store.acquire(request(`first-${size}`))).toMatchObject({ granted: false, reason }),
+          ),
+        );
+      } finally {
+        store.close();
+      }
+    }
+    const [small, large] = seen;
+    expect(small.scripts).toBe(1);
+    expect(large.scripts).toBe(1);
+    expect(large.commands).toEqual(small.commands);
+    // The first chunk's reads and the counts: a few commands, not one per proxy.
+    expect(large.commands.length).toBeLessThan(12);
+    // EVALSHA sha numkeys key leaseID ttl life count: every proxy hinted full to this replica
+    // (it filled them), all_busy asks the counts with no candidate; all_cooling_down's proxies
+    // are idle, so its first chunk goes with them.
+    expect(large.sent[0][7]).toBe(reason === 'all_busy' ? '0' : '4');
+  });
+
+  it('all_cooling_down says when the first cooldown ends, as the walk did', async () => {
+    const store = await book(100, banEveryone);
+    try {
+      const counted = await store.acquire(request('counted'));
+      const walked = await store.acquire({ ...request('walked'), selector: {}, within: () => true });
+      expect(counted).toMatchObject({ granted: false, reason: 'all_cooling_down' });
+      expect(walked).toMatchObject({ granted: false, reason: 'all_cooling_down' });
+      if (counted.granted || walked.granted) throw new Error('refused above');
+      // Read a moment apart on Redis's clock: the same end, give or take that moment.
+      expect(Math.abs(counted.retryAfterMs! - walked.retryAfterMs!)).toBeLessThan(1000);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a replica whose catalog is not the book's registry walks, and answers right", async () => {
+    const size = 100;
+    const a = await book(size, fillEveryone);
+    // b's catalog lacks p99 (its cache behind or ahead): its fingerprint is not the registry's.
+    const b = new RedisLeaseStore({
+      redis,
+      catalog: new TestCatalog(fleet(size).slice(0, size - 1)),
+      logger: silentLogger,
+      keyPrefix: `first-${books}`,
+    });
+    const refusal = async (store: RedisLeaseStore, owner: string) =>
+      (
+        await cost(server, redis, async () =>
+          expect(await store.acquire(request(owner))).toMatchObject({ granted: false, reason: 'all_busy' }),
+        )
+      ).scripts;
+    try {
+      await b.fleetSettled();
+      expect(await refusal(a, 'a1')).toBe(1);
+      expect(await refusal(b, 'b1')).toBeGreaterThan(1);
+      // b's sweep makes the registry its view (p99 out): now b counts and a walks.
+      await b.sweep();
+      expect(await refusal(b, 'b2')).toBe(1);
+      expect(await refusal(a, 'a2')).toBeGreaterThan(1);
+      // And back with a's sweep: p99 in again, marked full again (its live leases fill its cap).
+      await a.sweep();
+      expect(await refusal(a, 'a3')).toBe(1);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  it('a book that lost its registry (a Redis emptied) walks until the sweep sends it again', async () => {
+    const store = await book(100, fillEveryone);
+    try {
+      await redis.del(`{first-${books}}:fleet`, `{first-${books}}:fleet-sum`);
+      const walked = await cost(server, redis, async () =>
+        expect(await store.acquire(request('x'))).toMatchObject({ granted: false, reason: 'all_busy' }),
+      );
+      expect(walked.scripts).toBeGreaterThan(1);
+      await store.sweep();
+      const counted = await cost(server, redis, async () =>
+        expect(await store.acquire(request('y'))).toMatchObject({ granted: false, reason: 'all_busy' }),
+      );
+      expect(counted.scripts).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+});
