@@ -74,3 +74,11 @@ export function refusal(leasableMatches: number, coolingMatches: number): NoLeas
   if (leasableMatches === 0) return 'no_match';
   return coolingMatches >= leasableMatches ? 'all_cooling_down' : 'all_busy';
 }
+
+/** The candidates a token's scope admits, in the same order. */
+export function* withinScope(
+  free: Iterable<Candidate>,
+  admits: (proxy: ProxyRecord) => boolean,
+): Generator<Candidate> {
+  for (const candidate of free) if (admits(candidate.proxy)) yield candidate;
+}

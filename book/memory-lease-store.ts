@@ -20,13 +20,7 @@ import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { MemoryEgress } from './memory-egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
-import {
-  anyLeasable,
-  isLeasable,
-  selectProxy,
-  type Candidate,
-  type SelectionState,
-} from './lease-selection.js';
+import { anyLeasable, isLeasable, selectProxy, withinScope, type SelectionState } from './lease-selection.js';
 import {
   REQUEST_RETENTION_MILLIS,
   type AcquireResult,
@@ -48,7 +42,7 @@ import type { HoldState } from './proxy-holds.js';
 import { MemoryHolds } from './memory-holds.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
-import { explainRefusal } from './memory-refusal.js';
+import { countedRefusal, explainRefusal } from './memory-refusal.js';
 import { CoolingCounts } from './cooling-counts.js';
 import { proxyMatcher } from './selector.js';
 import { SessionBook } from './session-book.js';
@@ -175,24 +169,17 @@ export class MemoryLeaseStore implements LeaseStore {
     // Every leasable proxy a candidate and every one cooling down for the target: the refusal
     // is known from the counts, without walking them (issue 47 item 4).
     const whole = session === undefined && anyLeasable(request);
-    if (whole) {
-      const leasable = this.index.countLeasable({});
-      if (leasable > 0 && this.cooling.count(target, now) >= leasable) {
-        const firstEnd = this.cooling.firstEnd(target, now)!;
-        const refused: AcquireResult & { granted: false } = {
-          granted: false,
-          reason: 'all_cooling_down',
-          retryAfterMs: firstEnd - now,
-        };
-        this.refusals.set(
-          shape,
-          rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()),
-        );
-        return refused;
-      }
+    const counted = whole ? countedRefusal(this.index, this.cooling, target, now) : undefined;
+    if (counted !== undefined) {
+      const { refused, firstEnd } = counted;
+      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
+      return refused;
     }
     const free = this.index.free(request.selector, request.exitIP);
-    proxy ??= selectProxy(request.within === undefined ? free : within(free, request.within), state)?.proxy;
+    proxy ??= selectProxy(
+      request.within === undefined ? free : withinScope(free, request.within),
+      state,
+    )?.proxy;
     if (proxy === undefined) {
       const sources = { index: this.index, targets: this.targets, catalog: this.catalog };
       const counted = whole
@@ -504,9 +491,4 @@ export class MemoryLeaseStore implements LeaseStore {
     // In or out of the index, or a new egress that forgot its cooldowns.
     this.placeCooldowns(id);
   }
-}
-
-/** The candidates a token's scope admits, in the same order. */
-function* within(free: Iterable<Candidate>, admits: (proxy: ProxyRecord) => boolean): Generator<Candidate> {
-  for (const candidate of free) if (admits(candidate.proxy)) yield candidate;
 }

@@ -3,6 +3,7 @@
 // take reads the cooling counts instead).
 
 import type { ProxyCatalog } from './catalog.js';
+import type { CoolingCounts } from './cooling-counts.js';
 import type { FreeProxyIndex } from './free-proxy-index.js';
 import { refusal } from './lease-selection.js';
 import type { AcquireResult, LeaseRequest, NoLeaseReason } from './lease-store.js';
@@ -42,4 +43,18 @@ export function explainRefusal(
   return reason === 'all_cooling_down'
     ? { refused: { granted: false, reason, retryAfterMs: firstEnd - now }, ...ends }
     : { refused: { granted: false, reason }, ...ends };
+}
+
+/** For a request every leasable proxy could take: its refusal when every leasable proxy is
+ * cooling down for the target, from the counts alone (issue 47 item 4); undefined: walk. */
+export function countedRefusal(
+  index: FreeProxyIndex,
+  cooling: CoolingCounts,
+  target: string,
+  now: number,
+): { refused: AcquireResult & { granted: false }; firstEnd: number } | undefined {
+  const leasable = index.countLeasable({});
+  if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;
+  const firstEnd = cooling.firstEnd(target, now)!;
+  return { refused: { granted: false, reason: 'all_cooling_down', retryAfterMs: firstEnd - now }, firstEnd };
 }
