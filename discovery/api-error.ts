@@ -23,6 +23,7 @@ export const API_ERROR_CODES = [
   'lease_quota',
   'cooldown_quota',
   'report_quota',
+  'book_queue_full',
   'internal',
 ] as const;
 

@@ -15,7 +15,10 @@ import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from '../
 import { sendError } from './api-error.js';
 import type { ApiContext, QuotaCode, TTLLimits } from './api-context.js';
 import { apiGuard, requestOwner, tokenScopes } from './api-guard.js';
+import { bookTurn } from './book-turn.js';
+import { BookTurns } from './book-turns.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
+import { DEFAULT_FAIR_SHARE_LIMITS, type FairShareLimits } from './fair-share.js';
 import { errorHandler } from './error-handler.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
 import { mountLeaseRoutes } from './lease-routes.js';
@@ -64,6 +67,11 @@ export interface DiscoveryAppOptions {
   targetCooldowns?: TargetCooldownMetrics;
   /** The lease store's clock (ms since the epoch): lease expiries are compared against it. */
   clock?: () => number;
+  /**
+   * The book's fair share among tokens (fair-share.ts): operations running at once and waiting
+   * per token; default DEFAULT_FAIR_SHARE_LIMITS.
+   */
+  fairShare?: FairShareLimits;
   /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
   maxConcurrentLists?: number;
   logger: Logger;
@@ -85,6 +93,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const clock = options.clock ?? Date.now;
   const ledgerSweep = setInterval(() => ledger.sweep(clock()), 60_000);
   ledgerSweep.unref();
+  const turns = new BookTurns(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS, (who, ms) =>
+    metrics.observeBookWait(who, ms),
+  );
+  const refusedTurn = (who: string) => metrics.countQuota(who, 'queue');
+  const oneTurn = bookTurn(turns, requestOwner, refusedTurn);
   const token = options.token?.trim() ?? '';
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
   const ctx: ApiContext = {
@@ -103,6 +116,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     clock,
     guard: apiGuard(tokens, options, metrics, logger),
     body: jsonBody(BODY_LIMIT_BYTES),
+    turn: (cost) => (cost === undefined ? oneTurn : bookTurn(turns, requestOwner, refusedTurn, cost)),
     owner: requestOwner,
     scopeOf: tokenScopes(tokens),
     quotaRefusal: (res: Response, code: QuotaCode, message: string, retryAfterSeconds: number) => {

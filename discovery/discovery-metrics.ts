@@ -1,5 +1,5 @@
 // The discovery API's Prometheus metrics, registered on the registry the caller owns.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { LeaseStore, NoLeaseReason, ReportResult } from '../book/lease-store.js';
 import { REPORT_RESULTS } from '../book/lease-store.js';
 import { StoreUnavailableError } from '../book/store-unavailable.js';
@@ -19,6 +19,7 @@ export class DiscoveryMetrics {
   private readonly reports: Counter<'result'>;
   private readonly throttled: Counter<'token'>;
   private readonly quotas: Counter<'token' | 'quota'>;
+  private readonly bookWait: Histogram<'token'>;
   // Children bound once: the hot path skips label hashing.
   private readonly byOutcome = new Map<LeaseRequestOutcome, { inc(): void }>();
   private readonly byResult = new Map<ReportResult, { inc(): void }>();
@@ -64,8 +65,16 @@ export class DiscoveryMetrics {
     // Token names are the SRE's (the tokens file), never a client's string: bounded, and kept.
     this.quotas = new Counter({
       name: 'proxy_operator_discovery_quota_total',
-      help: 'Per-token quotas reached, by token name and quota: lease, cooldown, report (requests refused with 429 <quota>_quota) and session (a session of its own ended to start another).',
+      help: 'Per-token quotas reached, by token name and quota: lease, cooldown, report (requests refused with 429 <quota>_quota), queue (429 book_queue_full: too many requests waiting for the book) and session (a session of its own ended to start another).',
       labelNames: ['token', 'quota'],
+      registers: [registry],
+    });
+    // By token name (the tokens file's, bounded): 9 series per token (7 buckets, sum, count).
+    this.bookWait = new Histogram({
+      name: 'proxy_operator_discovery_book_wait_seconds',
+      help: "Time discovery requests waited for their turn at the lease book (the fair share among tokens, --discovery-book-concurrency), by token name: one token's backlog shows in its own series.",
+      labelNames: ['token'],
+      buckets: [0.001, 0.005, 0.025, 0.1, 0.5, 2.5],
       registers: [registry],
     });
     // Zero-initialized so rate() works before the first of each.
@@ -87,7 +96,12 @@ export class DiscoveryMetrics {
     this.byResult.get(result)!.inc();
   }
 
-  countQuota(tokenName: string, quota: 'lease' | 'cooldown' | 'report' | 'session'): void {
+  /** How long a request waited for its book turn (ms). */
+  observeBookWait(tokenName: string, waitMs: number): void {
+    this.bookWait.observe({ token: tokenName }, waitMs / 1000);
+  }
+
+  countQuota(tokenName: string, quota: 'lease' | 'cooldown' | 'report' | 'session' | 'queue'): void {
     this.quotas.inc({ token: tokenName, quota });
   }
 

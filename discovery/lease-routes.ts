@@ -27,6 +27,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
     clock,
     guard,
     body,
+    turn,
     owner,
     scopeOf,
     quotaRefusal,
@@ -46,7 +47,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases')
     .all(guard)
-    .post(body, async (req, res) => {
+    .post(body, turn(), async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
@@ -115,7 +116,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases/:id')
     .all(guard)
-    .delete(async (req, res) => {
+    .delete(turn(), async (req, res) => {
       const who = owner(res);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       ledger.leaseEnded(who, req.params.id);
@@ -128,7 +129,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases/:id/renew')
     .all(guard)
-    .post(body, async (req, res) => {
+    .post(body, turn(), async (req, res) => {
       const { ttlSeconds } = parseRenewBody(req.body, limits);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
@@ -152,7 +153,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/sessions/:key')
     .all(guard)
-    .delete(async (req, res) => {
+    .delete(turn(), async (req, res) => {
       const key = parseSessionKey(req.params.key, 'session key');
       ledger.sessionEnded(owner(res), key);
       await leases.endSession(key, owner(res));

@@ -54,6 +54,7 @@ export class DiscoveryRunner {
       logger: this.logger,
       registry,
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
+      ...(settings.discovery.fairShare === undefined ? {} : { fairShare: settings.discovery.fairShare }),
       sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
       targetCooldowns,
