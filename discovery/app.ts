@@ -93,7 +93,7 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const clock = options.clock ?? Date.now;
   const ledgerSweep = setInterval(() => ledger.sweep(clock()), 60_000);
   ledgerSweep.unref();
-  const turns = new BookTurns(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS, (who, ms) =>
+  const turns = new BookTurns(fairShareLimits(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS), (who, ms) =>
     metrics.observeBookWait(who, ms),
   );
   const refusedTurn = (who: string) => metrics.countQuota(who, 'queue');
@@ -164,4 +164,12 @@ function ttlLimits(options: DiscoveryAppOptions): TTLLimits {
     );
   }
   return { maxTTLSeconds, defaultTTLSeconds };
+}
+
+function fairShareLimits(limits: FairShareLimits): FairShareLimits {
+  for (const key of ['inFlight', 'queuedPerToken'] as const) {
+    if (!Number.isInteger(limits[key]) || limits[key] < 1)
+      throw new Error(`fairShare.${key} must be a positive integer, got ${limits[key]}`);
+  }
+  return limits;
 }
