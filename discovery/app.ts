@@ -17,8 +17,9 @@ import type { ApiContext, QuotaCode, TTLLimits } from './api-context.js';
 import { apiGuard, requestOwner, tokenScopes } from './api-guard.js';
 import { bookTurn } from './book-turn.js';
 import { BookTurns } from './book-turns.js';
+import { bookWaitObserver } from './book-wait-metrics.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
-import { DEFAULT_FAIR_SHARE_LIMITS, type FairShareLimits } from './fair-share.js';
+import { DEFAULT_FAIR_SHARE_LIMITS, fairShareLimits, type FairShareLimits } from './fair-share.js';
 import { errorHandler } from './error-handler.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
 import { mountLeaseRoutes } from './lease-routes.js';
@@ -69,9 +70,11 @@ export interface DiscoveryAppOptions {
   clock?: () => number;
   /**
    * The book's fair share among tokens (fair-share.ts): operations running at once and waiting
-   * per token; default DEFAULT_FAIR_SHARE_LIMITS.
+   * per token; default DEFAULT_FAIR_SHARE_LIMITS. Ignored when `bookTurns` is given.
    */
   fairShare?: FairShareLimits;
+  /** The process's share (handlers/ builds one, which the gateway takes turns in too). */
+  bookTurns?: BookTurns;
   /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
   maxConcurrentLists?: number;
   logger: Logger;
@@ -93,9 +96,12 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const clock = options.clock ?? Date.now;
   const ledgerSweep = setInterval(() => ledger.sweep(clock()), 60_000);
   ledgerSweep.unref();
-  const turns = new BookTurns(fairShareLimits(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS), (who, ms) =>
-    metrics.observeBookWait(who, ms),
-  );
+  const turns =
+    options.bookTurns ??
+    new BookTurns(
+      fairShareLimits(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS),
+      bookWaitObserver(options.registry),
+    );
   const refusedTurn = (who: string) => metrics.countQuota(who, 'queue');
   const oneTurn = bookTurn(turns, requestOwner, refusedTurn);
   const token = options.token?.trim() ?? '';
@@ -164,12 +170,4 @@ function ttlLimits(options: DiscoveryAppOptions): TTLLimits {
     );
   }
   return { maxTTLSeconds, defaultTTLSeconds };
-}
-
-function fairShareLimits(limits: FairShareLimits): FairShareLimits {
-  for (const key of ['inFlight', 'queuedPerToken'] as const) {
-    if (!Number.isInteger(limits[key]) || limits[key] < 1)
-      throw new Error(`fairShare.${key} must be a positive integer, got ${limits[key]}`);
-  }
-  return limits;
 }

@@ -37,12 +37,16 @@ export class BookTurns {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** A turn for one operation of `token`, or 'book_queue_full' when its queue is at its bound. */
-  enter(token: string, cost: number): Turn | 'book_queue_full' {
+  /**
+   * A turn for one operation of `token`, or 'book_queue_full' when its queue is at its bound
+   * (`bounded` false: never; see admit).
+   */
+  enter(token: string, cost: number, bounded = true): Turn | 'book_queue_full' {
     let lane = this.lanes.get(token);
     const decision = admit(
       { inFlight: this.running, queued: this.waiting, queuedOfToken: lane?.queue.length ?? 0 },
       this.limits,
+      bounded,
     );
     if (decision === 'book_queue_full') return decision;
     if (lane === undefined) this.lanes.set(token, (lane = { finish: 0, queue: [] }));
@@ -82,6 +86,18 @@ export class BookTurns {
       this.waiting++;
     }
     return { ready, leave };
+  }
+
+  /** Runs `operation` in a turn that always waits (never refused), ending it after. */
+  async inTurn<T>(token: string, operation: () => Promise<T>): Promise<T> {
+    const turn = this.enter(token, 1, false);
+    if (turn === 'book_queue_full') throw new Error('an unbounded turn is never refused');
+    await turn.ready;
+    try {
+      return await operation();
+    } finally {
+      turn.leave();
+    }
   }
 
   /** Operations running now and waiting (for tests and the metrics). */

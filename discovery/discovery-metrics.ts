@@ -1,5 +1,5 @@
 // The discovery API's Prometheus metrics, registered on the registry the caller owns.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { LeaseStore, NoLeaseReason, ReportResult } from '../book/lease-store.js';
 import { REPORT_RESULTS } from '../book/lease-store.js';
 import { StoreUnavailableError } from '../book/store-unavailable.js';
@@ -19,7 +19,6 @@ export class DiscoveryMetrics {
   private readonly reports: Counter<'result'>;
   private readonly throttled: Counter<'token'>;
   private readonly quotas: Counter<'token' | 'quota'>;
-  private readonly bookWait: Histogram<'token'>;
   // Children bound once: the hot path skips label hashing.
   private readonly byOutcome = new Map<LeaseRequestOutcome, { inc(): void }>();
   private readonly byResult = new Map<ReportResult, { inc(): void }>();
@@ -69,14 +68,6 @@ export class DiscoveryMetrics {
       labelNames: ['token', 'quota'],
       registers: [registry],
     });
-    // By token name (the tokens file's, bounded): 9 series per token (7 buckets, sum, count).
-    this.bookWait = new Histogram({
-      name: 'proxy_operator_discovery_book_wait_seconds',
-      help: "Time discovery requests waited for their turn at the lease book (the fair share among tokens, --discovery-book-concurrency), by token name: one token's backlog shows in its own series.",
-      labelNames: ['token'],
-      buckets: [0.001, 0.005, 0.025, 0.1, 0.5, 2.5],
-      registers: [registry],
-    });
     // Zero-initialized so rate() works before the first of each.
     for (const outcome of OUTCOMES) {
       this.leaseRequests.inc({ outcome }, 0);
@@ -94,11 +85,6 @@ export class DiscoveryMetrics {
 
   countReport(result: ReportResult): void {
     this.byResult.get(result)!.inc();
-  }
-
-  /** How long a request waited for its book turn (ms). */
-  observeBookWait(tokenName: string, waitMs: number): void {
-    this.bookWait.observe({ token: tokenName }, waitMs / 1000);
   }
 
   countQuota(tokenName: string, quota: 'lease' | 'cooldown' | 'report' | 'session' | 'queue'): void {

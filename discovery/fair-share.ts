@@ -16,6 +16,15 @@ export interface FairShareLimits {
 
 export const DEFAULT_FAIR_SHARE_LIMITS: FairShareLimits = { inFlight: 4, queuedPerToken: 256 };
 
+/** The limits, checked: each a positive integer (an error naming the one that is not). */
+export function fairShareLimits(limits: FairShareLimits): FairShareLimits {
+  for (const key of ['inFlight', 'queuedPerToken'] as const) {
+    if (!Number.isInteger(limits[key]) || limits[key] < 1)
+      throw new Error(`fairShare.${key} must be a positive integer, got ${limits[key]}`);
+  }
+  return limits;
+}
+
 /** What happens to an arriving operation: it runs now, waits its turn, or is refused. */
 export type Admission = 'run' | 'queue' | 'book_queue_full';
 
@@ -28,10 +37,14 @@ export interface ShareLoad {
   queuedOfToken: number;
 }
 
-export function admit(load: ShareLoad, limits: FairShareLimits): Admission {
+/**
+ * `bounded` false: an operation whose caller bounds its own numbers (the gateway's, one per
+ * client connection or held lease) waits whatever the token's queue holds.
+ */
+export function admit(load: ShareLoad, limits: FairShareLimits, bounded = true): Admission {
   // Runs at once only with nobody waiting: it must not overtake a queued operation.
   if (load.queued === 0 && load.inFlight < limits.inFlight) return 'run';
-  if (load.queuedOfToken >= limits.queuedPerToken) return 'book_queue_full';
+  if (bounded && load.queuedOfToken >= limits.queuedPerToken) return 'book_queue_full';
   return 'queue';
 }
 
