@@ -1,6 +1,6 @@
 // What every route of the discovery API shares: the book, the token's identity and scope, the
 // quotas and the metrics. Built once per app (app.ts); each routes module takes it whole.
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ApiTokens } from '../book/api-tokens.js';
 import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
@@ -21,6 +21,7 @@ export type QuotaCode = 'lease_quota' | 'cooldown_quota' | 'report_quota';
 
 export interface ApiContext {
   catalog: ProxyCatalog;
+  /** The book, each call naming its token taking a turn in the fair share (fair-lease-store.ts). */
   leases: LeaseStore;
   logger: Logger;
   /** The named tokens; undefined when the API is unauthenticated (one anonymous owner). */
@@ -36,11 +37,6 @@ export interface ApiContext {
   clock: () => number;
   /** Every /v1 route's first handler: no-store, authentication, the token's rate limit. */
   guard: RequestHandler;
-  /**
-   * Waits for the token's turn at the book (book-turn.ts), after the guard and the body: every
-   * route that calls the book. `cost`: the request's weight in the share (default 1).
-   */
-  turn(cost?: (req: Request) => number): RequestHandler;
   /** The JSON body parser (with its size limit). */
   body: RequestHandler;
   /** Who asks: the token's name, or the anonymous owner. */

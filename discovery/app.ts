@@ -8,6 +8,7 @@ import express, { type Express, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiTokens } from '../book/api-tokens.js';
+import { ANONYMOUS_OWNER } from '../book/lease-owner.js';
 import type { ProxyCatalog } from '../book/catalog.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DEFAULT_SESSION_IDLE_SECONDS } from '../book/session-book.js';
@@ -15,7 +16,7 @@ import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from '../
 import { sendError } from './api-error.js';
 import type { ApiContext, QuotaCode, TTLLimits } from './api-context.js';
 import { apiGuard, requestOwner, tokenScopes } from './api-guard.js';
-import { bookTurn } from './book-turn.js';
+import { fairLeaseStore } from './fair-lease-store.js';
 import { BookTurns } from './book-turns.js';
 import { bookWaitObserver } from './book-wait-metrics.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
@@ -102,13 +103,11 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
       fairShareLimits(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS),
       bookWaitObserver(options.registry),
     );
-  const refusedTurn = (who: string) => metrics.countQuota(who, 'queue');
-  const oneTurn = bookTurn(turns, requestOwner, refusedTurn);
   const token = options.token?.trim() ?? '';
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
   const ctx: ApiContext = {
     catalog,
-    leases,
+    leases: fairLeaseStore(leases, turns, (who) => metrics.countQuota(who, 'queue'), ANONYMOUS_OWNER),
     logger,
     tokens,
     metrics,
@@ -122,7 +121,6 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
     clock,
     guard: apiGuard(tokens, options, metrics, logger),
     body: jsonBody(BODY_LIMIT_BYTES),
-    turn: (cost) => (cost === undefined ? oneTurn : bookTurn(turns, requestOwner, refusedTurn, cost)),
     owner: requestOwner,
     scopeOf: tokenScopes(tokens),
     quotaRefusal: (res: Response, code: QuotaCode, message: string, retryAfterSeconds: number) => {

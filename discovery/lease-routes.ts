@@ -27,7 +27,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
     clock,
     guard,
     body,
-    turn,
     owner,
     scopeOf,
     quotaRefusal,
@@ -47,7 +46,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases')
     .all(guard)
-    .post(body, turn(), async (req, res) => {
+    .post(body, async (req, res) => {
       const request = parseLeaseBody(req.body, limits);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
@@ -116,7 +115,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases/:id')
     .all(guard)
-    .delete(turn(), async (req, res) => {
+    .delete(async (req, res) => {
       const who = owner(res);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       ledger.leaseEnded(who, req.params.id);
@@ -129,7 +128,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases/:id/renew')
     .all(guard)
-    .post(body, turn(), async (req, res) => {
+    .post(body, async (req, res) => {
       const { ttlSeconds } = parseRenewBody(req.body, limits);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
@@ -153,7 +152,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/sessions/:key')
     .all(guard)
-    .delete(turn(), async (req, res) => {
+    .delete(async (req, res) => {
       const key = parseSessionKey(req.params.key, 'session key');
       ledger.sessionEnded(owner(res), key);
       await leases.endSession(key, owner(res));

@@ -21,7 +21,7 @@ export interface ProxyRoutesOptions {
 }
 
 export function mountProxyRoutes(app: Express, ctx: ApiContext, options: ProxyRoutesOptions): void {
-  const { catalog, leases, metrics, ledger, guard, turn, owner, scopeOf } = ctx;
+  const { catalog, leases, metrics, ledger, guard, owner, scopeOf } = ctx;
   const serializer = new ProxyListSerializer(options.pageBuffers);
   const listTurns = new TurnQueue();
   const listSlots = new ListSlots(options.maxConcurrentLists ?? DEFAULT_MAX_CONCURRENT_LISTS);
@@ -66,7 +66,7 @@ export function mountProxyRoutes(app: Express, ctx: ApiContext, options: ProxyRo
   app
     .route('/v1/proxies/:namespace/:name')
     .all(guard)
-    .get(turn(), async (req, res) => {
+    .get(async (req, res) => {
       const id = `${req.params.namespace}/${req.params.name}`;
       const proxy = catalog.get(id);
       const admits = scopeOf(res);

@@ -1,9 +1,8 @@
 // POST /v1/leases/{id}/report and POST /v1/reports: what a crawler saw through a lease's
 // proxy, recorded in one atomic step of the book within the token's report and cooldown
 // quotas, counted (the cooldowns by target: door "api") and logged.
-import type { Express, Request, Response } from 'express';
+import type { Express, Response } from 'express';
 import type { ReportOutcome, ReportResult } from '../book/lease-store.js';
-import { operationCost } from './fair-share.js';
 import { errorBody, sendJSON, type ApiErrorBody } from './api-error.js';
 import type { ApiContext } from './api-context.js';
 import {
@@ -17,12 +16,6 @@ import {
 import { leaseNotFound, leaseNotFoundBody, methodNotAllowed } from './route-helpers.js';
 import { RateLimiter } from './token-bucket.js';
 
-/** A batch weighs its items in the book's fair share (a malformed body: 1, refused at once). */
-function batchCost(req: Request): number {
-  const reports = (req.body as { reports?: unknown } | undefined)?.reports;
-  return operationCost(Array.isArray(reports) ? reports.length : undefined, MAX_BATCH_REPORTS);
-}
-
 export function mountReportRoutes(app: Express, ctx: ApiContext): void {
   const {
     leases,
@@ -35,7 +28,6 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
     clock,
     guard,
     body,
-    turn,
     owner,
     quotaRefusal,
   } = ctx;
@@ -181,7 +173,7 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/leases/:id/report')
     .all(guard)
-    .post(body, turn(), async (req, res) => {
+    .post(body, async (req, res) => {
       const report = parseReportBody(req.body);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       if (!reportsAllowed(res, 1)) return;
@@ -196,7 +188,7 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
   app
     .route('/v1/reports')
     .all(guard)
-    .post(body, turn(batchCost), async (req, res) => {
+    .post(body, async (req, res) => {
       const reports = parseReportsBody(req.body);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
