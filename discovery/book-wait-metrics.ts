@@ -9,7 +9,7 @@ export function bookWaitObserver(registry: Registry): (token: string, waitMs: nu
   // By token name (the tokens file's, bounded): 9 series per token (7 buckets, sum, count).
   const waits = new Histogram({
     name: BOOK_WAIT_METRIC,
-    help: "Time requests (the discovery API's and the gateway's) waited for their turn at the lease book (the fair share among tokens, --discovery-book-concurrency), by token name: one token's backlog shows in its own series.",
+    help: "Time book calls (the discovery API's and the gateway's) waited for their turn at the lease book (the fair share among tokens, --discovery-book-concurrency), by token name: one token's backlog shows in its own series.",
     labelNames: ['token'],
     buckets: [0.001, 0.005, 0.025, 0.1, 0.5, 2.5],
     registers: [registry],

@@ -77,7 +77,7 @@ export const OPTIONS: Option[] = [
     flag: 'discovery-book-queue',
     env: 'DISCOVERY_BOOK_QUEUE',
     default: '256',
-    help: 'requests one token may have waiting for the lease book per replica; beyond it 429 book_queue_full with Retry-After',
+    help: 'book calls one token may have waiting for the lease book per replica; beyond it 429 book_queue_full with Retry-After',
   },
   {
     flag: 'metrics-address',
