@@ -14,7 +14,7 @@ export interface FairShareLimits {
   queuedPerToken: number;
 }
 
-export const DEFAULT_FAIR_SHARE_LIMITS: FairShareLimits = { inFlight: 4, queuedPerToken: 256 };
+export const DEFAULT_FAIR_SHARE_LIMITS: FairShareLimits = { inFlight: 16, queuedPerToken: 256 };
 
 /** The limits, checked: each a positive integer (an error naming the one that is not). */
 export function fairShareLimits(limits: FairShareLimits): FairShareLimits {

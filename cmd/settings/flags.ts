@@ -70,7 +70,7 @@ export const OPTIONS: Option[] = [
   {
     flag: 'discovery-book-concurrency',
     env: 'DISCOVERY_BOOK_CONCURRENCY',
-    default: '4',
+    default: '16',
     help: "lease-book operations the discovery API runs at once per replica; beyond it each token waits in a queue of its own, served in turn by cost, so one token's backlog delays another's calls by at most this many operations",
   },
   {
