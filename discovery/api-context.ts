@@ -21,6 +21,7 @@ export type QuotaCode = 'lease_quota' | 'cooldown_quota' | 'report_quota';
 
 export interface ApiContext {
   catalog: ProxyCatalog;
+  /** The book, each call naming its token taking a turn in the fair share (fair-lease-store.ts). */
   leases: LeaseStore;
   logger: Logger;
   /** The named tokens; undefined when the API is unauthenticated (one anonymous owner). */

@@ -23,6 +23,7 @@ export const API_ERROR_CODES = [
   'lease_quota',
   'cooldown_quota',
   'report_quota',
+  'book_queue_full',
   'internal',
 ] as const;
 
@@ -39,6 +40,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: ApiErrorCode,
     message: string,
+    /** Sent as Retry-After (seconds) when set. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'ApiError';

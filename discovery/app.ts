@@ -8,6 +8,7 @@ import express, { type Express, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiTokens } from '../book/api-tokens.js';
+import { ANONYMOUS_OWNER } from '../book/lease-owner.js';
 import type { ProxyCatalog } from '../book/catalog.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DEFAULT_SESSION_IDLE_SECONDS } from '../book/session-book.js';
@@ -15,7 +16,11 @@ import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from '../
 import { sendError } from './api-error.js';
 import type { ApiContext, QuotaCode, TTLLimits } from './api-context.js';
 import { apiGuard, requestOwner, tokenScopes } from './api-guard.js';
+import { fairLeaseStore } from './fair-lease-store.js';
+import { BookTurns } from './book-turns.js';
+import { bookWaitObserver } from './book-wait-metrics.js';
 import { DiscoveryMetrics } from './discovery-metrics.js';
+import { DEFAULT_FAIR_SHARE_LIMITS, fairShareLimits, type FairShareLimits } from './fair-share.js';
 import { errorHandler } from './error-handler.js';
 import { BODY_LIMIT_BYTES, jsonBody } from './json-body.js';
 import { mountLeaseRoutes } from './lease-routes.js';
@@ -64,6 +69,13 @@ export interface DiscoveryAppOptions {
   targetCooldowns?: TargetCooldownMetrics;
   /** The lease store's clock (ms since the epoch): lease expiries are compared against it. */
   clock?: () => number;
+  /**
+   * The book's fair share among tokens (fair-share.ts): operations running at once and waiting
+   * per token; default DEFAULT_FAIR_SHARE_LIMITS. Ignored when `bookTurns` is given.
+   */
+  fairShare?: FairShareLimits;
+  /** The process's share (handlers/ builds one, which the gateway takes turns in too). */
+  bookTurns?: BookTurns;
   /** Lists (GET /v1/proxies) one token may have in flight; beyond it 429. Default 4. */
   maxConcurrentLists?: number;
   logger: Logger;
@@ -85,11 +97,17 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const clock = options.clock ?? Date.now;
   const ledgerSweep = setInterval(() => ledger.sweep(clock()), 60_000);
   ledgerSweep.unref();
+  const turns =
+    options.bookTurns ??
+    new BookTurns(
+      fairShareLimits(options.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS),
+      bookWaitObserver(options.registry),
+    );
   const token = options.token?.trim() ?? '';
   const tokens = options.tokens ?? (token === '' ? undefined : ApiTokens.single(token));
   const ctx: ApiContext = {
     catalog,
-    leases,
+    leases: fairLeaseStore(leases, turns, (who) => metrics.countQuota(who, 'queue'), ANONYMOUS_OWNER),
     logger,
     tokens,
     metrics,

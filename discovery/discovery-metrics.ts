@@ -64,7 +64,7 @@ export class DiscoveryMetrics {
     // Token names are the SRE's (the tokens file), never a client's string: bounded, and kept.
     this.quotas = new Counter({
       name: 'proxy_operator_discovery_quota_total',
-      help: 'Per-token quotas reached, by token name and quota: lease, cooldown, report (requests refused with 429 <quota>_quota) and session (a session of its own ended to start another).',
+      help: 'Per-token quotas reached, by token name and quota: lease, cooldown, report (requests refused with 429 <quota>_quota), queue (429 book_queue_full: too many requests waiting for the book) and session (a session of its own ended to start another).',
       labelNames: ['token', 'quota'],
       registers: [registry],
     });
@@ -87,7 +87,7 @@ export class DiscoveryMetrics {
     this.byResult.get(result)!.inc();
   }
 
-  countQuota(tokenName: string, quota: 'lease' | 'cooldown' | 'report' | 'session'): void {
+  countQuota(tokenName: string, quota: 'lease' | 'cooldown' | 'report' | 'session' | 'queue'): void {
     this.quotas.inc({ token: tokenName, quota });
   }
 

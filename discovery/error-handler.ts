@@ -10,7 +10,10 @@ import { ApiError, sendError, type ApiErrorCode } from './api-error.js';
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) return next(err);
-    if (err instanceof ApiError) return sendError(res, err.status, err.code, err.message);
+    if (err instanceof ApiError) {
+      if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+      return sendError(res, err.status, err.code, err.message);
+    }
     if (err instanceof StoreUnavailableError) {
       // The store logs the outage once.
       logger.debug({ err: err.message, method: req.method, path: req.path }, 'lease store unavailable');

@@ -79,7 +79,10 @@ export const openApiComponents: OpenApiDocument['components'] = {
         '(docs/security.md, teams sharing one fleet): lease_quota (POST /v1/leases: the token holds its quota of ' +
         'live leases), report_quota (reports: the token is over its reports per second; a batch counts each ' +
         'item), cooldown_quota (a banned/rate_limited report would start a new cooldown past the token quota of ' +
-        'running ones; in a batch, the item carries it). Nothing was done; retry after Retry-After seconds.',
+        'running ones; in a batch, the item carries it), book_queue_full (the token already has ' +
+        '--discovery-book-queue calls waiting for their turn at the lease book: the book runs a few ' +
+        'operations at once and serves the tokens waiting in turn, so one token cannot delay the others). ' +
+        'Nothing was done; retry after Retry-After seconds.',
       headers: {
         'Retry-After': {
           description: 'Seconds until the token may call again.',

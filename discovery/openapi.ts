@@ -45,7 +45,9 @@ export const openApiDocument: OpenApiDocument = {
       'body); CONNECT and protocol upgrades get 405. These answers close the connection. Every /v1 call needs a ' +
       'bearer token (unless the operator runs with --discovery-unauthenticated); a lease and a session belong ' +
       "to the token that took them (another token's lease ID answers 404 lease_not_found), and each token has " +
-      'its own rate limit (429 too_many_requests with Retry-After).',
+      'its own rate limit (429 too_many_requests with Retry-After) and its own turn at the lease book (a few ' +
+      'operations run at once, the tokens waiting are served in turn by cost; 429 book_queue_full when too many ' +
+      'of its own wait).',
   },
   security: [{ bearer: [] }],
   paths: {

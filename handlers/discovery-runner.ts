@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import { inject } from 'tsyringe';
 import { background, daemon, onCleanup, onStartup, type OperatorContext } from '../framework/index.js';
 import { createDiscoveryApp } from '../discovery/app.js';
+import type { BookTurns } from '../discovery/book-turns.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
@@ -19,6 +20,7 @@ import {
   METRICS_REGISTRY,
   ROOT_LOGGER,
   TARGET_COOLDOWNS,
+  BOOK_TURNS,
 } from './tokens.js';
 
 /**
@@ -37,6 +39,7 @@ export class DiscoveryRunner {
     @inject(LEASE_BOOK) book: LeaseBook,
     @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
     @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
+    @inject(BOOK_TURNS) bookTurns: BookTurns,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -54,6 +57,8 @@ export class DiscoveryRunner {
       logger: this.logger,
       registry,
       maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
+      // The process's share (createProxyOperator, with the flags' limits): the gateway's too.
+      bookTurns,
       sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
       targetCooldowns,

@@ -22,6 +22,18 @@ import type {
 export type CooldownListener = (target: string | undefined, proxyID: string, owner: string) => void;
 
 /**
+ * The process's fair share of the book among tokens (discovery/book-turns.ts): the gateway's
+ * calls take their turns with the API's, so neither door lets one token's backlog delay
+ * another's calls. They wait, never refused: the gateway's own numbers bound them (one call
+ * per client connection or held lease).
+ */
+export interface BookShare {
+  inTurn<T>(token: string, operation: () => Promise<T>): Promise<T>;
+}
+
+const NO_SHARE: BookShare = { inTurn: (_token, operation) => operation() };
+
+/**
  * `policyOf` gives a token name's scope (the tokens file's): the gateway leases only proxies
  * inside it, as the API does, so a scoped token reaches no other team's proxies through it.
  */
@@ -30,6 +42,7 @@ export function gatewayBook(
   catalog: ProxyCatalog,
   policyOf: (owner: string) => TokenPolicy = () => OPEN_POLICY,
   onCooldown: CooldownListener = () => {},
+  share: BookShare = NO_SHARE,
 ): GatewayBook {
   let keysVersion = -1;
   let keys: ReadonlySet<string> = new Set();
@@ -44,14 +57,16 @@ export function gatewayBook(
   return {
     async lease(r: GatewayLeaseRequest): Promise<GatewayLeaseResult> {
       const within = scopeOf(r.owner);
-      const result = await store.acquire({
-        selector: { ...r.selector },
-        ttlSeconds: r.ttlSeconds,
-        target: r.target,
-        owner: r.owner,
-        ...(r.session === undefined ? {} : { session: r.session }),
-        ...(within === undefined ? {} : { within }),
-      });
+      const result = await share.inTurn(r.owner, () =>
+        store.acquire({
+          selector: { ...r.selector },
+          ttlSeconds: r.ttlSeconds,
+          target: r.target,
+          owner: r.owner,
+          ...(r.session === undefined ? {} : { session: r.session }),
+          ...(within === undefined ? {} : { within }),
+        }),
+      );
       if (!result.granted)
         return {
           granted: false,
@@ -73,16 +88,16 @@ export function gatewayBook(
       };
     },
     async renew(leaseID, ttlSeconds, owner) {
-      return (await store.renew(leaseID, ttlSeconds, owner)) !== undefined;
+      return (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
     },
     async release(leaseID, owner) {
-      await store.release(leaseID, owner);
+      await share.inTurn(owner, () => store.release(leaseID, owner));
     },
-    endSession: (session, owner) => store.endSession(session, owner),
+    endSession: (session, owner) => share.inTurn(owner, () => store.endSession(session, owner)),
     async report(leaseID, result, details, owner) {
       // Every gateway report comes through here (plain-HTTP bans, tunnel clients' session
       // reports): each cooldown it starts is counted once, and never by the API as well.
-      const outcome = await store.report(leaseID, result, details, owner);
+      const outcome = await share.inTurn(owner, () => store.report(leaseID, result, details, owner));
       if (outcome?.cooldownUntil !== undefined && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },

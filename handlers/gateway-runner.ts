@@ -6,6 +6,7 @@ import { ApiTokens } from '../book/api-tokens.js';
 import { OPEN_POLICY } from '../book/token-scope.js';
 import { Gateway } from '../gateway/gateway-server.js';
 import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
+import type { BookTurns } from '../discovery/book-turns.js';
 import { gatewayBook, gatewayCooldowns, gatewayTokens } from './gateway-book.js';
 import { gatewayGuard } from './gateway-guard.js';
 import type { ClientTokens } from './client-tokens.js';
@@ -18,6 +19,7 @@ import {
   METRICS_REGISTRY,
   ROOT_LOGGER,
   TARGET_COOLDOWNS,
+  BOOK_TURNS,
 } from './tokens.js';
 
 /**
@@ -36,6 +38,7 @@ export class GatewayRunner {
     @inject(LEASE_BOOK) private readonly book: LeaseBook,
     @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
     @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
+    @inject(BOOK_TURNS) bookTurns: BookTurns,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -55,6 +58,8 @@ export class GatewayRunner {
         book.proxies.catalog,
         (owner) => tokens?.policyOf(owner) ?? OPEN_POLICY,
         gatewayCooldowns(targetCooldowns, this.logger),
+        // One share of the book with the API's calls: one book, two doors.
+        bookTurns,
       ),
       tokens: gatewayTokens(tokens),
       // The health engine's rule: a leased External proxy whose name now resolves inside is

@@ -18,10 +18,14 @@ import { registerProxyGauge } from './proxy-gauge.js';
 import { registerPoolGauges } from './pool-gauges.js';
 import { registerBookMetrics } from '../book/book-metrics.js';
 import { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
+import { BookTurns } from '../discovery/book-turns.js';
+import { bookWaitObserver } from '../discovery/book-wait-metrics.js';
+import { DEFAULT_FAIR_SHARE_LIMITS, fairShareLimits } from '../discovery/fair-share.js';
 import type { HandlerSettings } from './settings.js';
 import {
   CLIENT_TOKENS,
   TARGET_COOLDOWNS,
+  BOOK_TURNS,
   HANDLER_SETTINGS,
   LEASE_BOOK,
   METRICS_REGISTRY,
@@ -85,6 +89,13 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
     useValue: new TargetCooldownMetrics(
       options.registry,
       options.settings.discovery.metricsTargetNames === true,
+    ),
+  });
+  // One fair share of the book per process: the API's and the gateway's calls take turns in it.
+  container.register(BOOK_TURNS, {
+    useValue: new BookTurns(
+      fairShareLimits(options.settings.discovery.fairShare ?? DEFAULT_FAIR_SHARE_LIMITS),
+      bookWaitObserver(options.registry),
     ),
   });
   const operator = new Operator({

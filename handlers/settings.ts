@@ -22,6 +22,11 @@ export interface DiscoverySettings {
   tls?: { certFile: string; keyFile: string };
   /** Per-token request rate; undefined = unlimited. */
   rateLimit?: { ratePerSecond: number; burst: number };
+  /**
+   * The book's fair share among tokens (`--discovery-book-concurrency`, `--discovery-book-queue`);
+   * undefined = DEFAULT_FAIR_SHARE_LIMITS.
+   */
+  fairShare?: { inFlight: number; queuedPerToken: number };
   /** The largest ttlSeconds a client may ask for (`--max-lease-ttl`). */
   maxLeaseTTLSeconds: number;
   /** Live sessions one token may keep (`--discovery-session-quota`); undefined = the default quota. */

@@ -19,3 +19,5 @@ export const LEASE_BOOK = Symbol('LeaseBook');
 export const CLIENT_TOKENS = Symbol('ClientTokens');
 /** The process's cooldowns-by-target counter (TargetCooldownMetrics): both doors count their bans in it. */
 export const TARGET_COOLDOWNS = Symbol('TargetCooldowns');
+/** The process's fair share of the lease book among tokens (BookTurns): both doors take turns in it. */
+export const BOOK_TURNS = Symbol('BookTurns');

@@ -27,6 +27,8 @@ export const DEFAULT_TOO_MANY_REQUESTS_RETRIES = 3;
 export const DEFAULT_UNAVAILABLE_RETRIES = 3;
 /** A 503 answer's codes: the lease store failed; the call is worth sending again. */
 const UNAVAILABLE_CODES: readonly string[] = ['store_unavailable', 'outcome_unknown'];
+/** Refusals before the call did anything: waited out with the rate limit's retries. */
+const THROTTLED_CODES: readonly string[] = ['too_many_requests', 'book_queue_full'];
 /** A Retry-After longer than this is not waited for: the call throws too_many_requests. */
 const MAX_TOO_MANY_REQUESTS_WAIT_SECONDS = 60;
 
@@ -48,7 +50,8 @@ export interface DiscoveryClientOptions {
   ca?: string | Buffer;
   /**
    * A call the server refused with `429 too_many_requests` (the token's rate limit, or its
-   * lists in flight) is sent again after the answer's Retry-After, at most this many times;
+   * lists in flight) or `429 book_queue_full` (too many of its token's calls wait for the
+   * lease book; nothing of the call was applied) is sent again after the answer's Retry-After, at most this many times;
    * 0 throws at once. Safe for every call: the server refuses before doing anything. Default 3.
    */
   tooManyRequestsRetries?: number;
@@ -261,7 +264,7 @@ export class DiscoveryClient {
         if (!(err instanceof DiscoveryApiError)) throw err;
         const waitSeconds = err.retryAfterSeconds ?? 1;
         if (waitSeconds > MAX_TOO_MANY_REQUESTS_WAIT_SECONDS) throw err;
-        if (err.code === 'too_many_requests' && throttled < this.tooManyRequestsRetries) throttled++;
+        if (THROTTLED_CODES.includes(err.code) && throttled < this.tooManyRequestsRetries) throttled++;
         else if (UNAVAILABLE_CODES.includes(err.code) && unavailable < this.unavailableRetries) unavailable++;
         else throw err;
         await sleep(waitSeconds * 1000, options.signal);

@@ -27,6 +27,7 @@ export type ApiErrorCode =
   | 'lease_quota'
   | 'cooldown_quota'
   | 'report_quota'
+  | 'book_queue_full'
   | 'internal';
 
 /** The 409 codes of POST /v1/leases: why nothing was leased. */

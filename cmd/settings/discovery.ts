@@ -13,7 +13,7 @@ export type DiscoveryAuth =
 
 /** The API's settings but its tokens, which come from `discoveryAuth`. */
 export type DiscoveryFlags = Omit<DiscoverySettings, 'token' | 'tokensFile'> &
-  Required<Pick<DiscoverySettings, 'rateLimit' | 'metricsTargetNames' | 'sessionQuota'>>;
+  Required<Pick<DiscoverySettings, 'rateLimit' | 'metricsTargetNames' | 'sessionQuota' | 'fairShare'>>;
 
 export function discoveryFlags(get: FlagReader): DiscoveryFlags {
   return {
@@ -23,6 +23,10 @@ export function discoveryFlags(get: FlagReader): DiscoveryFlags {
     rateLimit: {
       ratePerSecond: positiveNumber('discovery-rate-limit', get('discovery-rate-limit')!),
       burst: positiveInt('discovery-rate-burst', get('discovery-rate-burst')!),
+    },
+    fairShare: {
+      inFlight: positiveInt('discovery-book-concurrency', get('discovery-book-concurrency')!),
+      queuedPerToken: positiveInt('discovery-book-queue', get('discovery-book-queue')!),
     },
     maxLeaseTTLSeconds: positiveInt('max-lease-ttl', get('max-lease-ttl')!),
     sessionQuota: positiveInt('discovery-session-quota', get('discovery-session-quota')!),

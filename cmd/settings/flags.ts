@@ -68,6 +68,18 @@ export const OPTIONS: Option[] = [
     help: 'requests a discovery token may make at once after a quiet period (the bucket size)',
   },
   {
+    flag: 'discovery-book-concurrency',
+    env: 'DISCOVERY_BOOK_CONCURRENCY',
+    default: '16',
+    help: "lease-book operations the discovery API runs at once per replica; beyond it each token waits in a queue of its own, served in turn by cost, so one token's backlog delays another's calls by at most this many operations",
+  },
+  {
+    flag: 'discovery-book-queue',
+    env: 'DISCOVERY_BOOK_QUEUE',
+    default: '256',
+    help: 'book calls one token may have waiting for the lease book per replica; beyond it 429 book_queue_full with Retry-After',
+  },
+  {
     flag: 'metrics-address',
     env: 'METRICS_ADDRESS',
     default: ':8080',

@@ -157,6 +157,7 @@ const errorCodes = {
   lease_quota: true,
   cooldown_quota: true,
   report_quota: true,
+  book_queue_full: true,
   internal: true,
 } satisfies Members<ApiErrorCode>;
 const reportResults = {

@@ -13,6 +13,14 @@ describe('createDiscoveryApp configuration', () => {
 
   it.each<[Partial<DiscoveryAppOptions>, RegExp]>([
     [{ maxTTLSeconds: 0 }, /maxTTLSeconds must be a positive integer, got 0/],
+    [
+      { fairShare: { inFlight: 0, queuedPerToken: 8 } },
+      /fairShare.inFlight must be a positive integer, got 0/,
+    ],
+    [
+      { fairShare: { inFlight: 4, queuedPerToken: 0.5 } },
+      /fairShare.queuedPerToken must be a positive integer, got 0.5/,
+    ],
     [{ maxTTLSeconds: 1.5 }, /maxTTLSeconds must be a positive integer/],
     [
       { defaultTTLSeconds: 0 },
@@ -34,6 +42,7 @@ describe('createDiscoveryApp configuration', () => {
     ).toEqual([
       // The book's own figures (leases_active, …) are not the app's: book-metrics.ts exports
       // them once per book, from the acting leader.
+      'proxy_operator_discovery_book_wait_seconds',
       'proxy_operator_discovery_quota_total',
       'proxy_operator_discovery_throttled_total',
       'proxy_operator_lease_reports_total',
