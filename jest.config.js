@@ -14,7 +14,10 @@ const shared = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform,
-  testEnvironment: 'node',
+  // Node's environment, plus a check that fails a test file leaving a TCP server listening in
+  // the jest process: suites run in band in one process, and a leaked handle would keep the
+  // run from exiting (there is no forceExit to hide one).
+  testEnvironment: '<rootDir>/test/harness/leak-guard-environment.js',
 };
 export default {
   projects: [
@@ -35,10 +38,4 @@ export default {
   // testTimeout is global in jest (projects cannot set it): integration tests on a loaded
   // two-core machine need the room; unit tests finish long before it.
   testTimeout: 120000,
-  // Still needed. On a two-core machine jest runs the suites in band, in its own process
-  // (maxWorkers is cores - 1 = 1), so one leaked handle in any suite keeps the run
-  // alive: without forceExit the full run (2026-12-06) finished its tests, then hung with 13
-  // TCP servers still listening on [::] in the jest process. Finding the suites that leave
-  // them (`--detectOpenHandles`, in band) is open work (issue 47 item 7).
-  forceExit: true,
 };

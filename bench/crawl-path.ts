@@ -16,7 +16,7 @@
 // between two requests evicts the caches: in a real crawl the path ran at the cold figure).
 // Phases alternate in rounds; each figure is the median of its rounds.
 import { loadavg } from 'node:os';
-import { Configuration, ProxyConfiguration, Request, SessionPool } from 'crawlee';
+import { Configuration, ProxyConfiguration, Request, SessionPool } from '@crawlee/core';
 import { DiscoveryClient } from '../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
 import { readyFleet, startInProcessDiscovery } from './in-process-discovery.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
+import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from '@crawlee/http';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
 import { isProxyFailure, ProxyOperatorConfiguration } from '../client/src/crawlee/index.js';
 import { startCrawlSite, type SiteHit } from './crawl-site.js';

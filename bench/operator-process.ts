@@ -60,7 +60,9 @@ export class BenchOperator {
         ...(options.flags ?? []),
       ],
       {
-        env: { ...process.env, ...options.env },
+        // The gateway component is on by default, at 0.0.0.0:8888: on loopback, on a free port,
+        // unless a flag or options.env says otherwise (two runs at once collided on 8888).
+        env: { ...process.env, GATEWAY_ADDRESS: '127.0.0.1:0', ...options.env },
         stdio: ['ignore', options.countLogs ? 'pipe' : 'ignore', 'pipe'],
       },
     );

@@ -73,7 +73,14 @@ try {
       '--discovery-unauthenticated=true',
     ],
     {
-      env: { ...process.env, ...OPERATOR_RUNTIME_ENV, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
+      // The gateway (on by default, at 0.0.0.0:8888) on loopback, on a free port: a run while
+      // anything else holds 8888 failed, and nothing here needs the gateway on the network.
+      env: {
+        ...process.env,
+        ...OPERATOR_RUNTIME_ENV,
+        GATEWAY_ADDRESS: '127.0.0.1:0',
+        LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+      },
       stdio: 'inherit',
     },
   );

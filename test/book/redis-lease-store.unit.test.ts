@@ -20,7 +20,7 @@ const request = (overrides: Partial<LeaseRequest> = {}): LeaseRequest => ({
 let server: RedisServer;
 let admin: Redis;
 let books = 0;
-const opened: { store: RedisLeaseStore; redis: Redis }[] = [];
+const opened: { store?: RedisLeaseStore; redis: Redis }[] = [];
 
 function open(options: { timeoutMs?: number; keyPrefix?: string; proxies?: number } = {}) {
   const redis = connectRedis({
@@ -33,13 +33,17 @@ function open(options: { timeoutMs?: number; keyPrefix?: string; proxies?: numbe
       proxy(`ns/p${i}`, { latencyMillis: i, maxLeases: 2 }),
     ),
   );
+  // Registered before the store: a constructor that throws (a bad keyPrefix) still leaves a
+  // client, which would reconnect forever once the server stops and keep jest from exiting.
+  const entry: (typeof opened)[number] = { redis };
+  opened.push(entry);
   const store = new RedisLeaseStore({
     redis,
     catalog,
     logger: silentLogger,
     keyPrefix: options.keyPrefix ?? `unit-${++books}`,
   });
-  opened.push({ store, redis });
+  entry.store = store;
   return { store, redis, catalog };
 }
 
@@ -54,7 +58,7 @@ beforeAll(async () => {
 
 afterEach(() => {
   for (const { store, redis } of opened.splice(0)) {
-    store.close();
+    store?.close();
     redis.disconnect();
   }
 });

@@ -3,7 +3,7 @@
 // connecting out from its own address), leased from a running operator (real control plane,
 // reconciler, health engine, discovery API) through ProxyOperatorConfiguration. The site
 // refuses one proxy; the integration must report it, and the operator must cool it down.
-import { Configuration, HttpCrawler, log as crawleeLog, LogLevel } from 'crawlee';
+import { Configuration, HttpCrawler, log as crawleeLog, LogLevel } from '@crawlee/http';
 import {
   DiscoveryClient,
   isNoLease,

@@ -3,7 +3,13 @@
 // own beside them), and a crawl whose errorHandler never runs ours says so, once, at error
 // level, at its first retry. Real parts: a real Crawlee HttpCrawler, real forward proxies on
 // loopback (one of them dead: its port refuses), a real site, the real discovery API in process.
-import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, type HttpCrawlingContext } from 'crawlee';
+import {
+  Configuration,
+  HttpCrawler,
+  log as crawleeLog,
+  LogLevel,
+  type HttpCrawlingContext,
+} from '@crawlee/http';
 import { DiscoveryClient } from '../../client/src/index.js';
 import { MISSING_ERROR_HANDLER, ProxyOperatorConfiguration } from '../../client/src/crawlee/index.js';
 import { startCrawlSite, type CrawlSite } from '../../bench/crawl-site.js';

@@ -2,7 +2,7 @@
 // heard nothing back is checked with the server (a renewal, whose answer carries the proxy's
 // standing), and the leases of an unhealthy, suspect or draining proxy go, though no error
 // path reported anything; no new session joins a silent lease meanwhile.
-import { Configuration, Request, SessionPool } from 'crawlee';
+import { Configuration, Request, SessionPool } from '@crawlee/core';
 import { DiscoveryClient } from '../../client/src/index.js';
 import { ProxyOperatorConfiguration } from '../../client/src/crawlee/index.js';
 import { eventually, proxy } from '../book/fixtures.js';

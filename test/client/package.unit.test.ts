@@ -1,6 +1,7 @@
 // The client as its users get it: the workspace package builds with its own tsconfig, a
 // separate Node process imports it by name through its exports map, and it depends on
-// nothing beyond undici (Crawlee only as an optional peer, only from the crawlee entry).
+// nothing beyond undici (Crawlee's @crawlee/core only as an optional peer, only from the crawlee
+// entry).
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -34,20 +35,20 @@ function importedPackages(file: string): string[] {
 }
 
 describe('the @proxy-operator/client package', () => {
-  it('depends on undici only, with Crawlee an optional peer', () => {
+  it("depends on undici only, with Crawlee's @crawlee/core an optional peer", () => {
     expect(pkg.name).toBe('@proxy-operator/client');
     expect(Object.keys(pkg.dependencies)).toEqual(['undici']);
-    expect(pkg.peerDependencies).toEqual({ crawlee: expect.stringMatching(/^\^3\./) });
-    expect(pkg.peerDependenciesMeta.crawlee.optional).toBe(true);
+    expect(pkg.peerDependencies).toEqual({ '@crawlee/core': expect.stringMatching(/^\^3\./) });
+    expect(pkg.peerDependenciesMeta['@crawlee/core'].optional).toBe(true);
   });
 
   it.each(sourceFiles(join(clientDir, 'src')).map((f) => [f.slice(clientDir.length + 1), f]))(
-    '%s imports only node:, undici and (in crawlee/) crawlee',
+    '%s imports only node:, undici and (in crawlee/) @crawlee/core',
     (name, file) => {
       const allowed = (spec: string) =>
         spec.startsWith('node:') ||
         spec === 'undici' ||
-        (name.startsWith('src/crawlee/') && spec === 'crawlee');
+        (name.startsWith('src/crawlee/') && spec === '@crawlee/core');
       expect(importedPackages(file).filter((spec) => !allowed(spec))).toEqual([]);
     },
   );
@@ -85,6 +86,37 @@ describe('the @proxy-operator/client package', () => {
       crawlee: true,
       hook: 'function',
     });
+  });
+
+  // The `crawlee` meta-package loads @crawlee/browser-pool, whose module body starts an open
+  // proxy-chain server on every interface (`[::]`, port 0, unref'd so nothing notices): one per
+  // import, i.e. one per jest test file that imported it. The integration imports @crawlee/core.
+  it('the crawlee entry opens no listening socket on import (the crawlee meta-package does)', async () => {
+    await run(
+      process.execPath,
+      [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(clientDir, 'tsconfig.json')],
+      {
+        cwd: root,
+      },
+    );
+    const listeningAfter = async (specifier: string): Promise<string[]> => {
+      const script = `
+        import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+        await import(${JSON.stringify(specifier)});
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const mine = new Set(readdirSync('/proc/self/fd').map((fd) => {
+          try { return /^socket:\\[(\\d+)\\]$/.exec(readlinkSync('/proc/self/fd/' + fd))?.[1]; } catch { return undefined; }
+        }));
+        const rows = ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((f) => readFileSync(f, 'utf8').split('\\n').slice(1));
+        const listening = rows.map((r) => r.trim().split(/\\s+/)).filter((c) => c[3] === '0A' && mine.has(c[9]));
+        console.log(JSON.stringify(listening.map((c) => c[1])));
+      `;
+      const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+      return JSON.parse(stdout.trim().split('\n').pop()!) as string[];
+    };
+    expect(await listeningAfter('@proxy-operator/client/crawlee')).toEqual([]);
+    // The check sees such a server: the meta-package's import leaves one behind.
+    expect(await listeningAfter('crawlee')).toHaveLength(1);
   });
 
   it('installs from the tarball `npm run client:pack` writes, built, into a project outside the repository', async () => {

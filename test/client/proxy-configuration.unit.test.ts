@@ -4,7 +4,7 @@ import { jest } from '@jest/globals';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Configuration, ProxyConfiguration, Request, SessionPool } from 'crawlee';
+import { Configuration, ProxyConfiguration, Request, SessionPool } from '@crawlee/core';
 import { Agent } from 'undici';
 import { DiscoveryApiError, DiscoveryClient } from '../../client/src/index.js';
 import {

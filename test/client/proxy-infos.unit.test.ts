@@ -1,7 +1,7 @@
 // What Crawlee's newProxyInfo gives for a proxy URL, parsed once per URL
 // (client/src/crawlee/proxy-infos.ts).
 import { jest } from '@jest/globals';
-import { ProxyConfiguration } from 'crawlee';
+import { ProxyConfiguration } from '@crawlee/core';
 import { carrierOf, ProxyInfos } from '../../client/src/crawlee/proxy-infos.js';
 
 const URLS = [

@@ -271,6 +271,6 @@ describe('reporting inside a tunnel by session', () => {
       body: JSON.stringify({ target: '127.0.0.1', result: 'banned' }),
     });
     expect(report.status).toBe(404);
-    expect((await report.json()).error).toBe('session_not_held');
+    expect(((await report.json()) as { error: string }).error).toBe('session_not_held');
   });
 });

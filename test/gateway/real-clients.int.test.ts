@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from 'crawlee';
+import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from '@crawlee/http';
 import { ProxyAgent, request } from 'undici';
 import { CREDENTIALS_SECRET_LABEL } from '../../crds/proxy-credentials.js';
 import { freePort } from '../../framework/testing/control-plane.js';

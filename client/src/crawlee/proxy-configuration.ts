@@ -2,7 +2,9 @@
 // post-navigation hook that turns responses into reports and session retirements into
 // releases, and an error handler that turns proxy connection failures into unreachable
 // reports. All the lease logic lives in SessionLeases; this file only translates events.
-import { log as crawleeLog, ProxyConfiguration, type ProxyInfo } from 'crawlee';
+// @crawlee/core, not the crawlee meta-package: importing crawlee loads @crawlee/browser-pool,
+// whose module body starts an open proxy-chain server on every interface ([::], port 0, unref'd).
+import { log as crawleeLog, ProxyConfiguration, type ProxyInfo } from '@crawlee/core';
 import type { ReportResult } from '../types.js';
 import {
   SessionLeases,

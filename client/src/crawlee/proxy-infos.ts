@@ -1,5 +1,5 @@
 // Proxy URLs as Crawlee describes them to its HTTP clients, parsed once per URL.
-import type { ProxyInfo } from 'crawlee';
+import type { ProxyInfo } from '@crawlee/core';
 
 /**
  * A ProxyInfo that keeps the lease carrying its request. Crawlee hands the same object back
