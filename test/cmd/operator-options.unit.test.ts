@@ -36,6 +36,7 @@ describe('handlerSettingsFrom', () => {
         port: 8090,
         token: '',
         rateLimit: { ratePerSecond: 1000, burst: 2000 },
+        fairShare: { inFlight: 16, queuedPerToken: 256 },
         metricsTargetNames: false,
       },
       gateway: DEFAULT_GATEWAY_SETTINGS,
@@ -117,6 +118,13 @@ describe('handlerSettingsFrom', () => {
       {},
       (h) => h.discovery.rateLimit,
       { ratePerSecond: 5, burst: 6 },
+    ],
+    [
+      '--discovery-book-concurrency and queue',
+      ['--discovery-book-concurrency', '4', '--discovery-book-queue', '32'],
+      {},
+      (h) => h.discovery.fairShare,
+      { inFlight: 4, queuedPerToken: 32 },
     ],
     [
       'DISCOVERY_TOKEN',
