@@ -16,8 +16,10 @@ import {
   decodeAcquireReply,
   decodeLease,
   rankCandidates,
+  type CountedBy,
   type LoadHints,
 } from './redis-book-codec.js';
+import type { ClassFigures } from './redis-fleet-feed.js';
 import { usageFrom, type StatsWindow } from './redis-read-replies.js';
 import type { RedisSessionHints } from './redis-session-hints.js';
 import type { ScriptName } from './redis-scripts.js';
@@ -57,6 +59,14 @@ export interface AcquireWalkDeps {
   usage: (proxyIDs: readonly string[]) => Promise<ProxyUsage[]>;
   /** This replica's fleet fingerprint (redis-fleet-feed.ts): sent so counts may refuse. */
   fleet: () => Fingerprint;
+  /**
+   * This replica's figures of the classes a request with this selector and scope matches
+   * (redis-fleet-feed.ts), sent so their counts may refuse; undefined: too many classes.
+   */
+  classes: (
+    selector: Readonly<Record<string, string>>,
+    within: ((proxy: ProxyRecord) => boolean) | undefined,
+  ) => ClassFigures[] | undefined;
 }
 
 export class RedisAcquireWalk {
@@ -203,10 +213,11 @@ export class RedisAcquireWalk {
     // likely every one is (the least loaded rank first), so the counts go alone first, with
     // no candidate (~15 µs less of Redis than a chunk of four full ones); the walk follows
     // when they do not refuse.
-    const countable = request.session === undefined && anyLeasable(request);
+    const counts = request.session === undefined ? this.countedBy(request) : undefined;
+    const countable = counts !== undefined;
     let counted = false;
     if (countable) {
-      const [best] = this.deps.ranking.candidates(request.selector, request.exitIP, 1);
+      const [best] = this.deps.ranking.candidates(request.selector, request.exitIP, 1, outside);
       if (best !== undefined && this.deps.ranking.load(best.id) >= best.maxLeases) {
         counted = true;
         const args = acquireArgs(
@@ -221,7 +232,7 @@ export class RedisAcquireWalk {
           'none',
           '',
           requested,
-          this.deps.fleet(),
+          counts,
         );
         const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
         if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
@@ -273,7 +284,7 @@ export class RedisAcquireWalk {
         mode,
         gone,
         requested,
-        whole ? this.deps.fleet() : undefined,
+        whole ? counts : undefined,
       );
       const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
@@ -324,6 +335,19 @@ export class RedisAcquireWalk {
       if (chunk.length < size) break;
     }
     return refusedWith(leasable, cooling, firstEnd);
+  }
+
+  /**
+   * What this request's refusal may be counted by (redis-book-codec.ts's CountedBy): every
+   * leasable proxy its candidate, the fleet's fingerprint; a selector or a scope, the classes
+   * they match (at most MAX_COUNTED_CLASSES); an exit IP (not a class: its few matches are
+   * walked), none.
+   */
+  private countedBy(request: LeaseRequest): CountedBy | undefined {
+    if (request.exitIP !== undefined) return undefined;
+    if (anyLeasable(request)) return { fleet: this.deps.fleet() };
+    const classes = this.deps.classes(request.selector, request.within);
+    return classes === undefined || classes.length === 0 ? undefined : { classes };
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */
