@@ -4,7 +4,8 @@
 // counted proxies' cooldown ends; an ended one leaves it when next counted (lazily, at O(log
 // n) each, once). The store keeps it to its free index's members (memory-lease-store.ts:
 // a proxy's running cooldowns are placed again whenever it enters or leaves the index or its
-// record changes, and a report that starts or extends one sets it).
+// record changes, and a report that starts or extends one sets it). Each is counted for its
+// class (proxy-classes.ts) too, when given: a refusal of a selector or a scope counted per class.
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 
 interface Node extends HeapEntry {
@@ -18,8 +19,16 @@ export class CoolingCounts {
   /** proxyID → target → its node. */
   private readonly byProxy = new Map<string, Map<string, Node>>();
 
-  /** The proxy cools down for the target until then (a cooldown only ever extends). */
-  set(proxyID: string, target: string, until: number): void {
+  /**
+   * The proxy cools down for the target until then (a cooldown only ever extends); counted
+   * for its class (classKey) too when one is given.
+   */
+  set(proxyID: string, target: string, until: number, cls?: string): void {
+    this.place(proxyID, target, until);
+    if (cls !== undefined) this.place(proxyID, inClass(cls, target), until);
+  }
+
+  private place(proxyID: string, target: string, until: number): void {
     let nodes = this.byProxy.get(proxyID);
     const node = nodes?.get(target);
     if (node !== undefined) {
@@ -56,6 +65,16 @@ export class CoolingCounts {
     return this.pruned(target, now)?.peek()?.deadline;
   }
 
+  /** Counted proxies of the class cooling down for the target at now. */
+  countIn(cls: string, target: string, now: number): number {
+    return this.count(inClass(cls, target), now);
+  }
+
+  /** When the first of the class's cooldowns for the target ends, if any runs at now. */
+  firstEndIn(cls: string, target: string, now: number): number | undefined {
+    return this.firstEnd(inClass(cls, target), now);
+  }
+
   private pruned(target: string, now: number): DeadlineHeap<Node> | undefined {
     const heap = this.byTarget.get(target);
     if (heap === undefined) return undefined;
@@ -72,4 +91,9 @@ export class CoolingCounts {
     nodes?.delete(node.target);
     if (nodes?.size === 0) this.byProxy.delete(node.proxyID);
   }
+}
+
+/** A (class, target) pair's key beside the targets': a class key is JSON, a target never holds \0. */
+function inClass(cls: string, target: string): string {
+  return `\u0000${cls}\u0000${target}`;
 }

@@ -45,6 +45,7 @@ import { MemoryOutcomeStats } from './memory-outcome-stats.js';
 import { countedRefusal, explainRefusal } from './memory-refusal.js';
 import { CoolingCounts } from './cooling-counts.js';
 import { proxyMatcher } from './selector.js';
+import { classKey } from './proxy-classes.js';
 import { SessionBook } from './session-book.js';
 import { TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
@@ -66,7 +67,7 @@ interface LiveLease extends HeapEntry {
 
 export class MemoryLeaseStore implements LeaseStore {
   private readonly catalog: ProxyCatalog;
-  private readonly index = new FreeProxyIndex();
+  private readonly index = new FreeProxyIndex({ classes: true });
   private readonly leases = new Map<string, LiveLease>();
   private readonly deadlines = new DeadlineHeap<LiveLease>();
   private readonly loads = new Map<string, number>();
@@ -166,10 +167,11 @@ export class MemoryLeaseStore implements LeaseStore {
         else moved = true;
       }
     }
-    // Every leasable proxy a candidate and every one cooling down for the target: the refusal
-    // is known from the counts, without walking them (issue 47 item 4).
+    // Every match cooling down for the target, or (a selector or a scope) every match full:
+    // the refusal is known from the counts, without walking them (issue 47 item 4).
     const whole = session === undefined && anyLeasable(request);
-    const counted = whole ? countedRefusal(this.index, this.cooling, target, now) : undefined;
+    const counted =
+      session === undefined ? countedRefusal(this.index, this.cooling, request, target, now) : undefined;
     if (counted !== undefined) {
       const { refused, firstEnd } = counted;
       this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
@@ -317,6 +319,7 @@ export class MemoryLeaseStore implements LeaseStore {
         lease.proxyID,
         key ?? GLOBAL_POOL,
         this.targets.until(lease.proxyID, key ?? GLOBAL_POOL),
+        classKey(this.catalog.get(lease.proxyID)!),
       );
     if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
@@ -427,8 +430,9 @@ export class MemoryLeaseStore implements LeaseStore {
   private placeCooldowns(proxyID: string): void {
     this.cooling.dropProxy(proxyID);
     if (!this.index.has(proxyID)) return;
+    const cls = classKey(this.catalog.get(proxyID)!);
     for (const { target, until } of this.targets.cooldownsOf(proxyID, this.clock.now()))
-      this.cooling.set(proxyID, target, until);
+      this.cooling.set(proxyID, target, until, cls);
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {
