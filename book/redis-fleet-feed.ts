@@ -134,8 +134,7 @@ export class RedisFleetFeed {
         for (const id of chunk) {
           const member = this.own.member(id);
           if (member === undefined) args.push(id, '0', '0', '0', '');
-          else
-            args.push(id, String(member.cap), String(member.hash[0]), String(member.hash[1]), member.cls);
+          else args.push(id, String(member.cap), String(member.hash[0]), String(member.hash[1]), member.cls);
         }
         try {
           await this.deps.send(args);

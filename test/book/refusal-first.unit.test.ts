@@ -4,7 +4,10 @@
 // selector is refused by one acquire script (its first chunk of 4 and the fleet's counts:
 // redis-scripts.ts's P:fleet, P:full, P:cdt), running the same commands at 100 proxies as at
 // 1,000, instead of a walk that sends every proxy. A replica whose catalog differs from the
-// book's registry walks (and answers right), and the sweep brings the registry back.
+// book's registry walks (and answers right), and the sweep brings the registry back. A request
+// with a selector, or a token scope, is refused from the counts of the classes it matches
+// (proxy-classes.ts): the same commands at 100 and 1,000 matching proxies, beside free proxies
+// of another class; the memory store asks the scope once per class, not once per proxy.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { LeaseRequest, LeaseStore } from '../../book/lease-store.js';
@@ -12,6 +15,7 @@ import { connectRedis, whenReady } from '../../book/redis-connection.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { TargetBook } from '../../book/target-book.js';
+import { scopeMatcher } from '../../book/token-scope.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
@@ -24,6 +28,43 @@ const request = (owner?: string): LeaseRequest => ({
 });
 const fleet = (size: number) =>
   Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i }));
+
+/** `size` proxies of pool a, and a tenth as many of pool b, idle and ranked before them. */
+const pooled = (size: number) => [
+  ...fleet(size).map((p) => ({ ...p, attributes: { pool: 'a' } })),
+  ...Array.from({ length: size / 10 }, (_, i) =>
+    proxy(`ns/b${i}`, { maxLeases: 1, latencyMillis: 0, attributes: { pool: 'b' } }),
+  ),
+];
+const poolA = { pool: 'a' };
+/** Pool a named by a selector, or by a token scope (its own calls counted). */
+function named(how: 'selector' | 'scope', owner: string, calls = { n: 0 }): LeaseRequest {
+  const admits = scopeMatcher({ selector: poolA });
+  return how === 'selector'
+    ? { ...request(owner), selector: poolA }
+    : { ...request(owner), within: (p) => (calls.n++, admits(p)) };
+}
+
+async function fillPoolA(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    if (!(await store.acquire({ ...request(), selector: poolA })).granted)
+      throw new Error(`lease ${i} refused`);
+  }
+}
+
+async function banPoolA(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    const result = await store.acquire({ ...request(), selector: poolA });
+    if (!result.granted) throw new Error(`lease ${i}: ${result.reason}`);
+    await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+const byClass = [
+  ['selector', 'all_busy', fillPoolA],
+  ['selector', 'all_cooling_down', banPoolA],
+  ['scope', 'all_busy', fillPoolA],
+  ['scope', 'all_cooling_down', banPoolA],
+] as const;
 
 async function fillEveryone(store: LeaseStore, size: number): Promise<void> {
   for (let i = 0; i < size; i++) {
@@ -93,6 +134,35 @@ describe("the memory store's first refusal", () => {
   });
 });
 
+describe("the memory store's first refusal of a class", () => {
+  it.each(byClass)(
+    "a %s, %s: the scope asked once per class, no proxy's cooldown read, at 100 or 1,000 proxies",
+    async (how, reason, arrange) => {
+      for (const size of [100, 1000]) {
+        const store = new MemoryLeaseStore({ catalog: new TestCatalog(pooled(size)), logger: silentLogger });
+        await arrange(store, size);
+        const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+        const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+        const calls = { n: 0 };
+        try {
+          expect(await store.acquire(named(how, `first-${size}`, calls))).toMatchObject({
+            granted: false,
+            reason,
+          });
+          expect(cooling).not.toHaveBeenCalled();
+          expect(entries).not.toHaveBeenCalled();
+          // Two classes (pool a, pool b): the scope is asked of one member of each, no more.
+          expect(calls.n).toBeLessThanOrEqual(2);
+        } finally {
+          cooling.mockRestore();
+          entries.mockRestore();
+          store.close();
+        }
+      }
+    },
+  );
+});
+
 describe("the Redis store's first refusal", () => {
   let server: RedisServer;
   let redis: Redis;
@@ -107,10 +177,14 @@ describe("the Redis store's first refusal", () => {
     await server.stop();
   });
 
-  async function book(size: number, arrange: (store: LeaseStore, size: number) => Promise<void>) {
+  async function book(
+    size: number,
+    arrange: (store: LeaseStore, size: number) => Promise<void>,
+    proxies = fleet(size),
+  ) {
     const store = new RedisLeaseStore({
       redis,
-      catalog: new TestCatalog(fleet(size)),
+      catalog: new TestCatalog(proxies),
       logger: silentLogger,
       keyPrefix: `first-${++books}`,
     });
@@ -149,11 +223,65 @@ describe("the Redis store's first refusal", () => {
     expect(large.sent[0][7]).toBe(reason === 'all_busy' ? '0' : '4');
   });
 
+  it.each(byClass)(
+    'a %s, %s: one script, the same commands at 100 and 1,000 matching proxies',
+    async (how, reason, arrange) => {
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, arrange, pooled(size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(named(how, `first-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
+      expect(large.commands).toEqual(small.commands);
+      expect(large.commands.length).toBeLessThan(16);
+      // The one class matched goes as its id and figures, not its members.
+      expect(large.sent[0].length).toBe(small.sent[0].length);
+    },
+  );
+
+  it('a request matching more classes than the bound walks, and answers right', async () => {
+    // 40 classes of pool a (a zone each), every proxy full.
+    const zoned = fleet(80).map((p, i) => ({ ...p, attributes: { pool: 'a', zone: `z${i % 40}` } }));
+    const store = await book(80, fillPoolA, zoned);
+    try {
+      const walked = await cost(server, redis, async () =>
+        expect(await store.acquire(named('selector', 'many'))).toMatchObject({
+          granted: false,
+          reason: 'all_busy',
+        }),
+      );
+      expect(walked.scripts).toBeGreaterThan(1);
+      // One zone: one class, counted.
+      const counted = await cost(server, redis, async () =>
+        expect(await store.acquire({ ...request('one'), selector: { pool: 'a', zone: 'z7' } })).toMatchObject(
+          { granted: false, reason: 'all_busy' },
+        ),
+      );
+      expect(counted.scripts).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+
   it('all_cooling_down says when the first cooldown ends, as the walk did', async () => {
     const store = await book(100, banEveryone);
     try {
       const counted = await store.acquire(request('counted'));
-      const walked = await store.acquire({ ...request('walked'), selector: {}, within: () => true });
+      // A session's request is walked (its binding first).
+      const walked = await store.acquire({ ...request('walked'), session: 'walked' });
       expect(counted).toMatchObject({ granted: false, reason: 'all_cooling_down' });
       expect(walked).toMatchObject({ granted: false, reason: 'all_cooling_down' });
       if (counted.granted || walked.granted) throw new Error('refused above');
