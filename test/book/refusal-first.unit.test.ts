@@ -276,6 +276,70 @@ describe("the Redis store's first refusal", () => {
     }
   });
 
+  it("a class's counts follow another replica's leases, releases, relabels and holds", async () => {
+    // Twenty proxies of pool a: replica b's chunk of 4 never reaches p19, so b's answers about
+    // it come from the class's counts alone; a count wrong by one mark refuses a free p19.
+    const proxies = (p19 = 'a') =>
+      pooled(20).map((p) => (p.id === 'ns/p19' ? { ...p, attributes: { pool: p19 } } : p));
+    const catalogs = [new TestCatalog(proxies()), new TestCatalog(proxies())];
+    const keyPrefix = `first-${++books}`;
+    const [a, b] = catalogs.map(
+      (catalog) => new RedisLeaseStore({ redis, catalog, logger: silentLogger, keyPrefix }),
+    );
+    const settled = () => Promise.all([a.fleetSettled(), b.fleetSettled()]);
+    const refusedAtB = async (owner: string) =>
+      (
+        await cost(server, redis, async () =>
+          expect(await b.acquire(named('selector', owner))).toMatchObject({
+            granted: false,
+            reason: 'all_busy',
+          }),
+        )
+      ).scripts;
+    try {
+      await settled();
+      const leases = new Map<string, string>();
+      for (let i = 0; i < 20; i++) {
+        const result = await a.acquire({ ...request(), selector: poolA });
+        if (!result.granted) throw new Error(`lease ${i} refused`);
+        leases.set(result.lease.proxyID, result.lease.id);
+      }
+      expect(await refusedAtB('b1')).toBe(1);
+      // p19 leaves the class and comes back, still full: its mark goes with it both ways.
+      for (const pool of ['b', 'a']) {
+        for (const catalog of catalogs) catalog.proxies = proxies(pool);
+        await settled();
+      }
+      expect(await refusedAtB('b2')).toBe(1);
+      // Another class's proxy held: pool a is still counted.
+      const q = await a.acquire({ ...request(), selector: { pool: 'b' } });
+      if (!q.granted) throw new Error('pool b refused');
+      await a.report(q.lease.id, 'unreachable');
+      await a.release(q.lease.id);
+      expect(await refusedAtB('b3')).toBe(1);
+      // p19 leaves the class still full (its mark leaves with it), then a frees p18: b, which
+      // never sent it, is granted it.
+      for (const catalog of catalogs) catalog.proxies = proxies('b');
+      await settled();
+      await a.release(leases.get('ns/p18')!);
+      expect(await b.acquire(named('selector', 'b4'))).toMatchObject({
+        granted: true,
+        lease: { proxyID: 'ns/p18' },
+      });
+      // p19 back in the class, then freed by a: granted to b's scope.
+      for (const catalog of catalogs) catalog.proxies = proxies('a');
+      await settled();
+      await a.release(leases.get('ns/p19')!);
+      expect(await b.acquire(named('scope', 'b5'))).toMatchObject({
+        granted: true,
+        lease: { proxyID: 'ns/p19' },
+      });
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   it('all_cooling_down says when the first cooldown ends, as the walk did', async () => {
     const store = await book(100, banEveryone);
     try {
