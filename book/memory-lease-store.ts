@@ -16,11 +16,10 @@ import { randomUUID } from 'node:crypto';
 import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
 import { addressOf, type CatalogChange, type ProxyCatalog, type ProxyRecord } from './catalog.js';
-import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { MemoryEgress } from './memory-egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
-import { anyLeasable, isLeasable, selectProxy, withinScope, type SelectionState } from './lease-selection.js';
+import { isLeasable, selectProxy, withinScope, type SelectionState } from './lease-selection.js';
 import {
   REQUEST_RETENTION_MILLIS,
   type AcquireResult,
@@ -42,12 +41,12 @@ import type { HoldState } from './proxy-holds.js';
 import { MemoryHolds } from './memory-holds.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
-import { countedRefusal, explainRefusal } from './memory-refusal.js';
+import { countedRefusal, walkedRefusal, type Refusal, type RefusalSources } from './memory-refusal.js';
 import { CoolingCounts } from './cooling-counts.js';
 import { proxyMatcher } from './selector.js';
 import { classKey } from './proxy-classes.js';
 import { SessionBook } from './session-book.js';
-import { TargetBook } from './target-book.js';
+import { targetBookFor, type TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import { RequestOutcomes, requestKey } from './request-outcomes.js';
 import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
@@ -91,6 +90,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly refusals = new RefusalMemos();
   /** The free index's members cooling down, per target (cooling-counts.ts): refusals without a walk. */
   private readonly cooling = new CoolingCounts();
+  /** What a refusal is counted or explained from (memory-refusal.ts). */
+  private readonly refusalSources: RefusalSources;
   /**
    * Counts what could turn a refusal into a grant: a full proxy's slot freed, a proxy
    * (re)entering the index (a hold lifted, a catalog change). Nothing else can.
@@ -117,26 +118,14 @@ export class MemoryLeaseStore implements LeaseStore {
     });
     this.stats = new MemoryOutcomeStats(settings.statsWindowSeconds, settings.bucketMillis);
     this.sessions = new SessionBook(settings.sessionIdleMillis, settings.maxSessions);
-    this.targets = new TargetBook({
-      rules: {
-        banned: {
-          baseMillis: settings.banBaseMillis,
-          maxMillis: settings.banMaxMillis,
-          jitter: COOLDOWN_JITTER,
-        },
-        rateLimited: {
-          baseMillis: settings.rateLimitBaseMillis,
-          maxMillis: settings.rateLimitMaxMillis,
-          jitter: COOLDOWN_JITTER,
-        },
-        single: settings.singleCooldownWindow,
-      },
-      bucketMillis: settings.bucketMillis,
-      random: options.random ?? Math.random,
-      maxTargetsPerProxy: settings.maxTargetsPerProxy,
-      maxEntries: settings.maxTargetEntries,
-    });
+    this.targets = targetBookFor(settings, options.random ?? Math.random);
     this.egress = new MemoryEgress(this.catalog, this.targets, this.logger);
+    this.refusalSources = {
+      index: this.index,
+      targets: this.targets,
+      cooling: this.cooling,
+      catalog: this.catalog,
+    };
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
   }
@@ -169,29 +158,15 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     // Every match cooling down for the target, or (a selector or a scope) every match full:
     // the refusal is known from the counts, without walking them (issue 47 item 4).
-    const whole = session === undefined && anyLeasable(request);
-    const counted =
-      session === undefined ? countedRefusal(this.index, this.cooling, request, target, now) : undefined;
-    if (counted !== undefined) {
-      const { refused, firstEnd } = counted;
-      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
-      return refused;
-    }
+    const counted = countedRefusal(this.refusalSources, request, target, now);
+    if (counted !== undefined) return this.refuse(shape, counted, now);
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(
       request.within === undefined ? free : withinScope(free, request.within),
       state,
     )?.proxy;
-    if (proxy === undefined) {
-      const sources = { index: this.index, targets: this.targets, catalog: this.catalog };
-      const counted = whole
-        ? { cooling: this.cooling.count(target, now), firstEnd: this.cooling.firstEnd(target, now) }
-        : undefined;
-      const { refused, firstEnd } = explainRefusal(sources, request, target, now, counted);
-      // The bound counts from the answer: the walk over a large fleet takes time too.
-      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
-      return refused;
-    }
+    if (proxy === undefined)
+      return this.refuse(shape, walkedRefusal(this.refusalSources, request, target, now), now);
 
     const lease: Lease = {
       id: this.newID(),
@@ -217,6 +192,12 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     this.requests.remember(requestID, granted, now);
     return granted;
+  }
+
+  /** A refusal, remembered; its bound counts from the answer (a walk over a large fleet takes time too). */
+  private refuse(shape: string | undefined, { refused, firstEnd }: Refusal, now: number): AcquireResult {
+    this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
+    return refused;
   }
 
   async renew(

@@ -10,22 +10,46 @@ import type { AcquireResult, LeaseRequest, NoLeaseReason } from './lease-store.j
 import { proxyMatcher } from './selector.js';
 import type { TargetBook } from './target-book.js';
 
-/** What the explanation reads: the free index, the cooldowns, the catalog. */
+/** What a refusal reads: the free index, the cooldowns and their counts, the catalog. */
 export interface RefusalSources {
   index: FreeProxyIndex;
   targets: TargetBook;
+  cooling: CoolingCounts;
   catalog: ProxyCatalog;
+}
+
+/** A refusal and when the first running cooldown among the matches ends (none: absent). */
+export interface Refusal {
+  refused: AcquireResult & { granted: false };
+  firstEnd?: number;
+}
+
+/**
+ * The refusal of a request its walk found nothing for: a request every leasable proxy could
+ * take reads its cooling from the counts, any other one walks the target's cooldowns.
+ */
+export function walkedRefusal(
+  sources: RefusalSources,
+  request: LeaseRequest,
+  target: string,
+  now: number,
+): Refusal {
+  const counted =
+    request.session === undefined && anyLeasable(request)
+      ? { cooling: sources.cooling.count(target, now), firstEnd: sources.cooling.firstEnd(target, now) }
+      : undefined;
+  return explainRefusal(sources, request, target, now, counted);
 }
 
 /** The refusal of this request at now, and when its first running cooldown ends (none: absent). */
 export function explainRefusal(
-  { index, targets, catalog }: RefusalSources,
+  { index, targets, catalog }: Omit<RefusalSources, 'cooling'>,
   request: LeaseRequest,
   target: string,
   now: number,
   /** For a request every leasable proxy could take: the cooling counts' figures (cooling-counts.ts). */
   counted?: { cooling: number; firstEnd: number | undefined },
-): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
+): Refusal {
   const leasable = index.countLeasable(request.selector, request.exitIP);
   let cooling = counted?.cooling ?? 0;
   let firstEnd = counted?.firstEnd ?? Infinity;
@@ -54,13 +78,12 @@ export function explainRefusal(
  * target, all_busy when none has a free slot; anything between is the walk's to tell.
  */
 export function countedRefusal(
-  index: FreeProxyIndex,
-  cooling: CoolingCounts,
+  { index, cooling }: Pick<RefusalSources, 'index' | 'cooling'>,
   request: LeaseRequest,
   target: string,
   now: number,
-): { refused: AcquireResult & { granted: false }; firstEnd?: number } | undefined {
-  if (request.exitIP !== undefined) return undefined;
+): Refusal | undefined {
+  if (request.session !== undefined || request.exitIP !== undefined) return undefined;
   if (anyLeasable(request)) {
     const leasable = index.countLeasable({});
     if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;
@@ -84,9 +107,9 @@ export function countedRefusal(
   return { refused: { granted: false, reason: 'all_busy' }, ...(firstEnd === Infinity ? {} : { firstEnd }) };
 }
 
-function coolingDown(firstEnd: number, now: number) {
+function coolingDown(firstEnd: number, now: number): Refusal {
   return {
-    refused: { granted: false as const, reason: 'all_cooling_down' as const, retryAfterMs: firstEnd - now },
+    refused: { granted: false, reason: 'all_cooling_down', retryAfterMs: firstEnd - now },
     firstEnd,
   };
 }

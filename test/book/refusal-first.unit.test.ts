@@ -340,6 +340,38 @@ describe("the Redis store's first refusal", () => {
     }
   });
 
+  it("a class's cooling counts follow another replica's bans and a new egress", async () => {
+    const proxies = (p19ip = '10.0.0.1') =>
+      pooled(20).map((p) => (p.id === 'ns/p19' ? { ...p, ip: p19ip } : p));
+    const catalogs = [new TestCatalog(proxies()), new TestCatalog(proxies())];
+    const keyPrefix = `first-${++books}`;
+    const [a, b] = catalogs.map(
+      (catalog) => new RedisLeaseStore({ redis, catalog, logger: silentLogger, keyPrefix }),
+    );
+    try {
+      await Promise.all([a.fleetSettled(), b.fleetSettled()]);
+      await banPoolA(a, 20);
+      const refused = await cost(server, redis, async () =>
+        expect(await b.acquire(named('selector', 'b1'))).toMatchObject({
+          granted: false,
+          reason: 'all_cooling_down',
+        }),
+      );
+      expect(refused.scripts).toBe(1);
+      // p19 on a new address: what the old one earned is forgotten (egress.ts), its class's
+      // count with it; b, whose chunk never held p19, is granted it.
+      for (const catalog of catalogs) catalog.proxies = proxies('10.0.9.19');
+      await Promise.all([a.egressSettled(), b.egressSettled()]);
+      expect(await b.acquire(named('scope', 'b2'))).toMatchObject({
+        granted: true,
+        lease: { proxyID: 'ns/p19' },
+      });
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   it('all_cooling_down says when the first cooldown ends, as the walk did', async () => {
     const store = await book(100, banEveryone);
     try {
