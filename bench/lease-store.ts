@@ -21,8 +21,10 @@
 // down for the target (all_cooling_down), refused again and again, on each store; beside them
 // the same refusals from a new owner each time, so that none is answered from the store's
 // remembered refusal (refusal-memo.ts): a first refusal, which the Redis store answers from
-// the fleet's counts (redis-scripts.ts: P:fleet, P:full, P:cdt), and with a token scope, which
-// the counts cannot answer: the walk of the fleet every first refusal made before.
+// the fleet's counts (redis-scripts.ts: P:fleet, P:full, P:cdt), with a selector or a token
+// scope, which it answers from the counts of the classes they match (proxy-classes.ts: the
+// fleet's ten, geo x purpose), and with a session, which the counts do not answer: the walk
+// of the fleet every first refusal made before.
 // Target: a refusal costs no more than a granted lease: Redis CPU per refusal ≤ per
 // lease+release (Redis store); a lease+release's time ≤ a refusal's (memory store: the
 // refusals/s at least the lease+release/s).
@@ -119,20 +121,24 @@ async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
 }
 
 let walks = 0;
+type RefusalKind = 'again' | 'first' | 'selector' | 'scoped' | 'session';
 /**
  * A refusal: 'again' the same request each time (the remembered refusal answers it);
  * 'first' from a new owner each time, so none is remembered (the Redis store answers it
- * from the fleet's counts); 'scoped' the same with a token scope that admits every proxy,
- * which the counts cannot answer (a scope narrows the candidates): the walk of the fleet.
+ * from the fleet's counts); 'selector' the same with a selector (geo=eu: two classes) and
+ * 'scoped' with a token scope that admits every proxy (ten classes), each answered from its
+ * classes' counts; 'session' with a session, which the counts do not answer: the walk.
  */
-function refusal(store: LeaseStore, reason: string, kind: 'again' | 'first' | 'scoped'): () => Promise<void> {
+function refusal(store: LeaseStore, reason: string, kind: RefusalKind): () => Promise<void> {
   return async () => {
+    const owner = `walk-${++walks}`;
     const result = await store.acquire({
-      selector: {},
+      selector: kind === 'selector' ? { geo: 'eu' } : {},
       ttlSeconds: 60,
       target: REFUSED_TARGET,
-      ...(kind === 'again' ? {} : { owner: `walk-${++walks}` }),
+      ...(kind === 'again' ? {} : { owner }),
       ...(kind === 'scoped' ? { within: () => true } : {}),
+      ...(kind === 'session' ? { session: owner } : {}),
     });
     if (result.granted || result.reason !== reason) throw new Error(`expected ${reason}`);
   };
@@ -294,10 +300,15 @@ async function main(): Promise<void> {
         `Redis store, ${proxies} proxies, ${reason}, first (refusals/s)`,
         local(refusal(refusingRedis, reason, 'first')),
       );
+      for (const kind of ['selector', 'scoped'] as const)
+        phases.set(
+          `Redis store, ${proxies} proxies, ${reason}, first, ${kind} (refusals/s)`,
+          local(refusal(refusingRedis, reason, kind)),
+        );
       phases.set(
-        `Redis store, ${proxies} proxies, ${reason}, first, scoped: walked (refusals/s)`,
+        `Redis store, ${proxies} proxies, ${reason}, first, session: walked (refusals/s)`,
         // A few walkers: 32 walks of 10,000 candidates queue past the client's 5 s timeout.
-        local(refusal(refusingRedis, reason, 'scoped'), WALKERS),
+        local(refusal(refusingRedis, reason, 'session'), WALKERS),
       );
     }
     phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
@@ -372,7 +383,13 @@ async function main(): Promise<void> {
     // A granted lease is at most a lease+release's Redis CPU; a refusal should cost no more.
     const leaseMicros = pick(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, 'redisMicros');
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const kind of ['', ', first', ', first, scoped: walked']) {
+      for (const kind of [
+        '',
+        ', first',
+        ', first, selector',
+        ', first, scoped',
+        ', first, session: walked',
+      ]) {
         const micros = pick(`Redis store, ${proxies} proxies, ${reason}${kind} (refusals/s)`, 'redisMicros');
         ratio(
           `${proxies} proxies: Redis CPU of a refusal ${reason}${kind} / of a lease+release`,

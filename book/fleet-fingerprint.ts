@@ -4,6 +4,9 @@
 // figures over its members; when they are equal the registry's members are this replica's
 // candidates (a 62-bit sum: a differing set passes by chance once in ~4.6e18), so a count
 // over the registry (full, cooling for a target) is a count over them. Otherwise the walk.
+// The same figures per class (proxy-classes.ts): a member's hashes cover its class too, so a
+// proxy the book files under another class than this replica's differs in both sums, and the
+// figures of a class are compared when a request matches it.
 // 31 bits each: Redis's Lua `bit` works on signed 32-bit integers, so both sides stay positive.
 
 /** A proxy's two hashes, as the registry stores and XORs them. */

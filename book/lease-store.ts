@@ -22,7 +22,9 @@ export interface LeaseRequest {
   owner?: string;
   /**
    * The asking token's scope (token-scope.ts): only proxies it admits are leased, a session
-   * bound to one outside it moves. Absent: every proxy.
+   * bound to one outside it moves. Absent: every proxy. It answers from the proxy's
+   * namespace and attributes alone (scopeMatcher does): a store may ask it of one proxy per
+   * class and take the answer for all of them (proxy-classes.ts).
    */
   within?: (proxy: ProxyRecord) => boolean;
   /**
