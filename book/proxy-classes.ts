@@ -59,6 +59,8 @@ export class ProxyClasses<T> {
   private readonly byKey = new Map<string, ProxyClass<T>>();
   /** attribute term → the classes holding it: a selector's candidates are its rarest term's. */
   private readonly byTerm = new Map<string, Set<ProxyClass<T>>>();
+  /** Moves when a class is made or forgotten: what matching() answers may change then only. */
+  version = 0;
 
   constructor(private readonly init: () => T) {}
 
@@ -69,6 +71,7 @@ export class ProxyClasses<T> {
     if (entry === undefined) {
       entry = { key, sample: record, members: 0, data: this.init() };
       this.byKey.set(key, entry);
+      this.version++;
       for (const [k, v] of Object.entries(record.attributes)) {
         const term = attributeTerm(k, v);
         let classes = this.byTerm.get(term);
@@ -90,6 +93,7 @@ export class ProxyClasses<T> {
     entry.members--;
     if (entry.members <= 0) {
       this.byKey.delete(entry.key);
+      this.version++;
       for (const [k, v] of Object.entries(entry.sample.attributes)) {
         const term = attributeTerm(k, v);
         const classes = this.byTerm.get(term);

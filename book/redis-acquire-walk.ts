@@ -42,6 +42,8 @@ import { StoreUnavailableError } from './store-unavailable.js';
  * the average call (docs/benchmarks.md).
  */
 const CHUNKS = [4, 32, 256, 2048];
+/** Classes whose figures go with a request's first chunk at most (redis-book-codec.ts's CountedBy). */
+const FIRST_CHUNK_CLASSES = 4;
 
 /** What the walk needs of its store. */
 export interface AcquireWalkDeps {
@@ -214,30 +216,37 @@ export class RedisAcquireWalk {
     // no candidate (~15 µs less of Redis than a chunk of four full ones); the walk follows
     // when they do not refuse.
     const counts = request.session === undefined ? this.countedBy(request) : undefined;
-    const countable = counts !== undefined;
+    // The figures of many classes ride no first chunk (each argument costs every lease
+    // ~0.2 µs of Redis): they go alone once that chunk refused.
+    const many = counts !== undefined && 'classes' in counts && counts.classes.length > FIRST_CHUNK_CLASSES;
     let counted = false;
-    if (countable) {
+    const alone = async (): Promise<AcquireResult | undefined> => {
+      counted = true;
+      const args = acquireArgs(
+        key,
+        ttl,
+        life,
+        target,
+        selector,
+        [],
+        recordJSON,
+        '',
+        'none',
+        '',
+        requested,
+        counts,
+      );
+      const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
+      if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
+      if (reply.kind === 'none' && reply.whole)
+        return refusedWith(reply.leasable, reply.cooling, reply.waitMs);
+      return undefined;
+    };
+    if (counts !== undefined) {
       const [best] = this.deps.ranking.candidates(request.selector, request.exitIP, 1, outside);
       if (best !== undefined && this.deps.ranking.load(best.id) >= best.maxLeases) {
-        counted = true;
-        const args = acquireArgs(
-          key,
-          ttl,
-          life,
-          target,
-          selector,
-          [],
-          recordJSON,
-          '',
-          'none',
-          '',
-          requested,
-          counts,
-        );
-        const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
-        if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
-        if (reply.kind === 'none' && reply.whole)
-          return refusedWith(reply.leasable, reply.cooling, reply.waitMs);
+        const answer = await alone();
+        if (answer !== undefined) return answer;
       }
     }
     for (let round = 0; ; round++) {
@@ -271,7 +280,7 @@ export class RedisAcquireWalk {
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
       // replica's fingerprint: the registry's counts may then answer for the rest.
-      const whole = round === 0 && countable && !counted;
+      const whole = round === 0 && counts !== undefined && !counted && !many;
       const args = acquireArgs(
         key,
         ttl,
@@ -333,6 +342,10 @@ export class RedisAcquireWalk {
       gone = '';
       this.learn(reply.hints);
       if (chunk.length < size) break;
+      if (many && !counted) {
+        const answer = await alone();
+        if (answer !== undefined) return answer;
+      }
     }
     return refusedWith(leasable, cooling, firstEnd);
   }

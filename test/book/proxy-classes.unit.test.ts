@@ -5,8 +5,9 @@ import { describe, expect, it } from '@jest/globals';
 import type { ProxyRecord } from '../../book/catalog.js';
 import { classID } from '../../book/fleet-fingerprint.js';
 import { classKey, classMatches, ProxyClasses } from '../../book/proxy-classes.js';
+import { RedisFleetFeed } from '../../book/redis-fleet-feed.js';
 import { scopeMatcher } from '../../book/token-scope.js';
-import { proxy } from './fixtures.js';
+import { proxy, silentLogger } from './fixtures.js';
 
 describe('classKey', () => {
   it.each<[string, ProxyRecord, ProxyRecord, boolean]>([
@@ -159,5 +160,55 @@ describe('ProxyClasses', () => {
     expect(classes.get(a2)?.data.free).toBe(2);
     expect(classes.get(b1)?.data.free).toBe(0);
     expect(classes.size).toBe(2);
+  });
+});
+
+describe("RedisFleetFeed.matchingClasses: this replica's figures of the classes a request matches", () => {
+  const feed = () => {
+    const sent: string[][] = [];
+    const f = new RedisFleetFeed({
+      send: async (args) => void sent.push(args),
+      read: async () => [],
+      logger: silentLogger,
+    });
+    return { f, sent };
+  };
+  const a1 = proxy('ns/a1', { attributes: { pool: 'a' }, maxLeases: 2 });
+  const a2 = proxy('ns/a2', { attributes: { pool: 'a' }, maxLeases: 2 });
+  const az = proxy('ns/az', { attributes: { pool: 'a', zone: 'z' }, maxLeases: 2 });
+  const idOf = (record: ProxyRecord) => classID(classKey(record));
+
+  it('each matched class once, with its members counted; a class that comes later is matched at once', async () => {
+    const { f } = feed();
+    f.set(a1.id, a1);
+    f.set(a2.id, a2);
+    const first = f.matchingClasses({ pool: 'a' }, undefined);
+    expect(first).toEqual([{ id: idOf(a1), figures: expect.stringMatching(/^2 \d+ \d+$/) }]);
+    f.set(az.id, az);
+    expect(
+      f
+        .matchingClasses({ pool: 'a' }, undefined)
+        ?.map(({ id }) => id)
+        .sort(),
+    ).toEqual([idOf(a1), idOf(az)].sort());
+    // A member gone: its class's figures change, the class stays.
+    f.set(a2.id, undefined);
+    expect(f.matchingClasses({ pool: 'a' }, undefined)?.find(({ id }) => id === idOf(a1))?.figures).toMatch(
+      /^1 \d+ \d+$/,
+    );
+    // Its last member gone: the class is no longer matched.
+    f.set(az.id, undefined);
+    expect(f.matchingClasses({ pool: 'a' }, undefined)?.map(({ id }) => id)).toEqual([idOf(a1)]);
+    f.close();
+  });
+
+  it("tells the book a member's class, and a relabelled member again", async () => {
+    const { f, sent } = feed();
+    f.set(a1.id, a1);
+    await f.settled();
+    f.set(a1.id, { ...a1, attributes: { pool: 'b' } });
+    await f.settled();
+    expect(sent.map((args) => args[5])).toEqual([idOf(a1), idOf({ ...a1, attributes: { pool: 'b' } })]);
+    f.close();
   });
 });

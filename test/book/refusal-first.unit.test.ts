@@ -252,6 +252,53 @@ describe("the Redis store's first refusal", () => {
     },
   );
 
+  it.each([
+    ['all_busy', fillPoolA, 1],
+    ['all_cooling_down', banPoolA, 2],
+  ] as const)(
+    'eight classes, %s: the figures go alone after the first chunk (not with every lease), the same commands at 100 and 1,000',
+    async (reason, arrange, scripts) => {
+      const zoned = (size: number) =>
+        pooled(size).map((p) =>
+          p.attributes.pool === 'a'
+            ? { ...p, attributes: { pool: 'a', zone: String(Number(p.id.slice(4)) % 8) } }
+            : p,
+        );
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, arrange, zoned(size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(named('selector', `eight-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+          // A grant matching nine classes (a scope admitting all): one script, no class's figures in it.
+          const granted = await cost(server, redis, async () =>
+            expect(await store.acquire({ ...request('all'), within: () => true })).toMatchObject({
+              granted: true,
+            }),
+          );
+          expect(granted.scripts).toBe(1);
+          expect(granted.sent[0].filter((arg) => /^\d+ \d+ \d+$/.test(arg))).toEqual([]);
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(scripts);
+      expect(large.scripts).toBe(scripts);
+      expect(large.commands).toEqual(small.commands);
+      // The last script: no candidate, the eight classes' ids and figures after the three empty fields.
+      const last = large.sent[large.sent.length - 1];
+      expect(last[7]).toBe('0');
+      expect(last.slice(-17, -16)).toEqual(['8']);
+    },
+  );
+
   it('a request matching more classes than the bound walks, and answers right', async () => {
     // 40 classes of pool a (a zone each), every proxy full.
     const zoned = fleet(80).map((p, i) => ({ ...p, attributes: { pool: 'a', zone: `z${i % 40}` } }));
