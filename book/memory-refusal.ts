@@ -83,7 +83,7 @@ export function countedRefusal(
   target: string,
   now: number,
 ): Refusal | undefined {
-  if (request.session !== undefined || request.exitIP !== undefined) return undefined;
+  if (request.exitIP !== undefined) return undefined;
   if (anyLeasable(request)) {
     const leasable = index.countLeasable({});
     if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;

@@ -215,7 +215,8 @@ export class RedisAcquireWalk {
     // likely every one is (the least loaded rank first), so the counts go alone first, with
     // no candidate (~15 µs less of Redis than a chunk of four full ones); the walk follows
     // when they do not refuse.
-    const counts = request.session === undefined ? this.countedBy(request) : undefined;
+    // A session's request too: its bound proxy is one of the matches the counts cover.
+    const counts = this.countedBy(request);
     // The figures of many classes ride no first chunk (each argument costs every lease
     // ~0.2 µs of Redis): they go alone once that chunk refused.
     const many = counts !== undefined && 'classes' in counts && counts.classes.length > FIRST_CHUNK_CLASSES;

@@ -60,7 +60,7 @@
 //                       digits; the fleet script); P:fleet-sum  hash n, a, b: its count and XOR
 //                       sums of h1 and h2 (fleet-fingerprint.ts). While a replica's own
 //                       figures equal these, the counts below are over its candidates, and a
-//                       refusal of a request without selector, exit IP, scope or session is
+//                       refusal of a request without selector, exit IP or scope is
 //                       known without sending them (the acquire's 'whole')
 //   P:class-sum         hash c -> "n a b": each class's count and XOR sums, as P:fleet-sum is
 //                       the registry's: a request with a selector or a scope sends those of

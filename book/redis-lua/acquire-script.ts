@@ -16,8 +16,8 @@ import type { Body, ScriptName } from './script-parts.js';
  * session's proxy was not among the candidates); or none, leasable, cooling, moved, ms until
  * the first cooldown among them ends (-1: none), hints, whole ('1': the counts are the whole
  * fleet's, from the registry: the walk ends here; ARGV after the request key: the replica's
- * fleet fingerprint, count, a, b, for a request without selector, exit IP, scope or session;
- * or, for one with a selector or a scope but no exit IP or session, three empty fields then
+ * fleet fingerprint, count, a, b, for a request without selector, exit IP or scope (a
+ * session's too); or, for one with a selector or a scope but no exit IP, three empty fields then
  * the count of the classes it matches and per class its id and the replica's figures
  * "count a b": redis-fleet-feed.ts). Hints: "i:load" for each candidate
  * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
@@ -189,7 +189,7 @@ if not chosen then
   local wait = -1
   if first_end >= 0 then wait = first_end - NOW end
   -- The fleet's counts, when the replica sent its fingerprint (a request without selector,
-  -- exit IP, scope or session: its candidates are all its leasable proxies) and the
+  -- exit IP or scope: its candidates are all its leasable proxies) and the
   -- registry's equals it, with no registry proxy held: every one of them cooling down for
   -- the target, or certainly full, is the refusal of the whole walk, known now ('whole').
   local whole = '0'
