@@ -159,7 +159,8 @@ export class MemoryLeaseStore implements LeaseStore {
     // Every match cooling down for the target, or (a selector or a scope) every match full:
     // the refusal is known from the counts, without walking them (issue 47 item 4); a
     // session's too, when its bound proxy cannot take it (it selects as a request without one).
-    const counted = proxy === undefined ? countedRefusal(this.refusalSources, request, target, now) : undefined;
+    const counted =
+      proxy === undefined ? countedRefusal(this.refusalSources, request, target, now) : undefined;
     if (counted !== undefined) return this.refuse(shape, counted, now);
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(
