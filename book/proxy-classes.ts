@@ -33,15 +33,16 @@ export function classKey(record: ClassMember): string {
 }
 
 /**
- * Whether a request with this selector and scope admits the class whose member `sample` is:
- * every member answers the same (a scope reads the namespace and attributes only: LeaseRequest.within).
+ * Whether a request with this selector and scope admits the class whose member `sample` is,
+ * compiled once per request: every member answers the same (a scope reads the namespace and
+ * attributes only: LeaseRequest.within).
  */
-export function classMatches(
-  sample: ProxyRecord,
+export function classMatcher(
   selector: Readonly<Record<string, string>>,
   within?: (proxy: ProxyRecord) => boolean,
-): boolean {
-  return selectorMatcher(selector)(sample.attributes) && (within === undefined || within(sample));
+): (sample: ProxyRecord) => boolean {
+  const selected = selectorMatcher(selector);
+  return (sample) => selected(sample.attributes) && (within === undefined || within(sample));
 }
 
 export interface ProxyClass<T> {
@@ -131,9 +132,10 @@ export class ProxyClasses<T> {
       if (smallest === undefined || classes.size < smallest.size) smallest = classes;
     }
     if (smallest !== undefined) pool = smallest;
+    const admits = classMatcher(selector, within);
     const out: ProxyClass<T>[] = [];
     for (const entry of pool) {
-      if (!classMatches(entry.sample, selector, within)) continue;
+      if (!admits(entry.sample)) continue;
       if (out.length === limit) return undefined;
       out.push(entry);
     }

@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ProxyRecord } from '../../book/catalog.js';
 import { classID } from '../../book/fleet-fingerprint.js';
-import { classKey, classMatches, ProxyClasses } from '../../book/proxy-classes.js';
+import { classKey, classMatcher, ProxyClasses } from '../../book/proxy-classes.js';
 import { RedisFleetFeed } from '../../book/redis-fleet-feed.js';
 import { scopeMatcher } from '../../book/token-scope.js';
 import { proxy, silentLogger } from './fixtures.js';
@@ -68,7 +68,7 @@ describe('classKey', () => {
   });
 });
 
-describe('classMatches: whatever a selector or a scope reads is the class', () => {
+describe('classMatcher: whatever a selector or a scope reads is the class', () => {
   const sample = proxy('crawl-a/p1', { attributes: { pool: 'a', region: 'eu' } });
   it.each<[string, Record<string, string>, ((p: ProxyRecord) => boolean) | undefined, boolean]>([
     ['no selector, no scope', {}, undefined, true],
@@ -86,7 +86,7 @@ describe('classMatches: whatever a selector or a scope reads is the class', () =
       false,
     ],
   ])('%s', (_name, selector, within, expected) => {
-    expect(classMatches(sample, selector, within)).toBe(expected);
+    expect(classMatcher(selector, within)(sample)).toBe(expected);
   });
 });
 
