@@ -1454,11 +1454,13 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           }),
         ),
       ];
-      type How = 'selector' | 'scope';
+      // 'session': a selector and one session throughout (bound to each proxy it took last).
+      type How = 'selector' | 'scope' | 'session';
       const named = (how: How, overrides: Partial<LeaseRequest> = {}): LeaseRequest =>
         request({
           target: TARGET,
-          ...(how === 'selector' ? { selector: POOL_A } : { within: scopeMatcher({ selector: POOL_A }) }),
+          ...(how === 'scope' ? { within: scopeMatcher({ selector: POOL_A }) } : { selector: POOL_A }),
+          ...(how === 'session' ? { session: 'contract-s' } : {}),
           ...overrides,
         });
       type Setup = ReturnType<typeof setup> & { leases: Map<string, Lease> };
@@ -1629,7 +1631,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       ];
       it.each(
         cases.flatMap(([name, arrange, event, expected]) =>
-          (['selector', 'scope'] as const).map(
+          (['selector', 'scope', 'session'] as const).map(
             (how) => [`${how}: ${name}`, how, arrange, event, expected] as const,
           ),
         ),
@@ -1642,7 +1644,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         else expect(answer).toMatchObject({ granted: false, reason: expected });
       });
 
-      it.each(['selector', 'scope'] as const)(
+      it.each(['selector', 'scope', 'session'] as const)(
         "%s: all_cooling_down's Retry-After is the first cooldown's end among its classes",
         async (how) => {
           const s = await allCooling(how);
