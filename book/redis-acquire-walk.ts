@@ -280,7 +280,8 @@ export class RedisAcquireWalk {
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.deps.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
-      // replica's fingerprint: the registry's counts may then answer for the rest.
+      // replica's fingerprint, of one with a selector or a scope its classes' figures (up to
+      // FIRST_CHUNK_CLASSES of them): the book's counts may then answer for the rest.
       const whole = round === 0 && counts !== undefined && !counted && !many;
       const args = acquireArgs(
         key,
