@@ -23,8 +23,9 @@ export interface LeaseRequest {
   /**
    * The asking token's scope (token-scope.ts): only proxies it admits are leased, a session
    * bound to one outside it moves. Absent: every proxy. It answers from the proxy's
-   * namespace and attributes alone (scopeMatcher does): a store may ask it of one proxy per
-   * class and take the answer for all of them (proxy-classes.ts).
+   * namespace and attributes alone, the same for as long as it lives (scopeMatcher's,
+   * compiled once per token policy, does): a store may ask it of one proxy per class, keep
+   * the answer and take it for all of them (proxy-classes.ts).
    */
   within?: (proxy: ProxyRecord) => boolean;
   /**

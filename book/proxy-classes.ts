@@ -11,6 +11,8 @@ import { namespaceOf } from './token-scope.js';
 
 /** Classes a request's refusal is counted over at most; more: the walk (docs/redis.md). */
 export const MAX_COUNTED_CLASSES = 32;
+/** Selectors whose matched classes are kept per scope (client-supplied: bounded, then begun again). */
+const MATCHES_KEPT = 1000;
 
 /** What a class is made of: the part of a record a selector or a scope reads. */
 export type ClassMember = Pick<ProxyRecord, 'id' | 'attributes'>;
@@ -61,7 +63,12 @@ export class ProxyClasses<T> {
   /** attribute term → the classes holding it: a selector's candidates are its rarest term's. */
   private readonly byTerm = new Map<string, Set<ProxyClass<T>>>();
   /** Moves when a class is made or forgotten: what matching() answers may change then only. */
-  version = 0;
+  private version = 0;
+  /** Per scope (this map itself: none), per limit and selector JSON: the classes matched. */
+  private readonly found = new WeakMap<
+    object,
+    Map<string, { version: number; classes: ProxyClass<T>[] | undefined }>
+  >();
 
   constructor(private readonly init: () => T) {}
 
@@ -117,12 +124,33 @@ export class ProxyClasses<T> {
   /**
    * The classes a request with this selector and scope admits, or undefined when more than
    * `limit` do (the caller walks instead). Looks at the classes of the selector's rarest
-   * term, or every class without a selector: work on this process, none of it per proxy.
+   * term, or every class without a selector: work on this process, none of it per proxy;
+   * kept per scope and selector until a class comes or goes (asked on every request).
    */
   matching(
     selector: Readonly<Record<string, string>>,
     within: ((proxy: ProxyRecord) => boolean) | undefined,
     limit = MAX_COUNTED_CLASSES,
+  ): ProxyClass<T>[] | undefined {
+    const scope = within ?? this.found;
+    let bySelector = this.found.get(scope);
+    if (bySelector === undefined || bySelector.size >= MATCHES_KEPT) {
+      bySelector = new Map();
+      this.found.set(scope, bySelector);
+    }
+    const shape = `${limit}:${JSON.stringify(selector)}`;
+    let found = bySelector.get(shape);
+    if (found === undefined || found.version !== this.version) {
+      found = { version: this.version, classes: this.look(selector, within, limit) };
+      bySelector.set(shape, found);
+    }
+    return found.classes;
+  }
+
+  private look(
+    selector: Readonly<Record<string, string>>,
+    within: ((proxy: ProxyRecord) => boolean) | undefined,
+    limit: number,
   ): ProxyClass<T>[] | undefined {
     let pool: Iterable<ProxyClass<T>> = this.byKey.values();
     let smallest: Set<ProxyClass<T>> | undefined;

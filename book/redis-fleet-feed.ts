@@ -21,8 +21,6 @@ export interface ClassFigures {
 
 /** Proxies per fleet script call. */
 const FLEET_CHUNK = 500;
-/** Selectors whose matched classes are kept per scope (client-supplied: bounded, then begun again). */
-const MATCHES_KEPT = 1000;
 
 export interface FleetFeedDeps {
   /** The fleet script: count, then id, cap ('0': out), h1, h2, class per proxy; answers the book's figures. */
@@ -38,11 +36,6 @@ export class RedisFleetFeed {
   private readonly classes = new ProxyClasses<{ id: string }>(() => ({ id: '' }));
   /** Each member's class key, to leave it by. */
   private readonly classOf = new Map<string, string>();
-  /** Per scope (this map itself: none), per selector JSON: the ids of the classes matched. */
-  private readonly matched = new WeakMap<
-    object,
-    Map<string, { version: number; ids: string[] | undefined }>
-  >();
   /** Proxies whose entry is to be sent, in the order they changed. */
   private pending = new Set<string>();
   private flush: Promise<void> | undefined;
@@ -83,21 +76,8 @@ export class RedisFleetFeed {
     selector: Readonly<Record<string, string>>,
     within: ((proxy: ProxyRecord) => boolean) | undefined,
   ): ClassFigures[] | undefined {
-    // The classes matched, per scope and selector, while no class came or went: a lease's
-    // first chunk carries them, so they are not looked for on every request.
-    let bySelector = this.matched.get(within ?? this.matched);
-    if (bySelector === undefined || bySelector.size >= MATCHES_KEPT) {
-      bySelector = new Map();
-      this.matched.set(within ?? this.matched, bySelector);
-    }
-    const shape = JSON.stringify(selector);
-    let found = bySelector.get(shape);
-    if (found === undefined || found.version !== this.classes.version) {
-      const matched = this.classes.matching(selector, within);
-      found = { version: this.classes.version, ids: matched?.map(({ data }) => data.id) };
-      bySelector.set(shape, found);
-    }
-    return found.ids?.map((id) => {
+    const matched = this.classes.matching(selector, within);
+    return matched?.map(({ data: { id } }) => {
       const { count, a, b } = this.own.ofClass(id);
       return { id, figures: `${count} ${a} ${b}` };
     });
