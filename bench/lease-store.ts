@@ -23,8 +23,8 @@
 // remembered refusal (refusal-memo.ts): a first refusal, which the Redis store answers from
 // the fleet's counts (redis-scripts.ts: P:fleet, P:full, P:cdt), with a selector or a token
 // scope, which it answers from the counts of the classes they match (proxy-classes.ts: the
-// fleet's ten, geo x purpose), and with a session, which the counts do not answer: the walk
-// of the fleet every first refusal made before.
+// fleet's ten, geo x purpose), and by exit IP (a block holding every proxy's), which the
+// counts do not answer: the walk of the fleet every first refusal made before.
 // Target: a refusal costs no more than a granted lease: Redis CPU per refusal ≤ per
 // lease+release (Redis store); a lease+release's time ≤ a refusal's (memory store: the
 // refusals/s at least the lease+release/s).
@@ -33,6 +33,7 @@ import { loadavg } from 'node:os';
 import { envPositiveNumber, loadAverages } from './bench-env.js';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { parseExitIPTerm } from '../book/exit-ip-match.js';
 import { IndexedCatalog } from '../book/indexed-catalog.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { MemoryLeaseStore } from '../book/memory-lease-store.js';
@@ -98,7 +99,8 @@ function leaseRelease(store: LeaseStore): () => Promise<void> {
 function catalogOf(proxies: number, maxLeases?: number): IndexedCatalog {
   const catalog = new IndexedCatalog();
   catalog.replaceAll(
-    maxLeases === undefined ? fleet(proxies) : fleet(proxies).map((p) => ({ ...p, maxLeases })),
+    // The refusing fleets (one slot each) egress from their own addresses: a request by exit IP walks them.
+    maxLeases === undefined ? fleet(proxies) : fleet(proxies).map((p) => ({ ...p, maxLeases, exitIP: p.ip })),
   );
   return catalog;
 }
@@ -121,13 +123,16 @@ async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
 }
 
 let walks = 0;
-type RefusalKind = 'again' | 'first' | 'selector' | 'scoped' | 'session';
+type RefusalKind = 'again' | 'first' | 'selector' | 'scoped' | 'exitIP';
+/** A block holding every refusing proxy's exit IP (catalogOf gives each its address). */
+const EVERY_EXIT = parseExitIPTerm('10.0.0.0/8')!;
 /**
  * A refusal: 'again' the same request each time (the remembered refusal answers it);
  * 'first' from a new owner each time, so none is remembered (the Redis store answers it
  * from the fleet's counts); 'selector' the same with a selector (geo=eu: two classes) and
  * 'scoped' with a token scope that admits every proxy (ten classes), each answered from its
- * classes' counts; 'session' with a session, which the counts do not answer: the walk.
+ * classes' counts; 'exitIP' by an exit IP block every proxy is in, which the counts do not
+ * answer (an address is no class): the walk.
  */
 function refusal(store: LeaseStore, reason: string, kind: RefusalKind): () => Promise<void> {
   return async () => {
@@ -138,7 +143,7 @@ function refusal(store: LeaseStore, reason: string, kind: RefusalKind): () => Pr
       target: REFUSED_TARGET,
       ...(kind === 'again' ? {} : { owner }),
       ...(kind === 'scoped' ? { within: () => true } : {}),
-      ...(kind === 'session' ? { session: owner } : {}),
+      ...(kind === 'exitIP' ? { exitIP: EVERY_EXIT } : {}),
     });
     if (result.granted || result.reason !== reason) throw new Error(`expected ${reason}`);
   };
@@ -306,9 +311,9 @@ async function main(): Promise<void> {
           local(refusal(refusingRedis, reason, kind)),
         );
       phases.set(
-        `Redis store, ${proxies} proxies, ${reason}, first, session: walked (refusals/s)`,
+        `Redis store, ${proxies} proxies, ${reason}, first, exit IP: walked (refusals/s)`,
         // A few walkers: 32 walks of 10,000 candidates queue past the client's 5 s timeout.
-        local(refusal(refusingRedis, reason, 'session'), WALKERS),
+        local(refusal(refusingRedis, reason, 'exitIP'), WALKERS),
       );
     }
     phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
@@ -388,7 +393,7 @@ async function main(): Promise<void> {
         ', first',
         ', first, selector',
         ', first, scoped',
-        ', first, session: walked',
+        ', first, exit IP: walked',
       ]) {
         const micros = pick(`Redis store, ${proxies} proxies, ${reason}${kind} (refusals/s)`, 'redisMicros');
         ratio(
