@@ -21,8 +21,10 @@
 // down for the target (all_cooling_down), refused again and again, on each store; beside them
 // the same refusals from a new owner each time, so that none is answered from the store's
 // remembered refusal (refusal-memo.ts): a first refusal, which the Redis store answers from
-// the fleet's counts (redis-scripts.ts: P:fleet, P:full, P:cdt), and with a token scope, which
-// the counts cannot answer: the walk of the fleet every first refusal made before.
+// the fleet's counts (redis-scripts.ts: P:fleet, P:full, P:cdt), with a selector or a token
+// scope, which it answers from the counts of the classes they match (proxy-classes.ts: the
+// fleet's ten, geo x purpose), and by exit IP (a block holding every proxy's), which the
+// counts do not answer: the walk of the fleet every first refusal made before.
 // Target: a refusal costs no more than a granted lease: Redis CPU per refusal ≤ per
 // lease+release (Redis store); a lease+release's time ≤ a refusal's (memory store: the
 // refusals/s at least the lease+release/s).
@@ -31,6 +33,7 @@ import { loadavg } from 'node:os';
 import { envPositiveNumber, loadAverages } from './bench-env.js';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { parseExitIPTerm } from '../book/exit-ip-match.js';
 import { IndexedCatalog } from '../book/indexed-catalog.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { MemoryLeaseStore } from '../book/memory-lease-store.js';
@@ -96,7 +99,8 @@ function leaseRelease(store: LeaseStore): () => Promise<void> {
 function catalogOf(proxies: number, maxLeases?: number): IndexedCatalog {
   const catalog = new IndexedCatalog();
   catalog.replaceAll(
-    maxLeases === undefined ? fleet(proxies) : fleet(proxies).map((p) => ({ ...p, maxLeases })),
+    // The refusing fleets (one slot each) egress from their own addresses: a request by exit IP walks them.
+    maxLeases === undefined ? fleet(proxies) : fleet(proxies).map((p) => ({ ...p, maxLeases, exitIP: p.ip })),
   );
   return catalog;
 }
@@ -119,20 +123,27 @@ async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
 }
 
 let walks = 0;
+type RefusalKind = 'again' | 'first' | 'selector' | 'scoped' | 'exitIP';
+/** A block holding every refusing proxy's exit IP (catalogOf gives each its address). */
+const EVERY_EXIT = parseExitIPTerm('10.0.0.0/8')!;
 /**
  * A refusal: 'again' the same request each time (the remembered refusal answers it);
  * 'first' from a new owner each time, so none is remembered (the Redis store answers it
- * from the fleet's counts); 'scoped' the same with a token scope that admits every proxy,
- * which the counts cannot answer (a scope narrows the candidates): the walk of the fleet.
+ * from the fleet's counts); 'selector' the same with a selector (geo=eu: two classes) and
+ * 'scoped' with a token scope that admits every proxy (ten classes), each answered from its
+ * classes' counts; 'exitIP' by an exit IP block every proxy is in, which the counts do not
+ * answer (an address is no class): the walk.
  */
-function refusal(store: LeaseStore, reason: string, kind: 'again' | 'first' | 'scoped'): () => Promise<void> {
+function refusal(store: LeaseStore, reason: string, kind: RefusalKind): () => Promise<void> {
   return async () => {
+    const owner = `walk-${++walks}`;
     const result = await store.acquire({
-      selector: {},
+      selector: kind === 'selector' ? { geo: 'eu' } : {},
       ttlSeconds: 60,
       target: REFUSED_TARGET,
-      ...(kind === 'again' ? {} : { owner: `walk-${++walks}` }),
+      ...(kind === 'again' ? {} : { owner }),
       ...(kind === 'scoped' ? { within: () => true } : {}),
+      ...(kind === 'exitIP' ? { exitIP: EVERY_EXIT } : {}),
     });
     if (result.granted || result.reason !== reason) throw new Error(`expected ${reason}`);
   };
@@ -294,10 +305,15 @@ async function main(): Promise<void> {
         `Redis store, ${proxies} proxies, ${reason}, first (refusals/s)`,
         local(refusal(refusingRedis, reason, 'first')),
       );
+      for (const kind of ['selector', 'scoped'] as const)
+        phases.set(
+          `Redis store, ${proxies} proxies, ${reason}, first, ${kind} (refusals/s)`,
+          local(refusal(refusingRedis, reason, kind)),
+        );
       phases.set(
-        `Redis store, ${proxies} proxies, ${reason}, first, scoped: walked (refusals/s)`,
+        `Redis store, ${proxies} proxies, ${reason}, first, exit IP: walked (refusals/s)`,
         // A few walkers: 32 walks of 10,000 candidates queue past the client's 5 s timeout.
-        local(refusal(refusingRedis, reason, 'scoped'), WALKERS),
+        local(refusal(refusingRedis, reason, 'exitIP'), WALKERS),
       );
     }
     phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
@@ -372,7 +388,13 @@ async function main(): Promise<void> {
     // A granted lease is at most a lease+release's Redis CPU; a refusal should cost no more.
     const leaseMicros = pick(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, 'redisMicros');
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const kind of ['', ', first', ', first, scoped: walked']) {
+      for (const kind of [
+        '',
+        ', first',
+        ', first, selector',
+        ', first, scoped',
+        ', first, exit IP: walked',
+      ]) {
         const micros = pick(`Redis store, ${proxies} proxies, ${reason}${kind} (refusals/s)`, 'redisMicros');
         ratio(
           `${proxies} proxies: Redis CPU of a refusal ${reason}${kind} / of a lease+release`,

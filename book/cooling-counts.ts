@@ -1,30 +1,54 @@
 // How many leasable proxies are cooling down for each target, for the memory store's refusals
 // (issue 47 item 4): a request every leasable proxy could take is all_cooling_down when this
-// count reaches the leasable count, known without walking them. Per target a heap of the
-// counted proxies' cooldown ends; an ended one leaves it when next counted (lazily, at O(log
-// n) each, once). The store keeps it to its free index's members (memory-lease-store.ts:
-// a proxy's running cooldowns are placed again whenever it enters or leaves the index or its
-// record changes, and a report that starts or extends one sets it).
+// count reaches the leasable count, known without walking them. Per target the counted
+// proxies by cooldown end; an ended one leaves when next counted (lazily, at O(log n) each,
+// once). The store keeps it to its free index's members (memory-lease-store.ts: a proxy's
+// running cooldowns are placed again whenever it enters or leaves the index or its record
+// changes, and a report that starts or extends one sets it). Each is counted for its class
+// (proxy-classes.ts) and the target too, when given: a selector's or a scope's refusal counted
+// per class.
+//
+// Memory: a client can fill the book with 10,000 (proxy, target) entries of junk targets, one
+// proxy each (test/book/memory-caps.unit.test.ts): a key with one proxy holds it alone, not a
+// heap (~200 bytes less each), and a class's entry shares its target's string.
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 
 interface Node extends HeapEntry {
   readonly proxyID: string;
   readonly target: string;
+  /** On a target's node: the same cooldown counted for the proxy's class. */
+  twin?: Node;
+  /** On a class's node: the class. */
+  readonly cls?: string;
 }
 
 export class CoolingCounts {
-  /** target → its counted proxies by cooldown end (a heap and nothing more: the book may hold 10,000 targets). */
-  private readonly byTarget = new Map<string, DeadlineHeap<Node>>();
+  /** target → its counted proxies by cooldown end. */
+  private readonly byTarget = new Slots();
+  /** class → target → its counted proxies of the class by cooldown end. */
+  private readonly byClass = new Map<string, Slots>();
   /** proxyID → target → its node. */
   private readonly byProxy = new Map<string, Map<string, Node>>();
 
-  /** The proxy cools down for the target until then (a cooldown only ever extends). */
-  set(proxyID: string, target: string, until: number): void {
+  /**
+   * The proxy cools down for the target until then (a cooldown only ever extends); counted
+   * for its class (classKey) too when one is given.
+   */
+  set(proxyID: string, target: string, until: number, cls?: string): void {
     let nodes = this.byProxy.get(proxyID);
-    const node = nodes?.get(target);
+    let node = nodes?.get(target);
+    if (node !== undefined && node.twin?.cls !== cls) {
+      this.remove(node);
+      node = undefined;
+      nodes = this.byProxy.get(proxyID);
+    }
     if (node !== undefined) {
       node.deadline = until;
-      this.byTarget.get(target)!.update(node);
+      this.byTarget.updated(target, node);
+      if (node.twin !== undefined) {
+        node.twin.deadline = until;
+        this.byClass.get(node.twin.cls!)!.updated(target, node.twin);
+      }
       return;
     }
     if (nodes === undefined) {
@@ -33,12 +57,16 @@ export class CoolingCounts {
     }
     const created: Node = { proxyID, target, deadline: until, heapIndex: -1 };
     nodes.set(target, created);
-    let heap = this.byTarget.get(target);
-    if (heap === undefined) {
-      heap = new DeadlineHeap();
-      this.byTarget.set(target, heap);
+    this.byTarget.add(target, created);
+    if (cls !== undefined) {
+      created.twin = { proxyID, target, deadline: until, heapIndex: -1, cls };
+      let slots = this.byClass.get(cls);
+      if (slots === undefined) {
+        slots = new Slots();
+        this.byClass.set(cls, slots);
+      }
+      slots.add(target, created.twin);
     }
-    heap.push(created);
   }
 
   /** Stops counting the proxy for any target. */
@@ -48,28 +76,93 @@ export class CoolingCounts {
 
   /** Counted proxies cooling down for the target at now. */
   count(target: string, now: number): number {
-    return this.pruned(target, now)?.size ?? 0;
+    return this.pruned(this.byTarget, target, now).size(target);
   }
 
   /** When the first of their cooldowns ends, if any runs at now. */
   firstEnd(target: string, now: number): number | undefined {
-    return this.pruned(target, now)?.peek()?.deadline;
+    return this.pruned(this.byTarget, target, now).first(target)?.deadline;
   }
 
-  private pruned(target: string, now: number): DeadlineHeap<Node> | undefined {
-    const heap = this.byTarget.get(target);
-    if (heap === undefined) return undefined;
-    for (let first = heap.peek(); first !== undefined && first.deadline <= now; first = heap.peek())
-      this.remove(first);
-    return this.byTarget.get(target);
+  /** Counted proxies of the class cooling down for the target at now. */
+  countIn(cls: string, target: string, now: number): number {
+    const slots = this.byClass.get(cls);
+    return slots === undefined ? 0 : this.pruned(slots, target, now).size(target);
+  }
+
+  /** When the first of the class's cooldowns for the target ends, if any runs at now. */
+  firstEndIn(cls: string, target: string, now: number): number | undefined {
+    const slots = this.byClass.get(cls);
+    return slots === undefined ? undefined : this.pruned(slots, target, now).first(target)?.deadline;
+  }
+
+  /** The slots with the target's ended cooldowns gone (from every place they are counted). */
+  private pruned(slots: Slots, target: string, now: number): Slots {
+    for (
+      let first = slots.first(target);
+      first !== undefined && first.deadline <= now;
+      first = slots.first(target)
+    )
+      this.remove(this.byProxy.get(first.proxyID)!.get(target)!);
+    return slots;
   }
 
   private remove(node: Node): void {
-    const heap = this.byTarget.get(node.target);
-    heap?.remove(node);
-    if (heap?.size === 0) this.byTarget.delete(node.target);
+    this.byTarget.remove(node.target, node);
+    const twin = node.twin;
+    if (twin !== undefined) {
+      const slots = this.byClass.get(twin.cls!)!;
+      slots.remove(node.target, twin);
+      if (slots.empty) this.byClass.delete(twin.cls!);
+    }
     const nodes = this.byProxy.get(node.proxyID);
     nodes?.delete(node.target);
     if (nodes?.size === 0) this.byProxy.delete(node.proxyID);
+  }
+}
+
+/** Nodes by key, by cooldown end: one alone, or a heap of two or more. */
+class Slots {
+  private readonly map = new Map<string, Node | DeadlineHeap<Node>>();
+
+  get empty(): boolean {
+    return this.map.size === 0;
+  }
+
+  add(key: string, node: Node): void {
+    const slot = this.map.get(key);
+    if (slot === undefined) this.map.set(key, node);
+    else if (slot instanceof DeadlineHeap) slot.push(node);
+    else {
+      const heap = new DeadlineHeap<Node>();
+      heap.push(slot);
+      heap.push(node);
+      this.map.set(key, heap);
+    }
+  }
+
+  remove(key: string, node: Node): void {
+    const slot = this.map.get(key);
+    if (slot === node) this.map.delete(key);
+    else if (slot instanceof DeadlineHeap) {
+      slot.remove(node);
+      if (slot.size === 0) this.map.delete(key);
+    }
+  }
+
+  /** Places a node again after its deadline changed. */
+  updated(key: string, node: Node): void {
+    const slot = this.map.get(key);
+    if (slot instanceof DeadlineHeap) slot.update(node);
+  }
+
+  first(key: string): Node | undefined {
+    const slot = this.map.get(key);
+    return slot instanceof DeadlineHeap ? slot.peek() : slot;
+  }
+
+  size(key: string): number {
+    const slot = this.map.get(key);
+    return slot === undefined ? 0 : slot instanceof DeadlineHeap ? slot.size : 1;
   }
 }

@@ -2,7 +2,10 @@
 // a handful of proxies instead of scanning the fleet. One ladder per attribute term (and one
 // for all proxies): level n holds the free proxies with n live leases, each level sorted by
 // (latency, id). A lease walks the ladder of the selector's rarest term from level 0 up.
+// With classes on (the memory store's), it also counts per proxy class (proxy-classes.ts) its
+// members and how many of them have a free slot: a refusal counted without a walk.
 import type { ProxyRecord } from './catalog.js';
+import { ProxyClasses, type ProxyClass } from './proxy-classes.js';
 import type { Candidate } from './lease-selection.js';
 import { attributeTerm, proxyMatcher, selectorTerms } from './selector.js';
 import type { ExitIPTerm } from './exit-ip-match.js';
@@ -14,9 +17,17 @@ export class FreeProxyIndex {
   private readonly ladders = new Map<string, Ladder>();
   /** Every leasable proxy (free or full), by term: answers "does anything match at all?". */
   private readonly leasable = new Map<string, Map<string, ProxyRecord>>();
+  /** Per class, its members with a free slot (members: the class's own count). */
+  private readonly classes: ProxyClasses<{ free: number }> | undefined;
+
+  constructor(options: { classes?: boolean } = {}) {
+    if (options.classes === true) this.classes = new ProxyClasses(() => ({ free: 0 }));
+  }
 
   /** Starts tracking a leasable proxy at its current load. */
   add(proxy: ProxyRecord, load: number): void {
+    const entry = this.classes?.join(proxy);
+    if (entry !== undefined && load < proxy.maxLeases) entry.data.free++;
     for (const term of termsOf(proxy)) {
       let members = this.leasable.get(term);
       if (members === undefined) {
@@ -30,6 +41,11 @@ export class FreeProxyIndex {
 
   /** Stops tracking a proxy added with add(); `load` must be its current load. */
   delete(proxy: ProxyRecord, load: number): void {
+    const entry = this.classes?.get(proxy);
+    if (entry !== undefined) {
+      if (load < proxy.maxLeases) entry.data.free--;
+      this.classes!.leave(entry.key);
+    }
     for (const term of termsOf(proxy)) {
       const members = this.leasable.get(term);
       members?.delete(proxy.id);
@@ -40,6 +56,8 @@ export class FreeProxyIndex {
 
   /** Moves a tracked proxy from one load to another (a lease taken, released or expired). */
   move(proxy: ProxyRecord, from: number, to: number): void {
+    const entry = this.classes?.get(proxy);
+    if (entry !== undefined) entry.data.free += Number(to < proxy.maxLeases) - Number(from < proxy.maxLeases);
     for (const term of termsOf(proxy)) {
       if (from < proxy.maxLeases) this.dropFromLadder(term, proxy, from);
       if (to < proxy.maxLeases) this.ladder(term).insert(proxy, to);
@@ -111,6 +129,17 @@ export class FreeProxyIndex {
     let count = 0;
     for (const proxy of smallest.values()) if (matches(proxy)) count++;
     return count;
+  }
+
+  /**
+   * The classes of tracked proxies a request with this selector and scope matches, each with
+   * its members and free ones; undefined when classes are off or more than MAX_COUNTED_CLASSES match.
+   */
+  matchingClasses(
+    selector: Readonly<Record<string, string>>,
+    within: ((proxy: ProxyRecord) => boolean) | undefined,
+  ): ProxyClass<{ free: number }>[] | undefined {
+    return this.classes?.matching(selector, within);
   }
 
   private ladder(term: string): Ladder {

@@ -22,7 +22,10 @@ export interface LeaseRequest {
   owner?: string;
   /**
    * The asking token's scope (token-scope.ts): only proxies it admits are leased, a session
-   * bound to one outside it moves. Absent: every proxy.
+   * bound to one outside it moves. Absent: every proxy. It answers from the proxy's
+   * namespace and attributes alone, the same for as long as it lives (scopeMatcher's,
+   * compiled once per token policy, does): a store may ask it of one proxy per class, keep
+   * the answer and take it for all of them (proxy-classes.ts).
    */
   within?: (proxy: ProxyRecord) => boolean;
   /**

@@ -16,11 +16,10 @@ import { randomUUID } from 'node:crypto';
 import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
 import { addressOf, type CatalogChange, type ProxyCatalog, type ProxyRecord } from './catalog.js';
-import { COOLDOWN_JITTER } from './cooldown-policy.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { MemoryEgress } from './memory-egress.js';
 import { FreeProxyIndex } from './free-proxy-index.js';
-import { anyLeasable, isLeasable, selectProxy, withinScope, type SelectionState } from './lease-selection.js';
+import { isLeasable, selectProxy, withinScope, type SelectionState } from './lease-selection.js';
 import {
   REQUEST_RETENTION_MILLIS,
   type AcquireResult,
@@ -42,11 +41,12 @@ import type { HoldState } from './proxy-holds.js';
 import { MemoryHolds } from './memory-holds.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
-import { countedRefusal, explainRefusal } from './memory-refusal.js';
+import { countedRefusal, walkedRefusal, type Refusal, type RefusalSources } from './memory-refusal.js';
 import { CoolingCounts } from './cooling-counts.js';
 import { proxyMatcher } from './selector.js';
+import { classKey } from './proxy-classes.js';
 import { SessionBook } from './session-book.js';
-import { TargetBook } from './target-book.js';
+import { targetBookFor, type TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import { RequestOutcomes, requestKey } from './request-outcomes.js';
 import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
@@ -66,7 +66,7 @@ interface LiveLease extends HeapEntry {
 
 export class MemoryLeaseStore implements LeaseStore {
   private readonly catalog: ProxyCatalog;
-  private readonly index = new FreeProxyIndex();
+  private readonly index = new FreeProxyIndex({ classes: true });
   private readonly leases = new Map<string, LiveLease>();
   private readonly deadlines = new DeadlineHeap<LiveLease>();
   private readonly loads = new Map<string, number>();
@@ -90,6 +90,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly refusals = new RefusalMemos();
   /** The free index's members cooling down, per target (cooling-counts.ts): refusals without a walk. */
   private readonly cooling = new CoolingCounts();
+  /** What a refusal is counted or explained from (memory-refusal.ts). */
+  private readonly refusalSources: RefusalSources;
   /**
    * Counts what could turn a refusal into a grant: a full proxy's slot freed, a proxy
    * (re)entering the index (a hold lifted, a catalog change). Nothing else can.
@@ -116,26 +118,14 @@ export class MemoryLeaseStore implements LeaseStore {
     });
     this.stats = new MemoryOutcomeStats(settings.statsWindowSeconds, settings.bucketMillis);
     this.sessions = new SessionBook(settings.sessionIdleMillis, settings.maxSessions);
-    this.targets = new TargetBook({
-      rules: {
-        banned: {
-          baseMillis: settings.banBaseMillis,
-          maxMillis: settings.banMaxMillis,
-          jitter: COOLDOWN_JITTER,
-        },
-        rateLimited: {
-          baseMillis: settings.rateLimitBaseMillis,
-          maxMillis: settings.rateLimitMaxMillis,
-          jitter: COOLDOWN_JITTER,
-        },
-        single: settings.singleCooldownWindow,
-      },
-      bucketMillis: settings.bucketMillis,
-      random: options.random ?? Math.random,
-      maxTargetsPerProxy: settings.maxTargetsPerProxy,
-      maxEntries: settings.maxTargetEntries,
-    });
+    this.targets = targetBookFor(settings, options.random ?? Math.random);
     this.egress = new MemoryEgress(this.catalog, this.targets, this.logger);
+    this.refusalSources = {
+      index: this.index,
+      targets: this.targets,
+      cooling: this.cooling,
+      catalog: this.catalog,
+    };
     for (const proxy of this.catalog.records()) this.catalogChanged({ after: proxy });
     this.unsubscribe = this.catalog.subscribe((change) => this.catalogChanged(change));
   }
@@ -166,30 +156,19 @@ export class MemoryLeaseStore implements LeaseStore {
         else moved = true;
       }
     }
-    // Every leasable proxy a candidate and every one cooling down for the target: the refusal
-    // is known from the counts, without walking them (issue 47 item 4).
-    const whole = session === undefined && anyLeasable(request);
-    const counted = whole ? countedRefusal(this.index, this.cooling, target, now) : undefined;
-    if (counted !== undefined) {
-      const { refused, firstEnd } = counted;
-      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
-      return refused;
-    }
+    // Every match cooling down for the target, or (a selector or a scope) every match full:
+    // the refusal is known from the counts, without walking them (issue 47 item 4); a
+    // session's too, when its bound proxy cannot take it (it selects as a request without one).
+    const counted =
+      proxy === undefined ? countedRefusal(this.refusalSources, request, target, now) : undefined;
+    if (counted !== undefined) return this.refuse(shape, counted, now);
     const free = this.index.free(request.selector, request.exitIP);
     proxy ??= selectProxy(
       request.within === undefined ? free : withinScope(free, request.within),
       state,
     )?.proxy;
-    if (proxy === undefined) {
-      const sources = { index: this.index, targets: this.targets, catalog: this.catalog };
-      const counted = whole
-        ? { cooling: this.cooling.count(target, now), firstEnd: this.cooling.firstEnd(target, now) }
-        : undefined;
-      const { refused, firstEnd } = explainRefusal(sources, request, target, now, counted);
-      // The bound counts from the answer: the walk over a large fleet takes time too.
-      this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
-      return refused;
-    }
+    if (proxy === undefined)
+      return this.refuse(shape, walkedRefusal(this.refusalSources, request, target, now), now);
 
     const lease: Lease = {
       id: this.newID(),
@@ -215,6 +194,12 @@ export class MemoryLeaseStore implements LeaseStore {
     }
     this.requests.remember(requestID, granted, now);
     return granted;
+  }
+
+  /** A refusal, remembered; its bound counts from the answer (a walk over a large fleet takes time too). */
+  private refuse(shape: string | undefined, { refused, firstEnd }: Refusal, now: number): AcquireResult {
+    this.refusals.set(shape, rememberRefusal(refused, String(this.freed), now, firstEnd, this.clock.now()));
+    return refused;
   }
 
   async renew(
@@ -317,6 +302,7 @@ export class MemoryLeaseStore implements LeaseStore {
         lease.proxyID,
         key ?? GLOBAL_POOL,
         this.targets.until(lease.proxyID, key ?? GLOBAL_POOL),
+        classKey(this.catalog.get(lease.proxyID)!),
       );
     if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
@@ -427,8 +413,9 @@ export class MemoryLeaseStore implements LeaseStore {
   private placeCooldowns(proxyID: string): void {
     this.cooling.dropProxy(proxyID);
     if (!this.index.has(proxyID)) return;
+    const cls = classKey(this.catalog.get(proxyID)!);
     for (const { target, until } of this.targets.cooldownsOf(proxyID, this.clock.now()))
-      this.cooling.set(proxyID, target, until);
+      this.cooling.set(proxyID, target, until, cls);
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {

@@ -5,27 +5,51 @@
 import type { ProxyCatalog } from './catalog.js';
 import type { CoolingCounts } from './cooling-counts.js';
 import type { FreeProxyIndex } from './free-proxy-index.js';
-import { refusal } from './lease-selection.js';
+import { anyLeasable, refusal } from './lease-selection.js';
 import type { AcquireResult, LeaseRequest, NoLeaseReason } from './lease-store.js';
 import { proxyMatcher } from './selector.js';
 import type { TargetBook } from './target-book.js';
 
-/** What the explanation reads: the free index, the cooldowns, the catalog. */
+/** What a refusal reads: the free index, the cooldowns and their counts, the catalog. */
 export interface RefusalSources {
   index: FreeProxyIndex;
   targets: TargetBook;
+  cooling: CoolingCounts;
   catalog: ProxyCatalog;
+}
+
+/** A refusal and when the first running cooldown among the matches ends (none: absent). */
+export interface Refusal {
+  refused: AcquireResult & { granted: false };
+  firstEnd?: number;
+}
+
+/**
+ * The refusal of a request its walk found nothing for: a request every leasable proxy could
+ * take reads its cooling from the counts, any other one walks the target's cooldowns.
+ */
+export function walkedRefusal(
+  sources: RefusalSources,
+  request: LeaseRequest,
+  target: string,
+  now: number,
+): Refusal {
+  const counted =
+    request.session === undefined && anyLeasable(request)
+      ? { cooling: sources.cooling.count(target, now), firstEnd: sources.cooling.firstEnd(target, now) }
+      : undefined;
+  return explainRefusal(sources, request, target, now, counted);
 }
 
 /** The refusal of this request at now, and when its first running cooldown ends (none: absent). */
 export function explainRefusal(
-  { index, targets, catalog }: RefusalSources,
+  { index, targets, catalog }: Omit<RefusalSources, 'cooling'>,
   request: LeaseRequest,
   target: string,
   now: number,
   /** For a request every leasable proxy could take: the cooling counts' figures (cooling-counts.ts). */
   counted?: { cooling: number; firstEnd: number | undefined },
-): { refused: AcquireResult & { granted: false }; firstEnd?: number } {
+): Refusal {
   const leasable = index.countLeasable(request.selector, request.exitIP);
   let cooling = counted?.cooling ?? 0;
   let firstEnd = counted?.firstEnd ?? Infinity;
@@ -45,16 +69,47 @@ export function explainRefusal(
     : { refused: { granted: false, reason }, ...ends };
 }
 
-/** For a request every leasable proxy could take: its refusal when every leasable proxy is
- * cooling down for the target, from the counts alone (issue 47 item 4); undefined: walk. */
+/**
+ * The refusal from the counts alone (issue 47 item 4), or undefined: walk. A request every
+ * leasable proxy could take: all_cooling_down when every one is cooling down for the target
+ * (every one full leaves the free index empty: its walk costs nothing). A selector or a scope
+ * (no exit IP: not a class): over the classes it matches (proxy-classes.ts, at most
+ * MAX_COUNTED_CLASSES), all_cooling_down when every member of them is cooling down for the
+ * target, all_busy when none has a free slot; anything between is the walk's to tell.
+ */
 export function countedRefusal(
-  index: FreeProxyIndex,
-  cooling: CoolingCounts,
+  { index, cooling }: Pick<RefusalSources, 'index' | 'cooling'>,
+  request: LeaseRequest,
   target: string,
   now: number,
-): { refused: AcquireResult & { granted: false }; firstEnd: number } | undefined {
-  const leasable = index.countLeasable({});
-  if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;
-  const firstEnd = cooling.firstEnd(target, now)!;
-  return { refused: { granted: false, reason: 'all_cooling_down', retryAfterMs: firstEnd - now }, firstEnd };
+): Refusal | undefined {
+  if (request.exitIP !== undefined) return undefined;
+  if (anyLeasable(request)) {
+    const leasable = index.countLeasable({});
+    if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;
+    return coolingDown(cooling.firstEnd(target, now)!, now);
+  }
+  const classes = index.matchingClasses(request.selector, request.within);
+  if (classes === undefined || classes.length === 0) return undefined;
+  let members = 0;
+  let free = 0;
+  let cool = 0;
+  let firstEnd = Infinity;
+  for (const { key, members: n, data } of classes) {
+    members += n;
+    free += data.free;
+    cool += cooling.countIn(key, target, now);
+    firstEnd = Math.min(firstEnd, cooling.firstEndIn(key, target, now) ?? Infinity);
+  }
+  if (cool >= members) return coolingDown(firstEnd, now);
+  if (free > 0) return undefined;
+  // All busy: the first cooldown among them ends the memo early, as the walk's explanation does.
+  return { refused: { granted: false, reason: 'all_busy' }, ...(firstEnd === Infinity ? {} : { firstEnd }) };
+}
+
+function coolingDown(firstEnd: number, now: number): Refusal {
+  return {
+    refused: { granted: false, reason: 'all_cooling_down', retryAfterMs: firstEnd - now },
+    firstEnd,
+  };
 }

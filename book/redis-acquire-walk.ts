@@ -16,8 +16,10 @@ import {
   decodeAcquireReply,
   decodeLease,
   rankCandidates,
+  type CountedBy,
   type LoadHints,
 } from './redis-book-codec.js';
+import type { ClassFigures } from './redis-fleet-feed.js';
 import { usageFrom, type StatsWindow } from './redis-read-replies.js';
 import type { RedisSessionHints } from './redis-session-hints.js';
 import type { ScriptName } from './redis-scripts.js';
@@ -40,6 +42,8 @@ import { StoreUnavailableError } from './store-unavailable.js';
  * the average call (docs/benchmarks.md).
  */
 const CHUNKS = [4, 32, 256, 2048];
+/** Classes whose figures go with a request's first chunk at most (redis-book-codec.ts's CountedBy). */
+const FIRST_CHUNK_CLASSES = 4;
 
 /** What the walk needs of its store. */
 export interface AcquireWalkDeps {
@@ -57,6 +61,14 @@ export interface AcquireWalkDeps {
   usage: (proxyIDs: readonly string[]) => Promise<ProxyUsage[]>;
   /** This replica's fleet fingerprint (redis-fleet-feed.ts): sent so counts may refuse. */
   fleet: () => Fingerprint;
+  /**
+   * This replica's figures of the classes a request with this selector and scope matches
+   * (redis-fleet-feed.ts), sent so their counts may refuse; undefined: too many classes.
+   */
+  classes: (
+    selector: Readonly<Record<string, string>>,
+    within: ((proxy: ProxyRecord) => boolean) | undefined,
+  ) => ClassFigures[] | undefined;
 }
 
 export class RedisAcquireWalk {
@@ -203,30 +215,39 @@ export class RedisAcquireWalk {
     // likely every one is (the least loaded rank first), so the counts go alone first, with
     // no candidate (~15 µs less of Redis than a chunk of four full ones); the walk follows
     // when they do not refuse.
-    const countable = request.session === undefined && anyLeasable(request);
+    // A session's request too: its bound proxy is one of the matches the counts cover.
+    const counts = this.countedBy(request);
+    // The figures of many classes ride no first chunk (each argument costs every lease
+    // ~0.2 µs of Redis): they go alone once that chunk refused.
+    const many = counts !== undefined && 'classes' in counts && counts.classes.length > FIRST_CHUNK_CLASSES;
     let counted = false;
-    if (countable) {
-      const [best] = this.deps.ranking.candidates(request.selector, request.exitIP, 1);
+    const alone = async (): Promise<AcquireResult | undefined> => {
+      counted = true;
+      const args = acquireArgs(
+        key,
+        ttl,
+        life,
+        target,
+        selector,
+        [],
+        recordJSON,
+        '',
+        'none',
+        '',
+        requested,
+        counts,
+      );
+      const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
+      if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
+      if (reply.kind === 'none' && reply.whole)
+        return refusedWith(reply.leasable, reply.cooling, reply.waitMs);
+      return undefined;
+    };
+    if (counts !== undefined) {
+      const [best] = this.deps.ranking.candidates(request.selector, request.exitIP, 1, outside);
       if (best !== undefined && this.deps.ranking.load(best.id) >= best.maxLeases) {
-        counted = true;
-        const args = acquireArgs(
-          key,
-          ttl,
-          life,
-          target,
-          selector,
-          [],
-          recordJSON,
-          '',
-          'none',
-          '',
-          requested,
-          this.deps.fleet(),
-        );
-        const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
-        if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
-        if (reply.kind === 'none' && reply.whole)
-          return refusedWith(reply.leasable, reply.cooling, reply.waitMs);
+        const answer = await alone();
+        if (answer !== undefined) return answer;
       }
     }
     for (let round = 0; ; round++) {
@@ -259,8 +280,9 @@ export class RedisAcquireWalk {
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.deps.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
-      // replica's fingerprint: the registry's counts may then answer for the rest.
-      const whole = round === 0 && countable && !counted;
+      // replica's fingerprint, of one with a selector or a scope its classes' figures (up to
+      // FIRST_CHUNK_CLASSES of them): the book's counts may then answer for the rest.
+      const whole = round === 0 && counts !== undefined && !counted && !many;
       const args = acquireArgs(
         key,
         ttl,
@@ -273,7 +295,7 @@ export class RedisAcquireWalk {
         mode,
         gone,
         requested,
-        whole ? this.deps.fleet() : undefined,
+        whole ? counts : undefined,
       );
       const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
@@ -322,8 +344,25 @@ export class RedisAcquireWalk {
       gone = '';
       this.learn(reply.hints);
       if (chunk.length < size) break;
+      if (many && !counted) {
+        const answer = await alone();
+        if (answer !== undefined) return answer;
+      }
     }
     return refusedWith(leasable, cooling, firstEnd);
+  }
+
+  /**
+   * What this request's refusal may be counted by (redis-book-codec.ts's CountedBy): every
+   * leasable proxy its candidate, the fleet's fingerprint; a selector or a scope, the classes
+   * they match (at most MAX_COUNTED_CLASSES); an exit IP (not a class: its few matches are
+   * walked), none.
+   */
+  private countedBy(request: LeaseRequest): CountedBy | undefined {
+    if (request.exitIP !== undefined) return undefined;
+    if (anyLeasable(request)) return { fleet: this.deps.fleet() };
+    const classes = this.deps.classes(request.selector, request.within);
+    return classes === undefined || classes.length === 0 ? undefined : { classes };
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */

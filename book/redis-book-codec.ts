@@ -2,6 +2,7 @@
 // script's arguments and what comes out of its replies. Pure, so each rule has a table test.
 import type { ProxyRecord } from './catalog.js';
 import type { Fingerprint } from './fleet-fingerprint.js';
+import type { ClassFigures } from './redis-fleet-feed.js';
 import type { Lease, OutcomeCounts } from './lease-store.js';
 
 /** Separates a lease value's fields; JSON, ids, addresses and targets never hold it. */
@@ -16,11 +17,19 @@ export function rankCandidates(chunk: readonly ProxyRecord[]): ProxyRecord[] {
 }
 
 /**
+ * What a refusal may be counted by (the acquire's 'whole'): the replica's fleet fingerprint
+ * (a request every leasable proxy could take), or the classes a request with a selector or a
+ * scope matches with the replica's figures of each (redis-fleet-feed.ts).
+ */
+export type CountedBy = { fleet: Fingerprint } | { classes: readonly ClassFigures[] };
+
+/**
  * The acquire script's arguments (redis-scripts.ts's ACQUIRE): leaseID, ttlSeconds, the
  * lease key's life (ms), candidate count, per candidate (ranked) id, maxLeases, record JSON,
  * then target, selector JSON, session, its mode, the bound proxy known gone and the request
  * key (request-outcomes.ts), then (when given: a request the fleet's counts may refuse) the
- * replica's fleet fingerprint (fleet-fingerprint.ts), the tail cut after the last one that is not its default ('',
+ * replica's fleet fingerprint (fleet-fingerprint.ts), or three empty fields, the count of the
+ * classes matched and each one's id and figures, the tail cut after the last one that is not its default ('',
  * '{}', '', 'none', '', ''): each argument costs
  * the client and Redis ~0.2 µs (~1k instructions of redis-server), so a lease without
  * target, selector or session sends none of them.
@@ -37,15 +46,20 @@ export function acquireArgs(
   mode: 'check' | 'moved' | 'none',
   gone: string,
   requestKey = '',
-  fleet?: Fingerprint,
+  counts?: CountedBy,
 ): string[] {
   const args = [leaseID, ttlSeconds, lifeMillis, String(ranked.length)];
   for (const record of ranked) args.push(record.id, String(record.maxLeases), json(record));
   const tail = [target, selector, session, mode, gone, requestKey];
   const defaults = ['', '{}', '', 'none', '', ''];
-  if (fleet !== undefined && fleet.count > 0) {
+  if (counts !== undefined && 'fleet' in counts && counts.fleet.count > 0) {
+    const { fleet } = counts;
     tail.push(String(fleet.count), String(fleet.a), String(fleet.b));
     defaults.push('', '', '');
+  } else if (counts !== undefined && 'classes' in counts && counts.classes.length > 0) {
+    tail.push('', '', '', String(counts.classes.length));
+    for (const { id, figures } of counts.classes) tail.push(id, figures);
+    while (defaults.length < tail.length) defaults.push('');
   }
   let last = tail.length;
   while (last > 0 && tail[last - 1] === defaults[last - 1]) last--;

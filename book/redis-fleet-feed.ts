@@ -5,34 +5,60 @@
 // it expects: while the book's differs (a write on its way, another replica's catalog ahead
 // or behind, a Redis that lost its keys), the acquire walks as before. The sweep compares
 // them and, when they still differ with nothing on its way, sends the differences.
+// Each member goes with its class (proxy-classes.ts): the book keeps its counts per class too,
+// and a request with a selector or a scope sends the figures of the classes it matches.
 
 import type { Logger } from 'pino';
-import { FleetFingerprint, type Fingerprint } from './fleet-fingerprint.js';
+import type { ProxyRecord } from './catalog.js';
+import { classID, FleetFingerprint, type Fingerprint } from './fleet-fingerprint.js';
+import { classKey, ProxyClasses } from './proxy-classes.js';
+
+/** A class a request matches, as the acquire sends it: its id and its figures ("count a b"). */
+export interface ClassFigures {
+  id: string;
+  figures: string;
+}
 
 /** Proxies per fleet script call. */
 const FLEET_CHUNK = 500;
 
 export interface FleetFeedDeps {
-  /** The fleet script: count, then id, cap ('0': out), h1, h2 per proxy; answers the book's figures. */
+  /** The fleet script: count, then id, cap ('0': out), h1, h2, class per proxy; answers the book's figures. */
   send: (args: string[]) => Promise<unknown>;
-  /** The registry's figures ('sum': count, a, b, null when none) or members ('all': flat id, "cap h1 h2", ...). */
+  /** The registry's figures ('sum': count, a, b, null when none) or members ('all': flat id, "cap h1 h2 class", ...). */
   read: (what: 'sum' | 'all') => Promise<unknown>;
   logger: Logger;
 }
 
 export class RedisFleetFeed {
   private readonly own = new FleetFingerprint();
+  /** This replica's leasable proxies' classes, each with its id in the book. */
+  private readonly classes = new ProxyClasses<{ id: string }>(() => ({ id: '' }));
+  /** Each member's class key, to leave it by. */
+  private readonly classOf = new Map<string, string>();
   /** Proxies whose entry is to be sent, in the order they changed. */
   private pending = new Set<string>();
   private flush: Promise<void> | undefined;
   private closed = false;
   constructor(private readonly deps: FleetFeedDeps) {}
 
-  /** A proxy is leasable with this cap (undefined: not leasable, or gone from the catalog). */
-  set(id: string, cap: number | undefined): void {
-    const before = this.own.member(id)?.cap;
-    this.own.set(id, cap);
-    if (before === cap) return;
+  /** A proxy is leasable as this record says (undefined: not leasable, or gone from the catalog). */
+  set(id: string, record: ProxyRecord | undefined): void {
+    const before = this.entry(id);
+    const key = record === undefined ? undefined : classKey(record);
+    const oldKey = this.classOf.get(id);
+    if (oldKey !== key) {
+      if (oldKey !== undefined) this.classes.leave(oldKey);
+      this.classOf.delete(id);
+      if (record !== undefined && key !== undefined) {
+        const entry = this.classes.join(record);
+        if (entry.data.id === '') entry.data.id = classID(key);
+        this.classOf.set(id, key);
+      }
+    }
+    const cls = key === undefined ? '' : classID(key);
+    this.own.set(id, record?.maxLeases, cls);
+    if (this.entry(id) === before) return;
     this.pending.add(id);
     this.flush ??= this.sendPending();
   }
@@ -40,6 +66,21 @@ export class RedisFleetFeed {
   /** The fingerprint the acquire sends: this replica's leasable proxies and caps. */
   fingerprint(): Fingerprint {
     return this.own.get();
+  }
+
+  /**
+   * The classes a request with this selector and scope matches, with this replica's figures
+   * of each; undefined when more than MAX_COUNTED_CLASSES do (it walks).
+   */
+  matchingClasses(
+    selector: Readonly<Record<string, string>>,
+    within: ((proxy: ProxyRecord) => boolean) | undefined,
+  ): ClassFigures[] | undefined {
+    const matched = this.classes.matching(selector, within);
+    return matched?.map(({ data: { id } }) => {
+      const { count, a, b } = this.own.ofClass(id);
+      return { id, figures: `${count} ${a} ${b}` };
+    });
   }
 
   close(): void {
@@ -73,10 +114,12 @@ export class RedisFleetFeed {
     await this.settled();
   }
 
-  /** The registry entry this replica's catalog gives a proxy ('cap h1 h2'; undefined: none). */
+  /** The registry entry this replica's catalog gives a proxy ('cap h1 h2 class'; undefined: none). */
   private entry(id: string): string | undefined {
     const member = this.own.member(id);
-    return member === undefined ? undefined : `${member.cap} ${member.hash[0]} ${member.hash[1]}`;
+    return member === undefined
+      ? undefined
+      : `${member.cap} ${member.hash[0]} ${member.hash[1]} ${member.cls}`;
   }
 
   private async sendPending(): Promise<void> {
@@ -89,8 +132,8 @@ export class RedisFleetFeed {
         const args = [String(chunk.length)];
         for (const id of chunk) {
           const member = this.own.member(id);
-          if (member === undefined) args.push(id, '0', '0', '0');
-          else args.push(id, String(member.cap), String(member.hash[0]), String(member.hash[1]));
+          if (member === undefined) args.push(id, '0', '0', '0', '');
+          else args.push(id, String(member.cap), String(member.hash[0]), String(member.hash[1]), member.cls);
         }
         try {
           await this.deps.send(args);

@@ -113,6 +113,7 @@ export class RedisLeaseStore implements LeaseStore {
     });
     this.walk = new RedisAcquireWalk({
       fleet: () => this.fleet.fingerprint(),
+      classes: (selector, within) => this.fleet.matchingClasses(selector, within),
       eval: (name, args) => this.eval(name, args),
       ranking: this.ranking,
       sessions: this.sessions,
@@ -350,7 +351,7 @@ export class RedisLeaseStore implements LeaseStore {
     const id = (before ?? after)!.id;
     if (after !== undefined && isLeasable(after)) {
       this.ranking.add(after);
-      this.fleet.set(id, after.maxLeases);
+      this.fleet.set(id, after);
     } else {
       this.ranking.delete(id);
       this.fleet.set(id, undefined);

@@ -55,18 +55,27 @@
 //                       acquire's second MGET when the flags say so), PX = the book's retention
 //   P:suspects          zset proxyID -> suspicion deadline
 //   P:counters          hash of monotonic counters
-//   P:fleet             hash proxyID -> "cap h1 h2": the leasable proxies as the replicas'
-//                       catalogs show them (the fleet script); P:fleet-sum  hash n, a, b: its
-//                       count and XOR sums of h1 and h2 (fleet-fingerprint.ts). While a
-//                       replica's own figures equal these, the counts below are over its
-//                       candidates, and a refusal of a request without selector, exit IP,
-//                       scope or session is known without sending them (the acquire's 'whole')
+//   P:fleet             hash proxyID -> "cap h1 h2 c": the leasable proxies as the replicas'
+//                       catalogs show them, c its class (proxy-classes.ts, as classID: 16 hex
+//                       digits; the fleet script); P:fleet-sum  hash n, a, b: its count and XOR
+//                       sums of h1 and h2 (fleet-fingerprint.ts). While a replica's own
+//                       figures equal these, the counts below are over its candidates, and a
+//                       refusal of a request without selector, exit IP or scope is
+//                       known without sending them (the acquire's 'whole')
+//   P:class-sum         hash c -> "n a b": each class's count and XOR sums, as P:fleet-sum is
+//                       the registry's: a request with a selector or a scope sends those of
+//                       the classes it matches, and its refusal is counted over them
 //   P:full              zset proxyID -> until when it is certainly full: a registry proxy
 //                       whose grant reached its registry cap, at the earliest expiry among
 //                       its leases; a release, a raised cap or leaving the registry ends it
 //   P:held              zset proxyID -> until when a hold may keep it out (registry proxies)
 //   P:cdt:<target>      zset proxyID -> cooldown end: registry proxies cooling for the target
 //                       (written and deleted with P:targets' member while in the registry)
+//   P:cfull:<c>, P:cheld:<c>, P:ccdt:<c>:<target>  the three above, of class c's members:
+//                       written beside them with the class P:fleet gives; a member that
+//                       changes class takes its marks along (the fleet script). A live mark
+//                       of a class is always one of the registry's too (its score is the
+//                       same), so a removal from a class's set follows the registry's
 //   P:req:<key>         string: a write's first answer by its request key (request-outcomes.ts:
 //                       kind:owner.requestID:leaseID), PX = REQ_RETAIN; a repeat answers it
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or

@@ -4,11 +4,12 @@
 // client-supplied, so memory is capped per proxy and overall. At a cap the entry whose
 // cooldown ended longest ago is forgotten (a streak, an ended cooldown), never a running
 // one: when every entry there still runs, the new target is not recorded ('capped').
-import { cooldownKindOf, restMillis, type CooldownRules } from './cooldown-policy.js';
+import { COOLDOWN_JITTER, cooldownKindOf, restMillis, type CooldownRules } from './cooldown-policy.js';
 import type { OutcomeCounts, ReportResult } from './lease-store.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { failures, OutcomeWindow } from './outcome-window.js';
 import { agreed, withReporter } from './ban-agreement.js';
+import type { LeaseBookSettings } from './lease-book-settings.js';
 
 /** Distinct targets remembered per proxy. */
 export const MAX_TARGETS_PER_PROXY = 1000;
@@ -54,6 +55,26 @@ export interface TargetBookOptions {
   random: () => number;
   maxTargetsPerProxy?: number;
   maxEntries?: number;
+}
+
+/** The target book of a store's settings (the memory store's; the Redis one keeps its own in Redis). */
+export function targetBookFor(settings: LeaseBookSettings, random: () => number): TargetBook {
+  const rest = (baseMillis: number, maxMillis: number) => ({
+    baseMillis,
+    maxMillis,
+    jitter: COOLDOWN_JITTER,
+  });
+  return new TargetBook({
+    rules: {
+      banned: rest(settings.banBaseMillis, settings.banMaxMillis),
+      rateLimited: rest(settings.rateLimitBaseMillis, settings.rateLimitMaxMillis),
+      single: settings.singleCooldownWindow,
+    },
+    bucketMillis: settings.bucketMillis,
+    random,
+    maxTargetsPerProxy: settings.maxTargetsPerProxy,
+    maxEntries: settings.maxTargetEntries,
+  });
 }
 
 export class TargetBook {

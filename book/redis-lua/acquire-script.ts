@@ -16,7 +16,10 @@ import type { Body, ScriptName } from './script-parts.js';
  * session's proxy was not among the candidates); or none, leasable, cooling, moved, ms until
  * the first cooldown among them ends (-1: none), hints, whole ('1': the counts are the whole
  * fleet's, from the registry: the walk ends here; ARGV after the request key: the replica's
- * fleet fingerprint, count, a, b, for a request without selector, exit IP, scope or session). Hints: "i:load" for each candidate
+ * fleet fingerprint, count, a, b, for a request without selector, exit IP or scope (a
+ * session's too); or, for one with a selector or a scope but no exit IP, three empty fields then
+ * the count of the classes it matches and per class its id and the replica's figures
+ * "count a b": redis-fleet-feed.ts). Hints: "i:load" for each candidate
  * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
  * candidate has none.
  *
@@ -186,7 +189,7 @@ if not chosen then
   local wait = -1
   if first_end >= 0 then wait = first_end - NOW end
   -- The fleet's counts, when the replica sent its fingerprint (a request without selector,
-  -- exit IP, scope or session: its candidates are all its leasable proxies) and the
+  -- exit IP or scope: its candidates are all its leasable proxies) and the
   -- registry's equals it, with no registry proxy held: every one of them cooling down for
   -- the target, or certainly full, is the refusal of the whole walk, known now ('whole').
   local whole = '0'
@@ -204,6 +207,57 @@ if not chosen then
         if c > 0 then
           local first = redis.call('ZRANGE', ck, '(' .. NOW, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
           wait = tonumber(first[2]) - NOW
+        end
+      end
+    end
+  elseif (ARGV[T + 10] or '') ~= '' then
+    -- A request with a selector or a scope: the classes it matches (proxy-classes.ts), each
+    -- id and the replica's figures of it. Every figure the book's, no member of them held,
+    -- and every member cooling down for the target, or every one certainly full: the
+    -- refusal of the whole walk, at a cost of the classes, whatever their sizes.
+    local k, ids, sizes = tonumber(ARGV[T + 10]), {}, {}
+    for j = 1, k do ids[j] = ARGV[T + 9 + 2 * j] end
+    local sums = redis.call('HMGET', K_CLASS_SUM, unpack(ids))
+    local size, same = 0, true
+    for j = 1, k do
+      if sums[j] ~= ARGV[T + 10 + 2 * j] then
+        same = false
+        break
+      end
+      sizes[j] = tonumber(string.match(sums[j], '^%d+'))
+      size = size + sizes[j]
+    end
+    -- Held: the registry's set first (most often empty), then each class's.
+    if same and redis.call('ZCOUNT', K_HELD, '(' .. NOW, '+inf') > 0 then
+      for j = 1, k do
+        if redis.call('ZCOUNT', P .. ':cheld:' .. ids[j], '(' .. NOW, '+inf') > 0 then
+          same = false
+          break
+        end
+      end
+    end
+    if same then
+      local c, all_cool, all_full = 0, true, true
+      for j = 1, k do
+        if all_cool then
+          local cj = redis.call('ZCOUNT', P .. ':ccdt:' .. ids[j] .. ':' .. target, '(' .. NOW, '+inf')
+          c = c + cj
+          all_cool = cj >= sizes[j]
+        end
+        if all_full then
+          all_full = redis.call('ZCOUNT', P .. ':cfull:' .. ids[j], '(' .. NOW, '+inf') >= sizes[j]
+        end
+        if not (all_cool or all_full) then break end
+      end
+      if all_cool or all_full then
+        leasable, cooling, whole = size, c, '1'
+        wait = -1
+        -- All cooling down: when the first of them ends (all full: no cooldown frees one).
+        for j = 1, all_cool and k or 0 do
+          local first = redis.call('ZRANGE', P .. ':ccdt:' .. ids[j] .. ':' .. target, '(' .. NOW, '+inf',
+            'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+          local e = tonumber(first[2]) - NOW
+          if wait < 0 or e < wait then wait = e end
         end
       end
     end
@@ -267,6 +321,8 @@ if first_exp and load[chosen] + 1 >= tonumber(ARGV[B + 3 * chosen - 1]) then
   local reg = redis.call('HGET', K_FLEET, id)
   if reg and load[chosen] + 1 >= tonumber(string.match(reg, '^%S+')) then
     redis.call('ZADD', K_FULL, first_exp, id)
+    local c = string.match(reg, '^%S+ %S+ %S+ (%x+)$')
+    if c then redis.call('ZADD', P .. ':cfull:' .. c, first_exp, id) end
   end
 end
 if session ~= '' then

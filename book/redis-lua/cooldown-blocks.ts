@@ -10,8 +10,12 @@ local function k_tgt(id) return P .. ':tgt:' .. id end
 -- (proxy, target)'s cooldown end, the score of its P:targets member, as a string key: the
 -- acquire reads a chunk's in its one MGET.
 local function k_cd(id, target) return P .. ':cd:' .. id .. '\0' .. target end
--- The registry's proxies cooling down for a target, by cooldown end (the fleet's counts).
+-- The registry's proxies cooling down for a target, by cooldown end (the fleet's counts);
+-- those of class c (proxy-classes.ts) for it.
 local function k_cdt(target) return P .. ':cdt:' .. target end
+local function k_ccdt(c, target) return P .. ':ccdt:' .. c .. ':' .. target end
+-- A registry entry's class ("cap h1 h2 class"), or nil.
+local function class_in(reg) return reg and string.match(reg, '^%S+ %S+ %S+ (%x+)$') end
 
 -- (proxy, target) entries.
 local function tdecode(v)
@@ -84,7 +88,10 @@ local function forget_target(id, target)
   redis.call('DEL', k_cd(id, target))
   redis.call('ZREM', k_tord(id), target)
   redis.call('ZREM', K_TARGETS, member(id, target))
-  redis.call('ZREM', k_cdt(target), id)
+  if redis.call('ZREM', k_cdt(target), id) == 1 then
+    local c = class_in(redis.call('HGET', K_FLEET, id))
+    if c then redis.call('ZREM', k_ccdt(c, target), id) end
+  end
   -- Its last entry gone: its acquire need not look for cooldowns.
   if redis.call('EXISTS', k_tord(id)) == 0 then flag(id, COOL, false) end
 end
@@ -152,9 +159,15 @@ local function target_report(id, target, result, retry_after, random)
   redis.call('SET', k_cd(id, target), score, 'PX', RETAIN)
   -- Counted for the target while the proxy is in the registry (the fleet script adds the
   -- running ones of a proxy that joins it).
-  if redis.call('HEXISTS', K_FLEET, id) == 1 then
+  local reg = redis.call('HGET', K_FLEET, id)
+  if reg then
     redis.call('ZADD', k_cdt(target), score, id)
     keep(k_cdt(target), RETAIN)
+    local c = class_in(reg)
+    if c then
+      redis.call('ZADD', k_ccdt(c, target), score, id)
+      keep(k_ccdt(c, target), RETAIN)
+    end
   end
   keep(key, RETAIN)
   keep(k_tord(id), RETAIN)

@@ -5,34 +5,77 @@ import type { Body, ScriptName } from './script-parts.js';
 
 /**
  * ARGV after now: count, then per proxy its id, its cap ('0': not leasable, out of the
- * registry) and its two hashes (fleet-fingerprint.ts's memberHash of id and cap). Every
- * replica sends what its catalog shows; an entry already as sent changes nothing. Keeps the
- * counts' sets to registry members: a proxy that joins brings its running cooldowns
- * (P:cdt:<target>), its hold (P:held) and, when its live leases fill its cap, its P:full
- * mark; one that leaves takes them with it; a raised cap ends its P:full mark (a lowered one
- * leaves it: still full). Answers {count, a,
- * b}: the registry's fingerprint after.
+ * registry), its two hashes (fleet-fingerprint.ts's memberHash of id, cap and class) and its
+ * class (classID; '' with cap '0'). Every replica sends what its catalog shows; an entry
+ * already as sent changes nothing. Keeps the counts' sets to registry members: a proxy that
+ * joins brings its running cooldowns (P:cdt:<target>), its hold (P:held) and, when its live
+ * leases fill its cap, its P:full mark; one that leaves takes them with it; a raised cap ends
+ * its P:full mark (a lowered one leaves it: still full). Each class's sets (P:cfull:<c>,
+ * P:cheld:<c>, P:ccdt:<c>:<target>) hold the marks of its members, and P:class-sum its
+ * figures: a member that changes class takes its marks along. Answers {count, a, b}: the
+ * registry's fingerprint after.
  */
 const FLEET = String.raw`
 local s = redis.call('HMGET', K_FLEET_SUM, 'n', 'a', 'b')
 local cnt, fa, fb = tonumber(s[1] or 0), tonumber(s[2] or 0), tonumber(s[3] or 0)
+-- Class c's figures with a member's hashes in (d = 1) or out (d = -1).
+local function class_sum(c, d, h1, h2)
+  if c == '' then return end
+  local v = redis.call('HGET', K_CLASS_SUM, c)
+  local n, a, b = 0, 0, 0
+  if v then
+    local x, y, z = string.match(v, '^(%S+) (%S+) (%S+)$')
+    n, a, b = tonumber(x), tonumber(y), tonumber(z)
+  end
+  n, a, b = n + d, bit.bxor(a, tonumber(h1)), bit.bxor(b, tonumber(h2))
+  if n <= 0 then
+    redis.call('HDEL', K_CLASS_SUM, c)
+  else
+    redis.call('HSET', K_CLASS_SUM, c, int(n) .. ' ' .. int(a) .. ' ' .. int(b))
+  end
+end
+-- A member's marks copied from the registry's sets into class c's (copy), or taken out of c's.
+local function class_marks(id, c, copy)
+  if c == '' then return end
+  local marks = { { K_FULL, P .. ':cfull:' .. c }, { K_HELD, P .. ':cheld:' .. c } }
+  for _, target in ipairs(redis.call('ZRANGE', P .. ':tord:' .. id, 0, -1)) do
+    marks[#marks + 1] = { k_cdt(target), k_ccdt(c, target), true }
+  end
+  for _, m in ipairs(marks) do
+    if not copy then
+      redis.call('ZREM', m[2], id)
+    else
+      local score = redis.call('ZSCORE', m[1], id)
+      if score then
+        redis.call('ZADD', m[2], score, id)
+        if m[3] then keep(m[2], RETAIN) end
+      end
+    end
+  end
+end
 for i = 1, tonumber(ARGV[A + 1]) do
-  local b = A + 1 + 4 * (i - 1)
-  local id, cap = ARGV[b + 1], ARGV[b + 2]
+  local b = A + 1 + 5 * (i - 1)
+  local id, cap, c = ARGV[b + 1], ARGV[b + 2], ARGV[b + 5] or ''
   local new
-  if cap ~= '0' then new = cap .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4] end
+  if cap ~= '0' then
+    new = cap .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4]
+    if c ~= '' then new = new .. ' ' .. c end
+  end
   local old = redis.call('HGET', K_FLEET, id)
   if old ~= new then
-    local was
+    local was, oc
     if old then
-      local oc, o1, o2 = string.match(old, '^(%S+) (%S+) (%S+)$')
-      was = tonumber(oc)
+      local ocap, o1, o2, ocls = string.match(old, '^(%S+) (%S+) (%S+) ?(%S*)$')
+      was, oc = tonumber(ocap), ocls
       cnt, fa, fb = cnt - 1, bit.bxor(fa, tonumber(o1)), bit.bxor(fb, tonumber(o2))
+      class_sum(oc, -1, o1, o2)
+      if new == nil or oc ~= c then class_marks(id, oc, false) end
     end
     local tord = P .. ':tord:' .. id
     if new then
       redis.call('HSET', K_FLEET, id, new)
       cnt, fa, fb = cnt + 1, bit.bxor(fa, tonumber(ARGV[b + 3])), bit.bxor(fb, tonumber(ARGV[b + 4]))
+      class_sum(c, 1, ARGV[b + 3], ARGV[b + 4])
       if was == nil then
         local running = redis.call('ZRANGEBYSCORE', tord, '(' .. int(NOW), '+inf', 'WITHSCORES')
         for j = 1, #running, 2 do
@@ -45,7 +88,9 @@ for i = 1, tonumber(ARGV[A + 1]) do
         if load > 0 and first and load >= tonumber(cap) then redis.call('ZADD', K_FULL, first, id) end
       elseif tonumber(cap) > was then
         redis.call('ZREM', K_FULL, id)
+        redis.call('ZREM', P .. ':cfull:' .. c, id)
       end
+      if was == nil or oc ~= c then class_marks(id, c, true) end
     else
       redis.call('HDEL', K_FLEET, id)
       redis.call('ZREM', K_FULL, id)
@@ -60,7 +105,7 @@ return { cnt, fa, fb }
 
 /**
  * Reads only, for a replica's sweep: ARGV after now: 'sum' (the registry's count, a, b) or
- * 'all' (its members, flat: id, "cap h1 h2", ...).
+ * 'all' (its members, flat: id, "cap h1 h2 class", ...).
  */
 const FLEET_READ = String.raw`
 if ARGV[A + 1] == 'all' then return redis.call('HGETALL', K_FLEET) end

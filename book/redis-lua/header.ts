@@ -75,6 +75,8 @@ export function header(s: ScriptSettings): string {
     // The fleet registry and its counts (redis-scripts.ts's layout; fleet-fingerprint.ts).
     `local K_FLEET, K_FLEET_SUM = '${P}:fleet', '${P}:fleet-sum'`,
     `local K_FULL, K_HELD = '${P}:full', '${P}:held'`,
+    // Per class (proxy-classes.ts): P:class-sum, and P:cfull:<c>, P:cheld:<c>, P:ccdt:<c>:<target>.
+    `local K_CLASS_SUM = '${P}:class-sum'`,
   ].join('\n');
 }
 

@@ -29,14 +29,19 @@ end
 -- Marks a registry proxy held in P:held until its hold may end (a suspicion's deadline; a
 -- down hold: its key's life), or unmarks it: the fleet's counts are trusted only while no
 -- registry proxy is held. Over-marking (a down hold on an old address) only costs a walk.
+-- Its class's set (P:cheld:<c>) follows.
 local function held_mark(id, h)
   local ends
   if h.da ~= nil then ends = NOW + RETAIN end
   if h.sa ~= nil and h.su > NOW and (ends == nil or h.su > ends) then ends = h.su end
-  if ends ~= nil and redis.call('HEXISTS', K_FLEET, id) == 1 then
+  local reg = redis.call('HGET', K_FLEET, id)
+  local c = reg and string.match(reg, '^%S+ %S+ %S+ (%x+)$')
+  if ends ~= nil and reg then
     redis.call('ZADD', K_HELD, ends, id)
+    if c then redis.call('ZADD', P .. ':cheld:' .. c, ends, id) end
   else
     redis.call('ZREM', K_HELD, id)
+    if c then redis.call('ZREM', P .. ':cheld:' .. c, id) end
   end
 end
 

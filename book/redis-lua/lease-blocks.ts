@@ -131,8 +131,11 @@ local function release_one(id)
   if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
   redis.call('HINCRBY', K_COUNTERS, 'freed', 1)
   redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
-  -- A slot freed: no longer certainly full (the fleet's counts).
-  redis.call('ZREM', K_FULL, proxy)
+  -- A slot freed: no longer certainly full (the fleet's counts), nor in its class's set.
+  if redis.call('ZREM', K_FULL, proxy) == 1 then
+    local c = string.match(redis.call('HGET', K_FLEET, proxy) or '', '^%S+ %S+ %S+ (%x+)$')
+    if c then redis.call('ZREM', P .. ':cfull:' .. c, proxy) end
+  end
   local ld = P .. ':ld:' .. proxy
   local entry = redis.call('GET', ld)
   if not entry then return proxy .. '\0-1' end

@@ -99,4 +99,91 @@ describe('CoolingCounts', () => {
     counts.set('a', 't', 400);
     expect(counts.count('t', 150)).toBe(1);
   });
+
+  it.each<
+    [
+      string,
+      ['set', string, string, number, string?][],
+      number,
+      [number, number | undefined],
+      [number, number | undefined],
+    ]
+  >([
+    // [case, steps (proxy, target, until, class), now, [count, first end] of class c for t, of class d for t]
+    [
+      'counted for its class and target',
+      [
+        ['set', 'a', 't', 100, 'c'],
+        ['set', 'b', 't', 200, 'd'],
+      ],
+      50,
+      [1, 100],
+      [1, 200],
+    ],
+    ['not for another target', [['set', 'a', 'u', 100, 'c']], 50, [0, undefined], [0, undefined]],
+    [
+      'two of a class: the first end',
+      [
+        ['set', 'a', 't', 300, 'c'],
+        ['set', 'b', 't', 200, 'c'],
+      ],
+      50,
+      [2, 200],
+      [0, undefined],
+    ],
+    [
+      'ended: gone from its class too',
+      [
+        ['set', 'a', 't', 100, 'c'],
+        ['set', 'b', 't', 200, 'c'],
+      ],
+      150,
+      [1, 200],
+      [0, undefined],
+    ],
+    [
+      'extended: its class sees the new end',
+      [
+        ['set', 'a', 't', 100, 'c'],
+        ['set', 'a', 't', 300, 'c'],
+      ],
+      150,
+      [1, 300],
+      [0, undefined],
+    ],
+    [
+      'its class changed: counted in the new one only',
+      [
+        ['set', 'a', 't', 100, 'c'],
+        ['set', 'a', 't', 100, 'd'],
+      ],
+      50,
+      [0, undefined],
+      [1, 100],
+    ],
+    [
+      'no class given: counted for the target alone',
+      [['set', 'a', 't', 100]],
+      50,
+      [0, undefined],
+      [0, undefined],
+    ],
+  ])('per class: %s', (_case, steps, now, inC, inD) => {
+    const counts = new CoolingCounts();
+    for (const [, proxyID, target, until, cls] of steps) counts.set(proxyID, target, until, cls);
+    expect([counts.countIn('c', 't', now), counts.firstEndIn('c', 't', now)]).toEqual(inC);
+    expect([counts.countIn('d', 't', now), counts.firstEndIn('d', 't', now)]).toEqual(inD);
+  });
+
+  it('a proxy dropped leaves its target and its class, and an ended one leaves both however it is counted', () => {
+    const counts = new CoolingCounts();
+    counts.set('a', 't', 100, 'c');
+    counts.set('b', 't', 200, 'c');
+    counts.dropProxy('a');
+    expect([counts.count('t', 0), counts.countIn('c', 't', 0)]).toEqual([1, 1]);
+    // Counted through its class after it ended: gone from the target's count as well.
+    expect(counts.countIn('c', 't', 250)).toBe(0);
+    counts.set('b', 't', 300, 'c');
+    expect([counts.count('t', 250), counts.countIn('c', 't', 250)]).toEqual([1, 1]);
+  });
 });

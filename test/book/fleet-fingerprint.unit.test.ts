@@ -53,3 +53,73 @@ describe('FleetFingerprint', () => {
     expect(of([a1, b3, c2]).count).toBe(3);
   });
 });
+
+describe('FleetFingerprint per class', () => {
+  it.each<[string, [string, number | undefined, string][], [string, number | undefined, string][], boolean]>([
+    [
+      'the same members of a class in another order',
+      [
+        ['ns/a', 1, 'c'],
+        ['ns/b', 2, 'c'],
+      ],
+      [
+        ['ns/b', 2, 'c'],
+        ['ns/a', 1, 'c'],
+      ],
+      true,
+    ],
+    [
+      'a member in another class',
+      [
+        ['ns/a', 1, 'c'],
+        ['ns/b', 2, 'c'],
+      ],
+      [
+        ['ns/a', 1, 'c'],
+        ['ns/b', 2, 'd'],
+      ],
+      false,
+    ],
+    [
+      'a member moved out and back',
+      [['ns/a', 1, 'c']],
+      [
+        ['ns/a', 1, 'c'],
+        ['ns/a', 1, 'd'],
+        ['ns/a', 1, 'c'],
+      ],
+      true,
+    ],
+    [
+      'a member gone',
+      [
+        ['ns/a', 1, 'c'],
+        ['ns/b', 2, 'c'],
+      ],
+      [
+        ['ns/a', 1, 'c'],
+        ['ns/b', 2, 'c'],
+        ['ns/b', undefined, ''],
+      ],
+      false,
+    ],
+  ])("%s: class c's figures equal = %s", (_name, x, y, equal) => {
+    const figures = (steps: [string, number | undefined, string][]) => {
+      const fp = new FleetFingerprint();
+      for (const [id, cap, cls] of steps) fp.set(id, cap, cls);
+      return { c: fp.ofClass('c'), all: fp.get() };
+    };
+    if (equal) expect(figures(x)).toEqual(figures(y));
+    else expect(figures(x).c).not.toEqual(figures(y).c);
+  });
+
+  it("a member's class is in its hashes: the fleet's figures tell a class change too", () => {
+    const fp = new FleetFingerprint();
+    fp.set('ns/a', 1, 'c');
+    const before = fp.get();
+    fp.set('ns/a', 1, 'd');
+    expect(fp.get()).not.toEqual(before);
+    expect(fp.ofClass('c')).toEqual({ count: 0, a: 0, b: 0 });
+    expect(fp.ofClass('d').count).toBe(1);
+  });
+});

@@ -8,6 +8,7 @@ import type { AcquireResult, Lease, LeaseRequest, LeaseStore, ReportResult } fro
 import type { ProxyCooldown } from '../../book/lease-store.js';
 import type { Clock } from '../../book/clock.js';
 import type { LeaseBookOptions } from '../../book/lease-book-settings.js';
+import { scopeMatcher } from '../../book/token-scope.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 /** What every store accepts (its own options may hold more). */
@@ -1424,6 +1425,236 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           lease: { proxyID: 'ns/p6' },
         });
       });
+    });
+
+    describe("a first refusal of a selector or a scope from its classes' counts never refuses what a walk would grant", () => {
+      // Six proxies of pool a (one class: proxy-classes.ts) and two of pool b ranked before
+      // them, idle; pool a named by a selector or by a token scope. More than the first chunk
+      // a shared store sends (4), so its refusal comes from the counts of pool a's class; the
+      // proxy each event frees is the last-ranked one (latency 6), never in that chunk.
+      const TARGET = 'shop.example';
+      const POOL_A = { pool: 'a' };
+      const fleet = (overrides: (id: string) => Partial<ProxyRecord> = () => ({})) => [
+        ...Array.from({ length: 6 }, (_, i) =>
+          proxy(`ns/p${i + 1}`, {
+            maxLeases: 1,
+            latencyMillis: i + 1,
+            ip: `10.0.2.${i + 1}`,
+            attributes: POOL_A,
+            ...overrides(`ns/p${i + 1}`),
+          }),
+        ),
+        ...['ns/q1', 'ns/q2'].map((id, i) =>
+          proxy(id, {
+            maxLeases: 1,
+            latencyMillis: 0,
+            ip: `10.0.3.${i + 1}`,
+            attributes: { pool: 'b' },
+            ...overrides(id),
+          }),
+        ),
+      ];
+      // 'session': a selector and one session throughout (bound to each proxy it took last).
+      type How = 'selector' | 'scope' | 'session';
+      const named = (how: How, overrides: Partial<LeaseRequest> = {}): LeaseRequest =>
+        request({
+          target: TARGET,
+          ...(how === 'scope' ? { within: scopeMatcher({ selector: POOL_A }) } : { selector: POOL_A }),
+          ...(how === 'session' ? { session: 'contract-s' } : {}),
+          ...overrides,
+        });
+      type Setup = ReturnType<typeof setup> & { leases: Map<string, Lease> };
+      async function ready(): Promise<Setup> {
+        const s = setup({}, fleet());
+        await subject.settled?.(s.store);
+        return { ...s, leases: new Map() };
+      }
+      /** Every pool a proxy full (p6's lease ends first: ttl 60 s), pool b idle. */
+      async function allBusy(how: How): Promise<Setup> {
+        const s = await ready();
+        for (let i = 0; i < 6; i++) {
+          const lease = granted(await s.store.acquire(named(how, { ttlSeconds: i === 5 ? 60 : 300 })));
+          s.leases.set(lease.proxyID, lease);
+        }
+        expect(s.leases.get('ns/p6')?.ttlSeconds).toBe(60);
+        return s;
+      }
+      /** Every pool a proxy banned for the target and idle, p6's cooldown ending 100 s before the others'. */
+      async function allCooling(how: How): Promise<Setup> {
+        const s = await ready();
+        const ban = async () => {
+          const lease = granted(await s.store.acquire(named(how)));
+          await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+          return lease.proxyID;
+        };
+        const others = [];
+        for (let i = 0; i < 5; i++)
+          others.push(granted(await s.store.acquire(named(how, { target: 'elsewhere' }))));
+        expect(await ban()).toBe('ns/p6');
+        for (const lease of others) await s.store.release(lease.id);
+        s.clock.advanceSeconds(100);
+        for (let i = 0; i < 5; i++) await ban();
+        return s;
+      }
+      const relabel = async (s: Setup, id: string, pool: string) => {
+        s.catalog.proxies = fleet((at) => (at === id ? { attributes: { pool } } : {}));
+        await subject.settled?.(s.store);
+      };
+      const join = async (s: Setup, pool: string) => {
+        s.catalog.proxies = [
+          ...fleet(),
+          proxy('ns/p7', { maxLeases: 1, latencyMillis: 7, ip: '10.0.2.7', attributes: { pool } }),
+        ];
+        await subject.settled?.(s.store);
+      };
+      const cases: [
+        string,
+        (how: How) => Promise<Setup>,
+        (s: Setup, how: How) => Promise<void> | void,
+        string,
+      ][] = [
+        ['all busy → all_busy (pool b idle)', allBusy, () => {}, 'all_busy'],
+        [
+          "all busy, p6's lease released → p6 granted",
+          allBusy,
+          async (s) => void (await s.store.release(s.leases.get('ns/p6')!.id)),
+          'ns/p6',
+        ],
+        [
+          "all busy, p6's lease expires unreleased → p6 granted",
+          allBusy,
+          (s) => s.clock.advanceSeconds(61),
+          'ns/p6',
+        ],
+        [
+          'all busy, pool b full too → all_busy',
+          allBusy,
+          async (s) => {
+            for (let i = 0; i < 2; i++) granted(await s.store.acquire(request({ selector: { pool: 'b' } })));
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, pool b full, then one of it freed → all_busy',
+          allBusy,
+          async (s) => {
+            const b = granted(await s.store.acquire(request({ selector: { pool: 'b' } })));
+            granted(await s.store.acquire(request({ selector: { pool: 'b' } })));
+            await s.store.release(b.id);
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, idle q1 relabelled into pool a → q1 granted',
+          allBusy,
+          (s) => relabel(s, 'ns/q1', 'a'),
+          'ns/q1',
+        ],
+        [
+          'all busy, p6 relabelled out of pool a, then released → all_busy',
+          allBusy,
+          async (s) => {
+            await relabel(s, 'ns/p6', 'b');
+            await s.store.release(s.leases.get('ns/p6')!.id);
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, p6 out of pool a and back, then released → p6 granted',
+          allBusy,
+          async (s) => {
+            await relabel(s, 'ns/p6', 'b');
+            await relabel(s, 'ns/p6', 'a');
+            await s.store.release(s.leases.get('ns/p6')!.id);
+          },
+          'ns/p6',
+        ],
+        ['all busy, a proxy of pool a joins → it is granted', allBusy, (s) => join(s, 'a'), 'ns/p7'],
+        ['all busy, a proxy of pool b joins → all_busy', allBusy, (s) => join(s, 'b'), 'all_busy'],
+        [
+          'all busy, q1 suspect (another class held) → all_busy',
+          allBusy,
+          async (s) => {
+            const q1 = granted(await s.store.acquire(request({ selector: { pool: 'b' } })));
+            await s.store.report(q1.id, 'unreachable');
+            await s.store.release(q1.id);
+          },
+          'all_busy',
+        ],
+        ['all cooling → all_cooling_down', allCooling, () => {}, 'all_cooling_down'],
+        [
+          "all cooling, p6's cooldown ends → p6 granted",
+          allCooling,
+          (s) => s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1),
+          'ns/p6',
+        ],
+        [
+          'all cooling, idle q1 relabelled into pool a → q1 granted',
+          allCooling,
+          (s) => relabel(s, 'ns/q1', 'a'),
+          'ns/q1',
+        ],
+        [
+          'all cooling, p1 relabelled out of pool a → all_cooling_down',
+          allCooling,
+          (s) => relabel(s, 'ns/p1', 'b'),
+          'all_cooling_down',
+        ],
+        [
+          'all cooling, p6 out of pool a and back after its cooldown ended → p6 granted',
+          allCooling,
+          async (s) => {
+            await relabel(s, 'ns/p6', 'b');
+            s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1);
+            await relabel(s, 'ns/p6', 'a');
+          },
+          'ns/p6',
+        ],
+        ['all cooling, a proxy of pool a joins → it is granted', allCooling, (s) => join(s, 'a'), 'ns/p7'],
+        [
+          'all cooling, a proxy of pool b joins → all_cooling_down',
+          allCooling,
+          (s) => join(s, 'b'),
+          'all_cooling_down',
+        ],
+        [
+          'all cooling, pool b banned for the target too → all_cooling_down',
+          allCooling,
+          async (s) => {
+            for (let i = 0; i < 2; i++) {
+              const b = granted(await s.store.acquire(request({ target: TARGET, selector: { pool: 'b' } })));
+              await s.store.reportMany([{ leaseID: b.id, result: 'banned', release: true }]);
+            }
+          },
+          'all_cooling_down',
+        ],
+      ];
+      it.each(
+        cases.flatMap(([name, arrange, event, expected]) =>
+          (['selector', 'scope', 'session'] as const).map(
+            (how) => [`${how}: ${name}`, how, arrange, event, expected] as const,
+          ),
+        ),
+      )('%s', async (_name, how, arrange, event, expected) => {
+        const s = await arrange(how);
+        await event(s, how);
+        const answer = await s.store.acquire(named(how));
+        if (expected.startsWith('ns/'))
+          expect(answer).toMatchObject({ granted: true, lease: { proxyID: expected } });
+        else expect(answer).toMatchObject({ granted: false, reason: expected });
+      });
+
+      it.each(['selector', 'scope', 'session'] as const)(
+        "%s: all_cooling_down's Retry-After is the first cooldown's end among its classes",
+        async (how) => {
+          const s = await allCooling(how);
+          expect(await s.store.acquire(named(how))).toEqual({
+            granted: false,
+            reason: 'all_cooling_down',
+            retryAfterMs: (COOLDOWN_SECONDS - 100) * 1000,
+          });
+        },
+      );
     });
 
     describe('totals', () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { ProxyRecord } from '../../book/catalog.js';
 import {
   acquireArgs,
+  type CountedBy,
   decodeAcquireReply,
   decodeLease,
   decodeReleaseReply,
@@ -46,16 +47,42 @@ describe('rankCandidates and acquireArgs', () => {
     ).toEqual(tail);
   });
 
-  it.each([
+  it.each<[string, CountedBy, string[]]>([
     [
       'a fingerprint: every default sent before it',
-      { count: 3, a: 7, b: 9 },
+      { fleet: { count: 3, a: 7, b: 9 } },
       ['', '{}', '', 'none', '', '', '3', '7', '9'],
     ],
-    ['an empty fleet: no fingerprint', { count: 0, a: 0, b: 0 }, []],
-  ] as const)('%s', (_name, fleet, tail) => {
+    ['an empty fleet: no fingerprint', { fleet: { count: 0, a: 0, b: 0 } }, []],
+    [
+      'classes: no fingerprint, their count, then each id and figures',
+      {
+        classes: [
+          { id: '00000001000000a2', figures: '2 5 6' },
+          { id: '00000003000000b4', figures: '1 9 9' },
+        ],
+      },
+      [
+        '',
+        '{}',
+        '',
+        'none',
+        '',
+        '',
+        '',
+        '',
+        '',
+        '2',
+        '00000001000000a2',
+        '2 5 6',
+        '00000003000000b4',
+        '1 9 9',
+      ],
+    ],
+    ['no class: nothing', { classes: [] }, []],
+  ])('%s', (_name, counts, tail) => {
     expect(
-      acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, '', 'none', '', '', fleet).slice(7),
+      acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, '', 'none', '', '', counts).slice(7),
     ).toEqual(tail);
   });
 

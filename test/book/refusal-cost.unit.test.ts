@@ -20,14 +20,16 @@ import { REFUSAL_MEMO_MILLIS } from '../../book/refusal-memo.js';
 
 const FLEET = 1000;
 const TARGET = 'shop.example';
-// A selector every proxy matches: these requests walk (the fleet's counts answer only requests
-// without one: refusal-first.unit.test.ts), which is what the memo and single flight are for.
-const attributes = { pool: 'all' };
-const request = (): LeaseRequest => ({ selector: attributes, ttlSeconds: 300, target: TARGET });
+// A selector every proxy matches, over 40 classes (a slot each: proxy-classes.ts), more than
+// the counts take (MAX_COUNTED_CLASSES): these requests walk (the counts answer the others:
+// refusal-first.unit.test.ts), which is what the memo and single flight are for.
+const selector = { pool: 'all' };
+const attributes = (i: number) => ({ ...selector, slot: String(i % 40) });
+const request = (): LeaseRequest => ({ selector, ttlSeconds: 300, target: TARGET });
 const fleet = () =>
   new TestCatalog(
     Array.from({ length: FLEET }, (_, i) =>
-      proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i, attributes }),
+      proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i, attributes: attributes(i) }),
     ),
   );
 
@@ -90,7 +92,9 @@ describe('the memory store, a walk slower than the bound', () => {
     const size = 40;
     const store = new MemoryLeaseStore({
       catalog: new TestCatalog(
-        Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, attributes })),
+        Array.from({ length: size }, (_, i) =>
+          proxy(`ns/p${i}`, { maxLeases: 1, attributes: attributes(i) }),
+        ),
       ),
       logger: silentLogger,
       clock,
@@ -131,7 +135,7 @@ describe('the Redis store', () => {
   });
 
   it("another replica's release ends this replica's remembered all_busy at once", async () => {
-    const catalog = () => new TestCatalog([proxy('ns/only', { maxLeases: 1, attributes })]);
+    const catalog = () => new TestCatalog([proxy('ns/only', { maxLeases: 1, attributes: attributes(0) })]);
     const a = new RedisLeaseStore({
       redis,
       catalog: catalog(),
@@ -237,7 +241,9 @@ describe('the Redis store', () => {
     const store = new RedisLeaseStore({
       redis,
       catalog: new TestCatalog(
-        Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, attributes })),
+        Array.from({ length: size }, (_, i) =>
+          proxy(`ns/p${i}`, { maxLeases: 1, attributes: attributes(i) }),
+        ),
       ),
       logger: silentLogger,
       keyPrefix: 'flight-slow',
@@ -269,8 +275,8 @@ describe('the Redis store', () => {
     const store = new RedisLeaseStore({
       redis,
       catalog: new TestCatalog([
-        proxy('ns/a', { maxLeases: 1, attributes }),
-        proxy('ns/b', { maxLeases: 1, ip: '10.0.0.2', attributes }),
+        proxy('ns/a', { maxLeases: 1, attributes: attributes(0) }),
+        proxy('ns/b', { maxLeases: 1, ip: '10.0.0.2', attributes: attributes(1) }),
       ]),
       logger: silentLogger,
       keyPrefix: 'flight-grant',

@@ -4,14 +4,18 @@
 // selector is refused by one acquire script (its first chunk of 4 and the fleet's counts:
 // redis-scripts.ts's P:fleet, P:full, P:cdt), running the same commands at 100 proxies as at
 // 1,000, instead of a walk that sends every proxy. A replica whose catalog differs from the
-// book's registry walks (and answers right), and the sweep brings the registry back.
+// book's registry walks (and answers right), and the sweep brings the registry back. A request
+// with a selector, or a token scope, is refused from the counts of the classes it matches
+// (proxy-classes.ts): the same commands at 100 and 1,000 matching proxies, beside free proxies
+// of another class; the memory store asks the scope once per class, not once per proxy.
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import type { LeaseRequest, LeaseStore } from '../../book/lease-store.js';
+import type { AcquireResult, LeaseRequest, LeaseStore } from '../../book/lease-store.js';
 import { connectRedis, whenReady } from '../../book/redis-connection.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { TargetBook } from '../../book/target-book.js';
+import { scopeMatcher } from '../../book/token-scope.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
@@ -24,6 +28,44 @@ const request = (owner?: string): LeaseRequest => ({
 });
 const fleet = (size: number) =>
   Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i }));
+
+/** `size` proxies of pool a, and a tenth as many of pool b, idle and ranked before them. */
+const pooled = (size: number) => [
+  ...fleet(size).map((p) => ({ ...p, attributes: { pool: 'a' } })),
+  ...Array.from({ length: size / 10 }, (_, i) =>
+    proxy(`ns/b${i}`, { maxLeases: 1, latencyMillis: 0, attributes: { pool: 'b' } }),
+  ),
+];
+const poolA = { pool: 'a' };
+/** Pool a named by a selector (with a new session: it selects as without one), or by a token scope (its own calls counted). */
+function named(how: 'selector' | 'scope' | 'session', owner: string, calls = { n: 0 }): LeaseRequest {
+  const admits = scopeMatcher({ selector: poolA });
+  if (how === 'scope') return { ...request(owner), within: (p) => (calls.n++, admits(p)) };
+  return { ...request(owner), selector: poolA, ...(how === 'session' ? { session: owner } : {}) };
+}
+
+async function fillPoolA(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    if (!(await store.acquire({ ...request(), selector: poolA })).granted)
+      throw new Error(`lease ${i} refused`);
+  }
+}
+
+async function banPoolA(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    const result = await store.acquire({ ...request(), selector: poolA });
+    if (!result.granted) throw new Error(`lease ${i}: ${result.reason}`);
+    await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+const byClass = [
+  ['selector', 'all_busy', fillPoolA],
+  ['selector', 'all_cooling_down', banPoolA],
+  ['scope', 'all_busy', fillPoolA],
+  ['scope', 'all_cooling_down', banPoolA],
+  ['session', 'all_busy', fillPoolA],
+  ['session', 'all_cooling_down', banPoolA],
+] as const;
 
 async function fillEveryone(store: LeaseStore, size: number): Promise<void> {
   for (let i = 0; i < size; i++) {
@@ -93,6 +135,35 @@ describe("the memory store's first refusal", () => {
   });
 });
 
+describe("the memory store's first refusal of a class", () => {
+  it.each(byClass)(
+    "a %s, %s: the scope asked once per class, no proxy's cooldown read, at 100 or 1,000 proxies",
+    async (how, reason, arrange) => {
+      for (const size of [100, 1000]) {
+        const store = new MemoryLeaseStore({ catalog: new TestCatalog(pooled(size)), logger: silentLogger });
+        await arrange(store, size);
+        const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+        const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+        const calls = { n: 0 };
+        try {
+          expect(await store.acquire(named(how, `first-${size}`, calls))).toMatchObject({
+            granted: false,
+            reason,
+          });
+          expect(cooling).not.toHaveBeenCalled();
+          expect(entries).not.toHaveBeenCalled();
+          // Two classes (pool a, pool b): the scope is asked of one member of each, no more.
+          expect(calls.n).toBeLessThanOrEqual(2);
+        } finally {
+          cooling.mockRestore();
+          entries.mockRestore();
+          store.close();
+        }
+      }
+    },
+  );
+});
+
 describe("the Redis store's first refusal", () => {
   let server: RedisServer;
   let redis: Redis;
@@ -107,10 +178,14 @@ describe("the Redis store's first refusal", () => {
     await server.stop();
   });
 
-  async function book(size: number, arrange: (store: LeaseStore, size: number) => Promise<void>) {
+  async function book(
+    size: number,
+    arrange: (store: LeaseStore, size: number) => Promise<void>,
+    proxies = fleet(size),
+  ) {
     const store = new RedisLeaseStore({
       redis,
-      catalog: new TestCatalog(fleet(size)),
+      catalog: new TestCatalog(proxies),
       logger: silentLogger,
       keyPrefix: `first-${++books}`,
     });
@@ -149,14 +224,214 @@ describe("the Redis store's first refusal", () => {
     expect(large.sent[0][7]).toBe(reason === 'all_busy' ? '0' : '4');
   });
 
+  it.each(byClass)(
+    'a %s, %s: one script, the same commands at 100 and 1,000 matching proxies',
+    async (how, reason, arrange) => {
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, arrange, pooled(size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(named(how, `first-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
+      expect(large.commands).toEqual(small.commands);
+      expect(large.commands.length).toBeLessThan(16);
+      // The one class matched goes as its id and figures, not its members.
+      expect(large.sent[0].length).toBe(small.sent[0].length);
+    },
+  );
+
+  it.each([
+    ['all_busy', fillPoolA, 1],
+    ['all_cooling_down', banPoolA, 2],
+  ] as const)(
+    'eight classes, %s: the figures go alone after the first chunk (not with every lease), the same commands at 100 and 1,000',
+    async (reason, arrange, scripts) => {
+      const zoned = (size: number) =>
+        pooled(size).map((p) =>
+          p.attributes.pool === 'a'
+            ? { ...p, attributes: { pool: 'a', zone: String(Number(p.id.slice(4)) % 8) } }
+            : p,
+        );
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, arrange, zoned(size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(named('selector', `eight-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+          // A grant matching nine classes (a scope admitting all): one script, no class's figures in it.
+          const granted = await cost(server, redis, async () =>
+            expect(await store.acquire({ ...request('all'), within: () => true })).toMatchObject({
+              granted: true,
+            }),
+          );
+          expect(granted.scripts).toBe(1);
+          expect(granted.sent[0].filter((arg) => /^\d+ \d+ \d+$/.test(arg))).toEqual([]);
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(scripts);
+      expect(large.scripts).toBe(scripts);
+      expect(large.commands).toEqual(small.commands);
+      // The last script: no candidate, the eight classes' ids and figures after the three empty fields.
+      const last = large.sent[large.sent.length - 1];
+      expect(last[7]).toBe('0');
+      expect(last.slice(-17, -16)).toEqual(['8']);
+    },
+  );
+
+  it('a request matching more classes than the bound walks, and answers right', async () => {
+    // 40 classes of pool a (a zone each), every proxy full.
+    const zoned = fleet(80).map((p, i) => ({ ...p, attributes: { pool: 'a', zone: `z${i % 40}` } }));
+    const store = await book(80, fillPoolA, zoned);
+    try {
+      const walked = await cost(server, redis, async () =>
+        expect(await store.acquire(named('selector', 'many'))).toMatchObject({
+          granted: false,
+          reason: 'all_busy',
+        }),
+      );
+      expect(walked.scripts).toBeGreaterThan(1);
+      // One zone: one class, counted.
+      const counted = await cost(server, redis, async () =>
+        expect(await store.acquire({ ...request('one'), selector: { pool: 'a', zone: 'z7' } })).toMatchObject(
+          { granted: false, reason: 'all_busy' },
+        ),
+      );
+      expect(counted.scripts).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a class's counts follow another replica's leases, releases, relabels and holds", async () => {
+    // Twenty proxies of pool a: replica b's chunk of 4 never reaches p19, so b's answers about
+    // it come from the class's counts alone; a count wrong by one mark refuses a free p19.
+    const proxies = (p19 = 'a') =>
+      pooled(20).map((p) => (p.id === 'ns/p19' ? { ...p, attributes: { pool: p19 } } : p));
+    const catalogs = [new TestCatalog(proxies()), new TestCatalog(proxies())];
+    const keyPrefix = `first-${++books}`;
+    const [a, b] = catalogs.map(
+      (catalog) => new RedisLeaseStore({ redis, catalog, logger: silentLogger, keyPrefix }),
+    );
+    const settled = () => Promise.all([a.fleetSettled(), b.fleetSettled()]);
+    const refusedAtB = async (owner: string) =>
+      (
+        await cost(server, redis, async () =>
+          expect(await b.acquire(named('selector', owner))).toMatchObject({
+            granted: false,
+            reason: 'all_busy',
+          }),
+        )
+      ).scripts;
+    try {
+      await settled();
+      const leases = new Map<string, string>();
+      for (let i = 0; i < 20; i++) {
+        const result = await a.acquire({ ...request(), selector: poolA });
+        if (!result.granted) throw new Error(`lease ${i} refused`);
+        leases.set(result.lease.proxyID, result.lease.id);
+      }
+      expect(await refusedAtB('b1')).toBe(1);
+      // p19 leaves the class and comes back, still full: its mark goes with it both ways.
+      for (const pool of ['b', 'a']) {
+        for (const catalog of catalogs) catalog.proxies = proxies(pool);
+        await settled();
+      }
+      expect(await refusedAtB('b2')).toBe(1);
+      // Another class's proxy held: pool a is still counted.
+      const q = await a.acquire({ ...request(), selector: { pool: 'b' } });
+      if (!q.granted) throw new Error('pool b refused');
+      await a.report(q.lease.id, 'unreachable');
+      await a.release(q.lease.id);
+      expect(await refusedAtB('b3')).toBe(1);
+      // p19 leaves the class still full (its mark leaves with it), then a frees p18: b, which
+      // never sent it, is granted it.
+      for (const catalog of catalogs) catalog.proxies = proxies('b');
+      await settled();
+      await a.release(leases.get('ns/p18')!);
+      expect(await b.acquire(named('selector', 'b4'))).toMatchObject({
+        granted: true,
+        lease: { proxyID: 'ns/p18' },
+      });
+      // p19 back in the class, then freed by a: granted to b's scope.
+      for (const catalog of catalogs) catalog.proxies = proxies('a');
+      await settled();
+      await a.release(leases.get('ns/p19')!);
+      expect(await b.acquire(named('scope', 'b5'))).toMatchObject({
+        granted: true,
+        lease: { proxyID: 'ns/p19' },
+      });
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  it("a class's cooling counts follow another replica's bans and a new egress", async () => {
+    const proxies = (p19ip = '10.0.0.1') =>
+      pooled(20).map((p) => (p.id === 'ns/p19' ? { ...p, ip: p19ip } : p));
+    const catalogs = [new TestCatalog(proxies()), new TestCatalog(proxies())];
+    const keyPrefix = `first-${++books}`;
+    const [a, b] = catalogs.map(
+      (catalog) => new RedisLeaseStore({ redis, catalog, logger: silentLogger, keyPrefix }),
+    );
+    try {
+      await Promise.all([a.fleetSettled(), b.fleetSettled()]);
+      await banPoolA(a, 20);
+      const refused = await cost(server, redis, async () =>
+        expect(await b.acquire(named('selector', 'b1'))).toMatchObject({
+          granted: false,
+          reason: 'all_cooling_down',
+        }),
+      );
+      expect(refused.scripts).toBe(1);
+      // p19 on a new address: what the old one earned is forgotten (egress.ts), its class's
+      // count with it; b, whose chunk never held p19, is granted it.
+      for (const catalog of catalogs) catalog.proxies = proxies('10.0.9.19');
+      await Promise.all([a.egressSettled(), b.egressSettled()]);
+      expect(await b.acquire(named('scope', 'b2'))).toMatchObject({
+        granted: true,
+        lease: { proxyID: 'ns/p19' },
+      });
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
   it('all_cooling_down says when the first cooldown ends, as the walk did', async () => {
     const store = await book(100, banEveryone);
     try {
       const counted = await store.acquire(request('counted'));
-      const walked = await store.acquire({ ...request('walked'), selector: {}, within: () => true });
+      // The registry gone (as a Redis emptied would lose it): the same request walks.
+      await redis.del(`{first-${books}}:fleet`, `{first-${books}}:fleet-sum`);
+      let walked: AcquireResult | undefined;
+      const seen = await cost(server, redis, async () => (walked = await store.acquire(request('walked'))));
+      expect(seen.scripts).toBeGreaterThan(1);
       expect(counted).toMatchObject({ granted: false, reason: 'all_cooling_down' });
       expect(walked).toMatchObject({ granted: false, reason: 'all_cooling_down' });
-      if (counted.granted || walked.granted) throw new Error('refused above');
+      if (counted.granted || walked === undefined || walked.granted) throw new Error('refused above');
       // Read a moment apart on Redis's clock: the same end, give or take that moment.
       expect(Math.abs(counted.retryAfterMs! - walked.retryAfterMs!)).toBeLessThan(1000);
     } finally {
