@@ -82,27 +82,77 @@ interface Result {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Which cells and sides, and how many rounds of each cell. */
+export interface MatrixOptions {
+  /** Only the cells whose name contains it. */
+  only?: string;
+  /** Only these sides (the list always: the ratios are to it). */
+  sides?: Side[];
+  /** Rounds per cell; odd rounds run the sides in reverse order (what runs first pays for it). */
+  repeat?: number;
+}
+
 /** Runs every cell, each side in turn; returns the printed tables. */
 export async function runMatrix(
   world: MatrixWorld,
   pages: number,
   proxies: number,
   seed: number,
-  only?: string,
+  { only, sides, repeat = 1 }: MatrixOptions = {},
 ): Promise<string> {
   const out: string[] = [];
   let run = 0;
   for (const cell of cells(proxies, seed).filter((c) => only === undefined || c.name.includes(only))) {
-    const results: Result[] = [];
-    for (const side of cell.sides) {
-      world.progress(`[${cell.name}] ${side}`);
-      results.push(await runSide(world, cell, side, pages, proxies, run++));
+    const chosen = cell.sides.filter((s) => sides === undefined || s === 'list' || sides.includes(s));
+    const rounds: Result[][] = [];
+    for (let round = 0; round < repeat; round++) {
+      const results: Result[] = [];
+      for (const side of round % 2 === 0 ? chosen : [...chosen].reverse()) {
+        world.progress(`[${cell.name}]${repeat > 1 ? ` round ${round + 1}` : ''} ${side}`);
+        results.push(await runSide(world, cell, side, pages, proxies, run++));
+      }
+      rounds.push(chosen.map((side) => results.find((r) => r.side === side)!));
     }
-    const table = cellTable(cell, results);
+    const table = [
+      cellTable(cell, rounds[rounds.length - 1]!),
+      ...(repeat > 1 ? [roundRatios(rounds)] : []),
+    ].join('\n');
     world.progress(`\n${table}`);
     out.push(table);
   }
   return out.join('\n\n');
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Each side's pages/s over the list's, round by round, and their median. */
+function roundRatios(rounds: Result[][]): string {
+  const sides = rounds[0]!.map((r) => r.side).filter((s) => s !== 'list');
+  const ratios = (side: Side, rate: (f: CrawlFigures) => number) =>
+    rounds.map((results) => {
+      const list = results.find((r) => r.side === 'list')!.figures;
+      return rate(results.find((r) => r.side === side)!.figures) / rate(list);
+    });
+  return sides
+    .flatMap((side) =>
+      (
+        [
+          ['pages/s', (f: CrawlFigures) => f.pagesPerSecond],
+          ['after the first 10 %', (f: CrawlFigures) => afterStart(f.fetchedAt)],
+        ] as const
+      ).map(([what, rate]) => {
+        const xs = ratios(side, rate);
+        return `  ${side}: ${what} / the list's, each round ${xs.map((x) => x.toFixed(2)).join(', ')} (median ${median(xs).toFixed(2)})`;
+      }),
+    )
+    .join('\n');
+}
+
+/** Pages/s from the tenth page of a hundred to the last: the crawl without its start. */
+export function afterStart(fetchedAt: number[]): number {
+  const from = Math.floor(fetchedAt.length / 10);
+  const span = (fetchedAt[fetchedAt.length - 1]! - fetchedAt[from]!) / 1000;
+  return span > 0 ? (fetchedAt.length - 1 - from) / span : NaN;
 }
 
 async function runSide(
@@ -179,6 +229,8 @@ export function cellTable(cell: Cell, results: Result[]): string {
     ['failed requests', ({ figures: f }) => String(f.failedRequests)],
     ['requests sent (retries included)', ({ figures: f }) => String(f.attempts)],
     ['pages/s', ({ figures: f }) => f.pagesPerSecond.toFixed(1)],
+    ['pages/s after the first 10 %', ({ figures: f }) => afterStart(f.fetchedAt).toFixed(1)],
+    ['first page after, s', ({ figures: f }) => ((f.fetchedAt[0] ?? NaN) / 1000).toFixed(2)],
     [
       "pages/s / the list's",
       ({ figures: f }) => (list === undefined ? '-' : (f.pagesPerSecond / list.pagesPerSecond).toFixed(2)),

@@ -61,6 +61,13 @@ for (const s of stores)
 const SESSION_FLAGS = ['--max-sessions=10000', '--discovery-session-quota=1000'];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** Pages/s from the tenth page of a hundred to the last: the crawl without its start. */
+function afterStart(fetchedAt: number[]): number {
+  const from = Math.floor(fetchedAt.length / 10);
+  const span = (fetchedAt[fetchedAt.length - 1]! - fetchedAt[from]!) / 1000;
+  return span > 0 ? (fetchedAt.length - 1 - from) / span : NaN;
+}
+
 function row(r: RoundFigures): string {
   const c = r.a.crawl;
   return [
@@ -74,6 +81,8 @@ function row(r: RoundFigures): string {
     c.seconds.toFixed(1).padStart(7),
     c.pagesPerSecond.toFixed(1).padStart(8),
     String(c.concurrency.medianRunning).padStart(6),
+    ((c.fetchedAt[0] ?? NaN) / 1000).toFixed(2).padStart(6),
+    afterStart(c.fetchedAt).toFixed(1).padStart(9),
   ].join(' ');
 }
 
@@ -165,7 +174,7 @@ async function main() {
         const b = shareds[shareds.length - 1]!.b!;
         lines.push(
           `${store} store (load average at each round's start: ${loads.join('; ')}; now ${loadAverages()}):`,
-          '  run          fetched  failed  403s  banned-late  dead-after  rebound  seconds  pages/s  tasks',
+          '  run          fetched  failed  403s  banned-late  dead-after  rebound  seconds  pages/s  tasks  first  p/s>10%',
           ...all
             .sort((x, y) => x.label.localeCompare(y.label, 'en', { numeric: true }))
             .map((f) => `  ${row(f)}`),
