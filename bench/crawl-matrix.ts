@@ -231,6 +231,8 @@ export function cellTable(cell: Cell, results: Result[]): string {
     ['pages/s', ({ figures: f }) => f.pagesPerSecond.toFixed(1)],
     ['pages/s after the first 10 %', ({ figures: f }) => afterStart(f.fetchedAt).toFixed(1)],
     ['first page after, s', ({ figures: f }) => ((f.fetchedAt[0] ?? NaN) / 1000).toFixed(2)],
+    ["the crawling process's CPU ms per page", ({ figures: f }) => f.cpuMsPerPage.toFixed(2)],
+    ["Crawlee's running tasks, median", ({ figures: f }) => String(f.concurrency.medianRunning)],
     [
       "pages/s / the list's",
       ({ figures: f }) => (list === undefined ? '-' : (f.pagesPerSecond / list.pagesPerSecond).toFixed(2)),
