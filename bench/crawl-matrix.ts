@@ -90,6 +90,8 @@ export interface MatrixOptions {
   sides?: Side[];
   /** Rounds per cell; odd rounds run the sides in reverse order (what runs first pays for it). */
   repeat?: number;
+  /** Write each crawl's CPU profile (.cpuprofile) into this directory. */
+  profileDir?: string;
 }
 
 /** Runs every cell, each side in turn; returns the printed tables. */
@@ -98,7 +100,7 @@ export async function runMatrix(
   pages: number,
   proxies: number,
   seed: number,
-  { only, sides, repeat = 1 }: MatrixOptions = {},
+  { only, sides, repeat = 1, profileDir }: MatrixOptions = {},
 ): Promise<string> {
   const out: string[] = [];
   let run = 0;
@@ -109,7 +111,7 @@ export async function runMatrix(
       const results: Result[] = [];
       for (const side of round % 2 === 0 ? chosen : [...chosen].reverse()) {
         world.progress(`[${cell.name}]${repeat > 1 ? ` round ${round + 1}` : ''} ${side}`);
-        results.push(await runSide(world, cell, side, pages, proxies, run++));
+        results.push(await runSide(world, cell, side, pages, proxies, run++, profileDir));
       }
       rounds.push(chosen.map((side) => results.find((r) => r.side === side)!));
     }
@@ -162,7 +164,9 @@ async function runSide(
   pages: number,
   proxies: number,
   run: number,
+  profileDir?: string,
 ): Promise<Result> {
+  const profiling = profileDir === undefined ? {} : { profile: true, profileDir };
   const fleet = await startLocalWorld({
     proxies,
     first: `127.${100 + (run >> 8)}.${run & 255}.1`,
@@ -174,7 +178,8 @@ async function runSide(
   const namespace = `matrix${run}`;
   const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
   try {
-    if (side === 'list') return { side, figures: await crawl({ world: fleet, faults: cell.faults }) };
+    if (side === 'list')
+      return { side, figures: await crawl({ world: fleet, faults: cell.faults, ...profiling }) };
     await createProxies(
       kc,
       namespace,
@@ -187,6 +192,7 @@ async function runSide(
     const figures = await crawl({
       world: fleet,
       faults: cell.faults,
+      ...profiling,
       ...(side === 'gateway'
         ? {
             gateway: {

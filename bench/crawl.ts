@@ -591,6 +591,7 @@ async function main(): Promise<void> {
             ?.slice('--sides='.length)
             .split(',') as Side[] | undefined,
           repeat,
+          ...(profile.dir === undefined ? {} : { profileDir: profile.dir }),
         },
       );
       console.log(`\n${tables}\nload average after: ${loadAverages()}`);
