@@ -11,6 +11,7 @@
 //   npm run bench:tenants -- --apart    # A (crawler, its fleet and site) on core 0; operator, B, Redis on core 1
 //   npm run bench:tenants -- --concurrency=10   # A's crawler at 10 fixed tasks: Crawlee's autoscaled
 //                                        # pool reads the whole machine's CPU, which B and the operator share here
+//   npm run bench:tenants -- --stats    # each run's integration counters too (where A's time went)
 //
 // Real parts only: a real etcd + kube-apiserver, the built operator as a child process with
 // the Deployment's runtime environment (its RSS from /proc, against the chart's memory limit),
@@ -178,6 +179,9 @@ async function main() {
           ...all
             .sort((x, y) => x.label.localeCompare(y.label, 'en', { numeric: true }))
             .map((f) => `  ${row(f)}`),
+          ...(process.argv.includes('--stats')
+            ? all.map((f) => `  ${f.label} integration: ${JSON.stringify(f.a.crawl.integration ?? {})}`)
+            : []),
           `  A pages/s beside B / alone, per round: ${ratios.map((x) => x.toFixed(3)).join(', ')} (median ${median(ratios).toFixed(3)}x; target >= 0.95x ${median(ratios) >= 0.95 ? 'met' : 'NOT met'})`,
           `  A's counts (every page, 0 failed, 0 banned-late, 0 sticky sessions rebound) in every run: ${identical ? 'met' : 'NOT met'}; proxies rotated/replaced: ${rotated.size}`,
           `  operator peak RSS ${mem?.hwmMiB.toFixed(0)} MiB (Deployment limit ${OPERATOR_MEMORY.limitMiB} MiB: ${(mem?.hwmMiB ?? Infinity) <= OPERATOR_MEMORY.limitMiB ? 'met' : 'NOT met'}); operator CPU ${op.cpuSeconds().toFixed(1)} s; junk targets in /metrics: ${metrics.includes('junk-') ? 'yes' : 'no'}`,
