@@ -82,27 +82,79 @@ interface Result {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Which cells and sides, and how many rounds of each cell. */
+export interface MatrixOptions {
+  /** Only the cells whose name contains it. */
+  only?: string;
+  /** Only these sides (the list always: the ratios are to it). */
+  sides?: Side[];
+  /** Rounds per cell; odd rounds run the sides in reverse order (what runs first pays for it). */
+  repeat?: number;
+  /** Write each crawl's CPU profile (.cpuprofile) into this directory. */
+  profileDir?: string;
+}
+
 /** Runs every cell, each side in turn; returns the printed tables. */
 export async function runMatrix(
   world: MatrixWorld,
   pages: number,
   proxies: number,
   seed: number,
-  only?: string,
+  { only, sides, repeat = 1, profileDir }: MatrixOptions = {},
 ): Promise<string> {
   const out: string[] = [];
   let run = 0;
   for (const cell of cells(proxies, seed).filter((c) => only === undefined || c.name.includes(only))) {
-    const results: Result[] = [];
-    for (const side of cell.sides) {
-      world.progress(`[${cell.name}] ${side}`);
-      results.push(await runSide(world, cell, side, pages, proxies, run++));
+    const chosen = cell.sides.filter((s) => sides === undefined || s === 'list' || sides.includes(s));
+    const rounds: Result[][] = [];
+    for (let round = 0; round < repeat; round++) {
+      const results: Result[] = [];
+      for (const side of round % 2 === 0 ? chosen : [...chosen].reverse()) {
+        world.progress(`[${cell.name}]${repeat > 1 ? ` round ${round + 1}` : ''} ${side}`);
+        results.push(await runSide(world, cell, side, pages, proxies, run++, profileDir));
+      }
+      rounds.push(chosen.map((side) => results.find((r) => r.side === side)!));
     }
-    const table = cellTable(cell, results);
+    const table = [
+      cellTable(cell, rounds[rounds.length - 1]!),
+      ...(repeat > 1 ? [roundRatios(rounds)] : []),
+    ].join('\n');
     world.progress(`\n${table}`);
     out.push(table);
   }
   return out.join('\n\n');
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Each side's pages/s over the list's, round by round, and their median. */
+function roundRatios(rounds: Result[][]): string {
+  const sides = rounds[0]!.map((r) => r.side).filter((s) => s !== 'list');
+  const ratios = (side: Side, rate: (f: CrawlFigures) => number) =>
+    rounds.map((results) => {
+      const list = results.find((r) => r.side === 'list')!.figures;
+      return rate(results.find((r) => r.side === side)!.figures) / rate(list);
+    });
+  return sides
+    .flatMap((side) =>
+      (
+        [
+          ['pages/s', (f: CrawlFigures) => f.pagesPerSecond],
+          ['after the first 10 %', (f: CrawlFigures) => afterStart(f.fetchedAt)],
+        ] as const
+      ).map(([what, rate]) => {
+        const xs = ratios(side, rate);
+        return `  ${side}: ${what} / the list's, each round ${xs.map((x) => x.toFixed(2)).join(', ')} (median ${median(xs).toFixed(2)})`;
+      }),
+    )
+    .join('\n');
+}
+
+/** Pages/s from the tenth page of a hundred to the last: the crawl without its start. */
+export function afterStart(fetchedAt: number[]): number {
+  const from = Math.floor(fetchedAt.length / 10);
+  const span = (fetchedAt[fetchedAt.length - 1]! - fetchedAt[from]!) / 1000;
+  return span > 0 ? (fetchedAt.length - 1 - from) / span : NaN;
 }
 
 async function runSide(
@@ -112,7 +164,9 @@ async function runSide(
   pages: number,
   proxies: number,
   run: number,
+  profileDir?: string,
 ): Promise<Result> {
+  const profiling = profileDir === undefined ? {} : { profile: true, profileDir };
   const fleet = await startLocalWorld({
     proxies,
     first: `127.${100 + (run >> 8)}.${run & 255}.1`,
@@ -124,7 +178,8 @@ async function runSide(
   const namespace = `matrix${run}`;
   const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
   try {
-    if (side === 'list') return { side, figures: await crawl({ world: fleet, faults: cell.faults }) };
+    if (side === 'list')
+      return { side, figures: await crawl({ world: fleet, faults: cell.faults, ...profiling }) };
     await createProxies(
       kc,
       namespace,
@@ -137,6 +192,7 @@ async function runSide(
     const figures = await crawl({
       world: fleet,
       faults: cell.faults,
+      ...profiling,
       ...(side === 'gateway'
         ? {
             gateway: {
@@ -179,6 +235,10 @@ export function cellTable(cell: Cell, results: Result[]): string {
     ['failed requests', ({ figures: f }) => String(f.failedRequests)],
     ['requests sent (retries included)', ({ figures: f }) => String(f.attempts)],
     ['pages/s', ({ figures: f }) => f.pagesPerSecond.toFixed(1)],
+    ['pages/s after the first 10 %', ({ figures: f }) => afterStart(f.fetchedAt).toFixed(1)],
+    ['first page after, s', ({ figures: f }) => ((f.fetchedAt[0] ?? NaN) / 1000).toFixed(2)],
+    ["the crawling process's CPU ms per page", ({ figures: f }) => f.cpuMsPerPage.toFixed(2)],
+    ["Crawlee's running tasks, median", ({ figures: f }) => String(f.concurrency.medianRunning)],
     [
       "pages/s / the list's",
       ({ figures: f }) => (list === undefined ? '-' : (f.pagesPerSecond / list.pagesPerSecond).toFixed(2)),

@@ -23,7 +23,8 @@
 //          --rate-pages=P --rate-proxies=N --rate-limit=R (scenario 2, which outruns R) (0 pages skips it)
 //          --matrix [--quick] (issue 45's matrix, with the gateway's side: see crawl-matrix.ts;
 //                   --pages/--proxies per cell, default 1000/20, --quick 200; --cell=TEXT: only the
-//                   cells whose name has TEXT, e.g. --cell=refused)
+//                   cells whose name has TEXT, e.g. --cell=refused; --sides=operator,gateway: only
+//                   those beside the list; --repeat=K: K rounds a cell, odd ones in reverse order)
 //   env:   BENCH_HEAP_SNAPSHOT_DIR=DIR (a heap snapshot of each crawling process once its crawl is done)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
@@ -45,7 +46,7 @@ import { canPin, SideProcess } from './crawl-side-process.js';
 import { startLocalWorld } from './crawl-world.js';
 import { BenchOperator } from './operator-process.js';
 import { createProxies } from './crawl-registry.js';
-import { runMatrix } from './crawl-matrix.js';
+import { runMatrix, type Side } from './crawl-matrix.js';
 import { sharedWindow, type Timeline } from './shared-window.js';
 import { settle } from './settle.js';
 
@@ -583,7 +584,15 @@ async function main(): Promise<void> {
         matrixPages,
         matrixProxies,
         seed,
-        process.argv.find((a) => a.startsWith('--cell='))?.slice('--cell='.length),
+        {
+          only: process.argv.find((a) => a.startsWith('--cell='))?.slice('--cell='.length),
+          sides: process.argv
+            .find((a) => a.startsWith('--sides='))
+            ?.slice('--sides='.length)
+            .split(',') as Side[] | undefined,
+          repeat,
+          ...(profile.dir === undefined ? {} : { profileDir: profile.dir }),
+        },
       );
       console.log(`\n${tables}\nload average after: ${loadAverages()}`);
       return;

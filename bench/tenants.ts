@@ -11,6 +11,7 @@
 //   npm run bench:tenants -- --apart    # A (crawler, its fleet and site) on core 0; operator, B, Redis on core 1
 //   npm run bench:tenants -- --concurrency=10   # A's crawler at 10 fixed tasks: Crawlee's autoscaled
 //                                        # pool reads the whole machine's CPU, which B and the operator share here
+//   npm run bench:tenants -- --stats    # each run's integration counters too (where A's time went)
 //
 // Real parts only: a real etcd + kube-apiserver, the built operator as a child process with
 // the Deployment's runtime environment (its RSS from /proc, against the chart's memory limit),
@@ -61,6 +62,13 @@ for (const s of stores)
 const SESSION_FLAGS = ['--max-sessions=10000', '--discovery-session-quota=1000'];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** Pages/s from the tenth page of a hundred to the last: the crawl without its start. */
+function afterStart(fetchedAt: number[]): number {
+  const from = Math.floor(fetchedAt.length / 10);
+  const span = (fetchedAt[fetchedAt.length - 1]! - fetchedAt[from]!) / 1000;
+  return span > 0 ? (fetchedAt.length - 1 - from) / span : NaN;
+}
+
 function row(r: RoundFigures): string {
   const c = r.a.crawl;
   return [
@@ -74,6 +82,8 @@ function row(r: RoundFigures): string {
     c.seconds.toFixed(1).padStart(7),
     c.pagesPerSecond.toFixed(1).padStart(8),
     String(c.concurrency.medianRunning).padStart(6),
+    ((c.fetchedAt[0] ?? NaN) / 1000).toFixed(2).padStart(6),
+    afterStart(c.fetchedAt).toFixed(1).padStart(9),
   ].join(' ');
 }
 
@@ -165,10 +175,13 @@ async function main() {
         const b = shareds[shareds.length - 1]!.b!;
         lines.push(
           `${store} store (load average at each round's start: ${loads.join('; ')}; now ${loadAverages()}):`,
-          '  run          fetched  failed  403s  banned-late  dead-after  rebound  seconds  pages/s  tasks',
+          '  run          fetched  failed  403s  banned-late  dead-after  rebound  seconds  pages/s  tasks  first  p/s>10%',
           ...all
             .sort((x, y) => x.label.localeCompare(y.label, 'en', { numeric: true }))
             .map((f) => `  ${row(f)}`),
+          ...(process.argv.includes('--stats')
+            ? all.map((f) => `  ${f.label} integration: ${JSON.stringify(f.a.crawl.integration ?? {})}`)
+            : []),
           `  A pages/s beside B / alone, per round: ${ratios.map((x) => x.toFixed(3)).join(', ')} (median ${median(ratios).toFixed(3)}x; target >= 0.95x ${median(ratios) >= 0.95 ? 'met' : 'NOT met'})`,
           `  A's counts (every page, 0 failed, 0 banned-late, 0 sticky sessions rebound) in every run: ${identical ? 'met' : 'NOT met'}; proxies rotated/replaced: ${rotated.size}`,
           `  operator peak RSS ${mem?.hwmMiB.toFixed(0)} MiB (Deployment limit ${OPERATOR_MEMORY.limitMiB} MiB: ${(mem?.hwmMiB ?? Infinity) <= OPERATOR_MEMORY.limitMiB ? 'met' : 'NOT met'}); operator CPU ${op.cpuSeconds().toFixed(1)} s; junk targets in /metrics: ${metrics.includes('junk-') ? 'yes' : 'no'}`,
