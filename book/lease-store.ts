@@ -15,6 +15,13 @@ export interface LeaseRequest {
   /** Sticky-session key: leases in one session go to the same proxy while it stays leasable. */
   session?: string;
   /**
+   * Proxy ids (namespace/name) not to give (lease-exclude.ts): skipped as candidates. Every
+   * match excluded (or the rest full) is all_busy, the rest cooling all_cooling_down. Not for a
+   * session's request (the API refuses both together): its bound proxy is not checked for it.
+   * A refusal of a request with an exclusion is never remembered nor answered from memory.
+   */
+  exclude?: ReadonlySet<string>;
+  /**
    * The API token's name that asks (see lease-owner.ts). The lease belongs to it: renew,
    * release, report and get by another owner act as if the lease did not exist, and session
    * keys are per owner (two owners' "s1" are two sessions). Undefined is an owner of its own.

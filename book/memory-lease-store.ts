@@ -49,6 +49,7 @@ import { SessionBook } from './session-book.js';
 import { targetBookFor, type TargetBook } from './target-book.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import { RequestOutcomes, requestKey } from './request-outcomes.js';
+import { excludes, withoutExcluded } from './lease-exclude.js';
 import { RefusalMemos, refusalAt, refusalKey, rememberRefusal, stillRefused } from './refusal-memo.js';
 
 export interface MemoryLeaseStoreOptions extends LeaseBookOptions {
@@ -162,7 +163,8 @@ export class MemoryLeaseStore implements LeaseStore {
     const counted =
       proxy === undefined ? countedRefusal(this.refusalSources, request, target, now) : undefined;
     if (counted !== undefined) return this.refuse(shape, counted, now);
-    const free = this.index.free(request.selector, request.exitIP);
+    const index = this.index.free(request.selector, request.exitIP);
+    const free = excludes(request.exclude) ? withoutExcluded(index, request.exclude) : index;
     proxy ??= selectProxy(
       request.within === undefined ? free : withinScope(free, request.within),
       state,

@@ -32,6 +32,7 @@ import {
   stillRefused,
 } from './refusal-memo.js';
 import { requestKey } from './request-outcomes.js';
+import { skipExcluded } from './lease-exclude.js';
 import { proxyMatcher } from './selector.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 
@@ -210,7 +211,10 @@ export class RedisAcquireWalk {
     let firstEnd = -1;
     // A token's scope (token-scope.ts) steps over the proxies outside it, as a skip does.
     const admits = request.within;
-    const outside = admits === undefined ? undefined : (id: string) => !admits(this.deps.ranking.record(id)!);
+    const scoped = admits === undefined ? undefined : (id: string) => !admits(this.deps.ranking.record(id)!);
+    // An excluded proxy too (lease-exclude.ts); those stepped over count in the refusal.
+    const excluded = new Set<string>();
+    const outside = skipExcluded(scoped, request.exclude, excluded);
     // A request the fleet's counts may refuse whose best-ranked proxy is hinted full: most
     // likely every one is (the least loaded rank first), so the counts go alone first, with
     // no candidate (~15 µs less of Redis than a chunk of four full ones); the walk follows
@@ -331,6 +335,7 @@ export class RedisAcquireWalk {
         leasable = reply.leasable;
         cooling = reply.cooling;
         firstEnd = reply.waitMs;
+        excluded.clear();
         break;
       }
       sent ??= new Set();
@@ -349,7 +354,7 @@ export class RedisAcquireWalk {
         if (answer !== undefined) return answer;
       }
     }
-    return refusedWith(leasable, cooling, firstEnd);
+    return refusedWith(leasable + excluded.size, cooling, firstEnd);
   }
 
   /**

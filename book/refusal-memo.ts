@@ -30,10 +30,12 @@ export interface RememberedRefusal {
 
 /**
  * The shape of a request a refusal is remembered by: selector, exit IP, target, and the
- * owner (its scope). A session's request is never remembered (its binding may move it).
+ * owner (its scope). A session's request is never remembered (its binding may move it), nor
+ * one with an exclusion: its refusal says nothing of the same request without it (proxies it
+ * skipped may be free), and such requests are rare (a crawler asking ahead).
  */
 export function refusalKey(request: LeaseRequest): string | undefined {
-  if (request.session !== undefined) return undefined;
+  if (request.session !== undefined || (request.exclude?.size ?? 0) > 0) return undefined;
   return `${request.owner ?? ''}\u0000${request.target ?? ''}\u0000${request.exitIP?.text ?? ''}\u0000${JSON.stringify(request.selector)}`;
 }
 

@@ -2,9 +2,10 @@
 // every schema its operations refer to.
 import { NOT_LEASABLE_CODES } from '../book/leasability.js';
 import { REPORT_RESULTS } from '../book/lease-store.js';
+import { MAX_EXCLUDED } from '../book/lease-exclude.js';
 import { API_ERROR_CODES } from './api-error.js';
 import { DEFAULT_MAX_CONCURRENT_LISTS } from './list-slots.js';
-import { MAX_BATCH_REPORTS } from './request-parsing.js';
+import { MAX_BATCH_REPORTS, PROXY_ID_PATTERN } from './request-parsing.js';
 import {
   bodyLimit,
   errorResponse,
@@ -204,6 +205,15 @@ export const openApiComponents: OpenApiDocument['components'] = {
           ...sessionKey,
           description:
             'Sticky-session key: leases in one session go to the same proxy while it stays leasable.',
+        },
+        exclude: {
+          type: 'array',
+          maxItems: MAX_EXCLUDED,
+          items: { type: 'string', pattern: PROXY_ID_PATTERN.source },
+          description:
+            'Proxy ids (namespace/name, as proxy.id answers them) not to give: a crawler asking ahead names the ' +
+            'proxies it holds, so a grant is always another proxy. Every match excluded (or the rest full) is a ' +
+            '409 all_busy. Not with session (a 400); a bad value is a 400 naming exclude.',
         },
       },
     },

@@ -4,6 +4,7 @@
 import { ApiError } from './api-error.js';
 import { REPORT_RESULTS, REQUEST_ID_PATTERN, type ReportResult } from '../book/lease-store.js';
 import { parseExitIPTerm, type ExitIPTerm } from '../book/exit-ip-match.js';
+import { MAX_EXCLUDED } from '../book/lease-exclude.js';
 import { targetName } from '../book/target-name.js';
 
 export interface ListQuery {
@@ -30,6 +31,8 @@ export interface LeaseBody {
   ttlSeconds: number;
   target?: string;
   session?: string;
+  /** Proxy ids (namespace/name) not to give (book/lease-exclude.ts). */
+  exclude?: ReadonlySet<string>;
 }
 
 export interface RenewBody {
@@ -134,7 +137,7 @@ function parseContinue(value: string): string {
 
 /** Parses the body of POST /v1/leases; an absent body means "any proxy, default TTL". */
 export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
-  const fields = objectBody(body ?? {}, ['selector', 'exitIP', 'ttlSeconds', 'target', 'session']);
+  const fields = objectBody(body ?? {}, ['selector', 'exitIP', 'ttlSeconds', 'target', 'session', 'exclude']);
   // Only an absent field takes the default: an explicit null is a client bug worth reporting.
   const ttlSeconds = parseTTL(
     fields.ttlSeconds === undefined ? limits.defaultTTLSeconds : fields.ttlSeconds,
@@ -144,13 +147,34 @@ export function parseLeaseBody(body: unknown, limits: TTLLimits): LeaseBody {
   const target = parseTarget(fields.target);
   const session = fields.session === undefined ? undefined : parseSessionKey(fields.session, 'session');
   const exitIP = fields.exitIP === undefined ? undefined : parseExitIP(fields.exitIP);
+  const exclude = fields.exclude === undefined ? undefined : parseExclude(fields.exclude);
+  // A session's lease goes to its bound proxy: excluding proxies from it would move it silently.
+  if (exclude !== undefined && session !== undefined)
+    throw invalid('exclude does not go with session: a session keeps its own proxy');
   return {
     selector,
     ...(exitIP === undefined ? {} : { exitIP }),
     ttlSeconds,
     ...(target === undefined ? {} : { target }),
     ...(session === undefined ? {} : { session }),
+    ...(exclude === undefined || exclude.size === 0 ? {} : { exclude }),
   };
+}
+
+/** A proxy id as the API answers it: namespace/name (a DNS label, a DNS subdomain name). */
+export const PROXY_ID_PATTERN =
+  /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9](?:[-.a-z0-9]{0,251}[a-z0-9])?$/;
+
+function parseExclude(value: unknown): ReadonlySet<string> {
+  if (!Array.isArray(value))
+    throw invalid(`exclude must be an array of proxy ids (namespace/name), got ${describe(value)}`);
+  if (value.length > MAX_EXCLUDED)
+    throw invalid(`exclude has ${value.length} proxy ids; at most ${MAX_EXCLUDED}`);
+  value.forEach((id: unknown, i) => {
+    if (typeof id !== 'string' || !PROXY_ID_PATTERN.test(id))
+      throw invalid(`exclude[${i}] must be a proxy id (namespace/name), got ${describe(id)}`);
+  });
+  return new Set(value as string[]);
 }
 
 /** Parses the body of POST /v1/leases/{id}/renew; an absent body keeps the lease's own TTL. */

@@ -172,6 +172,12 @@ export interface LeaseRequest {
   target?: string;
   /** Sticky-session key: 1..128 of [A-Za-z0-9._:@-]. */
   session?: string;
+  /**
+   * Proxy ids (namespace/name, as `proxy.id`) not to give, at most 100: a grant is another
+   * proxy, every match excluded is `all_busy`. Not with `session`. An operator older than
+   * this field answers 400 invalid_request "unknown field(s) 'exclude'".
+   */
+  exclude?: string[];
 }
 
 /** The body of POST /v1/leases/{id}/renew. */

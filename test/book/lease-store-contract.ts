@@ -1004,6 +1004,53 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe('exclude: proxies a request must not be given (a crawler asking ahead names those it holds)', () => {
+      const three = () => [
+        proxy('ns/a', { maxLeases: 5, latencyMillis: 1, ip: '10.0.2.1' }),
+        proxy('ns/b', { maxLeases: 5, latencyMillis: 2, ip: '10.0.2.2' }),
+        proxy('ns/c', { maxLeases: 5, latencyMillis: 3, ip: '10.0.2.3' }),
+      ];
+
+      it('skips the least loaded proxy when it is excluded and grants the next', async () => {
+        const { store, lease, load } = setup({}, three());
+        await subject.settled?.(store);
+        expect((await lease()).proxyID).toBe('ns/a');
+        // b is now the least loaded: excluded, so c (as idle) is next, then a.
+        expect((await lease({ exclude: new Set(['ns/b']) })).proxyID).toBe('ns/c');
+        expect((await lease({ exclude: new Set(['ns/b', 'ns/c']) })).proxyID).toBe('ns/a');
+        expect(await load('ns/b')).toBe(0);
+      });
+
+      it("every match excluded: all_busy (the proxies left are the asker's own), and nothing leased", async () => {
+        const { store, load } = setup({}, three());
+        await subject.settled?.(store);
+        for (let i = 0; i < 2; i++)
+          expect(await store.acquire(request({ exclude: new Set(['ns/a', 'ns/b', 'ns/c']) }))).toEqual({
+            granted: false,
+            reason: 'all_busy',
+          });
+        expect(
+          await store.acquire(request({ selector: { geo: 'none' }, exclude: new Set(['ns/a']) })),
+        ).toEqual({
+          granted: false,
+          reason: 'no_match',
+        });
+        for (const id of ['ns/a', 'ns/b', 'ns/c']) expect(await load(id)).toBe(0);
+      });
+
+      it('a refusal with an exclusion never answers the same request without it (the refusal memo)', async () => {
+        const { store } = setup({}, three());
+        await subject.settled?.(store);
+        const exclude = new Set(['ns/a', 'ns/b', 'ns/c']);
+        // Twice: a shared store remembers a first refusal and answers from memory from the second.
+        for (let i = 0; i < 3; i++)
+          expect(await store.acquire(request({ target: 't.example', exclude }))).toMatchObject({
+            granted: false,
+          });
+        expect(granted(await store.acquire(request({ target: 't.example' }))).proxyID).toBe('ns/a');
+      });
+    });
+
     describe('request ids: a write repeated with its request id is applied once', () => {
       it('a repeated lease request gets the first grant, not a second lease; per owner', async () => {
         const { store, load } = setup({}, [proxy('ns/a', { maxLeases: 5 })]);
@@ -1255,6 +1302,22 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       }
       const refusedAs = async (s: Setup, reason: string) =>
         expect(await s.store.acquire(request({ target: TARGET }))).toMatchObject({ granted: false, reason });
+
+      it.each<[string, () => Promise<Setup>, string]>([
+        ['all busy', allBusy, 'all_busy'],
+        ['all cooling down', allCooling, 'all_cooling_down'],
+      ])(
+        '%s: the same refusal with proxies excluded (a superset refused refuses the subset)',
+        async (_case, make, reason) => {
+          const s = await make();
+          const exclude = new Set(['ns/p1', 'ns/p2']);
+          for (let i = 0; i < 2; i++)
+            expect(await s.store.acquire(request({ target: TARGET, exclude }))).toMatchObject({
+              granted: false,
+              reason,
+            });
+        },
+      );
 
       it.each<[string, () => Promise<Setup>, (s: Setup) => Promise<void> | void, string]>([
         ['all busy → all_busy', allBusy, () => {}, 'all_busy'],

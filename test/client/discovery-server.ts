@@ -105,8 +105,8 @@ export async function startDiscoveryServer(
 export type Predates = { field: string } | { route: string };
 
 /**
- * An operator that predates a field or a route, in front of the real API: a report naming
- * the field gets the 400 such an operator gave (its parser's "unknown field(s)"), a call to
+ * An operator that predates a field or a route, in front of the real API: a report or a
+ * lease request naming the field gets the 400 such an operator gave (its parser's "unknown field(s)"), a call to
  * the route its 404; everything else is passed through unchanged.
  */
 export async function startPredatingFront(
@@ -120,7 +120,9 @@ export async function startPredatingFront(
         ? { status: 404, error: 'not_found', message: `no route for ${method} ${path}` }
         : undefined;
     }
-    const named = /\/report$/.test(path) && predates.field in (JSON.parse(body.toString() || '{}') as object);
+    const named =
+      (/\/report$/.test(path) || path === '/v1/leases') &&
+      predates.field in (JSON.parse(body.toString() || '{}') as object);
     return named
       ? {
           status: 400,

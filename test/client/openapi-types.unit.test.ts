@@ -105,6 +105,7 @@ const leaseRequestShape = {
   ttlSeconds: 'optional',
   target: 'optional',
   session: 'optional',
+  exclude: 'optional',
 } as const satisfies Shape<LeaseRequest>;
 const renewRequestShape = { ttlSeconds: 'optional' } as const satisfies Shape<RenewRequest>;
 const reportRequestShape = {

@@ -46,10 +46,16 @@ describe('ProxyOperatorConfiguration', () => {
   const calls = (call: string) => server.requests.filter((r) => r.call === call);
   /** What the server granted: the lease's target, session key and proxy. */
   const granted = () =>
-    calls('POST /v1/leases').map((r) => {
-      const lease = r.response as { target: string | null; session?: { key: string }; proxy: { id: string } };
-      return { target: lease.target, session: lease.session?.key, proxy: lease.proxy.id };
-    });
+    calls('POST /v1/leases')
+      .filter((r) => (r.response as { proxy?: unknown } | undefined)?.proxy !== undefined)
+      .map((r) => {
+        const lease = r.response as {
+          target: string | null;
+          session?: { key: string };
+          proxy: { id: string };
+        };
+        return { target: lease.target, session: lease.session?.key, proxy: lease.proxy.id };
+      });
   /** What the server recorded for each report. */
   const reported = () =>
     callsMatching(/^POST \/v1\/(leases\/.+\/report|reports)$/).flatMap((r) => {
@@ -658,12 +664,12 @@ describe('ProxyOperatorConfiguration', () => {
       expect(await active()).toBe(2);
     });
 
-    it('stops asking ahead once the server grants a proxy the site already has: the sessions share what the fleet gave', async () => {
+    it('stops asking ahead once the server, asked for a proxy the host does not hold, has none: the sessions share what the fleet gave', async () => {
       server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 5 }));
       const host = 'https://shop.example/';
       const urls = [await config.newUrl('s0', request(host))];
-      // s1 joins A and one lease is asked ahead (B); s2 joins B and one more is asked: the
-      // server, with no proxy less used, grants one the site has already.
+      // s1 joins A and one lease is asked ahead, excluding A (B); s2 joins B and one more is
+      // asked, excluding A and B: every other proxy excluded, the server refuses.
       for (const [i, asked] of [
         [1, 2],
         [2, 3],
@@ -671,13 +677,67 @@ describe('ProxyOperatorConfiguration', () => {
         urls.push(await config.newUrl(`s${i}`, request(host)));
         await eventually(() => calls('POST /v1/leases').length === asked);
       }
-      expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/b', expect.stringMatching(/^ns\/[ab]$/)]);
-      // Every session after shares those three leases: no more asks, though 7 slots are free.
+      expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/b']);
+      expect(calls('POST /v1/leases')[2]!.response).toMatchObject({ error: 'all_busy' });
+      // Every session after shares those two leases: no more asks, though 8 slots are free.
       for (let i = 3; i < 20; i++) urls.push(await config.newUrl(`s${i}`, request(host)));
       await new Promise((r) => setTimeout(r, 200));
       expect(calls('POST /v1/leases')).toHaveLength(3);
       expect(new Set(urls)).toEqual(new Set([urlOf(A), urlOf(B)]));
-      expect(config.stats.leased).toBe(3);
+      expect(config.stats.leased).toBe(2);
+    });
+
+    // Issue 48: the server's least used proxy counts every owner's leases. Another team's on
+    // B and C make A, which this host holds, the least used: asked without its proxies
+    // excluded, the server handed A back and the host stopped asking at one proxy of three.
+    const C = proxy('ns/c', { ip: '10.0.0.3', latencyMillis: 30 });
+    const otherTeamOnBAndC = async () => {
+      server.catalog.proxies = [A, B, C].map((p) => ({ ...p, maxLeases: 10 }));
+      for (let i = 0; i < 6; i++) {
+        const result = await server.store.acquire({
+          selector: {},
+          ttlSeconds: 300,
+          owner: 'team-b',
+          exclude: new Set(['ns/a']),
+        });
+        expect(result.granted).toBe(true);
+      }
+    };
+    const crawl = async (sessions: number) => {
+      const host = 'https://shop.example/';
+      for (let i = 0; i < sessions; i++) {
+        await config.newUrl(`s${i}`, request(host));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+
+    it("another team's leases do not stop the host from spreading: it asks ahead until it holds every proxy", async () => {
+      await otherTeamOnBAndC();
+      await crawl(8);
+      await eventually(() => new Set(granted().map((g) => g.proxy)).size === 3);
+      expect(new Set(granted().map((g) => g.proxy))).toEqual(new Set(['ns/a', 'ns/b', 'ns/c']));
+      // Each grant a proxy new to the host, then one refusal: covered, no more asks.
+      expect(granted()).toHaveLength(3);
+      await crawl(8);
+      expect(calls('POST /v1/leases')).toHaveLength(4);
+    });
+
+    it('against an operator that predates exclude: asks ahead without it, asked once, as before', async () => {
+      await otherTeamOnBAndC();
+      const older = await startPredatingFront(server.baseUrl, { field: 'exclude' });
+      try {
+        config = make({ client: new DiscoveryClient({ baseUrl: older.baseUrl }) });
+        await crawl(8);
+        // The least used proxy is A again: without exclude the host stops at the proxy it holds.
+        await eventually(() => granted().length === 2);
+        expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/a']);
+        await crawl(8);
+        expect(older.refused).toBe(1);
+        expect(warnings).toEqual(['the discovery API predates exclude on a lease: asking ahead without it']);
+      } finally {
+        await config.close();
+        await older.stop();
+      }
     });
 
     it('a lease no page has come back through yet takes one new session; the next ones join a lease that carried a page', async () => {
@@ -754,7 +814,7 @@ describe('ProxyOperatorConfiguration', () => {
       expect(calls('POST /v1/leases')[1]!.response).toMatchObject({ error: 'all_cooling_down' });
     });
 
-    it('a pace-driven ask that brings a proxy already leased for the site is the last for a while', async () => {
+    it('a pace-driven ask, the proxies leased for the site excluded, refused, is the last for a while', async () => {
       server.catalog.proxies = [{ ...A, maxLeases: 5 }];
       const host = 'https://shop.example/';
       expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
@@ -765,10 +825,13 @@ describe('ProxyOperatorConfiguration', () => {
         proxyInfo: { url: urlOf(A) },
         response: { statusCode: 429, headers: { 'retry-after': '1' } },
       });
-      // After the rest, one a second through A: the waits ask once, the server grants A again.
+      // After the rest, one a second through A: the waits ask once, excluding A (another
+      // lease on it adds no pace): the server has no other proxy.
       await new Promise((r) => setTimeout(r, 1_100));
       await Promise.all(Array.from({ length: 3 }, () => config.newUrl('s1', request(host))));
-      expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/a']);
+      await eventually(() => calls('POST /v1/leases').length === 2);
+      expect(granted().map((g) => g.proxy)).toEqual(['ns/a']);
+      expect(calls('POST /v1/leases')[1]!.response).toMatchObject({ error: 'all_busy' });
       await Promise.all(Array.from({ length: 2 }, () => config.newUrl('s1', request(host))));
       expect(calls('POST /v1/leases')).toHaveLength(2);
     });

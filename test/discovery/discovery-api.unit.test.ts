@@ -175,6 +175,15 @@ describe('discovery API', () => {
       expect((await lease({ selector: { geo: 'eu' } })).proxy.id).toBe('ns/eu-crawl');
     });
 
+    it('never gives a proxy the body excludes; every match excluded is a 409 all_busy', async () => {
+      expect((await lease({ selector: { geo: 'eu' }, exclude: ['ns/eu-api'] })).proxy.id).toBe('ns/eu-crawl');
+      const refused = await h.call('POST', '/v1/leases', {
+        body: { selector: { geo: 'eu' }, exclude: ['ns/eu-api', 'ns/eu-crawl'] },
+      });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ error: 'all_busy' });
+    });
+
     it.each([
       ['an empty JSON object', { rawBody: '{}', headers: { 'content-type': 'application/json' } }],
       ['no body at all', {}],
@@ -252,6 +261,23 @@ describe('discovery API', () => {
       ['a target with spaces', { target: 'exa mple.com' }, /target must be/],
       ['a body that is an array', [], /request body must be a JSON object, got an array/],
       ['a selector that is null', { selector: null }, /selector must be an object .* got null/],
+      [
+        'exclude that is not an array',
+        { exclude: 'ns/a' },
+        /exclude must be an array of proxy ids .* got string "ns\/a"/,
+      ],
+      [
+        'exclude of more than 100 ids',
+        { exclude: Array.from({ length: 101 }, (_, i) => `ns/p${i}`) },
+        /exclude has 101 proxy ids; at most 100/,
+      ],
+      [
+        'an exclude item that is a number',
+        { exclude: ['ns/a', 7] },
+        /exclude\[1\] must be a proxy id .* got number 7/,
+      ],
+      ['an exclude item without a namespace', { exclude: ['a'] }, /exclude\[0\] must be a proxy id/],
+      ['exclude with a session', { exclude: ['ns/a'], session: 's1' }, /exclude does not go with session/],
     ])('400 for %s', async (_case, body, message) => {
       const response = await h.call('POST', '/v1/leases', {
         rawBody: JSON.stringify(body),

@@ -6,6 +6,7 @@ import { sleep, type BackoffOptions, backoffDelayMs } from '../backoff.js';
 import type { DiscoveryClient } from '../client.js';
 import { isNoLease } from '../errors.js';
 import type { Attributes, Lease } from '../types.js';
+import { refusedField } from './lease-reports.js';
 import {
   hostKey,
   sessionKey,
@@ -26,6 +27,8 @@ const DEFAULT_WAIT = { retries: Infinity, baseDelayMs: 100, maxDelayMs: 2_000 };
 const COVERED_FOR_MS = 30_000;
 /** Leases asked for ahead per host (in flight or granted and not yet joined by a session). */
 const LEASE_AHEAD = 2;
+/** The most proxy ids a lease request may exclude (the API's bound): a host holding more has plenty. */
+const MAX_EXCLUDED = 100;
 
 /** What acquiring needs of the rest of the bookkeeping. */
 export interface AcquisitionHost {
@@ -50,6 +53,8 @@ export interface AcquisitionHost {
   unjoined(host: string | undefined): number;
   /** Whether the host already holds a live lease on the proxy. */
   holds(proxyID: string, host: string | undefined): boolean;
+  /** The ids of the proxies the host holds a live lease on (each once). */
+  heldProxies(host: string | undefined): string[];
   /** Binds the session to the lease. */
   attach(session: string | undefined, shared: SharedLease, sharing: boolean): SharedLease;
   /** A granted lease becomes live: shareable, renewed, counted. */
@@ -67,11 +72,13 @@ export class LeaseAcquisition {
   /** Host key → leases being asked for ahead of the sessions that will join them. */
   private readonly ahead = new Map<string, number>();
   /**
-   * Host key → until when no lease is asked for ahead: set once an ask ahead brought a proxy
-   * already leased for the host (the server has no less used one to add: the host's leases
-   * already cover the fleet, and its sessions share them), or, asked for the pace, none.
+   * Host key → until when no lease is asked for ahead: set once an ask ahead excluding the
+   * host's proxies was refused (no other proxy to add: the host's leases cover what the fleet
+   * gives it, and its sessions share them), or, asked for the pace, none.
    */
   private readonly coveredUntil = new Map<string, number>();
+  /** False once the server refused `exclude` (an operator older than this client). */
+  private okExclude = true;
   /** Host key → lease requests in flight, and the acquisitions waiting for one to answer. */
   private readonly asking = new Map<string, { count: number; waiters: (() => void)[] }>();
 
@@ -202,16 +209,13 @@ export class LeaseAcquisition {
     // Waits ask one at a time: each answer says whether there is another proxy to add.
     if (forPace && ahead > 0) return;
     this.ahead.set(hostKey(site), ahead + 1);
+    // The proxies the host holds are excluded (issue 48): the server's "least used" counts
+    // every owner's leases, so without it another team's load can make it hand back a proxy
+    // the host holds while others sit unused by the host.
+    const held = this.okExclude ? h.heldProxies(site) : [];
     const work = (async () => {
       try {
-        const lease = await this.asked(
-          site,
-          h.client.lease({
-            ...(h.selector ? { selector: h.selector } : {}),
-            ttlSeconds: h.ttlSeconds,
-            ...(site ? { target: site } : {}),
-          }),
-        );
+        const lease = await this.asked(site, this.askAhead(site, held.slice(0, MAX_EXCLUDED)));
         h.stats.leased++;
         h.granted(lease, undefined);
         const refusal = h.localRefusal(lease.proxy.id, site);
@@ -220,16 +224,24 @@ export class LeaseAcquisition {
           else await h.client.release(lease.leaseID).catch(() => undefined);
           return;
         }
-        // The server gives the least used proxy: one this host holds already means no other
-        // is less used, and another lease on it spreads nothing (each ask costs the crawler a
-        // call, see docs/benchmarks.md). The lease is kept for sessions to share.
-        if (h.holds(lease.proxy.id, site)) this.coveredUntil.set(hostKey(site), h.now() + COVERED_FOR_MS);
+        // Every held proxy excluded: a held one granted is another ask ahead's grant of the
+        // same moment, nothing to conclude from. Else (an older operator, or more than
+        // MAX_EXCLUDED held) the least used proxy being one the host holds is taken for
+        // "nothing to add" (each ask costs the crawler a call, see docs/benchmarks.md). The
+        // lease is kept for sessions to share.
+        const excludedAll = this.okExclude && held.length <= MAX_EXCLUDED;
+        if (!excludedAll && h.holds(lease.proxy.id, site))
+          this.coveredUntil.set(hostKey(site), h.now() + COVERED_FOR_MS);
         h.adopt(lease, site);
         h.log.debug('leased ahead', { host: site, proxyID: lease.proxy.id, leaseID: lease.leaseID });
       } catch (err) {
-        // Nothing to add (every proxy full, cooling down for the site, or none matching).
-        if (forPace && isNoLease(err)) this.coveredUntil.set(hostKey(site), h.now() + COVERED_FOR_MS);
-        if (isNoLease(err) && err.code === 'all_busy') {
+        // Nothing to add (every proxy full, cooling down for the site, or none matching; with
+        // the host's proxies excluded, every other one). The refusal of a request excluding
+        // some says nothing of those: only one excluding none says the server is full.
+        const excluding = this.okExclude && held.length > 0;
+        if ((forPace || excluding) && isNoLease(err))
+          this.coveredUntil.set(hostKey(site), h.now() + COVERED_FOR_MS);
+        if (isNoLease(err) && err.code === 'all_busy' && !excluding) {
           h.stats.busy++;
           this.fullUntil.set(hostKey(site), h.now() + FULL_MEMORY_MS);
         } else if (!isNoLease(err)) h.log.debug('leasing ahead failed', { host: site, error: String(err) });
@@ -240,6 +252,29 @@ export class LeaseAcquisition {
       }
     })();
     h.track(work);
+  }
+
+  /**
+   * An ask ahead's lease request, excluding `exclude`. An operator older than `exclude`
+   * refuses the field (400 "unknown field(s) 'exclude'"): the request goes again without it,
+   * and every later one too (as lease-reports.ts does for `release` and POST /v1/reports).
+   */
+  private async askAhead(site: string | undefined, exclude: string[]): Promise<Lease> {
+    const h = this.host;
+    const body = {
+      ...(h.selector ? { selector: h.selector } : {}),
+      ttlSeconds: h.ttlSeconds,
+      ...(site ? { target: site } : {}),
+    };
+    if (exclude.length === 0 || !this.okExclude) return h.client.lease(body);
+    try {
+      return await h.client.lease({ ...body, exclude });
+    } catch (err) {
+      if (!refusedField(err, 'exclude')) throw err;
+      this.okExclude = false;
+      h.log.warning('the discovery API predates exclude on a lease: asking ahead without it');
+      return h.client.lease(body);
+    }
   }
 
   /** Our earlier verdict did not reach the server: tell it through this lease, and give it back. */

@@ -175,7 +175,8 @@ function isMissingRoute(err: unknown): boolean {
 }
 
 /** The server refused a request field it does not know (it predates the field). */
-function refusedField(err: unknown, field: string): boolean {
+/** A 400 of a server older than this client: it does not know `field` of the body. */
+export function refusedField(err: unknown, field: string): boolean {
   return (
     err instanceof DiscoveryApiError &&
     err.code === 'invalid_request' &&

@@ -164,6 +164,9 @@ export class SessionLeases {
       shareable: (host) => this.shareable(host),
       unjoined: (host) => this.book.unjoined(host),
       holds: (proxyID, host) => this.book.leasesOn(proxyID).some((s) => s.host === host),
+      heldProxies: (host) => [
+        ...new Set([...this.book.leasesOf(host)].filter((s) => s.live).map((s) => s.lease.proxy.id)),
+      ],
       attach: (session, shared, sharing) => this.attach(session, shared, sharing),
       adopt: (lease, host) => this.adopt(lease, host),
       granted: (lease, session) => {
