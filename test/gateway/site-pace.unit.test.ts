@@ -207,14 +207,6 @@ describe('simulated sites: the pace converges on what the site allows, with few 
     '%s %i/s, Retry-After %s: ≥ %s of the limit, ≤ %i 429s after 2 s',
     (shape, limit, retryAfterMs, share, most429s) => {
       const run = simulate(simSite(shape, limit, retryAfterMs), { seconds: 60, clients: 20 });
-      console.log(
-        'GW',
-        shape,
-        limit,
-        retryAfterMs,
-        run.limited.filter((t) => t >= 2000).length,
-        perSecond(run.oks, 20_000, 60_000).toFixed(2),
-      );
       expect(perSecond(run.oks, 20_000, 60_000)).toBeGreaterThanOrEqual(share * limit);
       expect(perSecond(run.oks, 20_000, 60_000)).toBeLessThanOrEqual(limit * 1.02);
       // The first round goes before any 429 has taught the pace: those 429s are the crawl's start.
