@@ -13,9 +13,17 @@
 //   Retry-After, or BLIND_REST_MS without one): that is the `ceiling`, the rate DECREASE of it.
 // - While requests wait for turns (demand exceeds the pace), the rate climbs once a period by
 //   half the gap to the ceiling, so a 429 on a loose limit costs a moment at part rate.
-// - At the ceiling, after `probeAfterPeriods` quiet periods, the rate probes CEILING_STEP
-//   above it; a probe that held two periods becomes the ceiling (the limit rose). A refused
-//   probe goes back below the ceiling and doubles the quiet before the next.
+// - At the ceiling, after `probeAfterPeriods` quiet periods, the rate probes a step above it:
+//   CEILING_STEP, and at least one more request a period (5 % of 3/s is one request in 7 s,
+//   which two periods cannot judge). A probe that held two periods from its own turn (the
+//   turns reserved before it keep the old spacing) becomes the ceiling (the limit rose), and
+//   the next probe goes at once with its step doubled, up to doubling the rate: 3/s → 30/s in
+//   about six probes, not the ~47 of a fixed 5 %.
+// - A refused probe goes back below the ceiling and resets the step; the rate it met is
+//   `refused`, and no probe goes past halfway to it (after a grown step was refused the limit
+//   lies between: halving the gap beats climbing it at 5 %). Refused in a row (a limit that
+//   holds), each doubles the quiet before the next; one after probes that held (a limit that
+//   rose) keeps the base quiet. On a limit that holds, the step never grows.
 // - A 429 at the ceiling lowers the ceiling a step (the site allows a little less: its
 //   clock and ours differ by the requests' travel); a 429 below it makes that rate the ceiling.
 // With Retry-After the proxy rests exactly that long (the site said its period); without, a
@@ -27,10 +35,12 @@ export const BLIND_REST_MS = 1_000;
 export const BLIND_DECREASE = 0.7;
 /** A 429 with Retry-After, at the ceiling, or refusing a probe: the rate falls to this share of the ceiling. */
 export const GENTLE_DECREASE = 0.9;
-/** A probe goes this share above the ceiling; a 429 at the ceiling lowers it by as much. */
+/** A probe goes at least this share above the ceiling; a 429 at the ceiling lowers it by as much. */
 export const CEILING_STEP = 0.05;
-/** A probe that held doubles the next probe's step, up to this (the limit rose, or was underrated). */
-export const MAX_PROBE_STEP = 0.1;
+/** A probe that held multiplies the next probe's step by this (5 %, 10 %, 20 % ...) ... */
+export const PROBE_STEP_GROWTH = 2;
+/** ... up to this: doubling the rate (the limit rose). */
+export const MAX_PROBE_STEP = 1;
 /** The rate climbs at least this share of the ceiling a period. */
 export const MIN_CLIMB = 0.02;
 /** No pace is slower than this (requests per second). */
@@ -65,6 +75,13 @@ export interface Pace {
   /** The next probe's share above the ceiling: CEILING_STEP, doubled by each probe that held. */
   readonly probeStep: number;
   /**
+   * The rate the last 429 met (Infinity once a probe passed it): a grown step probes no higher
+   * in one go. On a limit that holds, the ceiling falls a step below the limit and a probe or
+   * two hold before the refused rate; without this bound the grown step leapt past the limit
+   * and each such probe cost more 429s than a fixed step (bench table: 13 → 22 a minute).
+   */
+  readonly refused: number;
+  /**
    * After a first 429 (the pace was unpaced): the successes that measured its ceiling, counting
    * those answered after it to requests sent before it (undefined otherwise).
    */
@@ -85,6 +102,7 @@ export const UNPACED: Pace = {
   probedAt: 0,
   probeAfterPeriods: PROBE_AFTER_PERIODS,
   probeStep: CEILING_STEP,
+  refused: Infinity,
   shown: undefined,
   recent: [],
 };
@@ -103,7 +121,13 @@ export interface Turn {
 export function reserve(pace: Pace, now: number): Turn {
   if (pace.rate === undefined) return { at: now, pace };
   const at = Math.max(now, pace.restUntil, pace.due);
-  const next = at > now ? climbed(pace, now) : pace;
+  if (at === now) return { at, pace: { ...pace, due: at + 1000 / pace.rate } };
+  let next = climbed(pace, now);
+  // A probe counts from its own turn, the first at its rate: the turns reserved before it keep
+  // the old spacing (20 waiting requests at 3/s reach 7 s ahead), and a probe counted from its
+  // decision "held" before a request went at its rate (a grown step then leapt a 3/s bucket to
+  // 21/s before the first 429).
+  if (next.probedAt === now && pace.probedAt !== now) next = { ...next, probedAt: at };
   return { at, pace: { ...next, due: at + 1000 / next.rate! } };
 }
 
@@ -123,8 +147,9 @@ export function climbed(pace: Pace, now: number): Pace {
     p = {
       ...p,
       ceiling: rate,
+      refused: rate >= p.refused * (1 - 1e-9) ? Infinity : p.refused,
       probeAfterPeriods: Math.max(PROBE_AFTER_PERIODS, Math.floor(p.probeAfterPeriods / 2)),
-      probeStep: Math.min(MAX_PROBE_STEP, p.probeStep * 2),
+      probeStep: Math.min(MAX_PROBE_STEP, Math.max(p.probeStep, baseStep(p)) * PROBE_STEP_GROWTH),
     };
   }
   if (now - Math.max(p.limitedAt, p.raisedAt) < p.periodMs) return p;
@@ -134,8 +159,28 @@ export function climbed(pace: Pace, now: number): Pace {
   }
   const quiet = p.probeAfterPeriods * p.periodMs;
   if (held || (now - p.limitedAt >= quiet && now - p.probedAt >= quiet))
-    return { ...p, rate: p.ceiling * (1 + p.probeStep), probedAt: now, raisedAt: now };
+    return { ...p, rate: probeRate(p), probedAt: now, raisedAt: now };
   return p;
+}
+
+/**
+ * A probe's rate: the step above the ceiling, but no further than halfway to the rate last
+ * refused (the limit lies between: after a grown step was refused this halves the gap each
+ * probe instead of climbing it at 5 %), and at least the base step (which passes a refused
+ * rate left behind when the limit rose again).
+ */
+function probeRate(p: Pace): number {
+  const halfway = (p.ceiling + p.refused) / 2;
+  const base = p.ceiling * (1 + baseStep(p));
+  return Math.max(base, Math.min(p.ceiling * (1 + Math.max(p.probeStep, baseStep(p))), halfway));
+}
+
+/**
+ * The least step of a probe: CEILING_STEP, and at least one more request a period. At 3/s 5 %
+ * is one extra request in 7 s: a probe "held" two periods before the site saw any of it.
+ */
+function baseStep(p: Pace): number {
+  return Math.max(CEILING_STEP, 1000 / p.periodMs / p.ceiling);
 }
 
 /**
@@ -191,7 +236,12 @@ export function rateLimited(
   if (probeRefused) {
     ceiling = pace.ceiling;
     rate = ceiling * GENTLE_DECREASE;
-    probeAfterPeriods = Math.min(MAX_PROBE_AFTER_PERIODS, pace.probeAfterPeriods * 2);
+    // After probes that held (a grown step) the limit rose and lies below this probe: the quiet
+    // before the next stays the base. Only probes refused in a row (the limit holds) double it.
+    probeAfterPeriods =
+      pace.probeStep > CEILING_STEP
+        ? PROBE_AFTER_PERIODS
+        : Math.min(MAX_PROBE_AFTER_PERIODS, pace.probeAfterPeriods * 2);
   } else if (atCeiling) {
     ceiling = pace.ceiling * (1 - CEILING_STEP);
     rate = ceiling * GENTLE_DECREASE;
@@ -216,6 +266,7 @@ export function rateLimited(
       probedAt: pace.probedAt,
       probeAfterPeriods,
       probeStep: CEILING_STEP,
+      refused: pace.rate ?? measured,
       shown: first ? allowed : undefined,
       recent: [],
     },
@@ -243,6 +294,11 @@ export function measuredRate(recent: readonly number[], now: number, periodMs: n
  * alike, so it starts at that rate and ceiling instead of learning them by a 429 of its own
  * (each costs a client a 429 and the proxy a rest). Its own successes stay. An upstream with
  * a pace keeps it.
+ * It starts with the base quiet and step, not the other's: the learned pace is the one its
+ * last 429 taught, maybe minutes ago, and its quiet (up to MAX_PROBE_AFTER_PERIODS after
+ * refused probes) kept every new upstream from probing for over a minute after the site's
+ * limit rose (bench:crawl: 3/s a proxy for a whole crawl the site allowed 30/s). The cost on
+ * a limit that holds is one refused probe per new upstream, after PROBE_AFTER_PERIODS.
  */
 export function adopt(mine: Pace, learned: Pace, now: number): Pace {
   if (mine.rate !== undefined || learned.rate === undefined) return mine;
@@ -256,8 +312,7 @@ export function adopt(mine: Pace, learned: Pace, now: number): Pace {
     limitedAt: now,
     raisedAt: now,
     probedAt: learned.probedAt,
-    probeAfterPeriods: learned.probeAfterPeriods,
-    probeStep: learned.probeStep,
+    refused: learned.refused,
     recent: mine.recent,
   };
 }

@@ -5,7 +5,14 @@
 // crawler's demand and the site. A cell states the fraction of the site's rate (tight: demand
 // exceeds it) or of the demand (loose: the site rarely objects) the pace must deliver over the
 // run, and how many 429s it may cost.
-import { admit, rateLimited, succeeded, unpaced, type Pace } from '../../client/src/crawlee/site-pace.js';
+import {
+  admit,
+  adopt,
+  rateLimited,
+  succeeded,
+  unpaced,
+  type Pace,
+} from '../../client/src/crawlee/site-pace.js';
 import { seededRandom as random } from '../harness/seeded-random.js';
 
 /** A site's limit for one source: whether a request at `t` passes, and its Retry-After (ms) if not. */
@@ -75,6 +82,8 @@ function fixedWindow(limit: number, windowMs: number): Site {
 interface Run {
   sent: number;
   ok: number;
+  /** When each success came back. */
+  oks: number[];
   limited: number;
   demanded: number;
 }
@@ -83,7 +92,13 @@ interface Run {
  * `durationMs` of one proxy sending `demand(t)` requests per second to `site` (a backlog the
  * crawler keeps, at most a few seconds' worth), each request admitted by the pace first.
  */
-function simulate(site: Site, demand: (t: number) => number, retryAfter: boolean, durationMs: number): Run {
+function simulate(
+  site: Site,
+  demand: (t: number) => number,
+  retryAfter: boolean,
+  durationMs: number,
+  start: { pace: Pace; fromMs: number } = { pace: unpaced, fromMs: 0 },
+): Run & { pace: Pace } {
   const next = random(42);
   const arrivals = new Map<number, number[]>();
   const answers = new Map<number, (boolean | number)[]>();
@@ -92,13 +107,14 @@ function simulate(site: Site, demand: (t: number) => number, retryAfter: boolean
     if (list) list.push(v);
     else m.set(t, [v]);
   };
-  let pace: Pace = unpaced;
+  let pace: Pace = start.pace;
   let backlog = 0;
-  const run: Run = { sent: 0, ok: 0, limited: 0, demanded: 0 };
-  for (let t = 0; t < durationMs; t++) {
+  const run: Run = { sent: 0, ok: 0, oks: [], limited: 0, demanded: 0 };
+  for (let t = start.fromMs; t < durationMs; t++) {
     for (const answer of answers.get(t) ?? []) {
       if (answer === true) {
         run.ok++;
+        run.oks.push(t);
         pace = succeeded(pace, t);
       } else {
         run.limited++;
@@ -128,7 +144,7 @@ function simulate(site: Site, demand: (t: number) => number, retryAfter: boolean
       at(arrivals, t + 5 + Math.floor(next() * 20), 1);
     }
   }
-  return run;
+  return { ...run, pace };
 }
 
 const SECONDS = 120;
@@ -205,4 +221,67 @@ describe('the pace converges on the site limit', () => {
     // Resting 1 s, then at least most of 30/s for the next two.
     expect(sent).toBeGreaterThanOrEqual(40);
   });
+});
+
+/** A site whose limit is `before` until `at`, then `after`. */
+const rising = (before: Site, after: Site, at: number): Site => ({
+  accept: (t) => (t < at ? before : after).accept(t),
+  waitMs: (t) => (t < at ? before : after).waitMs(t),
+});
+const unlimited: Site = { accept: () => true, waitMs: () => 0 };
+
+describe('a limit that rises: the blind pace finds it within seconds', () => {
+  // 60 s at 3/s (the pace learns it; its probes are refused), then 30/s or no limit, the
+  // crawler wanting 90/s throughout. Kept: the seconds from the rise until 3 s deliver 90 % of
+  // the new limit (no limit: of the demand), and the 429s after the rise. Without Retry-After
+  // a probe that held its quiet doubles the next one's step (5 %, 10 %, 20 % ... up to doubling
+  // the rate). Measured (2026-12-06): 53-83 s (the first probe waits out the quiet that 60 s of
+  // refused probes doubled); before, none within 117 s. With Retry-After the pace still probes
+  // one more at a time (see site-pace.ts): a tenfold rise takes minutes (not within 117 s).
+  const RISE = 60_000;
+  const reachedAt = (oks: number[], rate: number) => {
+    for (let s = 0; RISE + s * 1000 + 3000 <= SECONDS * 1000 + RISE; s++) {
+      const from = RISE + s * 1000;
+      if (oks.filter((t) => t >= from && t < from + 3000).length / 3 >= rate) return s;
+    }
+    return Infinity;
+  };
+  // A new proxy adopting the host's pace at the rise (bench:crawl's next cell leases new
+  // proxies): it probes after the base quiet, not the one the tight spell doubled. Measured
+  // (2026-12-06): 33-55 s, with 0-17 429s; adopting the other's quiet, none within 117 s.
+  it.each<[Shape, number, number]>([
+    ['bucket', 30, 40],
+    ['sliding', 30, 60],
+    ['fixed', 30, 40],
+    ['bucket', Infinity, 45],
+  ])('a new proxy adopting the pace, %s 3/s → %s/s: 90 %% within %i s', (shape, after, seconds) => {
+    const tight = simulate(siteOf(shape, 3), steady(90), false, RISE);
+    const site = after === Infinity ? unlimited : siteOf(shape, after);
+    const start = { pace: adopt(unpaced, tight.pace, RISE), fromMs: RISE };
+    const run = simulate(site, steady(90), false, RISE + SECONDS * 1000, start);
+    const reached = reachedAt(run.oks, 0.9 * Math.min(after, 90));
+    expect(reached).toBeLessThanOrEqual(seconds);
+    expect(run.limited).toBeLessThanOrEqual(20);
+  });
+
+  it.each<[Shape, number, boolean, number, number]>([
+    // shape, limit after the rise (Infinity: none), Retry-After, most seconds to 90 %, most 429s
+    ['bucket', 30, false, 75, 20],
+    ['sliding', 30, false, 90, 20],
+    ['fixed', 30, false, 60, 20],
+    ['bucket', Infinity, false, 85, 20],
+    ['sliding', Infinity, false, 80, 20],
+    ['fixed', Infinity, false, 70, 20],
+  ])(
+    '%s 3/s → %s/s (Retry-After: %s): 90 %% within %i s, at most %i 429s',
+    (shape, after, ra, seconds, most429s) => {
+      const site = rising(siteOf(shape, 3), after === Infinity ? unlimited : siteOf(shape, after), RISE);
+      const run = simulate(site, steady(90), ra, RISE + SECONDS * 1000);
+      // The same crawl without the rise: its 429s before the rise are the run's too.
+      const before = simulate(siteOf(shape, 3), steady(90), ra, RISE);
+      const reached = reachedAt(run.oks, 0.9 * Math.min(after, 90));
+      expect(reached).toBeLessThanOrEqual(seconds);
+      expect(run.limited - before.limited).toBeLessThanOrEqual(most429s);
+    },
+  );
 });

@@ -438,7 +438,13 @@ describe('a proxy adopting the pace another proxy learned for the site', () => {
       5_000,
       { tokens: 0 },
     ],
-    ['keeps the probe backoff the other proxy reached', unpaced, learned, 5_000, { probeAfterPeriods: 20 }],
+    [
+      'starts with the base quiet, not the backoff the other proxy reached (the limit may have risen since)',
+      unpaced,
+      learned,
+      5_000,
+      { probeAfterPeriods: PROBE_AFTER_PERIODS, probeGrowth: 1 },
+    ],
     [
       'a proxy with a pace of its own keeps it',
       { ...threePerSecond, limit: 2 },

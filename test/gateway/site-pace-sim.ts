@@ -6,7 +6,10 @@ import { rateLimited, reserve, succeeded, UNPACED, type Pace } from '../../gatew
 
 export type Shape = 'bucket' | 'sliding' | 'fixed';
 
-/** A site limiting one source to `limit` requests a second, counted by `shape`. */
+/**
+ * A site limiting one source to `limit` requests a second, counted by `shape`; a function of the
+ * time gives a limit that changes mid-run (Infinity: no limit).
+ */
 export interface SimSite {
   /** 200 or 429 for a request arriving at `t` (ms). */
   answer(t: number): 200 | 429;
@@ -14,7 +17,13 @@ export interface SimSite {
   retryAfterMs: number | undefined;
 }
 
-export function simSite(shape: Shape, limit: number, retryAfterMs: number | undefined): SimSite {
+export function simSite(
+  shape: Shape,
+  limitOf: number | ((t: number) => number),
+  retryAfterMs: number | undefined,
+): SimSite {
+  const limitAt = typeof limitOf === 'number' ? () => limitOf : limitOf;
+  let limit = limitAt(0);
   let tokens = limit;
   let at = 0;
   const answered: number[] = [];
@@ -45,7 +54,15 @@ export function simSite(shape: Shape, limit: number, retryAfterMs: number | unde
       return true;
     },
   };
-  return { answer: (t) => (allow[shape](t) ? 200 : 429), retryAfterMs };
+  return {
+    answer: (t) => {
+      limit = limitAt(t);
+      if (limit === Infinity) return 200;
+      tokens = Math.min(tokens, limit);
+      return allow[shape](t) ? 200 : 429;
+    },
+    retryAfterMs,
+  };
 }
 
 export interface SimOptions {
@@ -60,6 +77,8 @@ export interface SimOptions {
   seed?: number;
   /** Extra 429s the site answers at these times (a hiccup), whatever its limit. */
   hiccupsAt?: number[];
+  /** The pace the run starts from (UNPACED unless given: e.g. one adopted from another upstream). */
+  start?: Pace;
   trace?: (now: number, what: string, pace: Pace) => void;
 }
 
@@ -83,7 +102,7 @@ export function simulate(site: SimSite, o: SimOptions): SimResult {
   const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const travel = () => (o.travelMs ?? 5) + random() * (o.jitterMs ?? 5);
   const hiccups = [...(o.hiccupsAt ?? [])];
-  let pace: Pace = UNPACED;
+  let pace: Pace = o.start ?? UNPACED;
   const result: SimResult = { oks: [], limited: [], pace };
   const take = (now: number): Client => {
     const turn = reserve(pace, now);
