@@ -9,7 +9,6 @@ import type { OutcomeCounts, ReportResult } from './lease-store.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { failures, OutcomeWindow } from './outcome-window.js';
 import { agreed, withReporter } from './ban-agreement.js';
-import type { LeaseBookSettings } from './lease-book-settings.js';
 
 /** Distinct targets remembered per proxy. */
 export const MAX_TARGETS_PER_PROXY = 1000;
@@ -57,8 +56,20 @@ export interface TargetBookOptions {
   maxEntries?: number;
 }
 
+/** What targetBookFor reads of a store's settings (lease-book-settings.ts's, which import this module). */
+export interface TargetBookSettings {
+  banBaseMillis: number;
+  banMaxMillis: number;
+  rateLimitBaseMillis: number;
+  rateLimitMaxMillis: number;
+  singleCooldownWindow: boolean;
+  bucketMillis: number;
+  maxTargetsPerProxy: number;
+  maxTargetEntries: number;
+}
+
 /** The target book of a store's settings (the memory store's; the Redis one keeps its own in Redis). */
-export function targetBookFor(settings: LeaseBookSettings, random: () => number): TargetBook {
+export function targetBookFor(settings: TargetBookSettings, random: () => number): TargetBook {
   const rest = (baseMillis: number, maxMillis: number) => ({
     baseMillis,
     maxMillis,
