@@ -29,18 +29,26 @@ class RecordingClient(AsyncDiscoveryClient):
         super().__init__(url, token=token)
         self.asks: list[tuple[list[str], str]] = []
 
-    async def lease(  # type: ignore[override]
+    async def lease(
         self,
         *,
         selector: Mapping[str, str] | None = None,
         target: str | None = None,
         session: str | None = None,
         ttl_seconds: int | None = None,
+        exit_ip: str | None = None,
         exclude: Sequence[str] | None = None,
+        request_id: str | None = None,
     ) -> Lease:
         try:
             lease = await super().lease(
-                selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exclude=exclude
+                selector=selector,
+                target=target,
+                session=session,
+                ttl_seconds=ttl_seconds,
+                exit_ip=exit_ip,
+                exclude=exclude,
+                request_id=request_id,
             )
         except DiscoveryApiError as err:
             self.asks.append((sorted(exclude or []), f"{err.status} {err.code}"))
