@@ -1,6 +1,7 @@
 // The real discovery API (createDiscoveryApp + MemoryLeaseStore + DiscoveryServer, real clock)
 // on loopback over a catalog the test controls, for the client's suites. It records every
 // call and its JSON answer, so tests can assert what the server understood.
+import type { ApiTokens } from '../../book/api-tokens.js';
 import type { BucketLimits } from '../../discovery/token-bucket.js';
 import express, { type Response } from 'express';
 import { createServer } from 'node:http';
@@ -28,6 +29,8 @@ export async function startDiscoveryServer(
   options: {
     proxies?: ProxyRecord[];
     token?: string;
+    /** Named tokens (one per team: leases belong to the token's name); takes precedence over `token`. */
+    tokens?: ApiTokens;
     cooldownSeconds?: number;
     maxTTLSeconds?: number;
     rateLimit?: BucketLimits;
@@ -43,6 +46,7 @@ export async function startDiscoveryServer(
     catalog,
     leases: store,
     token: options.token,
+    ...(options.tokens ? { tokens: options.tokens } : {}),
     logger: fixtures.silentLogger,
     registry: new Registry(),
     maxTTLSeconds: options.maxTTLSeconds ?? 3600,

@@ -1,13 +1,16 @@
 // The Python side of the tests: the venv .ci/run creates (.ci/python, with Scrapy, pytest and
-// the package installed from python/), and a way to run its programs with loopback-only,
-// proxy-free environments.
+// the package installed from python/; TEST_PYTHON_VENV names another, e.g. a git worktree's own
+// venv with the worktree's python/ installed), and a way to run its programs with
+// loopback-only, proxy-free environments.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const VENV = `${ROOT}.ci/python`;
+export const VENV = process.env.TEST_PYTHON_VENV
+  ? process.env.TEST_PYTHON_VENV.replace(/\/$/, '')
+  : `${ROOT}.ci/python`;
 export const PYTHON = `${VENV}/bin/python`;
 
 /** The venv's python, or an error saying how to make it. */

@@ -2,14 +2,18 @@
 // is exercised), five real forward proxies and a local site that bans one of them and
 // rate-limits every source: a real Scrapy crawl (python/tests/crawl/churn_crawl.py) fetches
 // every page, never through the banned proxy after its ban, honours the 429s' Retry-After,
-// reports what it saw, and leaves no lease behind. The same crawl on the real operator, with a
-// proxy dying mid-crawl, is scrapy-churn.int.test.ts.
+// reports what it saw, and leaves no lease behind. Beside another team's leases (a second
+// token) it still spreads over every proxy (issue 48). The same crawl on the real operator,
+// with a proxy dying mid-crawl, is scrapy-churn.int.test.ts.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCrawlSite } from '../../bench/crawl-scenario.js';
 import { startFleet, type Fleet } from '../../bench/crawl-world.js';
 import type { CrawlSite } from '../../bench/crawl-site.js';
+import { ApiTokens } from '../../book/api-tokens.js';
+import { DiscoveryClient } from '../../client/src/index.js';
+import type { Lease } from '../../client/src/types.js';
 import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
@@ -92,3 +96,64 @@ it('crawls every page through leased proxies: bans reported and avoided, 429s wa
   // Nothing left behind by the spider's close.
   expect(await server.activeLeases()).toBe(0);
 }, 120_000);
+
+describe("beside another team's leases (issue 48)", () => {
+  const TEAM_A = 'scrapy-team-a-token';
+  const TEAM_B = 'scrapy-team-b-token';
+  let shared: TestDiscoveryServer;
+  let theirSite: CrawlSite;
+  beforeAll(async () => {
+    shared = await startDiscoveryServer({
+      tokens: new ApiTokens(
+        new Map([
+          ['team-a', TEAM_A],
+          ['team-b', TEAM_B],
+        ]),
+      ),
+      proxies: fleet.proxies.map((p, i) => proxy(`demo/p${i}`, { ip: p.host, port: p.port, maxLeases: 10 })),
+    });
+    theirSite = await startCrawlSite({ pages: 100, rateLimitPerSecond: 5, retryAfterSeconds: 1 });
+  });
+  afterAll(async () => {
+    await shared?.stop();
+    await theirSite?.close();
+  });
+
+  it('a Scrapy crawl leases every proxy though the least used one is always a proxy it holds', async () => {
+    // Team B holds two leases on each of p1..p4: p0, the crawl's first proxy, stays the least
+    // used. Before, the add-on asked without excluding, was handed p0 again and stopped there.
+    const other = new DiscoveryClient({ baseUrl: shared.baseUrl, token: TEAM_B });
+    const theirs: Lease[] = [];
+    for (let i = 0; i < 8; i++)
+      theirs.push(await other.lease({ target: 'theirs.example', exclude: ['demo/p0'] }));
+    expect(new Set(theirs.map((l) => l.proxy.id)).size).toBe(4);
+    const resultFile = join(dir, 'beside.json');
+    await runToEnd(
+      venvPython(),
+      ['python/tests/crawl/churn_crawl.py'],
+      cleanEnv({
+        DISCOVERY_URL: shared.baseUrl,
+        DISCOVERY_TOKEN: TEAM_A,
+        START_URL: theirSite.start,
+        CRAWL_RESULT: resultFile,
+        LOG_LEVEL: 'WARNING',
+      }),
+    );
+    const result = JSON.parse(await readFile(resultFile, 'utf8')) as ScrapyResult;
+    const asks = shared.requests.filter((r) => r.call === 'POST /v1/leases').slice(theirs.length);
+    const granted = asks.map((r) => (r.response as { proxy?: { id: string } }).proxy?.id).filter(Boolean);
+    console.log(
+      `scrapy crawl beside another team: ${result.fetched} pages, ${result.stats['proxy_operator/leased']} leased, ` +
+        `granted ${JSON.stringify(granted)}, ${theirSite.hits.filter((h) => h.status === 429).length} 429s`,
+    );
+    expect(result.failed).toEqual([]);
+    expect(result.fetched).toBe(100);
+    // Every proxy of the fleet carried pages of the crawl; each grant was a proxy new to it.
+    expect(new Set(result.attempts.map((a) => a.proxy))).toEqual(new Set(fleet.urls));
+    expect(new Set(granted).size).toBe(fleet.proxies.length);
+    expect(granted).toHaveLength(fleet.proxies.length);
+    // The crawl's leases are all released; team B's are untouched.
+    expect(await shared.activeLeases()).toBe(theirs.length);
+    for (const lease of theirs) await other.release(lease.leaseID);
+  }, 120_000);
+});

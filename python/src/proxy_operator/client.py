@@ -4,9 +4,10 @@ event loop, so it runs inside Scrapy) and ``DiscoveryClient`` (the same calls, b
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -26,6 +27,10 @@ DEFAULT_UNAVAILABLE_RETRIES = 3
 #: A Retry-After longer than this is not waited for: the answer is raised.
 MAX_RETRY_WAIT_SECONDS = 60.0
 MAX_BATCH = 100
+#: The most proxy ids one lease request may exclude (the API's bound).
+MAX_EXCLUDED = 100
+#: A proxy id as the API answers it (``Lease.proxy_id``): namespace/name, the server's pattern.
+PROXY_ID_PATTERN = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9](?:[-.a-z0-9]{0,251}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,33 @@ class _Attempts:
         return wait
 
 
+def _exclude_ids(exclude: Sequence[str] | None, session: str | None) -> list[str]:
+    """``exclude`` checked as the server checks it, so a caller's mistake is a ValueError naming
+    the field before any call (the server would answer 400 naming it)."""
+    if exclude is None:
+        return []
+    if isinstance(exclude, (str, bytes)):
+        raise ValueError(f"exclude must be a sequence of proxy ids (namespace/name), got the string {exclude!r}")
+    ids = list(exclude)
+    if session is not None:
+        raise ValueError("exclude does not go with session: a session keeps its own proxy")
+    if len(ids) > MAX_EXCLUDED:
+        raise ValueError(f"exclude has {len(ids)} proxy ids; at most {MAX_EXCLUDED}")
+    for i, proxy_id in enumerate(ids):
+        if not isinstance(proxy_id, str) or not PROXY_ID_PATTERN.match(proxy_id):
+            raise ValueError(f"exclude[{i}] must be a proxy id (namespace/name), got {proxy_id!r}")
+    return ids
+
+
 def _lease_body(
     selector: Mapping[str, str] | None,
     target: str | None,
     session: str | None,
     ttl_seconds: int | None,
     exit_ip: str | None,
+    exclude: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    excluded = _exclude_ids(exclude, session)
     body: dict[str, Any] = {}
     if selector:
         body["selector"] = dict(selector)
@@ -71,6 +96,8 @@ def _lease_body(
         body["ttlSeconds"] = ttl_seconds
     if exit_ip is not None:
         body["exitIP"] = exit_ip
+    if excluded:  # an empty list excludes nothing: not sent (an operator older than the field accepts the call)
+        body["exclude"] = excluded
     return body
 
 
@@ -182,12 +209,19 @@ class AsyncDiscoveryClient:
         session: str | None = None,
         ttl_seconds: int | None = None,
         exit_ip: str | None = None,
+        exclude: Sequence[str] | None = None,
         request_id: str | None = None,
     ) -> Lease:
-        """``POST /v1/leases``. Raises NoLease (409) when nothing is leasable. ``request_id`` (every
-        write takes one): the call's Idempotency-Key, default a new UUID kept through its retries;
-        the same one again after a call that got no answer gets its first outcome."""
-        call = _Calls.lease(selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip)
+        """``POST /v1/leases``. Raises NoLease (409) when nothing is leasable. ``exclude``: up to 100
+        proxy ids (``Lease.proxy_id``) the server must not give, for a crawler that wants a proxy it
+        does not hold yet (every match excluded is 409 ``all_busy``); not with ``session``; a bad
+        value is a ValueError naming ``exclude`` before any call. An operator older than the field
+        answers 400 (``refused_field(err, "exclude")``). ``request_id`` (every write takes one): the
+        call's Idempotency-Key, default a new UUID kept through its retries; the same one again
+        after a call that got no answer gets its first outcome."""
+        call = _Calls.lease(
+            selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip, exclude=exclude
+        )
         return _leases((await self._send(call, request_id)).json())
 
     async def renew(self, lease_id: str, ttl_seconds: int | None = None, *, request_id: str | None = None) -> Lease:
@@ -263,9 +297,12 @@ class DiscoveryClient:
         session: str | None = None,
         ttl_seconds: int | None = None,
         exit_ip: str | None = None,
+        exclude: Sequence[str] | None = None,
         request_id: str | None = None,
     ) -> Lease:
-        call = _Calls.lease(selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip)
+        call = _Calls.lease(
+            selector=selector, target=target, session=session, ttl_seconds=ttl_seconds, exit_ip=exit_ip, exclude=exclude
+        )
         return _leases(self._send(call, request_id).json())
 
     def renew(self, lease_id: str, ttl_seconds: int | None = None, *, request_id: str | None = None) -> Lease:

@@ -26,3 +26,16 @@ class NoLease(DiscoveryApiError):
 
 def is_no_lease(err: BaseException) -> bool:
     return isinstance(err, NoLease)
+
+
+def refused_field(err: BaseException, field: str) -> bool:
+    """Whether ``err`` is an operator older than a request field refusing it: its parser's
+    ``400 invalid_request`` "unknown field(s) '<field>'". The caller sends the call again without
+    the field (and, from then on, every call)."""
+    return (
+        isinstance(err, DiscoveryApiError)
+        and err.status == 400
+        and err.code == "invalid_request"
+        and err.message.startswith("unknown field(s)")
+        and f"'{field}'" in err.message
+    )

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import DiscoveryApiError, NoLease
+from ..errors import DiscoveryApiError, NoLease, refused_field
 from ..types import Lease, Report, ReportResult
+from .asking import after_grant, after_refusal, covered_for, may_ask, to_exclude
 from .pace import Pace
 from .renewal import renewal_action
 
@@ -36,6 +37,7 @@ class LeaseApi(Protocol):
         session: str | None = ...,
         ttl_seconds: int | None = ...,
         exit_ip: str | None = ...,
+        exclude: Sequence[str] | None = ...,
     ) -> Lease: ...
     async def renew(self, lease_id: str, ttl_seconds: int | None = ...) -> Lease: ...
     async def release(self, lease_id: str) -> None: ...
@@ -64,7 +66,8 @@ class BookOptions:
     max_wait_seconds: float = 60.0
     #: At most one batched ok report per lease this often (and one at its release).
     ok_report_interval_seconds: float = 30.0
-    #: After the server grants a proxy the site already holds, stop asking for this long.
+    #: Once the site's leases cover what the fleet gives it (an ask excluding its proxies was
+    #: refused; against an older operator, a proxy it holds was granted), stop asking this long.
     saturated_seconds: float = 30.0
 
 
@@ -152,6 +155,8 @@ class LeaseBook:
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_ok_flush = clock()
         self._closed = False
+        #: False once the server refused ``exclude`` (an operator older than this client).
+        self.exclude_supported = True
 
     # -- a request's lease ---------------------------------------------------------------------
 
@@ -194,20 +199,45 @@ class LeaseBook:
                 pass
 
     def _ask(self, site: Site) -> None:
+        live = sum(1 for held in site.leases if not held.gone)
         now = self.clock()
-        if site.asking or now < site.refused_until or now < site.saturated_until:
+        if not may_ask(
+            asking=site.asking,
+            live=live,
+            now=now,
+            refused_until=site.refused_until,
+            saturated_until=site.saturated_until,
+        ):
             return
         site.asking = True
         self._spawn(self._lease(site))
 
     async def _lease(self, site: Site) -> None:
         host, session = site.key
+        # The proxies the site holds are excluded (asking.py): a grant is a new one, a refusal
+        # says none other is free for the site.
+        excluded = to_exclude(
+            (h.proxy_id for h in site.leases if not h.gone), session=session, supported=self.exclude_supported
+        )
         try:
-            lease = await self.api.lease(
-                selector=self.options.selector or None, target=host, session=session, ttl_seconds=self.options.ttl_seconds
-            )
+            try:
+                lease = await self._request_lease(host, session, excluded)
+            except DiscoveryApiError as err:
+                if not (excluded and refused_field(err, "exclude")):
+                    raise
+                # An operator older than exclude (its 400 "unknown field(s) 'exclude'"): asked
+                # again without it, and every later ask too, as before it (one warning).
+                if self.exclude_supported:
+                    self.exclude_supported = False
+                    log.warning("proxy-operator: the discovery API predates exclude on a lease: asking without it")
+                excluded = []
+                lease = await self._request_lease(host, session, excluded)
         except NoLease as refusal:
             self.stats.refused += 1
+            if after_refusal(refusal.code, excluded) == "covered":
+                seconds = covered_for(refusal.code, refusal.retry_after, self.options.saturated_seconds)
+                site.saturated_until = self.clock() + seconds
+                return
             site.last_refusal = refusal
             wait = refusal.retry_after if refusal.code == "all_cooling_down" and refusal.retry_after else 1.0
             site.refused_until = self.clock() + wait
@@ -224,10 +254,10 @@ class LeaseBook:
             self.sessions.add(session)
         site.last_refusal = None
         now = self.clock()
-        if self._closed or any(h.proxy_id == lease.proxy_id and not h.gone for h in site.leases):
-            # The server gives the least used proxy: one the site holds means the site's leases
-            # cover the fleet; its requests share them.
-            site.saturated_until = now + self.options.saturated_seconds
+        verdict = after_grant(lease.proxy_id, (h.proxy_id for h in site.leases if not h.gone), closed=self._closed)
+        if verdict != "keep":
+            if verdict == "covered":
+                site.saturated_until = now + self.options.saturated_seconds
             self._spawn(self._release(lease.lease_id))
             return
         fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
@@ -236,6 +266,15 @@ class LeaseBook:
                 break
         site.leases.append(fresh)
         site.changed.set()
+
+    async def _request_lease(self, host: str, session: str | None, excluded: list[str]) -> Lease:
+        selector, ttl = self.options.selector or None, self.options.ttl_seconds
+        if excluded:
+            return await self.api.lease(
+                selector=selector, target=host, session=session, ttl_seconds=ttl, exclude=excluded
+            )
+        # Without an exclusion, the call older operators know (no exclude field at all).
+        return await self.api.lease(selector=selector, target=host, session=session, ttl_seconds=ttl)
 
     # -- what a response said ------------------------------------------------------------------
 

@@ -1,0 +1,68 @@
+"""A site's ask for one more lease: whether it may ask now, which proxies the ask excludes, and
+what the server's answer means. Pure: the lease book (leases.py) acts on these verdicts.
+
+The server grants the least used matching proxy, counting every owner's leases, so with another
+team's load in the book "least used" can be a proxy the site already holds while others sit
+unused by it (issue 48). An ask without a session therefore names the site's held proxies in
+``exclude``: a grant is always a proxy new to the site, and only a refusal says the site's
+leases cover what the fleet can give it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from ..client import MAX_EXCLUDED
+
+#: What a grant means: use it; give it back (the book is closing); or give it back and stop
+#: asking for a while (a proxy the site holds: the server had nothing better for it).
+GrantVerdict = Literal["keep", "release", "covered"]
+#: What a 409 means: the site's leases cover what the fleet gives it (stop asking for a while,
+#: its requests share them); or the server has nothing for the site (wait, ask again).
+RefusalVerdict = Literal["covered", "refused"]
+
+
+def may_ask(*, asking: bool, live: int, now: float, refused_until: float, saturated_until: float) -> bool:
+    """One ask at a time, none while a refusal is waited out, none while the site's leases cover
+    the fleet, unless it has no live lease left (then they cover nothing)."""
+    if asking or now < refused_until:
+        return False
+    return live == 0 or now >= saturated_until
+
+
+def to_exclude(held: Iterable[str], *, session: str | None, supported: bool) -> list[str]:
+    """The proxy ids an ask names in ``exclude``: the site's live leases' proxies, each once, at
+    most MAX_EXCLUDED (a site holding more has plenty); none for a sticky session (the server
+    keeps a session on its proxy and refuses ``exclude`` with it) or against an operator that
+    predates the field."""
+    if session is not None or not supported:
+        return []
+    return list(dict.fromkeys(held))[:MAX_EXCLUDED]
+
+
+def after_grant(proxy_id: str, held: Iterable[str], *, closed: bool) -> GrantVerdict:
+    """A proxy the site holds is given back and ends the asking for a while. With every held proxy
+    excluded the server never grants one; without (an older operator, more than MAX_EXCLUDED
+    held) it is the old reading: the least used proxy is one the site holds."""
+    if closed:
+        return "release"
+    return "covered" if proxy_id in set(held) else "keep"
+
+
+def after_refusal(code: str, excluded: Iterable[str]) -> RefusalVerdict:
+    """A refusal of an ask that excluded the site's proxies says nothing is free besides them:
+    covered. Without an exclusion it is the server's word for the site: nothing to lease now.
+    ``no_match`` (the selector matches no proxy) is that word whatever was excluded."""
+    if code == "no_match" or not any(True for _ in excluded):
+        return "refused"
+    return "covered"
+
+
+def covered_for(code: str, retry_after: float | None, saturated_seconds: float) -> float:
+    """How long a covered site asks no more: ``saturated_seconds``, or until the first cooldown
+    of the other proxies ends (``all_cooling_down``'s Retry-After) when that is sooner: a rate
+    limit rests proxies for seconds, and the site spreads again once they are back."""
+    if code == "all_cooling_down" and retry_after:
+        return min(retry_after, saturated_seconds)
+    return saturated_seconds
