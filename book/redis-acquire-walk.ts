@@ -43,8 +43,6 @@ import { StoreUnavailableError } from './store-unavailable.js';
  * the average call (docs/benchmarks.md).
  */
 const CHUNKS = [4, 32, 256, 2048];
-/** Classes whose figures go with a request's first chunk at most (redis-book-codec.ts's CountedBy). */
-const FIRST_CHUNK_CLASSES = 4;
 
 /** What the walk needs of its store. */
 export interface AcquireWalkDeps {
@@ -221,9 +219,6 @@ export class RedisAcquireWalk {
     // when they do not refuse.
     // A session's request too: its bound proxy is one of the matches the counts cover.
     const counts = this.countedBy(request);
-    // The figures of many classes ride no first chunk (each argument costs every lease
-    // ~0.2 µs of Redis): they go alone once that chunk refused.
-    const many = counts !== undefined && 'classes' in counts && counts.classes.length > FIRST_CHUNK_CLASSES;
     let counted = false;
     const alone = async (): Promise<AcquireResult | undefined> => {
       counted = true;
@@ -284,9 +279,10 @@ export class RedisAcquireWalk {
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.deps.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
-      // replica's fingerprint, of one with a selector or a scope its classes' figures (up to
-      // FIRST_CHUNK_CLASSES of them): the book's counts may then answer for the rest.
-      const whole = round === 0 && counts !== undefined && !counted && !many;
+      // replica's fingerprint, of one with a selector or a scope its classes' ids and their
+      // union's figures (two arguments, however many classes): the book's counts may then
+      // answer for the rest.
+      const whole = round === 0 && counts !== undefined && !counted;
       const args = acquireArgs(
         key,
         ttl,
@@ -349,10 +345,6 @@ export class RedisAcquireWalk {
       gone = '';
       this.learn(reply.hints);
       if (chunk.length < size) break;
-      if (many && !counted) {
-        const answer = await alone();
-        if (answer !== undefined) return answer;
-      }
     }
     return refusedWith(leasable + excluded.size, cooling, firstEnd);
   }

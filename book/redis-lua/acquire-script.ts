@@ -18,8 +18,8 @@ import type { Body, ScriptName } from './script-parts.js';
  * fleet's, from the registry: the walk ends here; ARGV after the request key: the replica's
  * fleet fingerprint, count, a, b, for a request without selector, exit IP or scope (a
  * session's too); or, for one with a selector or a scope but no exit IP, three empty fields then
- * the count of the classes it matches and per class its id and the replica's figures
- * "count a b": redis-fleet-feed.ts). Hints: "i:load" for each candidate
+ * the ids of the classes it matches, comma-separated, and the replica's figures of their
+ * union "count a b": redis-fleet-feed.ts, redis-book-codec.ts's unionFigures). Hints: "i:load" for each candidate
  * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
  * candidate has none.
  *
@@ -211,22 +211,26 @@ if not chosen then
       end
     end
   elseif (ARGV[T + 10] or '') ~= '' then
-    -- A request with a selector or a scope: the classes it matches (proxy-classes.ts), each
-    -- id and the replica's figures of it. Every figure the book's, no member of them held,
-    -- and every member cooling down for the target, or every one certainly full: the
-    -- refusal of the whole walk, at a cost of the classes, whatever their sizes.
-    local k, ids, sizes = tonumber(ARGV[T + 10]), {}, {}
-    for j = 1, k do ids[j] = ARGV[T + 9 + 2 * j] end
+    -- A request with a selector or a scope: the ids of the classes it matches
+    -- (proxy-classes.ts) and the replica's figures of their union. The book's union equal,
+    -- no member of them held, and every member cooling down for the target, or every one
+    -- certainly full: the refusal of the whole walk, at a cost of the classes, whatever
+    -- their sizes.
+    local ids, sizes = {}, {}
+    for c in string.gmatch(ARGV[T + 10], '[^,]+') do ids[#ids + 1] = c end
+    local k = #ids
     local sums = redis.call('HMGET', K_CLASS_SUM, unpack(ids))
-    local size, same = 0, true
+    local size, ua, ub, same = 0, 0, 0, true
     for j = 1, k do
-      if sums[j] ~= ARGV[T + 10 + 2 * j] then
+      if not sums[j] then
         same = false
         break
       end
-      sizes[j] = tonumber(string.match(sums[j], '^%d+'))
-      size = size + sizes[j]
+      local n, a, b = string.match(sums[j], '^(%d+) (%d+) (%d+)$')
+      sizes[j] = tonumber(n)
+      size, ua, ub = size + sizes[j], bit.bxor(ua, tonumber(a)), bit.bxor(ub, tonumber(b))
     end
+    same = same and (size .. ' ' .. ua .. ' ' .. ub) == ARGV[T + 11]
     -- Held: the registry's set first (most often empty), then each class's.
     if same and redis.call('ZCOUNT', K_HELD, '(' .. NOW, '+inf') > 0 then
       for j = 1, k do

@@ -254,11 +254,11 @@ describe("the Redis store's first refusal", () => {
   );
 
   it.each([
-    ['all_busy', fillPoolA, 1],
-    ['all_cooling_down', banPoolA, 2],
+    ['all_busy', fillPoolA],
+    ['all_cooling_down', banPoolA],
   ] as const)(
-    'eight classes, %s: the figures go alone after the first chunk (not with every lease), the same commands at 100 and 1,000',
-    async (reason, arrange, scripts) => {
+    'eight classes, %s: one script, their ids and union figures in two arguments, the same commands at 100 and 1,000',
+    async (reason, arrange) => {
       const zoned = (size: number) =>
         pooled(size).map((p) =>
           p.attributes.pool === 'a'
@@ -277,26 +277,29 @@ describe("the Redis store's first refusal", () => {
               }),
             ),
           );
-          // A grant matching nine classes (a scope admitting all): one script, no class's figures in it.
+          // A grant matching nine classes (a scope admitting all): one script, the classes in
+          // two arguments (ids, union figures), not two per class.
           const granted = await cost(server, redis, async () =>
             expect(await store.acquire({ ...request('all'), within: () => true })).toMatchObject({
               granted: true,
             }),
           );
           expect(granted.scripts).toBe(1);
-          expect(granted.sent[0].filter((arg) => /^\d+ \d+ \d+$/.test(arg))).toEqual([]);
+          expect(granted.sent[0].filter((arg) => /^\d+ \d+ \d+$/.test(arg))).toHaveLength(1);
+          expect(granted.sent[0].at(-2)?.split(',')).toHaveLength(9);
         } finally {
           store.close();
         }
       }
       const [small, large] = seen;
-      expect(small.scripts).toBe(scripts);
-      expect(large.scripts).toBe(scripts);
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
       expect(large.commands).toEqual(small.commands);
-      // The last script: no candidate, the eight classes' ids and figures after the three empty fields.
-      const last = large.sent[large.sent.length - 1];
-      expect(last[7]).toBe('0');
-      expect(last.slice(-17, -16)).toEqual(['8']);
+      // The eight classes' ids, then their union's figures: pool a's size at each fleet size.
+      const [ids, union] = large.sent[0].slice(-2);
+      expect(ids.split(',')).toHaveLength(8);
+      expect(union).toMatch(/^1000 \d+ \d+$/);
+      expect(small.sent[0].at(-1)).toMatch(/^100 \d+ \d+$/);
     },
   );
 
