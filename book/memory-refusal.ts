@@ -8,6 +8,7 @@ import type { FreeProxyIndex } from './free-proxy-index.js';
 import { anyLeasable, refusal } from './lease-selection.js';
 import type { AcquireResult, LeaseRequest, NoLeaseReason } from './lease-store.js';
 import { proxyMatcher } from './selector.js';
+import { blockRange } from './exit-ip-match.js';
 import type { TargetBook } from './target-book.js';
 
 /** What a refusal reads: the free index, the cooldowns and their counts, the catalog. */
@@ -83,7 +84,22 @@ export function countedRefusal(
   target: string,
   now: number,
 ): Refusal | undefined {
-  if (request.exitIP !== undefined) return undefined;
+  if (request.exitIP !== undefined) {
+    // A block alone (no selector nor scope): its members, free ones and cooling ones counted
+    // in the exit-ordered sets (free-proxy-index.ts, cooling-counts.ts).
+    if (request.within !== undefined || Object.keys(request.selector).length > 0) return undefined;
+    const counts = index.countBlock(request.exitIP);
+    if (counts === undefined || counts.members === 0) return undefined;
+    const cool = cooling.countBlock(target, blockRange(request.exitIP), now);
+    // The first of the target's cooldowns to end, the block's or not: never after the block's.
+    const firstEnd = cooling.firstEnd(target, now);
+    if (cool >= counts.members) return coolingDown(firstEnd!, now);
+    if (counts.free > 0) return undefined;
+    return {
+      refused: { granted: false, reason: 'all_busy' },
+      ...(firstEnd === undefined ? {} : { firstEnd }),
+    };
+  }
   if (anyLeasable(request)) {
     const leasable = index.countLeasable({});
     if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;

@@ -34,6 +34,7 @@ import {
 import { requestKey } from './request-outcomes.js';
 import { skipExcluded } from './lease-exclude.js';
 import { proxyMatcher } from './selector.js';
+import { blockKeys } from './exit-ip-match.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 
 /**
@@ -352,11 +353,15 @@ export class RedisAcquireWalk {
   /**
    * What this request's refusal may be counted by (redis-book-codec.ts's CountedBy): every
    * leasable proxy its candidate, the fleet's fingerprint; a selector or a scope, the classes
-   * they match (at most MAX_COUNTED_CLASSES); an exit IP (not a class: its few matches are
-   * walked), none.
+   * they match (at most MAX_COUNTED_CLASSES); an exit IP alone, the fleet's fingerprint and
+   * its block's keys (the book's exit sets); an exit IP with a selector or a scope, none.
    */
   private countedBy(request: LeaseRequest): CountedBy | undefined {
-    if (request.exitIP !== undefined) return undefined;
+    if (request.exitIP !== undefined) {
+      // A block with no selector nor scope: the book's exit sets count it (acquire-script.ts).
+      const plain = request.within === undefined && Object.keys(request.selector).length === 0;
+      return plain ? { fleet: this.deps.fleet(), block: blockKeys(request.exitIP) } : undefined;
+    }
     if (anyLeasable(request)) return { fleet: this.deps.fleet() };
     const classes = this.deps.classes(request.selector, request.within);
     return classes === undefined || classes.length === 0 ? undefined : { classes };
