@@ -16,6 +16,7 @@ import {
   decodeAcquireReply,
   decodeLease,
   rankCandidates,
+  unionFigures,
   type CountedBy,
   type LoadHints,
 } from './redis-book-codec.js';
@@ -364,7 +365,11 @@ export class RedisAcquireWalk {
     }
     if (anyLeasable(request)) return { fleet: this.deps.fleet() };
     const classes = this.deps.classes(request.selector, request.within);
-    return classes === undefined || classes.length === 0 ? undefined : { classes };
+    if (classes === undefined || classes.length === 0) return undefined;
+    // Classes that are every leasable proxy (a scope or a selector admitting all): the fleet's
+    // counts, a few commands, instead of a few per class.
+    const fleet = this.deps.fleet();
+    return unionFigures(classes) === `${fleet.count} ${fleet.a} ${fleet.b}` ? { fleet } : { classes };
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */
