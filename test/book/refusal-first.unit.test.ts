@@ -19,7 +19,7 @@ import { scopeMatcher } from '../../book/token-scope.js';
 import { parseExitIPTerm } from '../../book/exit-ip-match.js';
 import { FreeProxyIndex } from '../../book/free-proxy-index.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
-import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
+import { eventually, FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 const TARGET = 'shop.example';
 const request = (owner?: string): LeaseRequest => ({
@@ -545,6 +545,41 @@ describe("the Redis store's first refusal", () => {
       if (counted.granted || walked === undefined || walked.granted) throw new Error('refused above');
       // Read a moment apart on Redis's clock: the same end, give or take that moment.
       expect(Math.abs(counted.retryAfterMs! - walked.retryAfterMs!)).toBeLessThan(1000);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('ended full marks leave P:full and their exit twins in P:xfull together (the sweep, or a refusal by block)', async () => {
+    const clock = new FakeClock();
+    const prefix = `first-${++books}`;
+    const store = new RedisLeaseStore({
+      redis,
+      catalog: new TestCatalog(blocked(4, 10)),
+      logger: silentLogger,
+      keyPrefix: prefix,
+      clock,
+    });
+    const marks = async () => [await redis.zcard(`{${prefix}}:full`), await redis.zcard(`{${prefix}}:xfull`)];
+    try {
+      await store.fleetSettled();
+      expect(await redis.zcard(`{${prefix}}:xip`)).toBe(11);
+      const fill = async () => {
+        for (let i = 0; i < 10; i++)
+          expect((await store.acquire({ ...byBlock(4), ttlSeconds: 60 })).granted).toBe(true);
+      };
+      await fill();
+      expect(await marks()).toEqual([10, 10]);
+      clock.advanceSeconds(61);
+      await store.sweep();
+      expect(await marks()).toEqual([0, 0]);
+      // Full again, ended again: the next request by block, hinted full, asks the counts
+      // first, which take the ten ended marks out before counting (not all full: the walk
+      // then grants one, marked full: the only mark left).
+      await fill();
+      clock.advanceSeconds(61);
+      expect(await store.acquire(byBlock(4, 'after'))).toMatchObject({ granted: true });
+      expect(await marks()).toEqual([1, 1]);
     } finally {
       store.close();
     }
