@@ -89,7 +89,9 @@ export function countedRefusal(
     // in the exit-ordered sets (free-proxy-index.ts, cooling-counts.ts).
     if (request.within !== undefined || Object.keys(request.selector).length > 0) return undefined;
     const counts = index.countBlock(request.exitIP);
-    if (counts === undefined || counts.members === 0) return undefined;
+    if (counts === undefined) return undefined;
+    // Nothing leasable egresses from it: the walk's no_match, known now.
+    if (counts.members === 0) return { refused: { granted: false, reason: 'no_match' } };
     const cool = cooling.countBlock(target, blockRange(request.exitIP), now);
     // The first of the target's cooldowns to end, the block's or not: never after the block's.
     const firstEnd = cooling.firstEnd(target, now);

@@ -1739,6 +1739,20 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           else expect(answer).toMatchObject({ granted: false, reason: expected });
         });
 
+        it('a block no leasable proxy egresses from: no_match (empty, or its one proxy unhealthy)', async () => {
+          const s = await ready();
+          const empty = parseExitIPTerm(blockText.startsWith('2001') ? '2001:db8:2::/48' : '192.0.2.0/24')!;
+          expect(await s.store.acquire(byBlock({ exitIP: empty }))).toEqual({
+            granted: false,
+            reason: 'no_match',
+          });
+          await change(s, (id) => (id === 'ns/p1' ? { healthy: false } : {}));
+          expect(await s.store.acquire(byBlock({ exitIP: parseExitIPTerm(inside(1))! }))).toEqual({
+            granted: false,
+            reason: 'no_match',
+          });
+        });
+
         it('all busy beside a suspect proxy in the block: all_busy, and granted once its suspicion ends', async () => {
           const s = await allBusy();
           const p6 = s.leases.get('ns/p6')!;
