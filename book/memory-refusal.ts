@@ -76,7 +76,11 @@ export function explainRefusal(
  * (every one full leaves the free index empty: its walk costs nothing). A selector or a scope
  * (no exit IP: not a class): over the classes it matches (proxy-classes.ts, at most
  * MAX_COUNTED_CLASSES), all_cooling_down when every member of them is cooling down for the
- * target, all_busy when none has a free slot; anything between is the walk's to tell.
+ * target, all_busy when none has a free slot; anything between is the walk's to tell. An
+ * exit-IP block alone: the same over the proxies egressing from it, counted in the free
+ * index's and the cooling counts' exit-ordered sets (its Retry-After: the target's first
+ * cooldown end, never after the block's); a block nothing leasable is in, no_match. An exit
+ * IP with a selector or a scope: the walk.
  */
 export function countedRefusal(
   { index, cooling }: Pick<RefusalSources, 'index' | 'cooling'>,
