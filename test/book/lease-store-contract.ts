@@ -1774,6 +1774,24 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
             retryAfterMs: (COOLDOWN_SECONDS - 100) * 1000,
           });
         });
+
+        it("all_cooling_down's Retry-After is never after the block's first cooldown end, whatever cools outside it", async () => {
+          const s = await ready();
+          // q1 (outside) banned for the target first, then every proxy of the block 100 s later.
+          const q1 = granted(await s.store.acquire(request({ target: TARGET })));
+          expect(q1.proxyID).toBe('ns/q1');
+          await s.store.reportMany([{ leaseID: q1.id, result: 'banned', release: true }]);
+          s.clock.advanceSeconds(100);
+          for (let i = 0; i < 6; i++) {
+            const lease = granted(await s.store.acquire(byBlock({ owner: undefined })));
+            await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+          }
+          const answer = await s.store.acquire(byBlock());
+          expect(answer).toMatchObject({ granted: false, reason: 'all_cooling_down' });
+          const wait = (answer as { retryAfterMs: number }).retryAfterMs;
+          expect(wait).toBeGreaterThan(0);
+          expect(wait).toBeLessThanOrEqual(COOLDOWN_SECONDS * 1000);
+        });
       },
     );
 
