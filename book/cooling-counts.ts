@@ -12,6 +12,11 @@
 // proxy each (test/book/memory-caps.unit.test.ts): a key with one proxy holds it alone, not a
 // heap (~200 bytes less each), and a class's entry shares its target's string.
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
+import { SortedBlocks } from './sorted-blocks.js';
+
+function lexBefore(a: string, b: string): boolean {
+  return a < b;
+}
 
 interface Node extends HeapEntry {
   readonly proxyID: string;
@@ -20,6 +25,8 @@ interface Node extends HeapEntry {
   twin?: Node;
   /** On a class's node: the class. */
   readonly cls?: string;
+  /** On a target's node: the proxy's exit member (exit-ip-match.ts's exitMember), when known. */
+  exit?: string;
 }
 
 export class CoolingCounts {
@@ -29,15 +36,17 @@ export class CoolingCounts {
   private readonly byClass = new Map<string, Slots>();
   /** proxyID → target → its node. */
   private readonly byProxy = new Map<string, Map<string, Node>>();
+  /** target → the exit members of its counted proxies with an exit, in exit order (a block's count). */
+  private readonly byExit = new Map<string, SortedBlocks<string>>();
 
   /**
    * The proxy cools down for the target until then (a cooldown only ever extends); counted
-   * for its class (classKey) too when one is given.
+   * for its class (classKey) too when one is given, and by its exit (exitMember; '': none).
    */
-  set(proxyID: string, target: string, until: number, cls?: string): void {
+  set(proxyID: string, target: string, until: number, cls?: string, exit = ''): void {
     let nodes = this.byProxy.get(proxyID);
     let node = nodes?.get(target);
-    if (node !== undefined && node.twin?.cls !== cls) {
+    if (node !== undefined && (node.twin?.cls !== cls || (node.exit ?? '') !== exit)) {
       this.remove(node);
       node = undefined;
       nodes = this.byProxy.get(proxyID);
@@ -58,6 +67,15 @@ export class CoolingCounts {
     const created: Node = { proxyID, target, deadline: until, heapIndex: -1 };
     nodes.set(target, created);
     this.byTarget.add(target, created);
+    if (exit !== '') {
+      created.exit = exit;
+      let sorted = this.byExit.get(target);
+      if (sorted === undefined) {
+        sorted = new SortedBlocks(lexBefore);
+        this.byExit.set(target, sorted);
+      }
+      sorted.insert(exit);
+    }
     if (cls !== undefined) {
       created.twin = { proxyID, target, deadline: until, heapIndex: -1, cls };
       let slots = this.byClass.get(cls);
@@ -96,6 +114,12 @@ export class CoolingCounts {
     return slots === undefined ? undefined : this.pruned(slots, target, now).first(target)?.deadline;
   }
 
+  /** Counted proxies egressing from the block (exit-ip-match.ts's blockRange) cooling down for the target at now. */
+  countBlock(target: string, block: { from: string; to: string }, now: number): number {
+    this.pruned(this.byTarget, target, now);
+    return this.byExit.get(target)?.countBetween(block.from, block.to) ?? 0;
+  }
+
   /** The slots with the target's ended cooldowns gone (from every place they are counted). */
   private pruned(slots: Slots, target: string, now: number): Slots {
     for (
@@ -109,6 +133,11 @@ export class CoolingCounts {
 
   private remove(node: Node): void {
     this.byTarget.remove(node.target, node);
+    if (node.exit !== undefined) {
+      const sorted = this.byExit.get(node.target)!;
+      sorted.remove(node.exit);
+      if (sorted.size === 0) this.byExit.delete(node.target);
+    }
     const twin = node.twin;
     if (twin !== undefined) {
       const slots = this.byClass.get(twin.cls!)!;

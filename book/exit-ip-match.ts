@@ -73,3 +73,51 @@ export function exitIPMatches(term: ExitIPTerm, exitIP: string | undefined): boo
   const hostBits = BigInt((term.family === 4 ? 32 : 128) - term.prefix);
   return address.bits >> hostBits === term.network >> hostBits;
 }
+
+/**
+ * An exit IP's place in the books' exit-IP order (issue 47 item 4): its family's digit, then
+ * its bits as fixed-width hex ('4' and 8 digits, '6' and 32), so that the string order is
+ * the address order and a CIDR block is one range of it; '' when it is not an address.
+ */
+export function exitKey(exitIP: string | undefined): string {
+  if (exitIP === undefined) return '';
+  const address = ipBits(exitIP);
+  if (address === undefined) return '';
+  return keyOf(address.family, address.bits);
+}
+
+/** The keys of a block's first and last addresses: its members' keys are those between, inclusive. */
+export function blockKeys(term: ExitIPTerm): { first: string; last: string } {
+  const hostBits = BigInt((term.family === 4 ? 32 : 128) - term.prefix);
+  return {
+    first: keyOf(term.family, term.network),
+    last: keyOf(term.family, term.network | ((1n << hostBits) - 1n)),
+  };
+}
+
+/** Records are immutable: each one's exit member ("key\0id"; '' without an exit) is computed once. */
+const members = new WeakMap<object, string>();
+
+/**
+ * A proxy's place in an exit-IP-ordered set (the memory store's counts): its exit key, then its
+ * id ('': no exit known); a block's members lie from blockKeys' first to its last + '\u0001'.
+ */
+export function exitMember(record: { readonly id: string; readonly exitIP?: string }): string {
+  let member = members.get(record);
+  if (member === undefined) {
+    const key = exitKey(record.exitIP);
+    member = key === '' ? '' : `${key}\u0000${record.id}`;
+    members.set(record, member);
+  }
+  return member;
+}
+
+/** The bounds of a block's members in an exit-IP-ordered set: from (inclusive), to (exclusive). */
+export function blockRange(term: ExitIPTerm): { from: string; to: string } {
+  const { first, last } = blockKeys(term);
+  return { from: first, to: `${last}\u0001` };
+}
+
+function keyOf(family: 4 | 6, bits: bigint): string {
+  return `${family}${bits.toString(16).padStart(family === 4 ? 8 : 32, '0')}`;
+}

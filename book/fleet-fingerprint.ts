@@ -24,9 +24,15 @@ function fnv1a(text: string, basis: number): number {
   return (h ^ (h >>> 31)) & MASK;
 }
 
-/** The hashes of a leasable proxy with this cap (its maxLeases) in this class (classID; '': none). */
-export function memberHash(id: string, cap: number, cls = ''): MemberHash {
-  const text = cls === '' ? `${id}\u0000${cap}` : `${id}\u0000${cap}\u0000${cls}`;
+/**
+ * The hashes of a leasable proxy with this cap (its maxLeases) in this class (classID; '':
+ * none) egressing from this exit (exit-ip-match.ts's exitKey; '': none known): a replica
+ * whose fingerprint equals the book's agrees with it on every member's exit too, so the book's
+ * members in an exit-IP block are this replica's.
+ */
+export function memberHash(id: string, cap: number, cls = '', exit = ''): MemberHash {
+  let text = cls === '' ? `${id}\u0000${cap}` : `${id}\u0000${cap}\u0000${cls}`;
+  if (exit !== '') text += `\u0000x${exit}`;
   return [fnv1a(text, 0x811c9dc5), fnv1a(text, 0x01000193 ^ 0x5bd1e995)];
 }
 
@@ -52,6 +58,8 @@ export interface Member {
   cap: number;
   /** Its class (classID; '': none given). */
   cls: string;
+  /** Its exit IP's key (exit-ip-match.ts's exitKey; '': none known). */
+  exit: string;
   hash: MemberHash;
 }
 
@@ -64,18 +72,18 @@ export class FleetFingerprint {
   private figures: Fingerprint = { count: 0, a: 0, b: 0 };
   private readonly classes = new Map<string, Fingerprint>();
 
-  /** The proxy is leasable with this cap in this class (cap undefined: it is not, or gone). */
-  set(id: string, cap: number | undefined, cls = ''): void {
+  /** The proxy is leasable with this cap in this class from this exit (cap undefined: it is not, or gone). */
+  set(id: string, cap: number | undefined, cls = '', exit = ''): void {
     const old = this.members.get(id);
-    if (old !== undefined && old.cap === cap && old.cls === cls) return;
+    if (old !== undefined && old.cap === cap && old.cls === cls && old.exit === exit) return;
     if (old !== undefined) {
       this.members.delete(id);
       this.figures = toggle(this.figures, old.hash, -1);
       this.toggleClass(old.cls, old.hash, -1);
     }
     if (cap !== undefined) {
-      const hash = memberHash(id, cap, cls);
-      this.members.set(id, { cap, cls, hash });
+      const hash = memberHash(id, cap, cls, exit);
+      this.members.set(id, { cap, cls, exit, hash });
       this.figures = toggle(this.figures, hash, +1);
       this.toggleClass(cls, hash, +1);
     }

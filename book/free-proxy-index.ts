@@ -8,7 +8,7 @@ import type { ProxyRecord } from './catalog.js';
 import { ProxyClasses, type ProxyClass } from './proxy-classes.js';
 import type { Candidate } from './lease-selection.js';
 import { attributeTerm, proxyMatcher, selectorTerms } from './selector.js';
-import type { ExitIPTerm } from './exit-ip-match.js';
+import { blockRange, exitMember, type ExitIPTerm } from './exit-ip-match.js';
 import { SortedBlocks } from './sorted-blocks.js';
 
 const ALL = '';
@@ -19,15 +19,25 @@ export class FreeProxyIndex {
   private readonly leasable = new Map<string, Map<string, ProxyRecord>>();
   /** Per class, its members with a free slot (members: the class's own count). */
   private readonly classes: ProxyClasses<{ free: number }> | undefined;
+  /** With classes on: the members with an exit IP, and those with a free slot, by exit (exit-ip-match.ts). */
+  private readonly exits: { all: SortedBlocks<string>; free: SortedBlocks<string> } | undefined;
 
   constructor(options: { classes?: boolean } = {}) {
-    if (options.classes === true) this.classes = new ProxyClasses(() => ({ free: 0 }));
+    if (options.classes === true) {
+      this.classes = new ProxyClasses(() => ({ free: 0 }));
+      this.exits = { all: new SortedBlocks(lexBefore), free: new SortedBlocks(lexBefore) };
+    }
   }
 
   /** Starts tracking a leasable proxy at its current load. */
   add(proxy: ProxyRecord, load: number): void {
     const entry = this.classes?.join(proxy);
     if (entry !== undefined && load < proxy.maxLeases) entry.data.free++;
+    const exit = this.exits === undefined ? '' : exitMember(proxy);
+    if (exit !== '') {
+      this.exits!.all.insert(exit);
+      if (load < proxy.maxLeases) this.exits!.free.insert(exit);
+    }
     for (const term of termsOf(proxy)) {
       let members = this.leasable.get(term);
       if (members === undefined) {
@@ -46,6 +56,11 @@ export class FreeProxyIndex {
       if (load < proxy.maxLeases) entry.data.free--;
       this.classes!.leave(entry.key);
     }
+    const exit = this.exits === undefined ? '' : exitMember(proxy);
+    if (exit !== '') {
+      this.exits!.all.remove(exit);
+      if (load < proxy.maxLeases) this.exits!.free.remove(exit);
+    }
     for (const term of termsOf(proxy)) {
       const members = this.leasable.get(term);
       members?.delete(proxy.id);
@@ -58,6 +73,11 @@ export class FreeProxyIndex {
   move(proxy: ProxyRecord, from: number, to: number): void {
     const entry = this.classes?.get(proxy);
     if (entry !== undefined) entry.data.free += Number(to < proxy.maxLeases) - Number(from < proxy.maxLeases);
+    const exit = this.exits === undefined ? '' : exitMember(proxy);
+    if (exit !== '' && from < proxy.maxLeases !== to < proxy.maxLeases) {
+      if (to < proxy.maxLeases) this.exits!.free.insert(exit);
+      else this.exits!.free.remove(exit);
+    }
     for (const term of termsOf(proxy)) {
       if (from < proxy.maxLeases) this.dropFromLadder(term, proxy, from);
       if (to < proxy.maxLeases) this.ladder(term).insert(proxy, to);
@@ -142,6 +162,16 @@ export class FreeProxyIndex {
     return this.classes?.matching(selector, within);
   }
 
+  /**
+   * With classes on: how many tracked proxies egress from the block, and how many of them
+   * have a free slot, counted in the exit-ordered sets (no proxy looked at); undefined when off.
+   */
+  countBlock(block: ExitIPTerm): { members: number; free: number } | undefined {
+    if (this.exits === undefined) return undefined;
+    const { from, to } = blockRange(block);
+    return { members: this.exits.all.countBetween(from, to), free: this.exits.free.countBetween(from, to) };
+  }
+
   private ladder(term: string): Ladder {
     let ladder = this.ladders.get(term);
     if (ladder === undefined) {
@@ -203,6 +233,10 @@ class Ladder {
       if (level.size > 0 && !level.scan((proxy) => visit(proxy, load))) return;
     }
   }
+}
+
+function lexBefore(a: string, b: string): boolean {
+  return a < b;
 }
 
 function before(a: ProxyRecord, b: ProxyRecord): boolean {

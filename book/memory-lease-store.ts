@@ -12,6 +12,7 @@
 // The parts: memory-holds.ts keeps the holds and suspicions, memory-outcome-stats.ts the
 // outcome windows, memory-egress.ts the egresses, memory-refusal.ts explains a refusal; the
 // rules are the shared modules (lease-selection, proxy-holds, target-book, session-book).
+import { exitMember } from './exit-ip-match.js';
 import { randomUUID } from 'node:crypto';
 import { scopedKey } from './lease-owner.js';
 import type { Logger } from 'pino';
@@ -305,6 +306,7 @@ export class MemoryLeaseStore implements LeaseStore {
         key ?? GLOBAL_POOL,
         this.targets.until(lease.proxyID, key ?? GLOBAL_POOL),
         classKey(this.catalog.get(lease.proxyID)!),
+        exitMember(this.catalog.get(lease.proxyID)!),
       );
     if (until === 'capped') return { lease, ...target, capped: true };
     return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
@@ -415,9 +417,11 @@ export class MemoryLeaseStore implements LeaseStore {
   private placeCooldowns(proxyID: string): void {
     this.cooling.dropProxy(proxyID);
     if (!this.index.has(proxyID)) return;
-    const cls = classKey(this.catalog.get(proxyID)!);
+    const record = this.catalog.get(proxyID)!;
+    const cls = classKey(record);
+    const exit = exitMember(record);
     for (const { target, until } of this.targets.cooldownsOf(proxyID, this.clock.now()))
-      this.cooling.set(proxyID, target, until, cls);
+      this.cooling.set(proxyID, target, until, cls, exit);
   }
 
   private indexable(record: ProxyRecord, now: number): boolean {

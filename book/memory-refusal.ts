@@ -8,6 +8,7 @@ import type { FreeProxyIndex } from './free-proxy-index.js';
 import { anyLeasable, refusal } from './lease-selection.js';
 import type { AcquireResult, LeaseRequest, NoLeaseReason } from './lease-store.js';
 import { proxyMatcher } from './selector.js';
+import { blockRange } from './exit-ip-match.js';
 import type { TargetBook } from './target-book.js';
 
 /** What a refusal reads: the free index, the cooldowns and their counts, the catalog. */
@@ -75,7 +76,11 @@ export function explainRefusal(
  * (every one full leaves the free index empty: its walk costs nothing). A selector or a scope
  * (no exit IP: not a class): over the classes it matches (proxy-classes.ts, at most
  * MAX_COUNTED_CLASSES), all_cooling_down when every member of them is cooling down for the
- * target, all_busy when none has a free slot; anything between is the walk's to tell.
+ * target, all_busy when none has a free slot; anything between is the walk's to tell. An
+ * exit-IP block alone: the same over the proxies egressing from it, counted in the free
+ * index's and the cooling counts' exit-ordered sets (its Retry-After: the target's first
+ * cooldown end, never after the block's); a block nothing leasable is in, no_match. An exit
+ * IP with a selector or a scope: the walk.
  */
 export function countedRefusal(
   { index, cooling }: Pick<RefusalSources, 'index' | 'cooling'>,
@@ -83,7 +88,24 @@ export function countedRefusal(
   target: string,
   now: number,
 ): Refusal | undefined {
-  if (request.exitIP !== undefined) return undefined;
+  if (request.exitIP !== undefined) {
+    // A block alone (no selector nor scope): its members, free ones and cooling ones counted
+    // in the exit-ordered sets (free-proxy-index.ts, cooling-counts.ts).
+    if (request.within !== undefined || Object.keys(request.selector).length > 0) return undefined;
+    const counts = index.countBlock(request.exitIP);
+    if (counts === undefined) return undefined;
+    // Nothing leasable egresses from it: the walk's no_match, known now.
+    if (counts.members === 0) return { refused: { granted: false, reason: 'no_match' } };
+    const cool = cooling.countBlock(target, blockRange(request.exitIP), now);
+    // The first of the target's cooldowns to end, the block's or not: never after the block's.
+    const firstEnd = cooling.firstEnd(target, now);
+    if (cool >= counts.members) return coolingDown(firstEnd!, now);
+    if (counts.free > 0) return undefined;
+    return {
+      refused: { granted: false, reason: 'all_busy' },
+      ...(firstEnd === undefined ? {} : { firstEnd }),
+    };
+  }
   if (anyLeasable(request)) {
     const leasable = index.countLeasable({});
     if (leasable === 0 || cooling.count(target, now) < leasable) return undefined;

@@ -16,6 +16,7 @@ import {
   decodeAcquireReply,
   decodeLease,
   rankCandidates,
+  unionFigures,
   type CountedBy,
   type LoadHints,
 } from './redis-book-codec.js';
@@ -34,6 +35,7 @@ import {
 import { requestKey } from './request-outcomes.js';
 import { skipExcluded } from './lease-exclude.js';
 import { proxyMatcher } from './selector.js';
+import { blockKeys } from './exit-ip-match.js';
 import { StoreUnavailableError } from './store-unavailable.js';
 
 /**
@@ -43,8 +45,6 @@ import { StoreUnavailableError } from './store-unavailable.js';
  * the average call (docs/benchmarks.md).
  */
 const CHUNKS = [4, 32, 256, 2048];
-/** Classes whose figures go with a request's first chunk at most (redis-book-codec.ts's CountedBy). */
-const FIRST_CHUNK_CLASSES = 4;
 
 /** What the walk needs of its store. */
 export interface AcquireWalkDeps {
@@ -221,9 +221,6 @@ export class RedisAcquireWalk {
     // when they do not refuse.
     // A session's request too: its bound proxy is one of the matches the counts cover.
     const counts = this.countedBy(request);
-    // The figures of many classes ride no first chunk (each argument costs every lease
-    // ~0.2 µs of Redis): they go alone once that chunk refused.
-    const many = counts !== undefined && 'classes' in counts && counts.classes.length > FIRST_CHUNK_CLASSES;
     let counted = false;
     const alone = async (): Promise<AcquireResult | undefined> => {
       counted = true;
@@ -284,9 +281,10 @@ export class RedisAcquireWalk {
       if (round === 0 && chunk.length > 0) this.hint(chunk[0].id, this.deps.ranking.load(chunk[0].id) + 1);
       const ranked = rankCandidates(chunk);
       // The first chunk of a request whose candidates are every leasable proxy carries the
-      // replica's fingerprint, of one with a selector or a scope its classes' figures (up to
-      // FIRST_CHUNK_CLASSES of them): the book's counts may then answer for the rest.
-      const whole = round === 0 && counts !== undefined && !counted && !many;
+      // replica's fingerprint, of one with a selector or a scope its classes' ids and their
+      // union's figures (two arguments, however many classes): the book's counts may then
+      // answer for the rest.
+      const whole = round === 0 && counts !== undefined && !counted;
       const args = acquireArgs(
         key,
         ttl,
@@ -349,10 +347,6 @@ export class RedisAcquireWalk {
       gone = '';
       this.learn(reply.hints);
       if (chunk.length < size) break;
-      if (many && !counted) {
-        const answer = await alone();
-        if (answer !== undefined) return answer;
-      }
     }
     return refusedWith(leasable + excluded.size, cooling, firstEnd);
   }
@@ -360,14 +354,22 @@ export class RedisAcquireWalk {
   /**
    * What this request's refusal may be counted by (redis-book-codec.ts's CountedBy): every
    * leasable proxy its candidate, the fleet's fingerprint; a selector or a scope, the classes
-   * they match (at most MAX_COUNTED_CLASSES); an exit IP (not a class: its few matches are
-   * walked), none.
+   * they match (at most MAX_COUNTED_CLASSES); an exit IP alone, the fleet's fingerprint and
+   * its block's keys (the book's exit sets); an exit IP with a selector or a scope, none.
    */
   private countedBy(request: LeaseRequest): CountedBy | undefined {
-    if (request.exitIP !== undefined) return undefined;
+    if (request.exitIP !== undefined) {
+      // A block with no selector nor scope: the book's exit sets count it (acquire-script.ts).
+      const plain = request.within === undefined && Object.keys(request.selector).length === 0;
+      return plain ? { fleet: this.deps.fleet(), block: blockKeys(request.exitIP) } : undefined;
+    }
     if (anyLeasable(request)) return { fleet: this.deps.fleet() };
     const classes = this.deps.classes(request.selector, request.within);
-    return classes === undefined || classes.length === 0 ? undefined : { classes };
+    if (classes === undefined || classes.length === 0) return undefined;
+    // Classes that are every leasable proxy (a scope or a selector admitting all): the fleet's
+    // counts, a few commands, instead of a few per class.
+    const fleet = this.deps.fleet();
+    return unionFigures(classes) === `${fleet.count} ${fleet.a} ${fleet.b}` ? { fleet } : { classes };
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */

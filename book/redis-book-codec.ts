@@ -18,18 +18,21 @@ export function rankCandidates(chunk: readonly ProxyRecord[]): ProxyRecord[] {
 
 /**
  * What a refusal may be counted by (the acquire's 'whole'): the replica's fleet fingerprint
- * (a request every leasable proxy could take), or the classes a request with a selector or a
+ * (a request every leasable proxy could take; with `block`, the keys of a request's exit-IP
+ * block: exit-ip-match.ts's blockKeys), or the classes a request with a selector or a
  * scope matches with the replica's figures of each (redis-fleet-feed.ts).
  */
-export type CountedBy = { fleet: Fingerprint } | { classes: readonly ClassFigures[] };
+export type CountedBy =
+  { fleet: Fingerprint; block?: { first: string; last: string } } | { classes: readonly ClassFigures[] };
 
 /**
  * The acquire script's arguments (redis-scripts.ts's ACQUIRE): leaseID, ttlSeconds, the
  * lease key's life (ms), candidate count, per candidate (ranked) id, maxLeases, record JSON,
  * then target, selector JSON, session, its mode, the bound proxy known gone and the request
  * key (request-outcomes.ts), then (when given: a request the fleet's counts may refuse) the
- * replica's fleet fingerprint (fleet-fingerprint.ts), or three empty fields, the count of the
- * classes matched and each one's id and figures, the tail cut after the last one that is not its default ('',
+ * replica's fleet fingerprint (fleet-fingerprint.ts) and, for an exit-IP block, two empty
+ * fields and its first and last keys; or three empty fields, the ids of the
+ * classes matched (comma-separated) and their union's figures, the tail cut after the last one that is not its default ('',
  * '{}', '', 'none', '', ''): each argument costs
  * the client and Redis ~0.2 µs (~1k instructions of redis-server), so a lease without
  * target, selector or session sends none of them.
@@ -53,18 +56,38 @@ export function acquireArgs(
   const tail = [target, selector, session, mode, gone, requestKey];
   const defaults = ['', '{}', '', 'none', '', ''];
   if (counts !== undefined && 'fleet' in counts && counts.fleet.count > 0) {
-    const { fleet } = counts;
+    const { fleet, block } = counts;
     tail.push(String(fleet.count), String(fleet.a), String(fleet.b));
     defaults.push('', '', '');
+    if (block !== undefined) {
+      tail.push('', '', block.first, block.last);
+      defaults.push('', '', '', '');
+    }
   } else if (counts !== undefined && 'classes' in counts && counts.classes.length > 0) {
-    tail.push('', '', '', String(counts.classes.length));
-    for (const { id, figures } of counts.classes) tail.push(id, figures);
+    // Two arguments however many classes (up to MAX_COUNTED_CLASSES): their ids, and the
+    // figures of their union (counts summed, sums XORed: a member's hashes cover its class,
+    // so equal union figures mean equal members of each class, fleet-fingerprint.ts).
+    tail.push('', '', '', counts.classes.map(({ id }) => id).join(','), unionFigures(counts.classes));
     while (defaults.length < tail.length) defaults.push('');
   }
   let last = tail.length;
   while (last > 0 && tail[last - 1] === defaults[last - 1]) last--;
   for (let i = 0; i < last; i++) args.push(tail[i]);
   return args;
+}
+
+/** The figures ("count a b") of the union of classes given theirs. */
+export function unionFigures(classes: readonly ClassFigures[]): string {
+  let count = 0;
+  let a = 0;
+  let b = 0;
+  for (const { figures } of classes) {
+    const [n, x, y] = figures.split(' ').map(Number);
+    count += n;
+    a ^= x;
+    b ^= y;
+  }
+  return `${count} ${a} ${b}`;
 }
 
 function byLatencyThenID(a: ProxyRecord, b: ProxyRecord): number {

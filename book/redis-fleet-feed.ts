@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { ProxyRecord } from './catalog.js';
 import { classID, FleetFingerprint, type Fingerprint } from './fleet-fingerprint.js';
 import { classKey, ProxyClasses } from './proxy-classes.js';
+import { exitKey } from './exit-ip-match.js';
 
 /** A class a request matches, as the acquire sends it: its id and its figures ("count a b"). */
 export interface ClassFigures {
@@ -23,7 +24,7 @@ export interface ClassFigures {
 const FLEET_CHUNK = 500;
 
 export interface FleetFeedDeps {
-  /** The fleet script: count, then id, cap ('0': out), h1, h2, class per proxy; answers the book's figures. */
+  /** The fleet script: count, then id, cap ('0': out), h1, h2, class, exit key per proxy; answers the book's figures. */
   send: (args: string[]) => Promise<unknown>;
   /** The registry's figures ('sum': count, a, b, null when none) or members ('all': flat id, "cap h1 h2 class", ...). */
   read: (what: 'sum' | 'all') => Promise<unknown>;
@@ -57,7 +58,7 @@ export class RedisFleetFeed {
       }
     }
     const cls = key === undefined ? '' : classID(key);
-    this.own.set(id, record?.maxLeases, cls);
+    this.own.set(id, record?.maxLeases, cls, exitKey(record?.exitIP));
     if (this.entry(id) === before) return;
     this.pending.add(id);
     this.flush ??= this.sendPending();
@@ -114,12 +115,17 @@ export class RedisFleetFeed {
     await this.settled();
   }
 
-  /** The registry entry this replica's catalog gives a proxy ('cap h1 h2 class'; undefined: none). */
+  /**
+   * The registry entry this replica's catalog gives a proxy ('cap h1 h2 class', then ' x' and
+   * its exit key when known, as the fleet script writes it; undefined: none).
+   */
   private entry(id: string): string | undefined {
     const member = this.own.member(id);
-    return member === undefined
-      ? undefined
-      : `${member.cap} ${member.hash[0]} ${member.hash[1]} ${member.cls}`;
+    if (member === undefined) return undefined;
+    let entry = `${member.cap} ${member.hash[0]} ${member.hash[1]}`;
+    if (member.cls !== '') entry += ` ${member.cls}`;
+    if (member.exit !== '') entry += ` x${member.exit}`;
+    return entry;
   }
 
   private async sendPending(): Promise<void> {
@@ -132,8 +138,16 @@ export class RedisFleetFeed {
         const args = [String(chunk.length)];
         for (const id of chunk) {
           const member = this.own.member(id);
-          if (member === undefined) args.push(id, '0', '0', '0', '');
-          else args.push(id, String(member.cap), String(member.hash[0]), String(member.hash[1]), member.cls);
+          if (member === undefined) args.push(id, '0', '0', '0', '', '');
+          else
+            args.push(
+              id,
+              String(member.cap),
+              String(member.hash[0]),
+              String(member.hash[1]),
+              member.cls,
+              member.exit,
+            );
         }
         try {
           await this.deps.send(args);

@@ -76,6 +76,12 @@
 //                       changes class takes its marks along (the fleet script). A live mark
 //                       of a class is always one of the registry's too (its score is the
 //                       same), so a removal from a class's set follows the registry's
+//   P:xip, P:xfull, P:xcd:<target>  zsets of "exitKey:proxyID" (exit-ip-match.ts, all
+//                       scores 0, lex order): the registry's members with an exit, and those
+//                       of them in P:full and in P:cdt:<target> (any score: an ended mark
+//                       is taken out of both by the next refusal by exit IP, or the sweep),
+//                       so a refusal by exit-IP block counts its members, full and cooling
+//                       ones with ZLEXCOUNT over the block's range
 //   P:req:<key>         string: a write's first answer by its request key (request-outcomes.ts:
 //                       kind:owner.requestID:leaseID), PX = REQ_RETAIN; a repeat answers it
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or

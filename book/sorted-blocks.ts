@@ -37,6 +37,23 @@ export class SortedBlocks<T> {
     return true;
   }
 
+  /**
+   * Entries from `from` (inclusive) to `to` (exclusive), counted by their ranks: a binary
+   * search and a sum over the blocks (at most size / BLOCK of them).
+   */
+  countBetween(from: T, to: T): number {
+    return this.rank(to) - this.rank(from);
+  }
+
+  /** Entries sorting before `item`. */
+  private rank(item: T): number {
+    if (this.blocks.length === 0) return 0;
+    const b = this.blockFor(item);
+    let before = 0;
+    for (let i = 0; i < b; i++) before += this.blocks[i].length;
+    return before + this.position(this.blocks[b], item);
+  }
+
   *[Symbol.iterator](): Generator<T> {
     for (const block of this.blocks) yield* block;
   }

@@ -18,8 +18,10 @@ import type { Body, ScriptName } from './script-parts.js';
  * fleet's, from the registry: the walk ends here; ARGV after the request key: the replica's
  * fleet fingerprint, count, a, b, for a request without selector, exit IP or scope (a
  * session's too); or, for one with a selector or a scope but no exit IP, three empty fields then
- * the count of the classes it matches and per class its id and the replica's figures
- * "count a b": redis-fleet-feed.ts). Hints: "i:load" for each candidate
+ * the ids of the classes it matches, comma-separated, and the replica's figures of their
+ * union "count a b": redis-fleet-feed.ts, redis-book-codec.ts's unionFigures); or, for one by
+ * exit IP without selector or scope, the fleet fingerprint, two empty fields, then the keys of
+ * the block's first and last addresses (exit-ip-match.ts's blockKeys). Hints: "i:load" for each candidate
  * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
  * candidate has none.
  *
@@ -31,6 +33,8 @@ import type { Body, ScriptName } from './script-parts.js';
  * the strings it was sent or read.
  */
 const ACQUIRE = String.raw`
+-- Ended marks an exit-IP refusal takes out before counting, at most (more: the walk).
+local EXIT_STALE = 64
 local ARGV = ARGV
 local lease_id = ARGV[A + 1]
 local ttl = ARGV[A + 2]
@@ -194,7 +198,51 @@ if not chosen then
   -- the target, or certainly full, is the refusal of the whole walk, known now ('whole').
   local whole = '0'
   local fp = ARGV[T + 7]
-  if fp and fp ~= '' then
+  local first_x = ARGV[T + 12] or ''
+  if fp and fp ~= '' and first_x ~= '' then
+    -- A request by exit IP (no selector nor scope): its block's keys. The fingerprint covers
+    -- each member's exit (fleet-fingerprint.ts), so while it is the book's the registry's
+    -- members in the block are the replica's candidates; counted in the exit sets (lex
+    -- ranges, O(log n)) after their ended marks are taken out (each once: a cost of the lease
+    -- or the report that made it, at most EXIT_STALE here, else the walk).
+    local s = redis.call('HMGET', K_FLEET_SUM, 'n', 'a', 'b')
+    if s[1] == fp and s[2] == ARGV[T + 8] and s[3] == ARGV[T + 9] and
+      redis.call('ZCOUNT', K_HELD, '(' .. NOW, '+inf') == 0 then
+      local lo, hi = '[' .. first_x, '(' .. ARGV[T + 13] .. ';'
+      local size = redis.call('ZLEXCOUNT', K_XIP, lo, hi)
+      local ck, xk = P .. ':cdt:' .. target, P .. ':xcd:' .. target
+      local ended_full = redis.call('ZRANGE', K_FULL, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, EXIT_STALE + 1)
+      local ended_cd = redis.call('ZRANGE', ck, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, EXIT_STALE + 1)
+      local clean = size > 0 and #ended_full <= EXIT_STALE and #ended_cd <= EXIT_STALE
+      local function unmark(ids, key, xkey, cpre)
+        for i = 1, math.min(#ids, EXIT_STALE) do
+          local id = ids[i]
+          local reg = redis.call('HGET', K_FLEET, id) or ''
+          redis.call('ZREM', key, id)
+          local c = string.match(reg, '^%S+ %S+ %S+ (%x+)')
+          if c then redis.call('ZREM', cpre(c), id) end
+          local x = string.match(reg, ' x(%x+)$')
+          if x then redis.call('ZREM', xkey, x .. ':' .. id) end
+        end
+      end
+      -- Taken out even when more are left (the walk then): the next refusal finds fewer.
+      unmark(ended_full, K_FULL, K_XFULL, function(c) return P .. ':cfull:' .. c end)
+      unmark(ended_cd, ck, xk, function(c) return P .. ':ccdt:' .. c .. ':' .. target end)
+      if clean then
+        local c = redis.call('ZLEXCOUNT', xk, lo, hi)
+        if c >= size or redis.call('ZLEXCOUNT', K_XFULL, lo, hi) >= size then
+          leasable, cooling, whole = size, c, '1'
+          wait = -1
+          -- The first of the target's cooldowns to end, the block's or not: never after the
+          -- block's first (a retry that early is refused again, never one that late).
+          if c > 0 then
+            local first = redis.call('ZRANGE', ck, '(' .. NOW, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+            wait = tonumber(first[2]) - NOW
+          end
+        end
+      end
+    end
+  elseif fp and fp ~= '' then
     local s = redis.call('HMGET', K_FLEET_SUM, 'n', 'a', 'b')
     if s[1] == fp and s[2] == ARGV[T + 8] and s[3] == ARGV[T + 9] and
       redis.call('ZCOUNT', K_HELD, '(' .. NOW, '+inf') == 0 then
@@ -211,22 +259,26 @@ if not chosen then
       end
     end
   elseif (ARGV[T + 10] or '') ~= '' then
-    -- A request with a selector or a scope: the classes it matches (proxy-classes.ts), each
-    -- id and the replica's figures of it. Every figure the book's, no member of them held,
-    -- and every member cooling down for the target, or every one certainly full: the
-    -- refusal of the whole walk, at a cost of the classes, whatever their sizes.
-    local k, ids, sizes = tonumber(ARGV[T + 10]), {}, {}
-    for j = 1, k do ids[j] = ARGV[T + 9 + 2 * j] end
+    -- A request with a selector or a scope: the ids of the classes it matches
+    -- (proxy-classes.ts) and the replica's figures of their union. The book's union equal,
+    -- no member of them held, and every member cooling down for the target, or every one
+    -- certainly full: the refusal of the whole walk, at a cost of the classes, whatever
+    -- their sizes.
+    local ids, sizes = {}, {}
+    for c in string.gmatch(ARGV[T + 10], '[^,]+') do ids[#ids + 1] = c end
+    local k = #ids
     local sums = redis.call('HMGET', K_CLASS_SUM, unpack(ids))
-    local size, same = 0, true
+    local size, ua, ub, same = 0, 0, 0, true
     for j = 1, k do
-      if sums[j] ~= ARGV[T + 10 + 2 * j] then
+      if not sums[j] then
         same = false
         break
       end
-      sizes[j] = tonumber(string.match(sums[j], '^%d+'))
-      size = size + sizes[j]
+      local n, a, b = string.match(sums[j], '^(%d+) (%d+) (%d+)$')
+      sizes[j] = tonumber(n)
+      size, ua, ub = size + sizes[j], bit.bxor(ua, tonumber(a)), bit.bxor(ub, tonumber(b))
     end
+    same = same and (size .. ' ' .. ua .. ' ' .. ub) == ARGV[T + 11]
     -- Held: the registry's set first (most often empty), then each class's.
     if same and redis.call('ZCOUNT', K_HELD, '(' .. NOW, '+inf') > 0 then
       for j = 1, k do
@@ -321,8 +373,10 @@ if first_exp and load[chosen] + 1 >= tonumber(ARGV[B + 3 * chosen - 1]) then
   local reg = redis.call('HGET', K_FLEET, id)
   if reg and load[chosen] + 1 >= tonumber(string.match(reg, '^%S+')) then
     redis.call('ZADD', K_FULL, first_exp, id)
-    local c = string.match(reg, '^%S+ %S+ %S+ (%x+)$')
+    local c = string.match(reg, '^%S+ %S+ %S+ (%x+)')
     if c then redis.call('ZADD', P .. ':cfull:' .. c, first_exp, id) end
+    local x = string.match(reg, ' x(%x+)$')
+    if x then redis.call('ZADD', K_XFULL, 0, x .. ':' .. id) end
   end
 end
 if session ~= '' then

@@ -14,8 +14,15 @@ local function k_cd(id, target) return P .. ':cd:' .. id .. '\0' .. target end
 -- those of class c (proxy-classes.ts) for it.
 local function k_cdt(target) return P .. ':cdt:' .. target end
 local function k_ccdt(c, target) return P .. ':ccdt:' .. c .. ':' .. target end
--- A registry entry's class ("cap h1 h2 class"), or nil.
-local function class_in(reg) return reg and string.match(reg, '^%S+ %S+ %S+ (%x+)$') end
+-- A registry entry's class ("cap h1 h2 class x<exit>", both optional), or nil.
+local function class_in(reg) return reg and string.match(reg, '^%S+ %S+ %S+ (%x+)') end
+-- The registry's proxies with an exit cooling down for a target, by exit ("key:id", lex).
+local function k_xcd(target) return P .. ':xcd:' .. target end
+-- A registry member's place in the exit sets ("key:id"), or nil without an exit.
+local function exit_in(reg, id)
+  local x = reg and string.match(reg, ' x(%x+)$')
+  return x and (x .. ':' .. id)
+end
 
 -- (proxy, target) entries.
 local function tdecode(v)
@@ -89,8 +96,11 @@ local function forget_target(id, target)
   redis.call('ZREM', k_tord(id), target)
   redis.call('ZREM', K_TARGETS, member(id, target))
   if redis.call('ZREM', k_cdt(target), id) == 1 then
-    local c = class_in(redis.call('HGET', K_FLEET, id))
+    local reg = redis.call('HGET', K_FLEET, id)
+    local c = class_in(reg)
     if c then redis.call('ZREM', k_ccdt(c, target), id) end
+    local m = exit_in(reg, id)
+    if m then redis.call('ZREM', k_xcd(target), m) end
   end
   -- Its last entry gone: its acquire need not look for cooldowns.
   if redis.call('EXISTS', k_tord(id)) == 0 then flag(id, COOL, false) end
@@ -167,6 +177,11 @@ local function target_report(id, target, result, retry_after, random)
     if c then
       redis.call('ZADD', k_ccdt(c, target), score, id)
       keep(k_ccdt(c, target), RETAIN)
+    end
+    local m = exit_in(reg, id)
+    if m then
+      redis.call('ZADD', k_xcd(target), 0, m)
+      keep(k_xcd(target), RETAIN)
     end
   end
   keep(key, RETAIN)

@@ -5,14 +5,17 @@ import type { Body, ScriptName } from './script-parts.js';
 
 /**
  * ARGV after now: count, then per proxy its id, its cap ('0': not leasable, out of the
- * registry), its two hashes (fleet-fingerprint.ts's memberHash of id, cap and class) and its
- * class (classID; '' with cap '0'). Every replica sends what its catalog shows; an entry
+ * registry), its two hashes (fleet-fingerprint.ts's memberHash of id, cap, class and exit),
+ * its class (classID; '' with cap '0') and its exit key (exit-ip-match.ts's exitKey; '':
+ * none known). Every replica sends what its catalog shows; an entry
  * already as sent changes nothing. Keeps the counts' sets to registry members: a proxy that
  * joins brings its running cooldowns (P:cdt:<target>), its hold (P:held) and, when its live
  * leases fill its cap, its P:full mark; one that leaves takes them with it; a raised cap ends
  * its P:full mark (a lowered one leaves it: still full). Each class's sets (P:cfull:<c>,
  * P:cheld:<c>, P:ccdt:<c>:<target>) hold the marks of its members, and P:class-sum its
- * figures: a member that changes class takes its marks along. Answers {count, a, b}: the
+ * figures: a member that changes class takes its marks along. The exit sets (P:xip,
+ * P:xfull, P:xcd:<target>, by "exit:id" in lex order) hold the members with an exit and
+ * those of them marked full or cooling, the same way: a new exit moves them. Answers {count, a, b}: the
  * registry's fingerprint after.
  */
 const FLEET = String.raw`
@@ -53,23 +56,46 @@ local function class_marks(id, c, copy)
     end
   end
 end
+-- A member's exit marks (P:xip, P:xfull, P:xcd:<target>: "x:id", lex) made from its
+-- registry marks (copy), or taken out.
+local function exit_marks(id, x, copy)
+  if x == '' then return end
+  local m = x .. ':' .. id
+  local targets = redis.call('ZRANGE', P .. ':tord:' .. id, 0, -1)
+  if not copy then
+    redis.call('ZREM', K_XIP, m)
+    redis.call('ZREM', K_XFULL, m)
+    for _, target in ipairs(targets) do redis.call('ZREM', k_xcd(target), m) end
+    return
+  end
+  redis.call('ZADD', K_XIP, 0, m)
+  if redis.call('ZSCORE', K_FULL, id) then redis.call('ZADD', K_XFULL, 0, m) end
+  for _, target in ipairs(targets) do
+    if redis.call('ZSCORE', k_cdt(target), id) then
+      redis.call('ZADD', k_xcd(target), 0, m)
+      keep(k_xcd(target), RETAIN)
+    end
+  end
+end
 for i = 1, tonumber(ARGV[A + 1]) do
-  local b = A + 1 + 5 * (i - 1)
-  local id, cap, c = ARGV[b + 1], ARGV[b + 2], ARGV[b + 5] or ''
+  local b = A + 1 + 6 * (i - 1)
+  local id, cap, c, x = ARGV[b + 1], ARGV[b + 2], ARGV[b + 5] or '', ARGV[b + 6] or ''
   local new
   if cap ~= '0' then
     new = cap .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4]
     if c ~= '' then new = new .. ' ' .. c end
+    if x ~= '' then new = new .. ' x' .. x end
   end
   local old = redis.call('HGET', K_FLEET, id)
   if old ~= new then
-    local was, oc
+    local was, oc, ox
     if old then
-      local ocap, o1, o2, ocls = string.match(old, '^(%S+) (%S+) (%S+) ?(%S*)$')
-      was, oc = tonumber(ocap), ocls
+      local ocap, o1, o2 = string.match(old, '^(%S+) (%S+) (%S+)')
+      was, oc, ox = tonumber(ocap), string.match(old, '^%S+ %S+ %S+ (%x+)') or '', string.match(old, ' x(%x+)$') or ''
       cnt, fa, fb = cnt - 1, bit.bxor(fa, tonumber(o1)), bit.bxor(fb, tonumber(o2))
       class_sum(oc, -1, o1, o2)
       if new == nil or oc ~= c then class_marks(id, oc, false) end
+      if new == nil or ox ~= x then exit_marks(id, ox, false) end
     end
     local tord = P .. ':tord:' .. id
     if new then
@@ -89,8 +115,10 @@ for i = 1, tonumber(ARGV[A + 1]) do
       elseif tonumber(cap) > was then
         redis.call('ZREM', K_FULL, id)
         redis.call('ZREM', P .. ':cfull:' .. c, id)
+        if x ~= '' then redis.call('ZREM', K_XFULL, x .. ':' .. id) end
       end
       if was == nil or oc ~= c then class_marks(id, c, true) end
+      if was == nil or ox ~= x then exit_marks(id, x, true) end
     else
       redis.call('HDEL', K_FLEET, id)
       redis.call('ZREM', K_FULL, id)

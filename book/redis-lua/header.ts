@@ -77,6 +77,9 @@ export function header(s: ScriptSettings): string {
     `local K_FULL, K_HELD = '${P}:full', '${P}:held'`,
     // Per class (proxy-classes.ts): P:class-sum, and P:cfull:<c>, P:cheld:<c>, P:ccdt:<c>:<target>.
     `local K_CLASS_SUM = '${P}:class-sum'`,
+    // By exit IP (exit-ip-match.ts's exitKey; members "key:id", lex order): the registry's
+    // members with an exit, and those marked in P:full and P:cdt:<target> (P:xcd:<target>).
+    `local K_XIP, K_XFULL = '${P}:xip', '${P}:xfull'`,
   ].join('\n');
 }
 

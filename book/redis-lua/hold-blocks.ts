@@ -35,7 +35,7 @@ local function held_mark(id, h)
   if h.da ~= nil then ends = NOW + RETAIN end
   if h.sa ~= nil and h.su > NOW and (ends == nil or h.su > ends) then ends = h.su end
   local reg = redis.call('HGET', K_FLEET, id)
-  local c = reg and string.match(reg, '^%S+ %S+ %S+ (%x+)$')
+  local c = reg and string.match(reg, '^%S+ %S+ %S+ (%x+)')
   if ends ~= nil and reg then
     redis.call('ZADD', K_HELD, ends, id)
     if c then redis.call('ZADD', P .. ':cheld:' .. c, ends, id) end

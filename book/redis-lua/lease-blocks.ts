@@ -133,8 +133,11 @@ local function release_one(id)
   redis.call('PEXPIRE', K_COUNTERS, 30 * 24 * 3600 * 1000)
   -- A slot freed: no longer certainly full (the fleet's counts), nor in its class's set.
   if redis.call('ZREM', K_FULL, proxy) == 1 then
-    local c = string.match(redis.call('HGET', K_FLEET, proxy) or '', '^%S+ %S+ %S+ (%x+)$')
+    local reg = redis.call('HGET', K_FLEET, proxy) or ''
+    local c = string.match(reg, '^%S+ %S+ %S+ (%x+)')
     if c then redis.call('ZREM', P .. ':cfull:' .. c, proxy) end
+    local x = string.match(reg, ' x(%x+)$')
+    if x then redis.call('ZREM', K_XFULL, x .. ':' .. proxy) end
   end
   local ld = P .. ':ld:' .. proxy
   local entry = redis.call('GET', ld)

@@ -30,7 +30,13 @@ return {
  */
 const SWEEP = String.raw`
 redis.call('ZREMRANGEBYSCORE', K_BUSY, '-inf', NOW)
-redis.call('ZREMRANGEBYSCORE', K_FULL, '-inf', NOW)
+-- Ended full marks, with their exit sets' twins (P:xfull mirrors P:full's members).
+local ended = redis.call('ZRANGE', K_FULL, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, 1000)
+for _, id in ipairs(ended) do
+  local x = string.match(redis.call('HGET', K_FLEET, id) or '', ' x(%x+)$')
+  if x then redis.call('ZREM', K_XFULL, x .. ':' .. id) end
+  redis.call('ZREM', K_FULL, id)
+end
 redis.call('ZREMRANGEBYSCORE', K_HELD, '-inf', NOW)
 prune_sessions(1000)
 prune_suspicions(1000)

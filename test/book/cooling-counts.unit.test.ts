@@ -2,6 +2,7 @@
 // cooldown runs, extended in place, gone when it ends or the proxy is dropped.
 import { describe, expect, it } from '@jest/globals';
 import { CoolingCounts } from '../../book/cooling-counts.js';
+import { blockRange, exitMember, parseExitIPTerm } from '../../book/exit-ip-match.js';
 
 type Step = ['set', string, string, number] | ['drop', string];
 
@@ -185,5 +186,26 @@ describe('CoolingCounts', () => {
     expect(counts.countIn('c', 't', 250)).toBe(0);
     counts.set('b', 't', 300, 'c');
     expect([counts.count('t', 250), counts.countIn('c', 't', 250)]).toEqual([1, 1]);
+  });
+
+  it('counts by exit-IP block: an ended one, a dropped one and one moved to another exit leave it', () => {
+    const counts = new CoolingCounts();
+    const block = blockRange(parseExitIPTerm('203.0.113.0/24')!);
+    const exit = (id: string, ip: string) => exitMember({ id, exitIP: ip });
+    counts.set('a', 't', 100, 'c', exit('a', '203.0.113.1'));
+    counts.set('b', 't', 200, 'c', exit('b', '203.0.113.2'));
+    counts.set('o', 't', 200, 'c', exit('o', '198.51.100.1'));
+    counts.set('n', 't', 200, 'c');
+    counts.set('u', 'u', 200, 'c', exit('u', '203.0.113.9'));
+    expect(counts.countBlock('t', block, 50)).toBe(2);
+    expect(counts.countBlock('t', block, 100)).toBe(1);
+    counts.set('b', 't', 300, 'c', exit('b', '198.51.100.2'));
+    expect(counts.countBlock('t', block, 100)).toBe(0);
+    expect(counts.count('t', 100)).toBe(3);
+    counts.set('b', 't', 300, 'c', exit('b', '203.0.113.2'));
+    expect(counts.countBlock('t', block, 100)).toBe(1);
+    counts.dropProxy('b');
+    expect(counts.countBlock('t', block, 100)).toBe(0);
+    expect(counts.countBlock('u', block, 100)).toBe(1);
   });
 });

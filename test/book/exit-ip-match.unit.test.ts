@@ -1,4 +1,4 @@
-import { exitIPMatches, parseExitIPTerm } from '../../book/exit-ip-match.js';
+import { blockKeys, exitIPMatches, exitKey, parseExitIPTerm } from '../../book/exit-ip-match.js';
 import { proxyMatcher } from '../../book/selector.js';
 import { parseLeaseBody } from '../../discovery/request-parsing.js';
 import { ApiError } from '../../discovery/api-error.js';
@@ -51,6 +51,32 @@ describe('the exit IP term of a lease request', () => {
     ['203.0.113.0/24', undefined, false],
   ])('%s contains %s: %s', (term, exitIP, expected) => {
     expect(exitIPMatches(parseExitIPTerm(term)!, exitIP)).toBe(expected);
+    // The books' counts (issue 47 item 4): an address is in a block when its key lies between
+    // the block's first and last keys, as string order goes.
+    const { first, last } = blockKeys(parseExitIPTerm(term)!);
+    const key = exitKey(exitIP);
+    expect(key !== '' && first <= key && key <= last).toBe(expected);
+  });
+
+  it.each([
+    ['203.0.113.7', '4cb007107'],
+    ['0.0.0.0', '400000000'],
+    ['255.255.255.255', '4ffffffff'],
+    ['2001:db8::1', '620010db8000000000000000000000001'],
+    ['::ffff:127.0.0.3', '47f000003'],
+    ['not an address', ''],
+    [undefined, ''],
+  ])('the key of %s is %j: family, then fixed-width hex', (exitIP, key) => {
+    expect(exitKey(exitIP)).toBe(key);
+  });
+
+  it.each([
+    ['203.0.113.0/24', '4cb007100', '4cb0071ff'],
+    ['203.0.113.7', '4cb007107', '4cb007107'],
+    ['0.0.0.0/0', '400000000', '4ffffffff'],
+    ['2001:db8::/32', '620010db8000000000000000000000000', '620010db8ffffffffffffffffffffffff'],
+  ])('the block %s spans the keys %s to %s', (term, first, last) => {
+    expect(blockKeys(parseExitIPTerm(term)!)).toEqual({ first, last });
   });
 
   it('combines with the attribute selector: both must hold', () => {

@@ -113,6 +113,19 @@ describe('FleetFingerprint per class', () => {
     else expect(figures(x).c).not.toEqual(figures(y).c);
   });
 
+  it("a member's exit is in its hashes: the fleet's figures tell a new exit IP, and none known is as before exits", () => {
+    const fp = new FleetFingerprint();
+    fp.set('ns/a', 1, 'c', '4cb007101');
+    const before = fp.get();
+    fp.set('ns/a', 1, 'c', '4cb007102');
+    expect(fp.get()).not.toEqual(before);
+    expect(fp.ofClass('c')).not.toEqual({ count: 0, a: 0, b: 0 });
+    fp.set('ns/a', 1, 'c', '4cb007101');
+    expect(fp.get()).toEqual(before);
+    expect(memberHash('ns/a', 1, 'c', '')).toEqual(memberHash('ns/a', 1, 'c'));
+    expect(fp.member('ns/a')?.exit).toBe('4cb007101');
+  });
+
   it("a member's class is in its hashes: the fleet's figures tell a class change too", () => {
     const fp = new FleetFingerprint();
     fp.set('ns/a', 1, 'c');

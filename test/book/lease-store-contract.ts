@@ -9,6 +9,7 @@ import type { ProxyCooldown } from '../../book/lease-store.js';
 import type { Clock } from '../../book/clock.js';
 import type { LeaseBookOptions } from '../../book/lease-book-settings.js';
 import { scopeMatcher } from '../../book/token-scope.js';
+import { parseExitIPTerm } from '../../book/exit-ip-match.js';
 import { FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 /** What every store accepts (its own options may hold more). */
@@ -1489,6 +1490,310 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         });
       });
     });
+
+    describe.each([
+      ['IPv4', '203.0.113.0/29', (i: number) => `203.0.113.${i}`, (i: number) => `198.51.100.${i}`],
+      ['IPv6', '2001:db8::/125', (i: number) => `2001:db8::${i}`, (i: number) => `2001:db8:1::${i}`],
+    ])(
+      'a first refusal by an %s exit-IP block from the exit counts never refuses what a walk would grant',
+      (_family, blockText, inside, outside) => {
+        // Six proxies in the block (p1..p6, p6 ranked last) and two outside it (q1, q2, ranked
+        // first, idle): more than the first chunk a shared store sends (4), so the refusal
+        // comes from the book's exit sets (P:xip, P:xfull, P:xcd), never from a walk; the
+        // proxy each event frees is p6, never in that chunk. Each request from a new owner:
+        // no remembered refusal answers it.
+        const TARGET = 'shop.example';
+        const BLOCK = parseExitIPTerm(blockText)!;
+        const fleet = (overrides: (id: string) => Partial<ProxyRecord> = () => ({})) => [
+          ...Array.from({ length: 6 }, (_, i) =>
+            proxy(`ns/p${i + 1}`, {
+              maxLeases: 1,
+              latencyMillis: i + 1,
+              ip: `10.0.4.${i + 1}`,
+              exitIP: inside(i + 1),
+              ...overrides(`ns/p${i + 1}`),
+            }),
+          ),
+          ...['ns/q1', 'ns/q2'].map((id, i) =>
+            proxy(id, {
+              maxLeases: 1,
+              latencyMillis: 0,
+              ip: `10.0.5.${i + 1}`,
+              exitIP: outside(i + 1),
+              ...overrides(id),
+            }),
+          ),
+        ];
+        let owners = 0;
+        const byBlock = (overrides: Partial<LeaseRequest> = {}): LeaseRequest =>
+          request({ target: TARGET, exitIP: BLOCK, owner: `block-${++owners}`, ...overrides });
+        type Setup = ReturnType<typeof setup> & { leases: Map<string, Lease> };
+        async function ready(): Promise<Setup> {
+          const s = setup({}, fleet());
+          await subject.settled?.(s.store);
+          return { ...s, leases: new Map() };
+        }
+        const change = async (s: Setup, overrides: (id: string) => Partial<ProxyRecord>) => {
+          s.catalog.proxies = fleet(overrides);
+          await subject.settled?.(s.store);
+        };
+        /** Every proxy in the block full (p6's lease ends first: ttl 60 s), q1 and q2 idle. */
+        async function allBusy(): Promise<Setup> {
+          const s = await ready();
+          for (let i = 0; i < 6; i++) {
+            const lease = granted(
+              await s.store.acquire(byBlock({ owner: undefined, ttlSeconds: i === 5 ? 60 : 300 })),
+            );
+            s.leases.set(lease.proxyID, lease);
+          }
+          expect(s.leases.get('ns/p6')?.ttlSeconds).toBe(60);
+          return s;
+        }
+        /** Every proxy in the block banned for the target and idle, p6's cooldown ending 100 s before the others'. */
+        async function allCooling(): Promise<Setup> {
+          const s = await ready();
+          const ban = async () => {
+            const lease = granted(await s.store.acquire(byBlock({ owner: undefined })));
+            await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+            return lease.proxyID;
+          };
+          const others = [];
+          for (let i = 0; i < 5; i++)
+            others.push(granted(await s.store.acquire(byBlock({ owner: undefined, target: 'elsewhere' }))));
+          expect(await ban()).toBe('ns/p6');
+          for (const lease of others) await s.store.release(lease.id);
+          s.clock.advanceSeconds(100);
+          for (let i = 0; i < 5; i++) await ban();
+          return s;
+        }
+
+        it.each<[string, () => Promise<Setup>, (s: Setup) => Promise<void> | void, string]>([
+          ['all busy → all_busy', allBusy, () => {}, 'all_busy'],
+          [
+            "all busy, p6's lease released → p6 granted",
+            allBusy,
+            async (s) => void (await s.store.release(s.leases.get('ns/p6')!.id)),
+            'ns/p6',
+          ],
+          [
+            "all busy, p6's lease expires unreleased → p6 granted",
+            allBusy,
+            (s) => s.clock.advanceSeconds(61),
+            'ns/p6',
+          ],
+          [
+            "all busy, p6's lease expires and a refusal by another block ran meanwhile → p6 granted",
+            allBusy,
+            async (s) => {
+              s.clock.advanceSeconds(61);
+              await s.store.acquire(byBlock({ exitIP: parseExitIPTerm(inside(1))! }));
+            },
+            'ns/p6',
+          ],
+          [
+            "all busy, q1's exit IP moves into the block → q1 granted",
+            allBusy,
+            (s) => change(s, (id) => (id === 'ns/q1' ? { exitIP: inside(7) } : {})),
+            'ns/q1',
+          ],
+          [
+            'all busy, p6 released and its exit IP moved out of the block → all_busy',
+            allBusy,
+            async (s) => {
+              await s.store.release(s.leases.get('ns/p6')!.id);
+              await change(s, (id) => (id === 'ns/p6' ? { exitIP: outside(6) } : {}));
+            },
+            'all_busy',
+          ],
+          [
+            'all busy, a proxy in the block joins → it is granted',
+            allBusy,
+            async (s) => {
+              s.catalog.proxies = [
+                ...fleet(),
+                proxy('ns/p7', { latencyMillis: 7, ip: '10.0.4.7', exitIP: inside(7) }),
+              ];
+              await subject.settled?.(s.store);
+            },
+            'ns/p7',
+          ],
+          [
+            'all busy, a proxy outside the block joins → all_busy',
+            allBusy,
+            async (s) => {
+              s.catalog.proxies = [
+                ...fleet(),
+                proxy('ns/q3', { latencyMillis: 0, ip: '10.0.5.3', exitIP: outside(3) }),
+              ];
+              await subject.settled?.(s.store);
+            },
+            'all_busy',
+          ],
+          [
+            'all busy, a proxy in the block joins unseen by the book yet → it is granted',
+            allBusy,
+            (s) => {
+              s.catalog.proxies = [
+                ...fleet(),
+                proxy('ns/p7', { latencyMillis: 7, ip: '10.0.4.7', exitIP: inside(7) }),
+              ];
+            },
+            'ns/p7',
+          ],
+          [
+            "all busy, p6's exit IP not known any more, its lease released → all_busy",
+            allBusy,
+            async (s) => {
+              await s.store.release(s.leases.get('ns/p6')!.id);
+              await change(s, (id) => (id === 'ns/p6' ? { exitIP: undefined } : {}));
+            },
+            'all_busy',
+          ],
+          ['all cooling → all_cooling_down', allCooling, () => {}, 'all_cooling_down'],
+          [
+            "all cooling, p6's cooldown ends → p6 granted",
+            allCooling,
+            (s) => s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1),
+            'ns/p6',
+          ],
+          [
+            'all cooling, p6 on a new exit IP in the block (its cooldown forgotten) → p6 granted',
+            allCooling,
+            (s) => change(s, (id) => (id === 'ns/p6' ? { exitIP: inside(7) } : {})),
+            'ns/p6',
+          ],
+          [
+            'all cooling, q1 on a new exit IP in the block → q1 granted',
+            allCooling,
+            (s) => change(s, (id) => (id === 'ns/q1' ? { exitIP: inside(7) } : {})),
+            'ns/q1',
+          ],
+          [
+            'all cooling, a proxy in the block joins → it is granted',
+            allCooling,
+            async (s) => {
+              s.catalog.proxies = [
+                ...fleet(),
+                proxy('ns/p7', { latencyMillis: 7, ip: '10.0.4.7', exitIP: inside(7) }),
+              ];
+              await subject.settled?.(s.store);
+            },
+            'ns/p7',
+          ],
+          [
+            'all cooling, p6 unhealthy and healthy again → all_cooling_down',
+            allCooling,
+            async (s) => {
+              await change(s, (id) => (id === 'ns/p6' ? { healthy: false } : {}));
+              await change(s, () => ({}));
+            },
+            'all_cooling_down',
+          ],
+          [
+            'all cooling for the target, q1 and q2 banned for it too → all_cooling_down',
+            allCooling,
+            async (s) => {
+              for (let i = 0; i < 2; i++) {
+                const lease = granted(await s.store.acquire(request({ target: TARGET })));
+                await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+              }
+            },
+            'all_cooling_down',
+          ],
+          [
+            'all cooling for the target, another target → granted in the block',
+            allCooling,
+            async (s) => {
+              expect((await s.store.acquire(byBlock({ target: 'elsewhere' }))).granted).toBe(true);
+            },
+            'all_cooling_down',
+          ],
+          [
+            'all cooling, p6 leased for another target too (full and cooling) → all_cooling_down',
+            allCooling,
+            async (s) =>
+              void granted(
+                await s.store.acquire(byBlock({ target: 'elsewhere', exitIP: parseExitIPTerm(inside(6))! })),
+              ),
+            'all_cooling_down',
+          ],
+          [
+            'all cooling, p6 leased for another target and its cooldown ends (full, the rest cooling) → all_busy',
+            allCooling,
+            async (s) => {
+              granted(
+                await s.store.acquire(
+                  byBlock({ target: 'elsewhere', ttlSeconds: 3600, exitIP: parseExitIPTerm(inside(6))! }),
+                ),
+              );
+              s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1);
+            },
+            'all_busy',
+          ],
+        ])('%s', async (_name, arrange, event, expected) => {
+          const s = await arrange();
+          await event(s);
+          const answer = await s.store.acquire(byBlock());
+          if (expected.startsWith('ns/'))
+            expect(answer).toMatchObject({ granted: true, lease: { proxyID: expected } });
+          else expect(answer).toMatchObject({ granted: false, reason: expected });
+        });
+
+        it('a block no leasable proxy egresses from: no_match (empty, or its one proxy unhealthy)', async () => {
+          const s = await ready();
+          const empty = parseExitIPTerm(blockText.startsWith('2001') ? '2001:db8:2::/48' : '192.0.2.0/24')!;
+          expect(await s.store.acquire(byBlock({ exitIP: empty }))).toEqual({
+            granted: false,
+            reason: 'no_match',
+          });
+          await change(s, (id) => (id === 'ns/p1' ? { healthy: false } : {}));
+          expect(await s.store.acquire(byBlock({ exitIP: parseExitIPTerm(inside(1))! }))).toEqual({
+            granted: false,
+            reason: 'no_match',
+          });
+        });
+
+        it('all busy beside a suspect proxy in the block: all_busy, and granted once its suspicion ends', async () => {
+          const s = await allBusy();
+          const p6 = s.leases.get('ns/p6')!;
+          await s.store.report(p6.id, 'unreachable');
+          await s.store.release(p6.id);
+          expect(await s.store.acquire(byBlock())).toMatchObject({ granted: false, reason: 'all_busy' });
+          s.clock.advanceSeconds(120);
+          expect(await s.store.acquire(byBlock())).toMatchObject({
+            granted: true,
+            lease: { proxyID: 'ns/p6' },
+          });
+        });
+
+        it("all_cooling_down's Retry-After is the first cooldown's end among them", async () => {
+          const s = await allCooling();
+          expect(await s.store.acquire(byBlock())).toEqual({
+            granted: false,
+            reason: 'all_cooling_down',
+            retryAfterMs: (COOLDOWN_SECONDS - 100) * 1000,
+          });
+        });
+
+        it("all_cooling_down's Retry-After is never after the block's first cooldown end, whatever cools outside it", async () => {
+          const s = await ready();
+          // q1 (outside) banned for the target first, then every proxy of the block 100 s later.
+          const q1 = granted(await s.store.acquire(request({ target: TARGET })));
+          expect(q1.proxyID).toBe('ns/q1');
+          await s.store.reportMany([{ leaseID: q1.id, result: 'banned', release: true }]);
+          s.clock.advanceSeconds(100);
+          for (let i = 0; i < 6; i++) {
+            const lease = granted(await s.store.acquire(byBlock({ owner: undefined })));
+            await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+          }
+          const answer = await s.store.acquire(byBlock());
+          expect(answer).toMatchObject({ granted: false, reason: 'all_cooling_down' });
+          const wait = (answer as { retryAfterMs: number }).retryAfterMs;
+          expect(wait).toBeGreaterThan(0);
+          expect(wait).toBeLessThanOrEqual(COOLDOWN_SECONDS * 1000);
+        });
+      },
+    );
 
     describe("a first refusal of a selector or a scope from its classes' counts never refuses what a walk would grant", () => {
       // Six proxies of pool a (one class: proxy-classes.ts) and two of pool b ranked before

@@ -55,29 +55,14 @@ describe('rankCandidates and acquireArgs', () => {
     ],
     ['an empty fleet: no fingerprint', { fleet: { count: 0, a: 0, b: 0 } }, []],
     [
-      'classes: no fingerprint, their count, then each id and figures',
+      'classes: no fingerprint, their ids, then their union figures (counts summed, sums XORed)',
       {
         classes: [
           { id: '00000001000000a2', figures: '2 5 6' },
           { id: '00000003000000b4', figures: '1 9 9' },
         ],
       },
-      [
-        '',
-        '{}',
-        '',
-        'none',
-        '',
-        '',
-        '',
-        '',
-        '',
-        '2',
-        '00000001000000a2',
-        '2 5 6',
-        '00000003000000b4',
-        '1 9 9',
-      ],
+      ['', '{}', '', 'none', '', '', '', '', '', '00000001000000a2,00000003000000b4', `3 ${5 ^ 9} ${6 ^ 9}`],
     ],
     ['no class: nothing', { classes: [] }, []],
   ])('%s', (_name, counts, tail) => {

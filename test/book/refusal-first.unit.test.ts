@@ -16,8 +16,10 @@ import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
 import { TargetBook } from '../../book/target-book.js';
 import { scopeMatcher } from '../../book/token-scope.js';
+import { parseExitIPTerm } from '../../book/exit-ip-match.js';
+import { FreeProxyIndex } from '../../book/free-proxy-index.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
-import { eventually, proxy, silentLogger, TestCatalog } from './fixtures.js';
+import { eventually, FakeClock, proxy, silentLogger, TestCatalog } from './fixtures.js';
 
 const TARGET = 'shop.example';
 const request = (owner?: string): LeaseRequest => ({
@@ -28,6 +30,46 @@ const request = (owner?: string): LeaseRequest => ({
 });
 const fleet = (size: number) =>
   Array.from({ length: size }, (_, i) => proxy(`ns/p${i}`, { maxLeases: 1, latencyMillis: i }));
+
+/** An exit IP each, IPv4 in 10.0.0.0/8 or IPv6 in 2001:db8::/32. */
+const exitOf = (family: 4 | 6, i: number) =>
+  family === 4 ? `10.1.${i >> 8}.${i & 255}` : `2001:db8::${i.toString(16)}`;
+const BLOCKS = { 4: parseExitIPTerm('10.0.0.0/8')!, 6: parseExitIPTerm('2001:db8::/32')! };
+/** `size` proxies egressing from a block, and a tenth as many outside it, idle and ranked before them. */
+const blocked = (family: 4 | 6, size: number) => [
+  ...fleet(size).map((p, i) => ({ ...p, exitIP: exitOf(family, i) })),
+  ...Array.from({ length: size / 10 }, (_, i) =>
+    proxy(`ns/o${i}`, {
+      maxLeases: 1,
+      latencyMillis: 0,
+      exitIP: family === 4 ? `192.0.2.${i}` : `2001:db9::${i}`,
+    }),
+  ),
+];
+const byBlock = (family: 4 | 6, owner?: string): LeaseRequest => ({
+  ...request(owner),
+  exitIP: BLOCKS[family],
+});
+
+async function fillBlock(store: LeaseStore, size: number, family: 4 | 6): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    if (!(await store.acquire(byBlock(family))).granted) throw new Error(`lease ${i} refused`);
+  }
+}
+
+async function banBlock(store: LeaseStore, size: number, family: 4 | 6): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    const result = await store.acquire(byBlock(family));
+    if (!result.granted) throw new Error(`lease ${i}: ${result.reason}`);
+    await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+const byExit = [
+  [4, 'all_busy', fillBlock],
+  [4, 'all_cooling_down', banBlock],
+  [6, 'all_busy', fillBlock],
+  [6, 'all_cooling_down', banBlock],
+] as const;
 
 /** `size` proxies of pool a, and a tenth as many of pool b, idle and ranked before them. */
 const pooled = (size: number) => [
@@ -133,6 +175,38 @@ describe("the memory store's first refusal", () => {
       }
     }
   });
+});
+
+describe("the memory store's first refusal by exit-IP block", () => {
+  it.each(byExit)(
+    "IPv%s, %s: no proxy's cooldown read, no leasable proxy counted one by one, at 100 or 1,000 proxies",
+    async (family, reason, arrange) => {
+      for (const size of [100, 1000]) {
+        const store = new MemoryLeaseStore({
+          catalog: new TestCatalog(blocked(family, size)),
+          logger: silentLogger,
+        });
+        await arrange(store, size, family);
+        const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+        const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+        const counted = jest.spyOn(FreeProxyIndex.prototype, 'countLeasable');
+        try {
+          expect(await store.acquire(byBlock(family, `first-${size}`))).toMatchObject({
+            granted: false,
+            reason,
+          });
+          expect(cooling).not.toHaveBeenCalled();
+          expect(entries).not.toHaveBeenCalled();
+          expect(counted).not.toHaveBeenCalled();
+        } finally {
+          cooling.mockRestore();
+          entries.mockRestore();
+          counted.mockRestore();
+          store.close();
+        }
+      }
+    },
+  );
 });
 
 describe("the memory store's first refusal of a class", () => {
@@ -253,12 +327,42 @@ describe("the Redis store's first refusal", () => {
     },
   );
 
+  it.each(byExit)(
+    'an IPv%s block, %s: one script, the same commands at 100 and 1,000 proxies in it',
+    async (family, reason, arrange) => {
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, (s, n) => arrange(s, n, family), blocked(family, size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(byBlock(family, `first-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
+      expect(large.commands).toEqual(small.commands);
+      expect(large.commands.length).toBeLessThan(16);
+      // The block goes as its first and last keys after the fleet's fingerprint, not its members.
+      expect(large.sent[0].slice(-2)).toEqual(small.sent[0].slice(-2));
+      expect(large.sent[0].length).toBe(small.sent[0].length);
+    },
+  );
+
   it.each([
-    ['all_busy', fillPoolA, 1],
-    ['all_cooling_down', banPoolA, 2],
+    ['all_busy', fillPoolA],
+    ['all_cooling_down', banPoolA],
   ] as const)(
-    'eight classes, %s: the figures go alone after the first chunk (not with every lease), the same commands at 100 and 1,000',
-    async (reason, arrange, scripts) => {
+    'eight classes, %s: one script, their ids and union figures in two arguments, the same commands at 100 and 1,000',
+    async (reason, arrange) => {
       const zoned = (size: number) =>
         pooled(size).map((p) =>
           p.attributes.pool === 'a'
@@ -277,26 +381,33 @@ describe("the Redis store's first refusal", () => {
               }),
             ),
           );
-          // A grant matching nine classes (a scope admitting all): one script, no class's figures in it.
+          // A grant matching nine classes that are the whole fleet (a scope admitting all): one
+          // script with the fleet's fingerprint (three numbers), not the classes.
           const granted = await cost(server, redis, async () =>
             expect(await store.acquire({ ...request('all'), within: () => true })).toMatchObject({
               granted: true,
             }),
           );
           expect(granted.scripts).toBe(1);
-          expect(granted.sent[0].filter((arg) => /^\d+ \d+ \d+$/.test(arg))).toEqual([]);
+          expect(granted.sent[0].slice(-3).map(Number)).toEqual([
+            size + size / 10,
+            expect.any(Number),
+            expect.any(Number),
+          ]);
+          expect(granted.sent[0].some((arg) => /^[0-9a-f]{16}(,[0-9a-f]{16})*$/.test(arg))).toBe(false);
         } finally {
           store.close();
         }
       }
       const [small, large] = seen;
-      expect(small.scripts).toBe(scripts);
-      expect(large.scripts).toBe(scripts);
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
       expect(large.commands).toEqual(small.commands);
-      // The last script: no candidate, the eight classes' ids and figures after the three empty fields.
-      const last = large.sent[large.sent.length - 1];
-      expect(last[7]).toBe('0');
-      expect(last.slice(-17, -16)).toEqual(['8']);
+      // The eight classes' ids, then their union's figures: pool a's size at each fleet size.
+      const [ids, union] = large.sent[0].slice(-2);
+      expect(ids.split(',')).toHaveLength(8);
+      expect(union).toMatch(/^1000 \d+ \d+$/);
+      expect(small.sent[0].at(-1)).toMatch(/^100 \d+ \d+$/);
     },
   );
 
@@ -434,6 +545,41 @@ describe("the Redis store's first refusal", () => {
       if (counted.granted || walked === undefined || walked.granted) throw new Error('refused above');
       // Read a moment apart on Redis's clock: the same end, give or take that moment.
       expect(Math.abs(counted.retryAfterMs! - walked.retryAfterMs!)).toBeLessThan(1000);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('ended full marks leave P:full and their exit twins in P:xfull together (the sweep, or a refusal by block)', async () => {
+    const clock = new FakeClock();
+    const prefix = `first-${++books}`;
+    const store = new RedisLeaseStore({
+      redis,
+      catalog: new TestCatalog(blocked(4, 10)),
+      logger: silentLogger,
+      keyPrefix: prefix,
+      clock,
+    });
+    const marks = async () => [await redis.zcard(`{${prefix}}:full`), await redis.zcard(`{${prefix}}:xfull`)];
+    try {
+      await store.fleetSettled();
+      expect(await redis.zcard(`{${prefix}}:xip`)).toBe(11);
+      const fill = async () => {
+        for (let i = 0; i < 10; i++)
+          expect((await store.acquire({ ...byBlock(4), ttlSeconds: 60 })).granted).toBe(true);
+      };
+      await fill();
+      expect(await marks()).toEqual([10, 10]);
+      clock.advanceSeconds(61);
+      await store.sweep();
+      expect(await marks()).toEqual([0, 0]);
+      // Full again, ended again: the next request by block, hinted full, asks the counts
+      // first, which take the ten ended marks out before counting (not all full: the walk
+      // then grants one, marked full: the only mark left).
+      await fill();
+      clock.advanceSeconds(61);
+      expect(await store.acquire(byBlock(4, 'after'))).toMatchObject({ granted: true });
+      expect(await marks()).toEqual([1, 1]);
     } finally {
       store.close();
     }

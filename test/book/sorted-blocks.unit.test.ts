@@ -28,4 +28,26 @@ describe('SortedBlocks', () => {
     expect(blocks.size).toBe(0);
     expect(blocks.remove(1)).toBe(false);
   });
+
+  it.each([
+    [0, 0, 0],
+    [0, 1, 1],
+    [-5, 10_000, 2000],
+    [1, 3, 1],
+    [255, 1025, 385],
+    [3998, 3999, 1],
+    [4000, 5000, 0],
+  ])(
+    'counts the entries from %d (inclusive) to %d (exclusive) across many blocks: %d',
+    (from, to, expected) => {
+      const blocks = new SortedBlocks<number>((a, b) => a < b);
+      // 0, 2, ..., 3998, inserted backwards: 2,000 entries over many blocks.
+      for (let v = 3998; v >= 0; v -= 2) blocks.insert(v);
+      expect(blocks.countBetween(from, to)).toBe(expected);
+    },
+  );
+
+  it('counts nothing when empty', () => {
+    expect(new SortedBlocks<number>((a, b) => a < b).countBetween(0, 10)).toBe(0);
+  });
 });
