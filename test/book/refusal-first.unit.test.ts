@@ -109,6 +109,51 @@ const byClass = [
   ['session', 'all_cooling_down', banPoolA],
 ] as const;
 
+/**
+ * `size` proxies of pool a egressing from the IPv4 block, and a tenth as many each of pool a
+ * outside it and of pool b inside it, idle and ranked before them.
+ */
+const mixed = (size: number) => [
+  ...fleet(size).map((p, i) => ({ ...p, exitIP: exitOf(4, i), attributes: poolA })),
+  ...Array.from({ length: size / 10 }, (_, i) => [
+    proxy(`ns/o${i}`, { maxLeases: 1, latencyMillis: 0, exitIP: `192.0.2.${i}`, attributes: poolA }),
+    proxy(`ns/b${i}`, { maxLeases: 1, latencyMillis: 0, exitIP: `10.2.0.${i}`, attributes: { pool: 'b' } }),
+  ]).flat(),
+];
+/** Pool a and the block, pool a named by a selector (a session too) or a token scope. */
+const mixedRequest = (
+  how: 'selector' | 'scope' | 'session',
+  owner: string,
+  calls = { n: 0 },
+): LeaseRequest => ({
+  ...named(how, owner, calls),
+  exitIP: BLOCKS[4],
+});
+
+const blockOfPoolA: LeaseRequest = { ...request(), selector: poolA, exitIP: BLOCKS[4] };
+
+async function fillMixed(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    if (!(await store.acquire(blockOfPoolA)).granted) throw new Error(`lease ${i} refused`);
+  }
+}
+
+async function banMixed(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    const result = await store.acquire(blockOfPoolA);
+    if (!result.granted) throw new Error(`lease ${i}: ${result.reason}`);
+    await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+const byMixed = [
+  ['selector', 'all_busy', fillMixed],
+  ['selector', 'all_cooling_down', banMixed],
+  ['scope', 'all_busy', fillMixed],
+  ['scope', 'all_cooling_down', banMixed],
+  ['session', 'all_busy', fillMixed],
+  ['session', 'all_cooling_down', banMixed],
+] as const;
+
 async function fillEveryone(store: LeaseStore, size: number): Promise<void> {
   for (let i = 0; i < size; i++) {
     if (!(await store.acquire(request())).granted) throw new Error(`lease ${i} refused`);
@@ -231,6 +276,41 @@ describe("the memory store's first refusal of a class", () => {
         } finally {
           cooling.mockRestore();
           entries.mockRestore();
+          store.close();
+        }
+      }
+    },
+  );
+});
+
+describe("the memory store's first refusal of an exit-IP block with a selector or a scope", () => {
+  it.each(byMixed)(
+    "a %s, %s: no proxy's cooldown read, none counted one by one, the scope asked once per class, at 100 or 1,000 proxies",
+    async (how, reason, arrange) => {
+      for (const size of [100, 1000]) {
+        const store = new MemoryLeaseStore({ catalog: new TestCatalog(mixed(size)), logger: silentLogger });
+        await arrange(store, size);
+        const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+        const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+        const counted = jest.spyOn(FreeProxyIndex.prototype, 'countLeasable');
+        const free = jest.spyOn(FreeProxyIndex.prototype, 'free');
+        const calls = { n: 0 };
+        try {
+          expect(await store.acquire(mixedRequest(how, `first-${size}`, calls))).toMatchObject({
+            granted: false,
+            reason,
+          });
+          expect(cooling).not.toHaveBeenCalled();
+          expect(entries).not.toHaveBeenCalled();
+          expect(counted).not.toHaveBeenCalled();
+          expect(free).not.toHaveBeenCalled();
+          // Two classes (pool a, pool b): the scope is asked of one member of each, no more.
+          expect(calls.n).toBeLessThanOrEqual(2);
+        } finally {
+          cooling.mockRestore();
+          entries.mockRestore();
+          counted.mockRestore();
+          free.mockRestore();
           store.close();
         }
       }
