@@ -407,6 +407,59 @@ describe("the Redis store's first refusal", () => {
     },
   );
 
+  it.each(byMixed)(
+    'a block and a %s, %s: one script, the same commands at 100 and 1,000 matching proxies',
+    async (how, reason, arrange) => {
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, arrange, mixed(size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(mixedRequest(how, `first-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
+      expect(large.commands).toEqual(small.commands);
+      expect(large.commands.length).toBeLessThan(24);
+      // The classes' ids, their union's figures, the block's keys and their exit counts: the
+      // same number of arguments, whatever the number of proxies.
+      expect(large.sent[0].length).toBe(small.sent[0].length);
+      expect(large.sent[0].slice(-3, -1)).toEqual(small.sent[0].slice(-3, -1));
+    },
+  );
+
+  it('a block and a selector no proxy of which egresses from it: no_match, one script at 100 and 1,000', async () => {
+    for (const size of [100, 1000]) {
+      // Pool b's proxies egress from 10.2.0.0/16, pool a's elsewhere: each part alone matches.
+      const store = await book(size, async () => {}, mixed(size));
+      const request: LeaseRequest = {
+        ...named('selector', `empty-${size}`),
+        exitIP: parseExitIPTerm('10.2.0.0/16')!,
+      };
+      try {
+        expect((await store.acquire({ ...request, selector: { pool: 'b' } })).granted).toBe(true);
+        const seen = await cost(server, redis, async () =>
+          expect(await store.acquire(request)).toEqual({ granted: false, reason: 'no_match' }),
+        );
+        expect(seen.scripts).toBe(1);
+        // Counted in the by-class exit sets (the empty chunk's walk would say the same).
+        expect(seen.commands).toContain('zlexcount');
+      } finally {
+        store.close();
+      }
+    }
+  });
+
   it.each(byExit)(
     'an IPv%s block, %s: one script, the same commands at 100 and 1,000 proxies in it',
     async (family, reason, arrange) => {
