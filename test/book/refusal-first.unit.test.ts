@@ -751,6 +751,27 @@ describe("the Redis store's first refusal", () => {
     }
   });
 
+  it('a book from before the by-class exit sets walks a block with a selector, and counts it once its registry is sent again', async () => {
+    const store = await book(100, fillMixed, mixed(100));
+    const key = (name: string) => `{first-${books}}:${name}`;
+    const refused = (owner: string) => async () =>
+      expect(await store.acquire(mixedRequest('selector', owner))).toMatchObject({
+        granted: false,
+        reason: 'all_busy',
+      });
+    try {
+      // What an older version left: no P:cxip, P:cxfull, P:cxcd (docs/redis.md's upgrade note).
+      await redis.del(key('cxip'), key('cxfull'), key(`cxcd:${TARGET}`));
+      expect((await cost(server, redis, refused('x'))).scripts).toBeGreaterThan(1);
+      // The note's step: the registry and its sums deleted, each replica's sweep sends it again.
+      await redis.del(key('fleet'), key('fleet-sum'), key('class-sum'));
+      await store.sweep();
+      expect((await cost(server, redis, refused('y'))).scripts).toBe(1);
+    } finally {
+      store.close();
+    }
+  });
+
   it('a book that lost its registry (a Redis emptied) walks until the sweep sends it again', async () => {
     const store = await book(100, fillEveryone);
     try {
