@@ -38,7 +38,7 @@ export class FreeProxyIndex {
     if (entry !== undefined && load < proxy.maxLeases) entry.data.free++;
     const exit = this.exits === undefined ? '' : exitMember(proxy);
     if (exit !== '') {
-      const inClass = classExit(entry!.key, exit);
+      const inClass = classExitOf(proxy, entry!.key, exit);
       this.exits!.all.insert(exit);
       this.classExits!.all.insert(inClass);
       if (load < proxy.maxLeases) {
@@ -66,7 +66,7 @@ export class FreeProxyIndex {
     }
     const exit = this.exits === undefined ? '' : exitMember(proxy);
     if (exit !== '') {
-      const inClass = classExit(entry!.key, exit);
+      const inClass = classExitOf(proxy, entry!.key, exit);
       this.exits!.all.remove(exit);
       this.classExits!.all.remove(inClass);
       if (load < proxy.maxLeases) {
@@ -88,7 +88,7 @@ export class FreeProxyIndex {
     if (entry !== undefined) entry.data.free += Number(to < proxy.maxLeases) - Number(from < proxy.maxLeases);
     const exit = this.exits === undefined ? '' : exitMember(proxy);
     if (exit !== '' && from < proxy.maxLeases !== to < proxy.maxLeases) {
-      const inClass = classExit(entry!.key, exit);
+      const inClass = classExitOf(proxy, entry!.key, exit);
       if (to < proxy.maxLeases) {
         this.exits!.free.insert(exit);
         this.classExits!.free.insert(inClass);
@@ -223,6 +223,18 @@ export class FreeProxyIndex {
     ladder.remove(proxy, load);
     if (ladder.size === 0) this.ladders.delete(term);
   }
+}
+
+/** Records are immutable: each one's place in the by-class exit sets is computed once. */
+const classExits = new WeakMap<ProxyRecord, string>();
+
+function classExitOf(proxy: ProxyRecord, key: string, exit: string): string {
+  let member = classExits.get(proxy);
+  if (member === undefined) {
+    member = classExit(key, exit);
+    classExits.set(proxy, member);
+  }
+  return member;
 }
 
 /** Records are immutable, so each one's index terms are computed once. */
