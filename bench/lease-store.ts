@@ -388,7 +388,7 @@ async function main(): Promise<void> {
     );
     ratio(`${proxies} proxies: Redis store, 2 processes / 1 process`, two / one);
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const kind of ['', ', first, exit IP block']) {
+      for (const kind of ['', ', first, exit IP block', ', first, exit IP block and selector']) {
         const refusals = rate(`memory store, ${proxies} proxies, ${reason}${kind} (refusals/s)`);
         ratio(
           `${proxies} proxies: memory store, time of a refusal ${reason}${kind} / of a lease+release`,
@@ -401,7 +401,14 @@ async function main(): Promise<void> {
     // A granted lease is at most a lease+release's Redis CPU; a refusal should cost no more.
     const leaseMicros = pick(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, 'redisMicros');
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const kind of ['', ', first', ', first, selector', ', first, scoped', ', first, exit IP block']) {
+      for (const kind of [
+        '',
+        ', first',
+        ', first, selector',
+        ', first, scoped',
+        ', first, exit IP block',
+        ', first, exit IP block and selector',
+      ]) {
         const micros = pick(`Redis store, ${proxies} proxies, ${reason}${kind} (refusals/s)`, 'redisMicros');
         ratio(
           `${proxies} proxies: Redis CPU of a refusal ${reason}${kind} / of a lease+release`,
