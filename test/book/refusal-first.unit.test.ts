@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { AcquireResult, LeaseRequest, LeaseStore } from '../../book/lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
 import { connectRedis, whenReady } from '../../book/redis-connection.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
@@ -748,6 +749,42 @@ describe("the Redis store's first refusal", () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  it("a block with a selector stays counted while a member's class and exit change and change back", async () => {
+    const catalog = new TestCatalog(mixed(100));
+    const store = new RedisLeaseStore({
+      redis,
+      catalog,
+      logger: silentLogger,
+      keyPrefix: `first-${++books}`,
+    });
+    const refused = (owner: string) => async () =>
+      expect(await store.acquire(mixedRequest('selector', owner))).toMatchObject({
+        granted: false,
+        reason: 'all_busy',
+      });
+    // ns/p0 (full, in the block) relabelled to pool b, then moved out of the block, then back.
+    const moved = (change: Partial<ProxyRecord>) =>
+      mixed(100).map((p) => (p.id === 'ns/p0' ? { ...p, ...change } : p));
+    try {
+      await store.fleetSettled();
+      await fillMixed(store, 100);
+      let owners = 0;
+      for (const records of [
+        moved({ attributes: { pool: 'b' } }),
+        mixed(100),
+        moved({ exitIP: '192.0.2.200' }),
+        mixed(100),
+      ]) {
+        catalog.proxies = records;
+        await store.fleetSettled();
+        // Each time the book's by-class exit sets are the catalog's: one script, no walk.
+        expect((await cost(server, redis, refused(`moved-${++owners}`))).scripts).toBe(1);
+      }
+    } finally {
+      store.close();
     }
   });
 
