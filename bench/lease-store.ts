@@ -122,7 +122,7 @@ async function refusing(store: LeaseStore, busy: boolean): Promise<void> {
 }
 
 let walks = 0;
-type RefusalKind = 'again' | 'first' | 'selector' | 'scoped' | 'exitIP';
+type RefusalKind = 'again' | 'first' | 'selector' | 'scoped' | 'exitIP' | 'exitIPSelector';
 /** A block holding every refusing proxy's exit IP (catalogOf gives each its address). */
 const EVERY_EXIT = parseExitIPTerm('10.0.0.0/8')!;
 /**
@@ -131,18 +131,19 @@ const EVERY_EXIT = parseExitIPTerm('10.0.0.0/8')!;
  * from the fleet's counts); 'selector' the same with a selector (geo=eu: two classes) and
  * 'scoped' with a token scope that admits every proxy (ten classes), each answered from its
  * classes' counts; 'exitIP' by an exit IP block every proxy is in, answered from the exit
- * counts (the block's range in the exit-ordered sets).
+ * counts (the block's range in the exit-ordered sets); 'exitIPSelector' the block and the
+ * selector, from the by-class exit counts (the block's range in each class's).
  */
 function refusal(store: LeaseStore, reason: string, kind: RefusalKind): () => Promise<void> {
   return async () => {
     const owner = `walk-${++walks}`;
     const result = await store.acquire({
-      selector: kind === 'selector' ? { geo: 'eu' } : {},
+      selector: kind === 'selector' || kind === 'exitIPSelector' ? { geo: 'eu' } : {},
       ttlSeconds: 60,
       target: REFUSED_TARGET,
       ...(kind === 'again' ? {} : { owner }),
       ...(kind === 'scoped' ? { within: () => true } : {}),
-      ...(kind === 'exitIP' ? { exitIP: EVERY_EXIT } : {}),
+      ...(kind === 'exitIP' || kind === 'exitIPSelector' ? { exitIP: EVERY_EXIT } : {}),
     });
     if (result.granted || result.reason !== reason) throw new Error(`expected ${reason}`);
   };
@@ -301,6 +302,10 @@ async function main(): Promise<void> {
         local(refusal(refusingMemory, reason, 'exitIP')),
       );
       phases.set(
+        `memory store, ${proxies} proxies, ${reason}, first, exit IP block and selector (refusals/s)`,
+        local(refusal(refusingMemory, reason, 'exitIPSelector')),
+      );
+      phases.set(
         `Redis store, ${proxies} proxies, ${reason} (refusals/s)`,
         local(refusal(refusingRedis, reason, 'again')),
       );
@@ -316,6 +321,10 @@ async function main(): Promise<void> {
       phases.set(
         `Redis store, ${proxies} proxies, ${reason}, first, exit IP block (refusals/s)`,
         local(refusal(refusingRedis, reason, 'exitIP')),
+      );
+      phases.set(
+        `Redis store, ${proxies} proxies, ${reason}, first, exit IP block and selector (refusals/s)`,
+        local(refusal(refusingRedis, reason, 'exitIPSelector')),
       );
     }
     phases.set(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, local(leaseRelease(store)));
@@ -379,7 +388,7 @@ async function main(): Promise<void> {
     );
     ratio(`${proxies} proxies: Redis store, 2 processes / 1 process`, two / one);
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const kind of ['', ', first, exit IP block']) {
+      for (const kind of ['', ', first, exit IP block', ', first, exit IP block and selector']) {
         const refusals = rate(`memory store, ${proxies} proxies, ${reason}${kind} (refusals/s)`);
         ratio(
           `${proxies} proxies: memory store, time of a refusal ${reason}${kind} / of a lease+release`,
@@ -392,7 +401,14 @@ async function main(): Promise<void> {
     // A granted lease is at most a lease+release's Redis CPU; a refusal should cost no more.
     const leaseMicros = pick(`Redis store, 1 process, ${proxies} proxies (lease+release/s)`, 'redisMicros');
     for (const reason of ['all_busy', 'all_cooling_down']) {
-      for (const kind of ['', ', first', ', first, selector', ', first, scoped', ', first, exit IP block']) {
+      for (const kind of [
+        '',
+        ', first',
+        ', first, selector',
+        ', first, scoped',
+        ', first, exit IP block',
+        ', first, exit IP block and selector',
+      ]) {
         const micros = pick(`Redis store, ${proxies} proxies, ${reason}${kind} (refusals/s)`, 'redisMicros');
         ratio(
           `${proxies} proxies: Redis CPU of a refusal ${reason}${kind} / of a lease+release`,

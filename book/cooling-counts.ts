@@ -13,6 +13,7 @@
 // heap (~200 bytes less each), and a class's entry shares its target's string.
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { SortedBlocks } from './sorted-blocks.js';
+import { classExit } from './proxy-classes.js';
 
 function lexBefore(a: string, b: string): boolean {
   return a < b;
@@ -38,6 +39,8 @@ export class CoolingCounts {
   private readonly byProxy = new Map<string, Map<string, Node>>();
   /** target → the exit members of its counted proxies with an exit, in exit order (a block's count). */
   private readonly byExit = new Map<string, SortedBlocks<string>>();
+  /** target → the same by class, then exit (free-proxy-index.ts's classExit): a block's count in a class. */
+  private readonly byClassExit = new Map<string, SortedBlocks<string>>();
 
   /**
    * The proxy cools down for the target until then (a cooldown only ever extends); counted
@@ -75,6 +78,14 @@ export class CoolingCounts {
         this.byExit.set(target, sorted);
       }
       sorted.insert(exit);
+      if (cls !== undefined) {
+        let inClass = this.byClassExit.get(target);
+        if (inClass === undefined) {
+          inClass = new SortedBlocks(lexBefore);
+          this.byClassExit.set(target, inClass);
+        }
+        inClass.insert(classExit(cls, exit));
+      }
     }
     if (cls !== undefined) {
       created.twin = { proxyID, target, deadline: until, heapIndex: -1, cls };
@@ -120,6 +131,22 @@ export class CoolingCounts {
     return this.byExit.get(target)?.countBetween(block.from, block.to) ?? 0;
   }
 
+  /** The same, of the members of these classes (by key) only: a range count per class. */
+  countBlockIn(
+    classes: readonly string[],
+    target: string,
+    block: { from: string; to: string },
+    now: number,
+  ): number {
+    this.pruned(this.byTarget, target, now);
+    const sorted = this.byClassExit.get(target);
+    if (sorted === undefined) return 0;
+    let count = 0;
+    for (const cls of classes)
+      count += sorted.countBetween(classExit(cls, block.from), classExit(cls, block.to));
+    return count;
+  }
+
   /** The slots with the target's ended cooldowns gone (from every place they are counted). */
   private pruned(slots: Slots, target: string, now: number): Slots {
     for (
@@ -137,6 +164,11 @@ export class CoolingCounts {
       const sorted = this.byExit.get(node.target)!;
       sorted.remove(node.exit);
       if (sorted.size === 0) this.byExit.delete(node.target);
+      if (node.twin !== undefined) {
+        const inClass = this.byClassExit.get(node.target)!;
+        inClass.remove(classExit(node.twin.cls!, node.exit));
+        if (inClass.size === 0) this.byClassExit.delete(node.target);
+      }
     }
     const twin = node.twin;
     if (twin !== undefined) {

@@ -5,7 +5,7 @@
 // With classes on (the memory store's), it also counts per proxy class (proxy-classes.ts) its
 // members and how many of them have a free slot: a refusal counted without a walk.
 import type { ProxyRecord } from './catalog.js';
-import { ProxyClasses, type ProxyClass } from './proxy-classes.js';
+import { classExit, ProxyClasses, type ProxyClass } from './proxy-classes.js';
 import type { Candidate } from './lease-selection.js';
 import { attributeTerm, proxyMatcher, selectorTerms } from './selector.js';
 import { blockRange, exitMember, type ExitIPTerm } from './exit-ip-match.js';
@@ -21,11 +21,14 @@ export class FreeProxyIndex {
   private readonly classes: ProxyClasses<{ free: number }> | undefined;
   /** With classes on: the members with an exit IP, and those with a free slot, by exit (exit-ip-match.ts). */
   private readonly exits: { all: SortedBlocks<string>; free: SortedBlocks<string> } | undefined;
+  /** The same by class, then exit (classExit): a block's members in a class, counted. */
+  private readonly classExits: { all: SortedBlocks<string>; free: SortedBlocks<string> } | undefined;
 
   constructor(options: { classes?: boolean } = {}) {
     if (options.classes === true) {
       this.classes = new ProxyClasses(() => ({ free: 0 }));
       this.exits = { all: new SortedBlocks(lexBefore), free: new SortedBlocks(lexBefore) };
+      this.classExits = { all: new SortedBlocks(lexBefore), free: new SortedBlocks(lexBefore) };
     }
   }
 
@@ -35,8 +38,13 @@ export class FreeProxyIndex {
     if (entry !== undefined && load < proxy.maxLeases) entry.data.free++;
     const exit = this.exits === undefined ? '' : exitMember(proxy);
     if (exit !== '') {
+      const inClass = classExitOf(proxy, entry!.key, exit);
       this.exits!.all.insert(exit);
-      if (load < proxy.maxLeases) this.exits!.free.insert(exit);
+      this.classExits!.all.insert(inClass);
+      if (load < proxy.maxLeases) {
+        this.exits!.free.insert(exit);
+        this.classExits!.free.insert(inClass);
+      }
     }
     for (const term of termsOf(proxy)) {
       let members = this.leasable.get(term);
@@ -58,8 +66,13 @@ export class FreeProxyIndex {
     }
     const exit = this.exits === undefined ? '' : exitMember(proxy);
     if (exit !== '') {
+      const inClass = classExitOf(proxy, entry!.key, exit);
       this.exits!.all.remove(exit);
-      if (load < proxy.maxLeases) this.exits!.free.remove(exit);
+      this.classExits!.all.remove(inClass);
+      if (load < proxy.maxLeases) {
+        this.exits!.free.remove(exit);
+        this.classExits!.free.remove(inClass);
+      }
     }
     for (const term of termsOf(proxy)) {
       const members = this.leasable.get(term);
@@ -75,8 +88,14 @@ export class FreeProxyIndex {
     if (entry !== undefined) entry.data.free += Number(to < proxy.maxLeases) - Number(from < proxy.maxLeases);
     const exit = this.exits === undefined ? '' : exitMember(proxy);
     if (exit !== '' && from < proxy.maxLeases !== to < proxy.maxLeases) {
-      if (to < proxy.maxLeases) this.exits!.free.insert(exit);
-      else this.exits!.free.remove(exit);
+      const inClass = classExitOf(proxy, entry!.key, exit);
+      if (to < proxy.maxLeases) {
+        this.exits!.free.insert(exit);
+        this.classExits!.free.insert(inClass);
+      } else {
+        this.exits!.free.remove(exit);
+        this.classExits!.free.remove(inClass);
+      }
     }
     for (const term of termsOf(proxy)) {
       if (from < proxy.maxLeases) this.dropFromLadder(term, proxy, from);
@@ -172,6 +191,23 @@ export class FreeProxyIndex {
     return { members: this.exits.all.countBetween(from, to), free: this.exits.free.countBetween(from, to) };
   }
 
+  /**
+   * With classes on: how many tracked proxies of these classes (by key) egress from the block,
+   * and how many of them have a free slot: two range counts per class, no proxy looked at.
+   */
+  countBlockIn(classes: readonly string[], block: ExitIPTerm): { members: number; free: number } | undefined {
+    if (this.classExits === undefined) return undefined;
+    const { from, to } = blockRange(block);
+    let members = 0;
+    let free = 0;
+    for (const key of classes) {
+      const [lo, hi] = [classExit(key, from), classExit(key, to)];
+      members += this.classExits.all.countBetween(lo, hi);
+      free += this.classExits.free.countBetween(lo, hi);
+    }
+    return { members, free };
+  }
+
   private ladder(term: string): Ladder {
     let ladder = this.ladders.get(term);
     if (ladder === undefined) {
@@ -187,6 +223,18 @@ export class FreeProxyIndex {
     ladder.remove(proxy, load);
     if (ladder.size === 0) this.ladders.delete(term);
   }
+}
+
+/** Records are immutable: each one's place in the by-class exit sets is computed once. */
+const classExits = new WeakMap<ProxyRecord, string>();
+
+function classExitOf(proxy: ProxyRecord, key: string, exit: string): string {
+  let member = classExits.get(proxy);
+  if (member === undefined) {
+    member = classExit(key, exit);
+    classExits.set(proxy, member);
+  }
+  return member;
 }
 
 /** Records are immutable, so each one's index terms are computed once. */

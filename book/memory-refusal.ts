@@ -80,7 +80,8 @@ export function explainRefusal(
  * exit-IP block alone: the same over the proxies egressing from it, counted in the free
  * index's and the cooling counts' exit-ordered sets (its Retry-After: the target's first
  * cooldown end, never after the block's); a block nothing leasable is in, no_match. An exit
- * IP with a selector or a scope: the walk.
+ * IP with a selector or a scope: the same over the by-class exit-ordered sets of the classes
+ * it matches; none of their members in the block, no_match.
  */
 export function countedRefusal(
   { index, cooling }: Pick<RefusalSources, 'index' | 'cooling'>,
@@ -89,14 +90,24 @@ export function countedRefusal(
   now: number,
 ): Refusal | undefined {
   if (request.exitIP !== undefined) {
-    // A block alone (no selector nor scope): its members, free ones and cooling ones counted
-    // in the exit-ordered sets (free-proxy-index.ts, cooling-counts.ts).
-    if (request.within !== undefined || Object.keys(request.selector).length > 0) return undefined;
-    const counts = index.countBlock(request.exitIP);
+    const block = request.exitIP;
+    const alone = request.within === undefined && Object.keys(request.selector).length === 0;
+    // A block alone: its members, free ones and cooling ones counted in the exit-ordered sets
+    // (free-proxy-index.ts, cooling-counts.ts); with a selector or a scope, the same in the
+    // by-class exit-ordered sets, over the classes it matches (at most MAX_COUNTED_CLASSES).
+    const keys = alone
+      ? undefined
+      : index.matchingClasses(request.selector, request.within)?.map((c) => c.key);
+    if (!alone && keys === undefined) return undefined;
+    const counts = keys === undefined ? index.countBlock(block) : index.countBlockIn(keys, block);
     if (counts === undefined) return undefined;
-    // Nothing leasable egresses from it: the walk's no_match, known now.
+    // Nothing leasable egresses from it (of the classes matched, with any): the walk's no_match, known now.
     if (counts.members === 0) return { refused: { granted: false, reason: 'no_match' } };
-    const cool = cooling.countBlock(target, blockRange(request.exitIP), now);
+    const range = blockRange(block);
+    const cool =
+      keys === undefined
+        ? cooling.countBlock(target, range, now)
+        : cooling.countBlockIn(keys, target, range, now);
     // The first of the target's cooldowns to end, the block's or not: never after the block's.
     const firstEnd = cooling.firstEnd(target, now);
     if (cool >= counts.members) return coolingDown(firstEnd!, now);

@@ -35,6 +35,14 @@ export function classKey(record: ClassMember): string {
 }
 
 /**
+ * A proxy's place in a by-class exit-ordered set: its class key, NUL, its exit member. A class
+ * key is JSON (no raw NUL in it), so a class's members lie together, in exit order.
+ */
+export function classExit(key: string, exit: string): string {
+  return `${key}\u0000${exit}`;
+}
+
+/**
  * Whether a request with this selector and scope admits the class whose member `sample` is,
  * compiled once per request: every member answers the same (a scope reads the namespace and
  * attributes only: LeaseRequest.within).

@@ -355,21 +355,21 @@ export class RedisAcquireWalk {
    * What this request's refusal may be counted by (redis-book-codec.ts's CountedBy): every
    * leasable proxy its candidate, the fleet's fingerprint; a selector or a scope, the classes
    * they match (at most MAX_COUNTED_CLASSES); an exit IP alone, the fleet's fingerprint and
-   * its block's keys (the book's exit sets); an exit IP with a selector or a scope, none.
+   * its block's keys (the book's exit sets); an exit IP with a selector or a scope, the
+   * classes and the block's keys (the book's by-class exit sets).
    */
   private countedBy(request: LeaseRequest): CountedBy | undefined {
-    if (request.exitIP !== undefined) {
-      // A block with no selector nor scope: the book's exit sets count it (acquire-script.ts).
-      const plain = request.within === undefined && Object.keys(request.selector).length === 0;
-      return plain ? { fleet: this.deps.fleet(), block: blockKeys(request.exitIP) } : undefined;
-    }
-    if (anyLeasable(request)) return { fleet: this.deps.fleet() };
+    const block = request.exitIP === undefined ? undefined : blockKeys(request.exitIP);
+    const withBlock = block === undefined ? {} : { block };
+    if (anyLeasable({ ...request, exitIP: undefined })) return { fleet: this.deps.fleet(), ...withBlock };
     const classes = this.deps.classes(request.selector, request.within);
     if (classes === undefined || classes.length === 0) return undefined;
     // Classes that are every leasable proxy (a scope or a selector admitting all): the fleet's
     // counts, a few commands, instead of a few per class.
     const fleet = this.deps.fleet();
-    return unionFigures(classes) === `${fleet.count} ${fleet.a} ${fleet.b}` ? { fleet } : { classes };
+    return unionFigures(classes) === `${fleet.count} ${fleet.a} ${fleet.b}`
+      ? { fleet, ...withBlock }
+      : { classes, ...withBlock };
   }
 
   /** The first grant of a request id (the acquire script's dup answer), as it was granted. */

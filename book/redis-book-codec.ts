@@ -23,7 +23,8 @@ export function rankCandidates(chunk: readonly ProxyRecord[]): ProxyRecord[] {
  * scope matches with the replica's figures of each (redis-fleet-feed.ts).
  */
 export type CountedBy =
-  { fleet: Fingerprint; block?: { first: string; last: string } } | { classes: readonly ClassFigures[] };
+  | { fleet: Fingerprint; block?: { first: string; last: string } }
+  | { classes: readonly ClassFigures[]; block?: { first: string; last: string } };
 
 /**
  * The acquire script's arguments (redis-scripts.ts's ACQUIRE): leaseID, ttlSeconds, the
@@ -32,7 +33,8 @@ export type CountedBy =
  * key (request-outcomes.ts), then (when given: a request the fleet's counts may refuse) the
  * replica's fleet fingerprint (fleet-fingerprint.ts) and, for an exit-IP block, two empty
  * fields and its first and last keys; or three empty fields, the ids of the
- * classes matched (comma-separated) and their union's figures, the tail cut after the last one that is not its default ('',
+ * classes matched (comma-separated) and their union's figures (with a block, then its keys and
+ * each class's count of members with an exit), the tail cut after the last one that is not its default ('',
  * '{}', '', 'none', '', ''): each argument costs
  * the client and Redis ~0.2 µs (~1k instructions of redis-server), so a lease without
  * target, selector or session sends none of them.
@@ -68,6 +70,10 @@ export function acquireArgs(
     // figures of their union (counts summed, sums XORed: a member's hashes cover its class,
     // so equal union figures mean equal members of each class, fleet-fingerprint.ts).
     tail.push('', '', '', counts.classes.map(({ id }) => id).join(','), unionFigures(counts.classes));
+    // With an exit-IP block: its keys, and each class's members with an exit (the book's
+    // by-class exit sets are checked against them).
+    if (counts.block !== undefined)
+      tail.push(counts.block.first, counts.block.last, counts.classes.map(({ exits }) => exits).join(','));
     while (defaults.length < tail.length) defaults.push('');
   }
   let last = tail.length;

@@ -14,10 +14,14 @@ import { classID, FleetFingerprint, type Fingerprint } from './fleet-fingerprint
 import { classKey, ProxyClasses } from './proxy-classes.js';
 import { exitKey } from './exit-ip-match.js';
 
-/** A class a request matches, as the acquire sends it: its id and its figures ("count a b"). */
+/**
+ * A class a request matches, as the acquire sends it: its id, its figures ("count a b") and
+ * how many of its members have an exit IP known (checked against the book's P:cxip).
+ */
 export interface ClassFigures {
   id: string;
   figures: string;
+  exits: number;
 }
 
 /** Proxies per fleet script call. */
@@ -37,6 +41,9 @@ export class RedisFleetFeed {
   private readonly classes = new ProxyClasses<{ id: string }>(() => ({ id: '' }));
   /** Each member's class key, to leave it by. */
   private readonly classOf = new Map<string, string>();
+  /** Each member with an exit IP known: its class id; and per class id, how many. */
+  private readonly exitClassOf = new Map<string, string>();
+  private readonly exitsIn = new Map<string, number>();
   /** Proxies whose entry is to be sent, in the order they changed. */
   private pending = new Set<string>();
   private flush: Promise<void> | undefined;
@@ -58,7 +65,9 @@ export class RedisFleetFeed {
       }
     }
     const cls = key === undefined ? '' : classID(key);
-    this.own.set(id, record?.maxLeases, cls, exitKey(record?.exitIP));
+    const exit = exitKey(record?.exitIP);
+    this.countExit(id, cls !== '' && exit !== '' ? cls : undefined);
+    this.own.set(id, record?.maxLeases, cls, exit);
     if (this.entry(id) === before) return;
     this.pending.add(id);
     this.flush ??= this.sendPending();
@@ -80,8 +89,24 @@ export class RedisFleetFeed {
     const matched = this.classes.matching(selector, within);
     return matched?.map(({ data: { id } }) => {
       const { count, a, b } = this.own.ofClass(id);
-      return { id, figures: `${count} ${a} ${b}` };
+      return { id, figures: `${count} ${a} ${b}`, exits: this.exitsIn.get(id) ?? 0 };
     });
+  }
+
+  /** A member's class (id) among those with an exit IP, or none. */
+  private countExit(id: string, cls: string | undefined): void {
+    const old = this.exitClassOf.get(id);
+    if (old === cls) return;
+    if (old !== undefined) {
+      const n = this.exitsIn.get(old)! - 1;
+      if (n === 0) this.exitsIn.delete(old);
+      else this.exitsIn.set(old, n);
+      this.exitClassOf.delete(id);
+    }
+    if (cls !== undefined) {
+      this.exitsIn.set(cls, (this.exitsIn.get(cls) ?? 0) + 1);
+      this.exitClassOf.set(id, cls);
+    }
   }
 
   close(): void {

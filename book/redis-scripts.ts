@@ -82,6 +82,11 @@
 //                       is taken out of both by the next refusal by exit IP, or the sweep),
 //                       so a refusal by exit-IP block counts its members, full and cooling
 //                       ones with ZLEXCOUNT over the block's range
+//   P:cxip, P:cxfull, P:cxcd:<target>  the three above per class: "c:exitKey:proxyID", written
+//                       beside them for members with a class and an exit, moved by the fleet
+//                       script with a class or an exit; a block with a selector or a scope
+//                       counts its matched classes' members, full and cooling ones, over each
+//                       class's range of the block (its count of members checked first)
 //   P:req:<key>         string: a write's first answer by its request key (request-outcomes.ts:
 //                       kind:owner.requestID:leaseID), PX = REQ_RETAIN; a repeat answers it
 // Times are milliseconds since the epoch from Redis's TIME (one clock for every replica), or

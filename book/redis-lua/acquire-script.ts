@@ -17,9 +17,11 @@ import type { Body, ScriptName } from './script-parts.js';
  * the first cooldown among them ends (-1: none), hints, whole ('1': the counts are the whole
  * fleet's, from the registry: the walk ends here; ARGV after the request key: the replica's
  * fleet fingerprint, count, a, b, for a request without selector, exit IP or scope (a
- * session's too); or, for one with a selector or a scope but no exit IP, three empty fields then
+ * session's too); or, for one with a selector or a scope, three empty fields then
  * the ids of the classes it matches, comma-separated, and the replica's figures of their
- * union "count a b": redis-fleet-feed.ts, redis-book-codec.ts's unionFigures); or, for one by
+ * union "count a b": redis-fleet-feed.ts, redis-book-codec.ts's unionFigures; with an exit IP
+ * too, then the keys of its block's first and last addresses and each class's count of
+ * members with an exit, comma-separated); or, for one by
  * exit IP without selector or scope, the fleet fingerprint, two empty fields, then the keys of
  * the block's first and last addresses (exit-ip-match.ts's blockKeys). Hints: "i:load" for each candidate
  * i (1-based) with leases, "i:h" for one a hold keeps out, comma-separated; every other
@@ -191,6 +193,34 @@ end
 
 if not chosen then
   local wait = -1
+  -- (Refusals only: no closure on a grant's path.) Takes out ended marks (ids, from key) with their class's, exit and by-class exit twins:
+  -- an exit-IP refusal counts only running ones (each once: a cost of the lease or the report
+  -- that made it).
+  local function unmark(ids, key, xkey, cxkey, cpre)
+    for i = 1, math.min(#ids, EXIT_STALE) do
+      local id = ids[i]
+      local reg = redis.call('HGET', K_FLEET, id) or ''
+      redis.call('ZREM', key, id)
+      local c = string.match(reg, '^%S+ %S+ %S+ (%x+)')
+      if c then redis.call('ZREM', cpre(c), id) end
+      local x = string.match(reg, ' x(%x+)$')
+      if x then redis.call('ZREM', xkey, x .. ':' .. id) end
+      if x and c then redis.call('ZREM', cxkey, c .. ':' .. x .. ':' .. id) end
+    end
+  end
+  -- The ended full marks and the target's ended cooldown marks taken out, at most EXIT_STALE
+  -- of each; answers whether none was left (else the walk).
+  local function unmark_ended()
+    local ck = P .. ':cdt:' .. target
+    local ended_full = redis.call('ZRANGE', K_FULL, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, EXIT_STALE + 1)
+    local ended_cd = redis.call('ZRANGE', ck, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, EXIT_STALE + 1)
+    -- Taken out even when more are left (the walk then): the next refusal finds fewer.
+    unmark(ended_full, K_FULL, K_XFULL, K_CXFULL, function(c) return P .. ':cfull:' .. c end)
+    unmark(ended_cd, ck, P .. ':xcd:' .. target, P .. ':cxcd:' .. target,
+      function(c) return P .. ':ccdt:' .. c .. ':' .. target end)
+    return #ended_full <= EXIT_STALE and #ended_cd <= EXIT_STALE
+  end
+
   if first_end >= 0 then wait = first_end - NOW end
   -- The fleet's counts, when the replica sent its fingerprint (a request without selector,
   -- exit IP or scope: its candidates are all its leasable proxies) and the
@@ -211,23 +241,7 @@ if not chosen then
       local lo, hi = '[' .. first_x, '(' .. ARGV[T + 13] .. ';'
       local size = redis.call('ZLEXCOUNT', K_XIP, lo, hi)
       local ck, xk = P .. ':cdt:' .. target, P .. ':xcd:' .. target
-      local ended_full = redis.call('ZRANGE', K_FULL, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, EXIT_STALE + 1)
-      local ended_cd = redis.call('ZRANGE', ck, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, EXIT_STALE + 1)
-      local clean = size > 0 and #ended_full <= EXIT_STALE and #ended_cd <= EXIT_STALE
-      local function unmark(ids, key, xkey, cpre)
-        for i = 1, math.min(#ids, EXIT_STALE) do
-          local id = ids[i]
-          local reg = redis.call('HGET', K_FLEET, id) or ''
-          redis.call('ZREM', key, id)
-          local c = string.match(reg, '^%S+ %S+ %S+ (%x+)')
-          if c then redis.call('ZREM', cpre(c), id) end
-          local x = string.match(reg, ' x(%x+)$')
-          if x then redis.call('ZREM', xkey, x .. ':' .. id) end
-        end
-      end
-      -- Taken out even when more are left (the walk then): the next refusal finds fewer.
-      unmark(ended_full, K_FULL, K_XFULL, function(c) return P .. ':cfull:' .. c end)
-      unmark(ended_cd, ck, xk, function(c) return P .. ':ccdt:' .. c .. ':' .. target end)
+      local clean = unmark_ended() and size > 0
       if clean then
         local c = redis.call('ZLEXCOUNT', xk, lo, hi)
         if c >= size or redis.call('ZLEXCOUNT', K_XFULL, lo, hi) >= size then
@@ -288,7 +302,41 @@ if not chosen then
         end
       end
     end
-    if same then
+    if same and first_x ~= '' then
+      -- With an exit-IP block: the classes' members in it, counted in the by-class exit sets
+      -- (P:cxip, P:cxfull, P:cxcd:<target>: "class:key:id", lex) over each class's range of
+      -- the block, after the ended marks are taken out (as a block alone's). Each class's
+      -- members with an exit, as the replica counts them (ARGV[T + 14]), must be P:cxip's
+      -- (a set an older replica did not keep: the walk); none of them in the block, no_match.
+      local exits = {}
+      for e in string.gmatch(ARGV[T + 14] or '', '[^,]+') do exits[#exits + 1] = e end
+      local kept = #exits == k
+      for i = 1, kept and k or 0 do
+        if redis.call('ZLEXCOUNT', K_CXIP, '[' .. ids[i] .. ':', '(' .. ids[i] .. ';') ~= tonumber(exits[i]) then
+          kept = false
+          break
+        end
+      end
+      if kept and unmark_ended() then
+        local xk, size, c, f = P .. ':cxcd:' .. target, 0, 0, 0
+        for i = 1, k do
+          local lo, hi = '[' .. ids[i] .. ':' .. first_x, '(' .. ids[i] .. ':' .. ARGV[T + 13] .. ';'
+          size = size + redis.call('ZLEXCOUNT', K_CXIP, lo, hi)
+          c = c + redis.call('ZLEXCOUNT', xk, lo, hi)
+          f = f + redis.call('ZLEXCOUNT', K_CXFULL, lo, hi)
+        end
+        if size == 0 or c >= size or f >= size then
+          leasable, cooling, whole = size, c, '1'
+          wait = -1
+          -- The first of the target's cooldowns to end, these members' or not: never after theirs.
+          if c > 0 then
+            local first = redis.call('ZRANGE', P .. ':cdt:' .. target, '(' .. NOW, '+inf', 'BYSCORE', 'LIMIT', 0, 1,
+              'WITHSCORES')
+            wait = tonumber(first[2]) - NOW
+          end
+        end
+      end
+    elseif same then
       local c, all_cool, all_full = 0, true, true
       for j = 1, k do
         if all_cool then
@@ -377,6 +425,7 @@ if first_exp and load[chosen] + 1 >= tonumber(ARGV[B + 3 * chosen - 1]) then
     if c then redis.call('ZADD', P .. ':cfull:' .. c, first_exp, id) end
     local x = string.match(reg, ' x(%x+)$')
     if x then redis.call('ZADD', K_XFULL, 0, x .. ':' .. id) end
+    if x and c then redis.call('ZADD', K_CXFULL, 0, c .. ':' .. x .. ':' .. id) end
   end
 end
 if session ~= '' then

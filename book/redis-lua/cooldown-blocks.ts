@@ -23,6 +23,14 @@ local function exit_in(reg, id)
   local x = reg and string.match(reg, ' x(%x+)$')
   return x and (x .. ':' .. id)
 end
+-- The registry's proxies with a class and an exit cooling down for a target ("class:key:id", lex).
+local function k_cxcd(target) return P .. ':cxcd:' .. target end
+-- A registry member's place in the by-class exit sets ("class:key:id"), or nil without both.
+local function cexit_in(reg, id)
+  local c = class_in(reg)
+  local m = c and exit_in(reg, id)
+  return m and (c .. ':' .. m)
+end
 
 -- (proxy, target) entries.
 local function tdecode(v)
@@ -101,6 +109,8 @@ local function forget_target(id, target)
     if c then redis.call('ZREM', k_ccdt(c, target), id) end
     local m = exit_in(reg, id)
     if m then redis.call('ZREM', k_xcd(target), m) end
+    local cm = cexit_in(reg, id)
+    if cm then redis.call('ZREM', k_cxcd(target), cm) end
   end
   -- Its last entry gone: its acquire need not look for cooldowns.
   if redis.call('EXISTS', k_tord(id)) == 0 then flag(id, COOL, false) end
@@ -182,6 +192,10 @@ local function target_report(id, target, result, retry_after, random)
     if m then
       redis.call('ZADD', k_xcd(target), 0, m)
       keep(k_xcd(target), RETAIN)
+      if c then
+        redis.call('ZADD', k_cxcd(target), 0, c .. ':' .. m)
+        keep(k_cxcd(target), RETAIN)
+      end
     end
   end
   keep(key, RETAIN)

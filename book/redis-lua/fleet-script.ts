@@ -15,7 +15,8 @@ import type { Body, ScriptName } from './script-parts.js';
  * P:cheld:<c>, P:ccdt:<c>:<target>) hold the marks of its members, and P:class-sum its
  * figures: a member that changes class takes its marks along. The exit sets (P:xip,
  * P:xfull, P:xcd:<target>, by "exit:id" in lex order) hold the members with an exit and
- * those of them marked full or cooling, the same way: a new exit moves them. Answers {count, a, b}: the
+ * those of them marked full or cooling, the same way, and their by-class twins (P:cxip,
+ * P:cxfull, P:cxcd:<target>, by "class:exit:id") the same per class: a new exit or class moves them. Answers {count, a, b}: the
  * registry's fingerprint after.
  */
 const FLEET = String.raw`
@@ -56,24 +57,39 @@ local function class_marks(id, c, copy)
     end
   end
 end
--- A member's exit marks (P:xip, P:xfull, P:xcd:<target>: "x:id", lex) made from its
--- registry marks (copy), or taken out.
-local function exit_marks(id, x, copy)
+-- A member's exit marks (P:xip, P:xfull, P:xcd:<target>: "x:id", lex; with class c, their
+-- by-class twins P:cxip, P:cxfull, P:cxcd:<target>: "c:x:id") made from its registry marks
+-- (copy), or taken out.
+local function exit_marks(id, c, x, copy)
   if x == '' then return end
   local m = x .. ':' .. id
+  local cm = c ~= '' and (c .. ':' .. m)
   local targets = redis.call('ZRANGE', P .. ':tord:' .. id, 0, -1)
   if not copy then
     redis.call('ZREM', K_XIP, m)
     redis.call('ZREM', K_XFULL, m)
     for _, target in ipairs(targets) do redis.call('ZREM', k_xcd(target), m) end
+    if cm then
+      redis.call('ZREM', K_CXIP, cm)
+      redis.call('ZREM', K_CXFULL, cm)
+      for _, target in ipairs(targets) do redis.call('ZREM', k_cxcd(target), cm) end
+    end
     return
   end
   redis.call('ZADD', K_XIP, 0, m)
-  if redis.call('ZSCORE', K_FULL, id) then redis.call('ZADD', K_XFULL, 0, m) end
+  if cm then redis.call('ZADD', K_CXIP, 0, cm) end
+  if redis.call('ZSCORE', K_FULL, id) then
+    redis.call('ZADD', K_XFULL, 0, m)
+    if cm then redis.call('ZADD', K_CXFULL, 0, cm) end
+  end
   for _, target in ipairs(targets) do
     if redis.call('ZSCORE', k_cdt(target), id) then
       redis.call('ZADD', k_xcd(target), 0, m)
       keep(k_xcd(target), RETAIN)
+      if cm then
+        redis.call('ZADD', k_cxcd(target), 0, cm)
+        keep(k_cxcd(target), RETAIN)
+      end
     end
   end
 end
@@ -95,7 +111,7 @@ for i = 1, tonumber(ARGV[A + 1]) do
       cnt, fa, fb = cnt - 1, bit.bxor(fa, tonumber(o1)), bit.bxor(fb, tonumber(o2))
       class_sum(oc, -1, o1, o2)
       if new == nil or oc ~= c then class_marks(id, oc, false) end
-      if new == nil or ox ~= x then exit_marks(id, ox, false) end
+      if new == nil or ox ~= x or oc ~= c then exit_marks(id, oc, ox, false) end
     end
     local tord = P .. ':tord:' .. id
     if new then
@@ -116,9 +132,10 @@ for i = 1, tonumber(ARGV[A + 1]) do
         redis.call('ZREM', K_FULL, id)
         redis.call('ZREM', P .. ':cfull:' .. c, id)
         if x ~= '' then redis.call('ZREM', K_XFULL, x .. ':' .. id) end
+        if x ~= '' and c ~= '' then redis.call('ZREM', K_CXFULL, c .. ':' .. x .. ':' .. id) end
       end
       if was == nil or oc ~= c then class_marks(id, c, true) end
-      if was == nil or ox ~= x then exit_marks(id, x, true) end
+      if was == nil or ox ~= x or oc ~= c then exit_marks(id, c, x, true) end
     else
       redis.call('HDEL', K_FLEET, id)
       redis.call('ZREM', K_FULL, id)

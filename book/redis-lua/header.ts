@@ -80,6 +80,9 @@ export function header(s: ScriptSettings): string {
     // By exit IP (exit-ip-match.ts's exitKey; members "key:id", lex order): the registry's
     // members with an exit, and those marked in P:full and P:cdt:<target> (P:xcd:<target>).
     `local K_XIP, K_XFULL = '${P}:xip', '${P}:xfull'`,
+    // The same by class, then exit (members "class:key:id", lex order): a block's members in
+    // a class, counted (P:cxip, P:cxfull, P:cxcd:<target>).
+    `local K_CXIP, K_CXFULL = '${P}:cxip', '${P}:cxfull'`,
   ].join('\n');
 }
 

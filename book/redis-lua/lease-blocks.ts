@@ -138,6 +138,7 @@ local function release_one(id)
     if c then redis.call('ZREM', P .. ':cfull:' .. c, proxy) end
     local x = string.match(reg, ' x(%x+)$')
     if x then redis.call('ZREM', K_XFULL, x .. ':' .. proxy) end
+    if x and c then redis.call('ZREM', K_CXFULL, c .. ':' .. x .. ':' .. proxy) end
   end
   local ld = P .. ':ld:' .. proxy
   local entry = redis.call('GET', ld)

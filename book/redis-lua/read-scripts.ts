@@ -33,8 +33,11 @@ redis.call('ZREMRANGEBYSCORE', K_BUSY, '-inf', NOW)
 -- Ended full marks, with their exit sets' twins (P:xfull mirrors P:full's members).
 local ended = redis.call('ZRANGE', K_FULL, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, 1000)
 for _, id in ipairs(ended) do
-  local x = string.match(redis.call('HGET', K_FLEET, id) or '', ' x(%x+)$')
+  local reg = redis.call('HGET', K_FLEET, id) or ''
+  local x = string.match(reg, ' x(%x+)$')
   if x then redis.call('ZREM', K_XFULL, x .. ':' .. id) end
+  local c = string.match(reg, '^%S+ %S+ %S+ (%x+)')
+  if x and c then redis.call('ZREM', K_CXFULL, c .. ':' .. x .. ':' .. id) end
   redis.call('ZREM', K_FULL, id)
 end
 redis.call('ZREMRANGEBYSCORE', K_HELD, '-inf', NOW)

@@ -2025,6 +2025,249 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       );
     });
 
+    describe("a first refusal of an exit-IP block with a selector or a scope from its classes' exit counts never refuses what a walk would grant", () => {
+      // Pool a in the block (p1..p6, p6 ranked last), pool a outside it (q1, q2) and pool b in
+      // it (r1, r2), the last four ranked first and idle: the request (pool a and the block)
+      // matches p1..p6 only, more than the first chunk a shared store sends (4), so its
+      // refusal comes from the counts of pool a's class within the block (by-class exit sets),
+      // never from a walk; the proxy each event frees is p6 (or one it moves in).
+      const TARGET = 'shop.example';
+      const POOL_A = { pool: 'a' };
+      const BLOCK = parseExitIPTerm('203.0.113.0/28')!;
+      const inside = (i: number) => `203.0.113.${i}`;
+      const fleet = (overrides: (id: string) => Partial<ProxyRecord> = () => ({})) => [
+        ...Array.from({ length: 6 }, (_, i) =>
+          proxy(`ns/p${i + 1}`, {
+            maxLeases: 1,
+            latencyMillis: i + 1,
+            ip: `10.0.6.${i + 1}`,
+            exitIP: inside(i + 1),
+            attributes: POOL_A,
+            ...overrides(`ns/p${i + 1}`),
+          }),
+        ),
+        ...['ns/q1', 'ns/q2'].map((id, i) =>
+          proxy(id, {
+            maxLeases: 1,
+            latencyMillis: 0,
+            ip: `10.0.7.${i + 1}`,
+            exitIP: `198.51.100.${i + 1}`,
+            attributes: POOL_A,
+            ...overrides(id),
+          }),
+        ),
+        ...['ns/r1', 'ns/r2'].map((id, i) =>
+          proxy(id, {
+            maxLeases: 1,
+            latencyMillis: 0,
+            ip: `10.0.8.${i + 1}`,
+            exitIP: inside(9 + i),
+            attributes: { pool: 'b' },
+            ...overrides(id),
+          }),
+        ),
+      ];
+      type How = 'selector' | 'scope' | 'session';
+      let owners = 0;
+      const named = (how: How, overrides: Partial<LeaseRequest> = {}): LeaseRequest =>
+        request({
+          target: TARGET,
+          exitIP: BLOCK,
+          owner: `mixed-${++owners}`,
+          ...(how === 'scope' ? { within: scopeMatcher({ selector: POOL_A }) } : { selector: POOL_A }),
+          ...(how === 'session' ? { session: 'contract-s' } : {}),
+          ...overrides,
+        });
+      type Setup = ReturnType<typeof setup> & { leases: Map<string, Lease> };
+      async function ready(): Promise<Setup> {
+        const s = setup({}, fleet());
+        await subject.settled?.(s.store);
+        return { ...s, leases: new Map() };
+      }
+      const change = async (s: Setup, overrides: (id: string) => Partial<ProxyRecord>) => {
+        s.catalog.proxies = fleet(overrides);
+        await subject.settled?.(s.store);
+      };
+      /** p1..p6 full (p6's lease ends first: ttl 60 s), the rest idle. */
+      async function allBusy(how: How): Promise<Setup> {
+        const s = await ready();
+        for (let i = 0; i < 6; i++) {
+          const lease = granted(
+            await s.store.acquire(named(how, { owner: undefined, ttlSeconds: i === 5 ? 60 : 300 })),
+          );
+          s.leases.set(lease.proxyID, lease);
+        }
+        expect(s.leases.get('ns/p6')?.ttlSeconds).toBe(60);
+        return s;
+      }
+      /** p1..p6 banned for the target and idle, p6's cooldown ending 100 s before the others'. */
+      async function allCooling(how: How): Promise<Setup> {
+        const s = await ready();
+        const ban = async () => {
+          const lease = granted(await s.store.acquire(named(how, { owner: undefined })));
+          await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+          return lease.proxyID;
+        };
+        const others = [];
+        for (let i = 0; i < 5; i++)
+          others.push(granted(await s.store.acquire(named(how, { owner: undefined, target: 'elsewhere' }))));
+        expect(await ban()).toBe('ns/p6');
+        for (const lease of others) await s.store.release(lease.id);
+        s.clock.advanceSeconds(100);
+        for (let i = 0; i < 5; i++) await ban();
+        return s;
+      }
+      const join = async (s: Setup, pool: string, exitIP: string) => {
+        s.catalog.proxies = [
+          ...fleet(),
+          proxy('ns/p7', { maxLeases: 1, latencyMillis: 7, ip: '10.0.6.7', exitIP, attributes: { pool } }),
+        ];
+        await subject.settled?.(s.store);
+      };
+      const cases: [string, (how: How) => Promise<Setup>, (s: Setup) => Promise<void> | void, string][] = [
+        ['all busy → all_busy', allBusy, () => {}, 'all_busy'],
+        [
+          "all busy, p6's lease released → p6 granted",
+          allBusy,
+          async (s) => void (await s.store.release(s.leases.get('ns/p6')!.id)),
+          'ns/p6',
+        ],
+        [
+          "all busy, p6's lease expires unreleased → p6 granted",
+          allBusy,
+          (s) => s.clock.advanceSeconds(61),
+          'ns/p6',
+        ],
+        [
+          "all busy, q1's exit IP moves into the block → q1 granted",
+          allBusy,
+          (s) => change(s, (id) => (id === 'ns/q1' ? { exitIP: inside(7) } : {})),
+          'ns/q1',
+        ],
+        [
+          'all busy, r1 relabeled into pool a → r1 granted',
+          allBusy,
+          (s) => change(s, (id) => (id === 'ns/r1' ? { attributes: POOL_A } : {})),
+          'ns/r1',
+        ],
+        [
+          'all busy, p6 released and relabeled into pool b → all_busy',
+          allBusy,
+          async (s) => {
+            await s.store.release(s.leases.get('ns/p6')!.id);
+            await change(s, (id) => (id === 'ns/p6' ? { attributes: { pool: 'b' } } : {}));
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, p6 released and its exit IP moved out of the block → all_busy',
+          allBusy,
+          async (s) => {
+            await s.store.release(s.leases.get('ns/p6')!.id);
+            await change(s, (id) => (id === 'ns/p6' ? { exitIP: '198.51.100.6' } : {}));
+          },
+          'all_busy',
+        ],
+        [
+          'all busy, pool a joins in the block → it is granted',
+          allBusy,
+          (s) => join(s, 'a', inside(7)),
+          'ns/p7',
+        ],
+        [
+          'all busy, pool b joins in the block → all_busy',
+          allBusy,
+          (s) => join(s, 'b', inside(7)),
+          'all_busy',
+        ],
+        [
+          'all busy, pool a joins outside the block → all_busy',
+          allBusy,
+          (s) => join(s, 'a', '198.51.100.7'),
+          'all_busy',
+        ],
+        ['all cooling → all_cooling_down', allCooling, () => {}, 'all_cooling_down'],
+        [
+          "all cooling, p6's cooldown ends → p6 granted",
+          allCooling,
+          (s) => s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1),
+          'ns/p6',
+        ],
+        [
+          'all cooling, r1 relabeled into pool a → r1 granted',
+          allCooling,
+          (s) => change(s, (id) => (id === 'ns/r1' ? { attributes: POOL_A } : {})),
+          'ns/r1',
+        ],
+        [
+          'all cooling, p6 on a new exit IP in the block (its cooldown forgotten) → p6 granted',
+          allCooling,
+          (s) => change(s, (id) => (id === 'ns/p6' ? { exitIP: inside(7) } : {})),
+          'ns/p6',
+        ],
+        [
+          'all cooling, pool a joins in the block → it is granted',
+          allCooling,
+          (s) => join(s, 'a', inside(7)),
+          'ns/p7',
+        ],
+        [
+          'all cooling, r1 and q1 banned for the target too → all_cooling_down',
+          allCooling,
+          async (s) => {
+            for (const id of ['ns/r1', 'ns/q1']) {
+              const exitIP = parseExitIPTerm(id === 'ns/r1' ? inside(9) : '198.51.100.1')!;
+              const lease = granted(await s.store.acquire(request({ target: TARGET, exitIP })));
+              expect(lease.proxyID).toBe(id);
+              await s.store.reportMany([{ leaseID: lease.id, result: 'banned', release: true }]);
+            }
+          },
+          'all_cooling_down',
+        ],
+        [
+          'all cooling, p6 leased for another target and its cooldown ends (full, the rest cooling) → all_busy',
+          allCooling,
+          async (s) => {
+            granted(
+              await s.store.acquire(
+                request({ target: 'elsewhere', ttlSeconds: 3600, exitIP: parseExitIPTerm(inside(6))! }),
+              ),
+            );
+            s.clock.advanceSeconds(COOLDOWN_SECONDS - 100 + 1);
+          },
+          'all_busy',
+        ],
+      ];
+      it.each(
+        cases.flatMap(([name, arrange, event, expected]) =>
+          (['selector', 'scope', 'session'] as const).map(
+            (how) => [`${how}: ${name}`, how, arrange, event, expected] as const,
+          ),
+        ),
+      )('%s', async (_name, how, arrange, event, expected) => {
+        const s = await arrange(how);
+        await event(s);
+        const answer = await s.store.acquire(named(how));
+        if (expected.startsWith('ns/'))
+          expect(answer).toMatchObject({ granted: true, lease: { proxyID: expected } });
+        else expect(answer).toMatchObject({ granted: false, reason: expected });
+      });
+
+      it.each(['selector', 'scope'] as const)(
+        '%s: no pool a proxy in the block (each part alone matching) → no_match',
+        async (how) => {
+          const s = await ready();
+          const rBlock = parseExitIPTerm('203.0.113.8/30')!;
+          expect((await s.store.acquire(request({ target: TARGET, exitIP: rBlock }))).granted).toBe(true);
+          expect((await s.store.acquire(named(how, { exitIP: BLOCK }))).granted).toBe(true);
+          expect(await s.store.acquire(named(how, { exitIP: rBlock }))).toEqual({
+            granted: false,
+            reason: 'no_match',
+          });
+        },
+      );
+    });
+
     describe('totals', () => {
       it('counts live leases, sessions and running cooldowns', async () => {
         const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [

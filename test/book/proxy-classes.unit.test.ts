@@ -183,7 +183,7 @@ describe("RedisFleetFeed.matchingClasses: this replica's figures of the classes 
     f.set(a1.id, a1);
     f.set(a2.id, a2);
     const first = f.matchingClasses({ pool: 'a' }, undefined);
-    expect(first).toEqual([{ id: idOf(a1), figures: expect.stringMatching(/^2 \d+ \d+$/) }]);
+    expect(first).toEqual([{ id: idOf(a1), figures: expect.stringMatching(/^2 \d+ \d+$/), exits: 0 }]);
     f.set(az.id, az);
     expect(
       f
@@ -199,6 +199,23 @@ describe("RedisFleetFeed.matchingClasses: this replica's figures of the classes 
     // Its last member gone: the class is no longer matched.
     f.set(az.id, undefined);
     expect(f.matchingClasses({ pool: 'a' }, undefined)?.map(({ id }) => id)).toEqual([idOf(a1)]);
+    f.close();
+  });
+
+  it('counts per class the members with an exit IP known, through exit changes, relabels and leaves', () => {
+    const { f } = feed();
+    const exits = (pool: string) => f.matchingClasses({ pool }, undefined)?.map(({ exits: n }) => n) ?? [];
+    f.set(a1.id, { ...a1, exitIP: '203.0.113.1' });
+    f.set(a2.id, a2);
+    expect(exits('a')).toEqual([1]);
+    f.set(a2.id, { ...a2, exitIP: '203.0.113.2' });
+    expect(exits('a')).toEqual([2]);
+    f.set(a2.id, { ...a2, exitIP: 'not an address' });
+    expect(exits('a')).toEqual([1]);
+    f.set(a1.id, { ...a1, exitIP: '203.0.113.1', attributes: { pool: 'b' } });
+    expect([exits('a'), exits('b')]).toEqual([[0], [1]]);
+    f.set(a1.id, undefined);
+    expect(exits('b')).toEqual([]);
     f.close();
   });
 

@@ -58,11 +58,37 @@ describe('rankCandidates and acquireArgs', () => {
       'classes: no fingerprint, their ids, then their union figures (counts summed, sums XORed)',
       {
         classes: [
-          { id: '00000001000000a2', figures: '2 5 6' },
-          { id: '00000003000000b4', figures: '1 9 9' },
+          { id: '00000001000000a2', figures: '2 5 6', exits: 2 },
+          { id: '00000003000000b4', figures: '1 9 9', exits: 0 },
         ],
       },
       ['', '{}', '', 'none', '', '', '', '', '', '00000001000000a2,00000003000000b4', `3 ${5 ^ 9} ${6 ^ 9}`],
+    ],
+    [
+      "classes and a block: then the block's keys and each class's members with an exit",
+      {
+        classes: [
+          { id: '00000001000000a2', figures: '2 5 6', exits: 2 },
+          { id: '00000003000000b4', figures: '1 9 9', exits: 0 },
+        ],
+        block: { first: '4cb007100', last: '4cb007107' },
+      },
+      [
+        '',
+        '{}',
+        '',
+        'none',
+        '',
+        '',
+        '',
+        '',
+        '',
+        '00000001000000a2,00000003000000b4',
+        `3 ${5 ^ 9} ${6 ^ 9}`,
+        '4cb007100',
+        '4cb007107',
+        '2,0',
+      ],
     ],
     ['no class: nothing', { classes: [] }, []],
   ])('%s', (_name, counts, tail) => {

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import type { AcquireResult, LeaseRequest, LeaseStore } from '../../book/lease-store.js';
+import type { ProxyRecord } from '../../book/catalog.js';
 import { connectRedis, whenReady } from '../../book/redis-connection.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { RedisLeaseStore } from '../../book/redis-lease-store.js';
@@ -107,6 +108,51 @@ const byClass = [
   ['scope', 'all_cooling_down', banPoolA],
   ['session', 'all_busy', fillPoolA],
   ['session', 'all_cooling_down', banPoolA],
+] as const;
+
+/**
+ * `size` proxies of pool a egressing from the IPv4 block, and a tenth as many each of pool a
+ * outside it and of pool b inside it, idle and ranked before them.
+ */
+const mixed = (size: number) => [
+  ...fleet(size).map((p, i) => ({ ...p, exitIP: exitOf(4, i), attributes: poolA })),
+  ...Array.from({ length: size / 10 }, (_, i) => [
+    proxy(`ns/o${i}`, { maxLeases: 1, latencyMillis: 0, exitIP: `192.0.2.${i}`, attributes: poolA }),
+    proxy(`ns/b${i}`, { maxLeases: 1, latencyMillis: 0, exitIP: `10.2.0.${i}`, attributes: { pool: 'b' } }),
+  ]).flat(),
+];
+/** Pool a and the block, pool a named by a selector (a session too) or a token scope. */
+const mixedRequest = (
+  how: 'selector' | 'scope' | 'session',
+  owner: string,
+  calls = { n: 0 },
+): LeaseRequest => ({
+  ...named(how, owner, calls),
+  exitIP: BLOCKS[4],
+});
+
+const blockOfPoolA: LeaseRequest = { ...request(), selector: poolA, exitIP: BLOCKS[4] };
+
+async function fillMixed(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    if (!(await store.acquire(blockOfPoolA)).granted) throw new Error(`lease ${i} refused`);
+  }
+}
+
+async function banMixed(store: LeaseStore, size: number): Promise<void> {
+  for (let i = 0; i < size; i++) {
+    const result = await store.acquire(blockOfPoolA);
+    if (!result.granted) throw new Error(`lease ${i}: ${result.reason}`);
+    await store.reportMany([{ leaseID: result.lease.id, result: 'banned', release: true }]);
+  }
+}
+const byMixed = [
+  ['selector', 'all_busy', fillMixed],
+  ['selector', 'all_cooling_down', banMixed],
+  ['scope', 'all_busy', fillMixed],
+  ['scope', 'all_cooling_down', banMixed],
+  ['session', 'all_busy', fillMixed],
+  ['session', 'all_cooling_down', banMixed],
 ] as const;
 
 async function fillEveryone(store: LeaseStore, size: number): Promise<void> {
@@ -238,6 +284,41 @@ describe("the memory store's first refusal of a class", () => {
   );
 });
 
+describe("the memory store's first refusal of an exit-IP block with a selector or a scope", () => {
+  it.each(byMixed)(
+    "a %s, %s: no proxy's cooldown read, none counted one by one, the scope asked once per class, at 100 or 1,000 proxies",
+    async (how, reason, arrange) => {
+      for (const size of [100, 1000]) {
+        const store = new MemoryLeaseStore({ catalog: new TestCatalog(mixed(size)), logger: silentLogger });
+        await arrange(store, size);
+        const cooling = jest.spyOn(TargetBook.prototype, 'coolingDown');
+        const entries = jest.spyOn(TargetBook.prototype, 'forTarget');
+        const counted = jest.spyOn(FreeProxyIndex.prototype, 'countLeasable');
+        const free = jest.spyOn(FreeProxyIndex.prototype, 'free');
+        const calls = { n: 0 };
+        try {
+          expect(await store.acquire(mixedRequest(how, `first-${size}`, calls))).toMatchObject({
+            granted: false,
+            reason,
+          });
+          expect(cooling).not.toHaveBeenCalled();
+          expect(entries).not.toHaveBeenCalled();
+          expect(counted).not.toHaveBeenCalled();
+          expect(free).not.toHaveBeenCalled();
+          // Two classes (pool a, pool b): the scope is asked of one member of each, no more.
+          expect(calls.n).toBeLessThanOrEqual(2);
+        } finally {
+          cooling.mockRestore();
+          entries.mockRestore();
+          counted.mockRestore();
+          free.mockRestore();
+          store.close();
+        }
+      }
+    },
+  );
+});
+
 describe("the Redis store's first refusal", () => {
   let server: RedisServer;
   let redis: Redis;
@@ -326,6 +407,59 @@ describe("the Redis store's first refusal", () => {
       expect(large.sent[0].length).toBe(small.sent[0].length);
     },
   );
+
+  it.each(byMixed)(
+    'a block and a %s, %s: one script, the same commands at 100 and 1,000 matching proxies',
+    async (how, reason, arrange) => {
+      const seen: { scripts: number; commands: string[]; sent: string[][] }[] = [];
+      for (const size of [100, 1000]) {
+        const store = await book(size, arrange, mixed(size));
+        try {
+          seen.push(
+            await cost(server, redis, async () =>
+              expect(await store.acquire(mixedRequest(how, `first-${size}`))).toMatchObject({
+                granted: false,
+                reason,
+              }),
+            ),
+          );
+        } finally {
+          store.close();
+        }
+      }
+      const [small, large] = seen;
+      expect(small.scripts).toBe(1);
+      expect(large.scripts).toBe(1);
+      expect(large.commands).toEqual(small.commands);
+      expect(large.commands.length).toBeLessThan(24);
+      // The classes' ids, their union's figures, the block's keys and their exit counts: the
+      // same number of arguments, whatever the number of proxies.
+      expect(large.sent[0].length).toBe(small.sent[0].length);
+      expect(large.sent[0].slice(-3, -1)).toEqual(small.sent[0].slice(-3, -1));
+    },
+  );
+
+  it('a block and a selector no proxy of which egresses from it: no_match, one script at 100 and 1,000', async () => {
+    for (const size of [100, 1000]) {
+      // Pool b's proxies egress from 10.2.0.0/16, pool a's elsewhere: each part alone matches.
+      const store = await book(size, async () => {}, mixed(size));
+      const request: LeaseRequest = {
+        ...named('selector', `empty-${size}`),
+        exitIP: parseExitIPTerm('10.2.0.0/16')!,
+      };
+      try {
+        expect((await store.acquire({ ...request, selector: { pool: 'b' } })).granted).toBe(true);
+        const seen = await cost(server, redis, async () =>
+          expect(await store.acquire(request)).toEqual({ granted: false, reason: 'no_match' }),
+        );
+        expect(seen.scripts).toBe(1);
+        // Counted in the by-class exit sets (the empty chunk's walk would say the same).
+        expect(seen.commands).toContain('zlexcount');
+      } finally {
+        store.close();
+      }
+    }
+  });
 
   it.each(byExit)(
     'an IPv%s block, %s: one script, the same commands at 100 and 1,000 proxies in it',
@@ -615,6 +749,63 @@ describe("the Redis store's first refusal", () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  it("a block with a selector stays counted while a member's class and exit change and change back", async () => {
+    const catalog = new TestCatalog(mixed(100));
+    const store = new RedisLeaseStore({
+      redis,
+      catalog,
+      logger: silentLogger,
+      keyPrefix: `first-${++books}`,
+    });
+    const refused = (owner: string) => async () =>
+      expect(await store.acquire(mixedRequest('selector', owner))).toMatchObject({
+        granted: false,
+        reason: 'all_busy',
+      });
+    // ns/p0 (full, in the block) relabelled to pool b, then moved out of the block, then back.
+    const moved = (change: Partial<ProxyRecord>) =>
+      mixed(100).map((p) => (p.id === 'ns/p0' ? { ...p, ...change } : p));
+    try {
+      await store.fleetSettled();
+      await fillMixed(store, 100);
+      let owners = 0;
+      for (const records of [
+        moved({ attributes: { pool: 'b' } }),
+        mixed(100),
+        moved({ exitIP: '192.0.2.200' }),
+        mixed(100),
+      ]) {
+        catalog.proxies = records;
+        await store.fleetSettled();
+        // Each time the book's by-class exit sets are the catalog's: one script, no walk.
+        expect((await cost(server, redis, refused(`moved-${++owners}`))).scripts).toBe(1);
+      }
+    } finally {
+      store.close();
+    }
+  });
+
+  it('a book from before the by-class exit sets walks a block with a selector, and counts it once its registry is sent again', async () => {
+    const store = await book(100, fillMixed, mixed(100));
+    const key = (name: string) => `{first-${books}}:${name}`;
+    const refused = (owner: string) => async () =>
+      expect(await store.acquire(mixedRequest('selector', owner))).toMatchObject({
+        granted: false,
+        reason: 'all_busy',
+      });
+    try {
+      // What an older version left: no P:cxip, P:cxfull, P:cxcd (docs/redis.md's upgrade note).
+      await redis.del(key('cxip'), key('cxfull'), key(`cxcd:${TARGET}`));
+      expect((await cost(server, redis, refused('x'))).scripts).toBeGreaterThan(1);
+      // The note's step: the registry and its sums deleted, each replica's sweep sends it again.
+      await redis.del(key('fleet'), key('fleet-sum'), key('class-sum'));
+      await store.sweep();
+      expect((await cost(server, redis, refused('y'))).scripts).toBe(1);
+    } finally {
+      store.close();
     }
   });
 
