@@ -67,7 +67,7 @@ async function scriptsSent(
   redis: Redis,
   run: () => Promise<unknown>,
 ): Promise<string[]> {
-  const monitor = await server.client().monitor();
+  const monitor = await server.monitor();
   const marker = `end-${Math.random()}`;
   const shas: string[] = [];
   let ended = false;
@@ -177,7 +177,7 @@ describe('the Redis store', () => {
         // The first refusal walks; the second reads the version the third is checked against.
         for (let i = 0; i < 2; i++)
           expect(await store.acquire(request())).toMatchObject({ granted: false, reason });
-        const monitor = await server.client().monitor();
+        const monitor = await server.monitor();
         const ran: string[] = [];
         monitor.on('monitor', (_time: string, args: string[], source: string) => {
           if (source === 'lua') ran.push(args[0].toLowerCase());

@@ -175,7 +175,7 @@ async function cost(
   redis: Redis,
   run: () => Promise<unknown>,
 ): Promise<{ scripts: number; commands: string[]; sent: string[][] }> {
-  const monitor = await server.client().monitor();
+  const monitor = await server.monitor();
   const marker = `end-${Math.random()}`;
   let scripts = 0;
   const commands: string[] = [];

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { openMonitor, type RedisMonitor } from './redis-monitor.js';
 
 export const REDIS_SERVER = process.env.REDIS_SERVER ?? 'redis-server';
 
@@ -15,6 +16,8 @@ export interface RedisServer {
   readonly url: string;
   /** A client for the test's own checks (INFO, CONFIG RESETSTAT). */
   client(): Redis;
+  /** A MONITOR stream of every command the server runs (its scripts' calls with source "lua"). */
+  monitor(): Promise<RedisMonitor>;
   /** Kills the server (SIGKILL): connections drop, nothing is kept (no persistence). */
   kill(): Promise<void>;
   /** Freezes it (SIGSTOP): connections stay open and nothing answers. */
@@ -124,6 +127,7 @@ export async function startRedisServer(extraConfig: string[] = []): Promise<Redi
       clients.push(client);
       return client;
     },
+    monitor: () => openMonitor(port),
     kill: killChild,
     pause() {
       child?.kill('SIGSTOP');
