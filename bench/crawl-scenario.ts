@@ -16,6 +16,7 @@ import { startCrawlSite, type SiteHit } from './crawl-site.js';
 import type { CrawlWorld } from './crawl-world.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
 import { cpuShare, startCpuProfile, type CpuShare } from './cpu-share.js';
+import { countSockets, socketsPerPage, type SocketsPerPage } from './socket-count.js';
 
 export interface FaultPlan {
   /** Proxies (by index) the site answers 403. */
@@ -106,6 +107,11 @@ export interface CrawlFigures {
    * site and proxies it serves): what a CPU-bound crawl's pages/s comes down to.
    */
   cpuMsPerPage: number;
+  /**
+   * Sockets this process opened per page fetched, by destination (see socket-count.ts), and
+   * those it accepted (the site's and the proxies', when they run here).
+   */
+  socketsPerPage: SocketsPerPage;
   /** Of that CPU time, the kernel's share (sockets, timers): what a JS profile does not show. */
   systemCpuShare: number;
   /**
@@ -160,11 +166,15 @@ export interface ProcessCostPerPage {
   retainedMiB: number;
 }
 
+/** A full collection, now. */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
 /** The heap a full collection leaves, MiB. */
 function retainedHeapMiB(): number {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  gc();
+  collectGarbage();
   return getHeapStatistics().used_heap_size / 2 ** 20;
 }
 
@@ -346,9 +356,14 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     new Configuration({ persistStorage: false, purgeOnStart: true }),
   );
   const worldCpu = await world.cpuMs?.();
+  // What the side did before its crawl (the operator's side creates its Proxies through the
+  // Kubernetes client and polls the discovery API until they are healthy; the list's does
+  // nothing) is garbage by now: collected here, not charged to the crawl's pages.
+  collectGarbage();
   const started = Date.now();
   const cpu = process.cpuUsage();
   const processCost = countProcessCost();
+  const stopSockets = countSockets();
   const stopProfile = options.profile ? await startCpuProfile() : undefined;
   // Crawlee scales its pool by the machine's load: a busy machine keeps it at 1-10 tasks,
   // which is what makes any wait inside a request cost throughput. Shown beside the figures.
@@ -363,6 +378,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const seconds = (Date.now() - started) / 1000;
   const { user, system } = process.cpuUsage(cpu);
   const perPage = processCost(fetched.size);
+  const sockets = stopSockets();
   // BENCH_HEAP_SNAPSHOT_DIR: what each side's crawler holds once its crawl is done (the
   // integration's leases still live), to compare in Chrome DevTools.
   const snapshots = process.env.BENCH_HEAP_SNAPSHOT_DIR;
@@ -410,6 +426,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     systemCpuShare: user + system === 0 ? 0 : system / (user + system),
     cpuMsByPage,
     perPage,
+    socketsPerPage: socketsPerPage(sockets, fetched.size, world, operator?.discoveryURL),
     ...(worldCpuMs !== undefined && fetched.size > 0 ? { worldCpuMsPerPage: worldCpuMs / fetched.size } : {}),
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt)),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),
