@@ -233,11 +233,11 @@ async function runSide(
   const namespace = `matrix${run}`;
   const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
   try {
-    if (side === 'list')
-      return {
-        side,
-        ...(await measuredBeside(op, () => crawl({ world: fleet, faults: cell.faults, ...profiling }))),
-      };
+    // Every side's fleet is registered and waited for, the list's too (it crawls without the
+    // operator): both sides then start their crawl from the same state. The wait for the
+    // first probes is an idle spell in which V8 shrinks its new space (2 MiB against the
+    // 128 MiB a crawl grows it to); a side that started small was collected twice as often
+    // per page and spent 0.3-1 ms more CPU a page until it grew back (docs/benchmarks.md).
     await createProxies(
       kc,
       namespace,
@@ -247,6 +247,22 @@ async function runSide(
     const admin = new DiscoveryClient({ baseUrl: discoveryURL, token });
     while ((await admin.listProxies({ selector: { run: namespace }, healthy: true })).length < proxies)
       await sleep(500);
+    const unregister = async () => {
+      await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+      });
+      while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(250);
+    };
+    if (side === 'list') {
+      const measured = await measuredBeside(op, () =>
+        crawl({ world: fleet, faults: cell.faults, ...profiling }),
+      );
+      await unregister();
+      return { side, ...measured };
+    }
     const { figures, beside } = await measuredBeside(op, () =>
       crawl({
         world: fleet,
@@ -272,13 +288,7 @@ async function runSide(
     );
     // The gateway releases idle leases on its own clock: what is left is read after the crawl.
     const leftover = `${await op.metric('proxy_operator_leases_active')} / ${await op.metric('proxy_operator_sessions_active')}`;
-    await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: PLURAL,
-    });
-    while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(250);
+    await unregister();
     return { side, figures, leftover, beside };
   } finally {
     await fleet.close();
@@ -315,8 +325,9 @@ export function cellTable(cell: Cell, results: Result[]): string {
         i === undefined ? 'n/a' : `${i.leased} / ${i.renewed} / ${i.released} / ${i.okReports}`,
     ],
     [
-      'collector ms per page (collections per page)',
-      ({ figures: { perPage: p } }) => `${p.gcMs.toFixed(3)} (${p.gcs.toFixed(3)})`,
+      'collector ms per page (collections per page); new space at start, MiB',
+      ({ figures: { perPage: p } }) =>
+        `${p.gcMs.toFixed(3)} (${p.gcs.toFixed(3)}); ${p.newSpaceAtStartMiB.toFixed(1)}`,
     ],
     ["Crawlee's running tasks, median", ({ figures: f }) => String(f.concurrency.medianRunning)],
     [

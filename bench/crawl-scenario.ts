@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from '@crawlee/http';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
@@ -164,6 +164,18 @@ export interface ProcessCostPerPage {
   heapUsedMiB: number;
   /** What of it a full collection keeps, MiB (not per page). */
   retainedMiB: number;
+  /**
+   * V8's new space when the crawl started, MiB (not per page): V8 shrinks it in an idle spell
+   * (the operator's side waits for its proxies' first probes), and a smaller one is collected
+   * more often until it grows back.
+   */
+  newSpaceAtStartMiB: number;
+}
+
+/** V8's new space now, MiB. */
+function newSpaceMiB(): number {
+  const space = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+  return (space?.space_size ?? 0) / 2 ** 20;
 }
 
 /** A full collection, now. */
@@ -187,6 +199,7 @@ function cpuMsSince(from: NodeJS.CpuUsage): number {
 /** Starts counting the process's faults, switches and collections; the result stops it. */
 function countProcessCost(): (pages: number) => ProcessCostPerPage {
   const before = process.resourceUsage();
+  const newSpaceAtStartMiB = newSpaceMiB();
   let gcMs = 0;
   let gcs = 0;
   let majorGcMs = 0;
@@ -216,6 +229,7 @@ function countProcessCost(): (pages: number) => ProcessCostPerPage {
       majorGcs: per(majorGcs),
       heapUsedMiB: getHeapStatistics().used_heap_size / 2 ** 20,
       retainedMiB: retainedHeapMiB(),
+      newSpaceAtStartMiB,
     };
   };
 }
