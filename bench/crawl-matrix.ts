@@ -4,6 +4,7 @@
 // (ProxyOperatorConfiguration, both hooks; and in the death cells the post-navigation hook
 // alone), Crawlee's own list at Crawlee's defaults, and Crawlee's plain ProxyConfiguration
 // whose one URL names the operator's gateway (a gateway session per Crawlee session).
+import { readFileSync } from 'node:fs';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { DiscoveryClient } from '../client/src/index.js';
 import type { LocalTarget } from '../cmd/demo/local-target.js';
@@ -78,6 +79,41 @@ interface Result {
   side: Side;
   figures: CrawlFigures;
   leftover?: string;
+  /** Beside the crawl: the operator's CPU ms per page, and the machine's busy cores less this process's. */
+  beside?: { operatorMsPerPage: number; otherCores: number };
+}
+
+/** Busy and total jiffies of the whole machine (/proc/stat's first line). */
+function machineJiffies(): { busy: number; total: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  const n = fields.map(Number);
+  const idle = n[3]! + n[4]!;
+  const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/** Runs `crawl`, and measures what ran beside it: the operator's CPU, the machine's other busy cores. */
+async function measuredBeside(
+  op: BenchOperator,
+  run: () => Promise<CrawlFigures>,
+): Promise<{ figures: CrawlFigures; beside: NonNullable<Result['beside']> }> {
+  const opBefore = op.cpuSeconds();
+  const machineBefore = machineJiffies();
+  const ownBefore = process.cpuUsage();
+  const wallBefore = Date.now();
+  const figures = await run();
+  const wallSeconds = (Date.now() - wallBefore) / 1000;
+  const own = process.cpuUsage(ownBefore);
+  const machine = machineJiffies();
+  const busySeconds = (machine.busy - machineBefore.busy) / 100;
+  const pages = Math.max(1, figures.fetched);
+  return {
+    figures,
+    beside: {
+      operatorMsPerPage: ((op.cpuSeconds() - opBefore) * 1000) / pages,
+      otherCores: (busySeconds - (own.user + own.system) / 1e6) / wallSeconds,
+    },
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -92,6 +128,12 @@ export interface MatrixOptions {
   repeat?: number;
   /** Write each crawl's CPU profile (.cpuprofile) into this directory. */
   profileDir?: string;
+  /**
+   * Fixed tasks instead of Crawlee's autoscaled pool (`--concurrency=N`): the pool scales by
+   * the whole machine's load, so on a shared machine the sides run at different concurrency,
+   * and CPU per page differs with it. A diagnostic: the matrix is judged at Crawlee's defaults.
+   */
+  concurrency?: number;
 }
 
 /** Runs every cell, each side in turn; returns the printed tables. */
@@ -100,7 +142,7 @@ export async function runMatrix(
   pages: number,
   proxies: number,
   seed: number,
-  { only, sides, repeat = 1, profileDir }: MatrixOptions = {},
+  { only, sides, repeat = 1, profileDir, concurrency }: MatrixOptions = {},
 ): Promise<string> {
   const out: string[] = [];
   let run = 0;
@@ -111,7 +153,7 @@ export async function runMatrix(
       const results: Result[] = [];
       for (const side of round % 2 === 0 ? chosen : [...chosen].reverse()) {
         world.progress(`[${cell.name}]${repeat > 1 ? ` round ${round + 1}` : ''} ${side}`);
-        results.push(await runSide(world, cell, side, pages, proxies, run++, profileDir));
+        results.push(await runSide(world, cell, side, pages, proxies, run++, { profileDir, concurrency }));
       }
       rounds.push(chosen.map((side) => results.find((r) => r.side === side)!));
     }
@@ -135,17 +177,27 @@ function roundRatios(rounds: Result[][]): string {
       const list = results.find((r) => r.side === 'list')!.figures;
       return rate(results.find((r) => r.side === side)!.figures) / rate(list);
     });
-  return sides
-    .flatMap((side) =>
-      (
-        [
-          ['pages/s', (f: CrawlFigures) => f.pagesPerSecond],
-          ['after the first 10 %', (f: CrawlFigures) => afterStart(f.fetchedAt)],
-        ] as const
-      ).map(([what, rate]) => {
-        const xs = ratios(side, rate);
-        return `  ${side}: ${what} / the list's, each round ${xs.map((x) => x.toFixed(2)).join(', ')} (median ${median(xs).toFixed(2)})`;
-      }),
+  const each = (side: Side, of: (f: CrawlFigures) => string) =>
+    rounds.map((results) => of(results.find((r) => r.side === side)!.figures)).join(', ');
+  const cpu = rounds[0]!
+    .map(
+      ({ side }) =>
+        `${side} ${each(side, (f) => f.cpuMsPerPage.toFixed(2))} (tasks ${each(side, (f) => String(f.concurrency.medianRunning))})`,
+    )
+    .join('; ');
+  return [`  CPU ms per page, each round: ${cpu}`]
+    .concat(
+      sides.flatMap((side) =>
+        (
+          [
+            ['pages/s', (f: CrawlFigures) => f.pagesPerSecond],
+            ['after the first 10 %', (f: CrawlFigures) => afterStart(f.fetchedAt)],
+          ] as const
+        ).map(([what, rate]) => {
+          const xs = ratios(side, rate);
+          return `  ${side}: ${what} / the list's, each round ${xs.map((x) => x.toFixed(2)).join(', ')} (median ${median(xs).toFixed(2)})`;
+        }),
+      ),
     )
     .join('\n');
 }
@@ -164,9 +216,12 @@ async function runSide(
   pages: number,
   proxies: number,
   run: number,
-  profileDir?: string,
+  { profileDir, concurrency }: Pick<MatrixOptions, 'profileDir' | 'concurrency'>,
 ): Promise<Result> {
-  const profiling = profileDir === undefined ? {} : { profile: true, profileDir };
+  const profiling = {
+    ...(profileDir === undefined ? {} : { profile: true, profileDir }),
+    ...(concurrency === undefined ? {} : { concurrency }),
+  };
   const fleet = await startLocalWorld({
     proxies,
     first: `127.${100 + (run >> 8)}.${run & 255}.1`,
@@ -178,8 +233,11 @@ async function runSide(
   const namespace = `matrix${run}`;
   const discoveryURL = `http://127.0.0.1:${op.discoveryPort}`;
   try {
-    if (side === 'list')
-      return { side, figures: await crawl({ world: fleet, faults: cell.faults, ...profiling }) };
+    // Every side's fleet is registered and waited for, the list's too (it crawls without the
+    // operator): both sides then start their crawl from the same state. The wait for the
+    // first probes is an idle spell in which V8 shrinks its new space (2 MiB against the
+    // 128 MiB a crawl grows it to); a side that started small was collected twice as often
+    // per page and spent 0.3-1 ms more CPU a page until it grew back (docs/benchmarks.md).
     await createProxies(
       kc,
       namespace,
@@ -189,37 +247,49 @@ async function runSide(
     const admin = new DiscoveryClient({ baseUrl: discoveryURL, token });
     while ((await admin.listProxies({ selector: { run: namespace }, healthy: true })).length < proxies)
       await sleep(500);
-    const figures = await crawl({
-      world: fleet,
-      faults: cell.faults,
-      ...profiling,
-      ...(side === 'gateway'
-        ? {
-            gateway: {
-              url: (session: string) =>
-                `http://session-${session}-run-${namespace}:${token}@127.0.0.1:${gatewayPort}`,
-            },
-          }
-        : {
-            operator: {
-              discoveryURL,
-              token,
-              proxyID: (i: number) => `${namespace}/proxy-${i}`,
-              selector: { run: namespace },
-            },
-            hooks: side === 'operator' ? 'both' : 'post-navigation',
-          }),
-    });
+    const unregister = async () => {
+      await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+      });
+      while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(250);
+    };
+    if (side === 'list') {
+      const measured = await measuredBeside(op, () =>
+        crawl({ world: fleet, faults: cell.faults, ...profiling }),
+      );
+      await unregister();
+      return { side, ...measured };
+    }
+    const { figures, beside } = await measuredBeside(op, () =>
+      crawl({
+        world: fleet,
+        faults: cell.faults,
+        ...profiling,
+        ...(side === 'gateway'
+          ? {
+              gateway: {
+                url: (session: string) =>
+                  `http://session-${session}-run-${namespace}:${token}@127.0.0.1:${gatewayPort}`,
+              },
+            }
+          : {
+              operator: {
+                discoveryURL,
+                token,
+                proxyID: (i: number) => `${namespace}/proxy-${i}`,
+                selector: { run: namespace },
+              },
+              hooks: side === 'operator' ? 'both' : 'post-navigation',
+            }),
+      }),
+    );
     // The gateway releases idle leases on its own clock: what is left is read after the crawl.
     const leftover = `${await op.metric('proxy_operator_leases_active')} / ${await op.metric('proxy_operator_sessions_active')}`;
-    await kc.makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: PLURAL,
-    });
-    while ((await admin.listProxies({ selector: { run: namespace } })).length > 0) await sleep(250);
-    return { side, figures, leftover };
+    await unregister();
+    return { side, figures, leftover, beside };
   } finally {
     await fleet.close();
   }
@@ -238,6 +308,27 @@ export function cellTable(cell: Cell, results: Result[]): string {
     ['pages/s after the first 10 %', ({ figures: f }) => afterStart(f.fetchedAt).toFixed(1)],
     ['first page after, s', ({ figures: f }) => ((f.fetchedAt[0] ?? NaN) / 1000).toFixed(2)],
     ["the crawling process's CPU ms per page", ({ figures: f }) => f.cpuMsPerPage.toFixed(2)],
+    [
+      'sockets per page: to proxies / site / API / other; accepted',
+      ({ figures: { socketsPerPage: s } }) =>
+        `${[s.proxies, s.site, s.discovery, s.other].map((n) => n.toFixed(3)).join(' / ')}; ${s.accepted.toFixed(3)}`,
+    ],
+    [
+      "beside the crawl: the operator's CPU ms per page; the machine's other busy cores",
+      ({ beside: b }) =>
+        b === undefined ? 'n/a' : `${b.operatorMsPerPage.toFixed(2)}; ${b.otherCores.toFixed(2)}`,
+    ],
+    ['calls to the discovery API per page', ({ figures: f }) => f.socketsPerPage.apiCalls.toFixed(3)],
+    [
+      "the integration's leases / renewals / releases / ok reports",
+      ({ figures: { integration: i } }) =>
+        i === undefined ? 'n/a' : `${i.leased} / ${i.renewed} / ${i.released} / ${i.okReports}`,
+    ],
+    [
+      'collector ms per page (collections per page); new space at start, MiB',
+      ({ figures: { perPage: p } }) =>
+        `${p.gcMs.toFixed(3)} (${p.gcs.toFixed(3)}); ${p.newSpaceAtStartMiB.toFixed(1)}`,
+    ],
     ["Crawlee's running tasks, median", ({ figures: f }) => String(f.concurrency.medianRunning)],
     [
       "pages/s / the list's",

@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Configuration, HttpCrawler, log as crawleeLog, LogLevel, ProxyConfiguration } from '@crawlee/http';
 import { DiscoveryClient, type ReportResponse, type ReportResult } from '../client/src/index.js';
@@ -16,6 +16,7 @@ import { startCrawlSite, type SiteHit } from './crawl-site.js';
 import type { CrawlWorld } from './crawl-world.js';
 import { siteBudget, type SiteBudget } from './site-budget.js';
 import { cpuShare, startCpuProfile, type CpuShare } from './cpu-share.js';
+import { countSockets, socketsPerPage, type SocketsPerPage } from './socket-count.js';
 
 export interface FaultPlan {
   /** Proxies (by index) the site answers 403. */
@@ -106,6 +107,11 @@ export interface CrawlFigures {
    * site and proxies it serves): what a CPU-bound crawl's pages/s comes down to.
    */
   cpuMsPerPage: number;
+  /**
+   * Sockets this process opened per page fetched, by destination (see socket-count.ts), and
+   * those it accepted (the site's and the proxies', when they run here).
+   */
+  socketsPerPage: SocketsPerPage;
   /** Of that CPU time, the kernel's share (sockets, timers): what a JS profile does not show. */
   systemCpuShare: number;
   /**
@@ -158,13 +164,29 @@ export interface ProcessCostPerPage {
   heapUsedMiB: number;
   /** What of it a full collection keeps, MiB (not per page). */
   retainedMiB: number;
+  /**
+   * V8's new space when the crawl started, MiB (not per page): V8 shrinks it in an idle spell
+   * (the operator's side waits for its proxies' first probes), and a smaller one is collected
+   * more often until it grows back.
+   */
+  newSpaceAtStartMiB: number;
+}
+
+/** V8's new space now, MiB. */
+function newSpaceMiB(): number {
+  const space = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+  return (space?.space_size ?? 0) / 2 ** 20;
+}
+
+/** A full collection, now. */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 /** The heap a full collection leaves, MiB. */
 function retainedHeapMiB(): number {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  gc();
+  collectGarbage();
   return getHeapStatistics().used_heap_size / 2 ** 20;
 }
 
@@ -177,6 +199,7 @@ function cpuMsSince(from: NodeJS.CpuUsage): number {
 /** Starts counting the process's faults, switches and collections; the result stops it. */
 function countProcessCost(): (pages: number) => ProcessCostPerPage {
   const before = process.resourceUsage();
+  const newSpaceAtStartMiB = newSpaceMiB();
   let gcMs = 0;
   let gcs = 0;
   let majorGcMs = 0;
@@ -206,6 +229,7 @@ function countProcessCost(): (pages: number) => ProcessCostPerPage {
       majorGcs: per(majorGcs),
       heapUsedMiB: getHeapStatistics().used_heap_size / 2 ** 20,
       retainedMiB: retainedHeapMiB(),
+      newSpaceAtStartMiB,
     };
   };
 }
@@ -346,9 +370,14 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     new Configuration({ persistStorage: false, purgeOnStart: true }),
   );
   const worldCpu = await world.cpuMs?.();
+  // What the side did before its crawl (the operator's side creates its Proxies through the
+  // Kubernetes client and polls the discovery API until they are healthy; the list's does
+  // nothing) is garbage by now: collected here, not charged to the crawl's pages.
+  collectGarbage();
   const started = Date.now();
   const cpu = process.cpuUsage();
   const processCost = countProcessCost();
+  const stopSockets = countSockets();
   const stopProfile = options.profile ? await startCpuProfile() : undefined;
   // Crawlee scales its pool by the machine's load: a busy machine keeps it at 1-10 tasks,
   // which is what makes any wait inside a request cost throughput. Shown beside the figures.
@@ -363,6 +392,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
   const seconds = (Date.now() - started) / 1000;
   const { user, system } = process.cpuUsage(cpu);
   const perPage = processCost(fetched.size);
+  const sockets = stopSockets();
   // BENCH_HEAP_SNAPSHOT_DIR: what each side's crawler holds once its crawl is done (the
   // integration's leases still live), to compare in Chrome DevTools.
   const snapshots = process.env.BENCH_HEAP_SNAPSHOT_DIR;
@@ -410,6 +440,7 @@ export async function crawl(options: CrawlOptions): Promise<CrawlFigures> {
     systemCpuShare: user + system === 0 ? 0 : system / (user + system),
     cpuMsByPage,
     perPage,
+    socketsPerPage: socketsPerPage(sockets, fetched.size, world, operator?.discoveryURL),
     ...(worldCpuMs !== undefined && fetched.size > 0 ? { worldCpuMsPerPage: worldCpuMs / fetched.size } : {}),
     attemptsAfterDeath: faults.dying.map((i) => attemptsAfter(i, diedAt)),
     attemptsAfterReport: faults.dying.map((i) => attemptsAfter(i, reportAt(i))),

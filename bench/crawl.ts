@@ -24,7 +24,8 @@
 //          --matrix [--quick] (issue 45's matrix, with the gateway's side: see crawl-matrix.ts;
 //                   --pages/--proxies per cell, default 1000/20, --quick 200; --cell=TEXT: only the
 //                   cells whose name has TEXT, e.g. --cell=refused; --sides=operator,gateway: only
-//                   those beside the list; --repeat=K: K rounds a cell, odd ones in reverse order)
+//                   those beside the list; --repeat=K: K rounds a cell, odd ones in reverse order;
+//                   --concurrency=N: N fixed tasks, not the autoscaled pool: a CPU diagnostic)
 //   env:   BENCH_HEAP_SNAPSHOT_DIR=DIR (a heap snapshot of each crawling process once its crawl is done)
 //
 // Real parts only: a real etcd + kube-apiserver, the real operator (build/cmd/operator.js) as a
@@ -592,6 +593,9 @@ async function main(): Promise<void> {
             .split(',') as Side[] | undefined,
           repeat,
           ...(profile.dir === undefined ? {} : { profileDir: profile.dir }),
+          ...(process.argv.some((a) => a.startsWith('--concurrency='))
+            ? { concurrency: flag('concurrency', 10) }
+            : {}),
         },
       );
       console.log(`\n${tables}\nload average after: ${loadAverages()}`);
