@@ -28,6 +28,7 @@ import {
   banKey,
   bindingKey,
   emptyStats,
+  mayJoin,
   silentLog,
   sessionKey,
   type LeaseLog,
@@ -379,6 +380,7 @@ export class SessionLeases {
 
   private attach(session: string | undefined, shared: SharedLease, sharing: boolean): SharedLease {
     if (sharing) this.stats.shared++;
+    if (!mayJoin(shared)) this.stats.joinedUntried++;
     this.book.attach(session, shared);
     return shared;
   }
