@@ -28,7 +28,6 @@ import {
   banKey,
   bindingKey,
   emptyStats,
-  mayJoin,
   silentLog,
   sessionKey,
   type LeaseLog,
@@ -380,7 +379,6 @@ export class SessionLeases {
 
   private attach(session: string | undefined, shared: SharedLease, sharing: boolean): SharedLease {
     if (sharing) this.stats.shared++;
-    if (!mayJoin(shared)) this.stats.joinedUntried++;
     this.book.attach(session, shared);
     return shared;
   }

@@ -81,12 +81,6 @@ export interface SessionLeasesStats {
   droppedByVerdict: number;
   /** 1 once a request was retried and the configuration's errorHandler had never run (it is not wired). */
   errorHandlerMissing: number;
-  /**
-   * Times a new session joined a lease no page had come back through while another session was
-   * on it: no lease that had carried a page, nor an empty one, could take it (the crawl's first
-   * seconds). Each such join may cost one more 403 on a banned proxy.
-   */
-  joinedUntried: number;
 }
 
 export function emptyStats(): SessionLeasesStats {
@@ -106,7 +100,6 @@ export function emptyStats(): SessionLeasesStats {
     pacedMs: 0,
     droppedByVerdict: 0,
     errorHandlerMissing: 0,
-    joinedUntried: 0,
   };
 }
 
