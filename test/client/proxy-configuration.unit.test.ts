@@ -687,6 +687,26 @@ describe('ProxyOperatorConfiguration', () => {
       expect(config.stats.leased).toBe(2);
     });
 
+    it('two asks ahead in flight at once granted the same proxy: the second lease goes back, and the proxy takes one session until a page comes back', async () => {
+      server.catalog.proxies = [A, B].map((p) => ({ ...p, maxLeases: 5 }));
+      const host = 'https://shop.example/';
+      const s0 = await config.newUrl('s0', request(host));
+      await navigated('s0', host, s0!, 200); // a page came back through A
+      // s1 and s2 join A at once; each asks one lease ahead, both excluding A (all the host
+      // held when they left): the server's only other proxy, B, is granted to both.
+      expect(await config.newUrl('s1', request(host))).toBe(urlOf(A));
+      expect(await config.newUrl('s2', request(host))).toBe(urlOf(A));
+      await eventually(() => granted().length === 3);
+      expect(granted().map((g) => g.proxy)).toEqual(['ns/a', 'ns/b', 'ns/b']);
+      await eventually(async () => (await active()) === 2);
+      expect(config.stats.grantedTwice).toBe(1);
+      expect(config.leases.activeLeases).toBe(2);
+      // B is new to the site (banned there, for all the crawl knows yet): one session tries
+      // it, the next joins A, which carried a page.
+      const next = [await config.newUrl('s3', request(host)), await config.newUrl('s4', request(host))];
+      expect(next.filter((u) => u === urlOf(B))).toHaveLength(1);
+    });
+
     // Issue 48: the server's least used proxy counts every owner's leases. Another team's on
     // B and C make A, which this host holds, the least used: asked without its proxies
     // excluded, the server handed A back and the host stopped asking at one proxy of three.

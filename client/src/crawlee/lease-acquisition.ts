@@ -225,13 +225,22 @@ export class LeaseAcquisition {
           return;
         }
         // Every held proxy excluded: a held one granted is another ask ahead's grant of the
-        // same moment, nothing to conclude from. Else (an older operator, or more than
+        // same moment (both excluded what was held when they left), nothing to conclude from.
+        // It goes back at once: a second lease of a proxy spreads nothing, and its first
+        // session would be a second request into a proxy no page has come back through yet
+        // (a second 403 when the site bans it). Else (an older operator, or more than
         // MAX_EXCLUDED held) the least used proxy being one the host holds is taken for
-        // "nothing to add" (each ask costs the crawler a call, see docs/benchmarks.md). The
-        // lease is kept for sessions to share.
+        // "nothing to add" (each ask costs the crawler a call, see docs/benchmarks.md), and
+        // the lease is kept for sessions to share.
         const excludedAll = this.okExclude && held.length <= MAX_EXCLUDED;
-        if (!excludedAll && h.holds(lease.proxy.id, site))
+        if (h.holds(lease.proxy.id, site)) {
+          if (excludedAll) {
+            h.stats.grantedTwice++;
+            await h.client.release(lease.leaseID).catch(() => undefined);
+            return;
+          }
           this.coveredUntil.set(hostKey(site), h.now() + COVERED_FOR_MS);
+        }
         h.adopt(lease, site);
         h.log.debug('leased ahead', { host: site, proxyID: lease.proxy.id, leaseID: lease.leaseID });
       } catch (err) {

@@ -79,6 +79,11 @@ export interface SessionLeasesStats {
   pacedMs: number;
   /** Leases dropped because the server said their proxy is unhealthy, suspect or draining. */
   droppedByVerdict: number;
+  /**
+   * Leases asked for ahead that came back on a proxy the host already held (two asks in flight
+   * at once got the same one), given back at once.
+   */
+  grantedTwice: number;
   /** 1 once a request was retried and the configuration's errorHandler had never run (it is not wired). */
   errorHandlerMissing: number;
 }
@@ -99,6 +104,7 @@ export function emptyStats(): SessionLeasesStats {
     paced: 0,
     pacedMs: 0,
     droppedByVerdict: 0,
+    grantedTwice: 0,
     errorHandlerMissing: 0,
   };
 }
