@@ -189,6 +189,7 @@ describe("one token's flood of the book, another token's leases", () => {
     const without = (await flood(NO_SHARE)).ahead;
     const withShare = (await flood(SHARE)).ahead;
     const figures = { without: median(without), with: median(withShare) };
+    console.log(`B operations ahead of A's lease, median of ${A_LEASES}: ${JSON.stringify(figures)}`);
     // Without the share A's lease waits for B's requests already in the book's queue (a median
     // of ~95 of its 256 lanes, measured); with it, for the operations running (4) and the few
     // that finished while A's body was read (a median of ~5).
