@@ -163,10 +163,12 @@ const siteOf = (shape: Shape, rate: number): Site =>
 describe('the pace converges on the site limit', () => {
   // Tight: the crawler wants three times what the site allows; over two minutes the pace
   // delivers at least `share` of the site's rate, with at most `max429` 429s a minute. Measured
-  // (2026-12-06): the blind pace (no Retry-After) 0.88-0.99 of the rate with 3-22 429s a
-  // minute; the Retry-After pace 1.00 on buckets and short fixed windows, 0.61-0.67 on sliding
+  // (2026-12-07): the blind pace (no Retry-After) 0.88-0.99 of the rate with 3-22 429s a
+  // minute; the Retry-After pace 1.00 on buckets and short fixed windows, 0.66-0.77 on sliding
   // windows and a 10 s fixed window (it learns a bucket of the Retry-After's period, which
-  // bursts into a window: the known limit of honouring Retry-After as the period).
+  // bursts into a window: the known limit of honouring Retry-After as the period; over a
+  // one-second period the bucket holds a tenth of the limit, SECOND_BURST: sliding 50/s went
+  // from 0.61 with 27 429s a minute to 0.77 with 13.5).
   it.each<[Shape, number, boolean, number, number]>([
     ['bucket', 3, true, 0.95, 10],
     ['bucket', 3, false, 0.9, 10],
@@ -174,7 +176,7 @@ describe('the pace converges on the site limit', () => {
     ['bucket', 50, false, 0.9, 10],
     ['sliding', 3, true, 0.6, 10],
     ['sliding', 3, false, 0.85, 10],
-    ['sliding', 50, true, 0.55, 40],
+    ['sliding', 50, true, 0.7, 20],
     ['sliding', 50, false, 0.8, 10],
     ['fixed', 3, true, 0.9, 10],
     ['fixed', 3, false, 0.9, 15],
@@ -192,11 +194,12 @@ describe('the pace converges on the site limit', () => {
   // Loose: the demand is below the limit but for a second at 1.5x it every 10 s; a 429 in a
   // burst must cost a moment, not the crawl: the pace delivers at least `share` of the demand
   // (a crawler's backlog holds 3 s of demand; what overflows it is lost). Measured: 0.998-1.000
-  // blind; with Retry-After 1.000, but 0.899 on a sliding window.
+  // blind; with Retry-After 0.999-1.000 (a sliding window 0.899, with 34 429s, before the
+  // bucket of a one-second period held only a tenth of the limit).
   it.each<[Shape, boolean, number]>([
     ['bucket', true, 0.95],
     ['bucket', false, 0.95],
-    ['sliding', true, 0.85],
+    ['sliding', true, 0.95],
     ['sliding', false, 0.95],
     ['fixed', true, 0.95],
     ['fixed', false, 0.95],

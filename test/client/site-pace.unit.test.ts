@@ -2,6 +2,7 @@
 import {
   adopt,
   BLIND_REST_MS,
+  capacityOf,
   replayTokens,
   admit,
   heardOfProbe,
@@ -355,6 +356,30 @@ describe('site pace', () => {
     let pace = threePerSecond;
     for (let t = 1_000; t <= 10_000; t += 100) pace = succeeded(pace, t);
     expect(pace.recent.toArray().every((t) => t > 9_000)).toBe(true);
+  });
+});
+
+describe("a full bucket's tokens (what goes at once after a quiet spell)", () => {
+  const ra = (limit: number, periodMs: number, headroom = 0.3): Pace => ({
+    ...unpaced,
+    limit,
+    periodMs,
+    headroom,
+  });
+  it.each<[string, Pace, number]>([
+    ['Retry-After 1 s, 30 a second: a tenth of the limit, a burst a sliding window takes', ra(30, 1_000), 3],
+    ['Retry-After 1 s, 50 a second', ra(50, 1_000), 5],
+    ['Retry-After 1 s, 200 a second', ra(200, 1_000), 20],
+    ['Retry-After 1 s, 3 a second: at most the limit less the headroom', ra(3, 1_000), 2.7],
+    ['Retry-After 1 s, 1 a second: one token whatever the headroom', ra(1, 1_000), 1],
+    [
+      'Retry-After 10 s, 30 a period: the whole limit less the headroom (a fixed window takes it at its start)',
+      ra(30, 10_000),
+      29.7,
+    ],
+    ['blind (no Retry-After), 30 a second: a tenth of its second', { ...ra(30, 1_000), blind: true }, 3],
+  ])('%s: %f', (_case, pace, tokens) => {
+    expect(capacityOf(pace)).toBeCloseTo(tokens, 9);
   });
 });
 
