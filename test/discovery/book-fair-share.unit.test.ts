@@ -1,5 +1,5 @@
 // The book's fair share among tokens (issue 48 item 6) against a real Redis: team B floods the
-// API with 256 lease/release loops at once while team A leases one at a time. Counted, not
+// API with 512 lease/release loops at once while team A leases one at a time. Counted, not
 // timed (a loaded machine stretches both alike): how many of B's book operations finished
 // after A's request reached the server and before A's lease did. Without the share every
 // B request already in Redis's queue goes first; with it, A waits for the few running.
@@ -19,7 +19,7 @@ import { proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
 
 const TEAM_A = 'a'.repeat(32);
 const TEAM_B = 'b'.repeat(32);
-const B_LANES = 256;
+const B_LANES = 512;
 const A_LEASES = 30;
 const SHARE: FairShareLimits = { inFlight: 4, queuedPerToken: 256 };
 // What "no share" was: every request straight into the book.
@@ -191,8 +191,9 @@ describe("one token's flood of the book, another token's leases", () => {
     const figures = { without: median(without), with: median(withShare) };
     console.log(`B operations ahead of A's lease, median of ${A_LEASES}: ${JSON.stringify(figures)}`);
     // Without the share A's lease waits for B's requests already in the book's queue (a median
-    // of ~95 of its 256 lanes, measured); with it, for the operations running (4) and the few
-    // that finished while A's body was read (a median of ~5).
+    // of 78-196 with 512 lanes, 102 beside a busy core, measured; 256 lanes gave 25-95, once
+    // under the bar in a full run); with it, for the operations running (4) and the few that
+    // finished while A's body was read (a median of ~5).
     expect(figures.without).toBeGreaterThanOrEqual(8 * SHARE.inFlight);
     expect(figures.with).toBeLessThanOrEqual(3 * SHARE.inFlight);
     expect(figures.with * 4).toBeLessThanOrEqual(figures.without);
