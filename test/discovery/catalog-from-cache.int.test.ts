@@ -1,19 +1,35 @@
 // The discovery API follows each Proxy through the operator's cache events (no re-listing):
 // a real operator against the real API server, real mock forward proxies on loopback.
 import { CoreV1Api } from '@kubernetes/client-node';
-import { deleteProxy, eventually, managedSpec, operatorSuite } from '../handlers/operator-fixture.js';
+import {
+  deleteProxy,
+  eventually,
+  fastHealthCheck,
+  managedSpec,
+  operatorSuite,
+} from '../handlers/operator-fixture.js';
 
 const suite = operatorSuite('discovery');
 const { api: proxies, call, kc, namespace } = suite;
 
 const one = (name: string) => call('GET', `/v1/proxies/${namespace}/${name}`);
 
+// This test is about the catalog, not health: one probe timing out on a loaded machine (a CI run
+// took us-1 out between its checks) must not take a proxy out of leases.
+const patientHealthCheck = () => ({ ...fastHealthCheck(suite.target), failureThreshold: 3 });
+
 describe('the discovery catalog over the cache', () => {
   it('follows a Proxy from creation through spec and status changes to deletion', async () => {
     await proxies.create('eu-1', {
-      spec: managedSpec(suite.target, { attributes: { geo: 'eu' }, maxLeases: 2 }),
+      spec: managedSpec(suite.target, {
+        attributes: { geo: 'eu' },
+        maxLeases: 2,
+        healthCheck: patientHealthCheck(),
+      }),
     });
-    await proxies.create('us-1', { spec: managedSpec(suite.target, { attributes: { geo: 'us' } }) });
+    await proxies.create('us-1', {
+      spec: managedSpec(suite.target, { attributes: { geo: 'us' }, healthCheck: patientHealthCheck() }),
+    });
 
     // Listed as soon as the cache has it, leasable once its status says Ready and Healthy.
     await eventually('eu-1 listed', async () => ((await one('eu-1')).status === 200 ? true : undefined));
