@@ -9,6 +9,8 @@
 //   npm run bench:crawl-scrapy                      # 2,000 pages, 20 proxies, 25 req/s per source
 //   npm run bench:crawl-scrapy -- --pages=1000 --proxies=10 --rate-limit=10 --repeat=2
 //   flags: --pages=P --proxies=N --bans=B --deaths=D --rate-limit=R --seed=S --repeat=K
+//          --limiter=bucket|sliding (the site's limit: a token bucket, or a sliding window of a second)
+//          --no-retry-after (its 429s say no Retry-After, as most sites')
 //
 // The add-on leases from the real discovery API (the operator's own app and lease book, in
 // this process, over the fleet as healthy Proxies: bench/in-process-discovery.ts); no health
@@ -21,6 +23,7 @@ import { loadAverages } from './bench-env.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { planFaults, startCrawlSite, type FaultPlan } from './crawl-scenario.js';
+import type { Limiter } from './crawl-site.js';
 import { startFleet } from './crawl-world.js';
 import { readyFleet, startInProcessDiscovery } from './in-process-discovery.js';
 
@@ -67,15 +70,30 @@ function pythonEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, LOG_LEVEL: 'ERROR', ...extra };
 }
 
-async function crawlOnce(
-  side: Side,
-  config: { pages: number; proxies: number; rateLimit: number; faults: FaultPlan },
-): Promise<SideFigures> {
+interface CrawlConfig {
+  pages: number;
+  proxies: number;
+  rateLimit: number;
+  limiter: Limiter;
+  retryAfter: boolean;
+  faults: FaultPlan;
+}
+
+function limiterFlag(): Limiter {
+  const raw = process.argv.find((a) => a.startsWith('--limiter='))?.slice('--limiter='.length) ?? 'bucket';
+  if (raw !== 'bucket' && raw !== 'sliding')
+    throw new Error(`--limiter must be bucket or sliding, got ${raw}`);
+  return raw;
+}
+
+async function crawlOnce(side: Side, config: CrawlConfig): Promise<SideFigures> {
   const fleet = await startFleet(config.proxies, '127.0.9.1');
   const site = await startCrawlSite({
     pages: config.pages,
     rateLimitPerSecond: config.rateLimit,
     retryAfterSeconds: 1,
+    retryAfterHeader: config.retryAfter,
+    limiter: config.limiter,
   });
   const discovery = await startInProcessDiscovery(readyFleet(fleet.urls, 'bench'));
   const dir = await mkdtemp(join(tmpdir(), 'bench-scrapy-'));
@@ -155,10 +173,13 @@ async function main(): Promise<void> {
   const rateLimit = flag('rate-limit', 25);
   const repeat = Math.max(1, flag('repeat', 1));
   const faults = planFaults(proxies, flag('bans', 2), flag('deaths', 1), flag('seed', 7));
-  const config = { pages, proxies, rateLimit, faults };
+  const limiter = limiterFlag();
+  const retryAfter = !process.argv.includes('--no-retry-after');
+  const config: CrawlConfig = { pages, proxies, rateLimit, limiter, retryAfter, faults };
   console.log(
     `bench:crawl-scrapy: ${pages} pages, ${proxies} proxies (${faults.banned.length} banned, ${faults.dying.length} dying at 30 %), ` +
-      `${rateLimit} req/s per source; load ${loadAverages()}`,
+      `${rateLimit} req/s per source (${limiter === 'bucket' ? 'token bucket' : 'sliding window'}, ` +
+      `${retryAfter ? 'Retry-After: 1' : 'no Retry-After'}); load ${loadAverages()}`,
   );
   const rounds: Record<Side, SideFigures[]> = { addon: [], rotating: [] };
   for (let round = 0; round < repeat; round++) {

@@ -5,6 +5,8 @@ import {
   adopt,
   BLIND_REST_MS,
   hasRoom,
+  measuredRate,
+  RECENT_CAP,
   rateLimited,
   reserve,
   succeeded,
@@ -134,6 +136,25 @@ describe('rateLimited: what a 429 teaches', () => {
         k,
         typeof v === 'number' ? expect.closeTo(v, 6) : v,
       ]);
+  });
+
+  it.each<[string, number[], number, number]>([
+    ['nothing went through: one a period', [], 1000, 1],
+    ['three in the last second', [T - 900, T - 500, T - 100], 1000, 3],
+    [
+      'a stream in bursts: its rate over the last 4 periods',
+      [T - 3900, T - 3800, T - 3700, T - 3600, T - 1900, T - 1800, T - 1700, T - 1600],
+      1000,
+      2,
+    ],
+    [
+      'the remembered successes span half a second of a 7 s Retry-After: their own span (a second at least), not 64 in 7 s',
+      Array.from({ length: RECENT_CAP }, (_, i) => T - 500 + (i * 500) / RECENT_CAP),
+      7000,
+      RECENT_CAP,
+    ],
+  ])('measuredRate: %s', (_name, recent, periodMs, rate) => {
+    expect(measuredRate(recent, T, periodMs)).toBeCloseTo(rate, 6);
   });
 
   it('a 429 to a request sent before the last 429 taught the pace teaches nothing', () => {

@@ -12,12 +12,12 @@ NOW = 100.0
 
 
 def held(
-    name: str, in_flight: int = 0, proven: bool = True, rest_until: float = 0.0, gone: bool = False, tokens: float | None = None
+    name: str, in_flight: int = 0, proven: bool = True, rest_until: float = 0.0, gone: bool = False, next_turn: float | None = None
 ) -> HeldLease:
     lease = Lease(f"lease-{name}", f"ns/{name}", f"http://{name}:3128", "2026-01-01T00:00:00Z", "shop.example")
     h = HeldLease(lease, ("shop.example", None), 120.0, NOW + 120.0)
-    if tokens is not None:  # a pace of 10 per second, with this many requests left to send now
-        h.pace = Pace(allowed=10, window=1.0, tokens=tokens, filled_at=NOW)
+    if next_turn is not None:  # a pace of 10 per second, its next turn this long from now
+        h.pace = Pace(rate=10.0, ceiling=10.0, due=NOW + next_turn, limited_at=NOW - 5)
     h.in_flight, h.proven, h.rest_until, h.gone = in_flight, proven, rest_until, gone
     return h
 
@@ -33,9 +33,9 @@ def held(
         ([held("a", 0, proven=False), held("b", 4)], "a"),
         ([held("a", 0, gone=True), held("b", 2)], "b"),  # banned or dead: gone
         ([held("a", 0, rest_until=NOW + 1), held("b", 1, proven=False)], None),  # nothing to use: wait
-        ([held("a", 0, tokens=0.5), held("b", 3)], "b"),  # its pace lets it send nothing now
-        ([held("a", 2, tokens=1.0), held("b", 3)], "a"),  # its pace lets it send one
-        ([held("a", 0, tokens=0.0), held("b", 0, tokens=0.9)], None),  # every one at its pace: wait
+        ([held("a", 0, next_turn=0.05), held("b", 3)], "b"),  # its pace lets it send nothing now
+        ([held("a", 2, next_turn=0.0), held("b", 3)], "a"),  # its turn has come
+        ([held("a", 0, next_turn=0.1), held("b", 0, next_turn=0.01)], None),  # every one at its pace: wait
     ],
 )
 def test_a_request_goes_through(leases: list[HeldLease], chosen: str | None) -> None:

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from ..errors import DiscoveryApiError, NoLease, refused_field
 from ..types import Lease, Report, ReportResult
 from .asking import after_grant, after_refusal, covered_for, may_ask, to_exclude
-from .pace import Pace
+from . import pace as paces
+from .pace import UNPACED, Pace
 from .renewal import renewal_action
 
 log = logging.getLogger("proxy_operator")
@@ -86,7 +87,8 @@ class HeldLease:
     rest_until: float = 0.0
     gone: bool = False
     renewing: bool = False
-    pace: Pace = field(default_factory=Pace)
+    #: The site's pace through this proxy, learned from its 429s (pace.py).
+    pace: Pace = UNPACED
 
     @property
     def host(self) -> str:
@@ -115,7 +117,7 @@ def choose(leases: list[HeldLease], now: float) -> HeldLease | None:
     for held in leases:
         if held.gone or held.rest_until > now or (not held.proven and held.in_flight > 0):
             continue
-        if held.pace.wait(now) > 0:
+        if paces.wait(held.pace, now) > 0:
             continue
         if best is None or held.in_flight < best.in_flight:
             best = held
@@ -176,19 +178,22 @@ class LeaseBook:
             if wants_another(site.leases, chosen, self.options, session is not None):
                 self._ask(site)
             if chosen is not None:
-                chosen.pace.take(now)
+                chosen.pace = paces.reserve(chosen.pace, now).pace
                 chosen.in_flight += 1
                 chosen.used_since_renewal = True
                 return chosen
             refusal = site.last_refusal
             live = [held for held in site.leases if not held.gone]
+            for held in live:
+                # Demand exceeds each pace that holds this request back: it may climb (pace.py).
+                held.pace = paces.waiting(held.pace, now)
             if refusal is not None and refusal.code == "no_match" and not live:
                 raise refusal
             if now >= deadline:
                 raise refusal or NoLease(409, "all_busy", f"no lease for {host} within {self.options.max_wait_seconds} s")
             # Wake at the first rest's end, the pace's next request, the next ask, or a change
             # (a lease came, one ended).
-            wakes = [max(held.rest_until, now + held.pace.wait(now)) for held in live]
+            wakes = [max(held.rest_until, now + paces.wait(held.pace, now)) for held in live]
             wakes = [at for at in wakes if at > now]
             wakes.append(max(site.refused_until, now + 0.05))
             timeout = min(min(wakes) - now, deadline - now, 1.0)
@@ -262,8 +267,7 @@ class LeaseBook:
             return
         fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
         for known in site.leases:
-            if fresh.pace.adopt(known.pace, now):
-                break
+            fresh.pace = paces.adopt(fresh.pace, known.pace, now)
         site.leases.append(fresh)
         site.changed.set()
 
@@ -278,13 +282,14 @@ class LeaseBook:
 
     # -- what a response said ------------------------------------------------------------------
 
-    def succeeded(self, held: HeldLease) -> None:
-        """A success through the lease: counted for the next batched ok report (and its pace)."""
+    def succeeded(self, held: HeldLease, sent_at: float | None = None) -> None:
+        """A success through the lease (the request was given it at ``sent_at`` on this book's
+        clock): counted for the next batched ok report, and its pace learns from it."""
         held.in_flight = max(held.in_flight - 1, 0)
         if held.gone:
             return
         held.ok_pending += 1
-        held.pace.on_success(self.clock())
+        held.pace = paces.succeeded(held.pace, self.clock(), sent_at)
         if not held.proven:
             held.proven = True
             self.sites[held.key].changed.set()
@@ -309,22 +314,26 @@ class LeaseBook:
         self.stats.reported_banned += 1
         await self._report(held, "banned", release=True)
 
-    def rate_limited(self, held: HeldLease, retry_after: float) -> None:
-        """The proxy rests ``retry_after`` for this site, reported in the background; from then
-        on it keeps the pace the site allowed."""
+    def rate_limited(self, held: HeldLease, retry_after: float | None, sent_at: float | None = None) -> float:
+        """A 429 (``retry_after``: its Retry-After in seconds, None without one) for a request
+        given the lease at ``sent_at``: the pace learns from it (pace.py) and the proxy rests for
+        this site, reported in the background. A 429 for a request sent before the last one
+        taught the pace says nothing new (the server has been told). Returns the rest, seconds."""
         held.in_flight = max(held.in_flight - 1, 0)
         now = self.clock()
-        held.pace.on_rate_limited(now, retry_after)
-        if held.gone:
-            return
-        held.rest_until = max(held.rest_until, now + retry_after)
+        answer = paces.rate_limited(held.pace, now, now if sent_at is None else sent_at, retry_after)
+        held.pace = answer.pace
+        if held.gone or not answer.teaches:
+            return answer.rest
+        held.rest_until = max(held.rest_until, now + answer.rest)
         # The site's other proxies keep the pace this one learned, instead of each finding it by a 429.
         for other in self.sites[held.key].leases:
             if other is not held:
-                other.pace.adopt(held.pace, now)
+                other.pace = paces.adopt(other.pace, held.pace, now)
         self.stats.reported_rate_limited += 1
-        seconds = max(math.ceil(retry_after), 1)
+        seconds = max(math.ceil(answer.rest), 1)
         self._spawn(self._report(held, "rate_limited", retry_after_seconds=seconds))
+        return answer.rest
 
     async def unreachable(self, held: HeldLease) -> None:
         """The proxy itself failed: reported (awaited: the server holds it out of every lease

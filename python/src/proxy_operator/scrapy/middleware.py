@@ -21,13 +21,15 @@ from ..client import AsyncDiscoveryClient, retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import BookOptions, HeldLease, LeaseBook
-from .pace import SlotTiming, resting
+from .slot_timing import SlotTiming, resting
 from .policy import BanPolicy, Policy, response_outcome
 
 log = logging.getLogger("proxy_operator")
 
 #: The request meta keys this middleware reads or writes.
 LEASE_KEY = "proxy_operator_lease"
+#: When the request was given its lease, on the book's clock (the pace's answer to a 429 needs it).
+SENT_KEY = "proxy_operator_sent_at"
 RETRIES_KEY = "proxy_operator_retries"
 SESSION_KEY = "proxy_operator_session"
 #: How long before a rest's end the slot gets its own delay back (see _rest).
@@ -142,6 +144,7 @@ class ProxyOperatorMiddleware:
             raise IgnoreRequest(f"no proxy leased for {host}: {err.code}") from err
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
+        meta[SENT_KEY] = self.book.clock()
         meta["download_slot"] = f"{host}@{held.proxy_id}"
         return None
 
@@ -151,7 +154,7 @@ class ProxyOperatorMiddleware:
             return response
         outcome = response_outcome(self.policy, request, response)
         if outcome == "ok":
-            self.book.succeeded(held)
+            self.book.succeeded(held, request.meta.get(SENT_KEY))
             return response
         if outcome == "banned":
             self._inc("proxy_operator/banned")
@@ -160,9 +163,9 @@ class ProxyOperatorMiddleware:
         if outcome == "rate_limited":
             self._inc("proxy_operator/rate_limited")
             raw = response.headers.get("Retry-After")
-            after = retry_after_seconds(raw.decode("latin-1") if raw else None) or 1.0
-            self.book.rate_limited(held, after)
-            self._rest(request, after)
+            after = retry_after_seconds(raw.decode("latin-1") if raw else None)
+            rest = self.book.rate_limited(held, after, request.meta.get(SENT_KEY))
+            self._rest(request, rest)
             return self._retry(request, "rate_limited")
         self.book.finished(held)
         return response
