@@ -325,6 +325,11 @@ export function cellTable(cell: Cell, results: Result[]): string {
         i === undefined ? 'n/a' : `${i.leased} / ${i.renewed} / ${i.released} / ${i.okReports}`,
     ],
     [
+      "the integration's requests that waited for the site's pace (ms waited in all)",
+      ({ figures: { integration: i } }) =>
+        i === undefined ? 'n/a' : `${i.paced ?? 0} (${Math.round(i.pacedMs ?? 0)})`,
+    ],
+    [
       'collector ms per page (collections per page); new space at start, MiB',
       ({ figures: { perPage: p } }) =>
         `${p.gcMs.toFixed(3)} (${p.gcs.toFixed(3)}); ${p.newSpaceAtStartMiB.toFixed(1)}`,
