@@ -79,7 +79,7 @@ describe('pytest against a fleet two teams share (issue 48)', () => {
     await server?.stop();
   });
 
-  it("exclude skips, refuses and is checked; the add-on's lease book spreads over every proxy beside another team's leases", async () => {
+  it("exclude skips, refuses and is checked; the add-on's lease book spreads over every proxy beside another team's leases and shares a host's pace across sessions", async () => {
     const { stdout } = await runToEnd(
       venvPython(),
       ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'python/tests/fleet'],
@@ -90,7 +90,7 @@ describe('pytest against a fleet two teams share (issue 48)', () => {
         DISCOVERY_URL_PREDATING: older.baseUrl,
       }),
     );
-    expect(stdout).toMatch(/6 passed/);
+    expect(stdout).toMatch(/7 passed/);
     expect(stdout).not.toMatch(/failed|error/);
     // The predating front refused the one ask that named exclude, and nothing is left leased.
     expect(older.refused).toBe(1);

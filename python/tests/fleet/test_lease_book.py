@@ -4,6 +4,7 @@ crawl of one site leases p0, and asks for more as its requests pile up: each ask
 proxies the site holds, so each grant is a proxy new to it until a refusal says none is left.
 Before, the book asked without excluding and took a grant of a proxy it held (p0 again: the
 least used, counting B's leases) for "the site's leases cover the fleet": it stopped at one.
+And a pace one sticky session learned from a 429 is where the host's other sessions start.
 """
 
 from __future__ import annotations
@@ -132,5 +133,33 @@ def test_against_an_operator_older_than_exclude_it_asks_without_it_and_warns_onc
                 await other.release(lease.lease_id)
             await client.aclose()
             await other.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_pace_one_session_learned_is_where_every_session_of_the_host_starts(fleet: Fleet) -> None:
+    # A site limits each source alike: a 429 through one sticky session's proxy teaches the
+    # host's pace to the other sessions' leases, held already or granted later. Before, each
+    # session started unpaced and found the limit by a 429 (and a retry) of its own.
+    async def run() -> None:
+        client = AsyncDiscoveryClient(fleet.url, token=fleet.token)
+        book = LeaseBook(client, BookOptions(), time.monotonic)
+        try:
+            first = await book.acquire(HOST, "s1")
+            other = await book.acquire(HOST, "s2")
+            now = time.monotonic()
+            for _ in range(5):
+                book.succeeded(first, now - 0.5)
+            first.in_flight += 1
+            book.rate_limited(first, None, now)
+            assert first.pace.rate is not None
+            assert other.pace.rate == first.pace.rate
+            later = await book.acquire(HOST, "s3")
+            assert later is not first and later is not other
+            assert later.pace.rate == first.pace.rate
+            assert book.stats.reported_rate_limited == 1
+        finally:
+            await book.close()
+            await client.aclose()
 
     asyncio.run(run())

@@ -153,6 +153,9 @@ class LeaseBook:
         self.clock = clock
         self.sites: dict[SiteKey, Site] = {}
         self.sessions: set[str] = set()
+        #: Host -> the latest pace a 429 taught any of its leases, whatever the session: a site
+        #: limits each source alike, so a new lease starts from it instead of finding it by a 429.
+        self.learned: dict[str, Pace] = {}
         self.stats = BookStats()
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_ok_flush = clock()
@@ -266,8 +269,9 @@ class LeaseBook:
             self._spawn(self._release(lease.lease_id))
             return
         fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
-        for known in site.leases:
-            fresh.pace = paces.adopt(fresh.pace, known.pace, now)
+        learned = self.learned.get(site.key[0])
+        if learned is not None:
+            fresh.pace = paces.adopt(fresh.pace, learned, now)
         site.leases.append(fresh)
         site.changed.set()
 
@@ -326,10 +330,13 @@ class LeaseBook:
         if held.gone or not answer.teaches:
             return answer.rest
         held.rest_until = max(held.rest_until, now + answer.rest)
-        # The site's other proxies keep the pace this one learned, instead of each finding it by a 429.
-        for other in self.sites[held.key].leases:
-            if other is not held:
-                other.pace = paces.adopt(other.pace, held.pace, now)
+        # The host's other leases (every session's) keep the pace this one learned, instead of
+        # each finding it by a 429 of its own.
+        self.learned[held.host] = held.pace
+        for site in self.sites.values():
+            if site.key[0] == held.host:
+                for other in site.leases:
+                    other.pace = paces.adopt(other.pace, held.pace, now)
         self.stats.reported_rate_limited += 1
         seconds = max(math.ceil(answer.rest), 1)
         self._spawn(self._report(held, "rate_limited", retry_after_seconds=seconds))
