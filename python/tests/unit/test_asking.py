@@ -71,6 +71,26 @@ def test_a_grant_means(granted: str, held: list[str], closed: bool, verdict: Gra
 
 
 @pytest.mark.parametrize(
+    ("dead_since", "asked_at", "verdict"),
+    [
+        (None, NOW, "keep"),  # never reported
+        # Reported unreachable while the ask was in flight (the report not yet answered, or
+        # answered after the ask left): the server granted it before it heard; given back. A
+        # full run once got a second lease on a dead proxy this way, and a request through it.
+        (float("inf"), NOW, "stale"),
+        (NOW + 0.2, NOW, "stale"),
+        # The ask left after the server took the report: its grant is the server's fresh word
+        # (a probe passed since), kept.
+        (NOW - 5.0, NOW, "keep"),
+    ],
+)
+def test_a_grant_of_a_proxy_reported_dead_meanwhile_goes_back(
+    dead_since: float | None, asked_at: float, verdict: GrantVerdict
+) -> None:
+    assert after_grant("ns/c", ["ns/a"], closed=False, dead_since=dead_since, asked_at=asked_at) == verdict
+
+
+@pytest.mark.parametrize(
     ("code", "excluded", "verdict"),
     [
         # Excluding the held proxies: no other proxy is free for the site. Before issue 48's fix

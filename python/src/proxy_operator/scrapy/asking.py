@@ -17,7 +17,7 @@ from ..client import MAX_EXCLUDED
 
 #: What a grant means: use it; give it back (the book is closing); or give it back and stop
 #: asking for a while (a proxy the site holds: the server had nothing better for it).
-GrantVerdict = Literal["keep", "release", "covered"]
+GrantVerdict = Literal["keep", "release", "covered", "stale"]
 #: What a 409 means: the site's leases cover what the fleet gives it (stop asking for a while,
 #: its requests share them); or the server has nothing for the site (wait, ask again).
 RefusalVerdict = Literal["covered", "refused"]
@@ -41,12 +41,18 @@ def to_exclude(held: Iterable[str], *, session: str | None, supported: bool) -> 
     return list(dict.fromkeys(held))[:MAX_EXCLUDED]
 
 
-def after_grant(proxy_id: str, held: Iterable[str], *, closed: bool) -> GrantVerdict:
+def after_grant(
+    proxy_id: str, held: Iterable[str], *, closed: bool, dead_since: float | None = None, asked_at: float = 0.0
+) -> GrantVerdict:
     """A proxy the site holds is given back and ends the asking for a while. With every held proxy
     excluded the server never grants one; without (an older operator, more than MAX_EXCLUDED
-    held) it is the old reading: the least used proxy is one the site holds."""
+    held) it is the old reading: the least used proxy is one the site holds. A proxy this crawl
+    reported unreachable (``dead_since``: when the server answered the report, infinite while it
+    has not) after the ask left is given back: the server granted it before it heard the report."""
     if closed:
         return "release"
+    if dead_since is not None and dead_since >= asked_at:
+        return "stale"
     return "covered" if proxy_id in set(held) else "keep"
 
 

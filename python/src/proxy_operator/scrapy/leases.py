@@ -156,6 +156,8 @@ class LeaseBook:
         #: Host -> the latest pace a 429 taught any of its leases, whatever the session: a site
         #: limits each source alike, so a new lease starts from it instead of finding it by a 429.
         self.learned: dict[str, Pace] = {}
+        #: Proxy -> when the server answered this crawl's unreachable report (infinite until then).
+        self.dead_since: dict[str, float] = {}
         self.stats = BookStats()
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_ok_flush = clock()
@@ -222,6 +224,7 @@ class LeaseBook:
 
     async def _lease(self, site: Site) -> None:
         host, session = site.key
+        asked_at = self.clock()
         # The proxies the site holds are excluded (asking.py): a grant is a new one, a refusal
         # says none other is free for the site.
         excluded = to_exclude(
@@ -262,7 +265,13 @@ class LeaseBook:
             self.sessions.add(session)
         site.last_refusal = None
         now = self.clock()
-        verdict = after_grant(lease.proxy_id, (h.proxy_id for h in site.leases if not h.gone), closed=self._closed)
+        verdict = after_grant(
+            lease.proxy_id,
+            (h.proxy_id for h in site.leases if not h.gone),
+            closed=self._closed,
+            dead_since=self.dead_since.get(lease.proxy_id),
+            asked_at=asked_at,
+        )
         if verdict != "keep":
             if verdict == "covered":
                 site.saturated_until = now + self.options.saturated_seconds
@@ -355,7 +364,10 @@ class LeaseBook:
                     self._spawn(self._release(other.lease.lease_id))
         self._drop(held)
         self.stats.reported_unreachable += 1
+        # An ask in flight meanwhile may come back with this proxy: given back (after_grant).
+        self.dead_since[held.proxy_id] = math.inf
         await self._report(held, "unreachable", release=True)
+        self.dead_since[held.proxy_id] = self.clock()
 
     # -- time passes ---------------------------------------------------------------------------
 
