@@ -36,6 +36,28 @@ let fleet: Fleet;
 let site: CrawlSite;
 let dir: string;
 
+/** A real Scrapy crawl (churn_crawl.py) of `start` through the add-on; its result file's content. */
+async function crawl(
+  discoveryUrl: string,
+  token: string,
+  start: string,
+  file: string,
+): Promise<ScrapyResult> {
+  const resultFile = join(dir, file);
+  await runToEnd(
+    venvPython(),
+    ['python/tests/crawl/churn_crawl.py'],
+    cleanEnv({
+      DISCOVERY_URL: discoveryUrl,
+      DISCOVERY_TOKEN: token,
+      START_URL: start,
+      CRAWL_RESULT: resultFile,
+      LOG_LEVEL: 'WARNING',
+    }),
+  );
+  return JSON.parse(await readFile(resultFile, 'utf8')) as ScrapyResult;
+}
+
 beforeAll(async () => {
   fleet = await startFleet(5, '127.0.8.1');
   site = await startCrawlSite({ pages: PAGES, rateLimitPerSecond: 5, retryAfterSeconds: 1 });
@@ -56,19 +78,7 @@ afterAll(async () => {
 it('crawls every page through leased proxies: bans reported and avoided, 429s waited out, every lease released', async () => {
   const banned = fleet.proxies[0].host;
   site.ban(banned);
-  const resultFile = join(dir, 'result.json');
-  await runToEnd(
-    venvPython(),
-    ['python/tests/crawl/churn_crawl.py'],
-    cleanEnv({
-      DISCOVERY_URL: server.baseUrl,
-      DISCOVERY_TOKEN: TOKEN,
-      START_URL: site.start,
-      CRAWL_RESULT: resultFile,
-      LOG_LEVEL: 'WARNING',
-    }),
-  );
-  const result = JSON.parse(await readFile(resultFile, 'utf8')) as ScrapyResult;
+  const result = await crawl(server.baseUrl, TOKEN, site.start, 'result.json');
   const calls = server.requests.map((r) => r.call);
   console.log(
     `scrapy crawl on the test API: ${JSON.stringify({ ...result, attempts: result.attempts.length })}; ` +
@@ -115,19 +125,7 @@ describe('a site that limits by a sliding window and sends no Retry-After (most 
   });
 
   it('is crawled at its limit with few 429s: the pace is evenly spaced, not a burst', async () => {
-    const resultFile = join(dir, 'sliding.json');
-    await runToEnd(
-      venvPython(),
-      ['python/tests/crawl/churn_crawl.py'],
-      cleanEnv({
-        DISCOVERY_URL: server.baseUrl,
-        DISCOVERY_TOKEN: TOKEN,
-        START_URL: sliding.start,
-        CRAWL_RESULT: resultFile,
-        LOG_LEVEL: 'WARNING',
-      }),
-    );
-    const result = JSON.parse(await readFile(resultFile, 'utf8')) as ScrapyResult;
+    const result = await crawl(server.baseUrl, TOKEN, sliding.start, 'sliding.json');
     const limits = sliding.hits.filter((h) => h.status === 429).length;
     console.log(
       `scrapy crawl of a sliding window without Retry-After: ${result.fetched} pages, ${limits} 429s`,
@@ -171,19 +169,7 @@ describe("beside another team's leases (issue 48)", () => {
     for (let i = 0; i < 8; i++)
       theirs.push(await other.lease({ target: 'theirs.example', exclude: ['demo/p0'] }));
     expect(new Set(theirs.map((l) => l.proxy.id)).size).toBe(4);
-    const resultFile = join(dir, 'beside.json');
-    await runToEnd(
-      venvPython(),
-      ['python/tests/crawl/churn_crawl.py'],
-      cleanEnv({
-        DISCOVERY_URL: shared.baseUrl,
-        DISCOVERY_TOKEN: TEAM_A,
-        START_URL: theirSite.start,
-        CRAWL_RESULT: resultFile,
-        LOG_LEVEL: 'WARNING',
-      }),
-    );
-    const result = JSON.parse(await readFile(resultFile, 'utf8')) as ScrapyResult;
+    const result = await crawl(shared.baseUrl, TEAM_A, theirSite.start, 'beside.json');
     const asks = shared.requests.filter((r) => r.call === 'POST /v1/leases').slice(theirs.length);
     const granted = asks.map((r) => (r.response as { proxy?: { id: string } }).proxy?.id).filter(Boolean);
     console.log(
