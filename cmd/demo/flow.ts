@@ -232,7 +232,7 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
 
   // The lease's URL, credentials included: every proxy requires them (407 without).
   print("\n== 5. Fetch a page THROUGH the leased proxy (its url carries the proxy's credentials) ==");
-  print(`$ curl -s -x '${l1.proxy.url}' ${env.target.url}${STATUS_LINE}`);
+  print(`$ curl -s --noproxy '' -x '${l1.proxy.url}' ${env.target.url}${STATUS_LINE}`);
   const agent = new ProxyAgent(l1.proxy.url);
   const page = await request(env.target.url, { dispatcher: agent });
   const fetchedBody = await page.body.text();
@@ -287,7 +287,7 @@ export async function runDemoFlow(env: DemoEnvironment, print: Print, kubectl: s
     '\n== 8. Or use ONE proxy URL: the gateway leases, sticks a session, retries, reports bans (docs/gateway.md) ==',
   );
   const gatewayURL = `http://session-demo1:${env.gateway.token}@${env.gateway.address}`;
-  print(`$ curl -s -x '${gatewayURL}' ${env.target.exitIPURL}${STATUS_LINE}`);
+  print(`$ curl -s --noproxy '' -x '${gatewayURL}' ${env.target.exitIPURL}${STATUS_LINE}`);
   const gatewayAgent = new ProxyAgent(gatewayURL);
   const viaGateway = await request(env.target.exitIPURL, { dispatcher: gatewayAgent });
   const gatewayBody = await viaGateway.body.text();
@@ -398,7 +398,7 @@ async function strictSite(
     const l = lease.json as { leaseID: string; proxy: { id: string; url: string } };
     held.push(l);
     if (statuses[l.proxy.id] !== undefined) continue;
-    print(`$ curl -s -x '${l.proxy.url}' ${env.site.url}${STATUS_LINE}`);
+    print(`$ curl -s --noproxy '' -x '${l.proxy.url}' ${env.site.url}${STATUS_LINE}`);
     const got = await viaProxy(l.proxy.url, env.site.url);
     answer(print, got.status, got.body.trimEnd());
     statuses[l.proxy.id] = got.status;
@@ -417,7 +417,7 @@ async function strictSite(
     `\n-> ${n} requests back to back through ${ok.proxy.id}: above ${rate} per second the site answers 429`,
   );
   print(
-    `$ for i in $(seq ${n}); do curl -s -o /dev/null -w '%{http_code} ' -x '${ok.proxy.url}' ${env.site.url}; done; echo`,
+    `$ for i in $(seq ${n}); do curl -s -o /dev/null -w '%{http_code} ' --noproxy '' -x '${ok.proxy.url}' ${env.site.url}; done; echo`,
   );
   const agent = new ProxyAgent(ok.proxy.url);
   const burst: number[] = [];

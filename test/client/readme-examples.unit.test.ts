@@ -31,8 +31,16 @@ describe('the docs examples for plain HTTP', () => {
     await forward.close();
   });
 
-  it.each([
+  it.each<{
+    shell: Record<string, string>;
+    example: 'curl' | 'python';
+    refused: boolean;
+    dead: boolean;
+    result: string;
+    printed: string;
+  }>([
     {
+      shell: {},
       example: 'curl' as const,
       refused: false,
       dead: false,
@@ -40,6 +48,7 @@ describe('the docs examples for plain HTTP', () => {
       printed: `200 ok via http://127.0.0.45:PORT`,
     },
     {
+      shell: {},
       example: 'curl' as const,
       refused: true,
       dead: false,
@@ -47,6 +56,7 @@ describe('the docs examples for plain HTTP', () => {
       printed: `403 banned via http://127.0.0.45:PORT`,
     },
     {
+      shell: {},
       example: 'curl' as const,
       refused: false,
       dead: true,
@@ -54,6 +64,7 @@ describe('the docs examples for plain HTTP', () => {
       printed: `000 unreachable via http://127.0.0.45:PORT`,
     },
     {
+      shell: {},
       example: 'python' as const,
       refused: false,
       dead: false,
@@ -61,6 +72,7 @@ describe('the docs examples for plain HTTP', () => {
       printed: '200 ok via ns/readme',
     },
     {
+      shell: {},
       example: 'python' as const,
       refused: true,
       dead: false,
@@ -68,6 +80,25 @@ describe('the docs examples for plain HTTP', () => {
       printed: '403 banned via ns/readme',
     },
     {
+      shell: {},
+      example: 'python' as const,
+      refused: false,
+      dead: true,
+      result: 'unreachable',
+      printed: '0 unreachable via ns/readme',
+    },
+    // A shell whose NO_PROXY names the site: curl skips -x for it unless the recipe says
+    // --noproxy '' (the dead proxy's page would then come back 200, fetched directly).
+    {
+      shell: { NO_PROXY: 'localhost,127.0.0.1' },
+      example: 'curl' as const,
+      refused: false,
+      dead: true,
+      result: 'unreachable',
+      printed: `000 unreachable via http://127.0.0.45:PORT`,
+    },
+    {
+      shell: { NO_PROXY: 'localhost,127.0.0.1' },
       example: 'python' as const,
       refused: false,
       dead: true,
@@ -75,12 +106,18 @@ describe('the docs examples for plain HTTP', () => {
       printed: '0 unreachable via ns/readme',
     },
   ])(
-    '$example: leases, fetches through the proxy, reports $result, releases',
-    async ({ example, refused, dead, result, printed }) => {
+    '$example (the shell: $shell): leases, fetches through the proxy, reports $result, releases',
+    async ({ shell, example, refused, dead, result, printed }) => {
       if (refused) site.refuse(forward.host);
       // A dead proxy: the address the lease names refuses connections.
       if (dead) await forward.close();
-      const env = cleanEnv({ DISCOVERY: server.baseUrl, TOKEN, SITE: site.pages[1], HOST: '127.0.0.1' });
+      const env = cleanEnv({
+        DISCOVERY: server.baseUrl,
+        TOKEN,
+        SITE: site.pages[1],
+        HOST: '127.0.0.1',
+        ...shell,
+      });
       const { stdout } = await runRecipe(example, env);
       expect(stdout.trim().split('\n').pop()).toBe(printed.replace('PORT', String(forward.port)));
       const calls = server.requests.map((r) => r.call);

@@ -1,23 +1,10 @@
 // Issue 26 item 8: every link of the repository's markdown resolves — relative links to a file
 // or folder that exists, #anchors to a heading or <a id> of their page — and external URLs are
 // well formed (never fetched: the tests have no internet).
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { anchorsOf, brokenLinks, linksOf, slugger, type LinkProblem } from './markdown-links.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** Generated, installed or machine-local folders: not the project's documentation. */
-const SKIP = new Set(['node_modules', 'build', 'dist', 'coverage']);
-
-function markdownFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    if (entry.name.startsWith('.') || SKIP.has(entry.name)) return [];
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return markdownFiles(path);
-    return entry.name.endsWith('.md') ? [relative(ROOT, path).split(sep).join('/')] : [];
-  });
-}
+import { markdownFiles, ROOT } from './repository-markdown.js';
 
 function fixture(files: Record<string, string>, others: string[] = []) {
   return {

@@ -71,7 +71,7 @@ describe('the local demo, end to end', () => {
     // The lease's URL, with the proxy's credentials as userinfo when it has some (the Managed
     // one always does: its mock proxy answers 407 without them).
     expect(text).toMatch(
-      /\$ curl -s -x 'http:\/\/(?:[^:@' ]+:[^@' ]+@)?127\.\d+\.\d+\.\d+:\d+' http:\/\/127\.0\.0\.1:\d+\//,
+      /\$ curl -s --noproxy '' -x 'http:\/\/(?:[^:@' ]+:[^@' ]+@)?127\.\d+\.\d+\.\d+:\d+' http:\/\/127\.0\.0\.1:\d+\//,
     );
   });
 

@@ -39,14 +39,25 @@ beforeAll(async () => {
 afterAll(() => world.close());
 
 describe("the README's gateway examples", () => {
-  const env = () =>
-    cleanEnv({ TOKEN, GATEWAY: `127.0.0.1:${world.port}`, SITE: `http://127.0.0.1:${world.site.httpPort}/` });
+  const env = (shell: Record<string, string> = {}) =>
+    cleanEnv({
+      TOKEN,
+      GATEWAY: `127.0.0.1:${world.port}`,
+      SITE: `http://127.0.0.1:${world.site.httpPort}/`,
+      ...shell,
+    });
 
-  it('curl: fetches through a proxy of the fleet, one exit IP for the session', async () => {
+  // A reader's shell may exempt hosts from proxies (NO_PROXY): curl would then fetch the site
+  // directly, -x or not, and the site would see the crawler's own address.
+  it.each<[string, Record<string, string>]>([
+    ['a shell without proxy settings', {}],
+    ['a shell whose NO_PROXY names the site', { NO_PROXY: 'localhost,127.0.0.1' }],
+    ['a shell whose no_proxy exempts every host', { no_proxy: '*' }],
+  ])('curl, from %s: fetches through a proxy of the fleet, one exit IP for the session', async (_, shell) => {
     const outputs = new Set<string>();
     for (let i = 0; i < 3; i++) {
       const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', checkedBlock('gateway-curl')], {
-        env: env(),
+        env: env(shell),
       });
       const [ip, status] = stdout.trim().split('\n');
       expect(status).toBe('200');
@@ -56,8 +67,11 @@ describe("the README's gateway examples", () => {
     expect(outputs.size).toBe(1);
   });
 
-  it('Python requests: the same', async () => {
-    const { stdout } = await run(PYTHON, ['-c', checkedBlock('gateway-python')], { env: env() });
+  it.each<[string, Record<string, string>]>([
+    ['a shell without proxy settings', {}],
+    ['a shell whose NO_PROXY names the site', { NO_PROXY: 'localhost,127.0.0.1' }],
+  ])('Python requests, from %s: the same', async (_, shell) => {
+    const { stdout } = await run(PYTHON, ['-c', checkedBlock('gateway-python')], { env: env(shell) });
     const [status, ip] = stdout.trim().split(' ');
     expect(status).toBe('200');
     expect(PROXY_IPS).toContain(ip);
