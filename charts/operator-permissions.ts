@@ -68,7 +68,7 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     verbs: ['list', 'watch'],
     why:
       'the informers select cloud-init (controller) and credentials (controller, discovery and gateway: a lease ' +
-      'carries them, the gateway adds them upstream) Secrets by the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials=true; ' +
+      'carries them, the gateway adds them upstream) Secrets by the labels crawl.example.com/cloud-init=true and crawl.example.com/proxy-credentials in (true,in-use) (the proxies’ own and the copies in use); ' +
       'RBAC cannot restrict by label, so keep unrelated Secrets out of the Proxies’ namespace',
   },
   {

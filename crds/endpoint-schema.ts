@@ -40,8 +40,9 @@ export const endpointProperties = {
     description:
       'Optional basic-auth credentials the external proxy requires: a Secret (type kubernetes.io/basic-auth) ' +
       `with the keys ${USERNAME_KEY} and ${PASSWORD_KEY}, labelled ${CREDENTIALS_SECRET_LABEL}: "true" so the ` +
-      'operator sees it. Probes send them and the discovery API hands them out with every lease; editing the ' +
-      'Secret takes effect without replacing anything.',
+      'operator sees it, and not a Secret the operator made for another Proxy (owned by it). Probes send them ' +
+      'and the discovery API hands them out with every lease; editing the Secret takes effect without replacing ' +
+      'anything.',
     properties: credentialsSecretRefProperties,
   },
 } satisfies Record<keyof EndpointSpec, JSONSchemaProps>;

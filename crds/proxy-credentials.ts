@@ -6,6 +6,12 @@
  * Secrets the operator generates, and the one an External proxy's Secret must carry).
  */
 export const CREDENTIALS_SECRET_LABEL = 'crawl.example.com/proxy-credentials';
+/**
+ * The label's value on the operator's immutable copies of the credentials an instance was
+ * created with (not "true": `kubectl delete secret -l <label>=true`, a documented way to rotate
+ * every proxy's credentials, must not take the copies the instances still serve with).
+ */
+export const IN_USE_COPY_LABEL_VALUE = 'in-use';
 /** The keys of a kubernetes.io/basic-auth Secret. */
 export const USERNAME_KEY = 'username';
 export const PASSWORD_KEY = 'password';

@@ -3,7 +3,12 @@ import { CLOUD_INIT_SECRET_LABEL } from '../crds/proxy-types.js';
 
 /** The parts of a core/v1 Secret the resolver reads. */
 export interface SecretLike {
-  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    ownerReferences?: readonly { apiVersion?: string; kind?: string; name?: string }[];
+  };
   data?: Record<string, string>;
   stringData?: Record<string, string>;
 }

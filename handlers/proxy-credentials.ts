@@ -3,11 +3,12 @@ import {
   BASIC_AUTH_SECRET_TYPE,
   CLOUD_INIT_PLACEHOLDERS,
   CREDENTIALS_SECRET_LABEL,
+  IN_USE_COPY_LABEL_VALUE,
   PASSWORD_KEY,
   USERNAME_KEY,
   managedCredentialsSecretName,
 } from '../crds/proxy-credentials.js';
-import { SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js';
+import { GROUP, SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js';
 import type { KindRef } from '../framework/index.js';
 import type { ProxyCredentials } from '../providers/contract.js';
 import type { SecretLike, SecretLookup } from './cloud-init.js';
@@ -17,10 +18,10 @@ import { SECRET_KIND } from './kinds.js';
 // says, how the operator makes new ones and how cloud-init receives them. The controller,
 // the health runner and the discovery catalog all read them through here, from the cache.
 
-/** The cache view of credentials Secrets (only labelled ones are watched). */
+/** The cache view of credentials Secrets (only labelled ones are watched): the proxies' own, and the copies in use. */
 export const CREDENTIALS_SECRETS: KindRef = {
   ...SECRET_KIND,
-  labelSelector: `${CREDENTIALS_SECRET_LABEL}=true`,
+  labelSelector: `${CREDENTIALS_SECRET_LABEL} in (true,${IN_USE_COPY_LABEL_VALUE})`,
 };
 
 export type CredentialsResolution =
@@ -69,7 +70,24 @@ export function resolveCredentials(proxy: Proxy, lookup: SecretLookup): Credenti
       message: `credentials Secret ${ns}/${name} not found, or not labelled ${CREDENTIALS_SECRET_LABEL}: "true" (the operator only sees labelled Secrets)`,
     };
   }
+  const owner = proxy.spec.mode === 'External' ? owningProxy(secret, proxy.metadata.name) : undefined;
+  if (owner !== undefined)
+    return {
+      kind: 'unavailable',
+      message: `credentials Secret ${ns}/${name} belongs to Proxy ${owner} (the operator made it for that proxy): an External proxy names a Secret of its own`,
+    };
   return credentialsIn(secret, ns, name);
+}
+
+/**
+ * Another Proxy than `self` that owns the Secret (the operator made it for that Managed proxy),
+ * if any. Why an External proxy may not name one: whoever may create a Proxy could point its
+ * endpoint at a server of their own and have the probes send that proxy's credentials there.
+ */
+function owningProxy(secret: SecretLike, self: string): string | undefined {
+  return secret.metadata?.ownerReferences?.find(
+    (o) => o.kind === 'Proxy' && (o.apiVersion ?? '').split('/')[0] === GROUP && o.name !== self,
+  )?.name;
 }
 
 /** The credentials a labelled Secret holds, or why they are unusable. */
@@ -174,7 +192,10 @@ export function inUseSecret(proxy: Proxy, credentials: ProxyCredentials) {
   const secret = credentialsSecret(proxy, credentials);
   return {
     ...secret,
-    metadata: { ...secret.metadata, name: inUseSecretName(proxy.metadata.name, credentialsTag(credentials)) },
+    metadata: {
+      name: inUseSecretName(proxy.metadata.name, credentialsTag(credentials)),
+      labels: { [CREDENTIALS_SECRET_LABEL]: IN_USE_COPY_LABEL_VALUE },
+    },
     // Never edited: new credentials are a new Secret.
     immutable: true,
   };
@@ -190,7 +211,9 @@ export function servingCredentials(proxy: Proxy, lookup: SecretLookup): Credenti
   if (name !== undefined) {
     const ns = proxy.metadata.namespace ?? 'default';
     const secret = lookup(ns, name);
-    if (secret && secret.metadata?.labels?.[CREDENTIALS_SECRET_LABEL] === 'true') {
+    const label = secret?.metadata?.labels?.[CREDENTIALS_SECRET_LABEL];
+    // "true": a copy made before the copies had a value of their own.
+    if (secret && (label === IN_USE_COPY_LABEL_VALUE || label === 'true')) {
       const found = credentialsIn(secret, ns, name);
       if (found.kind === 'ok') return found;
     }

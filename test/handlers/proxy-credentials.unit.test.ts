@@ -1,8 +1,14 @@
-import { CLOUD_INIT_PLACEHOLDERS, CREDENTIALS_SECRET_LABEL } from '../../crds/proxy-credentials.js';
+import {
+  CLOUD_INIT_PLACEHOLDERS,
+  CREDENTIALS_SECRET_LABEL,
+  IN_USE_COPY_LABEL_VALUE,
+} from '../../crds/proxy-credentials.js';
+import { parseLabelSelector } from '../../framework/utils/label-selector.js';
 import { SPEC_HASH_ANNOTATION, type Proxy } from '../../crds/proxy-types.js';
 import type { SecretLike } from '../../handlers/cloud-init.js';
 import {
   CREDENTIALS_IN_USE_ANNOTATION,
+  CREDENTIALS_SECRETS,
   credentialsAnswer,
   credentialsRecordMissing,
   type CredentialsAnswer,
@@ -43,6 +49,18 @@ const proxy = (mode: 'Managed' | 'External', ref?: string): Proxy =>
   }) as Proxy;
 const secret = (name: string, data: Record<string, string>, labelled = true): SecretLike => ({
   metadata: { name, namespace: 'fleet', labels: labelled ? { [CREDENTIALS_SECRET_LABEL]: 'true' } : {} },
+  data,
+});
+/** The Secret with an owner reference to Proxy `owner` (as the operator creates its Secrets). */
+const ownedBy = (owner: string, s: SecretLike): SecretLike => ({
+  ...s,
+  metadata: {
+    ...s.metadata,
+    ownerReferences: [{ apiVersion: 'crawl.example.com/v1alpha1', kind: 'Proxy', name: owner }],
+  },
+});
+const inUseCopy = (name: string, data: Record<string, string>): SecretLike => ({
+  metadata: { name, namespace: 'fleet', labels: { [CREDENTIALS_SECRET_LABEL]: IN_USE_COPY_LABEL_VALUE } },
   data,
 });
 const lookupOf =
@@ -86,6 +104,37 @@ describe("a proxy's credentials, read from its Secret", () => {
       proxy('External', 'creds'),
       [secret('creds', { username: b64('crawler') })],
       { kind: 'unavailable', message: 'credentials Secret fleet/creds has no key password' },
+    ],
+    [
+      "an External proxy may not name a Secret the operator made for another Proxy (its endpoint would receive that proxy's credentials)",
+      proxy('External', 'victim-proxy-credentials'),
+      [ownedBy('victim', secret('victim-proxy-credentials', good))],
+      {
+        kind: 'unavailable',
+        message:
+          'credentials Secret fleet/victim-proxy-credentials belongs to Proxy victim (the operator made it for that proxy): an External proxy names a Secret of its own',
+      },
+    ],
+    [
+      'nor an in-use copy of one (not labelled "true")',
+      proxy('External', 'victim-proxy-credentials-0123456789abcdef'),
+      [ownedBy('victim', inUseCopy('victim-proxy-credentials-0123456789abcdef', good))],
+      {
+        kind: 'unavailable',
+        message: `credentials Secret fleet/victim-proxy-credentials-0123456789abcdef not found, or not labelled ${CREDENTIALS_SECRET_LABEL}: "true" (the operator only sees labelled Secrets)`,
+      },
+    ],
+    [
+      'an External proxy may name a Secret it owns itself (deleted with it)',
+      proxy('External', 'creds'),
+      [ownedBy('px', secret('creds', good))],
+      { kind: 'ok', credentials: { username: 'crawler', password: 'pw' } },
+    ],
+    [
+      'a Managed proxy reads the Secret the operator made for it (owned by it)',
+      proxy('Managed'),
+      [ownedBy('px', secret('px-proxy-credentials', good))],
+      { kind: 'ok', credentials: { username: 'crawler', password: 'pw' } },
     ],
     [
       'a user name with a colon is refused (basic auth splits there)',
@@ -152,7 +201,7 @@ describe('rotation without an outage: an instance is served with the credentials
     return p;
   };
   const current = secret('px-proxy-credentials', data(NEW));
-  const copyOfOld = secret(inUseSecretName('px', credentialsTag(OLD)), data(OLD));
+  const copyOfOld = inUseCopy(inUseSecretName('px', credentialsTag(OLD)), data(OLD));
 
   it.each<[string, Proxy, SecretLike[], { username: string; password: string } | undefined]>([
     [
@@ -166,6 +215,12 @@ describe('rotation without an outage: an instance is served with the credentials
       recorded(credentialsTag(NEW)),
       [current, secret(inUseSecretName('px', credentialsTag(NEW)), data(NEW))],
       NEW,
+    ],
+    [
+      'rotated, the old copy made before copies had a label value of their own ("true"): the old ones',
+      recorded(credentialsTag(OLD)),
+      [current, secret(inUseSecretName('px', credentialsTag(OLD)), data(OLD))],
+      OLD,
     ],
     ['no record (an instance from before): the Secret', recorded(undefined), [current, copyOfOld], NEW],
     [
@@ -207,12 +262,23 @@ describe('rotation without an outage: an instance is served with the credentials
       immutable: true,
       metadata: {
         name: `px-proxy-credentials-${credentialsTag(OLD)}`,
-        labels: { [CREDENTIALS_SECRET_LABEL]: 'true' },
+        labels: { [CREDENTIALS_SECRET_LABEL]: IN_USE_COPY_LABEL_VALUE },
       },
       data: data(OLD),
     });
     expect(credentialsTag(OLD)).toMatch(/^[0-9a-f]{16}$/);
     expect(credentialsTag(OLD)).not.toBe(credentialsTag(NEW));
+  });
+
+  // docs/security.md: delete every credentials Secret to have new ones generated. The copies
+  // the instances still serve with must survive that selector, and stay in the operator's view.
+  it.each<[string, string, boolean, boolean]>([
+    ["a proxy's Secret", 'true', true, true],
+    ['a copy in use', IN_USE_COPY_LABEL_VALUE, false, true],
+  ])('%s: matched by `-l <label>=true` %s, seen by the operator %s', (_what, value, byDeletion, seen) => {
+    const labels = { [CREDENTIALS_SECRET_LABEL]: value };
+    expect(parseLabelSelector(`${CREDENTIALS_SECRET_LABEL}=true`)(labels)).toBe(byDeletion);
+    expect(parseLabelSelector(CREDENTIALS_SECRETS.labelSelector)(labels)).toBe(seen);
   });
 
   it('the copy maps back to its proxy (its creation re-reads the proxy for discovery)', () => {
