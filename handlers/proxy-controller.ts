@@ -200,7 +200,8 @@ export class ProxyController {
         ownerID: this.settings.ownerID,
         signal: ctx.signal,
       });
-      // The budget is asked only for a replacement that needs a slot, the hold only for a repair.
+      // The budget is asked only for a replacement that needs a slot, the hold only for a repair
+      // or an Unhealthy proxy's spec change.
       step = managedStep({
         proxy,
         desiredHash,

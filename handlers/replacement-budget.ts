@@ -30,9 +30,12 @@ export function capFor(setting: MaxUnavailable, provider: string, total: number)
  * of service, so everything out of service counts, Unhealthy proxies included: a bad rollout
  * stops after the cap. A repair (replacing a proxy that is already Unhealthy) takes nothing out
  * of service, so only replacements in flight count: otherwise a fleet with more dead proxies
- * than the cap would never repair any of them.
+ * than the cap would never repair any of them. A held rollout (the spec change of an Unhealthy
+ * proxy whose repair is held: the cause looks shared, so it may be serving) counts replacements
+ * in flight and those not yet verified (Unhealthy since): a bad rollout during an outage stops
+ * after the cap, while the held proxies, Unhealthy all at once, do not block each other forever.
  */
-export type SlotKind = 'rollout' | 'repair';
+export type SlotKind = 'rollout' | 'repair' | 'held-rollout';
 
 export interface SlotAnswer {
   granted: boolean;
@@ -58,6 +61,8 @@ export interface OutOfService {
   /** Provisioning (created or being replaced), or a failed replacement holding its slot. */
   replacing: ReadonlySet<string>;
   unhealthy: ReadonlySet<string>;
+  /** Unhealthy with status.replacement set: a new instance not yet seen to work. */
+  unverified: ReadonlySet<string>;
   failed: ReadonlySet<string>;
 }
 
@@ -70,22 +75,26 @@ export interface OutOfService {
 export function outOfService(proxies: Iterable<BudgetView>): OutOfService {
   const replacing = new Set<string>();
   const unhealthy = new Set<string>();
+  const unverified = new Set<string>();
   const failed = new Set<string>();
   for (const p of proxies) {
     if (p.phase === 'Provisioning' || p.draining === true) replacing.add(p.key);
-    else if (p.phase === 'Unhealthy') unhealthy.add(p.key);
-    else if (p.phase === 'Failed' && p.replacing) {
+    else if (p.phase === 'Unhealthy') {
+      unhealthy.add(p.key);
+      if (p.replacing) unverified.add(p.key);
+    } else if (p.phase === 'Failed' && p.replacing) {
       replacing.add(p.key);
       failed.add(p.key);
     }
   }
-  return { replacing, unhealthy, failed };
+  return { replacing, unhealthy, unverified, failed };
 }
 
 /** The keys a slot of this kind counts (the asking proxy itself excluded). */
 export function countedFor(kind: SlotKind, oos: OutOfService, granted: Iterable<string>, key: string) {
   const counted = new Set(oos.replacing);
   if (kind === 'rollout') for (const k of oos.unhealthy) counted.add(k);
+  if (kind === 'held-rollout') for (const k of oos.unverified) counted.add(k);
   for (const k of granted) counted.add(k);
   counted.delete(key);
   return counted;

@@ -88,8 +88,21 @@ export function managedStep(inp: Inputs): Step {
 export function slotWanted(inp: Omit<Inputs, 'slot'>): SlotKind | undefined {
   if (inp.observation.kind !== 'found') return undefined;
   const instance = inp.observation.instance;
-  const trigger = triggerOf(inp, instance, foundView(inp, instance));
-  return trigger && slotFor(trigger, inp.proxy.status?.phase);
+  const view = foundView(inp, instance);
+  const trigger = triggerOf(inp, instance, view);
+  return trigger && slotFor(trigger, inp.proxy.status?.phase, rolloutHeld(inp, trigger, view));
+}
+
+/**
+ * Whether a spec change finds the proxy Unhealthy with its repair held (repair-hold.ts): the
+ * cause looks shared, so the proxy may be serving and its rollout is paced (slotFor). Asked
+ * whatever the Unhealthy clock says: a proxy in its grace may be serving just as well. A proxy
+ * whose repair would go ahead looks dead, and its replacement waits for nothing.
+ */
+function rolloutHeld(inp: Omit<Inputs, 'slot'>, trigger: ReplacementTrigger, view: FoundView): boolean {
+  if (trigger.kind !== 'SpecChanged' || view.kind !== 'running') return false;
+  if (inp.proxy.status?.phase !== 'Unhealthy') return false;
+  return inp.repairHold?.().kind === 'hold';
 }
 
 /** A found instance as the decisions read it: still starting, or running with its health and clocks. */
@@ -139,7 +152,7 @@ export function foundStep(inp: Inputs, instance: Instance): Step {
       const hold = inp.repairHold?.();
       if (hold?.kind === 'hold') return repairHeldStep(inp, instance, view.h, hold);
     }
-    const kind = slotFor(trigger, inp.proxy.status?.phase);
+    const kind = slotFor(trigger, inp.proxy.status?.phase, rolloutHeld(inp, trigger, view));
     const slot = kind && inp.slot(kind);
     if (kind && slot && !slot.granted)
       return replacementPendingStep(

@@ -32,12 +32,21 @@ export type ReplacementTrigger =
  * drained proxy holds its slot since its drain began. A credentials rotation always takes one,
  * whatever the stored phase: the instance keeps serving with the credentials it was created
  * with until it is replaced, and a phase read while the probes switched would let a bulk
- * rotation (an incident response) take the whole fleet out at once.
+ * rotation (an incident response) take the whole fleet out at once. `repairHeld`: the proxy
+ * is Unhealthy but its repair holds (repair-hold.ts: the cause looks shared), so it may well
+ * be serving, and its new instance could not be seen to work either: its rollout is paced too.
  */
-export function slotFor(trigger: ReplacementTrigger, phase: ProxyPhase | undefined): SlotKind | undefined {
+export function slotFor(
+  trigger: ReplacementTrigger,
+  phase: ProxyPhase | undefined,
+  repairHeld = false,
+): SlotKind | undefined {
   switch (trigger.kind) {
     case 'SpecChanged':
       if (phase === 'Ready') return 'rollout';
+      // Not the rollout's slot: the held proxies, all Unhealthy, would wait on each other until
+      // the shared cause ended, and a spec change that is the fix would never go out.
+      if (repairHeld) return 'held-rollout';
       // Out of service already: a repair's slot (counting replacements in flight, not the
       // Unhealthy), or rotated proxies that died while waiting would wait on each other forever.
       return trigger.credentials === true ? 'repair' : undefined;
@@ -61,6 +70,20 @@ export function pendingWhy(trigger: ReplacementTrigger): string | undefined {
     : 'rotation due (spec.rotation.maxAgeSeconds)';
 }
 
+/** Why a replacement of this slot kind waits, unless its trigger says (pendingWhy). */
+const WHY: Record<SlotKind, string> = {
+  rollout: 'spec changed',
+  repair: 'unhealthy too long',
+  'held-rollout': 'spec changed while its repair is held (the cause looks shared: it may be serving)',
+};
+
+/** What a slot of this kind waits on, as the message says it. */
+const COUNTED: Record<SlotKind, string> = {
+  rollout: 'proxies are out of service',
+  repair: 'replacements are in flight',
+  'held-rollout': 'replacements are in flight or not yet Ready',
+};
+
 /**
  * A replacement that did not get a slot: the proxy keeps serving from its current instance
  * and asks again shortly. The reason is visible on the Provisioned condition. When slots are
@@ -77,8 +100,8 @@ export function replacementPendingStep(
   const instance = inp.observation.instance;
   const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
   const provider = proxy.spec.provider ?? '';
-  const why = paceWhy ?? (kind === 'repair' ? 'unhealthy too long' : 'spec changed');
-  const counted = kind === 'repair' ? 'replacements are in flight' : 'proxies are out of service';
+  const why = paceWhy ?? WHY[kind];
+  const counted = COUNTED[kind];
   const blocked = slot.failed.length > 0;
   const message = blocked
     ? `${why}: rollout blocked at provider ${provider}: the replacements of ${slot.failed.join(', ')} failed permanently and hold ${slot.failed.length} of its ${slot.cap} --max-unavailable slots; instance ${instance.id} keeps serving. Fix their spec (or remove their permanent-failure annotation, or delete them) and the rollout continues`

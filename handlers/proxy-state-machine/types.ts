@@ -166,7 +166,8 @@ export interface Inputs {
   slot: SlotAsk;
   /**
    * Whether an Unhealthy proxy's repair may go ahead (repair-hold.ts): asked only when a repair
-   * is due. Absent: no hold (the shell always passes it).
+   * is due, or when its spec changed (a held proxy's rollout is paced: slotFor). Absent: no
+   * hold (the shell always passes it).
    */
   repairHold?: () => RepairHold;
 }

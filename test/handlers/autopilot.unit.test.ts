@@ -15,6 +15,7 @@ import {
   outOfService,
   ReplacementBudget,
   type BudgetView,
+  type SlotKind,
 } from '../../handlers/replacement-budget.js';
 import type { CacheReader, KubeObject } from '../../framework/index.js';
 import {
@@ -98,39 +99,51 @@ const refused: HealthVerdict = {
 
 describe('who holds a replacement slot (item 4)', () => {
   const view = (key: string, phase: ProxyPhase, replacing = false): BudgetView => ({ key, phase, replacing });
-  it.each<[string, BudgetView[], { replacing: string[]; unhealthy: string[]; failed: string[] }]>([
+  type Held = { replacing: string[]; unhealthy: string[]; unverified: string[]; failed: string[] };
+  it.each<[string, BudgetView[], Held]>([
     [
       'Ready and Pending hold nothing',
       [view('a', 'Ready'), view('b', 'Pending')],
-      { replacing: [], unhealthy: [], failed: [] },
+      { replacing: [], unhealthy: [], unverified: [], failed: [] },
     ],
     [
       'a Failed proxy that never served holds nothing (a new proxy with a bad image)',
       [view('a', 'Failed')],
-      { replacing: [], unhealthy: [], failed: [] },
+      { replacing: [], unhealthy: [], unverified: [], failed: [] },
     ],
     [
       'a Failed replacement keeps its slot until a person acts or the spec changes',
       [view('a', 'Failed', true)],
-      { replacing: ['a'], unhealthy: [], failed: ['a'] },
+      { replacing: ['a'], unhealthy: [], unverified: [], failed: ['a'] },
     ],
     [
       'Provisioning is in flight, Unhealthy is out of service',
       [view('a', 'Provisioning', true), view('b', 'Unhealthy')],
-      { replacing: ['a'], unhealthy: ['b'], failed: [] },
+      { replacing: ['a'], unhealthy: ['b'], unverified: [], failed: [] },
+    ],
+    [
+      'a replacement Unhealthy since its new instance came up is not verified yet',
+      [view('a', 'Unhealthy', true), view('b', 'Unhealthy')],
+      { replacing: [], unhealthy: ['a', 'b'], unverified: ['a'], failed: [] },
     ],
   ])('%s', (_n, views, want) => {
     const oos = outOfService(views);
     expect({
       replacing: [...oos.replacing].sort(),
       unhealthy: [...oos.unhealthy].sort(),
+      unverified: [...oos.unverified].sort(),
       failed: [...oos.failed].sort(),
     }).toEqual(want);
   });
 
-  const oos = outOfService([view('f', 'Failed', true), view('u', 'Unhealthy'), view('p', 'Provisioning')]);
-  it.each<[string, 'rollout' | 'repair', string[], string, string[]]>([
-    ['a rollout counts everything out of service', 'rollout', [], 'x', ['f', 'p', 'u']],
+  const oos = outOfService([
+    view('f', 'Failed', true),
+    view('u', 'Unhealthy'),
+    view('p', 'Provisioning'),
+    view('v', 'Unhealthy', true),
+  ]);
+  it.each<[string, SlotKind, string[], string, string[]]>([
+    ['a rollout counts everything out of service', 'rollout', [], 'x', ['f', 'p', 'u', 'v']],
     [
       'a repair counts only replacements in flight (dead proxies do not block each other)',
       'repair',
@@ -138,8 +151,15 @@ describe('who holds a replacement slot (item 4)', () => {
       'u',
       ['f', 'p'],
     ],
+    [
+      'a held rollout counts replacements in flight and not yet verified (held proxies do not block each other)',
+      'held-rollout',
+      [],
+      'u',
+      ['f', 'p', 'v'],
+    ],
     ['grants not yet in the cache count', 'repair', ['g'], 'x', ['f', 'g', 'p']],
-    ['the asking proxy never counts itself', 'rollout', [], 'f', ['p', 'u']],
+    ['the asking proxy never counts itself', 'rollout', [], 'f', ['p', 'u', 'v']],
   ])('%s', (_n, kind, grants, key, want) => {
     expect([...countedFor(kind, oos, grants, key)].sort()).toEqual(want);
   });

@@ -11,6 +11,7 @@ import {
 } from '../../handlers/proxy-state-machine.js';
 import { decide, type CaseInputs } from './decide.js';
 import { holdsSlot, ReplacementBudget, type SlotKind } from '../../handlers/replacement-budget.js';
+import type { RepairHold } from '../../handlers/repair-hold.js';
 import type { CacheReader, KubeObject } from '../../framework/index.js';
 import {
   CONDITION_HEALTHY,
@@ -88,6 +89,9 @@ const refused: HealthVerdict = {
   checkedAt: NOW,
 };
 
+const HELD = (): RepairHold => ({ kind: 'hold', reason: 'ProbeTargetUnreachable', message: 'repair held' });
+const GO = (): RepairHold => ({ kind: 'go' });
+
 const inputs = (o: Opts, observation = found()): CaseInputs => ({
   proxy: proxy(o),
   desiredHash: 'h1',
@@ -134,6 +138,27 @@ describe('the slot a run needs, asked before the decision', () => {
     ],
     ['no instance recorded: none', inputs({}, { kind: 'unprovisioned' }), undefined],
     ['the instance gone: none', { ...inputs({ hash: 'h0' }), observation: { kind: 'not-found' } }, undefined],
+    // Its repair held, an Unhealthy proxy may be serving (the cause looks shared): paced.
+    [
+      'an Unhealthy proxy whose spec changed, its repair held: a held rollout slot',
+      { ...inputs({ hash: 'h0', unhealthySeconds: 61 }), repairHold: HELD },
+      'held-rollout',
+    ],
+    [
+      'the same in its grace (held already: it may be serving just as well)',
+      { ...inputs({ hash: 'h0', unhealthySeconds: 10 }), repairHold: HELD },
+      'held-rollout',
+    ],
+    [
+      'an Unhealthy proxy whose spec changed, its repair not held: none (it looks dead)',
+      { ...inputs({ hash: 'h0', unhealthySeconds: 61 }), repairHold: GO },
+      undefined,
+    ],
+    [
+      'a held proxy whose instance died: none',
+      { ...inputs({ hash: 'h0', unhealthySeconds: 61 }, found('Terminated')), repairHold: HELD },
+      undefined,
+    ],
   ])('%s', (_n, inp, want) => {
     expect(slotWanted(inp)).toBe(want);
   });
@@ -154,6 +179,17 @@ describe('the slot a run needs, asked before the decision', () => {
     [{ kind: 'Drained', since: ago(301) }, 'Ready', undefined],
   ])('slotFor(%j, %s) → %s', (trigger, phase, want) => {
     expect(slotFor(trigger, phase)).toBe(want);
+  });
+
+  // The third input: the proxy's repair is held (repair-hold.ts), so it may be serving.
+  it.each<[ReplacementTrigger, ProxyPhase | undefined, boolean, SlotKind | undefined]>([
+    [{ kind: 'SpecChanged' }, 'Unhealthy', true, 'held-rollout'],
+    [{ kind: 'SpecChanged', credentials: true }, 'Unhealthy', true, 'held-rollout'],
+    [{ kind: 'SpecChanged' }, 'Unhealthy', false, undefined],
+    [{ kind: 'SpecChanged' }, 'Ready', true, 'rollout'],
+    [{ kind: 'InstanceDead' }, 'Unhealthy', true, undefined],
+  ])('slotFor(%j, %s, repair held %s) → %s', (trigger, phase, held, want) => {
+    expect(slotFor(trigger, phase, held)).toBe(want);
   });
 });
 
