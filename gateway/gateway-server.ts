@@ -62,6 +62,12 @@ export class Gateway {
       },
     );
     this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Node hands a CONNECT's socket over without its own 'error' listener: a client that
+      // resets it (curl after a 407) would otherwise crash the process. Closing follows.
+      socket.on('error', (err: Error) => {
+        logger.debug({ err }, 'gateway: CONNECT client socket failed');
+        socket.destroy();
+      });
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
       void this.onConnect(req, socket, head).catch((err: unknown) => {
