@@ -1,0 +1,89 @@
+// Upstreams failing in the ways real ones do (misbehaving-upstreams.ts), seen by clients of
+// the gateway: one client's failure never cuts another's download, a response cut midway
+// closes the client's connection, a silent upstream has a deadline, and a request that may
+// have reached the site is not sent again unless its method is idempotent.
+import { request as httpRequest } from 'node:http';
+import { basic } from './gateway-world.js';
+import { startMisbehavingWorld, type MisbehavingWorld } from './misbehaving-upstreams.js';
+
+let world: MisbehavingWorld | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+interface Got {
+  status: number;
+  body: string;
+  /** How the response ended: complete, or cut (the connection closed first). */
+  ended: 'complete' | 'cut' | 'client_timeout';
+  ms: number;
+}
+
+/** A request through the gateway; `onFirstByte` runs when the body starts. Never rejects. */
+function through(
+  w: MisbehavingWorld,
+  path: string,
+  username: string,
+  {
+    method = 'GET',
+    body,
+    onFirstByte,
+    timeoutMs = 4000,
+  }: {
+    method?: string;
+    body?: string;
+    onFirstByte?: () => void;
+    timeoutMs?: number;
+  } = {},
+): Promise<Got> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let status = 0;
+    let text = '';
+    let settled = false;
+    const done = (ended: Got['ended']) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve({ status, body: text, ended, ms: Date.now() - started });
+    };
+    const timer = setTimeout(() => done('client_timeout'), timeoutMs);
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: w.port,
+        method,
+        path: `http://127.0.0.1:${w.sitePort}${path}`,
+        agent: false,
+        headers: { 'proxy-authorization': basic(username) },
+      },
+      (res) => {
+        status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        res.once('data', () => onFirstByte?.());
+        res.on('data', (c: string) => (text += c));
+        res.once('end', () => done(res.complete ? 'complete' : 'cut'));
+        res.once('error', () => done('cut'));
+        res.once('close', () => done(res.complete ? 'complete' : 'cut'));
+      },
+    );
+    req.once('error', () => done('cut'));
+    req.end(body);
+  });
+}
+
+describe("one client's failed attempt through an upstream", () => {
+  it("does not cut another client's download in flight through the same upstream", async () => {
+    world = await startMisbehavingWorld(['flaky'], { maxAttempts: 1 }, 800);
+    let started!: () => void;
+    const streaming = new Promise<void>((r) => (started = r));
+    const download = through(world, '/slow', 'session-a1', { onFirstByte: () => started() });
+    await streaming;
+    const failed = await through(world, '/reset-me', 'session-b1');
+    expect(failed.status).toBe(502);
+    const a = await download;
+    expect(a).toMatchObject({ status: 200, ended: 'complete', body: 'start\nend\n' });
+  });
+});
