@@ -17,6 +17,7 @@ import {
   type GatewayContext,
 } from './gateway-context.js';
 import type { HeldLease } from './lease-pool.js';
+import type { GatewayLeaseRequest } from './ports.js';
 import { replyError, type GatewayError } from './replies.js';
 import { canonicalTarget } from './target.js';
 import { basicAuthorization } from './upstream-tunnel.js';
@@ -109,7 +110,7 @@ export async function forwardHttp(
       if (verdict.kind === 'report' && verdict.report === 'rate_limited') {
         rateLimited(ctx, lease, target, sentAtMs, verdict.retryAfterSeconds);
         // The lease stays: its pace holds this upstream's next requests to the site back.
-        return relay(ctx, lease, leaseReq.session, sent.response, res, false, body.length);
+        return relay(ctx, lease, leaseReq, sent.response, res, false, body.length);
       }
       if (verdict.kind !== 'retry') {
         if (verdict.kind === 'report') {
@@ -117,15 +118,7 @@ export async function forwardHttp(
           // Every session on that proxy for this target moves, those sharing its lease too.
           ctx.pool.retireProxy(lease.upstream.id, target);
         } else ctx.paces.succeeded(lease.upstream.id, target, sentAtMs);
-        return relay(
-          ctx,
-          lease,
-          leaseReq.session,
-          sent.response,
-          res,
-          verdict.kind === 'report',
-          body.length,
-        );
+        return relay(ctx, lease, leaseReq, sent.response, res, verdict.kind === 'report', body.length);
       }
       sent.response.resume();
       last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
@@ -273,11 +266,16 @@ function sendOnce(
   });
 }
 
-/** Streams the site's answer to the client; the lease goes back to the pool when it is done. */
+/**
+ * Streams the site's answer to the client; the lease goes back to the pool when it is done.
+ * An upstream that cuts the answer midway cannot be hidden (the client has its first bytes):
+ * the client's connection is closed, so it sees the cut, and the upstream is treated as one
+ * that failed an attempt (reported unreachable, its lease dropped, its connections not reused).
+ */
 function relay(
   ctx: GatewayContext,
   lease: HeldLease,
-  session: string | undefined,
+  leaseReq: GatewayLeaseRequest,
   response: IncomingMessage,
   res: ServerResponse,
   reported: boolean,
@@ -295,20 +293,39 @@ function relay(
   });
   response.pipe(res);
   let ended = false;
-  const finish = (complete: boolean) => {
+  const finish = (how: 'complete' | 'client_gone' | 'upstream_cut') => {
     if (ended) return;
     ended = true;
     ctx.metrics.carried(sentBytes, received);
-    ctx.metrics.ended('http', complete ? 'ok' : 'client_gone');
+    ctx.metrics.ended(
+      'http',
+      how === 'complete' ? 'ok' : how === 'client_gone' ? 'client_gone' : 'upstream_failed',
+    );
+    if (how === 'upstream_cut') {
+      res.destroy();
+      ctx.agents.forget(lease.upstream);
+      void (async () => {
+        await report(ctx, lease, 'unreachable', leaseReq.target);
+        await attemptFailed(ctx, lease.upstream.id, leaseReq);
+        await ctx.pool.drop(lease);
+      })().catch(() => undefined);
+      return;
+    }
     // A proxy just banned or rate-limited for this target must not carry the next request
     // there: its lease is released, not kept.
     if (reported) void ctx.pool.drop(lease).catch(() => undefined);
-    else ctx.pool.give(lease, session);
+    else ctx.pool.give(lease, leaseReq.session);
   };
-  response.once('end', () => finish(true));
+  response.once('end', () => finish('complete'));
+  // Without 'end': the upstream's connection closed (or failed) before the whole answer came.
+  response.once('close', () => {
+    if (!response.complete) finish('upstream_cut');
+  });
   res.once('close', () => {
-    if (!response.complete) response.destroy();
-    finish(response.complete);
+    if (!response.complete) {
+      finish('client_gone');
+      response.destroy();
+    } else finish('complete');
   });
 }
 

@@ -3,7 +3,7 @@
 // closes the client's connection, a silent upstream has a deadline, and a request that may
 // have reached the site is not sent again unless its method is idempotent.
 import { request as httpRequest } from 'node:http';
-import { basic } from './gateway-world.js';
+import { basic, until } from './gateway-world.js';
 import { startMisbehavingWorld, type MisbehavingWorld } from './misbehaving-upstreams.js';
 
 let world: MisbehavingWorld | undefined;
@@ -85,5 +85,27 @@ describe("one client's failed attempt through an upstream", () => {
     expect(failed.status).toBe(502);
     const a = await download;
     expect(a).toMatchObject({ status: 200, ended: 'complete', body: 'start\nend\n' });
+  });
+});
+
+describe('an upstream that dies midway through a response', () => {
+  it("closes the client's connection, drops the lease and reports the upstream", async () => {
+    world = await startMisbehavingWorld(['dies_midway', 'good']);
+    const got = await through(world, '/', 'session-m1');
+    // The head and the first bytes were the client's: the cut cannot be hidden, only shown.
+    expect(got).toMatchObject({ status: 200, ended: 'cut', body: 'partial' });
+    expect(got.ms).toBeLessThan(2000);
+    const w = world;
+    // Reported unreachable: suspect in the book, leased to nobody until probed again.
+    await until(async () => {
+      const totals = await w.store.totals();
+      return totals.activeLeases === 0 && totals.suspectProxies === 1 && w.gateway.leasesHeld === 0;
+    });
+    // The session's next request goes through another upstream.
+    expect(await through(world, '/', 'session-m1')).toMatchObject({
+      status: 200,
+      ended: 'complete',
+      body: 'ok\n',
+    });
   });
 });
