@@ -237,18 +237,27 @@ function sendOnce(
           ? headers
           : { ...headers, 'proxy-authorization': basicAuthorization(upstream.credentials) },
     });
-    let connectTimer: NodeJS.Timeout | undefined;
+    let timer: NodeJS.Timeout | undefined;
     const done = (sent: Sent) => {
-      clearTimeout(connectTimer);
+      clearTimeout(timer);
       resolve(sent);
     };
+    // Connected: the upstream has until the response's head to answer; one that accepts and
+    // then says nothing would hold the request and its lease forever.
+    const awaitResponse = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => out.destroy(new Error(`no response within ${ctx.options.responseTimeoutMs} ms`)),
+        ctx.options.responseTimeoutMs,
+      );
+    };
     out.once('socket', (socket) => {
-      if (!socket.connecting) return;
-      connectTimer = setTimeout(
+      if (!socket.connecting) return awaitResponse();
+      timer = setTimeout(
         () => out.destroy(new Error(`no connection within ${ctx.options.connectTimeoutMs} ms`)),
         ctx.options.connectTimeoutMs,
       );
-      socket.once('connect', () => clearTimeout(connectTimer));
+      socket.once('connect', awaitResponse);
     });
     out.once('response', (response) => done({ kind: 'response', response }));
     out.once('error', (err: NodeJS.ErrnoException) =>

@@ -16,6 +16,8 @@ export interface GatewayOptions {
   maxAttempts: number;
   /** Milliseconds an upstream may take to accept a connection (and to answer a CONNECT). */
   connectTimeoutMs: number;
+  /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
+  responseTimeoutMs: number;
   /** Lease TTL when the username gives none. */
   ttlSeconds: number;
   maxTTLSeconds: number;
@@ -36,6 +38,7 @@ export interface GatewayOptions {
 export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   maxAttempts: 3,
   connectTimeoutMs: 5000,
+  responseTimeoutMs: 60_000,
   ttlSeconds: 60,
   maxTTLSeconds: 3600,
   idleMs: 15_000,

@@ -109,3 +109,25 @@ describe('an upstream that dies midway through a response', () => {
     });
   });
 });
+
+describe('an upstream that accepts the connection and never answers', () => {
+  it('has until the response deadline, then the request goes through another upstream', async () => {
+    world = await startMisbehavingWorld(['blackhole', 'good'], { responseTimeoutMs: 300 });
+    const got = await through(world, '/', 'session-h1');
+    expect(got).toMatchObject({ status: 200, ended: 'complete', body: 'ok\n' });
+    expect(got.ms).toBeLessThan(2000);
+    expect((await world.store.totals()).suspectProxies).toBe(1);
+  });
+
+  it('fails the request with 502 when it was the last attempt', async () => {
+    world = await startMisbehavingWorld(['blackhole'], { responseTimeoutMs: 300, maxAttempts: 1 });
+    const got = await through(world, '/', 'session-h2');
+    expect(got.status).toBe(502);
+    expect(JSON.parse(got.body)).toMatchObject({
+      error: 'upstream_failed',
+      message: expect.stringMatching(/no response within 300 ms/),
+    });
+    const w = world;
+    await until(async () => (await w.store.totals()).activeLeases === 0);
+  });
+});
