@@ -22,7 +22,7 @@ import { replyError, type GatewayError } from './replies.js';
 import { canonicalTarget } from './target.js';
 import { basicAuthorization } from './upstream-tunnel.js';
 import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
-import { responseVerdict } from './upstream-outcome.js';
+import { isIdempotent, mayResend, responseVerdict, type FailurePoint } from './upstream-outcome.js';
 import type { UsernameOptions } from './username.js';
 
 /** Headers of one hop only (RFC 9110 7.6.1), plus the client's own credentials for us. */
@@ -40,7 +40,7 @@ const HOP_BY_HOP = new Set([
 
 type Sent =
   | { kind: 'response'; response: IncomingMessage }
-  | { kind: 'failed'; message: string; stale: boolean; endpointRefused?: true };
+  | { kind: 'failed'; message: string; stale: boolean; point: FailurePoint; endpointRefused?: true };
 
 export async function forwardHttp(
   ctx: GatewayContext,
@@ -140,9 +140,22 @@ export async function forwardHttp(
     ctx.agents.forget(lease.upstream);
     await ctx.pool.drop(lease).catch(() => undefined);
     if (req.socket.destroyed) return ctx.metrics.ended('http', 'client_gone');
+    if (sent.kind === 'failed' && !mayResend(req.method!, sent.point)) {
+      ctx.metrics.ended('http', 'upstream_failed');
+      return replyError(res, notResent(req.method!, last));
+    }
   }
   ctx.metrics.ended('http', 'upstream_failed');
   replyError(res, upstreamFailed(ctx.options.maxAttempts, last));
+}
+
+/** A request that may have reached the site through a failed upstream, not sent again. */
+function notResent(method: string, last: string): GatewayError {
+  return {
+    status: 502,
+    code: 'upstream_failed',
+    message: `the upstream failed after the ${method} was sent (${last}); a ${method} is not sent again through another proxy, as it may have reached the site`,
+  };
 }
 
 /**
@@ -220,7 +233,13 @@ function sendOnce(
   const { upstream } = lease;
   const how = upstreamConnect(upstream, ctx.guard);
   if (how.kind === 'refused')
-    return Promise.resolve({ kind: 'failed', message: how.message, stale: false, endpointRefused: true });
+    return Promise.resolve({
+      kind: 'failed',
+      message: how.message,
+      stale: false,
+      point: 'before_sending',
+      endpointRefused: true,
+    });
   const { lookup } = how;
   return new Promise((resolve) => {
     const out = httpRequest({
@@ -231,20 +250,30 @@ function sendOnce(
       method,
       path: url.href,
       setHost: false,
-      agent: ctx.agents.for(upstream),
+      // A non-idempotent request gets a connection of its own: on a pooled one, a reset could
+      // be the upstream's stale close or its failure after forwarding it, and only the first
+      // may be sent again.
+      agent: isIdempotent(method) ? ctx.agents.for(upstream) : false,
       headers:
         upstream.credentials === undefined
           ? headers
           : { ...headers, 'proxy-authorization': basicAuthorization(upstream.credentials) },
     });
     let timer: NodeJS.Timeout | undefined;
+    let settled = false;
     const done = (sent: Sent) => {
       clearTimeout(timer);
+      if (settled) return;
+      settled = true;
       resolve(sent);
     };
+    // Once connected, the request is on its way: a failure from then on may come after the
+    // upstream forwarded it.
+    let point: FailurePoint = 'before_sending';
     // Connected: the upstream has until the response's head to answer; one that accepts and
     // then says nothing would hold the request and its lease forever.
     const awaitResponse = () => {
+      point = 'after_sending';
       clearTimeout(timer);
       timer = setTimeout(
         () => out.destroy(new Error(`no response within ${ctx.options.responseTimeoutMs} ms`)),
@@ -260,14 +289,16 @@ function sendOnce(
       socket.once('connect', awaitResponse);
     });
     out.once('response', (response) => done({ kind: 'response', response }));
-    out.once('error', (err: NodeJS.ErrnoException) =>
+    // 'on', not 'once': a request can fail twice (a timeout's destroy, then its socket's error).
+    out.on('error', (err: NodeJS.ErrnoException) =>
       done(
         isUpstreamRefusal(err)
-          ? { kind: 'failed', message: err.message, stale: false, endpointRefused: true }
+          ? { kind: 'failed', message: err.message, stale: false, point, endpointRefused: true }
           : {
               kind: 'failed',
               message: err.code ?? err.message,
               stale: out.reusedSocket && err.code === 'ECONNRESET',
+              point,
             },
       ),
     );

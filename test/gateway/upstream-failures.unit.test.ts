@@ -131,3 +131,40 @@ describe('an upstream that accepts the connection and never answers', () => {
     await until(async () => (await w.store.totals()).activeLeases === 0);
   });
 });
+
+describe('an upstream that fails after the request was sent (RFC 9110 9.2.2)', () => {
+  it('a POST it may have forwarded is not sent again: the site sees one, the client gets 502', async () => {
+    world = await startMisbehavingWorld(['forwards_then_resets', 'good']);
+    const got = await through(world, '/order', 'session-p1', { method: 'POST', body: 'order=1' });
+    expect(got.status).toBe(502);
+    expect(JSON.parse(got.body)).toMatchObject({
+      error: 'upstream_failed',
+      message: expect.stringMatching(/a POST is not sent again/),
+    });
+    expect(world.seen).toEqual([{ method: 'POST', url: '/order' }]);
+  });
+
+  it('a GET is sent again through another upstream', async () => {
+    world = await startMisbehavingWorld(['forwards_then_resets', 'good']);
+    const got = await through(world, '/page', 'session-p2');
+    expect(got).toMatchObject({ status: 200, body: 'ok\n' });
+    expect(world.seen).toEqual([
+      { method: 'GET', url: '/page' },
+      { method: 'GET', url: '/page' },
+    ]);
+  });
+
+  it('a POST whose upstream refused the connection goes through another: the site sees it once', async () => {
+    world = await startMisbehavingWorld(['refuses', 'good']);
+    const got = await through(world, '/order', 'session-p3', { method: 'POST', body: 'order=1' });
+    expect(got).toMatchObject({ status: 200, body: 'ok\n' });
+    expect(world.seen).toEqual([{ method: 'POST', url: '/order' }]);
+  });
+
+  it('a POST whose upstream never answers is not sent again after the response deadline', async () => {
+    world = await startMisbehavingWorld(['blackhole', 'good'], { responseTimeoutMs: 300 });
+    const got = await through(world, '/order', 'session-p4', { method: 'POST', body: 'order=1' });
+    expect(got.status).toBe(502);
+    expect(world.seen).toEqual([]);
+  });
+});
