@@ -18,6 +18,12 @@ export interface GatewayOptions {
   connectTimeoutMs: number;
   /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
   responseTimeoutMs: number;
+  /**
+   * Milliseconds a client has from its connection (or the end of its last answer) to send a
+   * whole request head: one that sends nothing, or dribbles header bytes, is closed unheard.
+   * The body, a download and a tunnel come after the head and are not bounded by it.
+   */
+  headersTimeoutMs: number;
   /** Lease TTL when the username gives none. */
   ttlSeconds: number;
   maxTTLSeconds: number;
@@ -39,6 +45,7 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   maxAttempts: 3,
   connectTimeoutMs: 5000,
   responseTimeoutMs: 60_000,
+  headersTimeoutMs: 30_000,
   ttlSeconds: 60,
   maxTTLSeconds: 3600,
   idleMs: 15_000,

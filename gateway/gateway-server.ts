@@ -56,7 +56,17 @@ export class Gateway {
       logger,
     };
     this.server = createServer(
-      { keepAliveTimeout: 60_000, requestTimeout: 0, highWaterMark: TUNNEL_HIGH_WATER_MARK },
+      {
+        keepAliveTimeout: 60_000,
+        // No bound on a whole request (a long upload, download or tunnel is fine), but the
+        // head has one: without it (Node's default follows requestTimeout: 0) a connection
+        // that sends nothing, or a header byte now and then, stays open unauthenticated.
+        requestTimeout: 0,
+        headersTimeout: options.headersTimeoutMs,
+        // Node checks the deadline on this interval: a head is cut within 1.5x its timeout.
+        connectionsCheckingInterval: Math.max(10, Math.min(30_000, options.headersTimeoutMs / 2)),
+        highWaterMark: TUNNEL_HIGH_WATER_MARK,
+      },
       (req, res) => {
         void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));
       },

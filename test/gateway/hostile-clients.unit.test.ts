@@ -49,3 +49,70 @@ describe('a refused CONNECT whose client resets the connection', () => {
     expect((await viaTunnel(world.port, world.site.httpsPort, world.site.ca, basic(''))).status).toBe(200);
   });
 });
+
+/** Resolves with how long `socket` stayed open (it is closed by the other side, or `capMs` passes). */
+function closedWithin(socket: Socket, capMs: number): Promise<number> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(Infinity), capMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(Date.now() - started);
+    });
+  });
+}
+
+describe('a client that holds a connection without a whole request head (slowloris)', () => {
+  it.each<[string, (s: Socket) => () => void]>([
+    ['sends nothing', () => () => undefined],
+    [
+      'dribbles a header byte every 100 ms',
+      (s) => {
+        s.write('GET http://127.0.0.1/ HTTP/1.1\r\nX-A: ');
+        const t = setInterval(() => s.write('a'), 100);
+        return () => clearInterval(t);
+      },
+    ],
+  ])('%s: closed after the headers timeout', async (_n, behave) => {
+    world = await startWorld({ headersTimeoutMs: 400 });
+    const socket = await dial(world.port);
+    socket.on('error', () => undefined);
+    socket.on('data', () => undefined);
+    const stop = behave(socket);
+    const openMs = await closedWithin(socket, 3000);
+    stop();
+    socket.destroy();
+    expect(openMs).toBeGreaterThanOrEqual(350);
+    expect(openMs).toBeLessThan(1500);
+  });
+
+  it('a tunnel and a keep-alive connection outlive the headers timeout', async () => {
+    world = await startWorld({ headersTimeoutMs: 300 });
+    const tunnel = await viaTunnel(world.port, world.site.httpsPort, world.site.ca, basic(''), true);
+    expect(tunnel.status).toBe(200);
+    // A keep-alive connection idle between requests is bounded by the keep-alive timeout (60 s).
+    const socket = await dial(world.port);
+    const ask = () =>
+      new Promise<string>((resolve) => {
+        let got = '';
+        const onData = (c: Buffer) => {
+          got += c.toString('latin1');
+          if (/\r\n\r\n[\d.]+\n$/.test(got)) {
+            socket.off('data', onData);
+            resolve(got);
+          }
+        };
+        socket.on('data', onData);
+        socket.write(
+          `GET http://127.0.0.1:${world.site.httpPort}/ HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: ${basic('')}\r\n\r\n`,
+        );
+      });
+    expect(await ask()).toMatch(/^HTTP\/1\.1 200 /);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(socket.destroyed).toBe(false);
+    expect(await ask()).toMatch(/^HTTP\/1\.1 200 /);
+    socket.destroy();
+    expect(world.gateway.openTunnels).toBe(1);
+    tunnel.close!();
+  });
+});

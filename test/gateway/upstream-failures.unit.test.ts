@@ -168,3 +168,14 @@ describe('an upstream that fails after the request was sent (RFC 9110 9.2.2)', (
     expect(world.seen).toEqual([]);
   });
 });
+
+describe('the headers timeout (slowloris) bounds only the request head', () => {
+  it('a download slower than it completes', async () => {
+    world = await startMisbehavingWorld(['good'], { headersTimeoutMs: 200 }, 900);
+    expect(await through(world, '/slow', 'session-l1')).toMatchObject({
+      status: 200,
+      ended: 'complete',
+      body: 'start\nend\n',
+    });
+  });
+});
