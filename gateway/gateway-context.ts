@@ -19,8 +19,8 @@ export interface GatewayOptions {
   /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
   responseTimeoutMs: number;
   /**
-   * Milliseconds a client has from its connection (or the end of its last answer) to send a
-   * whole request head: one that sends nothing, or dribbles header bytes, is closed unheard.
+   * Milliseconds a client has from its connection (on keep-alive, from its next request's
+   * first byte) to send a whole request head: one that sends nothing, or dribbles header bytes, is closed unheard.
    * The body, a download and a tunnel come after the head and are not bounded by it.
    */
   headersTimeoutMs: number;
