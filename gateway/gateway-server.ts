@@ -13,7 +13,7 @@ import { DEFAULT_GATEWAY_OPTIONS, type GatewayContext, type GatewayOptions } fro
 import { GatewayMetrics } from './gateway-metrics.js';
 import { LeasePool } from './lease-pool.js';
 import type { GatewayBook, TokenVerifier, UpstreamGuard } from './ports.js';
-import { replyError, replyErrorOnSocket } from './replies.js';
+import { clientErrorReply, replyError, replyErrorOnSocket } from './replies.js';
 import { SitePaces } from './site-paces.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
@@ -85,11 +85,12 @@ export class Gateway {
         socket.destroy();
       });
     });
-    // A client that sends garbage gets a 400 and a closed socket, never a crash.
-    this.server.on('clientError', (_err, socket: Duplex) => {
-      if (socket.writable)
-        socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      else socket.destroy();
+    // A client that sends garbage, too large a head or none in time gets the documented
+    // answer (JSON and X-Gateway-Error) and a closed socket, never a crash.
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      // A reset socket has no one to answer.
+      if (err.code === 'ECONNRESET') socket.destroy();
+      else replyErrorOnSocket(socket, clientErrorReply(err.code, options.headersTimeoutMs));
     });
   }
 

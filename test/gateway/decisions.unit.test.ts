@@ -10,6 +10,7 @@ import {
   type FailurePoint,
 } from '../../gateway/upstream-outcome.js';
 import { parseReportBody, sessionOfReportPath } from '../../gateway/session-report.js';
+import { clientErrorReply } from '../../gateway/replies.js';
 import { authenticate } from '../../gateway/authenticate.js';
 import { targetName } from '../../book/target-name.js';
 
@@ -225,5 +226,20 @@ describe('sending a failed request again through another upstream (RFC 9110 9.2.
     ['get', 'after_sending', false],
   ])('%s failed %s: sent again %s', (method, point, want) => {
     expect(mayResend(method, point)).toBe(want);
+  });
+});
+
+describe("a request Node's parser refused (clientError)", () => {
+  it.each<[string | undefined, number, string, RegExp]>([
+    ['HPE_HEADER_OVERFLOW', 431, 'headers_too_large', /larger than Node's limit/],
+    ['ERR_HTTP_REQUEST_TIMEOUT', 408, 'request_timeout', /no whole request head within 30 s/],
+    ['HPE_INVALID_METHOD', 400, 'invalid_request', /\(HPE_INVALID_METHOD\)/],
+    [undefined, 400, 'invalid_request', /\(parse error\)/],
+  ])('%s: %d %s', (code, status, error, message) => {
+    expect(clientErrorReply(code, 30_000)).toEqual({
+      status,
+      code: error,
+      message: expect.stringMatching(message),
+    });
   });
 });

@@ -116,3 +116,34 @@ describe('a client that holds a connection without a whole request head (slowlor
     tunnel.close!();
   });
 });
+
+/** What the gateway wrote on a raw connection before closing it. */
+async function answerTo(port: number, raw: string): Promise<string> {
+  const socket = await dial(port);
+  socket.on('error', () => undefined);
+  let got = '';
+  socket.on('data', (c: Buffer) => (got += c.toString('latin1')));
+  socket.write(raw);
+  await closedWithin(socket, 3000);
+  socket.destroy();
+  return got;
+}
+
+describe("a request Node's parser refuses gets the documented answer", () => {
+  it.each<[string, number, string, () => string]>([
+    [
+      'a head over the limit',
+      431,
+      'headers_too_large',
+      () => `GET http://127.0.0.1/ HTTP/1.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    ],
+    ['not HTTP', 400, 'invalid_request', () => 'HELLO THERE\r\n\r\n'],
+    ['no head in time', 408, 'request_timeout', () => ''],
+  ])('%s: %d with the JSON body and X-Gateway-Error', async (_n, status, code, raw) => {
+    world = await startWorld({ headersTimeoutMs: 300 });
+    const answer = await answerTo(world.port, raw());
+    expect(answer.slice(0, 12)).toBe(`HTTP/1.1 ${status}`);
+    expect(answer).toMatch(new RegExp(`\r\nX-Gateway-Error: ${code}: `));
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: code });
+  });
+});
