@@ -17,11 +17,12 @@ import {
   type GatewayContext,
 } from './gateway-context.js';
 import type { HeldLease } from './lease-pool.js';
+import type { GatewayLeaseRequest } from './ports.js';
 import { replyError, type GatewayError } from './replies.js';
 import { canonicalTarget } from './target.js';
 import { basicAuthorization } from './upstream-tunnel.js';
 import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
-import { responseVerdict } from './upstream-outcome.js';
+import { isIdempotent, mayResend, responseVerdict, type FailurePoint } from './upstream-outcome.js';
 import type { UsernameOptions } from './username.js';
 
 /** Headers of one hop only (RFC 9110 7.6.1), plus the client's own credentials for us. */
@@ -39,7 +40,7 @@ const HOP_BY_HOP = new Set([
 
 type Sent =
   | { kind: 'response'; response: IncomingMessage }
-  | { kind: 'failed'; message: string; stale: boolean; endpointRefused?: true };
+  | { kind: 'failed'; message: string; stale: boolean; point: FailurePoint; endpointRefused?: true };
 
 export async function forwardHttp(
   ctx: GatewayContext,
@@ -109,7 +110,7 @@ export async function forwardHttp(
       if (verdict.kind === 'report' && verdict.report === 'rate_limited') {
         rateLimited(ctx, lease, target, sentAtMs, verdict.retryAfterSeconds);
         // The lease stays: its pace holds this upstream's next requests to the site back.
-        return relay(ctx, lease, leaseReq.session, sent.response, res, false, body.length);
+        return relay(ctx, lease, leaseReq, sent.response, res, false, body.length);
       }
       if (verdict.kind !== 'retry') {
         if (verdict.kind === 'report') {
@@ -117,15 +118,7 @@ export async function forwardHttp(
           // Every session on that proxy for this target moves, those sharing its lease too.
           ctx.pool.retireProxy(lease.upstream.id, target);
         } else ctx.paces.succeeded(lease.upstream.id, target, sentAtMs);
-        return relay(
-          ctx,
-          lease,
-          leaseReq.session,
-          sent.response,
-          res,
-          verdict.kind === 'report',
-          body.length,
-        );
+        return relay(ctx, lease, leaseReq, sent.response, res, verdict.kind === 'report', body.length);
       }
       sent.response.resume();
       last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
@@ -147,9 +140,22 @@ export async function forwardHttp(
     ctx.agents.forget(lease.upstream);
     await ctx.pool.drop(lease).catch(() => undefined);
     if (req.socket.destroyed) return ctx.metrics.ended('http', 'client_gone');
+    if (sent.kind === 'failed' && !mayResend(req.method!, sent.point)) {
+      ctx.metrics.ended('http', 'upstream_failed');
+      return replyError(res, notResent(req.method!, last));
+    }
   }
   ctx.metrics.ended('http', 'upstream_failed');
   replyError(res, upstreamFailed(ctx.options.maxAttempts, last));
+}
+
+/** A request that may have reached the site through a failed upstream, not sent again. */
+function notResent(method: string, last: string): GatewayError {
+  return {
+    status: 502,
+    code: 'upstream_failed',
+    message: `the upstream failed after the ${method} was sent (${last}); a ${method} is not sent again through another proxy, as it may have reached the site`,
+  };
 }
 
 /**
@@ -227,7 +233,13 @@ function sendOnce(
   const { upstream } = lease;
   const how = upstreamConnect(upstream, ctx.guard);
   if (how.kind === 'refused')
-    return Promise.resolve({ kind: 'failed', message: how.message, stale: false, endpointRefused: true });
+    return Promise.resolve({
+      kind: 'failed',
+      message: how.message,
+      stale: false,
+      point: 'before_sending',
+      endpointRefused: true,
+    });
   const { lookup } = how;
   return new Promise((resolve) => {
     const out = httpRequest({
@@ -238,34 +250,55 @@ function sendOnce(
       method,
       path: url.href,
       setHost: false,
-      agent: ctx.agents.for(upstream),
+      // A non-idempotent request gets a connection of its own: on a pooled one, a reset could
+      // be the upstream's stale close or its failure after forwarding it, and only the first
+      // may be sent again.
+      agent: isIdempotent(method) ? ctx.agents.for(upstream) : false,
       headers:
         upstream.credentials === undefined
           ? headers
           : { ...headers, 'proxy-authorization': basicAuthorization(upstream.credentials) },
     });
-    let connectTimer: NodeJS.Timeout | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
     const done = (sent: Sent) => {
-      clearTimeout(connectTimer);
+      clearTimeout(timer);
+      if (settled) return;
+      settled = true;
       resolve(sent);
     };
+    // Once connected, the request is on its way: a failure from then on may come after the
+    // upstream forwarded it.
+    let point: FailurePoint = 'before_sending';
+    // Connected: the upstream has until the response's head to answer; one that accepts and
+    // then says nothing would hold the request and its lease forever.
+    const awaitResponse = () => {
+      point = 'after_sending';
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => out.destroy(new Error(`no response within ${ctx.options.responseTimeoutMs} ms`)),
+        ctx.options.responseTimeoutMs,
+      );
+    };
     out.once('socket', (socket) => {
-      if (!socket.connecting) return;
-      connectTimer = setTimeout(
+      if (!socket.connecting) return awaitResponse();
+      timer = setTimeout(
         () => out.destroy(new Error(`no connection within ${ctx.options.connectTimeoutMs} ms`)),
         ctx.options.connectTimeoutMs,
       );
-      socket.once('connect', () => clearTimeout(connectTimer));
+      socket.once('connect', awaitResponse);
     });
     out.once('response', (response) => done({ kind: 'response', response }));
-    out.once('error', (err: NodeJS.ErrnoException) =>
+    // 'on', not 'once': a request can fail twice (a timeout's destroy, then its socket's error).
+    out.on('error', (err: NodeJS.ErrnoException) =>
       done(
         isUpstreamRefusal(err)
-          ? { kind: 'failed', message: err.message, stale: false, endpointRefused: true }
+          ? { kind: 'failed', message: err.message, stale: false, point, endpointRefused: true }
           : {
               kind: 'failed',
               message: err.code ?? err.message,
               stale: out.reusedSocket && err.code === 'ECONNRESET',
+              point,
             },
       ),
     );
@@ -273,11 +306,16 @@ function sendOnce(
   });
 }
 
-/** Streams the site's answer to the client; the lease goes back to the pool when it is done. */
+/**
+ * Streams the site's answer to the client; the lease goes back to the pool when it is done.
+ * An upstream that cuts the answer midway cannot be hidden (the client has its first bytes):
+ * the client's connection is closed, so it sees the cut, and the upstream is treated as one
+ * that failed an attempt (reported unreachable, its lease dropped, its connections not reused).
+ */
 function relay(
   ctx: GatewayContext,
   lease: HeldLease,
-  session: string | undefined,
+  leaseReq: GatewayLeaseRequest,
   response: IncomingMessage,
   res: ServerResponse,
   reported: boolean,
@@ -295,20 +333,39 @@ function relay(
   });
   response.pipe(res);
   let ended = false;
-  const finish = (complete: boolean) => {
+  const finish = (how: 'complete' | 'client_gone' | 'upstream_cut') => {
     if (ended) return;
     ended = true;
     ctx.metrics.carried(sentBytes, received);
-    ctx.metrics.ended('http', complete ? 'ok' : 'client_gone');
+    ctx.metrics.ended(
+      'http',
+      how === 'complete' ? 'ok' : how === 'client_gone' ? 'client_gone' : 'upstream_failed',
+    );
+    if (how === 'upstream_cut') {
+      res.destroy();
+      ctx.agents.forget(lease.upstream);
+      void (async () => {
+        await report(ctx, lease, 'unreachable', leaseReq.target);
+        await attemptFailed(ctx, lease.upstream.id, leaseReq);
+        await ctx.pool.drop(lease);
+      })().catch(() => undefined);
+      return;
+    }
     // A proxy just banned or rate-limited for this target must not carry the next request
     // there: its lease is released, not kept.
     if (reported) void ctx.pool.drop(lease).catch(() => undefined);
-    else ctx.pool.give(lease, session);
+    else ctx.pool.give(lease, leaseReq.session);
   };
-  response.once('end', () => finish(true));
+  response.once('end', () => finish('complete'));
+  // Without 'end': the upstream's connection closed (or failed) before the whole answer came.
+  response.once('close', () => {
+    if (!response.complete) finish('upstream_cut');
+  });
   res.once('close', () => {
-    if (!response.complete) response.destroy();
-    finish(response.complete);
+    if (!response.complete) {
+      finish('client_gone');
+      response.destroy();
+    } else finish('complete');
   });
 }
 

@@ -16,6 +16,14 @@ export interface GatewayOptions {
   maxAttempts: number;
   /** Milliseconds an upstream may take to accept a connection (and to answer a CONNECT). */
   connectTimeoutMs: number;
+  /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
+  responseTimeoutMs: number;
+  /**
+   * Milliseconds a client has from its connection (on keep-alive, from its next request's
+   * first byte) to send a whole request head: one that sends nothing, or dribbles header bytes, is closed unheard.
+   * The body, a download and a tunnel come after the head and are not bounded by it.
+   */
+  headersTimeoutMs: number;
   /** Lease TTL when the username gives none. */
   ttlSeconds: number;
   maxTTLSeconds: number;
@@ -36,6 +44,8 @@ export interface GatewayOptions {
 export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   maxAttempts: 3,
   connectTimeoutMs: 5000,
+  responseTimeoutMs: 60_000,
+  headersTimeoutMs: 30_000,
   ttlSeconds: 60,
   maxTTLSeconds: 3600,
   idleMs: 15_000,

@@ -13,7 +13,7 @@ import { DEFAULT_GATEWAY_OPTIONS, type GatewayContext, type GatewayOptions } fro
 import { GatewayMetrics } from './gateway-metrics.js';
 import { LeasePool } from './lease-pool.js';
 import type { GatewayBook, TokenVerifier, UpstreamGuard } from './ports.js';
-import { replyError, replyErrorOnSocket } from './replies.js';
+import { clientErrorReply, replyError, replyErrorOnSocket } from './replies.js';
 import { SitePaces } from './site-paces.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
@@ -56,12 +56,28 @@ export class Gateway {
       logger,
     };
     this.server = createServer(
-      { keepAliveTimeout: 60_000, requestTimeout: 0, highWaterMark: TUNNEL_HIGH_WATER_MARK },
+      {
+        keepAliveTimeout: 60_000,
+        // No bound on a whole request (a long upload, download or tunnel is fine), but the
+        // head has one: without it (Node's default follows requestTimeout: 0) a connection
+        // that sends nothing, or a header byte now and then, stays open unauthenticated.
+        requestTimeout: 0,
+        headersTimeout: options.headersTimeoutMs,
+        // Node checks the deadline on this interval: a head is cut within 1.5x its timeout.
+        connectionsCheckingInterval: Math.max(10, Math.min(30_000, options.headersTimeoutMs / 2)),
+        highWaterMark: TUNNEL_HIGH_WATER_MARK,
+      },
       (req, res) => {
         void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));
       },
     );
     this.server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Node hands a CONNECT's socket over without its own 'error' listener: a client that
+      // resets it (curl after a 407) would otherwise crash the process. Closing follows.
+      socket.on('error', (err: Error) => {
+        logger.debug({ err }, 'gateway: CONNECT client socket failed');
+        socket.destroy();
+      });
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
       void this.onConnect(req, socket, head).catch((err: unknown) => {
@@ -69,11 +85,12 @@ export class Gateway {
         socket.destroy();
       });
     });
-    // A client that sends garbage gets a 400 and a closed socket, never a crash.
-    this.server.on('clientError', (_err, socket: Duplex) => {
-      if (socket.writable)
-        socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      else socket.destroy();
+    // A client that sends garbage, too large a head or none in time gets the documented
+    // answer (JSON and X-Gateway-Error) and a closed socket, never a crash.
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      // A reset socket has no one to answer.
+      if (err.code === 'ECONNRESET') socket.destroy();
+      else replyErrorOnSocket(socket, clientErrorReply(err.code, options.headersTimeoutMs));
     });
   }
 

@@ -11,6 +11,8 @@ export type GatewayErrorCode =
   | 'no_tokens_configured'
   | 'invalid_username'
   | 'invalid_request'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
@@ -40,7 +42,9 @@ const REASONS: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   407: 'Proxy Authentication Required',
+  408: 'Request Timeout',
   413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
 };
@@ -77,4 +81,28 @@ export function replyErrorOnSocket(socket: Duplex, error: GatewayError): void {
     return;
   }
   socket.end(`HTTP/1.1 ${error.status} ${REASONS[error.status] ?? 'Error'}\r\n${headers}\r\n${body}`);
+}
+
+/**
+ * The answer to a request Node's parser refused before the gateway saw it (its 'clientError'):
+ * the same JSON and header as every other answer of the gateway's own. Pure.
+ */
+export function clientErrorReply(code: string | undefined, headersTimeoutMs: number): GatewayError {
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return {
+      status: 431,
+      code: 'headers_too_large',
+      message: "the request head is larger than Node's limit (--max-http-header-size, 16 KiB by default)",
+    };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return {
+      status: 408,
+      code: 'request_timeout',
+      message: `no whole request head within ${Math.round(headersTimeoutMs / 1000)} s`,
+    };
+  return {
+    status: 400,
+    code: 'invalid_request',
+    message: `not an HTTP/1.1 request the gateway can read (${code ?? 'parse error'})`,
+  };
 }

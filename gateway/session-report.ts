@@ -5,7 +5,7 @@
 // tunnel to that target then goes through another proxy.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { targetName } from '../book/target-name.js';
-import type { GatewayContext } from './gateway-context.js';
+import { storeUnavailable, type GatewayContext } from './gateway-context.js';
 import type { GatewayReport } from './ports.js';
 import { replyError } from './replies.js';
 import { parseUsername } from './username.js';
@@ -101,7 +101,12 @@ export async function reportBySession(
     target: body.target,
     ...(body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds }),
   };
-  await ctx.book.report(held[0].leaseID, body.result, details, owner);
+  try {
+    await ctx.book.report(held[0].leaseID, body.result, details, owner);
+  } catch (err) {
+    // Redis down: the 503 requests and tunnels get, not a bare 500; the lease stays as it was.
+    return replyError(res, storeUnavailable(err));
+  }
   // No lease of this session may carry its next tunnel to that target through this proxy.
   for (const lease of held) ctx.pool.retire(lease);
   // A ban or rate limit rests the proxy for that target: no session this gateway holds there

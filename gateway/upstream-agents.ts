@@ -18,17 +18,31 @@ export class UpstreamAgents {
     return agent;
   }
 
-  /** Drops the pooled connections to an upstream that failed (a dead one would fail them all). */
+  /**
+   * Stops reusing the connections to an upstream that failed (a dead one would fail them all):
+   * its idle ones close now, the next request opens a new one, and those carrying a response
+   * (other clients' downloads through the same upstream) finish and then close. Agent.destroy()
+   * would cut them too.
+   */
   forget(upstream: Upstream): void {
     const key = keyOf(upstream);
-    this.agents.get(key)?.destroy();
+    const agent = this.agents.get(key);
+    if (agent === undefined) return;
     this.agents.delete(key);
+    retire(agent);
   }
 
   close(): void {
     for (const agent of this.agents.values()) agent.destroy();
     this.agents.clear();
   }
+}
+
+/** An agent no request will be given again: idle sockets close, busy ones close once free. */
+function retire(agent: Agent): void {
+  agent.keepSocketAlive = () => false;
+  for (const sockets of Object.values(agent.freeSockets))
+    for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** A guarded (External) upstream never shares pooled connections with an unguarded one. */

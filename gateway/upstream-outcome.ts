@@ -64,3 +64,25 @@ export function retryAfterSeconds(value: string | undefined, nowMs: number): num
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
+
+/**
+ * Where an attempt through an upstream failed: before the request could leave for it (the
+ * guard refused its address, the connection was refused or timed out), or once it was on its
+ * way, when the upstream may have forwarded it to the site.
+ */
+export type FailurePoint = 'before_sending' | 'after_sending';
+
+/** RFC 9110 9.2.2: the methods whose repetition has the effect of one request. */
+const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+export function isIdempotent(method: string): boolean {
+  return IDEMPOTENT_METHODS.has(method);
+}
+
+/**
+ * Whether a failed attempt's request may be sent again through another upstream: always
+ * before it was sent; after, only an idempotent method (a POST sent twice may be two orders).
+ */
+export function mayResend(method: string, point: FailurePoint): boolean {
+  return point === 'before_sending' || isIdempotent(method);
+}

@@ -70,6 +70,7 @@ export class GatewayRunner {
       options: {
         maxAttempts: gw.maxAttempts,
         connectTimeoutMs: gw.connectTimeoutMs,
+        responseTimeoutMs: gw.responseTimeoutMs,
         ttlSeconds: Math.min(gw.ttlSeconds, settings.discovery.maxLeaseTTLSeconds),
         maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
         idleMs: gw.idleSeconds * 1000,

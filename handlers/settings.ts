@@ -106,6 +106,8 @@ export interface GatewaySettings {
   /** Upstreams tried per request or tunnel (`--gateway-max-attempts`). */
   maxAttempts: number;
   connectTimeoutMs: number;
+  /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
+  responseTimeoutMs: number;
   /** The TTL of the leases the gateway takes when the username gives none. */
   ttlSeconds: number;
   /** Seconds a finished lease waits for the next request with the same options. */
@@ -126,6 +128,7 @@ export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = {
   port: 8888,
   maxAttempts: 3,
   connectTimeoutMs: 5000,
+  responseTimeoutMs: 60_000,
   ttlSeconds: 60,
   idleSeconds: 15,
   bannedCodes: [403],

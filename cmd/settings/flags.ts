@@ -286,6 +286,12 @@ export const OPTIONS: Option[] = [
     help: 'milliseconds an upstream proxy may take to accept the connection (and to answer a CONNECT) before it counts as unreachable',
   },
   {
+    flag: 'gateway-response-timeout',
+    env: 'GATEWAY_RESPONSE_TIMEOUT_MS',
+    default: '60000',
+    help: "milliseconds a connected upstream proxy may take to send a plain-HTTP response's head before it counts as unreachable (a request that may have reached the site is retried only if its method is idempotent)",
+  },
+  {
     flag: 'gateway-lease-ttl',
     env: 'GATEWAY_LEASE_TTL',
     default: '60',

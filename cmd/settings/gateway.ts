@@ -7,6 +7,7 @@ export function gatewaySettings(get: FlagReader): GatewaySettings {
     ...address('gateway-address', get('gateway-address')!),
     maxAttempts: positiveInt('gateway-max-attempts', get('gateway-max-attempts')!),
     connectTimeoutMs: positiveInt('gateway-connect-timeout', get('gateway-connect-timeout')!, 10),
+    responseTimeoutMs: positiveInt('gateway-response-timeout', get('gateway-response-timeout')!, 10),
     ttlSeconds: positiveInt('gateway-lease-ttl', get('gateway-lease-ttl')!, 3),
     idleSeconds: positiveInt('gateway-idle-timeout', get('gateway-idle-timeout')!, 0),
     bannedCodes: statusCodes('gateway-ban-codes', get('gateway-ban-codes')!),

@@ -266,6 +266,7 @@ describe('the lease store and components flags', () => {
         port: 8888,
         maxAttempts: 3,
         connectTimeoutMs: 5000,
+        responseTimeoutMs: 60_000,
         ttlSeconds: 60,
         idleSeconds: 15,
         bannedCodes: [403],
@@ -285,7 +286,12 @@ describe('the lease store and components flags', () => {
           '--gateway-rate-limit-codes=',
           '--gateway-drain-timeout=0',
         ],
-        { GATEWAY_CONNECT_TIMEOUT_MS: '800', GATEWAY_LEASE_TTL: '120', GATEWAY_IDLE_TIMEOUT: '2' },
+        {
+          GATEWAY_CONNECT_TIMEOUT_MS: '800',
+          GATEWAY_RESPONSE_TIMEOUT_MS: '9000',
+          GATEWAY_LEASE_TTL: '120',
+          GATEWAY_IDLE_TIMEOUT: '2',
+        },
       ),
     ).toMatchObject({
       gateway: {
@@ -293,6 +299,7 @@ describe('the lease store and components flags', () => {
         port: 3129,
         maxAttempts: 5,
         connectTimeoutMs: 800,
+        responseTimeoutMs: 9000,
         ttlSeconds: 120,
         idleSeconds: 2,
         bannedCodes: [403, 451],

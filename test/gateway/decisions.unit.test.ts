@@ -2,8 +2,15 @@
 // report body. Each table reads as the rule in docs/gateway.md.
 import { parseProxyAuthorization } from '../../gateway/proxy-authorization.js';
 import { canonicalTarget, connectAuthority } from '../../gateway/target.js';
-import { connectVerdict, responseVerdict, retryAfterSeconds } from '../../gateway/upstream-outcome.js';
+import {
+  connectVerdict,
+  mayResend,
+  responseVerdict,
+  retryAfterSeconds,
+  type FailurePoint,
+} from '../../gateway/upstream-outcome.js';
 import { parseReportBody, sessionOfReportPath } from '../../gateway/session-report.js';
+import { clientErrorReply } from '../../gateway/replies.js';
 import { authenticate } from '../../gateway/authenticate.js';
 import { targetName } from '../../book/target-name.js';
 
@@ -198,5 +205,41 @@ describe('the report by session', () => {
     ['[]', 'the body must be a JSON object'],
   ])('%s → %j', (text, want) => {
     expect(parseReportBody(text)).toEqual(want);
+  });
+});
+
+describe('sending a failed request again through another upstream (RFC 9110 9.2.2)', () => {
+  it.each<[string, FailurePoint, boolean]>([
+    ['GET', 'before_sending', true],
+    ['GET', 'after_sending', true],
+    ['HEAD', 'after_sending', true],
+    ['OPTIONS', 'after_sending', true],
+    ['TRACE', 'after_sending', true],
+    ['PUT', 'after_sending', true],
+    ['DELETE', 'after_sending', true],
+    ['POST', 'before_sending', true],
+    ['POST', 'after_sending', false],
+    ['PATCH', 'before_sending', true],
+    ['PATCH', 'after_sending', false],
+    ['PROPFIND', 'after_sending', false],
+    // Methods are case-sensitive: only the registered spelling is known to be idempotent.
+    ['get', 'after_sending', false],
+  ])('%s failed %s: sent again %s', (method, point, want) => {
+    expect(mayResend(method, point)).toBe(want);
+  });
+});
+
+describe("a request Node's parser refused (clientError)", () => {
+  it.each<[string | undefined, number, string, RegExp]>([
+    ['HPE_HEADER_OVERFLOW', 431, 'headers_too_large', /larger than Node's limit/],
+    ['ERR_HTTP_REQUEST_TIMEOUT', 408, 'request_timeout', /no whole request head within 30 s/],
+    ['HPE_INVALID_METHOD', 400, 'invalid_request', /\(HPE_INVALID_METHOD\)/],
+    [undefined, 400, 'invalid_request', /\(parse error\)/],
+  ])('%s: %d %s', (code, status, error, message) => {
+    expect(clientErrorReply(code, 30_000)).toEqual({
+      status,
+      code: error,
+      message: expect.stringMatching(message),
+    });
   });
 });

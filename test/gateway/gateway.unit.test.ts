@@ -1,6 +1,7 @@
 // The gateway on real parts (gateway-world.ts): authentication, routing through the book,
 import { request as httpRequest } from 'node:http';
 // sessions, bans, dead upstreams, caps, reports by session, leases released.
+import { jest } from '@jest/globals';
 import { OPEN_POLICY, type TokenPolicy } from '../../book/token-scope.js';
 import { basic, PROXY_IPS, startWorld, until, viaGateway, viaTunnel, type World } from './gateway-world.js';
 
@@ -261,6 +262,31 @@ describe('reporting inside a tunnel by session', () => {
     const after = await viaTunnel(world.port, world.site.httpsPort, world.site.ca, basic('session-k1'));
     expect(after.status).toBe(200);
     expect(after.body.trim()).not.toBe(before);
+  });
+
+  it('answers 503 store_unavailable, as requests do, when the book cannot be reached', async () => {
+    world = await startWorld();
+    const tunnel = await viaTunnel(
+      world.port,
+      world.site.httpsPort,
+      world.site.ca,
+      basic('session-k2'),
+      true,
+    );
+    jest.spyOn(world.store, 'report').mockRejectedValue(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    const report = await fetch(`http://127.0.0.1:${world.port}/v1/sessions/k2/report`, {
+      method: 'POST',
+      headers: { authorization: `Bearer gateway-test-token-0123456789` },
+      body: JSON.stringify({ target: '127.0.0.1', result: 'banned' }),
+    });
+    expect(report.status).toBe(503);
+    expect(report.headers.get('retry-after')).toBe('1');
+    expect(report.headers.get('x-gateway-error')).toMatch(/^store_unavailable: /);
+    expect(await report.json()).toEqual({
+      error: 'store_unavailable',
+      message: 'the lease book cannot be reached: connect ECONNREFUSED 127.0.0.1:6379',
+    });
+    tunnel.close!();
   });
 
   it('says so when it holds no lease of that session', async () => {
