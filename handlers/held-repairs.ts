@@ -15,7 +15,7 @@ export class HeldRepairs {
     const held = this.held;
     new Gauge({
       name: 'proxy_operator_repairs_held',
-      help: 'Unhealthy Managed proxies past their grace whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy).',
+      help: 'Unhealthy Managed proxies past their grace whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy, TargetGroupUnhealthy).',
       labelNames: ['provider', 'reason'],
       registers: [registry],
       collect() {

@@ -47,7 +47,7 @@ import type { StatusOverride } from './proxy-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
 import { ReplacementBudget, type SlotAnswer, type SlotKind } from './replacement-budget.js';
-import { repairHold, type RepairHold } from './repair-hold.js';
+import { repairHold, sharesFor, type RepairHold } from './repair-hold.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, PROVIDERS, VERDICTS } from './tokens.js';
 import { cooldownSource, readBansDue, wantsBanCheck, type CooldownSource } from './ban-rotation.js';
@@ -119,17 +119,26 @@ export class ProxyController {
     return this.settings.autopilotClock?.() ?? new Date();
   }
 
-  /** Whether an Unhealthy proxy's repair may go ahead now (repair-hold.ts), from the cache and the direct check. */
+  /**
+   * Whether an Unhealthy proxy's repair may go ahead now (repair-hold.ts), from the direct
+   * checks and the cache's counts per probe URL (those whose target fails directly left out).
+   */
   private repairHold(ctx: HandlerContext<Proxy>): RepairHold {
     const proxy = ctx.object;
     const provider = proxy.spec.provider ?? '';
-    const share = this.budget.unhealthyShare(provider, ctx.cache);
+    const probeURL = proxy.spec.healthCheck.probeURL;
+    const target = (url: string) => this.verdicts.target(url);
+    const { fleet, group } = sharesFor(
+      this.budget.unhealthyByProbeURL(provider, ctx.cache),
+      probeURL,
+      target,
+    );
     const decision = repairHold({
       provider,
-      probeURL: proxy.spec.healthCheck.probeURL,
-      target: this.verdicts.target(proxy.spec.healthCheck.probeURL),
-      unhealthy: share.unhealthy,
-      total: share.total,
+      probeURL,
+      target: target(probeURL),
+      fleet,
+      group,
       maxUnhealthyPercent: this.settings.repairHoldUnhealthyPercent,
     });
     return this.holds.afterLift(

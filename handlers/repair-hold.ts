@@ -1,9 +1,12 @@
 // Whether the autopilot may repair (replace) an Unhealthy Managed proxy now, or must hold
 // because the failure more likely has one shared cause than many dead proxies. A shared cause
-// (the probe target down, the operator's egress or DNS broken) turns every proxy Unhealthy at
-// once; replacing them would throw away every IP and fix nothing. As Karpenter's node repair
-// does, two signals hold repairs: the probe target fails when checked directly, without a
-// proxy; or more than a fraction of the provider's proxies are Unhealthy at once.
+// (the probe target down or refusing the proxies, the operator's egress or DNS broken, the
+// provider's network) turns many proxies Unhealthy at once; replacing them would throw away
+// every IP and fix nothing. As Karpenter's node repair does, the hold reads signals, in order:
+// the probe target fails when checked directly, without a proxy; more than a fraction of the
+// provider's proxies are Unhealthy at once; more than that fraction of the proxies probing the
+// same target (its origin) are Unhealthy at once. The counting rules leave out proxies whose
+// own target fails directly: their failure is explained and says nothing of anyone else's.
 
 /** What the direct check (no proxy) last said of a probe URL. */
 export type TargetReading =
@@ -13,31 +16,52 @@ export type TargetReading =
   | { kind: 'unknown' };
 
 /** Why repairs hold: a closed list, the reason on the Proxies' condition, Event and metric. */
-export type RepairHoldReason = 'ProbeTargetUnreachable' | 'ProbeTargetUnchecked' | 'FleetUnhealthy';
+export type RepairHoldReason =
+  'ProbeTargetUnreachable' | 'ProbeTargetUnchecked' | 'FleetUnhealthy' | 'TargetGroupUnhealthy';
 
 export const REPAIR_HOLD_REASONS: readonly RepairHoldReason[] = [
   'ProbeTargetUnreachable',
   'ProbeTargetUnchecked',
   'FleetUnhealthy',
+  'TargetGroupUnhealthy',
 ];
 
 export type RepairHold = { kind: 'go' } | { kind: 'hold'; reason: RepairHoldReason; message: string };
+
+/** Some proxies, and how many of them are Unhealthy. */
+export interface Share {
+  unhealthy: number;
+  total: number;
+}
+
+/** A provider's Managed proxies probing one URL (not being deleted). */
+export interface ProbeURLShare extends Share {
+  probeURL: string;
+}
 
 export interface RepairHoldInputs {
   provider: string;
   probeURL: string;
   /** The direct check of this proxy's probe URL. */
   target: TargetReading;
-  /** The provider's Managed proxies whose phase is Unhealthy, this one included. */
-  unhealthy: number;
-  /** The provider's Managed proxies (not being deleted). */
-  total: number;
-  /** `--repair-hold-unhealthy-percent`; 100 turns the fleet rule off. */
+  /** The provider's Managed proxies, this one included, less those explained (sharesFor). */
+  fleet: Share;
+  /** Of `fleet`, those probing this proxy's target group (targetGroup). */
+  group: Share;
+  /** `--repair-hold-unhealthy-percent`; 100 turns both counting rules off. */
   maxUnhealthyPercent: number;
 }
 
 /** 20 %, as Karpenter's node repair: more Unhealthy proxies than that at once look like one cause. */
 export const DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT = 20;
+
+/**
+ * The fewest Unhealthy proxies of one target group that hold it. One or two proxies dying in
+ * the same grace happens by chance; three failing together with their target up directly is
+ * the target refusing them. Below it a small group is repaired (a pair refused by its target
+ * costs two IPs: their replacements fail too, and one repair per Ready stops there).
+ */
+export const MIN_TARGET_GROUP_UNHEALTHY = 3;
 
 /**
  * How many of `total` proxies may be Unhealthy at once with repairs going on: the percentage,
@@ -48,7 +72,64 @@ export function unhealthyAllowed(total: number, percent: number): number {
 }
 
 /**
- * The decision. The direct check comes first (it names the cause); then the fleet rule. An
+ * The target group of a probe URL: its origin (scheme, host, port), the path left out. A site
+ * refuses a proxy's address on every page (an IP block, a WAF, a rate limit), so two teams
+ * probing two pages of one site share that cause; two ports or hosts are two servers, judged
+ * apart. Not the bare host: sites on one address (tests' loopback, a shared front) would merge.
+ * A URL without an origin is its own group.
+ */
+export function targetGroup(probeURL: string): string {
+  try {
+    const origin = new URL(probeURL).origin;
+    return origin === 'null' ? probeURL : origin;
+  } catch {
+    return probeURL;
+  }
+}
+
+/** Counts Managed proxies and Unhealthy ones per probe URL (the budget's cache tally). */
+export function tallyByProbeURL(
+  proxies: Iterable<{ probeURL: string; unhealthy: boolean }>,
+): ProbeURLShare[] {
+  const byURL = new Map<string, ProbeURLShare>();
+  for (const p of proxies) {
+    const share = byURL.get(p.probeURL) ?? { probeURL: p.probeURL, unhealthy: 0, total: 0 };
+    share.total++;
+    if (p.unhealthy) share.unhealthy++;
+    byURL.set(p.probeURL, share);
+  }
+  return [...byURL.values()];
+}
+
+/**
+ * The shares the counting rules judge for a proxy probing `probeURL`: the provider's, and its
+ * target group's. Proxies whose probe URL fails directly are left out of both, healthy or not:
+ * they are held for that (ProbeTargetUnreachable), and their state tells nothing of the way
+ * from the proxies to any other target. An unchecked URL's proxies count (the safe side).
+ */
+export function sharesFor(
+  byURL: readonly ProbeURLShare[],
+  probeURL: string,
+  target: (url: string) => TargetReading,
+): { fleet: Share; group: Share } {
+  const group = targetGroup(probeURL);
+  const fleet = { unhealthy: 0, total: 0 };
+  const mine = { unhealthy: 0, total: 0 };
+  for (const s of byURL) {
+    if (target(s.probeURL).kind === 'unreachable') continue;
+    fleet.unhealthy += s.unhealthy;
+    fleet.total += s.total;
+    if (targetGroup(s.probeURL) !== group) continue;
+    mine.unhealthy += s.unhealthy;
+    mine.total += s.total;
+  }
+  return { fleet, group: mine };
+}
+
+/**
+ * The decision. The direct check comes first (it names the cause); then the provider-wide rule
+ * (an outage of the provider's network holds whatever the targets); then the target group's
+ * (a target refusing the proxies that probe it, however few of the provider they are). An
  * unchecked target holds too: a restarted operator must not repair a fleet the first second,
  * before it knows whether the target answers (the first check follows within a health sync).
  */
@@ -65,15 +146,23 @@ export function repairHold(i: RepairHoldInputs): RepairHold {
       reason: 'ProbeTargetUnchecked',
       message: `repair held: the probe target ${i.probeURL} has not been checked directly yet`,
     };
-  if (i.maxUnhealthyPercent < 100) {
-    const allowed = unhealthyAllowed(i.total, i.maxUnhealthyPercent);
-    if (i.unhealthy > allowed)
-      return {
-        kind: 'hold',
-        reason: 'FleetUnhealthy',
-        message: `repair held: more than ${i.maxUnhealthyPercent}% of provider ${i.provider}'s proxies are Unhealthy at once (--repair-hold-unhealthy-percent): a shared cause is likelier than that many dead proxies`,
-      };
-  }
+  if (i.maxUnhealthyPercent >= 100) return { kind: 'go' };
+  // The messages carry no counts: one status write and one Event per hold.
+  if (i.fleet.unhealthy > unhealthyAllowed(i.fleet.total, i.maxUnhealthyPercent))
+    return {
+      kind: 'hold',
+      reason: 'FleetUnhealthy',
+      message: `repair held: more than ${i.maxUnhealthyPercent}% of provider ${i.provider}'s proxies are Unhealthy at once (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies`,
+    };
+  if (
+    i.group.unhealthy >= MIN_TARGET_GROUP_UNHEALTHY &&
+    i.group.unhealthy > unhealthyAllowed(i.group.total, i.maxUnhealthyPercent)
+  )
+    return {
+      kind: 'hold',
+      reason: 'TargetGroupUnhealthy',
+      message: `repair held: more than ${i.maxUnhealthyPercent}% (and at least ${MIN_TARGET_GROUP_UNHEALTHY}) of provider ${i.provider}'s proxies probing ${targetGroup(i.probeURL)} are Unhealthy at once (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too`,
+    };
   return { kind: 'go' };
 }
 

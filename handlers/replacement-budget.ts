@@ -2,6 +2,7 @@ import type { CacheReader } from '../framework/index.js';
 import type { Proxy, ProxyPhase, ReplacementStatus } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyKey } from './proxy-address.js';
+import { tallyByProbeURL, type ProbeURLShare } from './repair-hold.js';
 
 /** A cap on replacements in flight: a count, or a percentage of the provider's proxies. */
 export type Cap = { kind: 'count'; value: number } | { kind: 'percent'; value: number };
@@ -107,6 +108,8 @@ interface Tally {
   at: number;
   total: number;
   oos: OutOfService;
+  /** The repair hold's counts (repair-hold.ts): Unhealthy as `oos` counts them, per probe URL. */
+  byProbeURL: readonly ProbeURLShare[];
 }
 
 /**
@@ -139,10 +142,9 @@ export class ReplacementBudget {
     return { granted, inFlight: counted.size, cap, failed };
   }
 
-  /** How many of the provider's Managed proxies are Unhealthy now, of how many (repair-hold.ts). */
-  unhealthyShare(provider: string, cache: CacheReader): { unhealthy: number; total: number } {
-    const tally = this.tally(provider, cache);
-    return { unhealthy: tally.oos.unhealthy.size, total: tally.total };
+  /** The provider's Managed proxies, and how many are Unhealthy now, per probe URL (repair-hold.ts). */
+  unhealthyByProbeURL(provider: string, cache: CacheReader): readonly ProbeURLShare[] {
+    return this.tally(provider, cache).byProbeURL;
   }
 
   /** The proxy left its replacement (or went away): its slot is free. See holdsSlot. */
@@ -155,6 +157,7 @@ export class ReplacementBudget {
     const known = this.tallies.get(provider);
     if (known && now - known.at < TALLY_MILLIS) return known;
     const views: BudgetView[] = [];
+    const probeURLs = new Map<string, string>();
     for (const p of cache.list<Proxy>(PROXY_KIND)) {
       if (p.spec.mode !== 'Managed' || p.spec.provider !== provider || p.metadata.deletionTimestamp) continue;
       views.push({
@@ -163,8 +166,13 @@ export class ReplacementBudget {
         replacing: p.status?.replacement !== undefined,
         draining: isDraining(p),
       });
+      probeURLs.set(proxyKey(p), p.spec.healthCheck.probeURL);
     }
-    const tally: Tally = { at: now, total: views.length, oos: outOfService(views) };
+    const oos = outOfService(views);
+    const byProbeURL = tallyByProbeURL(
+      views.map((v) => ({ probeURL: probeURLs.get(v.key) ?? '', unhealthy: oos.unhealthy.has(v.key) })),
+    );
+    const tally: Tally = { at: now, total: views.length, oos, byProbeURL };
     this.tallies.set(provider, tally);
     return tally;
   }

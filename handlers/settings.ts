@@ -54,8 +54,9 @@ export interface ControllerSettings {
    */
   replaceUnhealthyAfterSeconds: number;
   /**
-   * `--repair-hold-unhealthy-percent`: more than this share of a provider's Managed proxies
-   * Unhealthy at once holds all its repairs (a shared cause); 100 = off (repair-hold.ts).
+   * `--repair-hold-unhealthy-percent`: more than this share of a provider's Managed proxies,
+   * or of those probing one target (at least 3), Unhealthy at once holds their repairs (a
+   * shared cause); 100 = off (repair-hold.ts).
    */
   repairHoldUnhealthyPercent: number;
   /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance goes. */

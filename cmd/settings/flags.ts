@@ -207,7 +207,7 @@ export const OPTIONS: Option[] = [
     flag: 'repair-hold-unhealthy-percent',
     env: 'REPAIR_HOLD_UNHEALTHY_PERCENT',
     default: '20',
-    help: "when more than this percentage of a provider's Managed proxies are Unhealthy at once (at least one always may be), none of them is replaced: a shared cause is likelier (repairs also hold while the probe target fails when checked without a proxy); 100 = off",
+    help: "when more than this percentage of a provider's Managed proxies are Unhealthy at once (at least one always may be), or of those probing one site (its origin; at least 3), none of them is replaced: a shared cause is likelier; proxies whose probe target fails when checked without a proxy are held for that and not counted; 100 = off",
   },
   {
     flag: 'exit-ip-allow-non-public',

@@ -174,7 +174,7 @@ describe('who holds a replacement slot (item 4)', () => {
       ([name, phase, replacing]) =>
         ({
           metadata: { name, namespace: 'ns' },
-          spec: { mode: 'Managed', provider: 'mock' },
+          spec: { mode: 'Managed', provider: 'mock', healthCheck: { probeURL: 'https://target.example/' } },
           status: {
             phase,
             ...(replacing ? { replacement: { cause: 'SpecChanged', startedAt: NOW.toISOString() } } : {}),

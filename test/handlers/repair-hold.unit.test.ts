@@ -1,10 +1,16 @@
 import {
   holdAfterLift,
+  MIN_TARGET_GROUP_UNHEALTHY,
   repairHold,
+  sharesFor,
+  tallyByProbeURL,
+  targetGroup,
   unhealthyAllowed,
   type HoldMemory,
+  type ProbeURLShare,
   type RepairHold,
   type RepairHoldInputs,
+  type TargetReading,
 } from '../../handlers/repair-hold.js';
 import { decide } from './decide.js';
 import { SPEC_HASH_ANNOTATION } from '../../crds/proxy-types.js';
@@ -17,21 +23,29 @@ const base: RepairHoldInputs = {
   provider: 'mock',
   probeURL: 'https://target.example/generate_204',
   target: { kind: 'reachable' },
-  unhealthy: 1,
-  total: 20,
+  fleet: { unhealthy: 1, total: 20 },
+  group: { unhealthy: 1, total: 20 },
   maxUnhealthyPercent: 20,
 };
+/** The whole fleet probes this proxy's target: the group is the fleet. */
+const whole = (unhealthy: number, total = 20) => ({
+  fleet: { unhealthy, total },
+  group: { unhealthy, total },
+});
+/** A group of `total` (`unhealthy` of them Unhealthy) in a healthy provider of 100. */
+const team = (unhealthy: number, total: number) => ({
+  fleet: { unhealthy, total: 100 },
+  group: { unhealthy, total },
+});
+
+const outcome = (hold: RepairHold) => (hold.kind === 'go' ? 'go' : hold.reason);
 
 describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', () => {
   it.each<[string, Partial<RepairHoldInputs>, string]>([
     ['one dead proxy of 20, the target answering directly: repair', {}, 'go'],
-    ['4 of 20 Unhealthy (20%, not more): repair', { unhealthy: 4 }, 'go'],
-    [
-      '5 of 20 Unhealthy (more than 20%): hold, the fleet looks hit by one cause',
-      { unhealthy: 5 },
-      'FleetUnhealthy',
-    ],
-    ['20 of 20 Unhealthy: hold', { unhealthy: 20 }, 'FleetUnhealthy'],
+    ['4 of 20 Unhealthy (20%, not more): repair', whole(4), 'go'],
+    ['5 of 20 Unhealthy (more than 20%): hold, the fleet looks hit by one cause', whole(5), 'FleetUnhealthy'],
+    ['20 of 20 Unhealthy: hold', whole(20), 'FleetUnhealthy'],
     [
       'the target fails directly, one proxy Unhealthy: hold, the proxy is not the cause',
       { target: { kind: 'unreachable', message: 'connect ECONNREFUSED' } },
@@ -39,7 +53,7 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
     ],
     [
       'the target fails directly and the fleet is down: the direct check names the cause',
-      { target: { kind: 'unreachable', message: 'timeout' }, unhealthy: 20 },
+      { target: { kind: 'unreachable', message: 'timeout' }, ...whole(20) },
       'ProbeTargetUnreachable',
     ],
     [
@@ -47,22 +61,63 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
       { target: { kind: 'unknown' } },
       'ProbeTargetUnchecked',
     ],
-    ['a fleet of 1, its one proxy dead: repair (at least one may be)', { unhealthy: 1, total: 1 }, 'go'],
-    ['a fleet of 2, both dead: hold', { unhealthy: 2, total: 2 }, 'FleetUnhealthy'],
-    ['the fleet rule off (100%): 20 of 20 repaired', { unhealthy: 20, maxUnhealthyPercent: 100 }, 'go'],
-    ['0%: still one at a time', { unhealthy: 1, maxUnhealthyPercent: 0 }, 'go'],
-    ['0%: two at once hold', { unhealthy: 2, maxUnhealthyPercent: 0 }, 'FleetUnhealthy'],
+    ['a fleet of 1, its one proxy dead: repair (at least one may be)', whole(1, 1), 'go'],
+    ['a fleet of 2, both dead: hold (the provider rule)', whole(2, 2), 'FleetUnhealthy'],
+    ['the rules off (100%): 20 of 20 repaired', { ...whole(20), maxUnhealthyPercent: 100 }, 'go'],
+    ['the rules off (100%): a whole team of 4 repaired', { ...team(4, 4), maxUnhealthyPercent: 100 }, 'go'],
+    ['0%: still one at a time', { ...whole(1), maxUnhealthyPercent: 0 }, 'go'],
+    ['0%: two at once hold', { ...whole(2), maxUnhealthyPercent: 0 }, 'FleetUnhealthy'],
+    [
+      'the provider and the group both over: the provider-wide rule names it (a provider outage)',
+      whole(10),
+      'FleetUnhealthy',
+    ],
   ])('%s', (_what, change, want) => {
-    const hold = repairHold({ ...base, ...change });
-    expect(hold.kind === 'go' ? 'go' : hold.reason).toBe(want);
+    expect(outcome(repairHold({ ...base, ...change }))).toBe(want);
+  });
+
+  // The group rule: the proxies probing one target (its origin), judged alone, so a target
+  // refusing one team holds the team however small a part of the provider it is; and at least
+  // MIN_TARGET_GROUP_UNHEALTHY (3) Unhealthy, so a small group's dead proxies are repaired.
+  it.each<[string, Partial<RepairHoldInputs>, string]>([
+    ['a group of 1, its proxy dead: repair', team(1, 1), 'go'],
+    ['a group of 2, one dead: repair', team(1, 2), 'go'],
+    ['a group of 2, both dead: repair (two deaths at once happen; fewer than 3)', team(2, 2), 'go'],
+    ['a group of 3, 2 dead: repair (fewer than 3)', team(2, 3), 'go'],
+    ['a group of 3, all dead: hold', team(3, 3), 'TargetGroupUnhealthy'],
+    ['a team of 4 of 100, all failed together: hold', team(4, 4), 'TargetGroupUnhealthy'],
+    [
+      'a team of 4 of 20 (20%: the provider rule alone let it go), all failed: hold',
+      { fleet: { unhealthy: 4, total: 20 }, group: { unhealthy: 4, total: 4 } },
+      'TargetGroupUnhealthy',
+    ],
+    ['a group of 5, one dead: repair', team(1, 5), 'go'],
+    ['a group of 10, 2 dead (20%): repair', team(2, 10), 'go'],
+    ['a group of 10, 3 dead (30%, 3): hold', team(3, 10), 'TargetGroupUnhealthy'],
+    ['a group of 20, 4 dead (20%): repair', team(4, 20), 'go'],
+    ['a group of 20, 5 dead: hold', team(5, 20), 'TargetGroupUnhealthy'],
+    ['a team of 20 of 100, all dead: hold', team(20, 20), 'TargetGroupUnhealthy'],
+    ['at 50%: a group of 10, 5 dead: repair', { ...team(5, 10), maxUnhealthyPercent: 50 }, 'go'],
+    [
+      'at 50%: a group of 10, 6 dead: hold',
+      { ...team(6, 10), maxUnhealthyPercent: 50 },
+      'TargetGroupUnhealthy',
+    ],
+  ])('%s', (_what, change, want) => {
+    expect(outcome(repairHold({ ...base, ...change }))).toBe(want);
   });
 
   it('the messages name the cause and the flag, and carry no counts (one status write per hold)', () => {
-    const fleet = repairHold({ ...base, unhealthy: 5 });
+    const fleet = repairHold({ ...base, ...whole(5) });
     expect(fleet).toMatchObject({ kind: 'hold' });
     expect(fleet.kind === 'hold' && fleet.message).toBe(
-      "repair held: more than 20% of provider mock's proxies are Unhealthy at once (--repair-hold-unhealthy-percent): a shared cause is likelier than that many dead proxies",
+      "repair held: more than 20% of provider mock's proxies are Unhealthy at once (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies",
     );
+    const group = repairHold({ ...base, ...team(4, 4) });
+    expect(group.kind === 'hold' && group.message).toBe(
+      "repair held: more than 20% (and at least 3) of provider mock's proxies probing https://target.example are Unhealthy at once (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too",
+    );
+    expect(repairHold({ ...base, ...team(5, 5) })).toEqual(group);
     const target = repairHold({ ...base, target: { kind: 'unreachable', message: 'answered 503' } });
     expect(target.kind === 'hold' && target.message).toContain(
       'the probe target https://target.example/generate_204 fails when the operator checks it directly, without a proxy (answered 503)',
@@ -78,6 +133,130 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
     [100, 7, 7],
   ])('%i%% of %i proxies: %i may be Unhealthy with repairs going on', (percent, total, want) => {
     expect(unhealthyAllowed(total, percent)).toBe(want);
+  });
+
+  it('a group needs at least 3 Unhealthy', () => {
+    expect(MIN_TARGET_GROUP_UNHEALTHY).toBe(3);
+  });
+});
+
+describe('targetGroup: proxies share a target by its origin', () => {
+  it.each([
+    ['https://site.example/generate_204', 'https://site.example'],
+    ['https://site.example/other?q=1', 'https://site.example'],
+    ['https://SITE.example:443/x', 'https://site.example'],
+    ['https://site.example:8443/x', 'https://site.example:8443'],
+    ['http://site.example/x', 'http://site.example'],
+    ['http://127.0.0.1:4001/generate_204', 'http://127.0.0.1:4001'],
+    ['http://127.0.0.1:4002/generate_204', 'http://127.0.0.1:4002'],
+    ['not a url', 'not a url'],
+  ])('%s: %s', (url, want) => {
+    expect(targetGroup(url)).toBe(want);
+  });
+});
+
+describe('sharesFor: the counts each rule judges, failures already explained left out', () => {
+  const A = 'https://a.example/generate_204';
+  const A2 = 'https://a.example/status';
+  const B = 'https://b.example/generate_204';
+  const C = 'https://c.example/generate_204';
+  const readings =
+    (down: readonly string[], unknown: readonly string[] = []) =>
+    (url: string): TargetReading =>
+      down.includes(url)
+        ? { kind: 'unreachable', message: 'connect ECONNREFUSED' }
+        : unknown.includes(url)
+          ? { kind: 'unknown' }
+          : { kind: 'reachable' };
+  const s = (probeURL: string, unhealthy: number, total: number): ProbeURLShare => ({
+    probeURL,
+    unhealthy,
+    total,
+  });
+
+  it.each<
+    [
+      string,
+      ProbeURLShare[],
+      string,
+      (url: string) => TargetReading,
+      { fleet: [number, number]; group: [number, number] },
+    ]
+  >([
+    [
+      'nothing down: the provider counts all, the group its own URL',
+      [s(A, 2, 5), s(B, 1, 5)],
+      B,
+      readings([]),
+      { fleet: [3, 10], group: [1, 5] },
+    ],
+    [
+      "another team's target down: its proxies leave both counts (the two-teams outage)",
+      [s(A, 5, 5), s(B, 1, 5)],
+      B,
+      readings([A]),
+      { fleet: [1, 5], group: [1, 5] },
+    ],
+    [
+      'two pages of one site are one group',
+      [s(A, 2, 3), s(A2, 2, 2), s(B, 0, 15)],
+      A,
+      readings([]),
+      { fleet: [4, 20], group: [4, 5] },
+    ],
+    [
+      "one page of the site down directly: that page's proxies leave the group, the other page's stay",
+      [s(A, 3, 3), s(A2, 1, 4), s(B, 0, 13)],
+      A2,
+      readings([A]),
+      { fleet: [1, 17], group: [1, 4] },
+    ],
+    [
+      'an unchecked target still counts (the safe side)',
+      [s(A, 4, 4), s(B, 1, 16)],
+      B,
+      readings([], [A]),
+      { fleet: [5, 20], group: [1, 16] },
+    ],
+    [
+      'every other target down: the group and the provider are what is left',
+      [s(A, 5, 5), s(C, 5, 5), s(B, 2, 10)],
+      B,
+      readings([A, C]),
+      { fleet: [2, 10], group: [2, 10] },
+    ],
+  ])('%s', (_what, byURL, probeURL, target, want) => {
+    const { fleet, group } = sharesFor(byURL, probeURL, target);
+    expect({ fleet: [fleet.unhealthy, fleet.total], group: [group.unhealthy, group.total] }).toEqual(want);
+  });
+
+  it('the two reproductions end-to-end: the dead B proxy is repaired, the refused team held', () => {
+    // 5 A proxies, their target down; 5 B proxies, one dead.
+    const twoTeams = sharesFor([s(A, 5, 5), s(B, 1, 5)], B, readings([A]));
+    expect(outcome(repairHold({ ...base, probeURL: B, ...twoTeams }))).toBe('go');
+    // 4 A proxies refused through the proxies (A answers directly), 16 B proxies fine.
+    const refused = sharesFor([s(A, 4, 4), s(B, 0, 16)], A, readings([]));
+    expect(outcome(repairHold({ ...base, probeURL: A, ...refused }))).toBe('TargetGroupUnhealthy');
+    // The provider-wide outage: every proxy of every target Unhealthy, the targets up directly.
+    const outage = sharesFor([s(A, 4, 4), s(B, 16, 16)], B, readings([]));
+    expect(outcome(repairHold({ ...base, probeURL: B, ...outage }))).toBe('FleetUnhealthy');
+  });
+});
+
+describe("tallyByProbeURL: the budget's cache tally, per probe URL", () => {
+  it('counts proxies and Unhealthy ones per URL, in first-seen order', () => {
+    expect(
+      tallyByProbeURL([
+        { probeURL: 'a', unhealthy: true },
+        { probeURL: 'b', unhealthy: false },
+        { probeURL: 'a', unhealthy: false },
+        { probeURL: 'a', unhealthy: true },
+      ]),
+    ).toEqual([
+      { probeURL: 'a', unhealthy: 2, total: 3 },
+      { probeURL: 'b', unhealthy: 0, total: 1 },
+    ]);
+    expect(tallyByProbeURL([])).toEqual([]);
   });
 });
 

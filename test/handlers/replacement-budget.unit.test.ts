@@ -34,14 +34,15 @@ describe("the cap on a provider's proxies out of service", () => {
   });
 });
 
-function fakeCache(proxies: Array<[string, string, ProxyPhase]>): CacheReader & { lists: number } {
+/** Proxies as [name, provider, phase, probe URL (default: one for all)]. */
+function fakeCache(proxies: Array<[string, string, ProxyPhase, string?]>): CacheReader & { lists: number } {
   const objects = proxies.map(
-    ([name, provider, phase]) =>
+    ([name, provider, phase, probeURL = 'https://target.example/generate_204']) =>
       ({
         apiVersion: 'crawl.example.com/v1alpha1',
         kind: 'Proxy',
         metadata: { name, namespace: 'ns' },
-        spec: { mode: 'Managed', provider },
+        spec: { mode: 'Managed', provider, healthCheck: { probeURL } },
         status: { phase },
       }) as unknown as Proxy,
   );
@@ -112,6 +113,28 @@ describe('replacement slots', () => {
     ]);
     expect(budget.tryAcquire('ns/b', 'gcp', cache).granted).toBe(true);
     expect(budget.tryAcquire('ns/x', 'mock', cache).granted).toBe(false);
+  });
+});
+
+describe("the repair hold's counts: the provider's proxies and Unhealthy ones per probe URL", () => {
+  it('counts Unhealthy as the budget does, per probe URL, one provider only, from the same tally', () => {
+    const A = 'https://a.example/generate_204';
+    const B = 'https://b.example/generate_204';
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 1 }), () => 0);
+    const cache = fakeCache([
+      ['a0', 'mock', 'Unhealthy', A],
+      ['a1', 'mock', 'Unhealthy', A],
+      ['a2', 'mock', 'Ready', A],
+      ['b0', 'mock', 'Provisioning', B],
+      ['b1', 'mock', 'Ready', B],
+      ['g0', 'gcp', 'Unhealthy', B],
+    ]);
+    expect(budget.unhealthyByProbeURL('mock', cache)).toEqual([
+      { probeURL: A, unhealthy: 2, total: 3 },
+      { probeURL: B, unhealthy: 0, total: 2 },
+    ]);
+    budget.tryAcquire('ns/a0', 'mock', cache);
+    expect(cache.lists).toBe(1);
   });
 });
 

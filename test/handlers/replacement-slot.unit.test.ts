@@ -351,7 +351,7 @@ function cache(phases: Record<string, ProxyPhase>): CacheReader {
         apiVersion: 'crawl.example.com/v1alpha1',
         kind: 'Proxy',
         metadata: { name, namespace: 'ns' },
-        spec: { mode: 'Managed', provider: 'mock' },
+        spec: { mode: 'Managed', provider: 'mock', healthCheck: { probeURL: 'https://target.example/' } },
         status: { phase },
       }) as unknown as Proxy,
   );

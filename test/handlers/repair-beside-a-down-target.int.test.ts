@@ -1,0 +1,145 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Instance } from '../../providers/contract.js';
+import type { Proxy } from '../../crds/proxy-types.js';
+import { DelegatingProvider } from './delegating-provider.js';
+import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+
+// A repair hold is judged on the failures nothing explains yet. One provider, two teams of 5
+// proxies, each team probing its own site. Site A goes down for everyone: A's proxies are held
+// by the direct check (ProbeTargetUnreachable). Meanwhile one of B's proxies really dies. Its
+// site answers directly and through the 4 other B proxies, so it is replaced after its grace:
+// A's proxies, already explained by their down target, do not make the provider look hit by a
+// shared cause (they once held it as FleetUnhealthy for as long as A was down).
+
+const PER_TEAM = 5;
+const GRACE = 5;
+const DEAD_IP = '127.0.0.254';
+const deletes: string[] = [];
+let aDown = false;
+let siteA: Server;
+let siteB: Server;
+let urlA = '';
+let urlB = '';
+
+/** The mock, recording deletes; a killed instance answers from a dead address, as a crashed Squid. */
+class Killable extends DelegatingProvider {
+  private readonly dead = new Set<string>();
+
+  async kill(id: string): Promise<void> {
+    const i = await this.inner.get(id);
+    this.dead.add(`${id}@${i.createdAt.getTime()}`);
+  }
+
+  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
+    const i = await this.inner.get(id, signal);
+    return this.dead.has(`${id}@${i.createdAt.getTime()}`) && i.ip ? { ...i, ip: DEAD_IP } : i;
+  }
+
+  override delete(id: string, signal?: AbortSignal): Promise<void> {
+    deletes.push(id);
+    return super.delete(id, signal);
+  }
+}
+
+let provider: Killable;
+const suite = operatorSuite('repair-beside-down-target', {
+  providers: (mock) => ({ mock: (provider = new Killable(mock)) }),
+  settings: {
+    replaceUnhealthyAfterSeconds: GRACE,
+    repairHoldUnhealthyPercent: 20,
+    maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
+    driftCheckSeconds: 1,
+  },
+});
+const { api } = suite;
+const teamA = Array.from({ length: PER_TEAM }, (_, i) => `team-a-${i}`);
+const teamB = Array.from({ length: PER_TEAM }, (_, i) => `team-b-${i}`);
+
+async function listen(s: Server): Promise<string> {
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/generate_204`;
+}
+
+beforeAll(async () => {
+  siteA = createServer((req, res) => {
+    if (aDown) {
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(204).end();
+  });
+  siteB = createServer((_req, res) => res.writeHead(204).end());
+  urlA = await listen(siteA);
+  urlB = await listen(siteB);
+});
+
+afterAll(async () => {
+  for (const s of [siteA, siteB]) {
+    s?.closeAllConnections();
+    await new Promise((resolve) => s?.close(resolve));
+  }
+});
+
+const isReady = (p: Proxy) => p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
+const every = (names: readonly string[], what: string, test: (p: Proxy) => boolean, timeoutMs = 60_000) =>
+  eventually(
+    what,
+    async () => {
+      const ps = await Promise.all(names.map((n) => api.get(n)));
+      return ps.every(test) ? ps : undefined;
+    },
+    timeoutMs,
+  );
+
+describe('a repair hold counts only failures nothing explains yet', () => {
+  it("one team's probe target down does not hold the repair of another team's dead proxy", async () => {
+    const base = managedSpec(suite.target);
+    const spec = (probeURL: string) => ({ ...base, healthCheck: { ...base.healthCheck, probeURL } });
+    await Promise.all([
+      ...teamA.map((n) => api.create(n, { spec: spec(urlA) })),
+      ...teamB.map((n) => api.create(n, { spec: spec(urlB) })),
+    ]);
+    const ready = await every([...teamA, ...teamB], 'all Ready', isReady, 90_000);
+    const instances = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
+
+    aDown = true;
+    await provider.kill(instances.get(teamB[0])!);
+
+    // Team A: held by the direct check (its site is down for the operator too).
+    await every(
+      teamA,
+      'team A held: its site fails directly',
+      (p) =>
+        condition(p, 'Provisioned')?.reason === 'RepairHeld' &&
+        (condition(p, 'Provisioned')?.message ?? '').includes(
+          `the probe target ${urlA} fails when the operator checks it directly`,
+        ),
+      45_000,
+    );
+    // Team B's dead proxy: replaced after its grace, Ready on a new instance, A still down.
+    const replaced = await eventually(
+      "team B's dead proxy replaced and Ready on a new instance",
+      async () => {
+        const p = await api.get(teamB[0]);
+        return deletes.includes(instances.get(teamB[0])!) && isReady(p) && p.status?.ip !== DEAD_IP
+          ? p
+          : undefined;
+      },
+      60_000,
+    );
+    expect(replaced.status?.replacement).toBeUndefined();
+    expect(aDown).toBe(true);
+    expect(deletes).toEqual([instances.get(teamB[0])]);
+    for (const p of await Promise.all(teamA.map((n) => api.get(n)))) {
+      expect(p.status?.providerID).toBe(instances.get(p.metadata.name));
+      expect(condition(p, 'Provisioned')?.reason).toBe('RepairHeld');
+    }
+
+    // Site A comes back: its proxies recover on their own instances.
+    aDown = false;
+    const back = await every(teamA, 'team A Ready again', isReady, 45_000);
+    for (const p of back) expect(p.status?.providerID).toBe(instances.get(p.metadata.name));
+    expect(deletes).toEqual([instances.get(teamB[0])]);
+  }, 240_000);
+});
