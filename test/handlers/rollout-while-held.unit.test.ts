@@ -173,7 +173,7 @@ function cache(proxies: Record<string, [ProxyPhase, boolean]>): CacheReader {
     apiVersion: 'crawl.example.com/v1alpha1',
     kind: 'Proxy',
     metadata: { name, namespace: 'ns' },
-    spec: { mode: 'Managed', provider: 'mock' },
+    spec: { mode: 'Managed', provider: 'mock', healthCheck: { probeURL: 'https://target.example/' } },
     status: { phase, ...(replacing ? { replacement: { cause: 'SpecChanged', startedAt: ago(30) } } : {}) },
   }));
   return {
