@@ -12,15 +12,15 @@ from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.asyncio import is_asyncio_available
-from scrapy.utils.misc import load_object
 
-from ..client import AsyncDiscoveryClient, retry_after_seconds
+from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
-from .leases import BookOptions, HeldLease, LeaseBook
+from .leases import HeldLease, LeaseBook
+from .settings import make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
 from .policy import BanPolicy, Policy, response_outcome
 
@@ -61,27 +61,16 @@ class ProxyOperatorMiddleware:
     (or ``ADDONS = {"proxy_operator.scrapy.Addon": 0}``), with ``PROXY_OPERATOR_URL`` set."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
+        # Every setting is checked here, so a bad one stops the start-up naming its key
+        # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
+        config = read_settings(crawler.settings)
         self.crawler = crawler
-        self.url = settings.get("PROXY_OPERATOR_URL")
-        if not self.url:
-            raise NotConfigured("PROXY_OPERATOR_URL is not set (the discovery API's URL)")
-        self.token = settings.get("PROXY_OPERATOR_TOKEN") or None
-        client_class = settings.get("PROXY_OPERATOR_CLIENT", AsyncDiscoveryClient)
-        self.client_class = load_object(client_class) if isinstance(client_class, str) else client_class
-        policy_class = settings.get("PROXY_OPERATOR_BAN_POLICY", BanPolicy)
-        self.policy_class = load_object(policy_class) if isinstance(policy_class, str) else policy_class
-        self.options = BookOptions(
-            selector=dict(settings.getdict("PROXY_OPERATOR_SELECTOR")),
-            ttl_seconds=settings.getint("PROXY_OPERATOR_TTL", 120),
-            requests_per_lease=settings.getint("PROXY_OPERATOR_REQUESTS_PER_LEASE", 2),
-            max_leases_per_site=settings.getint("PROXY_OPERATOR_MAX_LEASES_PER_SITE", 32),
-            max_wait_seconds=settings.getfloat("PROXY_OPERATOR_MAX_WAIT", 60.0),
-            ok_report_interval_seconds=settings.getfloat("PROXY_OPERATOR_OK_REPORT_INTERVAL", 30.0),
-        )
-        self.retry_times = settings.getint("PROXY_OPERATOR_RETRY_TIMES", 10)
+        self.url, self.token = config.url, config.token
+        self.options = config.options
+        self.retry_times = config.retry_times
+        self.client: Any = make_client(config)
+        self._policy = make_policy(config)
         self.book: LeaseBook | None = None
-        self.client: Any = None
         self.policy: Policy = BanPolicy()
         self._ticker: asyncio.Task[None] | None = None
         #: Each slot's delay and jitter before a rest changed them.
@@ -101,9 +90,8 @@ class ProxyOperatorMiddleware:
                 "proxy_operator.scrapy needs Scrapy's asyncio reactor (TWISTED_REACTOR = "
                 '"twisted.internet.asyncioreactor.AsyncioSelectorReactor", the default since Scrapy 2.13)'
             )
-        self.client = self.client_class(self.url, token=self.token)
         self.book = LeaseBook(self.client, self.options, time.monotonic)
-        self.policy = SpiderPolicy(self.crawler.spider, self.policy_class())
+        self.policy = SpiderPolicy(self.crawler.spider, self._policy)
         self._ticker = asyncio.ensure_future(self._tick())
 
     async def _tick(self) -> None:
@@ -121,8 +109,7 @@ class ProxyOperatorMiddleware:
             if stats is not None:
                 for name, value in vars(self.book.stats).items():
                     stats.set_value(f"proxy_operator/{name}", value)
-        if self.client is not None:
-            await self.client.aclose()
+        await self.client.aclose()
 
     # -- Scrapy's downloader middleware methods (current signatures: no spider argument) --------
 
