@@ -12,7 +12,7 @@ from typing import Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.asyncio import is_asyncio_available
 
@@ -20,7 +20,7 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook
-from .settings import make_client, make_policy, read_settings
+from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
 from .policy import BanPolicy, Policy, response_outcome
 
@@ -64,6 +64,12 @@ class ProxyOperatorMiddleware:
         # Every setting is checked here, so a bad one stops the start-up naming its key
         # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
         config = read_settings(crawler.settings)
+        if not _on_asyncio():
+            raise SettingError(
+                "TWISTED_REACTOR",
+                'must be "twisted.internet.asyncioreactor.AsyncioSelectorReactor" (the default since Scrapy '
+                "2.13): proxy_operator.scrapy calls the discovery API on asyncio",
+            )
         self.crawler = crawler
         self.url, self.token = config.url, config.token
         self.options = config.options
@@ -71,6 +77,8 @@ class ProxyOperatorMiddleware:
         self.client: Any = make_client(config)
         self._policy = make_policy(config)
         self.book: LeaseBook | None = None
+        #: Why the add-on cannot lease (every request it would proxy is then refused).
+        self.failure: str | None = None
         self.policy: Policy = BanPolicy()
         self._ticker: asyncio.Task[None] | None = None
         #: Each slot's delay and jitter before a rest changed them.
@@ -85,14 +93,16 @@ class ProxyOperatorMiddleware:
         return cls(crawler)
 
     async def spider_opened(self) -> None:
-        if not is_asyncio_available():
-            raise RuntimeError(
-                "proxy_operator.scrapy needs Scrapy's asyncio reactor (TWISTED_REACTOR = "
-                '"twisted.internet.asyncioreactor.AsyncioSelectorReactor", the default since Scrapy 2.13)'
-            )
-        self.book = LeaseBook(self.client, self.options, time.monotonic)
-        self.policy = SpiderPolicy(self.crawler.spider, self._policy)
-        self._ticker = asyncio.ensure_future(self._tick())
+        try:
+            self.book = LeaseBook(self.client, self.options, time.monotonic)
+            self.policy = SpiderPolicy(self.crawler.spider, self._policy)
+            self._ticker = asyncio.ensure_future(self._tick())
+        except Exception as err:
+            # Scrapy logs a signal handler's exception and crawls on: CloseSpider ends the crawl,
+            # and until it has, process_request refuses every request (no book, no proxy).
+            self.failure = f"the add-on did not start: {type(err).__name__}: {err}"
+            log.error("proxy-operator: %s; the spider closes", self.failure)
+            raise CloseSpider("proxy_operator_start_failed") from err
 
     async def _tick(self) -> None:
         while True:
@@ -115,10 +125,15 @@ class ProxyOperatorMiddleware:
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
-        if meta.get("dont_proxy") or self.book is None:
-            return None
+        if meta.get("dont_proxy"):
+            return None  # the documented opt-out
         if "proxy" in meta and LEASE_KEY not in meta:
             return None  # a proxy the spider chose itself
+        if self.book is None:
+            # Never out without a proxy: the add-on is meant to proxy this request and cannot.
+            self._inc("proxy_operator/not_started")
+            why = self.failure or "the spider has not opened (spider_opened did not run)"
+            raise IgnoreRequest(f"proxy-operator: no proxy for {request.url}: {why}")
         try:
             host = target_of(request.url)
         except ValueError:
@@ -223,6 +238,13 @@ class ProxyOperatorMiddleware:
     def _inc(self, key: str) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(key)
+
+
+def _on_asyncio() -> bool:
+    try:
+        return is_asyncio_available()
+    except RuntimeError:
+        return True  # no reactor installed: Scrapy's reactorless mode, which runs on asyncio
 
 
 def _jitter(slot: Any) -> float:
