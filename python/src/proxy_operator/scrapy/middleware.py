@@ -20,6 +20,7 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook
+from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
 from .policy import BanPolicy, Policy, response_outcome
@@ -129,6 +130,17 @@ class ProxyOperatorMiddleware:
             return None  # the documented opt-out
         if "proxy" in meta and LEASE_KEY not in meta:
             return None  # a proxy the spider chose itself
+        route = route_of(request.url)
+        if route == "local":
+            return None  # data: and file: never touch the network: nothing to proxy
+        if route == "refuse":
+            # Scrapy's FTP/S3/... handlers ignore meta['proxy']: a lease would be a direct request.
+            self._inc("proxy_operator/refused_scheme")
+            scheme = request.url.split(":", 1)[0]
+            raise IgnoreRequest(
+                f"proxy-operator: {request.url}: a proxy cannot carry {scheme}: requests (Scrapy sends them "
+                "directly, whatever meta['proxy'] says); meta['dont_proxy'] = True sends one without a proxy"
+            )
         if self.book is None:
             # Never out without a proxy: the add-on is meant to proxy this request and cannot.
             self._inc("proxy_operator/not_started")
@@ -136,8 +148,8 @@ class ProxyOperatorMiddleware:
             raise IgnoreRequest(f"proxy-operator: no proxy for {request.url}: {why}")
         try:
             host = target_of(request.url)
-        except ValueError:
-            return None  # data:, file: and the like go nowhere near a proxy
+        except ValueError as err:
+            raise IgnoreRequest(f"proxy-operator: {request.url}: {err}") from err  # http(s) without a host
         session = meta.get(SESSION_KEY)
         try:
             held = await self.book.acquire(host, session)
