@@ -19,7 +19,7 @@ from scrapy.utils.asyncio import is_asyncio_available
 from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
-from .leases import HeldLease, LeaseBook
+from .leases import HeldLease, LeaseBook, LeaseFailed
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
@@ -33,6 +33,8 @@ LEASE_KEY = "proxy_operator_lease"
 SENT_KEY = "proxy_operator_sent_at"
 RETRIES_KEY = "proxy_operator_retries"
 SESSION_KEY = "proxy_operator_session"
+#: The finish reason of a crawl the discovery API refused (its token or a setting).
+STOP_REASON = "proxy_operator_refused"
 #: How long before a rest's end the slot gets its own delay back (see _rest).
 REST_LEAD_SECONDS = 0.02
 
@@ -156,6 +158,11 @@ class ProxyOperatorMiddleware:
         except NoLease as err:
             self._inc("proxy_operator/no_lease")
             raise IgnoreRequest(f"no proxy leased for {host}: {err.code}") from err
+        except LeaseFailed as err:
+            self._inc(f"proxy_operator/lease_failed/{err.verdict}")
+            if err.verdict == "stop":
+                self._stop(err.reason)
+            raise IgnoreRequest(f"proxy-operator: no proxy for {request.url}: {err.reason}") from err
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
         meta[SENT_KEY] = self.book.clock()
@@ -196,6 +203,24 @@ class ProxyOperatorMiddleware:
         return self._retry(request, "unreachable")
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _stop(self, reason: str) -> None:
+        """No lease can come (the token or a setting refused): the spider closes, naming it."""
+        if self.failure is not None:
+            return
+        self.failure = reason
+        log.error("proxy-operator: %s; the spider closes", reason)
+        try:
+            engine: Any = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19: no engine before the crawl starts (a test's crawler)
+            return
+        if engine is None:
+            return
+        closer = getattr(engine, "close_spider_async", None)  # Scrapy 2.14+
+        if closer is not None:
+            asyncio.ensure_future(closer(reason=STOP_REASON))
+        else:
+            engine.close_spider(self.crawler.spider, STOP_REASON)
 
     def _retry(self, request: Request, why: str) -> Request:
         tries = int(request.meta.get(RETRIES_KEY, 0)) + 1
