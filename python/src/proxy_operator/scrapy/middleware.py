@@ -128,6 +128,11 @@ class ProxyOperatorMiddleware:
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
+        if isinstance(meta.get(LEASE_KEY), HeldLease):
+            # A copy of a request that went through a lease (RetryMiddleware copies meta): that
+            # lease heard its outcome already, so a failure now must not count it down again.
+            for key in (LEASE_KEY, SENT_KEY, "proxy", "download_slot"):
+                meta.pop(key, None)
         if meta.get("dont_proxy"):
             return None  # the documented opt-out
         if "proxy" in meta and LEASE_KEY not in meta:
