@@ -174,6 +174,8 @@ class LeaseBook:
         self.dead_since: dict[str, float] = {}
         self.stats = BookStats()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: The lease asks in flight (a subset of _tasks): cancelled at close.
+        self._asks: set[asyncio.Task[None]] = set()
         self._last_ok_flush = clock()
         self._closed = False
         #: Why no ask can succeed (the token or a setting refused): every request fails with it.
@@ -243,7 +245,7 @@ class LeaseBook:
         ):
             return
         site.asking = True
-        self._spawn(self._lease(site))
+        self._asks.add(self._spawn(self._lease(site)))
 
     async def _lease(self, site: Site) -> None:
         host, session = site.key
@@ -463,6 +465,11 @@ class LeaseBook:
         self._closed = True
         for site in self.sites.values():
             site.changed.set()
+        # An ask waiting out 503s (the client's Retry-After, up to a minute each) would hold the
+        # close for minutes, and its lease would go straight back: cancelled. One the server
+        # granted before the cancel expires at its TTL.
+        for ask in list(self._asks):
+            ask.cancel()
         await self._drain()
         held = [h for site in self.sites.values() for h in site.leases if not h.gone]
         for h in held:
@@ -519,7 +526,9 @@ class LeaseBook:
         except Exception as err:  # noqa: BLE001
             log.warning("proxy-operator: ending session %s failed: %s", key, err)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._asks.discard)
+        return task
