@@ -155,3 +155,30 @@ def test_a_refused_token_drops_the_request_at_once_and_stops_the_crawl() -> None
         "(401 unauthorized: missing or wrong bearer token)"
     )
     assert middleware.failure is not None and "PROXY_OPERATOR_TOKEN" in middleware.failure
+
+
+class Slow:
+    """An ask the client is still waiting out (503s with a long Retry-After)."""
+
+    async def lease(self, **kw: object) -> None:
+        await asyncio.sleep(30)
+
+
+def test_a_request_whose_ask_has_not_been_answered_is_dropped_saying_so_not_all_busy() -> None:
+    book = LeaseBook(Slow(), BookOptions(max_wait_seconds=0.5), time.monotonic)  # type: ignore[arg-type]
+
+    async def ask() -> LeaseFailed:
+        try:
+            await book.acquire("shop.example")
+        except LeaseFailed as failed:
+            return failed
+        finally:
+            await book.close()
+        raise AssertionError("a lease came")
+
+    failed = asyncio.run(ask())
+    assert (failed.verdict, failed.reason) == (
+        "retry",
+        "no lease for shop.example within 0.5 s: the discovery API has not answered the lease ask "
+        "(the client may be waiting out its 503s or 429s)",
+    )

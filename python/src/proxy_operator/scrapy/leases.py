@@ -217,9 +217,16 @@ class LeaseBook:
             if refusal is not None and refusal.code == "no_match" and not live:
                 raise refusal
             if now >= deadline:
+                within = f"no lease for {host} within {self.options.max_wait_seconds} s"
+                # The real cause, not a made-up all_busy.
                 if refusal is None and site.last_error is not None:
-                    # The real cause, not a made-up all_busy.
-                    raise LeaseFailed("retry", f"no lease for {host} within {self.options.max_wait_seconds} s: {site.last_error}")
+                    raise LeaseFailed("retry", f"{within}: {site.last_error}")
+                if refusal is None and site.asking and not live:
+                    raise LeaseFailed(
+                        "retry",
+                        f"{within}: the discovery API has not answered the lease ask "
+                        "(the client may be waiting out its 503s or 429s)",
+                    )
                 raise refusal or NoLease(409, "all_busy", f"no lease for {host} within {self.options.max_wait_seconds} s")
             # Wake at the first rest's end, the pace's next request, the next ask, or a change
             # (a lease came, one ended).
