@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -33,8 +33,11 @@ LEASE_KEY = "proxy_operator_lease"
 SENT_KEY = "proxy_operator_sent_at"
 RETRIES_KEY = "proxy_operator_retries"
 SESSION_KEY = "proxy_operator_session"
-#: The finish reason of a crawl the discovery API refused (its token or a setting).
-STOP_REASON = "proxy_operator_refused"
+#: The add-on's finish reasons: the discovery API refused the crawl (its token, a setting, the
+#: URL); the add-on failed as the spider opened.
+FinishReason = Literal["proxy_operator_refused", "proxy_operator_start_failed"]
+STOP_REASON: FinishReason = "proxy_operator_refused"
+START_FAILED: FinishReason = "proxy_operator_start_failed"
 #: How long before a rest's end the slot gets its own delay back (see _rest).
 REST_LEAD_SECONDS = 0.02
 
@@ -84,6 +87,7 @@ class ProxyOperatorMiddleware:
         self.failure: str | None = None
         self.policy: Policy = BanPolicy()
         self._ticker: asyncio.Task[None] | None = None
+        self._closing: asyncio.Future[Any] | None = None
         #: Each slot's delay and jitter before a rest changed them.
         self._base: dict[str, SlotTiming] = {}
         #: Slots resting out a Retry-After, and when the rest ends.
@@ -105,7 +109,7 @@ class ProxyOperatorMiddleware:
             # and until it has, process_request refuses every request (no book, no proxy).
             self.failure = f"the add-on did not start: {type(err).__name__}: {err}"
             log.error("proxy-operator: %s; the spider closes", self.failure)
-            raise CloseSpider("proxy_operator_start_failed") from err
+            raise CloseSpider(START_FAILED) from err
 
     async def _tick(self) -> None:
         while True:
@@ -223,7 +227,7 @@ class ProxyOperatorMiddleware:
             return
         closer = getattr(engine, "close_spider_async", None)  # Scrapy 2.14+
         if closer is not None:
-            asyncio.ensure_future(closer(reason=STOP_REASON))
+            self._closing = asyncio.ensure_future(closer(reason=STOP_REASON))  # kept: a task is weakly held
         else:
             engine.close_spider(self.crawler.spider, STOP_REASON)
 
