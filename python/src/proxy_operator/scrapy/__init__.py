@@ -3,5 +3,6 @@
 from .addon import Addon
 from .middleware import ProxyOperatorMiddleware
 from .policy import BanPolicy
+from .settings import SettingError
 
-__all__ = ["Addon", "BanPolicy", "ProxyOperatorMiddleware"]
+__all__ = ["Addon", "BanPolicy", "ProxyOperatorMiddleware", "SettingError"]

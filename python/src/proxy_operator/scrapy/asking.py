@@ -11,9 +11,11 @@ leases cover what the fleet can give it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Literal
 
 from ..client import MAX_EXCLUDED
+from ..errors import DiscoveryApiError
 
 #: What a grant means: use it; give it back (the book is closing); or give it back and stop
 #: asking for a while (a proxy the site holds: the server had nothing better for it).
@@ -72,3 +74,47 @@ def covered_for(code: str, retry_after: float | None, saturated_seconds: float) 
     if code == "all_cooling_down" and retry_after:
         return min(retry_after, saturated_seconds)
     return saturated_seconds
+
+
+#: What a failed ask (anything but a 409 refusal) means. ``retry``: the API did not answer or
+#: failed on its side (a connection error, a 5xx, a 429 or 503 the client waited out): asked
+#: again a second later, and a request that gets no lease meanwhile is dropped with this cause.
+#: ``drop``: the site's own requests were refused (a 400 naming their ``session`` or ``target``):
+#: asking again gets the same 400, so they are dropped at once. ``stop``: every ask will fail
+#: the same way (the token refused, a setting refused, the URL not the discovery API): the
+#: crawl stops, naming the setting.
+FailureVerdict = Literal["retry", "drop", "stop"]
+
+
+@dataclass(frozen=True)
+class AskFailure:
+    verdict: FailureVerdict
+    reason: str
+
+
+#: A 400's first word (the request field the API names) -> the setting that sent it.
+_SETTING_OF_FIELD = {"ttlSeconds": "PROXY_OPERATOR_TTL", "selector": "PROXY_OPERATOR_SELECTOR"}
+#: A 400's first word -> the part of a request that sent it.
+_REQUEST_FIELD = {"session": "its meta['proxy_operator_session']", "target": "its host"}
+
+
+def after_failure(err: BaseException) -> AskFailure:
+    if not isinstance(err, DiscoveryApiError):
+        return AskFailure("retry", f"the discovery API did not answer ({type(err).__name__}: {err})")
+    answer = f"{err.status} {err.code}: {err.message}"
+    if err.status == 401:
+        return AskFailure("stop", f"the discovery API refused PROXY_OPERATOR_TOKEN ({answer})")
+    if err.status == 403:
+        return AskFailure("stop", f"PROXY_OPERATOR_TOKEN may not lease these proxies ({answer})")
+    if err.status in (404, 405):
+        return AskFailure("stop", f"PROXY_OPERATOR_URL does not look like the discovery API ({answer})")
+    if err.status == 400:
+        field = err.message.split(" ", 1)[0].split(".", 1)[0].split("[", 1)[0]
+        if field in _SETTING_OF_FIELD:
+            return AskFailure("stop", f"the discovery API refused {_SETTING_OF_FIELD[field]} ({answer})")
+        if field in _REQUEST_FIELD:
+            return AskFailure("drop", f"the discovery API refused {_REQUEST_FIELD[field]} ({answer})")
+        return AskFailure("drop", f"the discovery API refused the lease ask ({answer})")
+    if err.status in (408, 429) or err.status >= 500:
+        return AskFailure("retry", f"the discovery API failed ({answer})")
+    return AskFailure("drop", f"the discovery API refused the lease ask ({answer})")

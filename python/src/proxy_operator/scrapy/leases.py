@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..errors import DiscoveryApiError, NoLease, refused_field
 from ..types import Lease, Report, ReportResult
-from .asking import after_grant, after_refusal, covered_for, may_ask, to_exclude
+from .asking import FailureVerdict, after_failure, after_grant, after_refusal, covered_for, may_ask, to_exclude
 from . import pace as paces
 from .pace import UNPACED, Pace
 from .renewal import renewal_action
@@ -25,6 +25,16 @@ from .renewal import renewal_action
 log = logging.getLogger("proxy_operator")
 
 SiteKey = tuple[str, "str | None"]
+
+
+class LeaseFailed(Exception):
+    """A request gets no lease because asking failed (not a 409 refusal: that is NoLease);
+    ``verdict`` says whether only this site's requests fail or the whole crawl (asking.py)."""
+
+    def __init__(self, verdict: FailureVerdict, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
 
 
 class LeaseApi(Protocol):
@@ -107,6 +117,10 @@ class Site:
     refused_until: float = 0.0
     saturated_until: float = 0.0
     last_refusal: NoLease | None = None
+    #: Why the last ask failed, when it is to be asked again (the cause a dropped request gets).
+    last_error: str | None = None
+    #: Why the API refused this site's requests themselves (a 400 naming their session or target).
+    rejected: str | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -160,8 +174,12 @@ class LeaseBook:
         self.dead_since: dict[str, float] = {}
         self.stats = BookStats()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: The lease asks in flight (a subset of _tasks): cancelled at close.
+        self._asks: set[asyncio.Task[None]] = set()
         self._last_ok_flush = clock()
         self._closed = False
+        #: Why no ask can succeed (the token or a setting refused): every request fails with it.
+        self.stopped: str | None = None
         #: False once the server refused ``exclude`` (an operator older than this client).
         self.exclude_supported = True
 
@@ -178,6 +196,10 @@ class LeaseBook:
         while True:
             if self._closed:
                 raise NoLease(409, "all_busy", "the crawl's leases are closed")
+            if self.stopped is not None:
+                raise LeaseFailed("stop", self.stopped)
+            if site.rejected is not None:
+                raise LeaseFailed("drop", site.rejected)
             now = self.clock()
             chosen = choose(site.leases, now)
             if wants_another(site.leases, chosen, self.options, session is not None):
@@ -195,6 +217,16 @@ class LeaseBook:
             if refusal is not None and refusal.code == "no_match" and not live:
                 raise refusal
             if now >= deadline:
+                within = f"no lease for {host} within {self.options.max_wait_seconds} s"
+                # The real cause, not a made-up all_busy.
+                if refusal is None and site.last_error is not None:
+                    raise LeaseFailed("retry", f"{within}: {site.last_error}")
+                if refusal is None and site.asking and not live:
+                    raise LeaseFailed(
+                        "retry",
+                        f"{within}: the discovery API has not answered the lease ask "
+                        "(the client may be waiting out its 503s or 429s)",
+                    )
                 raise refusal or NoLease(409, "all_busy", f"no lease for {host} within {self.options.max_wait_seconds} s")
             # Wake at the first rest's end, the pace's next request, the next ask, or a change
             # (a lease came, one ended).
@@ -220,7 +252,7 @@ class LeaseBook:
         ):
             return
         site.asking = True
-        self._spawn(self._lease(site))
+        self._asks.add(self._spawn(self._lease(site)))
 
     async def _lease(self, site: Site) -> None:
         host, session = site.key
@@ -249,13 +281,22 @@ class LeaseBook:
                 seconds = covered_for(refusal.code, refusal.retry_after, self.options.saturated_seconds)
                 site.saturated_until = self.clock() + seconds
                 return
-            site.last_refusal = refusal
+            site.last_refusal, site.last_error = refusal, None
             wait = refusal.retry_after if refusal.code == "all_cooling_down" and refusal.retry_after else 1.0
             site.refused_until = self.clock() + wait
             return
-        except Exception as err:  # noqa: BLE001 - a failed ask is retried a second later
-            log.warning("proxy-operator: lease for %s failed: %s", host, err)
-            site.refused_until = self.clock() + 1.0
+        except Exception as err:  # noqa: BLE001 - every failure is sorted (asking.after_failure)
+            failure = after_failure(err)
+            if failure.verdict == "stop":
+                self.stopped = failure.reason
+                for other in self.sites.values():
+                    other.changed.set()
+            elif failure.verdict == "drop":
+                site.rejected = failure.reason
+            else:
+                log.warning("proxy-operator: lease for %s failed: %s", host, failure.reason)
+                site.last_refusal, site.last_error = None, failure.reason
+                site.refused_until = self.clock() + 1.0
             return
         finally:
             site.asking = False
@@ -263,7 +304,7 @@ class LeaseBook:
         self.stats.leased += 1
         if session is not None:
             self.sessions.add(session)
-        site.last_refusal = None
+        site.last_refusal = site.last_error = None
         now = self.clock()
         verdict = after_grant(
             lease.proxy_id,
@@ -431,6 +472,11 @@ class LeaseBook:
         self._closed = True
         for site in self.sites.values():
             site.changed.set()
+        # An ask waiting out 503s (the client's Retry-After, up to a minute each) would hold the
+        # close for minutes, and its lease would go straight back: cancelled. One the server
+        # granted before the cancel expires at its TTL.
+        for ask in list(self._asks):
+            ask.cancel()
         await self._drain()
         held = [h for site in self.sites.values() for h in site.leases if not h.gone]
         for h in held:
@@ -487,7 +533,9 @@ class LeaseBook:
         except Exception as err:  # noqa: BLE001
             log.warning("proxy-operator: ending session %s failed: %s", key, err)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._asks.discard)
+        return task

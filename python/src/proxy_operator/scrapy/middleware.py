@@ -8,19 +8,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.asyncio import is_asyncio_available
-from scrapy.utils.misc import load_object
 
-from ..client import AsyncDiscoveryClient, retry_after_seconds
+from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
-from .leases import BookOptions, HeldLease, LeaseBook
+from .leases import HeldLease, LeaseBook, LeaseFailed
+from .routes import route_of
+from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
 from .policy import BanPolicy, Policy, response_outcome
 
@@ -32,6 +33,11 @@ LEASE_KEY = "proxy_operator_lease"
 SENT_KEY = "proxy_operator_sent_at"
 RETRIES_KEY = "proxy_operator_retries"
 SESSION_KEY = "proxy_operator_session"
+#: The add-on's finish reasons: the discovery API refused the crawl (its token, a setting, the
+#: URL); the add-on failed as the spider opened.
+FinishReason = Literal["proxy_operator_refused", "proxy_operator_start_failed"]
+STOP_REASON: FinishReason = "proxy_operator_refused"
+START_FAILED: FinishReason = "proxy_operator_start_failed"
 #: How long before a rest's end the slot gets its own delay back (see _rest).
 REST_LEAD_SECONDS = 0.02
 
@@ -61,29 +67,27 @@ class ProxyOperatorMiddleware:
     (or ``ADDONS = {"proxy_operator.scrapy.Addon": 0}``), with ``PROXY_OPERATOR_URL`` set."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
+        # Every setting is checked here, so a bad one stops the start-up naming its key
+        # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
+        config = read_settings(crawler.settings)
+        if not _on_asyncio():
+            raise SettingError(
+                "TWISTED_REACTOR",
+                'must be "twisted.internet.asyncioreactor.AsyncioSelectorReactor" (the default since Scrapy '
+                "2.13): proxy_operator.scrapy calls the discovery API on asyncio",
+            )
         self.crawler = crawler
-        self.url = settings.get("PROXY_OPERATOR_URL")
-        if not self.url:
-            raise NotConfigured("PROXY_OPERATOR_URL is not set (the discovery API's URL)")
-        self.token = settings.get("PROXY_OPERATOR_TOKEN") or None
-        client_class = settings.get("PROXY_OPERATOR_CLIENT", AsyncDiscoveryClient)
-        self.client_class = load_object(client_class) if isinstance(client_class, str) else client_class
-        policy_class = settings.get("PROXY_OPERATOR_BAN_POLICY", BanPolicy)
-        self.policy_class = load_object(policy_class) if isinstance(policy_class, str) else policy_class
-        self.options = BookOptions(
-            selector=dict(settings.getdict("PROXY_OPERATOR_SELECTOR")),
-            ttl_seconds=settings.getint("PROXY_OPERATOR_TTL", 120),
-            requests_per_lease=settings.getint("PROXY_OPERATOR_REQUESTS_PER_LEASE", 2),
-            max_leases_per_site=settings.getint("PROXY_OPERATOR_MAX_LEASES_PER_SITE", 32),
-            max_wait_seconds=settings.getfloat("PROXY_OPERATOR_MAX_WAIT", 60.0),
-            ok_report_interval_seconds=settings.getfloat("PROXY_OPERATOR_OK_REPORT_INTERVAL", 30.0),
-        )
-        self.retry_times = settings.getint("PROXY_OPERATOR_RETRY_TIMES", 10)
+        self.url, self.token = config.url, config.token
+        self.options = config.options
+        self.retry_times = config.retry_times
+        self.client: Any = make_client(config)
+        self._policy = make_policy(config)
         self.book: LeaseBook | None = None
-        self.client: Any = None
+        #: Why the add-on cannot lease (every request it would proxy is then refused).
+        self.failure: str | None = None
         self.policy: Policy = BanPolicy()
         self._ticker: asyncio.Task[None] | None = None
+        self._closing: asyncio.Future[Any] | None = None
         #: Each slot's delay and jitter before a rest changed them.
         self._base: dict[str, SlotTiming] = {}
         #: Slots resting out a Retry-After, and when the rest ends.
@@ -96,15 +100,16 @@ class ProxyOperatorMiddleware:
         return cls(crawler)
 
     async def spider_opened(self) -> None:
-        if not is_asyncio_available():
-            raise RuntimeError(
-                "proxy_operator.scrapy needs Scrapy's asyncio reactor (TWISTED_REACTOR = "
-                '"twisted.internet.asyncioreactor.AsyncioSelectorReactor", the default since Scrapy 2.13)'
-            )
-        self.client = self.client_class(self.url, token=self.token)
-        self.book = LeaseBook(self.client, self.options, time.monotonic)
-        self.policy = SpiderPolicy(self.crawler.spider, self.policy_class())
-        self._ticker = asyncio.ensure_future(self._tick())
+        try:
+            self.book = LeaseBook(self.client, self.options, time.monotonic)
+            self.policy = SpiderPolicy(self.crawler.spider, self._policy)
+            self._ticker = asyncio.ensure_future(self._tick())
+        except Exception as err:
+            # Scrapy logs a signal handler's exception and crawls on: CloseSpider ends the crawl,
+            # and until it has, process_request refuses every request (no book, no proxy).
+            self.failure = f"the add-on did not start: {type(err).__name__}: {err}"
+            log.error("proxy-operator: %s; the spider closes", self.failure)
+            raise CloseSpider(START_FAILED) from err
 
     async def _tick(self) -> None:
         while True:
@@ -121,27 +126,52 @@ class ProxyOperatorMiddleware:
             if stats is not None:
                 for name, value in vars(self.book.stats).items():
                     stats.set_value(f"proxy_operator/{name}", value)
-        if self.client is not None:
-            await self.client.aclose()
+        await self.client.aclose()
 
     # -- Scrapy's downloader middleware methods (current signatures: no spider argument) --------
 
     async def process_request(self, request: Request) -> None:
         meta = request.meta
-        if meta.get("dont_proxy") or self.book is None:
-            return None
+        if isinstance(meta.get(LEASE_KEY), HeldLease):
+            # A copy of a request that went through a lease (RetryMiddleware copies meta): that
+            # lease heard its outcome already, so a failure now must not count it down again.
+            for key in (LEASE_KEY, SENT_KEY, "proxy", "download_slot"):
+                meta.pop(key, None)
+        if meta.get("dont_proxy"):
+            return None  # the documented opt-out
         if "proxy" in meta and LEASE_KEY not in meta:
             return None  # a proxy the spider chose itself
+        route = route_of(request.url)
+        if route == "local":
+            return None  # data: and file: never touch the network: nothing to proxy
+        if route == "refuse":
+            # Scrapy's FTP/S3/... handlers ignore meta['proxy']: a lease would be a direct request.
+            self._inc("proxy_operator/refused_scheme")
+            scheme = request.url.split(":", 1)[0]
+            raise IgnoreRequest(
+                f"proxy-operator: {request.url}: a proxy cannot carry {scheme}: requests (Scrapy sends them "
+                "directly, whatever meta['proxy'] says); meta['dont_proxy'] = True sends one without a proxy"
+            )
+        if self.book is None:
+            # Never out without a proxy: the add-on is meant to proxy this request and cannot.
+            self._inc("proxy_operator/not_started")
+            why = self.failure or "the spider has not opened (spider_opened did not run)"
+            raise IgnoreRequest(f"proxy-operator: no proxy for {request.url}: {why}")
         try:
             host = target_of(request.url)
-        except ValueError:
-            return None  # data:, file: and the like go nowhere near a proxy
+        except ValueError as err:
+            raise IgnoreRequest(f"proxy-operator: {request.url}: {err}") from err  # http(s) without a host
         session = meta.get(SESSION_KEY)
         try:
             held = await self.book.acquire(host, session)
         except NoLease as err:
             self._inc("proxy_operator/no_lease")
             raise IgnoreRequest(f"no proxy leased for {host}: {err.code}") from err
+        except LeaseFailed as err:
+            self._inc(f"proxy_operator/lease_failed/{err.verdict}")
+            if err.verdict == "stop":
+                self._stop(err.reason)
+            raise IgnoreRequest(f"proxy-operator: no proxy for {request.url}: {err.reason}") from err
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
         meta[SENT_KEY] = self.book.clock()
@@ -182,6 +212,24 @@ class ProxyOperatorMiddleware:
         return self._retry(request, "unreachable")
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _stop(self, reason: str) -> None:
+        """No lease can come (the token or a setting refused): the spider closes, naming it."""
+        if self.failure is not None:
+            return
+        self.failure = reason
+        log.error("proxy-operator: %s; the spider closes", reason)
+        try:
+            engine: Any = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19: no engine before the crawl starts (a test's crawler)
+            return
+        if engine is None:
+            return
+        closer = getattr(engine, "close_spider_async", None)  # Scrapy 2.14+
+        if closer is not None:
+            self._closing = asyncio.ensure_future(closer(reason=STOP_REASON))  # kept: a task is weakly held
+        else:
+            engine.close_spider(self.crawler.spider, STOP_REASON)
 
     def _retry(self, request: Request, why: str) -> Request:
         tries = int(request.meta.get(RETRIES_KEY, 0)) + 1
@@ -236,6 +284,13 @@ class ProxyOperatorMiddleware:
     def _inc(self, key: str) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(key)
+
+
+def _on_asyncio() -> bool:
+    try:
+        return is_asyncio_available()
+    except RuntimeError:
+        return True  # no reactor installed: Scrapy's reactorless mode, which runs on asyncio
 
 
 def _jitter(slot: Any) -> float:
