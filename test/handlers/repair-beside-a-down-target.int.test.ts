@@ -1,8 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Instance } from '../../providers/contract.js';
 import type { Proxy } from '../../crds/proxy-types.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { DEAD_IP, Killable } from './killable-provider.js';
 import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // A repair hold is judged on the failures nothing explains yet. One provider, two teams of 5
@@ -14,7 +13,6 @@ import { condition, eventually, managedSpec, operatorSuite } from './operator-fi
 
 const PER_TEAM = 5;
 const GRACE = 5;
-const DEAD_IP = '127.0.0.254';
 const deletes: string[] = [];
 let aDown = false;
 let siteA: Server;
@@ -22,29 +20,9 @@ let siteB: Server;
 let urlA = '';
 let urlB = '';
 
-/** The mock, recording deletes; a killed instance answers from a dead address, as a crashed Squid. */
-class Killable extends DelegatingProvider {
-  private readonly dead = new Set<string>();
-
-  async kill(id: string): Promise<void> {
-    const i = await this.inner.get(id);
-    this.dead.add(`${id}@${i.createdAt.getTime()}`);
-  }
-
-  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
-    const i = await this.inner.get(id, signal);
-    return this.dead.has(`${id}@${i.createdAt.getTime()}`) && i.ip ? { ...i, ip: DEAD_IP } : i;
-  }
-
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
-
 let provider: Killable;
 const suite = operatorSuite('repair-beside-down-target', {
-  providers: (mock) => ({ mock: (provider = new Killable(mock)) }),
+  providers: (mock) => ({ mock: (provider = new Killable(mock, deletes)) }),
   settings: {
     replaceUnhealthyAfterSeconds: GRACE,
     repairHoldUnhealthyPercent: 20,

@@ -1,8 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Instance } from '../../providers/contract.js';
 import type { Proxy } from '../../crds/proxy-types.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { DEAD_IP, Killable } from './killable-provider.js';
 import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Issue 44 item 2 on a real API server, with the mock provider's real forward proxies on
@@ -14,7 +13,6 @@ import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } fr
 
 const COUNT = 20;
 const GRACE = 5;
-const DEAD_IP = '127.0.0.254';
 let probes: Server;
 let probeURL = '';
 /** The target is down for everyone (its sockets are dropped). */
@@ -24,29 +22,9 @@ let downThroughProxies = false;
 const deletes: string[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The mock, recording deletes; a killed instance answers from a dead address, as a crashed Squid. */
-class Killable extends DelegatingProvider {
-  private readonly dead = new Set<string>();
-
-  async kill(id: string): Promise<void> {
-    const i = await this.inner.get(id);
-    this.dead.add(`${id}@${i.createdAt.getTime()}`);
-  }
-
-  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
-    const i = await this.inner.get(id, signal);
-    return this.dead.has(`${id}@${i.createdAt.getTime()}`) && i.ip ? { ...i, ip: DEAD_IP } : i;
-  }
-
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
-
 let provider: Killable;
 const suite = operatorSuite('repair-hold', {
-  providers: (mock) => ({ mock: (provider = new Killable(mock)) }),
+  providers: (mock) => ({ mock: (provider = new Killable(mock, deletes)) }),
   settings: {
     replaceUnhealthyAfterSeconds: GRACE,
     repairHoldUnhealthyPercent: 20,
