@@ -266,7 +266,30 @@ export function condition(p: Proxy | undefined, type: ConditionType) {
 /** The Proxy `name` if it is Ready and Healthy, else undefined: a check for `eventually`. */
 export async function readyProxy(api: ProxyApi, name: string): Promise<Proxy | undefined> {
   const p = await api.get(name);
-  return p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True' ? p : undefined;
+  return isReady(p) ? p : undefined;
+}
+
+/** Ready and Healthy: what a crawler may lease. */
+export function isReady(p: Proxy): boolean {
+  return p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
+}
+
+/** The Proxies `names`, once every one of them passes `test`. */
+export function everyProxy(
+  api: ProxyApi,
+  names: readonly string[],
+  what: string,
+  test: (p: Proxy) => boolean,
+  timeoutMs = 60_000,
+): Promise<Proxy[]> {
+  return eventually(
+    what,
+    async () => {
+      const ps = await Promise.all(names.map((n) => api.get(n)));
+      return ps.every(test) ? ps : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** proxy_operator_replacements_total of one cause, as the operator's registry holds it. */

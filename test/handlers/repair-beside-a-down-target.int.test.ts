@@ -1,8 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Proxy } from '../../crds/proxy-types.js';
 import { DEAD_IP, Killable } from './killable-provider.js';
-import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import {
+  condition,
+  eventually,
+  everyProxy,
+  isReady,
+  managedSpec,
+  operatorSuite,
+} from './operator-fixture.js';
 
 // A repair hold is judged on the failures nothing explains yet. One provider, two teams of 5
 // proxies, each team probing its own site. Site A goes down for everyone: A's proxies are held
@@ -59,17 +65,6 @@ afterAll(async () => {
   }
 });
 
-const isReady = (p: Proxy) => p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
-const every = (names: readonly string[], what: string, test: (p: Proxy) => boolean, timeoutMs = 60_000) =>
-  eventually(
-    what,
-    async () => {
-      const ps = await Promise.all(names.map((n) => api.get(n)));
-      return ps.every(test) ? ps : undefined;
-    },
-    timeoutMs,
-  );
-
 describe('a repair hold counts only failures nothing explains yet', () => {
   it("one team's probe target down does not hold the repair of another team's dead proxy", async () => {
     const base = managedSpec(suite.target);
@@ -78,14 +73,15 @@ describe('a repair hold counts only failures nothing explains yet', () => {
       ...teamA.map((n) => api.create(n, { spec: spec(urlA) })),
       ...teamB.map((n) => api.create(n, { spec: spec(urlB) })),
     ]);
-    const ready = await every([...teamA, ...teamB], 'all Ready', isReady, 90_000);
+    const ready = await everyProxy(api, [...teamA, ...teamB], 'all Ready', isReady, 90_000);
     const instances = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
 
     aDown = true;
     await provider.kill(instances.get(teamB[0])!);
 
     // Team A: held by the direct check (its site is down for the operator too).
-    await every(
+    await everyProxy(
+      api,
       teamA,
       'team A held: its site fails directly',
       (p) =>
@@ -116,7 +112,7 @@ describe('a repair hold counts only failures nothing explains yet', () => {
 
     // Site A comes back: its proxies recover on their own instances.
     aDown = false;
-    const back = await every(teamA, 'team A Ready again', isReady, 45_000);
+    const back = await everyProxy(api, teamA, 'team A Ready again', isReady, 45_000);
     for (const p of back) expect(p.status?.providerID).toBe(instances.get(p.metadata.name));
     expect(deletes).toEqual([instances.get(teamB[0])]);
   }, 240_000);

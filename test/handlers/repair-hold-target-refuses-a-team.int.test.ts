@@ -1,8 +1,15 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Proxy } from '../../crds/proxy-types.js';
 import { DelegatingProvider } from './delegating-provider.js';
-import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import {
+  condition,
+  eventsOnceThere,
+  eventually,
+  everyProxy,
+  isReady,
+  managedSpec,
+  operatorSuite,
+} from './operator-fixture.js';
 
 // A probe target that refuses one team's proxies holds that team's repairs, though the team is
 // a small part of its provider. 20 proxies on one provider: 16 probe site B, 4 (one team)
@@ -69,17 +76,6 @@ afterAll(async () => {
   }
 });
 
-const isReady = (p: Proxy) => p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
-const every = (names: readonly string[], what: string, test: (p: Proxy) => boolean, timeoutMs = 60_000) =>
-  eventually(
-    what,
-    async () => {
-      const ps = await Promise.all(names.map((n) => api.get(n)));
-      return ps.every(test) ? ps : undefined;
-    },
-    timeoutMs,
-  );
-
 async function heldCount(reason: string): Promise<number> {
   const m = await suite.op.registry.getSingleMetric('proxy_operator_repairs_held')?.get();
   return m?.values.filter((v) => v.labels.reason === reason).reduce((a, v) => a + v.value, 0) ?? 0;
@@ -93,12 +89,13 @@ describe('a repair hold judges each probe target on its own', () => {
       ...team.map((n) => api.create(n, { spec: spec(urlA) })),
       ...others.map((n) => api.create(n, { spec: spec(urlB) })),
     ]);
-    const ready = await every([...team, ...others], 'all 20 Ready', isReady, 90_000);
+    const ready = await everyProxy(api, [...team, ...others], 'all 20 Ready', isReady, 90_000);
     const instances = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
 
     blockProxies = true;
-    await every(team, 'the team Unhealthy', (p) => p.status?.phase === 'Unhealthy', 30_000);
-    const held = await every(
+    await everyProxy(api, team, 'the team Unhealthy', (p) => p.status?.phase === 'Unhealthy', 30_000);
+    const held = await everyProxy(
+      api,
       team,
       'the team held (TargetGroupUnhealthy)',
       (p) => condition(p, 'Provisioned')?.reason === 'RepairHeld',
@@ -124,7 +121,7 @@ describe('a repair hold judges each probe target on its own', () => {
 
     // The site lets the proxies in again: the team recovers on its own instances.
     blockProxies = false;
-    await every(team, 'the team Ready again', isReady, 30_000);
+    await everyProxy(api, team, 'the team Ready again', isReady, 30_000);
     await eventually('no repair held', async () =>
       (await heldCount('TargetGroupUnhealthy')) === 0 ? true : undefined,
     );

@@ -2,7 +2,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Proxy } from '../../crds/proxy-types.js';
 import { DEAD_IP, Killable } from './killable-provider.js';
-import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import {
+  condition,
+  eventsOnceThere,
+  eventually,
+  everyProxy,
+  isReady,
+  managedSpec,
+  operatorSuite,
+} from './operator-fixture.js';
 
 // Issue 44 item 2 on a real API server, with the mock provider's real forward proxies on
 // loopback: a shared cause never replaces the fleet. 20 Managed proxies; the probe target goes
@@ -53,16 +61,8 @@ afterAll(async () => {
 });
 
 const all = () => Promise.all(names.map((n) => api.get(n)));
-const everyOne = (what: string, test: (p: Proxy) => boolean, timeoutMs = 60_000) =>
-  eventually(
-    what,
-    async () => {
-      const ps = await all();
-      return ps.every(test) ? ps : undefined;
-    },
-    timeoutMs,
-  );
-const isReady = (p: Proxy) => p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
+const everyOne = (what: string, test: (p: Proxy) => boolean, timeoutMs?: number) =>
+  everyProxy(api, names, what, test, timeoutMs);
 
 async function heldCount(reason: string): Promise<number> {
   const m = await suite.op.registry.getSingleMetric('proxy_operator_repairs_held')?.get();

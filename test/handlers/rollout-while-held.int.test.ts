@@ -3,7 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { CoreV1Api, Watch } from '@kubernetes/client-node';
 import type { Proxy } from '../../crds/proxy-types.js';
 import { DelegatingProvider } from './delegating-provider.js';
-import { condition, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
+import {
+  condition,
+  eventually,
+  everyProxy,
+  isReady,
+  managedSpec,
+  operatorSuite,
+} from './operator-fixture.js';
 
 // A rollout during a shared outage, on a real API server with the mock provider's forward
 // proxies on loopback. The probe target goes down: all 8 proxies turn Unhealthy and every repair
@@ -67,16 +74,8 @@ afterAll(async () => {
 });
 
 const all = () => Promise.all(names.map((n) => api.get(n)));
-const everyOne = (what: string, test: (p: Proxy) => boolean, timeoutMs = 60_000) =>
-  eventually(
-    what,
-    async () => {
-      const ps = await all();
-      return ps.every(test) ? ps : undefined;
-    },
-    timeoutMs,
-  );
-const isReady = (p: Proxy) => p.status?.phase === 'Ready' && condition(p, 'Healthy')?.status === 'True';
+const everyOne = (what: string, test: (p: Proxy) => boolean, timeoutMs?: number) =>
+  everyProxy(api, names, what, test, timeoutMs);
 /** Between instances, or on a new one not yet seen Ready (status.replacement is cleared on Ready). */
 const replacing = (p: Proxy) => p.status?.phase === 'Provisioning' || p.status?.replacement !== undefined;
 
