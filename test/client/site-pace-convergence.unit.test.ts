@@ -5,14 +5,8 @@
 // crawler's demand and the site. A cell states the fraction of the site's rate (tight: demand
 // exceeds it) or of the demand (loose: the site rarely objects) the pace must deliver over the
 // run, and how many 429s it may cost.
-import {
-  admit,
-  adopt,
-  rateLimited,
-  succeeded,
-  unpaced,
-  type Pace,
-} from '../../client/src/crawlee/site-pace.js';
+import { admit, rateLimited, succeeded, unpaced, type Pace } from '../../client/src/crawlee/site-pace.js';
+import { adopt } from '../../client/src/crawlee/site-pace-sharing.js';
 import { seededRandom as random } from '../harness/seeded-random.js';
 
 /** A site's limit for one source: whether a request at `t` passes, and its Retry-After (ms) if not. */

@@ -1,25 +1,27 @@
 // The pace a proxy keeps for a site after its 429s (client/src/crawlee/site-pace.ts).
 import {
-  adopt,
   BLIND_REST_MS,
   capacityOf,
-  replayTokens,
   admit,
-  heardOfProbe,
-  impliedLimit,
   MAX_PROBE_AFTER_PERIODS,
   HEADROOM_STEP,
   FIRST_HEADROOM,
   MAX_HEADROOM,
   PROBE_AFTER_PERIODS,
-  provenAfter429,
-  provenByProbe,
-  raiseTo,
   rateLimited,
   succeeded,
   unpaced,
   type Pace,
 } from '../../client/src/crawlee/site-pace.js';
+import {
+  adopt,
+  replayTokens,
+  heardOfProbe,
+  provenAfter429,
+  provenByProbe,
+  raiseTo,
+} from '../../client/src/crawlee/site-pace-sharing.js';
+import { impliedLimit } from '../../client/src/crawlee/implied-limit.js';
 import { TimeLog } from '../../client/src/crawlee/time-log.js';
 
 type Step = ['admit' | 'ok', number] | ['429', number, number | undefined];

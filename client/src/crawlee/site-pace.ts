@@ -1,7 +1,7 @@
 // The pace one proxy keeps for one site once the site has rate-limited it: a token bucket of
 // `limit` requests per `periodMs` (the 429's Retry-After), learned from the successes the site
 // allowed. Pure: SessionLeases keeps one Pace per (proxy, host) and asks admit() before each
-// request.
+// request; what one proxy's pace tells the host's others is site-pace-sharing.ts.
 //
 // Why: waiting out a 429's rest and then sending every waiting request at once gets most of
 // them a 429 again, and each 429 costs the request one of Crawlee's retries. Spending only
@@ -21,6 +21,7 @@
 // that held all the quiet doubles the next one's step (10 %, 20 % ... up to doubling the rate:
 // a limit that rose is found in a few probes, not ~47), and any 429 resets it. The Retry-After
 // pace probes one more at a time: the site said its period, and the pace honours it.
+import { impliedLimit } from './implied-limit.js';
 import { TimeLog } from './time-log.js';
 
 /** Periods without a 429 before the limit is probed higher (and between probes). */
@@ -249,150 +250,6 @@ function admitBlind(pace: Pace, tokens: number, now: number): { pace: Pace; wait
     waitMs: Math.max(1, Math.ceil(((1 - tokens) * periodMs) / next.limit!)),
     probe: false,
   };
-}
-
-/**
- * A proxy's first pace for a site that another proxy has learned already: a site limits every
- * source alike, so the limit, period and headroom carry over, and the proxy starts paced
- * instead of learning the limit by a 429 of its own (each costs a rest of a whole period).
- * Its bucket holds what its own requests left, replayed through the learned bucket from a
- * full one (replayTokens): those sent, not only those answered (the requests in flight when
- * the pace arrives spent a token each; counting only the successes sent one request too many
- * per request in flight, and each got a 429 and a rest), each refilled from when it went, not
- * from now (a crawl's first burst goes a few hundred ms before the first 429 teaches the pace;
- * counting it as spent now held every proxy back that long). A proxy with a pace of its own
- * keeps it.
- */
-export function adopt(mine: Pace, learned: Pace, now: number): Pace {
-  if (mine.limit !== undefined || learned.limit === undefined) return mine;
-  const capacity = capacityOf(learned);
-  const refill = learned.limit / learned.periodMs;
-  const tokens = Math.min(
-    replayTokens(mine.recent.toArray(), capacity, refill, now),
-    replayTokens(mine.sent.toArray(), capacity, refill, now),
-  );
-  return {
-    ...unpaced,
-    limit: learned.limit,
-    periodMs: learned.periodMs,
-    headroom: learned.headroom,
-    tokens,
-    at: now,
-    // The quiet before its first probe starts now, as after a 429 of its own, and is the base
-    // one: the learned pace may be minutes old, and its quiet (up to MAX_PROBE_AFTER_PERIODS)
-    // kept new proxies from probing for minutes after the limit rose. On a limit that holds it
-    // costs a refused probe per new proxy at most (another proxy's probe defers it).
-    limitedAt: now,
-    probeAfterPeriods: PROBE_AFTER_PERIODS,
-    recent: mine.recent,
-    blind: learned.blind,
-    ceiling: learned.ceiling,
-  };
-}
-
-/**
- * The tokens a bucket of `capacity`, refilled `refill` per ms, holds at `now` after a request
- * at each of `times` (ascending), starting full: within [0, capacity]. A request the bucket
- * had no token for still spent one at the site (it went unpaced), so the replay goes below
- * zero between requests and only the result is clamped.
- */
-export function replayTokens(
-  times: readonly number[],
-  capacity: number,
-  refill: number,
-  now: number,
-): number {
-  let tokens = capacity;
-  let at = times[0] ?? now;
-  for (const t of times) {
-    tokens = Math.min(capacity, tokens + (t - at) * refill) - 1;
-    at = t;
-  }
-  return Math.max(0, Math.min(capacity, tokens + (now - at) * refill));
-}
-
-/**
- * The limit the site has shown it allows every source, after a 429 through one proxy (its
- * pace `before` the 429 and `after` it), given what other proxies showed so far (`proven`, 0
- * for nothing). Sites limit every source alike, so the best evidence any proxy has holds for
- * all (see raiseTo):
- * - the successes of the last period before the 429 (impliedLimit): what the site let through;
- * - a refused probe: the limit before it held for the quiet periods before the probe.
- * A 429 that lowered the limit otherwise says the site allows less than before: that limit,
- * whatever was shown earlier.
- * Why: a proxy's first limit is the least its own successes prove, and a proxy whose first
- * requests went far apart learns less than the site allows (two a second for a site allowing
- * three). Learned alone, each such proxy stayed low for the whole crawl: a probe raises only
- * the proxy that sends it, and a probe of any proxy defers everyone's next one.
- */
-export function provenAfter429(proven: number, before: Pace, after: Pace, now: number): number {
-  if (after.limit === undefined) return proven;
-  // A blind 429 shows no limit the site allows; it only says the floor shown may be too high.
-  if (after.blind) return proven === 0 ? 0 : Math.min(proven, after.ceiling);
-  const probeRefused = before.limit !== undefined && now - before.probedAt < before.periodMs;
-  if (before.limit !== undefined && after.limit < before.limit && !probeRefused) return after.limit;
-  const lastPeriod = before.recent.toArray().filter((t) => t > now - after.periodMs);
-  const shown = lastPeriod.length === 0 ? 0 : impliedLimit(lastPeriod, after.periodMs);
-  return Math.max(proven, shown, probeRefused ? after.limit : 0);
-}
-
-/**
- * A probe goes out only after the limit held for `probeAfterPeriods` periods without a 429:
- * the limit before the probe (`probing` is the pace admit returned with it) is shown.
- */
-export function provenByProbe(proven: number, probing: Pace): number {
-  if (probing.limit === undefined) return proven;
-  // A blind probe goes from the ceiling, which held for the quiet periods before it.
-  return Math.max(proven, probing.blind ? probing.ceiling : probing.limit - 1);
-}
-
-/**
- * A proxy whose limit is below what the site has shown it allows every source (`proven`)
- * takes that limit; its bucket, headroom, rest and quiet stay. An unpaced proxy stays unpaced.
- */
-export function raiseTo(pace: Pace, proven: number): Pace {
-  if (pace.limit === undefined || pace.limit >= proven) return pace;
-  return { ...pace, limit: proven, ceiling: Math.max(pace.ceiling, proven) };
-}
-
-/**
- * Another proxy of the site probed it at `probedAt`, and its quiet between probes is now
- * `probeAfterPeriods` (doubled if the site refused): sites limit every source alike, so one
- * probe answers for all of them, and the others wait as if it had been theirs. Twenty proxies
- * probing on their own meant twenty 429s, each a rest, for one answer.
- */
-export function heardOfProbe(pace: Pace, probedAt: number, probeAfterPeriods: number): Pace {
-  if (pace.limit === undefined) return pace;
-  return {
-    ...pace,
-    probedAt: Math.max(pace.probedAt, probedAt),
-    probeAfterPeriods: Math.max(pace.probeAfterPeriods, probeAfterPeriods),
-  };
-}
-
-/**
- * Jitter allowed for in impliedLimit: success times are the client's, a few ms off the site's
- * clock, so a window can look a hair denser than the site let it be.
- */
-const IMPLIED_LIMIT_TOLERANCE = 0.1;
-
-/**
- * The most requests per period a limit of `L` lets through over a span `s` is `L × (1 + s /
- * period)`: a full bucket (or window) at its start and the refill during it; this holds for a
- * token bucket, a fixed window and a sliding log alike. So the successes `times` (ascending)
- * prove the limit is at least the densest window's `count / (1 + span / period)`; this returns
- * that bound as a whole number. Why not just the last period's count: a site's bucket starts
- * full, so the first period of a crawl gets the burst and the refill, up to twice the limit;
- * learning that as the limit cost every proxy a 429 and a rest per request too many.
- */
-export function impliedLimit(times: readonly number[], periodMs: number): number {
-  let bound = 0;
-  for (let from = 0; from < times.length; from++) {
-    for (let to = from; to < times.length; to++) {
-      bound = Math.max(bound, (to - from + 1) / (1 + (times[to]! - times[from]!) / periodMs));
-    }
-  }
-  return Math.max(1, Math.ceil(bound - IMPLIED_LIMIT_TOLERANCE));
 }
 
 /** A request through the proxy to the site succeeded. */

@@ -1,20 +1,16 @@
 // The site's pace, kept per (proxy, host) over the live leases: which lease a request goes
 // through when the site rate-limits, how long it waits, and what a 429 or a success teaches.
-// The rules are pure (site-pace.ts); this keeps their state, shares what one proxy learns with
+// The rules are pure (site-pace.ts, site-pace-sharing.ts); this keeps their state, shares what one proxy learns with
 // the host's others, and wakes the requests waiting for a turn.
 import {
-  adopt,
   admit,
-  heardOfProbe,
-  provenAfter429,
-  provenByProbe,
-  raiseTo,
   rateLimited as paceRateLimited,
   restMs,
   succeeded as paceSucceeded,
   unpaced,
   type Pace,
 } from './site-pace.js';
+import { adopt, heardOfProbe, provenAfter429, provenByProbe, raiseTo } from './site-pace-sharing.js';
 import {
   banKey,
   hostKey,
