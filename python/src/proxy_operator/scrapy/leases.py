@@ -25,7 +25,7 @@ from .book_options import BookOptions
 from .lease_api import LeaseApi
 from .lease_state import BookStats, HeldLease, LeaseFailed, Site, SiteKey
 from .pace import Pace
-from .renewal import renewal_action
+from .renewal import renewal_action, renewal_timing
 from .sharing import choose, wants_another
 
 __all__ = [
@@ -203,7 +203,8 @@ class LeaseBook:
                 site.saturated_until = now + self.options.saturated_seconds
             self._spawn(self.calls.release(lease.lease_id))
             return
-        fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
+        # The server's TTL runs from when it granted: at the latest from when the ask left.
+        fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), asked_at + self.options.ttl_seconds)
         learned = self.learned.get(site.key[0])
         if learned is not None:
             fresh.pace = paces.adopt(fresh.pace, learned, now)
@@ -297,8 +298,13 @@ class LeaseBook:
 
     # -- time passes ---------------------------------------------------------------------------
 
+    @property
+    def tick_seconds(self) -> float:
+        """How often tick() is to be called: a second, less for a short TTL (renewal.py)."""
+        return renewal_timing(float(self.options.ttl_seconds)).tick
+
     def tick(self) -> None:
-        """Once a second: renew or release what is due, send the batched ok reports when due."""
+        """Every tick_seconds: renew or release what is due, send the batched ok reports when due."""
         now = self.clock()
         for site in self.sites.values():
             for held in site.leases:
@@ -316,9 +322,10 @@ class LeaseBook:
             self._spawn(self._flush_ok())
 
     async def _renew(self, held: HeldLease) -> None:
+        sent = self.clock()
         try:
             await self.api.renew(held.lease.lease_id, int(held.ttl))
-            held.expires_at = self.clock() + held.ttl
+            held.expires_at = sent + held.ttl  # from when the renewal left, as for a grant
             held.used_since_renewal = False
             self.stats.renewed += 1
         except DiscoveryApiError as err:

@@ -112,10 +112,9 @@ class ProxyOperatorMiddleware:
             raise CloseSpider(START_FAILED) from err
 
     async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            if self.book is not None:
-                self.book.tick()
+        while self.book is not None:
+            await asyncio.sleep(self.book.tick_seconds)
+            self.book.tick()
 
     async def spider_closed(self) -> None:
         if self._ticker is not None:
