@@ -4,8 +4,10 @@ expires at its TTL, an ok report lost is a count) and counted in the book's stat
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
+from ..errors import DiscoveryApiError
 from ..types import Report, ReportResult
 from .lease_api import LeaseApi
 from .lease_state import BookStats, HeldLease
@@ -14,6 +16,11 @@ log = logging.getLogger("proxy_operator")
 
 #: The most reports one ``POST /v1/reports`` carries (the API's bound).
 BATCH = 100
+#: A ban or unreachable report that failed is sent again this many times in all, waiting 1, 2,
+#: 4, ... seconds (at most MAX_REPORT_BACKOFF) between tries (beside the client's own waits for
+#: 429 and 503); the book's close waits for them a bounded time.
+REPORT_ATTEMPTS = 5
+MAX_REPORT_BACKOFF = 8.0
 
 
 class ApiCalls:
@@ -32,6 +39,28 @@ class ApiCalls:
                 self.stats.released += 1
         except Exception as err:  # noqa: BLE001 - the request goes on; the lease expires on its own
             log.warning("proxy-operator: reporting %s failed: %s", result, err)
+
+    async def deliver(self, held: HeldLease, result: ReportResult) -> bool:
+        """A report that takes the proxy out (banned, unreachable), with the lease's release, sent
+        until the server has it: True once it has, False when it refused it (a 4xx: the lease
+        has ended, nothing to report on) or every try failed."""
+        for attempt in range(REPORT_ATTEMPTS):
+            try:
+                await self.api.report(held.lease.lease_id, result, target=held.host, release=True)
+                self.stats.released += 1
+                return True
+            except DiscoveryApiError as err:
+                if 400 <= err.status < 500 and err.status not in (408, 429):
+                    log.warning("proxy-operator: the %s report was refused: %s", result, err)
+                    return False
+                failure: Exception = err
+            except Exception as err:  # noqa: BLE001 - the API down: sent again
+                failure = err
+            if attempt + 1 < REPORT_ATTEMPTS:
+                log.warning("proxy-operator: reporting %s failed (sent again): %s", result, failure)
+                await asyncio.sleep(min(2.0**attempt, MAX_REPORT_BACKOFF))
+        log.warning("proxy-operator: reporting %s failed %d times: %s", result, REPORT_ATTEMPTS, failure)
+        return False
 
     async def send_reports(self, reports: list[Report]) -> None:
         for start in range(0, len(reports), BATCH):

@@ -21,4 +21,6 @@ class BookOptions:
     #: Once the site's leases cover what the fleet gives it (an ask excluding its proxies was
     #: refused; against an older operator, a proxy it holds was granted), stop asking this long.
     saturated_seconds: float = 30.0
-
+    #: At close, how long the calls still in the background (a ban report the API has not
+    #: answered) are waited for before they are given up; as long again for the last releases.
+    close_wait_seconds: float = 10.0

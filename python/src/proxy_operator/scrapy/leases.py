@@ -14,13 +14,14 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Coroutine
-from typing import Any
+from itertools import chain
+from typing import Any, TypeVar
 
 from ..errors import DiscoveryApiError, NoLease, refused_field
-from ..types import Lease, Report
+from ..types import Lease, Report, ReportResult
 from . import pace as paces
 from .api_calls import ApiCalls
-from .asking import after_failure, after_grant, after_refusal, covered_for, may_ask, to_exclude
+from .asking import after_failure, after_grant, after_refusal, covered_for, may_ask, out_since, to_exclude
 from .book_options import BookOptions
 from .lease_api import LeaseApi
 from .lease_state import BookStats, HeldLease, LeaseFailed, Site, SiteKey
@@ -43,6 +44,8 @@ __all__ = [
 
 log = logging.getLogger("proxy_operator")
 
+K = TypeVar("K")
+
 
 class LeaseBook:
     def __init__(self, api: LeaseApi, options: BookOptions, clock: Callable[[], float]) -> None:
@@ -56,6 +59,8 @@ class LeaseBook:
         self.learned: dict[str, Pace] = {}
         #: Proxy -> when the server answered this crawl's unreachable report (infinite until then).
         self.dead_since: dict[str, float] = {}
+        #: (host, proxy) -> when the server answered this crawl's ban report (infinite until then).
+        self.banned_since: dict[tuple[str, str], float] = {}
         self.stats = BookStats()
         self.calls = ApiCalls(api, self.stats)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -144,8 +149,14 @@ class LeaseBook:
         asked_at = self.clock()
         # The proxies the site holds are excluded (asking.py): a grant is a new one, a refusal
         # says none other is free for the site.
+        # So are the proxies reported out (banned for the host, unreachable) whose report the
+        # server has not taken yet: it could grant them again.
+        pending = [p for p, at in self.dead_since.items() if at == math.inf]
+        pending += [p for (h, p), at in self.banned_since.items() if h == host and at == math.inf]
         excluded = to_exclude(
-            (h.proxy_id for h in site.leases if not h.gone), session=session, supported=self.exclude_supported
+            chain((h.proxy_id for h in site.leases if not h.gone), pending),
+            session=session,
+            supported=self.exclude_supported,
         )
         try:
             try:
@@ -195,7 +206,7 @@ class LeaseBook:
             lease.proxy_id,
             (h.proxy_id for h in site.leases if not h.gone),
             closed=self._closed,
-            dead_since=self.dead_since.get(lease.proxy_id),
+            dead_since=out_since(self.dead_since.get(lease.proxy_id), self.banned_since.get((host, lease.proxy_id))),
             asked_at=asked_at,
         )
         if verdict != "keep":
@@ -239,9 +250,12 @@ class LeaseBook:
         held.in_flight = max(held.in_flight - 1, 0)
         self.sites[held.key].changed.set()
 
-    async def banned(self, held: HeldLease) -> None:
-        """Reported (awaited: the retry must not get the proxy again for this host) and released;
-        every other lease of the host on that proxy (other sessions) is released too."""
+    def banned(self, held: HeldLease) -> None:
+        """The site banned the proxy: out of use for this host at once (this lease and every other
+        of the host on that proxy, other sessions too, are dropped: a request queued on them is
+        re-routed when it comes to be sent), the report and release sent in the background (a
+        slow API must not hold the response); until the server has it, the host's asks exclude
+        the proxy and a grant of it is given back."""
         held.in_flight = max(held.in_flight - 1, 0)
         if held.gone:
             return
@@ -252,7 +266,9 @@ class LeaseBook:
             self._drop(other)
             self._spawn(self.calls.release_held(other))
         self.stats.reported_banned += 1
-        await self.calls.report(held, "banned", release=True)
+        key = (held.host, held.proxy_id)
+        self.banned_since[key] = math.inf
+        self._spawn(self._deliver(held, "banned", self.banned_since, key))
 
     def rate_limited(self, held: HeldLease, retry_after: float | None, sent_at: float | None = None) -> float:
         """A 429 (``retry_after``: its Retry-After in seconds, None without one) for a request
@@ -278,9 +294,11 @@ class LeaseBook:
         self._spawn(self.calls.report(held, "rate_limited", retry_after_seconds=seconds))
         return answer.rest
 
-    async def unreachable(self, held: HeldLease) -> None:
-        """The proxy itself failed: reported (awaited: the server holds it out of every lease
-        until a probe passes), and every lease on it, for every site, is released."""
+    def unreachable(self, held: HeldLease) -> None:
+        """The proxy itself failed: every lease on it, for every site, dropped at once and
+        released; the report sent in the background (the server then holds the proxy out of every
+        lease until a probe passes). Until the server has it, asks exclude the proxy and a grant
+        of it is given back."""
         held.in_flight = max(held.in_flight - 1, 0)
         if held.gone:
             return  # another request through it has reported it already
@@ -291,10 +309,14 @@ class LeaseBook:
                     self._spawn(self.calls.release(other.lease.lease_id))
         self._drop(held)
         self.stats.reported_unreachable += 1
-        # An ask in flight meanwhile may come back with this proxy: given back (after_grant).
         self.dead_since[held.proxy_id] = math.inf
-        await self.calls.report(held, "unreachable", release=True)
-        self.dead_since[held.proxy_id] = self.clock()
+        self._spawn(self._deliver(held, "unreachable", self.dead_since, held.proxy_id))
+
+    async def _deliver(self, held: HeldLease, result: ReportResult, since: dict[K, float], key: K) -> None:
+        """The report sent until heard; then ``since[key]`` says when (infinite until then: a
+        report never heard keeps the proxy out of this crawl's asks)."""
+        if await self.calls.deliver(held, result):
+            since[key] = self.clock()
 
     # -- time passes ---------------------------------------------------------------------------
 
@@ -350,7 +372,10 @@ class LeaseBook:
 
     async def close(self) -> None:
         """The last ok reports with the releases (one batched call), the other releases, the
-        sessions' ends; waits for every call in the background."""
+        sessions' ends. Waits for the calls in the background (ban and unreachable reports
+        still being sent, renewals, releases) at most ``close_wait_seconds``, and as long again
+        for the last calls: a slow or failing API does not hold the spider's close for minutes
+        (a lease not released expires at its TTL)."""
         self._closed = True
         for site in self.sites.values():
             site.changed.set()
@@ -363,16 +388,35 @@ class LeaseBook:
         held = [h for site in self.sites.values() for h in site.leases if not h.gone]
         for h in held:
             h.gone = True
+        self._spawn(self._last_calls(held))
+        await self._drain()
+
+    async def _last_calls(self, held: list[HeldLease]) -> None:
         await asyncio.gather(
             self.calls.send_reports([Report(h.lease.lease_id, "ok", h.host, release=True) for h in held if h.ok_pending]),
             *(self.calls.release(h.lease.lease_id) for h in held if not h.ok_pending),
             *(self.calls.end_session(key) for key in sorted(self.sessions)),
         )
-        await self._drain()
 
     async def _drain(self) -> None:
+        """Waits for the calls in the background, at most close_wait_seconds; then cancels them."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.close_wait_seconds
         while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            left = deadline - loop.time()
+            if left <= 0:
+                pending = list(self._tasks)
+                log.warning(
+                    "proxy-operator: %d calls to the discovery API (reports, releases) still unanswered after "
+                    "%s s at close: given up (their leases expire at their TTL)",
+                    len(pending),
+                    self.options.close_wait_seconds,
+                )
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+            await asyncio.wait(list(self._tasks), timeout=left)
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -187,7 +187,7 @@ class ProxyOperatorMiddleware:
             return response
         if outcome == "banned":
             self._inc("proxy_operator/banned")
-            await self.book.banned(held)
+            self.book.banned(held)  # out of use at once; reported in the background
             return self._retry(request, "banned")
         if outcome == "rate_limited":
             self._inc("proxy_operator/rate_limited")
@@ -207,7 +207,7 @@ class ProxyOperatorMiddleware:
             self.book.finished(held)
             return None  # RetryMiddleware decides: the proxy is not to blame
         self._inc("proxy_operator/unreachable")
-        await self.book.unreachable(held)
+        self.book.unreachable(held)
         return self._retry(request, "unreachable")
 
     # -- helpers -------------------------------------------------------------------------------
