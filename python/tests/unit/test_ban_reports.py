@@ -20,6 +20,10 @@ from proxy_operator import DiscoveryApiError, Lease, NoLease
 from proxy_operator.scrapy import ProxyOperatorMiddleware
 from proxy_operator.scrapy import api_calls
 from proxy_operator.scrapy.leases import BookOptions, LeaseBook
+from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
+
+#: A project without ADDONS: the middleware and the send-time check (send_check.py).
+PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 REPORT_SECONDS = 3.0
 
@@ -68,7 +72,7 @@ class SlowReports:
 
 
 def middleware_with(client: type) -> ProxyOperatorMiddleware:
-    crawler = get_crawler(Spider, {"PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": client})
+    crawler = get_crawler(Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": client})
     crawler.spider = Spider("s")
     return ProxyOperatorMiddleware.from_crawler(crawler)
 

@@ -245,6 +245,13 @@ class LeaseBook:
             held.proven = True
             self.sites[held.key].changed.set()
 
+    def rerouted(self, held: HeldLease) -> None:
+        """A request given the lease was not sent: the lease ended while it waited (send_check.py)."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        site = self.sites.get(held.key)
+        if site is not None:
+            site.changed.set()
+
     def finished(self, held: HeldLease) -> None:
         """A request through the lease ended with nothing to report (a 404, a timeout)."""
         held.in_flight = max(held.in_flight - 1, 0)
@@ -425,6 +432,9 @@ class LeaseBook:
         site = self.sites.get(held.key)
         if site is not None:
             site.leases = [h for h in site.leases if h is not held]
+            # One lease fewer no longer covers what the fleet gives the site: it may ask again
+            # (else its requests pile onto the leases left until the saturation ends, 30 s).
+            site.saturated_until = 0.0
             site.changed.set()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:

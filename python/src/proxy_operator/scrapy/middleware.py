@@ -20,6 +20,8 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook, LeaseFailed
+from .meta_keys import LEASE_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY
+from .send_check import LeaseEnded, check_send_handlers
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
@@ -27,12 +29,8 @@ from .policy import BanPolicy, Policy, response_outcome
 
 log = logging.getLogger("proxy_operator")
 
-#: The request meta keys this middleware reads or writes.
-LEASE_KEY = "proxy_operator_lease"
-#: When the request was given its lease, on the book's clock (the pace's answer to a 429 needs it).
-SENT_KEY = "proxy_operator_sent_at"
-RETRIES_KEY = "proxy_operator_retries"
-SESSION_KEY = "proxy_operator_session"
+__all__ = ["LEASE_KEY", "RETRIES_KEY", "SENT_KEY", "SESSION_KEY", "ProxyOperatorMiddleware", "SpiderPolicy"]
+
 #: The add-on's finish reasons: the discovery API refused the crawl (its token, a setting, the
 #: URL); the add-on failed as the spider opened.
 FinishReason = Literal["proxy_operator_refused", "proxy_operator_start_failed"]
@@ -70,6 +68,7 @@ class ProxyOperatorMiddleware:
         # Every setting is checked here, so a bad one stops the start-up naming its key
         # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
         config = read_settings(crawler.settings)
+        check_send_handlers(crawler.settings)
         if not _on_asyncio():
             raise SettingError(
                 "TWISTED_REACTOR",
@@ -203,6 +202,12 @@ class ProxyOperatorMiddleware:
         held = request.meta.get(LEASE_KEY)
         if not isinstance(held, HeldLease) or self.book is None:
             return None
+        if isinstance(exception, LeaseEnded):
+            # Its lease ended while it waited in the download slot (send_check.py): it never
+            # left. Sent again with a fresh lease: no report, not a retry.
+            self.book.rerouted(held)
+            self._inc("proxy_operator/rerouted")
+            return self._without_lease(request.replace(dont_filter=True))
         if not self.policy.exception_is_ban(request, exception):
             self.book.finished(held)
             return None  # RetryMiddleware decides: the proxy is not to blame
@@ -236,13 +241,16 @@ class ProxyOperatorMiddleware:
             self._inc("proxy_operator/retries_exhausted")
             # A banned answer never reaches the spider's callback as a page.
             raise IgnoreRequest(f"{request.url}: {why} through {tries - 1} proxies")
-        retry = request.replace(dont_filter=True)
+        retry = self._without_lease(request.replace(dont_filter=True))
         retry.meta[RETRIES_KEY] = tries
-        retry.meta.pop("proxy", None)
-        retry.meta.pop("download_slot", None)
-        retry.meta.pop(LEASE_KEY, None)
         self._inc(f"proxy_operator/retry/{why}")
         return retry
+
+    @staticmethod
+    def _without_lease(request: Request) -> Request:
+        for key in ("proxy", "download_slot", LEASE_KEY, SENT_KEY):
+            request.meta.pop(key, None)
+        return request
 
     def _slot(self, request: Request) -> Any:
         engine = self.crawler.engine
