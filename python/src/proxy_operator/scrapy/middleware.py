@@ -1,7 +1,9 @@
 """The Scrapy downloader middleware: gives each request a proxy from the crawl's leases
 (``meta['proxy']``, its download slot per site and proxy), turns responses and exceptions into
 reports, honours Retry-After by delaying the proxy's slot, and releases everything when the
-spider closes. The lease logic is in leases.py; this file translates Scrapy's events."""
+spider closes. The lease logic is in leases.py; this file translates Scrapy's events. A request
+waits in its download slot after it got its lease: the check that its lease is still live when
+it is sent is send_check.py's download handler, and a request it stops is sent again here."""
 
 from __future__ import annotations
 
@@ -61,8 +63,9 @@ class SpiderPolicy:
 
 
 class ProxyOperatorMiddleware:
-    """``DOWNLOADER_MIDDLEWARES = {"proxy_operator.scrapy.ProxyOperatorMiddleware": 610}``
-    (or ``ADDONS = {"proxy_operator.scrapy.Addon": 0}``), with ``PROXY_OPERATOR_URL`` set."""
+    """``ADDONS = {"proxy_operator.scrapy.Addon": 0}`` with ``PROXY_OPERATOR_URL`` set (or
+    ``DOWNLOADER_MIDDLEWARES = {"proxy_operator.scrapy.ProxyOperatorMiddleware": 610}`` and
+    ``DOWNLOAD_HANDLERS`` naming ``proxy_operator.scrapy.DownloadHandler`` for http and https)."""
 
     def __init__(self, crawler: Crawler) -> None:
         # Every setting is checked here, so a bad one stops the start-up naming its key
