@@ -39,6 +39,9 @@ UNREACHABLE_SENT: dict[str, float] = {}
 #: Proxy URL -> when the crawl first saw a 403 through it; lease id -> when its renewal got a 404.
 BANNED_AT: dict[str, float] = {}
 ENDED_AT: dict[str, float] = {}
+#: URL -> when a 403 for it came back; and, for each, how long until its retry set out.
+BANNED_URL_AT: dict[str, float] = {}
+RETRY_LAGS: list[float] = []
 FETCHED: set[str] = set()
 FAILED: list[str] = []
 
@@ -89,6 +92,9 @@ class AttemptLog:
     async def process_request(self, request: Request) -> None:
         proxy = request.meta.get("proxy")
         attempt = {"proxy": proxy or "", "startedAt": now_ms(), "endedAt": None}
+        banned_at = BANNED_URL_AT.pop(request.url, None)
+        if banned_at is not None:
+            RETRY_LAGS.append(attempt["startedAt"] - banned_at)
         request.meta["_attempt"] = attempt
         ATTEMPTS.append(attempt)
 
@@ -96,6 +102,7 @@ class AttemptLog:
         request.meta["_attempt"]["endedAt"] = now_ms()
         if response.status == 403:  # before the add-on (610) hears of it
             BANNED_AT.setdefault(request.meta.get("proxy") or "", now_ms())
+            BANNED_URL_AT[request.url] = now_ms()
         return response
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
@@ -170,6 +177,8 @@ def main() -> None:
         "sentAfterBan": sum(1 for x in SENDS if x["proxy"] in BANNED_AT and x["at"] > BANNED_AT[x["proxy"]]),
         "sentAfterEnd": sum(1 for x in SENDS if x["lease"] in ENDED_AT and x["at"] > ENDED_AT[x["lease"]]),
         "bans": len(BANNED_AT),
+        # The longest a banned answer took to become its retry (ms): the add-on's response path.
+        "maxRetryLagMs": max(RETRY_LAGS, default=0.0),
         "ended": len(ENDED_AT),
         "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
     }
