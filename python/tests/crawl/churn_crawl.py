@@ -5,7 +5,7 @@ crawls the site with the add-on as a user would set it up, and writes what it sa
 add-on's stats) to the file named by CRAWL_RESULT.
 
 Environment: DISCOVERY_URL, DISCOVERY_TOKEN (optional), START_URL, SELECTOR (JSON),
-CRAWL_RESULT. With SIDE=rotating (bench/crawl-scrapy.ts's baseline) the same crawl runs through
+CRAWL_RESULT; optional DOWNLOAD_DELAY, PROXY_OPERATOR_TTL and CONCURRENT_REQUESTS. With SIDE=rotating (bench/crawl-scrapy.ts's baseline) the same crawl runs through
 scrapy-rotating-proxies over PROXY_URLS (comma-separated), set up as its README says."""
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 
 import scrapy
 from scrapy import Request
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response
 
-from proxy_operator import AsyncDiscoveryClient
+from proxy_operator import AsyncDiscoveryClient, DiscoveryApiError
 
 SIDE = os.environ.get("SIDE", "addon")
 # The add-on and Scrapy must run without a single deprecation warning (scrapy-rotating-proxies
@@ -32,7 +33,15 @@ if SIDE == "addon":
     warnings.simplefilter("error")
 
 ATTEMPTS: list[dict[str, Any]] = []
+#: Every request as Scrapy's HTTP handler sends it (after its wait in the download slot).
+SENDS: list[dict[str, Any]] = []
 UNREACHABLE_SENT: dict[str, float] = {}
+#: Proxy URL -> when the crawl first saw a 403 through it; lease id -> when its renewal got a 404.
+BANNED_AT: dict[str, float] = {}
+ENDED_AT: dict[str, float] = {}
+#: URL -> when a 403 for it came back; and, for each, how long until its retry set out.
+BANNED_URL_AT: dict[str, float] = {}
+RETRY_LAGS: list[float] = []
 FETCHED: set[str] = set()
 FAILED: list[str] = []
 
@@ -56,6 +65,25 @@ class RecordingClient(AsyncDiscoveryClient):
             UNREACHABLE_SENT.setdefault(str(answer["proxyID"]), sent)
         return answer
 
+    async def renew(self, lease_id: str, ttl_seconds: int | None = None, **kw: Any) -> Any:
+        try:
+            return await super().renew(lease_id, ttl_seconds, **kw)
+        except DiscoveryApiError as err:
+            if err.status == 404:
+                ENDED_AT.setdefault(lease_id, now_ms())
+            raise
+
+
+class SendLog(HTTP11DownloadHandler):
+    """Scrapy's HTTP handler, noting each request it sends: its proxy, its lease, when. The
+    add-on's send-time check wraps it (as it wraps a project's own handler)."""
+
+    async def download_request(self, request: Request) -> Response:
+        held = request.meta.get("proxy_operator_lease")
+        lease = held.lease.lease_id if held is not None else None
+        SENDS.append({"proxy": request.meta.get("proxy") or "", "lease": lease, "at": now_ms()})
+        return await super().download_request(request)
+
 
 class AttemptLog:
     """After the add-on (610) and HttpProxyMiddleware (750): every request that goes out, with
@@ -64,11 +92,17 @@ class AttemptLog:
     async def process_request(self, request: Request) -> None:
         proxy = request.meta.get("proxy")
         attempt = {"proxy": proxy or "", "startedAt": now_ms(), "endedAt": None}
+        banned_at = BANNED_URL_AT.pop(request.url, None)
+        if banned_at is not None:
+            RETRY_LAGS.append(attempt["startedAt"] - banned_at)
         request.meta["_attempt"] = attempt
         ATTEMPTS.append(attempt)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         request.meta["_attempt"]["endedAt"] = now_ms()
+        if response.status == 403:  # before the add-on (610) hears of it
+            BANNED_AT.setdefault(request.meta.get("proxy") or "", now_ms())
+            BANNED_URL_AT[request.url] = now_ms()
         return response
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
@@ -106,7 +140,9 @@ def proxy_settings() -> dict[str, Any]:
         "PROXY_OPERATOR_TOKEN": os.environ.get("DISCOVERY_TOKEN"),
         "PROXY_OPERATOR_SELECTOR": json.loads(os.environ.get("SELECTOR", "{}")),
         "PROXY_OPERATOR_CLIENT": RecordingClient,
+        "PROXY_OPERATOR_TTL": os.environ.get("PROXY_OPERATOR_TTL"),
         "DOWNLOADER_MIDDLEWARES": {AttemptLog: 800},
+        "DOWNLOAD_HANDLERS": {"http": SendLog, "https": SendLog},
     }
 
 
@@ -118,6 +154,7 @@ def main() -> None:
         "TELNETCONSOLE_ENABLED": False,
         "CONCURRENT_REQUESTS": int(os.environ.get("CONCURRENT_REQUESTS", "16")),
         "DOWNLOAD_TIMEOUT": 10,
+        "DOWNLOAD_DELAY": float(os.environ.get("DOWNLOAD_DELAY", "0")),
     }
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(Pages)
@@ -134,6 +171,15 @@ def main() -> None:
         "cpuSeconds": cpu_seconds() - cpu_started,
         "attempts": ATTEMPTS,
         "unreachableSent": UNREACHABLE_SENT,
+        "sends": len(SENDS),
+        # Requests sent through a proxy after a 403 through it, or through a lease after its
+        # renewal got a 404: each a request the add-on should have re-routed.
+        "sentAfterBan": sum(1 for x in SENDS if x["proxy"] in BANNED_AT and x["at"] > BANNED_AT[x["proxy"]]),
+        "sentAfterEnd": sum(1 for x in SENDS if x["lease"] in ENDED_AT and x["at"] > ENDED_AT[x["lease"]]),
+        "bans": len(BANNED_AT),
+        # The longest a banned answer took to become its retry (ms): the add-on's response path.
+        "maxRetryLagMs": max(RETRY_LAGS, default=0.0),
+        "ended": len(ENDED_AT),
         "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
     }
     with open(os.environ["CRAWL_RESULT"], "w") as out:

@@ -19,6 +19,10 @@ from proxy_operator.scrapy import Addon, ProxyOperatorMiddleware
 from proxy_operator.scrapy import middleware as middleware_module
 from proxy_operator.scrapy.addon import ORDER
 from proxy_operator.scrapy.settings import SettingError
+from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
+
+#: A project without ADDONS: the middleware and the send-time check (send_check.py).
+PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 HERE = Path(__file__).parent
 
@@ -42,7 +46,7 @@ def test_the_addon_inserts_the_middleware_between_retry_and_http_proxy() -> None
 def test_the_plain_middleware_setting_works_too() -> None:
     crawler = get_crawler(
         Spider,
-        {"DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610}, "PROXY_OPERATOR_URL": "http://127.0.0.1:8090"},
+        {"DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610}, **PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:8090"},
     )
     crawler._apply_settings()
     assert any(isinstance(m, ProxyOperatorMiddleware) for m in middlewares(crawler))
@@ -68,6 +72,12 @@ def test_without_the_api_url_the_start_up_fails_naming_the_setting() -> None:
         ({"PROXY_OPERATOR_CLIENT": "proxy_operator.DiscoveryClient"}, "SettingError: PROXY_OPERATOR_CLIENT must make an asyncio client"),
         ({"PROXY_OPERATOR_TTL": "abc"}, "SettingError: PROXY_OPERATOR_TTL must be an integer from 1 to 3600"),
         ({"PROXY_OPERATOR_MAX_WAIT": -1}, "SettingError: PROXY_OPERATOR_MAX_WAIT must be"),
+        # The middleware without the send-time check (a project without ADDONS that set only
+        # DOWNLOADER_MIDDLEWARES): a request queued on a banned proxy would still go through it.
+        (
+            {"ADDONS": None, "DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610}},
+            'SettingError: DOWNLOAD_HANDLERS must send http: requests with "proxy_operator.scrapy.DownloadHandler"',
+        ),
         (
             {"TWISTED_REACTOR": "twisted.internet.epollreactor.EPollReactor"},
             "SettingError: TWISTED_REACTOR must be \"twisted.internet.asyncioreactor.AsyncioSelectorReactor\"",
@@ -92,7 +102,7 @@ def test_a_crawl_with_a_bad_setting_does_not_start(settings: dict[str, object], 
 def test_a_request_the_addon_cannot_proxy_is_refused_not_sent_direct() -> None:
     """The book missing (spider_opened failed or never ran): every request the add-on would
     proxy is dropped; the documented opt-outs still go as the spider asked."""
-    middleware = ProxyOperatorMiddleware.from_crawler(get_crawler(Spider, {"PROXY_OPERATOR_URL": "http://127.0.0.1:9"}))
+    middleware = ProxyOperatorMiddleware.from_crawler(get_crawler(Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9"}))
     middleware.failure = "the add-on did not start: RuntimeError: boom"
 
     def outcome(meta: dict[str, object]) -> str:
@@ -110,7 +120,7 @@ def test_a_request_the_addon_cannot_proxy_is_refused_not_sent_direct() -> None:
 
 def test_a_failure_in_spider_opened_closes_the_spider(monkeypatch: pytest.MonkeyPatch) -> None:
     # Scrapy only logs a signal handler's exception; CloseSpider from spider_opened ends the crawl.
-    middleware = ProxyOperatorMiddleware.from_crawler(get_crawler(Spider, {"PROXY_OPERATOR_URL": "http://127.0.0.1:9"}))
+    middleware = ProxyOperatorMiddleware.from_crawler(get_crawler(Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9"}))
 
     def broken(*args: object) -> None:
         raise RuntimeError("boom")

@@ -14,6 +14,10 @@ import pytest
 from proxy_operator import DiscoveryApiError
 from proxy_operator.scrapy.asking import AskFailure, after_failure
 from proxy_operator.scrapy.leases import BookOptions, LeaseBook, LeaseFailed
+from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
+
+#: A project without ADDONS: the middleware and the send-time check (send_check.py).
+PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 def api_error(status: int, code: str, message: str) -> DiscoveryApiError:
@@ -136,7 +140,7 @@ def test_a_refused_token_drops_the_request_at_once_and_stops_the_crawl() -> None
 
     from proxy_operator.scrapy import ProxyOperatorMiddleware
 
-    crawler = get_crawler(Spider, {"PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": Unauthorized})
+    crawler = get_crawler(Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": Unauthorized})
     crawler.spider = Spider("s")
     middleware = ProxyOperatorMiddleware.from_crawler(crawler)
 

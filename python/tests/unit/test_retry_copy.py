@@ -13,6 +13,10 @@ from scrapy.utils.test import get_crawler
 from proxy_operator import Lease, NoLease
 from proxy_operator.scrapy import ProxyOperatorMiddleware
 from proxy_operator.scrapy.middleware import LEASE_KEY
+from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
+
+#: A project without ADDONS: the middleware and the send-time check (send_check.py).
+PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 class OneLease:
@@ -37,7 +41,7 @@ class OneLease:
 
 def test_a_retry_copy_whose_lease_ask_fails_does_not_count_the_old_lease_down_again() -> None:
     crawler = get_crawler(
-        Spider, {"PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": OneLease, "PROXY_OPERATOR_MAX_WAIT": 0.3}
+        Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": OneLease, "PROXY_OPERATOR_MAX_WAIT": 0.3}
     )
     crawler.spider = Spider("s")
     middleware = ProxyOperatorMiddleware.from_crawler(crawler)

@@ -11,6 +11,10 @@ from scrapy.utils.test import get_crawler
 
 from proxy_operator.scrapy import ProxyOperatorMiddleware
 from proxy_operator.scrapy.routes import Route, route_of
+from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
+
+#: A project without ADDONS: the middleware and the send-time check (send_check.py).
+PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 @pytest.mark.parametrize(
@@ -56,7 +60,7 @@ class NoCalls:
 )
 def test_a_request_a_proxy_cannot_carry_takes_no_lease(url: str, meta: dict[str, object], outcome: str) -> None:
     crawler = get_crawler(
-        Spider, {"PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": NoCalls, "PROXY_OPERATOR_MAX_WAIT": 0.5}
+        Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": NoCalls, "PROXY_OPERATOR_MAX_WAIT": 0.5}
     )
     crawler.spider = Spider("s")
     middleware = ProxyOperatorMiddleware.from_crawler(crawler)

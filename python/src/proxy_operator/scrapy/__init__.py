@@ -3,6 +3,7 @@
 from .addon import Addon
 from .middleware import ProxyOperatorMiddleware
 from .policy import BanPolicy
+from .send_check import DownloadHandler, LeaseEnded
 from .settings import SettingError
 
-__all__ = ["Addon", "BanPolicy", "ProxyOperatorMiddleware", "SettingError"]
+__all__ = ["Addon", "BanPolicy", "DownloadHandler", "LeaseEnded", "ProxyOperatorMiddleware", "SettingError"]

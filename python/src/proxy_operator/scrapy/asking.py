@@ -50,12 +50,20 @@ def after_grant(
     excluded the server never grants one; without (an older operator, more than MAX_EXCLUDED
     held) it is the old reading: the least used proxy is one the site holds. A proxy this crawl
     reported unreachable (``dead_since``: when the server answered the report, infinite while it
-    has not) after the ask left is given back: the server granted it before it heard the report."""
+    has not) after the ask left is given back: the server granted it before it heard the report;
+    so is one reported banned for the site (``out_since``)."""
     if closed:
         return "release"
     if dead_since is not None and dead_since >= asked_at:
         return "stale"
     return "covered" if proxy_id in set(held) else "keep"
+
+
+def out_since(dead_since: float | None, banned_since: float | None) -> float | None:
+    """When the server took the latest report that put a proxy out for a site (unreachable, or
+    banned for the site; infinite while one is not answered), for after_grant's ``dead_since``."""
+    known = [at for at in (dead_since, banned_since) if at is not None]
+    return max(known) if known else None
 
 
 def after_refusal(code: str, excluded: Iterable[str]) -> RefusalVerdict:

@@ -4,6 +4,8 @@ reports that follow each response; renewal, batched ok reports and the release a
 
 No Scrapy here: the middleware translates Scrapy's events into these calls. Every call to the
 discovery API is awaited on the event loop (never a blocking call), and the clock is injected.
+What the book holds is in lease_state.py, how a site's requests share its leases in sharing.py,
+the calls that may fail quietly (reports, releases) in api_calls.py.
 """
 
 from __future__ import annotations
@@ -11,153 +13,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine
+from itertools import chain
+from typing import Any, TypeVar
 
 from ..errors import DiscoveryApiError, NoLease, refused_field
 from ..types import Lease, Report, ReportResult
-from .asking import FailureVerdict, after_failure, after_grant, after_refusal, covered_for, may_ask, to_exclude
 from . import pace as paces
-from .pace import UNPACED, Pace
-from .renewal import renewal_action
+from .api_calls import ApiCalls
+from .asking import after_failure, after_grant, after_refusal, covered_for, may_ask, out_since, to_exclude
+from .book_options import BookOptions
+from .lease_api import LeaseApi
+from .lease_state import BookStats, HeldLease, LeaseFailed, Site, SiteKey
+from .pace import Pace
+from .renewal import renewal_action, renewal_timing
+from .sharing import choose, wants_another
+
+__all__ = [
+    "BookOptions",
+    "BookStats",
+    "HeldLease",
+    "LeaseApi",
+    "LeaseBook",
+    "LeaseFailed",
+    "Site",
+    "SiteKey",
+    "choose",
+    "wants_another",
+]
 
 log = logging.getLogger("proxy_operator")
 
-SiteKey = tuple[str, "str | None"]
-
-
-class LeaseFailed(Exception):
-    """A request gets no lease because asking failed (not a 409 refusal: that is NoLease);
-    ``verdict`` says whether only this site's requests fail or the whole crawl (asking.py)."""
-
-    def __init__(self, verdict: FailureVerdict, reason: str) -> None:
-        super().__init__(reason)
-        self.verdict = verdict
-        self.reason = reason
-
-
-class LeaseApi(Protocol):
-    """What the book needs of the discovery client (AsyncDiscoveryClient has it)."""
-
-    async def lease(
-        self,
-        *,
-        selector: Mapping[str, str] | None = ...,
-        target: str | None = ...,
-        session: str | None = ...,
-        ttl_seconds: int | None = ...,
-        exit_ip: str | None = ...,
-        exclude: Sequence[str] | None = ...,
-    ) -> Lease: ...
-    async def renew(self, lease_id: str, ttl_seconds: int | None = ...) -> Lease: ...
-    async def release(self, lease_id: str) -> None: ...
-    async def report(
-        self,
-        lease_id: str,
-        result: ReportResult,
-        *,
-        target: str | None = ...,
-        retry_after_seconds: int | None = ...,
-        release: bool = ...,
-    ) -> dict[str, object]: ...
-    async def report_many(self, reports: list[Report]) -> list[dict[str, object]]: ...
-    async def end_session(self, key: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class BookOptions:
-    selector: Mapping[str, str] = field(default_factory=dict)
-    ttl_seconds: int = 120
-    #: Requests in flight on a lease before the site asks for one more.
-    requests_per_lease: int = 2
-    #: Leases one site takes at most (a sticky session takes one).
-    max_leases_per_site: int = 32
-    #: How long a request waits for a lease (all_busy, all_cooling_down) before it fails.
-    max_wait_seconds: float = 60.0
-    #: At most one batched ok report per lease this often (and one at its release).
-    ok_report_interval_seconds: float = 30.0
-    #: Once the site's leases cover what the fleet gives it (an ask excluding its proxies was
-    #: refused; against an older operator, a proxy it holds was granted), stop asking this long.
-    saturated_seconds: float = 30.0
-
-
-@dataclass(eq=False)
-class HeldLease:
-    lease: Lease
-    key: SiteKey
-    ttl: float
-    expires_at: float
-    in_flight: int = 0
-    ok_pending: int = 0
-    used_since_renewal: bool = False
-    #: A page came back through it: until then it carries one request at a time, so a proxy
-    #: the site has banned costs one 403, not one per request that joined it meanwhile.
-    proven: bool = False
-    rest_until: float = 0.0
-    gone: bool = False
-    renewing: bool = False
-    #: The site's pace through this proxy, learned from its 429s (pace.py).
-    pace: Pace = UNPACED
-
-    @property
-    def host(self) -> str:
-        return self.key[0]
-
-    @property
-    def proxy_id(self) -> str:
-        return self.lease.proxy_id
-
-
-@dataclass(eq=False)
-class Site:
-    key: SiteKey
-    leases: list[HeldLease] = field(default_factory=list)
-    asking: bool = False
-    refused_until: float = 0.0
-    saturated_until: float = 0.0
-    last_refusal: NoLease | None = None
-    #: Why the last ask failed, when it is to be asked again (the cause a dropped request gets).
-    last_error: str | None = None
-    #: Why the API refused this site's requests themselves (a 400 naming their session or target).
-    rejected: str | None = None
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def choose(leases: list[HeldLease], now: float) -> HeldLease | None:
-    """The lease a request goes through: the least busy one that is not resting and whose pace
-    lets it send now, an unproven one only while it carries nothing. Pure."""
-    best: HeldLease | None = None
-    for held in leases:
-        if held.gone or held.rest_until > now or (not held.proven and held.in_flight > 0):
-            continue
-        if paces.wait(held.pace, now) > 0:
-            continue
-        if best is None or held.in_flight < best.in_flight:
-            best = held
-    return best
-
-
-def wants_another(leases: list[HeldLease], chosen: HeldLease | None, options: BookOptions, sticky: bool) -> bool:
-    """Whether the site asks for one more lease: nothing to use, or the chosen one is as busy as
-    a lease should be, and the site is under its cap. Pure."""
-    live = sum(1 for held in leases if not held.gone)
-    cap = 1 if sticky else options.max_leases_per_site
-    if live >= cap:
-        return False
-    return chosen is None or chosen.in_flight >= options.requests_per_lease
-
-
-@dataclass
-class BookStats:
-    leased: int = 0
-    renewed: int = 0
-    released: int = 0
-    reported_ok: int = 0
-    reported_banned: int = 0
-    reported_rate_limited: int = 0
-    reported_unreachable: int = 0
-    refused: int = 0
+K = TypeVar("K")
 
 
 class LeaseBook:
@@ -172,7 +59,10 @@ class LeaseBook:
         self.learned: dict[str, Pace] = {}
         #: Proxy -> when the server answered this crawl's unreachable report (infinite until then).
         self.dead_since: dict[str, float] = {}
+        #: (host, proxy) -> when the server answered this crawl's ban report (infinite until then).
+        self.banned_since: dict[tuple[str, str], float] = {}
         self.stats = BookStats()
+        self.calls = ApiCalls(api, self.stats)
         self._tasks: set[asyncio.Task[None]] = set()
         #: The lease asks in flight (a subset of _tasks): cancelled at close.
         self._asks: set[asyncio.Task[None]] = set()
@@ -259,8 +149,14 @@ class LeaseBook:
         asked_at = self.clock()
         # The proxies the site holds are excluded (asking.py): a grant is a new one, a refusal
         # says none other is free for the site.
+        # So are the proxies reported out (banned for the host, unreachable) whose report the
+        # server has not taken yet: it could grant them again.
+        pending = [p for p, at in self.dead_since.items() if at == math.inf]
+        pending += [p for (h, p), at in self.banned_since.items() if h == host and at == math.inf]
         excluded = to_exclude(
-            (h.proxy_id for h in site.leases if not h.gone), session=session, supported=self.exclude_supported
+            chain((h.proxy_id for h in site.leases if not h.gone), pending),
+            session=session,
+            supported=self.exclude_supported,
         )
         try:
             try:
@@ -310,15 +206,16 @@ class LeaseBook:
             lease.proxy_id,
             (h.proxy_id for h in site.leases if not h.gone),
             closed=self._closed,
-            dead_since=self.dead_since.get(lease.proxy_id),
+            dead_since=out_since(self.dead_since.get(lease.proxy_id), self.banned_since.get((host, lease.proxy_id))),
             asked_at=asked_at,
         )
         if verdict != "keep":
             if verdict == "covered":
                 site.saturated_until = now + self.options.saturated_seconds
-            self._spawn(self._release(lease.lease_id))
+            self._spawn(self.calls.release(lease.lease_id))
             return
-        fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), now + self.options.ttl_seconds)
+        # The server's TTL runs from when it granted: at the latest from when the ask left.
+        fresh = HeldLease(lease, site.key, float(self.options.ttl_seconds), asked_at + self.options.ttl_seconds)
         learned = self.learned.get(site.key[0])
         if learned is not None:
             fresh.pace = paces.adopt(fresh.pace, learned, now)
@@ -348,14 +245,24 @@ class LeaseBook:
             held.proven = True
             self.sites[held.key].changed.set()
 
+    def rerouted(self, held: HeldLease) -> None:
+        """A request given the lease was not sent: the lease ended while it waited (send_check.py)."""
+        held.in_flight = max(held.in_flight - 1, 0)
+        site = self.sites.get(held.key)
+        if site is not None:
+            site.changed.set()
+
     def finished(self, held: HeldLease) -> None:
         """A request through the lease ended with nothing to report (a 404, a timeout)."""
         held.in_flight = max(held.in_flight - 1, 0)
         self.sites[held.key].changed.set()
 
-    async def banned(self, held: HeldLease) -> None:
-        """Reported (awaited: the retry must not get the proxy again for this host) and released;
-        every other lease of the host on that proxy (other sessions) is released too."""
+    def banned(self, held: HeldLease) -> None:
+        """The site banned the proxy: out of use for this host at once (this lease and every other
+        of the host on that proxy, other sessions too, are dropped: a request queued on them is
+        re-routed when it comes to be sent), the report and release sent in the background (a
+        slow API must not hold the response); until the server has it, the host's asks exclude
+        the proxy and a grant of it is given back."""
         held.in_flight = max(held.in_flight - 1, 0)
         if held.gone:
             return
@@ -364,9 +271,11 @@ class LeaseBook:
         self._drop(held)
         for other in others:
             self._drop(other)
-            self._spawn(self._release_held(other))
+            self._spawn(self.calls.release_held(other))
         self.stats.reported_banned += 1
-        await self._report(held, "banned", release=True)
+        key = (held.host, held.proxy_id)
+        self.banned_since[key] = math.inf
+        self._spawn(self._deliver(held, "banned", self.banned_since, key))
 
     def rate_limited(self, held: HeldLease, retry_after: float | None, sent_at: float | None = None) -> float:
         """A 429 (``retry_after``: its Retry-After in seconds, None without one) for a request
@@ -389,12 +298,14 @@ class LeaseBook:
                     other.pace = paces.adopt(other.pace, held.pace, now)
         self.stats.reported_rate_limited += 1
         seconds = max(math.ceil(answer.rest), 1)
-        self._spawn(self._report(held, "rate_limited", retry_after_seconds=seconds))
+        self._spawn(self.calls.report(held, "rate_limited", retry_after_seconds=seconds))
         return answer.rest
 
-    async def unreachable(self, held: HeldLease) -> None:
-        """The proxy itself failed: reported (awaited: the server holds it out of every lease
-        until a probe passes), and every lease on it, for every site, is released."""
+    def unreachable(self, held: HeldLease) -> None:
+        """The proxy itself failed: every lease on it, for every site, dropped at once and
+        released; the report sent in the background (the server then holds the proxy out of every
+        lease until a probe passes). Until the server has it, asks exclude the proxy and a grant
+        of it is given back."""
         held.in_flight = max(held.in_flight - 1, 0)
         if held.gone:
             return  # another request through it has reported it already
@@ -402,18 +313,27 @@ class LeaseBook:
             for other in site.leases:
                 if other.proxy_id == held.proxy_id and other is not held and not other.gone:
                     self._drop(other)
-                    self._spawn(self._release(other.lease.lease_id))
+                    self._spawn(self.calls.release(other.lease.lease_id))
         self._drop(held)
         self.stats.reported_unreachable += 1
-        # An ask in flight meanwhile may come back with this proxy: given back (after_grant).
         self.dead_since[held.proxy_id] = math.inf
-        await self._report(held, "unreachable", release=True)
-        self.dead_since[held.proxy_id] = self.clock()
+        self._spawn(self._deliver(held, "unreachable", self.dead_since, held.proxy_id))
+
+    async def _deliver(self, held: HeldLease, result: ReportResult, since: dict[K, float], key: K) -> None:
+        """The report sent until heard; then ``since[key]`` says when (infinite until then: a
+        report never heard keeps the proxy out of this crawl's asks)."""
+        if await self.calls.deliver(held, result):
+            since[key] = self.clock()
 
     # -- time passes ---------------------------------------------------------------------------
 
+    @property
+    def tick_seconds(self) -> float:
+        """How often tick() is to be called: a second, less for a short TTL (renewal.py)."""
+        return renewal_timing(float(self.options.ttl_seconds)).tick
+
     def tick(self) -> None:
-        """Once a second: renew or release what is due, send the batched ok reports when due."""
+        """Every tick_seconds: renew or release what is due, send the batched ok reports when due."""
         now = self.clock()
         for site in self.sites.values():
             for held in site.leases:
@@ -425,15 +345,16 @@ class LeaseBook:
                     self._spawn(self._renew(held))
                 elif action == "release":
                     self._drop(held)
-                    self._spawn(self._release_held(held))
+                    self._spawn(self.calls.release_held(held))
         if now - self._last_ok_flush >= self.options.ok_report_interval_seconds:
             self._last_ok_flush = now
             self._spawn(self._flush_ok())
 
     async def _renew(self, held: HeldLease) -> None:
+        sent = self.clock()
         try:
             await self.api.renew(held.lease.lease_id, int(held.ttl))
-            held.expires_at = self.clock() + held.ttl
+            held.expires_at = sent + held.ttl  # from when the renewal left, as for a grant
             held.used_since_renewal = False
             self.stats.renewed += 1
         except DiscoveryApiError as err:
@@ -452,23 +373,16 @@ class LeaseBook:
         for held in due:
             reports.append(Report(held.lease.lease_id, "ok", held.host))
             held.ok_pending = 0
-        await self._send_reports(reports)
-
-    async def _send_reports(self, reports: list[Report]) -> None:
-        for start in range(0, len(reports), 100):
-            chunk = reports[start : start + 100]
-            try:
-                await self.api.report_many(chunk)
-                self.stats.reported_ok += sum(1 for r in chunk if r.result == "ok")
-                self.stats.released += sum(1 for r in chunk if r.release)
-            except Exception as err:  # noqa: BLE001 - an ok report lost is a count, not a fault
-                log.warning("proxy-operator: %d batched reports failed: %s", len(chunk), err)
+        await self.calls.send_reports(reports)
 
     # -- the end -------------------------------------------------------------------------------
 
     async def close(self) -> None:
         """The last ok reports with the releases (one batched call), the other releases, the
-        sessions' ends; waits for every call in the background."""
+        sessions' ends. Waits for the calls in the background (ban and unreachable reports
+        still being sent, renewals, releases) at most ``close_wait_seconds``, and as long again
+        for the last calls: a slow or failing API does not hold the spider's close for minutes
+        (a lease not released expires at its TTL)."""
         self._closed = True
         for site in self.sites.values():
             site.changed.set()
@@ -481,16 +395,35 @@ class LeaseBook:
         held = [h for site in self.sites.values() for h in site.leases if not h.gone]
         for h in held:
             h.gone = True
-        await asyncio.gather(
-            self._send_reports([Report(h.lease.lease_id, "ok", h.host, release=True) for h in held if h.ok_pending]),
-            *(self._release(h.lease.lease_id) for h in held if not h.ok_pending),
-            *(self._end_session(key) for key in sorted(self.sessions)),
-        )
+        self._spawn(self._last_calls(held))
         await self._drain()
 
+    async def _last_calls(self, held: list[HeldLease]) -> None:
+        await asyncio.gather(
+            self.calls.send_reports([Report(h.lease.lease_id, "ok", h.host, release=True) for h in held if h.ok_pending]),
+            *(self.calls.release(h.lease.lease_id) for h in held if not h.ok_pending),
+            *(self.calls.end_session(key) for key in sorted(self.sessions)),
+        )
+
     async def _drain(self) -> None:
+        """Waits for the calls in the background, at most close_wait_seconds; then cancels them."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.close_wait_seconds
         while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            left = deadline - loop.time()
+            if left <= 0:
+                pending = list(self._tasks)
+                log.warning(
+                    "proxy-operator: %d calls to the discovery API (reports, releases) still unanswered after "
+                    "%s s at close: given up (their leases expire at their TTL)",
+                    len(pending),
+                    self.options.close_wait_seconds,
+                )
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+            await asyncio.wait(list(self._tasks), timeout=left)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -499,39 +432,10 @@ class LeaseBook:
         site = self.sites.get(held.key)
         if site is not None:
             site.leases = [h for h in site.leases if h is not held]
+            # One lease fewer no longer covers what the fleet gives the site: it may ask again
+            # (else its requests pile onto the leases left until the saturation ends, 30 s).
+            site.saturated_until = 0.0
             site.changed.set()
-
-    async def _report(
-        self, held: HeldLease, result: ReportResult, *, retry_after_seconds: int | None = None, release: bool = False
-    ) -> None:
-        try:
-            await self.api.report(
-                held.lease.lease_id, result, target=held.host, retry_after_seconds=retry_after_seconds, release=release
-            )
-            if release:
-                self.stats.released += 1
-        except Exception as err:  # noqa: BLE001 - the request goes on; the lease expires on its own
-            log.warning("proxy-operator: reporting %s failed: %s", result, err)
-
-    async def _release_held(self, held: HeldLease) -> None:
-        if held.ok_pending:
-            held.ok_pending = 0
-            await self._send_reports([Report(held.lease.lease_id, "ok", held.host, release=True)])
-        else:
-            await self._release(held.lease.lease_id)
-
-    async def _release(self, lease_id: str) -> None:
-        try:
-            await self.api.release(lease_id)
-            self.stats.released += 1
-        except Exception as err:  # noqa: BLE001 - it expires at its TTL
-            log.warning("proxy-operator: releasing a lease failed: %s", err)
-
-    async def _end_session(self, key: str) -> None:
-        try:
-            await self.api.end_session(key)
-        except Exception as err:  # noqa: BLE001
-            log.warning("proxy-operator: ending session %s failed: %s", key, err)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)

@@ -1,7 +1,9 @@
 """The Scrapy downloader middleware: gives each request a proxy from the crawl's leases
 (``meta['proxy']``, its download slot per site and proxy), turns responses and exceptions into
 reports, honours Retry-After by delaying the proxy's slot, and releases everything when the
-spider closes. The lease logic is in leases.py; this file translates Scrapy's events."""
+spider closes. The lease logic is in leases.py; this file translates Scrapy's events. A request
+waits in its download slot after it got its lease: the check that its lease is still live when
+it is sent is send_check.py's download handler, and a request it stops is sent again here."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook, LeaseFailed
+from .meta_keys import LEASE_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY
+from .send_check import LeaseEnded, check_send_handlers
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
@@ -27,12 +31,8 @@ from .policy import BanPolicy, Policy, response_outcome
 
 log = logging.getLogger("proxy_operator")
 
-#: The request meta keys this middleware reads or writes.
-LEASE_KEY = "proxy_operator_lease"
-#: When the request was given its lease, on the book's clock (the pace's answer to a 429 needs it).
-SENT_KEY = "proxy_operator_sent_at"
-RETRIES_KEY = "proxy_operator_retries"
-SESSION_KEY = "proxy_operator_session"
+__all__ = ["LEASE_KEY", "RETRIES_KEY", "SENT_KEY", "SESSION_KEY", "ProxyOperatorMiddleware", "SpiderPolicy"]
+
 #: The add-on's finish reasons: the discovery API refused the crawl (its token, a setting, the
 #: URL); the add-on failed as the spider opened.
 FinishReason = Literal["proxy_operator_refused", "proxy_operator_start_failed"]
@@ -63,13 +63,15 @@ class SpiderPolicy:
 
 
 class ProxyOperatorMiddleware:
-    """``DOWNLOADER_MIDDLEWARES = {"proxy_operator.scrapy.ProxyOperatorMiddleware": 610}``
-    (or ``ADDONS = {"proxy_operator.scrapy.Addon": 0}``), with ``PROXY_OPERATOR_URL`` set."""
+    """``ADDONS = {"proxy_operator.scrapy.Addon": 0}`` with ``PROXY_OPERATOR_URL`` set (or
+    ``DOWNLOADER_MIDDLEWARES = {"proxy_operator.scrapy.ProxyOperatorMiddleware": 610}`` and
+    ``DOWNLOAD_HANDLERS`` naming ``proxy_operator.scrapy.DownloadHandler`` for http and https)."""
 
     def __init__(self, crawler: Crawler) -> None:
         # Every setting is checked here, so a bad one stops the start-up naming its key
         # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
         config = read_settings(crawler.settings)
+        check_send_handlers(crawler.settings)
         if not _on_asyncio():
             raise SettingError(
                 "TWISTED_REACTOR",
@@ -112,10 +114,9 @@ class ProxyOperatorMiddleware:
             raise CloseSpider(START_FAILED) from err
 
     async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            if self.book is not None:
-                self.book.tick()
+        while self.book is not None:
+            await asyncio.sleep(self.book.tick_seconds)
+            self.book.tick()
 
     async def spider_closed(self) -> None:
         if self._ticker is not None:
@@ -188,7 +189,7 @@ class ProxyOperatorMiddleware:
             return response
         if outcome == "banned":
             self._inc("proxy_operator/banned")
-            await self.book.banned(held)
+            self.book.banned(held)  # out of use at once; reported in the background
             return self._retry(request, "banned")
         if outcome == "rate_limited":
             self._inc("proxy_operator/rate_limited")
@@ -204,11 +205,17 @@ class ProxyOperatorMiddleware:
         held = request.meta.get(LEASE_KEY)
         if not isinstance(held, HeldLease) or self.book is None:
             return None
+        if isinstance(exception, LeaseEnded):
+            # Its lease ended while it waited in the download slot (send_check.py): it never
+            # left. Sent again with a fresh lease: no report, not a retry.
+            self.book.rerouted(held)
+            self._inc("proxy_operator/rerouted")
+            return self._without_lease(request.replace(dont_filter=True))
         if not self.policy.exception_is_ban(request, exception):
             self.book.finished(held)
             return None  # RetryMiddleware decides: the proxy is not to blame
         self._inc("proxy_operator/unreachable")
-        await self.book.unreachable(held)
+        self.book.unreachable(held)
         return self._retry(request, "unreachable")
 
     # -- helpers -------------------------------------------------------------------------------
@@ -237,13 +244,16 @@ class ProxyOperatorMiddleware:
             self._inc("proxy_operator/retries_exhausted")
             # A banned answer never reaches the spider's callback as a page.
             raise IgnoreRequest(f"{request.url}: {why} through {tries - 1} proxies")
-        retry = request.replace(dont_filter=True)
+        retry = self._without_lease(request.replace(dont_filter=True))
         retry.meta[RETRIES_KEY] = tries
-        retry.meta.pop("proxy", None)
-        retry.meta.pop("download_slot", None)
-        retry.meta.pop(LEASE_KEY, None)
         self._inc(f"proxy_operator/retry/{why}")
         return retry
+
+    @staticmethod
+    def _without_lease(request: Request) -> Request:
+        for key in ("proxy", "download_slot", LEASE_KEY, SENT_KEY):
+            request.meta.pop(key, None)
+        return request
 
     def _slot(self, request: Request) -> Any:
         engine = self.crawler.engine
