@@ -17,7 +17,7 @@ import { clientErrorReply, replyError, replyErrorOnSocket } from './replies.js';
 import { SitePaces } from './site-paces.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
-import { TUNNEL_HIGH_WATER_MARK } from './upstream-tunnel.js';
+import { TCP_KEEPALIVE_DELAY_MS, TUNNEL_HIGH_WATER_MARK } from './upstream-tunnel.js';
 
 export interface GatewayDeps {
   book: GatewayBook;
@@ -66,6 +66,9 @@ export class Gateway {
         // Node checks the deadline on this interval: a head is cut within 1.5x its timeout.
         connectionsCheckingInterval: Math.max(10, Math.min(30_000, options.headersTimeoutMs / 2)),
         highWaterMark: TUNNEL_HIGH_WATER_MARK,
+        // TCP keep-alive on every client connection, a tunnel's included (upstream-tunnel.ts).
+        keepAlive: true,
+        keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,
       },
       (req, res) => {
         void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));

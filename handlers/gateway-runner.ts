@@ -71,6 +71,7 @@ export class GatewayRunner {
         maxAttempts: gw.maxAttempts,
         connectTimeoutMs: gw.connectTimeoutMs,
         responseTimeoutMs: gw.responseTimeoutMs,
+        tunnelIdleMs: gw.tunnelIdleSeconds * 1000,
         ttlSeconds: Math.min(gw.ttlSeconds, settings.discovery.maxLeaseTTLSeconds),
         maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
         idleMs: gw.idleSeconds * 1000,

@@ -9,7 +9,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Registry } from 'prom-client';
 import { ApiTokens } from '../../book/api-tokens.js';
@@ -219,6 +219,38 @@ function collect(res: IncomingMessage, done: (a: Answer) => void): void {
   res.setEncoding('utf8');
   res.on('data', (c: string) => (body += c));
   res.on('end', () => done({ status: res.statusCode ?? 0, body, headers: res.headers }));
+}
+
+/**
+ * A CONNECT to 127.0.0.1:`port` through the gateway on a raw socket, handed back paused once
+ * the gateway answered 200; `early` rides in the same write as the CONNECT.
+ */
+export function tunnelThrough(
+  w: Pick<World, 'port'>,
+  port: number,
+  early = Buffer.alloc(0),
+  username = '',
+): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port: w.port });
+    const head = `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${basic(username)}\r\n\r\n`;
+    s.once('connect', () => s.write(Buffer.concat([Buffer.from(head), early])));
+    let got = Buffer.alloc(0);
+    const onData = (c: Buffer) => {
+      got = Buffer.concat([got, c]);
+      const end = got.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      s.off('data', onData);
+      if (!got.subarray(0, 12).toString().startsWith('HTTP/1.1 200'))
+        return reject(new Error(got.toString()));
+      s.pause();
+      const rest = got.subarray(end + 4);
+      if (rest.length > 0) s.unshift(rest);
+      resolve(s);
+    };
+    s.on('data', onData);
+    s.once('error', reject);
+  });
 }
 
 /** Polls until `condition` holds (no fixed sleeps). */
