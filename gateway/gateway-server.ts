@@ -35,6 +35,13 @@ export class Gateway {
   readonly server: Server;
   private readonly ctx: GatewayContext;
   private readonly tunnels = new Set<Duplex>();
+  /**
+   * Each client connection's answers not yet sent whole. Node hands a pipelined CONNECT's
+   * socket over (and reports a parse error) as soon as it reads it, while the answers to the
+   * requests before it may still be on their way: what is written on the socket then must wait
+   * for them, or its bytes land before or inside theirs (RFC 9112 §9.3.2: answers go in order).
+   */
+  private readonly answering = new WeakMap<Duplex, Set<ServerResponse>>();
 
   constructor(deps: GatewayDeps) {
     const options = { ...DEFAULT_GATEWAY_OPTIONS, ...deps.options };
@@ -71,6 +78,7 @@ export class Gateway {
         keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,
       },
       (req, res) => {
+        this.answerBegun(req.socket, res);
         void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));
       },
     );
@@ -83,18 +91,45 @@ export class Gateway {
       });
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
-      void this.onConnect(req, socket, head).catch((err: unknown) => {
-        logger.error({ err }, 'gateway: CONNECT failed');
-        socket.destroy();
-      });
+      void this.answersSent(socket)
+        .then(() => {
+          // The client left, or a request before asked to close the connection (it did).
+          if (socket.destroyed || !socket.writable) {
+            this.ctx.metrics.ended('tunnel', 'client_gone');
+            socket.destroy();
+            return;
+          }
+          return this.onConnect(req, socket, head);
+        })
+        .catch((err: unknown) => {
+          logger.error({ err }, 'gateway: CONNECT failed');
+          socket.destroy();
+        });
     });
     // A client that sends garbage, too large a head or none in time gets the documented
     // answer (JSON and X-Gateway-Error) and a closed socket, never a crash.
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
       // A reset socket has no one to answer.
       if (err.code === 'ECONNRESET') socket.destroy();
-      else replyErrorOnSocket(socket, clientErrorReply(err.code, options.headersTimeoutMs));
+      else
+        void this.answersSent(socket).then(() =>
+          replyErrorOnSocket(socket, clientErrorReply(err.code, options.headersTimeoutMs)),
+        );
     });
+  }
+
+  private answerBegun(socket: Duplex, res: ServerResponse): void {
+    let open = this.answering.get(socket);
+    if (open === undefined) this.answering.set(socket, (open = new Set()));
+    open.add(res);
+    // 'close' follows the answer's last byte, or the connection's end.
+    res.once('close', () => open.delete(res));
+  }
+
+  /** Once every answer begun on `socket` is sent whole (or its connection is gone). */
+  private async answersSent(socket: Duplex): Promise<void> {
+    const open = [...(this.answering.get(socket) ?? [])];
+    await Promise.all(open.map((res) => new Promise((r) => res.once('close', r))));
   }
 
   /** Leases held now (in use and idle). */
