@@ -217,13 +217,15 @@ export function noProxy(
     no_match: `no leasable proxy${selector}`,
     all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held), and this gateway holds no lease for these options to share`,
     all_cooling_down: `every proxy${selector} is cooling down for ${request.target}`,
+    lease_quota: `token "${request.owner}" holds its quota of live leases (the API's and the gateway's count alike), and this gateway holds no lease for these options to share`,
   };
   return {
-    status: 503,
+    // The token's own limit, not the fleet's: the API answers it 429 as well.
+    status: refusal.reason === 'lease_quota' ? 429 : 503,
     code: refusal.reason,
     message: messages[refusal.reason],
     ...(refusal.retryAfterMs === undefined
-      ? refusal.reason === 'all_busy'
+      ? refusal.reason === 'all_busy' || refusal.reason === 'lease_quota'
         ? { retryAfter: 1 }
         : {}
       : { retryAfter: Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) }),

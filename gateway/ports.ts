@@ -41,7 +41,8 @@ export interface GatewayLeaseRequest {
   ttlSeconds: number;
 }
 
-export type GatewayNoLease = 'no_match' | 'all_busy' | 'all_cooling_down';
+/** lease_quota: the token holds its quota of live leases (book/tenant-quotas.ts), the fleet may have room. */
+export type GatewayNoLease = 'no_match' | 'all_busy' | 'all_cooling_down' | 'lease_quota';
 
 export type GatewayLeaseResult =
   | { granted: true; leaseID: string; upstream: Upstream; sessionMoved: boolean }
@@ -56,12 +57,13 @@ export interface GatewayBook {
   /** False when the lease is gone (expired, released, its proxy deleted). */
   renew(leaseID: string, ttlSeconds: number, owner: string): Promise<boolean>;
   release(leaseID: string, owner: string): Promise<void>;
+  /** 'cooldown_quota': refused, nothing recorded (the token keeps its quota of cooldowns running). */
   report(
     leaseID: string,
     result: GatewayReport,
     details: { target: string; retryAfterSeconds?: number },
     owner: string,
-  ): Promise<void>;
+  ): Promise<void | 'cooldown_quota'>;
   /** Forgets a session's binding (the owner's), so its next lease is chosen afresh. */
   endSession(session: string, owner: string): Promise<void>;
   /** Attribute keys some proxy carries now: what a username may select on. */

@@ -15,6 +15,7 @@ import { Registry } from 'prom-client';
 import { ApiTokens } from '../../book/api-tokens.js';
 import type { ProxyRecord } from '../../book/catalog.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import type { TenantLedger } from '../../book/tenant-quotas.js';
 import { selfSignedCert } from '../../framework/testing/self-signed-cert.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { Gateway } from '../../gateway/gateway-server.js';
@@ -49,6 +50,8 @@ export async function startWorld(
   external?: { guard: UpstreamGuard; names: Readonly<Record<string, string>> },
   /** Told of each cooldown a gateway report starts (the operator counts them in a metric). */
   onCooldown?: CooldownListener,
+  /** Several teams' tokens (default: TOKEN alone, as team-a) and the ledger of their quotas. */
+  teams: { tokens?: ApiTokens; ledger?: TenantLedger } = {},
 ): Promise<World> {
   cert ??= selfSignedCert();
   const banned = new Set<string>();
@@ -98,8 +101,15 @@ export async function startWorld(
   });
   const registry = new Registry();
   const gateway = new Gateway({
-    book: gatewayBook(store, catalog, () => policy, onCooldown),
-    tokens: gatewayTokens(ApiTokens.single(TOKEN, 'team-a')),
+    book: gatewayBook(
+      store,
+      catalog,
+      (owner) => teams.tokens?.policyOf(owner) ?? policy,
+      onCooldown,
+      undefined,
+      teams.ledger,
+    ),
+    tokens: gatewayTokens(teams.tokens ?? ApiTokens.single(TOKEN, 'team-a')),
     ...(external === undefined ? {} : { guard: external.guard }),
     registry,
     logger: silentLogger,
