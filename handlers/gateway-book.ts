@@ -98,7 +98,12 @@ export function gatewayBook(
           id: proxy.id,
           host: proxy.ip,
           port: proxy.port,
-          ...(proxy.credentials === undefined ? {} : { credentials: proxy.credentials }),
+          // Read at each connection, not at the grant: a held lease outlives a rotation of the
+          // proxy's Secret, and its stale password got a 407, reported unreachable (a healthy
+          // proxy made suspect for every team, the session moved off its exit).
+          get credentials() {
+            return catalog.get(proxy.id)?.credentials ?? proxy.credentials;
+          },
           ...(proxy.guarded === true ? { guarded: true } : {}),
         },
         sessionMoved: result.session?.moved ?? false,

@@ -37,6 +37,11 @@ export interface World {
   proxies: Map<string, ForwardProxy>;
   registry: Registry;
   site: { httpPort: number; httpsPort: number; ca: string; banned: Set<string>; seen: string[] };
+  /**
+   * Rotates the password of the proxy on `ip`: it requires the new one at once, and the
+   * catalog carries it (as after the proxy's Secret changed).
+   */
+  rotate(ip: string, password: string): void;
   close(): Promise<void>;
 }
 
@@ -76,9 +81,11 @@ export async function startWorld(
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   await new Promise<void>((r) => https.listen(0, '127.0.0.1', r));
   const proxies = new Map<string, ForwardProxy>();
+  const required = new Map<string, { username: string; password: string }>();
   const records: ProxyRecord[] = [];
   for (const [i, ip] of PROXY_IPS.entries()) {
     const credentials = { username: `u${i}`, password: `upstream-secret-${i}` };
+    required.set(ip, credentials);
     const fp = await startForwardProxy({ host: ip, port: await freePort(), credentials });
     proxies.set(ip, fp);
     records.push(
@@ -86,7 +93,8 @@ export async function startWorld(
         ip: external?.names[ip] ?? ip,
         ...(external?.names[ip] === undefined ? {} : { guarded: true }),
         port: fp.port,
-        credentials,
+        // A copy, as the catalog reads a Secret: rotating the proxy's own leaves the record as it was.
+        credentials: { ...credentials },
         maxLeases,
         attributes: { geo: i === 0 ? 'us' : 'eu' },
       }),
@@ -129,6 +137,14 @@ export async function startWorld(
       ca: cert.cert,
       banned,
       seen,
+    },
+    rotate(ip, password) {
+      const credentials = required.get(ip)!;
+      credentials.password = password;
+      const port = proxies.get(ip)!.port;
+      catalog.proxies = catalog.proxies.map((r) =>
+        r.port === port ? { ...r, credentials: { username: credentials.username, password } } : r,
+      );
     },
     async close() {
       await gateway.close();
