@@ -66,8 +66,11 @@ export interface GatewayBook {
   ): Promise<void | 'cooldown_quota'>;
   /** Forgets a session's binding (the owner's), so its next lease is chosen afresh. */
   endSession(session: string, owner: string): Promise<void>;
-  /** Attribute keys some proxy carries now: what a username may select on. */
-  attributeKeys(): ReadonlySet<string>;
+  /**
+   * Attribute keys some proxy inside the owner's scope carries now: what its username may select
+   * on (an unknown option's error lists them, so never another team's).
+   */
+  attributeKeys(owner: string): ReadonlySet<string>;
 }
 
 /** Resolves a presented token (the API's and the gateway's) to its name, or undefined. Read live (reloads apply). */

@@ -51,8 +51,10 @@ export function gatewayBook(
   ledger?: TenantLedger,
   clock: () => number = Date.now,
 ): GatewayBook {
-  let keysVersion = -1;
-  let keys: ReadonlySet<string> = new Set();
+  // Per scope: a scoped token's unknown-option error lists only the keys of its own proxies.
+  type Keys = { version: number; keys: ReadonlySet<string> };
+  let openKeys: Keys | undefined;
+  const scopedKeys = new WeakMap<TokenPolicy, Keys>();
   const scopes = new WeakMap<TokenPolicy, (proxy: ProxyRecord) => boolean>();
   const scopeOf = (owner: string): ((proxy: ProxyRecord) => boolean) | undefined => {
     const policy = policyOf(owner);
@@ -144,16 +146,21 @@ export function gatewayBook(
       if (outcome?.cooldownUntil !== undefined && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },
-    attributeKeys() {
+    attributeKeys(owner) {
       // Recomputed only when the catalog changed: a username is parsed on every request.
-      if (catalog.version() !== keysVersion) {
+      const policy = policyOf(owner);
+      const within = scopeOf(owner);
+      let cached = within === undefined ? openKeys : scopedKeys.get(policy);
+      if (cached === undefined || cached.version !== catalog.version()) {
         const next = new Set<string>();
         for (const record of catalog.records())
-          for (const key of Object.keys(record.attributes)) next.add(key);
-        keys = next;
-        keysVersion = catalog.version();
+          if (within === undefined || within(record))
+            for (const key of Object.keys(record.attributes)) next.add(key);
+        cached = { version: catalog.version(), keys: next };
+        if (within === undefined) openKeys = cached;
+        else scopedKeys.set(policy, cached);
       }
-      return keys;
+      return cached.keys;
     },
   };
 }

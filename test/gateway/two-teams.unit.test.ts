@@ -143,6 +143,24 @@ describe("team A cannot pick, report or ride team B's sessions and proxies", () 
     },
   );
 
+  it("team A's username cannot select on, nor learn, an attribute key only team B's proxies carry", async () => {
+    const tokens = twoTeams({ 'team-a': ['selector=geo=us'], 'team-b': ['selector=geo=eu'] });
+    world = await teamWorld(2, {}, tokens);
+    world.catalog.proxies = world.catalog.proxies.map((r) =>
+      r.attributes.geo === 'eu' ? { ...r, attributes: { ...r.attributes, customer: 'acme' } } : r,
+    );
+    const url = `http://127.0.0.1:${world.site.httpPort}/`;
+    // Before: accepted (then no_match), and a typo's error listed "customer" to team A.
+    const a = await viaGateway(world.port, url, basic('customer-acme', TOKEN_A));
+    expect([a.status, JSON.parse(a.body).error]).toEqual([407, 'invalid_username']);
+    const typo = await viaGateway(world.port, url, basic('goe-us', TOKEN_A));
+    expect(JSON.parse(typo.body).message).toBe(
+      'proxy username: unknown option "goe" (known: session, ttl, geo)',
+    );
+    // Team B selects on it.
+    expect((await viaGateway(world.port, url, basic('customer-acme', TOKEN_B))).status).toBe(200);
+  });
+
   it("with the fleet full of team B's leases, team A gets 503 all_busy, never a ride on B's", async () => {
     world = await teamWorld(1, {});
     const b = await Promise.all(Array.from({ length: 3 }, () => tunnel(world!, '', TOKEN_B)));
