@@ -14,6 +14,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { Registry } from 'prom-client';
 import { ApiTokens } from '../../book/api-tokens.js';
 import type { ProxyRecord } from '../../book/catalog.js';
+import type { LeaseStore } from '../../book/lease-store.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import type { TenantLedger } from '../../book/tenant-quotas.js';
 import { selfSignedCert } from '../../framework/testing/self-signed-cert.js';
@@ -32,7 +33,7 @@ export const PROXY_IPS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
 export interface World {
   gateway: Gateway;
   port: number;
-  store: MemoryLeaseStore;
+  store: LeaseStore;
   catalog: TestCatalog;
   proxies: Map<string, ForwardProxy>;
   registry: Registry;
@@ -55,8 +56,15 @@ export async function startWorld(
   external?: { guard: UpstreamGuard; names: Readonly<Record<string, string>> },
   /** Told of each cooldown a gateway report starts (the operator counts them in a metric). */
   onCooldown?: CooldownListener,
-  /** Several teams' tokens (default: TOKEN alone, as team-a) and the ledger of their quotas. */
-  teams: { tokens?: ApiTokens; ledger?: TenantLedger } = {},
+  /**
+   * Several teams' tokens (default: TOKEN alone, as team-a), the ledger of their quotas, and
+   * the lease book (default: the memory book).
+   */
+  teams: {
+    tokens?: ApiTokens;
+    ledger?: TenantLedger;
+    store?: (catalog: TestCatalog) => LeaseStore & { close(): void };
+  } = {},
 ): Promise<World> {
   cert ??= selfSignedCert();
   const banned = new Set<string>();
@@ -101,12 +109,14 @@ export async function startWorld(
     );
   }
   const catalog = new TestCatalog(records);
-  const store = new MemoryLeaseStore({
-    catalog,
-    logger: silentLogger,
-    cooldownSeconds: 60,
-    maxCooldownSeconds: 600,
-  });
+  const store =
+    teams.store?.(catalog) ??
+    new MemoryLeaseStore({
+      catalog,
+      logger: silentLogger,
+      cooldownSeconds: 60,
+      maxCooldownSeconds: 600,
+    });
   const registry = new Registry();
   const gateway = new Gateway({
     book: gatewayBook(
