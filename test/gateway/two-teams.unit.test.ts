@@ -7,6 +7,7 @@ import { DEFAULT_TENANT_QUOTAS, TenantLedger, type TenantQuotaLimits } from '../
 import { parseTokenOptions } from '../../book/token-scope.js';
 import { gatewayBook } from '../../handlers/gateway-book.js';
 import { proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
+import { startHarness } from '../discovery/api-harness.js';
 import { basic, startWorld, until, viaGateway, viaTunnel, type World } from './gateway-world.js';
 
 const TOKEN_A = 'team-a-token-0123456789abcdef';
@@ -169,5 +170,39 @@ describe("team A cannot pick, report or ride team B's sessions and proxies", () 
     expect([a.status, JSON.parse(a.body).error]).toEqual([503, 'all_busy']);
     for (const t of b) t.close!();
     await until(async () => (await world!.store.totals()).activeLeases === 0);
+  });
+});
+
+describe("one ledger, two doors: the API and the gateway count a token's leases together", () => {
+  it.each<[string, 'api' | 'gateway']>([
+    ['two leases through the API, then the gateway', 'api'],
+    ['two leases through the gateway, then the API', 'gateway'],
+  ])('%s: the third is 429 lease_quota at the other door', async (_name, first) => {
+    const ledger = ledgerOf({ leases: 2 });
+    const h = await startHarness({
+      tokens: twoTeams(),
+      proxies: [proxy('ns/a', { maxLeases: 10 })],
+      app: { ledger },
+    });
+    try {
+      const book = gatewayBook(h.store, h.catalog, undefined, undefined, undefined, ledger, () =>
+        h.clock.now(),
+      );
+      const viaApi = async () => {
+        const r = await h.call('POST', '/v1/leases', {
+          headers: { authorization: `Bearer ${TOKEN_A}` },
+          body: { ttlSeconds: 60 },
+        });
+        return r.status === 201 ? 'granted' : (r.body as { error: string }).error;
+      };
+      const viaGatewayBook = async () => {
+        const r = await book.lease({ owner: 'team-a', selector: {}, target: 'shop.example', ttlSeconds: 60 });
+        return r.granted ? 'granted' : r.reason;
+      };
+      const [mine, other] = first === 'api' ? [viaApi, viaGatewayBook] : [viaGatewayBook, viaApi];
+      expect([await mine(), await mine(), await other()]).toEqual(['granted', 'granted', 'lease_quota']);
+    } finally {
+      await h.stop();
+    }
   });
 });
