@@ -30,11 +30,16 @@ export interface GatewayDeps {
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+/** How often open tunnels are checked against the live tokens (the tokens file is re-read every 2 s). */
+const REVOCATION_CHECK_MS = 1000;
 
 export class Gateway {
   readonly server: Server;
   private readonly ctx: GatewayContext;
   private readonly tunnels = new Set<Duplex>();
+  /** Each authenticated tunnel's token name: one whose token is revoked is cut (cutRevoked). */
+  private readonly tunnelOwners = new Map<Duplex, string>();
+  private revocations?: NodeJS.Timeout;
   /**
    * Each client connection's answers not yet sent whole. Node hands a pipelined CONNECT's
    * socket over (and reports a parse error) as soon as it reads it, while the answers to the
@@ -90,7 +95,10 @@ export class Gateway {
         socket.destroy();
       });
       this.tunnels.add(socket);
-      socket.once('close', () => this.tunnels.delete(socket));
+      socket.once('close', () => {
+        this.tunnels.delete(socket);
+        this.tunnelOwners.delete(socket);
+      });
       void this.answersSent(socket)
         .then(() => {
           // The client left, or a request before asked to close the connection (it did).
@@ -150,6 +158,8 @@ export class Gateway {
       });
     });
     this.ctx.pool.start();
+    this.revocations = setInterval(() => this.cutRevoked(), REVOCATION_CHECK_MS);
+    this.revocations.unref();
     const address = this.server.address() as { address: string; port: number };
     return { host: address.address, port: address.port };
   }
@@ -159,6 +169,7 @@ export class Gateway {
    * cuts what is left and releases every lease it holds.
    */
   async close(graceMs = 0): Promise<void> {
+    clearInterval(this.revocations);
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -201,7 +212,23 @@ export class Gateway {
       this.ctx.metrics.ended('tunnel', 'refused');
       return replyErrorOnSocket(socket, auth.error);
     }
+    if (!socket.destroyed) this.tunnelOwners.set(socket, auth.owner);
     await forwardConnect(this.ctx, req, socket, head, auth.owner, auth.options, startedAt);
+  }
+
+  /**
+   * Cuts the tunnels whose token is no longer valid (a line deleted from the tokens file):
+   * a plain request authenticates each time, but a tunnel only once, so a revoked team's open
+   * tunnels carried its traffic, and held its leases, for as long as they carried bytes.
+   */
+  private cutRevoked(): void {
+    if (this.tunnelOwners.size === 0) return;
+    const valid = this.ctx.tokens.names();
+    for (const [socket, owner] of this.tunnelOwners)
+      if (!valid.has(owner)) {
+        this.ctx.logger.info({ owner }, 'gateway: tunnel cut, its token was revoked');
+        socket.destroy();
+      }
   }
 
   /** Requests to the gateway itself: /healthz, and the report by session (a bearer token or Basic credentials). */

@@ -78,4 +78,6 @@ export interface TokenVerifier {
   /** Undefined when no token is configured at all (the gateway then refuses everyone). */
   configured(): boolean;
   nameOf(token: string): string | undefined;
+  /** The names of the tokens valid now: a tunnel whose token was revoked since it opened is cut. */
+  names(): ReadonlySet<string>;
 }

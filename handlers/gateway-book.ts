@@ -173,6 +173,7 @@ export function gatewayTokens(tokens: ApiTokens | undefined): TokenVerifier {
   const digests = new Map<string, string>();
   return {
     configured: () => tokens !== undefined && tokens.names.length > 0,
+    names: () => new Set(tokens?.names ?? []),
     nameOf(token) {
       if (tokens === undefined) return undefined;
       let digest = digests.get(token);

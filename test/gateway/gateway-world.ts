@@ -266,10 +266,11 @@ export function tunnelThrough(
   port: number,
   early = Buffer.alloc(0),
   username = '',
+  token = TOKEN,
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = connect({ host: '127.0.0.1', port: w.port });
-    const head = `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${basic(username)}\r\n\r\n`;
+    const head = `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${basic(username, token)}\r\n\r\n`;
     s.once('connect', () => s.write(Buffer.concat([Buffer.from(head), early])));
     let got = Buffer.alloc(0);
     const onData = (c: Buffer) => {

@@ -8,7 +8,15 @@ import { parseTokenOptions } from '../../book/token-scope.js';
 import { gatewayBook } from '../../handlers/gateway-book.js';
 import { proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
 import { startHarness } from '../discovery/api-harness.js';
-import { basic, startWorld, until, viaGateway, viaTunnel, type World } from './gateway-world.js';
+import {
+  basic,
+  startWorld,
+  tunnelThrough,
+  until,
+  viaGateway,
+  viaTunnel,
+  type World,
+} from './gateway-world.js';
 
 const TOKEN_A = 'team-a-token-0123456789abcdef';
 const TOKEN_B = 'team-b-token-0123456789abcdef';
@@ -170,6 +178,29 @@ describe("team A cannot pick, report or ride team B's sessions and proxies", () 
     expect([a.status, JSON.parse(a.body).error]).toEqual([503, 'all_busy']);
     for (const t of b) t.close!();
     await until(async () => (await world!.store.totals()).activeLeases === 0);
+  });
+});
+
+describe('a token revoked while its tunnels are open', () => {
+  it("its tunnels are cut and their leases go back; the other team's tunnel carries on", async () => {
+    const tokens = twoTeams();
+    world = await teamWorld(2, {}, tokens);
+    const w = world;
+    const a = await tunnelThrough(w, w.site.httpPort, undefined, '', TOKEN_A);
+    const b = await tunnelThrough(w, w.site.httpPort, undefined, '', TOKEN_B);
+    expect(w.gateway.openTunnels).toBe(2);
+    // team-a's line deleted from the tokens file (the reload swaps the set whole).
+    tokens.replace(new Map([['team-b', TOKEN_B]]));
+    // Before: a tunnel authenticated once carried on for as long as it carried bytes.
+    const aClosed = new Promise((r) => a.once('close', () => r('closed')));
+    a.resume();
+    expect(await Promise.race([aClosed, new Promise((r) => setTimeout(() => r('still open'), 5000))])).toBe(
+      'closed',
+    );
+    await until(() => w.gateway.openTunnels === 1);
+    expect(b.destroyed).toBe(false);
+    await until(async () => (await w.store.totals()).activeLeases === 1);
+    b.destroy();
   });
 });
 
