@@ -151,10 +151,18 @@ export class FreeProxyIndex {
     return { ladder, matches };
   }
 
-  /** Leasable proxies (free or full) matching the selector; used only to explain a refusal. */
-  countLeasable(selector: Readonly<Record<string, string>>, exitIP?: ExitIPTerm): number {
+  /**
+   * Leasable proxies (free or full) matching the selector, inside the token's scope (`within`);
+   * used only to explain a refusal.
+   */
+  countLeasable(
+    selector: Readonly<Record<string, string>>,
+    exitIP?: ExitIPTerm,
+    within?: (proxy: ProxyRecord) => boolean,
+  ): number {
     const terms = selectorTerms(selector);
-    if (terms.length === 0 && exitIP === undefined) return this.leasable.get(ALL)?.size ?? 0;
+    if (terms.length === 0 && exitIP === undefined && within === undefined)
+      return this.leasable.get(ALL)?.size ?? 0;
     let smallest: Map<string, ProxyRecord> | undefined;
     for (const term of terms) {
       const members = this.leasable.get(term);
@@ -163,10 +171,11 @@ export class FreeProxyIndex {
     }
     smallest ??= this.leasable.get(ALL);
     if (smallest === undefined) return 0;
-    if (terms.length === 1 && exitIP === undefined) return smallest.size;
+    if (terms.length === 1 && exitIP === undefined && within === undefined) return smallest.size;
     const matches = proxyMatcher(selector, exitIP);
     let count = 0;
-    for (const proxy of smallest.values()) if (matches(proxy)) count++;
+    for (const proxy of smallest.values())
+      if (matches(proxy) && (within === undefined || within(proxy))) count++;
     return count;
   }
 

@@ -51,14 +51,18 @@ export function explainRefusal(
   /** For a request every leasable proxy could take: the cooling counts' figures (cooling-counts.ts). */
   counted?: { cooling: number; firstEnd: number | undefined },
 ): Refusal {
-  const leasable = index.countLeasable(request.selector, request.exitIP);
+  // Only the proxies inside the token's scope: one outside it, busy or cooling down, would
+  // answer a scoped token all_busy or all_cooling_down (with its Retry-After) about another
+  // team's proxies, never no_match.
+  const leasable = index.countLeasable(request.selector, request.exitIP, request.within);
   let cooling = counted?.cooling ?? 0;
   let firstEnd = counted?.firstEnd ?? Infinity;
   if (leasable > 0 && counted === undefined) {
     const matches = proxyMatcher(request.selector, request.exitIP);
     for (const entry of targets.forTarget(target)) {
       if (entry.until <= now || !index.has(entry.proxyID)) continue;
-      if (!matches(catalog.get(entry.proxyID)!)) continue;
+      const proxy = catalog.get(entry.proxyID)!;
+      if (!matches(proxy) || (request.within !== undefined && !request.within(proxy))) continue;
       cooling++;
       firstEnd = Math.min(firstEnd, entry.until);
     }

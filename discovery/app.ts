@@ -54,8 +54,10 @@ export interface DiscoveryAppOptions {
   token?: string;
   /** Per-token request rate (429 with Retry-After beyond it); undefined = unlimited. */
   rateLimit?: BucketLimits;
-  /** Per-token quotas (tenant-quotas.ts); default DEFAULT_TENANT_QUOTAS. */
+  /** Per-token quotas (tenant-quotas.ts); default DEFAULT_TENANT_QUOTAS. Ignored when `ledger` is given. */
   quotas?: TenantQuotaLimits;
+  /** The process's ledger of those quotas (handlers/ builds one, which the gateway counts in too). */
+  ledger?: TenantLedger;
   /** The book's session idle time: a session idle this long leaves its token's quota. */
   sessionIdleSeconds?: number;
   /** Requests without a valid token, per source address (source-limiter.ts's default). */
@@ -90,10 +92,12 @@ export function createDiscoveryApp(options: DiscoveryAppOptions): Express {
   const { catalog, leases, logger } = options;
   const limits = ttlLimits(options);
   const metrics = new DiscoveryMetrics(options.registry, leases);
-  const ledger = new TenantLedger(
-    options.quotas ?? DEFAULT_TENANT_QUOTAS,
-    (options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS) * 1000,
-  );
+  const ledger =
+    options.ledger ??
+    new TenantLedger(
+      options.quotas ?? DEFAULT_TENANT_QUOTAS,
+      (options.sessionIdleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS) * 1000,
+    );
   const clock = options.clock ?? Date.now;
   const ledgerSweep = setInterval(() => ledger.sweep(clock()), 60_000);
   ledgerSweep.unref();

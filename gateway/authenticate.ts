@@ -32,7 +32,10 @@ export function authenticate(
   const owner = tokens.nameOf(credentials.token);
   // Never echo what was sent: a mistyped token is still most of a token.
   if (owner === undefined) return refuse('invalid_token', 'the password is not a discovery API token');
-  const parsed = parseUsername(credentials.username, { attributeKeys: book.attributeKeys(), maxTTLSeconds });
+  const parsed = parseUsername(credentials.username, {
+    attributeKeys: book.attributeKeys(owner),
+    maxTTLSeconds,
+  });
   if (!parsed.ok) return refuse('invalid_username', parsed.message);
   return { ok: true, owner, options: parsed.options };
 }

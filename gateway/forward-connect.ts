@@ -93,7 +93,14 @@ export async function forwardConnect(
   replyErrorOnSocket(client, upstreamFailed(ctx.options.maxAttempts, last));
 }
 
-/** Joins the client to the upstream's tunnel; the lease is held until either side closes. */
+/**
+ * Joins the client to the upstream's tunnel; the lease is held until either side closes, or
+ * the tunnel carries no byte either way for the tunnel idle timeout. Without that bound, a
+ * client gone without a FIN (its host down, a partition) held both sockets and the lease for
+ * ever when the tunnel was idle, since nothing is ever written to learn it is gone; TCP
+ * keep-alive (on since the sockets opened) finds it sooner only where the kernel's probes
+ * are short.
+ */
 function splice(
   ctx: GatewayContext,
   lease: HeldLease,
@@ -105,7 +112,7 @@ function splice(
 ): void {
   ctx.metrics.tunnelOpened();
   let closed = false;
-  const close = () => {
+  const close = (how: 'ok' | 'idle') => {
     if (closed) return;
     closed = true;
     client.destroy();
@@ -114,13 +121,26 @@ function splice(
     // The upstream socket's own counters (no listener per chunk): what went each way,
     // the CONNECT exchange with the upstream included.
     ctx.metrics.carried(upstream.bytesWritten, upstream.bytesRead);
-    ctx.metrics.ended('tunnel', 'ok');
+    ctx.metrics.ended('tunnel', how);
     ctx.pool.give(lease, session);
   };
-  client.once('close', close);
-  upstream.once('close', close);
-  client.on('error', close);
-  upstream.on('error', close);
+  const ended = () => close('ok');
+  client.once('close', ended);
+  upstream.once('close', ended);
+  client.on('error', ended);
+  upstream.on('error', ended);
+  // Each socket's own inactivity timer (reset by libuv on every read and completed write, no
+  // listener per chunk): a download or an upload keeps both sides busy; a client that stopped
+  // reading stalls the writes towards it and, through pipe()'s back-pressure, the reads from
+  // the upstream, so a stuck tunnel goes quiet on both and either timer ends it.
+  const idle = () => {
+    ctx.logger.debug({ proxy: lease.upstream.id }, 'gateway: tunnel idle, closed');
+    close('idle');
+  };
+  for (const socket of [client as Socket, upstream]) {
+    socket.setTimeout?.(ctx.options.tunnelIdleMs);
+    socket.once('timeout', idle);
+  }
   client.write(ESTABLISHED);
   if (early.length > 0) client.write(early);
   if (head.length > 0) upstream.write(head);

@@ -211,12 +211,18 @@ async function report(
   retryAfterSeconds?: number,
 ): Promise<void> {
   try {
-    await ctx.book.report(
+    const refused = await ctx.book.report(
       lease.leaseID,
       result,
       { target, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) },
       lease.request.owner,
     );
+    // The lease is released or paced all the same; only the book's cooldown is not recorded.
+    if (refused !== undefined)
+      ctx.logger.info(
+        { owner: lease.request.owner, proxy: lease.upstream.id, result },
+        `gateway: report refused (${refused})`,
+      );
   } catch (err) {
     ctx.logger.warn({ err, proxy: lease.upstream.id, result }, 'gateway: report failed');
   }

@@ -19,6 +19,11 @@ export interface GatewayOptions {
   /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
   responseTimeoutMs: number;
   /**
+   * Milliseconds a tunnel may carry no byte either way before it is closed and its lease goes
+   * back: a client gone without a FIN (its host down, a partition) would hold both for ever.
+   */
+  tunnelIdleMs: number;
+  /**
    * Milliseconds a client has from its connection (on keep-alive, from its next request's
    * first byte) to send a whole request head: one that sends nothing, or dribbles header bytes, is closed unheard.
    * The body, a download and a tunnel come after the head and are not bounded by it.
@@ -45,6 +50,7 @@ export const DEFAULT_GATEWAY_OPTIONS: GatewayOptions = {
   maxAttempts: 3,
   connectTimeoutMs: 5000,
   responseTimeoutMs: 60_000,
+  tunnelIdleMs: 120_000,
   headersTimeoutMs: 30_000,
   ttlSeconds: 60,
   maxTTLSeconds: 3600,
@@ -211,13 +217,15 @@ export function noProxy(
     no_match: `no leasable proxy${selector}`,
     all_busy: `every proxy${selector} is at its maxLeases (requests and tunnels in flight, leases held), and this gateway holds no lease for these options to share`,
     all_cooling_down: `every proxy${selector} is cooling down for ${request.target}`,
+    lease_quota: `token "${request.owner}" holds its quota of live leases (the API's and the gateway's count alike), and this gateway holds no lease for these options to share`,
   };
   return {
-    status: 503,
+    // The token's own limit, not the fleet's: the API answers it 429 as well.
+    status: refusal.reason === 'lease_quota' ? 429 : 503,
     code: refusal.reason,
     message: messages[refusal.reason],
     ...(refusal.retryAfterMs === undefined
-      ? refusal.reason === 'all_busy'
+      ? refusal.reason === 'all_busy' || refusal.reason === 'lease_quota'
         ? { retryAfter: 1 }
         : {}
       : { retryAfter: Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) }),

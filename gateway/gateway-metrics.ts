@@ -6,7 +6,8 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
  * its status); site_down: the upstream said the site is unreachable (502); upstream_failed:
  * every attempt's upstream failed; no_proxy: the book had none to lease; refused: the client's
  * mistake (407, 400); client_gone: the client left before an answer; store_unavailable: the
- * book could not be reached; paced: its turn at the site's pace came past the wait bound.
+ * book could not be reached; paced: its turn at the site's pace came past the wait bound;
+ * idle: a tunnel closed by the gateway after carrying nothing for the tunnel idle timeout.
  */
 export type GatewayOutcome =
   | 'ok'
@@ -16,7 +17,8 @@ export type GatewayOutcome =
   | 'paced'
   | 'refused'
   | 'client_gone'
-  | 'store_unavailable';
+  | 'store_unavailable'
+  | 'idle';
 export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = [
   'ok',
   'site_down',
@@ -26,6 +28,7 @@ export const GATEWAY_OUTCOMES: readonly GatewayOutcome[] = [
   'refused',
   'client_gone',
   'store_unavailable',
+  'idle',
 ];
 
 export type Carrier = 'http' | 'tunnel';

@@ -17,7 +17,7 @@ import { clientErrorReply, replyError, replyErrorOnSocket } from './replies.js';
 import { SitePaces } from './site-paces.js';
 import { reportBySession, sessionOfReportPath } from './session-report.js';
 import { UpstreamAgents } from './upstream-agents.js';
-import { TUNNEL_HIGH_WATER_MARK } from './upstream-tunnel.js';
+import { TCP_KEEPALIVE_DELAY_MS, TUNNEL_HIGH_WATER_MARK } from './upstream-tunnel.js';
 
 export interface GatewayDeps {
   book: GatewayBook;
@@ -30,11 +30,23 @@ export interface GatewayDeps {
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+/** How often open tunnels are checked against the live tokens (the tokens file is re-read every 2 s). */
+const REVOCATION_CHECK_MS = 1000;
 
 export class Gateway {
   readonly server: Server;
   private readonly ctx: GatewayContext;
   private readonly tunnels = new Set<Duplex>();
+  /** Each authenticated tunnel's token name: one whose token is revoked is cut (cutRevoked). */
+  private readonly tunnelOwners = new Map<Duplex, string>();
+  private revocations?: NodeJS.Timeout;
+  /**
+   * Each client connection's answers not yet sent whole. Node hands a pipelined CONNECT's
+   * socket over (and reports a parse error) as soon as it reads it, while the answers to the
+   * requests before it may still be on their way: what is written on the socket then must wait
+   * for them, or its bytes land before or inside theirs (RFC 9112 §9.3.2: answers go in order).
+   */
+  private readonly answering = new WeakMap<Duplex, Set<ServerResponse>>();
 
   constructor(deps: GatewayDeps) {
     const options = { ...DEFAULT_GATEWAY_OPTIONS, ...deps.options };
@@ -66,8 +78,12 @@ export class Gateway {
         // Node checks the deadline on this interval: a head is cut within 1.5x its timeout.
         connectionsCheckingInterval: Math.max(10, Math.min(30_000, options.headersTimeoutMs / 2)),
         highWaterMark: TUNNEL_HIGH_WATER_MARK,
+        // TCP keep-alive on every client connection, a tunnel's included (upstream-tunnel.ts).
+        keepAlive: true,
+        keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,
       },
       (req, res) => {
+        this.answerBegun(req.socket, res);
         void this.onRequest(req, res).catch((err: unknown) => this.internal(err, res));
       },
     );
@@ -79,19 +95,49 @@ export class Gateway {
         socket.destroy();
       });
       this.tunnels.add(socket);
-      socket.once('close', () => this.tunnels.delete(socket));
-      void this.onConnect(req, socket, head).catch((err: unknown) => {
-        logger.error({ err }, 'gateway: CONNECT failed');
-        socket.destroy();
+      socket.once('close', () => {
+        this.tunnels.delete(socket);
+        this.tunnelOwners.delete(socket);
       });
+      void this.answersSent(socket)
+        .then(() => {
+          // The client left, or a request before asked to close the connection (it did).
+          if (socket.destroyed || !socket.writable) {
+            this.ctx.metrics.ended('tunnel', 'client_gone');
+            socket.destroy();
+            return;
+          }
+          return this.onConnect(req, socket, head);
+        })
+        .catch((err: unknown) => {
+          logger.error({ err }, 'gateway: CONNECT failed');
+          socket.destroy();
+        });
     });
     // A client that sends garbage, too large a head or none in time gets the documented
     // answer (JSON and X-Gateway-Error) and a closed socket, never a crash.
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
       // A reset socket has no one to answer.
       if (err.code === 'ECONNRESET') socket.destroy();
-      else replyErrorOnSocket(socket, clientErrorReply(err.code, options.headersTimeoutMs));
+      else
+        void this.answersSent(socket).then(() =>
+          replyErrorOnSocket(socket, clientErrorReply(err.code, options.headersTimeoutMs)),
+        );
     });
+  }
+
+  private answerBegun(socket: Duplex, res: ServerResponse): void {
+    let open = this.answering.get(socket);
+    if (open === undefined) this.answering.set(socket, (open = new Set()));
+    open.add(res);
+    // 'close' follows the answer's last byte, or the connection's end.
+    res.once('close', () => open.delete(res));
+  }
+
+  /** Once every answer begun on `socket` is sent whole (or its connection is gone). */
+  private async answersSent(socket: Duplex): Promise<void> {
+    const open = [...(this.answering.get(socket) ?? [])];
+    await Promise.all(open.map((res) => new Promise((r) => res.once('close', r))));
   }
 
   /** Leases held now (in use and idle). */
@@ -112,6 +158,8 @@ export class Gateway {
       });
     });
     this.ctx.pool.start();
+    this.revocations = setInterval(() => this.cutRevoked(), REVOCATION_CHECK_MS);
+    this.revocations.unref();
     const address = this.server.address() as { address: string; port: number };
     return { host: address.address, port: address.port };
   }
@@ -121,6 +169,7 @@ export class Gateway {
    * cuts what is left and releases every lease it holds.
    */
   async close(graceMs = 0): Promise<void> {
+    clearInterval(this.revocations);
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -163,7 +212,23 @@ export class Gateway {
       this.ctx.metrics.ended('tunnel', 'refused');
       return replyErrorOnSocket(socket, auth.error);
     }
+    if (!socket.destroyed) this.tunnelOwners.set(socket, auth.owner);
     await forwardConnect(this.ctx, req, socket, head, auth.owner, auth.options, startedAt);
+  }
+
+  /**
+   * Cuts the tunnels whose token is no longer valid (a line deleted from the tokens file):
+   * a plain request authenticates each time, but a tunnel only once, so a revoked team's open
+   * tunnels carried its traffic, and held its leases, for as long as they carried bytes.
+   */
+  private cutRevoked(): void {
+    if (this.tunnelOwners.size === 0) return;
+    const valid = this.ctx.tokens.names();
+    for (const [socket, owner] of this.tunnelOwners)
+      if (!valid.has(owner)) {
+        this.ctx.logger.info({ owner }, 'gateway: tunnel cut, its token was revoked');
+        socket.destroy();
+      }
   }
 
   /** Requests to the gateway itself: /healthz, and the report by session (a bearer token or Basic credentials). */

@@ -147,7 +147,8 @@ export class LeasePool {
     }
     if (!result.granted) {
       if (waiting !== undefined) return this.use(waiting, request.session);
-      if (result.reason !== 'all_busy') return result;
+      // At its lease quota the token rides its own held leases as when the fleet is full.
+      if (result.reason !== 'all_busy' && result.reason !== 'lease_quota') return result;
       const pick = () =>
         leastLoaded(this.riding.get(slot) ?? []) ?? leastLoaded(this.groups.get(group) ?? []);
       let shared = pick();

@@ -41,7 +41,8 @@ export interface GatewayLeaseRequest {
   ttlSeconds: number;
 }
 
-export type GatewayNoLease = 'no_match' | 'all_busy' | 'all_cooling_down';
+/** lease_quota: the token holds its quota of live leases (book/tenant-quotas.ts), the fleet may have room. */
+export type GatewayNoLease = 'no_match' | 'all_busy' | 'all_cooling_down' | 'lease_quota';
 
 export type GatewayLeaseResult =
   | { granted: true; leaseID: string; upstream: Upstream; sessionMoved: boolean }
@@ -56,16 +57,20 @@ export interface GatewayBook {
   /** False when the lease is gone (expired, released, its proxy deleted). */
   renew(leaseID: string, ttlSeconds: number, owner: string): Promise<boolean>;
   release(leaseID: string, owner: string): Promise<void>;
+  /** 'cooldown_quota': refused, nothing recorded (the token keeps its quota of cooldowns running). */
   report(
     leaseID: string,
     result: GatewayReport,
     details: { target: string; retryAfterSeconds?: number },
     owner: string,
-  ): Promise<void>;
+  ): Promise<void | 'cooldown_quota'>;
   /** Forgets a session's binding (the owner's), so its next lease is chosen afresh. */
   endSession(session: string, owner: string): Promise<void>;
-  /** Attribute keys some proxy carries now: what a username may select on. */
-  attributeKeys(): ReadonlySet<string>;
+  /**
+   * Attribute keys some proxy inside the owner's scope carries now: what its username may select
+   * on (an unknown option's error lists them, so never another team's).
+   */
+  attributeKeys(owner: string): ReadonlySet<string>;
 }
 
 /** Resolves a presented token (the API's and the gateway's) to its name, or undefined. Read live (reloads apply). */
@@ -73,4 +78,6 @@ export interface TokenVerifier {
   /** Undefined when no token is configured at all (the gateway then refuses everyone). */
   configured(): boolean;
   nameOf(token: string): string | undefined;
+  /** The names of the tokens valid now: a tunnel whose token was revoked since it opened is cut. */
+  names(): ReadonlySet<string>;
 }

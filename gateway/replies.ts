@@ -23,7 +23,9 @@ export type GatewayErrorCode =
   | 'site_unreachable'
   | 'upstream_failed'
   | 'session_not_held'
-  | 'store_unavailable';
+  | 'store_unavailable'
+  | 'lease_quota'
+  | 'cooldown_quota';
 
 /** The header every gateway error carries: `<code>: <message>`. */
 export const ERROR_HEADER = 'X-Gateway-Error';
@@ -44,6 +46,7 @@ const REASONS: Record<number, string> = {
   407: 'Proxy Authentication Required',
   408: 'Request Timeout',
   413: 'Payload Too Large',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   502: 'Bad Gateway',
   503: 'Service Unavailable',

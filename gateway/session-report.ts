@@ -102,7 +102,14 @@ export async function reportBySession(
     ...(body.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: body.retryAfterSeconds }),
   };
   try {
-    await ctx.book.report(held[0].leaseID, body.result, details, owner);
+    const refused = await ctx.book.report(held[0].leaseID, body.result, details, owner);
+    if (refused === 'cooldown_quota')
+      return replyError(res, {
+        status: 429,
+        code: 'cooldown_quota',
+        message: `token "${owner}" keeps its quota of running cooldowns: nothing was recorded (its running bans still hold); start a new session id to move`,
+        retryAfter: 60,
+      });
   } catch (err) {
     // Redis down: the 503 requests and tunnels get, not a bare 500; the lease stays as it was.
     return replyError(res, storeUnavailable(err));

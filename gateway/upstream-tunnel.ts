@@ -27,6 +27,13 @@ const HEAD_END = Buffer.from('\r\n\r\n');
  */
 export const TUNNEL_HIGH_WATER_MARK = 256 * 1024;
 
+/**
+ * TCP keep-alive's first probe after this much silence, on both sockets of a tunnel (and every
+ * client connection): a peer gone without a FIN is found by the kernel's probes, and idle NAT
+ * and conntrack entries on the way stay open (most drop a flow after 5 minutes or more).
+ */
+export const TCP_KEEPALIVE_DELAY_MS = 30_000;
+
 export function basicAuthorization(credentials: { username: string; password: string }): string {
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`, 'utf8').toString('base64')}`;
 }
@@ -46,6 +53,8 @@ export function openTunnel(
       host: upstream.host,
       port: upstream.port,
       noDelay: true,
+      keepAlive: true,
+      keepAliveInitialDelay: TCP_KEEPALIVE_DELAY_MS,
       highWaterMark: TUNNEL_HIGH_WATER_MARK,
       ...(lookup && { lookup }),
     };

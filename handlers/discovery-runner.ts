@@ -7,7 +7,7 @@ import type { BookTurns } from '../discovery/book-turns.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { DiscoveryServer } from '../discovery/server.js';
 import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
-import { DEFAULT_TENANT_QUOTAS } from '../book/tenant-quotas.js';
+import type { TenantLedger } from '../book/tenant-quotas.js';
 import { readFileSync } from 'node:fs';
 import type { ClientTokens } from './client-tokens.js';
 import type { LeaseBook } from './lease-book.js';
@@ -21,6 +21,7 @@ import {
   ROOT_LOGGER,
   TARGET_COOLDOWNS,
   BOOK_TURNS,
+  TENANT_LEDGER,
 } from './tokens.js';
 
 /**
@@ -40,6 +41,7 @@ export class DiscoveryRunner {
     @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
     @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
     @inject(BOOK_TURNS) bookTurns: BookTurns,
+    @inject(TENANT_LEDGER) ledger: TenantLedger,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -62,9 +64,8 @@ export class DiscoveryRunner {
       sessionIdleSeconds: settings.book.sessionIdleSeconds,
       metricsTargetNames: settings.discovery.metricsTargetNames === true,
       targetCooldowns,
-      ...(settings.discovery.sessionQuota === undefined
-        ? {}
-        : { quotas: { ...DEFAULT_TENANT_QUOTAS, sessions: settings.discovery.sessionQuota } }),
+      // The process's quotas (createProxyOperator, with --discovery-session-quota): the gateway's too.
+      ledger,
     });
     const { tls } = settings.discovery;
     this.tls =

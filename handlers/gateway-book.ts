@@ -6,6 +6,7 @@ import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
 import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../book/token-scope.js';
 import type { LeaseStore } from '../book/lease-store.js';
 import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
+import type { TenantLedger } from '../book/tenant-quotas.js';
 import type { Logger } from 'pino';
 import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import type {
@@ -36,6 +37,10 @@ const NO_SHARE: BookShare = { inTurn: (_token, operation) => operation() };
 /**
  * `policyOf` gives a token name's scope (the tokens file's): the gateway leases only proxies
  * inside it, as the API does, so a scoped token reaches no other team's proxies through it.
+ * `ledger` keeps the per-token quotas (book/tenant-quotas.ts) for the gateway's leases,
+ * sessions and cooldowns as the API keeps them for its own (the same ledger where both doors
+ * run in one process): without it a token took, through the gateway, every slot of the fleet,
+ * sessions enough for the book to evict another team's, and cooldowns up to the book's cap.
  */
 export function gatewayBook(
   store: LeaseStore,
@@ -43,9 +48,13 @@ export function gatewayBook(
   policyOf: (owner: string) => TokenPolicy = () => OPEN_POLICY,
   onCooldown: CooldownListener = () => {},
   share: BookShare = NO_SHARE,
+  ledger?: TenantLedger,
+  clock: () => number = Date.now,
 ): GatewayBook {
-  let keysVersion = -1;
-  let keys: ReadonlySet<string> = new Set();
+  // Per scope: a scoped token's unknown-option error lists only the keys of its own proxies.
+  type Keys = { version: number; keys: ReadonlySet<string> };
+  let openKeys: Keys | undefined;
+  const scopedKeys = new WeakMap<TokenPolicy, Keys>();
   const scopes = new WeakMap<TokenPolicy, (proxy: ProxyRecord) => boolean>();
   const scopeOf = (owner: string): ((proxy: ProxyRecord) => boolean) | undefined => {
     const policy = policyOf(owner);
@@ -57,6 +66,11 @@ export function gatewayBook(
   return {
     async lease(r: GatewayLeaseRequest): Promise<GatewayLeaseResult> {
       const within = scopeOf(r.owner);
+      if (ledger?.admitLease(r.owner, clock()) === 'lease_quota')
+        return { granted: false, reason: 'lease_quota', retryAfterMs: 1000 };
+      // A new session beyond the token's quota ends its own least recently used, never another's.
+      const evict = r.session === undefined ? undefined : ledger?.useSession(r.owner, r.session, clock());
+      if (evict !== undefined) await share.inTurn(r.owner, () => store.endSession(evict, r.owner));
       const result = await share.inTurn(r.owner, () =>
         store.acquire({
           selector: { ...r.selector },
@@ -74,6 +88,11 @@ export function gatewayBook(
           ...(result.retryAfterMs === undefined ? {} : { retryAfterMs: result.retryAfterMs }),
         };
       const { proxy } = result.lease;
+      ledger?.leaseHeld(r.owner, result.lease.id, {
+        until: clock() + r.ttlSeconds * 1000,
+        proxyID: proxy.id,
+        target: r.target,
+      });
       return {
         granted: true,
         leaseID: result.lease.id,
@@ -81,36 +100,67 @@ export function gatewayBook(
           id: proxy.id,
           host: proxy.ip,
           port: proxy.port,
-          ...(proxy.credentials === undefined ? {} : { credentials: proxy.credentials }),
+          // Read at each connection, not at the grant: a held lease outlives a rotation of the
+          // proxy's Secret, and its stale password got a 407, reported unreachable (a healthy
+          // proxy made suspect for every team, the session moved off its exit).
+          get credentials() {
+            return catalog.get(proxy.id)?.credentials ?? proxy.credentials;
+          },
           ...(proxy.guarded === true ? { guarded: true } : {}),
         },
         sessionMoved: result.session?.moved ?? false,
       };
     },
     async renew(leaseID, ttlSeconds, owner) {
-      return (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
+      const renewed =
+        (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
+      const held = ledger?.lease(owner, leaseID);
+      if (held !== undefined && renewed)
+        ledger!.leaseHeld(owner, leaseID, { ...held, until: clock() + ttlSeconds * 1000 });
+      else if (!renewed) ledger?.leaseEnded(owner, leaseID);
+      return renewed;
     },
     async release(leaseID, owner) {
       await share.inTurn(owner, () => store.release(leaseID, owner));
+      ledger?.leaseEnded(owner, leaseID);
     },
-    endSession: (session, owner) => share.inTurn(owner, () => store.endSession(session, owner)),
+    async endSession(session, owner) {
+      await share.inTurn(owner, () => store.endSession(session, owner));
+      ledger?.sessionEnded(owner, session);
+    },
     async report(leaseID, result, details, owner) {
+      const held = ledger?.lease(owner, leaseID);
+      // A new (proxy, target) cooldown beyond the token's quota is refused, as the API refuses
+      // it: one team cannot fill the book's cap and switch bans off for every team.
+      if (
+        held !== undefined &&
+        result !== 'unreachable' &&
+        ledger!.admitCooldown(owner, held.proxyID, details.target, clock()) === 'cooldown_quota'
+      )
+        return 'cooldown_quota';
       // Every gateway report comes through here (plain-HTTP bans, tunnel clients' session
       // reports): each cooldown it starts is counted once, and never by the API as well.
       const outcome = await share.inTurn(owner, () => store.report(leaseID, result, details, owner));
+      if (outcome?.cooldownUntil !== undefined && held !== undefined)
+        ledger!.cooldownRecorded(owner, held.proxyID, details.target, outcome.cooldownUntil.getTime());
       if (outcome?.cooldownUntil !== undefined && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },
-    attributeKeys() {
+    attributeKeys(owner) {
       // Recomputed only when the catalog changed: a username is parsed on every request.
-      if (catalog.version() !== keysVersion) {
+      const policy = policyOf(owner);
+      const within = scopeOf(owner);
+      let cached = within === undefined ? openKeys : scopedKeys.get(policy);
+      if (cached === undefined || cached.version !== catalog.version()) {
         const next = new Set<string>();
         for (const record of catalog.records())
-          for (const key of Object.keys(record.attributes)) next.add(key);
-        keys = next;
-        keysVersion = catalog.version();
+          if (within === undefined || within(record))
+            for (const key of Object.keys(record.attributes)) next.add(key);
+        cached = { version: catalog.version(), keys: next };
+        if (within === undefined) openKeys = cached;
+        else scopedKeys.set(policy, cached);
       }
-      return keys;
+      return cached.keys;
     },
   };
 }
@@ -123,6 +173,7 @@ export function gatewayTokens(tokens: ApiTokens | undefined): TokenVerifier {
   const digests = new Map<string, string>();
   return {
     configured: () => tokens !== undefined && tokens.names.length > 0,
+    names: () => new Set(tokens?.names ?? []),
     nameOf(token) {
       if (tokens === undefined) return undefined;
       let digest = digests.get(token);

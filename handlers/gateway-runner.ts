@@ -7,6 +7,7 @@ import { OPEN_POLICY } from '../book/token-scope.js';
 import { Gateway } from '../gateway/gateway-server.js';
 import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import type { BookTurns } from '../discovery/book-turns.js';
+import type { TenantLedger } from '../book/tenant-quotas.js';
 import { gatewayBook, gatewayCooldowns, gatewayTokens } from './gateway-book.js';
 import { gatewayGuard } from './gateway-guard.js';
 import type { ClientTokens } from './client-tokens.js';
@@ -20,6 +21,7 @@ import {
   ROOT_LOGGER,
   TARGET_COOLDOWNS,
   BOOK_TURNS,
+  TENANT_LEDGER,
 } from './tokens.js';
 
 /**
@@ -39,6 +41,7 @@ export class GatewayRunner {
     @inject(CLIENT_TOKENS) private readonly clientTokens: ClientTokens,
     @inject(TARGET_COOLDOWNS) targetCooldowns: TargetCooldownMetrics,
     @inject(BOOK_TURNS) bookTurns: BookTurns,
+    @inject(TENANT_LEDGER) ledger: TenantLedger,
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(ROOT_LOGGER) logger: Logger,
   ) {
@@ -60,6 +63,8 @@ export class GatewayRunner {
         gatewayCooldowns(targetCooldowns, this.logger),
         // One share of the book with the API's calls: one book, two doors.
         bookTurns,
+        // One ledger of per-token quotas with the API's: a token's leases count at both doors.
+        ledger,
       ),
       tokens: gatewayTokens(tokens),
       // The health engine's rule: a leased External proxy whose name now resolves inside is
@@ -71,6 +76,7 @@ export class GatewayRunner {
         maxAttempts: gw.maxAttempts,
         connectTimeoutMs: gw.connectTimeoutMs,
         responseTimeoutMs: gw.responseTimeoutMs,
+        tunnelIdleMs: gw.tunnelIdleSeconds * 1000,
         ttlSeconds: Math.min(gw.ttlSeconds, settings.discovery.maxLeaseTTLSeconds),
         maxTTLSeconds: settings.discovery.maxLeaseTTLSeconds,
         idleMs: gw.idleSeconds * 1000,

@@ -19,6 +19,7 @@ import { registerPoolGauges } from './pool-gauges.js';
 import { registerBookMetrics } from '../book/book-metrics.js';
 import { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
 import { BookTurns } from '../discovery/book-turns.js';
+import { DEFAULT_TENANT_QUOTAS, TenantLedger } from '../book/tenant-quotas.js';
 import { bookWaitObserver } from '../discovery/book-wait-metrics.js';
 import { DEFAULT_FAIR_SHARE_LIMITS, fairShareLimits } from '../discovery/fair-share.js';
 import type { HandlerSettings } from './settings.js';
@@ -26,6 +27,7 @@ import {
   CLIENT_TOKENS,
   TARGET_COOLDOWNS,
   BOOK_TURNS,
+  TENANT_LEDGER,
   HANDLER_SETTINGS,
   LEASE_BOOK,
   METRICS_REGISTRY,
@@ -98,6 +100,16 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
       bookWaitObserver(options.registry),
     ),
   });
+  // One ledger of per-token quotas per process: a token's leases, sessions and cooldowns
+  // count alike whether taken through the API or the gateway.
+  const { sessionQuota } = options.settings.discovery;
+  const ledger = new TenantLedger(
+    sessionQuota === undefined ? DEFAULT_TENANT_QUOTAS : { ...DEFAULT_TENANT_QUOTAS, sessions: sessionQuota },
+    options.settings.book.sessionIdleSeconds * 1000,
+  );
+  const ledgerSweep = setInterval(() => ledger.sweep(Date.now()), 60_000);
+  ledgerSweep.unref();
+  container.register(TENANT_LEDGER, { useValue: ledger });
   const operator = new Operator({
     kubeConfig: options.kubeConfig,
     container,

@@ -109,6 +109,8 @@ export interface GatewaySettings {
   connectTimeoutMs: number;
   /** Milliseconds a connected upstream may take to send a plain-HTTP response's head. */
   responseTimeoutMs: number;
+  /** Seconds a tunnel may carry no byte either way before it is closed and its lease released. */
+  tunnelIdleSeconds: number;
   /** The TTL of the leases the gateway takes when the username gives none. */
   ttlSeconds: number;
   /** Seconds a finished lease waits for the next request with the same options. */
@@ -130,6 +132,7 @@ export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = {
   maxAttempts: 3,
   connectTimeoutMs: 5000,
   responseTimeoutMs: 60_000,
+  tunnelIdleSeconds: 120,
   ttlSeconds: 60,
   idleSeconds: 15,
   bannedCodes: [403],

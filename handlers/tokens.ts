@@ -21,3 +21,5 @@ export const CLIENT_TOKENS = Symbol('ClientTokens');
 export const TARGET_COOLDOWNS = Symbol('TargetCooldowns');
 /** The process's fair share of the lease book among tokens (BookTurns): both doors take turns in it. */
 export const BOOK_TURNS = Symbol('BookTurns');
+/** The process's per-token quotas (TenantLedger): both doors count a token's leases, sessions and cooldowns in it. */
+export const TENANT_LEDGER = Symbol('TenantLedger');

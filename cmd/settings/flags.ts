@@ -292,6 +292,12 @@ export const OPTIONS: Option[] = [
     help: "milliseconds a connected upstream proxy may take to send a plain-HTTP response's head before it counts as unreachable (a request that may have reached the site is retried only if its method is idempotent)",
   },
   {
+    flag: 'gateway-tunnel-idle-timeout',
+    env: 'GATEWAY_TUNNEL_IDLE_TIMEOUT',
+    default: '120',
+    help: 'seconds a CONNECT tunnel may carry no byte either way before it is closed and its lease released (a client gone without closing, its host down or cut off, would hold both for ever); 1 to 86400',
+  },
+  {
     flag: 'gateway-lease-ttl',
     env: 'GATEWAY_LEASE_TTL',
     default: '60',

@@ -8,6 +8,13 @@ export function gatewaySettings(get: FlagReader): GatewaySettings {
     maxAttempts: positiveInt('gateway-max-attempts', get('gateway-max-attempts')!),
     connectTimeoutMs: positiveInt('gateway-connect-timeout', get('gateway-connect-timeout')!, 10),
     responseTimeoutMs: positiveInt('gateway-response-timeout', get('gateway-response-timeout')!, 10),
+    // A day at most: a Node timer past 2^31 ms fires at once, which would cut every tunnel.
+    tunnelIdleSeconds: positiveInt(
+      'gateway-tunnel-idle-timeout',
+      get('gateway-tunnel-idle-timeout')!,
+      1,
+      86_400,
+    ),
     ttlSeconds: positiveInt('gateway-lease-ttl', get('gateway-lease-ttl')!, 3),
     idleSeconds: positiveInt('gateway-idle-timeout', get('gateway-idle-timeout')!, 0),
     bannedCodes: statusCodes('gateway-ban-codes', get('gateway-ban-codes')!),

@@ -19,8 +19,10 @@ export function percent(flag: string, value: string): number {
     throw new SettingsError(`--${flag}: "${value}" must be an integer from 0 to 100`);
   return n;
 }
-export function positiveInt(flag: string, value: string, min = 1): number {
+export function positiveInt(flag: string, value: string, min = 1, max?: number): number {
   const n = Number(value);
+  if (max !== undefined && !(Number.isInteger(n) && n >= min && n <= max))
+    throw new SettingsError(`--${flag}: "${value}" must be an integer from ${min} to ${max}`);
   if (!Number.isInteger(n) || n < min)
     throw new SettingsError(`--${flag}: "${value}" must be an integer >= ${min}`);
   return n;

@@ -1003,6 +1003,32 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         });
         expect((await store.acquire(request({ owner: 'team-b', within }))).granted).toBe(false);
       });
+
+      // A refusal counts the proxies inside the scope only: one outside, busy or cooling down,
+      // would tell a team another's load or its bans on a site (and when they end).
+      it.each<[string, 'idle' | 'full' | 'cooling']>([
+        ['idle', 'idle'],
+        ['at its maxLeases', 'full'],
+        ['cooling down for the target', 'cooling'],
+      ])('nothing inside matches: no_match, the proxy outside %s', async (_name, outside) => {
+        const { store, lease } = setup({}, [
+          proxy('ns-a/x', { maxLeases: 1, attributes: { geo: 'us' } }),
+          proxy('ns-b/y', { maxLeases: 1, attributes: { geo: 'eu' } }),
+        ]);
+        await subject.settled?.(store);
+        if (outside !== 'idle') {
+          const held = await lease({ owner: 'team-b', selector: { geo: 'eu' }, target: 'shop.example' });
+          if (outside === 'cooling') {
+            await store.report(held.id, 'banned', { target: 'shop.example' }, 'team-b');
+            await store.release(held.id, 'team-b');
+          }
+        }
+        const within = (p: ProxyRecord) => p.id.startsWith('ns-a/');
+        const refused = await store.acquire(
+          request({ owner: 'team-a', selector: { geo: 'eu' }, target: 'shop.example', within }),
+        );
+        expect(refused).toEqual({ granted: false, reason: 'no_match' });
+      });
     });
 
     describe('exclude: proxies a request must not be given (a crawler asking ahead names those it holds)', () => {

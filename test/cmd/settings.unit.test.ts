@@ -267,6 +267,7 @@ describe('the lease store and components flags', () => {
         maxAttempts: 3,
         connectTimeoutMs: 5000,
         responseTimeoutMs: 60_000,
+        tunnelIdleSeconds: 120,
         ttlSeconds: 60,
         idleSeconds: 15,
         bannedCodes: [403],
@@ -289,6 +290,7 @@ describe('the lease store and components flags', () => {
         {
           GATEWAY_CONNECT_TIMEOUT_MS: '800',
           GATEWAY_RESPONSE_TIMEOUT_MS: '9000',
+          GATEWAY_TUNNEL_IDLE_TIMEOUT: '600',
           GATEWAY_LEASE_TTL: '120',
           GATEWAY_IDLE_TIMEOUT: '2',
         },
@@ -300,6 +302,7 @@ describe('the lease store and components flags', () => {
         maxAttempts: 5,
         connectTimeoutMs: 800,
         responseTimeoutMs: 9000,
+        tunnelIdleSeconds: 600,
         ttlSeconds: 120,
         idleSeconds: 2,
         bannedCodes: [403, 451],
@@ -385,6 +388,19 @@ describe('the lease store and components flags', () => {
     [['--components=gateway'], /--components: gateway without controller needs --lease-store=redis/],
     [['--gateway-address=8888'], /--gateway-address: "8888" is not host:port/],
     [['--gateway-max-attempts=0'], /--gateway-max-attempts: "0" must be an integer >= 1/],
+    [
+      ['--gateway-tunnel-idle-timeout=0'],
+      /--gateway-tunnel-idle-timeout: "0" must be an integer from 1 to 86400/,
+    ],
+    [
+      ['--gateway-tunnel-idle-timeout=5m'],
+      /--gateway-tunnel-idle-timeout: "5m" must be an integer from 1 to 86400/,
+    ],
+    // A Node timer past 2^31 ms fires at once: it would cut every tunnel, never none.
+    [
+      ['--gateway-tunnel-idle-timeout=2592000'],
+      /--gateway-tunnel-idle-timeout: "2592000" must be an integer from 1 to 86400/,
+    ],
     [['--gateway-ban-codes=403,forbidden'], /--gateway-ban-codes: "forbidden" is not an HTTP status code/],
     [['--gateway-rate-limit-codes=4290'], /--gateway-rate-limit-codes: "4290" is not an HTTP status code/],
   ])('rejects %j naming the flag', (argv, message) => {

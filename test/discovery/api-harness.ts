@@ -31,7 +31,7 @@ export interface HarnessOptions {
   /** Puts a decorator between the app and the store (tests that watch every store call). */
   wrapStore?: (store: MemoryLeaseStore) => LeaseStore;
   /** The app's per-token quotas and per-address limit of failed authentications. */
-  app?: Pick<DiscoveryAppOptions, 'quotas' | 'failedAuthLimit' | 'metricsTargetNames'>;
+  app?: Pick<DiscoveryAppOptions, 'quotas' | 'ledger' | 'failedAuthLimit' | 'metricsTargetNames'>;
 }
 
 export interface Harness {

@@ -46,6 +46,7 @@ describe('authenticate', () => {
   const tokens = {
     configured: () => true,
     nameOf: (t: string) => (t === 'good-token-123456' ? 'team-a' : undefined),
+    names: () => new Set(['team-a']),
   };
   const book = { attributeKeys: () => new Set(['geo']) };
   it.each<[string, string | undefined, object]>([
@@ -74,7 +75,7 @@ describe('authenticate', () => {
   });
 
   it('refuses everyone when no token is configured: never an open proxy', () => {
-    const none = { configured: () => false, nameOf: () => undefined };
+    const none = { configured: () => false, nameOf: () => undefined, names: () => new Set<string>() };
     expect(authenticate(basic(':anything'), none, book, 3600)).toMatchObject({
       ok: false,
       error: { status: 407, code: 'no_tokens_configured' },

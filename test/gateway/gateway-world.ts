@@ -9,12 +9,14 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Registry } from 'prom-client';
 import { ApiTokens } from '../../book/api-tokens.js';
 import type { ProxyRecord } from '../../book/catalog.js';
+import type { LeaseStore } from '../../book/lease-store.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
+import type { TenantLedger } from '../../book/tenant-quotas.js';
 import { selfSignedCert } from '../../framework/testing/self-signed-cert.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { Gateway } from '../../gateway/gateway-server.js';
@@ -31,11 +33,16 @@ export const PROXY_IPS = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
 export interface World {
   gateway: Gateway;
   port: number;
-  store: MemoryLeaseStore;
+  store: LeaseStore;
   catalog: TestCatalog;
   proxies: Map<string, ForwardProxy>;
   registry: Registry;
   site: { httpPort: number; httpsPort: number; ca: string; banned: Set<string>; seen: string[] };
+  /**
+   * Rotates the password of the proxy on `ip`: it requires the new one at once, and the
+   * catalog carries it (as after the proxy's Secret changed).
+   */
+  rotate(ip: string, password: string): void;
   close(): Promise<void>;
 }
 
@@ -49,6 +56,15 @@ export async function startWorld(
   external?: { guard: UpstreamGuard; names: Readonly<Record<string, string>> },
   /** Told of each cooldown a gateway report starts (the operator counts them in a metric). */
   onCooldown?: CooldownListener,
+  /**
+   * Several teams' tokens (default: TOKEN alone, as team-a), the ledger of their quotas, and
+   * the lease book (default: the memory book).
+   */
+  teams: {
+    tokens?: ApiTokens;
+    ledger?: TenantLedger;
+    store?: (catalog: TestCatalog) => LeaseStore & { close(): void };
+  } = {},
 ): Promise<World> {
   cert ??= selfSignedCert();
   const banned = new Set<string>();
@@ -73,9 +89,11 @@ export async function startWorld(
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   await new Promise<void>((r) => https.listen(0, '127.0.0.1', r));
   const proxies = new Map<string, ForwardProxy>();
+  const required = new Map<string, { username: string; password: string }>();
   const records: ProxyRecord[] = [];
   for (const [i, ip] of PROXY_IPS.entries()) {
     const credentials = { username: `u${i}`, password: `upstream-secret-${i}` };
+    required.set(ip, credentials);
     const fp = await startForwardProxy({ host: ip, port: await freePort(), credentials });
     proxies.set(ip, fp);
     records.push(
@@ -83,23 +101,33 @@ export async function startWorld(
         ip: external?.names[ip] ?? ip,
         ...(external?.names[ip] === undefined ? {} : { guarded: true }),
         port: fp.port,
-        credentials,
+        // A copy, as the catalog reads a Secret: rotating the proxy's own leaves the record as it was.
+        credentials: { ...credentials },
         maxLeases,
         attributes: { geo: i === 0 ? 'us' : 'eu' },
       }),
     );
   }
   const catalog = new TestCatalog(records);
-  const store = new MemoryLeaseStore({
-    catalog,
-    logger: silentLogger,
-    cooldownSeconds: 60,
-    maxCooldownSeconds: 600,
-  });
+  const store =
+    teams.store?.(catalog) ??
+    new MemoryLeaseStore({
+      catalog,
+      logger: silentLogger,
+      cooldownSeconds: 60,
+      maxCooldownSeconds: 600,
+    });
   const registry = new Registry();
   const gateway = new Gateway({
-    book: gatewayBook(store, catalog, () => policy, onCooldown),
-    tokens: gatewayTokens(ApiTokens.single(TOKEN, 'team-a')),
+    book: gatewayBook(
+      store,
+      catalog,
+      (owner) => teams.tokens?.policyOf(owner) ?? policy,
+      onCooldown,
+      undefined,
+      teams.ledger,
+    ),
+    tokens: gatewayTokens(teams.tokens ?? ApiTokens.single(TOKEN, 'team-a')),
     ...(external === undefined ? {} : { guard: external.guard }),
     registry,
     logger: silentLogger,
@@ -119,6 +147,14 @@ export async function startWorld(
       ca: cert.cert,
       banned,
       seen,
+    },
+    rotate(ip, password) {
+      const credentials = required.get(ip)!;
+      credentials.password = password;
+      const port = proxies.get(ip)!.port;
+      catalog.proxies = catalog.proxies.map((r) =>
+        r.port === port ? { ...r, credentials: { username: credentials.username, password } } : r,
+      );
     },
     async close() {
       await gateway.close();
@@ -219,6 +255,39 @@ function collect(res: IncomingMessage, done: (a: Answer) => void): void {
   res.setEncoding('utf8');
   res.on('data', (c: string) => (body += c));
   res.on('end', () => done({ status: res.statusCode ?? 0, body, headers: res.headers }));
+}
+
+/**
+ * A CONNECT to 127.0.0.1:`port` through the gateway on a raw socket, handed back paused once
+ * the gateway answered 200; `early` rides in the same write as the CONNECT.
+ */
+export function tunnelThrough(
+  w: Pick<World, 'port'>,
+  port: number,
+  early = Buffer.alloc(0),
+  username = '',
+  token = TOKEN,
+): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port: w.port });
+    const head = `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${basic(username, token)}\r\n\r\n`;
+    s.once('connect', () => s.write(Buffer.concat([Buffer.from(head), early])));
+    let got = Buffer.alloc(0);
+    const onData = (c: Buffer) => {
+      got = Buffer.concat([got, c]);
+      const end = got.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      s.off('data', onData);
+      if (!got.subarray(0, 12).toString().startsWith('HTTP/1.1 200'))
+        return reject(new Error(got.toString()));
+      s.pause();
+      const rest = got.subarray(end + 4);
+      if (rest.length > 0) s.unshift(rest);
+      resolve(s);
+    };
+    s.on('data', onData);
+    s.once('error', reject);
+  });
 }
 
 /** Polls until `condition` holds (no fixed sleeps). */

@@ -1,7 +1,14 @@
 // Clients that misbehave at the socket level: none may crash the gateway (one process with
 // the whole operator in the all-in-one deployment) or hold a connection open unauthenticated.
-import { connect, type Socket } from 'node:net';
-import { basic, startWorld, viaGateway, viaTunnel, type World } from './gateway-world.js';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import {
+  connect,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
+import { basic, startWorld, until, viaGateway, viaTunnel, type World } from './gateway-world.js';
 
 let world: World;
 afterEach(async () => {
@@ -145,5 +152,75 @@ describe("a request Node's parser refuses gets the documented answer", () => {
     expect(answer.slice(0, 12)).toBe(`HTTP/1.1 ${status}`);
     expect(answer).toMatch(new RegExp(`\r\nX-Gateway-Error: ${code}: `));
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: code });
+  });
+});
+
+/**
+ * Pipelining (RFC 9112 §9.3.2): a server answers in the order the requests came. A CONNECT
+ * pipelined behind a plain request is served once the answers before it are sent; its
+ * `200 Connection established` and the tunnel's bytes never come before, or inside, them.
+ */
+describe('a CONNECT pipelined behind a plain GET on one connection', () => {
+  const BANNER = 'BANNER-FROM-THE-TUNNEL\n';
+  let slowSite: Server | undefined;
+  let bannerSite: NetServer | undefined;
+  afterEach(async () => {
+    slowSite?.closeAllConnections();
+    for (const s of [slowSite, bannerSite]) await new Promise((r) => (s ? s.close(r) : r(undefined)));
+    slowSite = bannerSite = undefined;
+  });
+
+  /** A site answering 64 KiB after 300 ms, and a server-first TCP site (a banner, then echo). */
+  async function sites(): Promise<{ slow: number; banner: number; body: string }> {
+    const body = 'b'.repeat(64 * 1024);
+    slowSite = createHttpServer((_req, res) => {
+      setTimeout(() => res.writeHead(200, { 'content-length': String(body.length) }).end(body), 300);
+    });
+    bannerSite = createNetServer((s) => {
+      s.on('error', () => undefined);
+      s.write(BANNER);
+      s.pipe(s);
+    });
+    for (const s of [slowSite, bannerSite]) await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    return {
+      slow: (slowSite.address() as AddressInfo).port,
+      banner: (bannerSite.address() as AddressInfo).port,
+      body,
+    };
+  }
+
+  const get = (port: number, connection: string) =>
+    `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: 127.0.0.1\r\nProxy-Authorization: ${basic('')}\r\nConnection: ${connection}\r\n\r\n`;
+  const connectTo = (port: number) =>
+    `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${basic('')}\r\n\r\n`;
+
+  it("answers the GET whole, then the CONNECT, then the tunnel's bytes, in that order", async () => {
+    world = await startWorld({ idleMs: 200 });
+    const { slow, banner, body } = await sites();
+    const socket = await dial(world.port);
+    let got = '';
+    socket.on('data', (c: Buffer) => (got += c.toString('latin1')));
+    // One write: the gateway reads both heads at once, the GET's answer still to come.
+    socket.write(get(slow, 'keep-alive') + connectTo(banner));
+    await until(() => got.includes(BANNER), 5000);
+    socket.write('echo me\n');
+    await until(() => got.endsWith('echo me\n'), 5000);
+    const getEnd = got.indexOf('\r\n\r\n') + 4 + body.length;
+    expect(got.slice(0, 15)).toBe('HTTP/1.1 200 OK');
+    expect(got.slice(getEnd - body.length, getEnd)).toBe(body);
+    expect(got.slice(getEnd)).toBe(`HTTP/1.1 200 Connection established\r\n\r\n${BANNER}echo me\n`);
+    socket.destroy();
+  });
+
+  it('a GET that asks to close the connection: its answer whole, then the close; no error inside it, no tunnel', async () => {
+    world = await startWorld({ idleMs: 200 });
+    const { slow, banner, body } = await sites();
+    // Node's parser refuses bytes after a `Connection: close` request: the gateway's 400 for
+    // them was written before the GET's answer, which it then cut.
+    const answer = await answerTo(world.port, get(slow, 'close') + connectTo(banner));
+    expect(answer.slice(0, 15)).toBe('HTTP/1.1 200 OK');
+    expect(answer.endsWith(body)).toBe(true);
+    expect([...world.proxies.values()].reduce((n, p) => n + p.stats.connects, 0)).toBe(0);
+    await until(async () => (await world.store.totals()).activeLeases === 0);
   });
 });

@@ -3,11 +3,11 @@
 // stops makes the gateway stop reading (it queues no more than its high-water mark); an open
 // upstream tunnel keeps none of the attempt's listeners.
 import { createHash, randomBytes } from 'node:crypto';
-import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { openTunnel, TUNNEL_HIGH_WATER_MARK } from '../../gateway/upstream-tunnel.js';
 import { startForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { freePort } from '../../framework/testing/control-plane.js';
-import { basic, startWorld, until, type World } from './gateway-world.js';
+import { startWorld, tunnelThrough, until, type World } from './gateway-world.js';
 
 let world: World | undefined;
 let target: Server | undefined;
@@ -28,30 +28,6 @@ async function startTarget(kind: 'echo' | { source: Buffer }): Promise<number> {
   });
   await new Promise<void>((r) => target!.listen(0, '127.0.0.1', r));
   return (target.address() as AddressInfo).port;
-}
-
-/** A CONNECT through the gateway; `early` rides in the same write as the CONNECT. */
-function tunnelThrough(w: World, port: number, early = Buffer.alloc(0)): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = connect({ host: '127.0.0.1', port: w.port });
-    const head = `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nProxy-Authorization: ${basic('')}\r\n\r\n`;
-    s.once('connect', () => s.write(Buffer.concat([Buffer.from(head), early])));
-    let got = Buffer.alloc(0);
-    const onData = (c: Buffer) => {
-      got = Buffer.concat([got, c]);
-      const end = got.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      s.off('data', onData);
-      if (!got.subarray(0, 12).toString().startsWith('HTTP/1.1 200'))
-        return reject(new Error(got.toString()));
-      s.pause();
-      const rest = got.subarray(end + 4);
-      if (rest.length > 0) s.unshift(rest);
-      resolve(s);
-    };
-    s.on('data', onData);
-    s.once('error', reject);
-  });
 }
 
 /** Reads `s` until `bytes` arrived; `pauseAfter` bytes in, stops reading for `pauseMs`. */
