@@ -16,6 +16,7 @@ import {
 import type { HeldLease } from './lease-pool.js';
 import { replyErrorOnSocket } from './replies.js';
 import { canonicalTarget, connectAuthority } from './target.js';
+import { REFUSAL_SHOWN_TO_CLIENTS } from './upstream-guard.js';
 import { connectVerdict } from './upstream-outcome.js';
 import { openTunnel } from './upstream-tunnel.js';
 import type { UsernameOptions } from './username.js';
@@ -78,7 +79,8 @@ export async function forwardConnect(
       }
       last = `${lease.upstream.id} answered the CONNECT with ${opened.status}`;
     } else {
-      last = `${lease.upstream.id}: ${opened.reason} (${opened.message})`;
+      const shown = opened.reason === 'endpoint_refused' ? REFUSAL_SHOWN_TO_CLIENTS : opened.message;
+      last = `${lease.upstream.id}: ${opened.reason} (${shown})`;
       if (opened.reason === 'endpoint_refused') endpointRefused(ctx, lease.upstream.id, opened.message);
     }
     try {

@@ -21,7 +21,7 @@ import type { GatewayLeaseRequest } from './ports.js';
 import { replyError, type GatewayError } from './replies.js';
 import { canonicalTarget } from './target.js';
 import { basicAuthorization } from './upstream-tunnel.js';
-import { isUpstreamRefusal, upstreamConnect } from './upstream-guard.js';
+import { isUpstreamRefusal, REFUSAL_SHOWN_TO_CLIENTS, upstreamConnect } from './upstream-guard.js';
 import { isIdempotent, mayResend, responseVerdict, type FailurePoint } from './upstream-outcome.js';
 import type { UsernameOptions } from './username.js';
 
@@ -123,7 +123,7 @@ export async function forwardHttp(
       sent.response.resume();
       last = `${lease.upstream.id} answered ${sent.response.statusCode}`;
     } else {
-      last = `${lease.upstream.id}: ${sent.message}`;
+      last = `${lease.upstream.id}: ${sent.endpointRefused ? REFUSAL_SHOWN_TO_CLIENTS : sent.message}`;
       if (sent.endpointRefused) endpointRefused(ctx, lease.upstream.id, sent.message);
       // A pooled keep-alive connection the upstream had closed: not the proxy's failure, and
       // not an attempt (once per request): the same lease tries again on a new connection.

@@ -7,6 +7,14 @@ import type { Upstream, UpstreamGuard } from './ports.js';
 /** The code of the error UpstreamGuard.lookup calls back with for a refused address. */
 export const UPSTREAM_REFUSED_CODE = 'ERR_PROBE_ADDRESS_REFUSED';
 
+/**
+ * What a client is told of a refused endpoint: the refusal names the proxy's host and the
+ * address it resolved to, which only the gateway's log may show (clients never see an upstream
+ * proxy's address; docs/gateway.md).
+ */
+export const REFUSAL_SHOWN_TO_CLIENTS =
+  "endpoint refused by the providers config's address rule (the gateway's log names the address)";
+
 export type UpstreamConnect =
   /** Never connected to: why. */
   | { kind: 'refused'; message: string }
