@@ -15,7 +15,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return sendError(res, err.status, err.code, err.message);
     }
     if (err instanceof StoreUnavailableError) {
-      // The store logs the outage once.
+      // The store logs the outage once. Its cause stays in the log: the Redis client's text
+      // names the store's address, which no crawler needs to see.
       logger.debug({ err: err.message, method: req.method, path: req.path }, 'lease store unavailable');
       res.setHeader('Retry-After', String(err.retryAfterSeconds));
       // A write that reached the store unanswered may still be applied: the answer says so.
@@ -24,7 +25,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
           res,
           503,
           'outcome_unknown',
-          `the lease store did not answer (${err.message}): this call may have been applied or may still be; ` +
+          `the lease store did not answer: this call may have been applied or may still be; ` +
             `retry it with the same Idempotency-Key after ${err.retryAfterSeconds} s to get its one outcome`,
         );
       }
@@ -32,7 +33,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         res,
         503,
         'store_unavailable',
-        `the lease store is unavailable (${err.message}); nothing was changed; retry after ${err.retryAfterSeconds} s`,
+        `the lease store is unavailable; nothing was changed; retry after ${err.retryAfterSeconds} s`,
       );
     }
     const status = clientErrorStatus(err);

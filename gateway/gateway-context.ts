@@ -176,8 +176,9 @@ export async function leaseForAttempt(
       return { refusal: noProxy(taken, request) };
     }
   } catch (err) {
+    ctx.logger.debug({ err }, 'gateway: the lease book cannot be reached');
     ctx.metrics.ended(carrier, 'store_unavailable');
-    return { refusal: storeUnavailable(err) };
+    return { refusal: storeUnavailable() };
   }
 }
 
@@ -197,12 +198,16 @@ export function restWait(
   return waitedMs + wait <= maxWaitMs ? wait : undefined;
 }
 
-/** The book could not be reached (Redis down): a 503, never a 500 nor a request sent without a proxy. */
-export function storeUnavailable(err: unknown): GatewayError {
+/**
+ * The book could not be reached (Redis down): a 503, never a 500 nor a request sent without a
+ * proxy. The cause is the log's (the store logs the outage): the Redis client's text names the
+ * store's address, which no crawler needs to see.
+ */
+export function storeUnavailable(): GatewayError {
   return {
     status: 503,
     code: 'store_unavailable',
-    message: `the lease book cannot be reached: ${err instanceof Error ? err.message : String(err)}`,
+    message: 'the lease book cannot be reached; retry in a moment',
     retryAfter: 1,
   };
 }

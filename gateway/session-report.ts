@@ -112,7 +112,8 @@ export async function reportBySession(
       });
   } catch (err) {
     // Redis down: the 503 requests and tunnels get, not a bare 500; the lease stays as it was.
-    return replyError(res, storeUnavailable(err));
+    ctx.logger.debug({ err }, 'gateway: the lease book cannot be reached');
+    return replyError(res, storeUnavailable());
   }
   // No lease of this session may carry its next tunnel to that target through this proxy.
   for (const lease of held) ctx.pool.retire(lease);

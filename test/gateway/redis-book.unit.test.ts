@@ -141,6 +141,8 @@ describe('the Redis book going away mid-request and coming back', () => {
       'store_unavailable',
       '1',
     ]);
+    // The cause is the log's: the Redis client's text names the store's address.
+    expect(JSON.parse(down.body).message).not.toMatch(/\d+\.\d+\.\d+\.\d+|ECONN|ETIMEDOUT|:\d+/);
     await server.start();
     await until(async () => (await viaGateway(w.port, url, basic('session-later'))).status === 200, 15_000);
     expect(PROXY_IPS).toContain(await askInside(open));
