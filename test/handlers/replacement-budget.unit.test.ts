@@ -2,9 +2,12 @@ import type { CacheReader, KubeObject } from '../../framework/index.js';
 import type { Proxy, ProxyPhase } from '../../crds/proxy-types.js';
 import {
   capFor,
+  countedFor,
   holdsSlot,
+  outOfService,
   ReplacementBudget,
   type MaxUnavailable,
+  type SlotKind,
 } from '../../handlers/replacement-budget.js';
 import type { ReplacementStatus } from '../../crds/proxy-types.js';
 
@@ -154,5 +157,75 @@ describe('whether a status write still holds the slot (the controller releases i
     ['a drain record on a Failed proxy', rotation, { phase: 'Failed' }, false],
   ])('%s → %s', (_n, stored, written, want) => {
     expect(holdsSlot(stored, written)).toBe(want);
+  });
+});
+
+// One team's site down (it fails when the operator checks it directly) turned its proxies
+// Unhealthy; a rollout slot counted them as out of service, so every other team's rollout and
+// rotation on the provider waited for as long as the site was down. A failure its own target
+// explains says nothing of a rollout (as the repair hold rules): only the rollout's count leaves
+// it out, and never a replacement not yet seen to work.
+describe('what each slot kind counts, failures explained by their own target left out of a rollout', () => {
+  const oos = outOfService([
+    { key: 'ns/in-flight', phase: 'Provisioning', replacing: true },
+    { key: 'ns/sick', phase: 'Unhealthy', replacing: false },
+    { key: 'ns/explained', phase: 'Unhealthy', replacing: false },
+    { key: 'ns/explained-new', phase: 'Unhealthy', replacing: true },
+    { key: 'ns/ready', phase: 'Ready', replacing: false },
+  ]);
+  const explained = new Set(['ns/explained', 'ns/explained-new']);
+  it.each<[string, SlotKind, ReadonlySet<string>, string[]]>([
+    [
+      'rollout, nothing explained: everything out of service',
+      'rollout',
+      new Set(),
+      ['ns/explained', 'ns/explained-new', 'ns/in-flight', 'ns/sick'],
+    ],
+    [
+      'rollout: an Unhealthy proxy whose target fails directly is left out; its unverified replacement is not',
+      'rollout',
+      explained,
+      ['ns/explained-new', 'ns/in-flight', 'ns/sick'],
+    ],
+    ['repair: replacements in flight only, as before', 'repair', explained, ['ns/in-flight']],
+    [
+      'held-rollout: in flight and unverified, as before',
+      'held-rollout',
+      explained,
+      ['ns/explained-new', 'ns/in-flight'],
+    ],
+  ])('%s', (_n, kind, why, want) => {
+    expect([...countedFor(kind, oos, [], 'ns/asking', why)].sort()).toEqual(want);
+  });
+
+  it("one team's 3 proxies Unhealthy under their down site do not take another team's rollout slots (cap 2)", () => {
+    const DOWN = 'https://a.example/generate_204';
+    const UP = 'https://b.example/generate_204';
+    const cache = fakeCache([
+      ['a0', 'mock', 'Unhealthy', DOWN],
+      ['a1', 'mock', 'Unhealthy', DOWN],
+      ['a2', 'mock', 'Unhealthy', DOWN],
+      ['b0', 'mock', 'Ready', UP],
+      ['b1', 'mock', 'Ready', UP],
+      ['b2', 'mock', 'Ready', UP],
+    ]);
+    const fails = (url: string) => url === DOWN;
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => 0);
+    expect(budget.tryAcquire('ns/b0', 'mock', cache, 'rollout', fails)).toMatchObject({
+      granted: true,
+      inFlight: 0,
+    });
+    expect(budget.tryAcquire('ns/b1', 'mock', cache, 'rollout', fails)).toMatchObject({
+      granted: true,
+      inFlight: 1,
+    });
+    // Still the cap: B's third waits behind B's own two.
+    expect(budget.tryAcquire('ns/b2', 'mock', cache, 'rollout', fails)).toMatchObject({
+      granted: false,
+      inFlight: 2,
+    });
+    // With the site answering directly, A's Unhealthy proxies count, as before.
+    const other = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => 0);
+    expect(other.tryAcquire('ns/b0', 'mock', cache, 'rollout', () => false).granted).toBe(false);
   });
 });
