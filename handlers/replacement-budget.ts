@@ -2,7 +2,7 @@ import type { CacheReader } from '../framework/index.js';
 import type { Proxy, ProxyPhase, ReplacementStatus } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyKey } from './proxy-address.js';
-import { tallyByProbeURL, type ProbeURLShare } from './repair-hold.js';
+import { judgedByProbes, tallyByProbeURL, type ProbeURLShare } from './repair-hold.js';
 
 /** A cap on replacements in flight: a count, or a percentage of the provider's proxies. */
 export type Cap = { kind: 'count'; value: number } | { kind: 'percent'; value: number };
@@ -195,7 +195,9 @@ export class ReplacementBudget {
     }
     const oos = outOfService(views);
     const byProbeURL = tallyByProbeURL(
-      views.map((v) => ({ probeURL: probeURLs.get(v.key) ?? '', unhealthy: oos.unhealthy.has(v.key) })),
+      views
+        .filter((v) => judgedByProbes(v.phase))
+        .map((v) => ({ probeURL: probeURLs.get(v.key) ?? '', unhealthy: oos.unhealthy.has(v.key) })),
     );
     const tally: Tally = { at: now, total: views.length, oos, byProbeURL, probeURLs };
     this.tallies.set(provider, tally);

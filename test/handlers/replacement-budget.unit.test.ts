@@ -10,6 +10,7 @@ import {
   type SlotKind,
 } from '../../handlers/replacement-budget.js';
 import type { ReplacementStatus } from '../../crds/proxy-types.js';
+import { repairHold, sharesFor } from '../../handlers/repair-hold.js';
 
 const setting = (
   def: MaxUnavailable['default'],
@@ -134,7 +135,8 @@ describe("the repair hold's counts: the provider's proxies and Unhealthy ones pe
     ]);
     expect(budget.unhealthyByProbeURL('mock', cache)).toEqual([
       { probeURL: A, unhealthy: 2, total: 3 },
-      { probeURL: B, unhealthy: 0, total: 2 },
+      // b0 is Provisioning: no probed instance, not in the shares (judgedByProbes).
+      { probeURL: B, unhealthy: 0, total: 1 },
     ]);
     budget.tryAcquire('ns/a0', 'mock', cache);
     expect(cache.lists).toBe(1);
@@ -227,5 +229,59 @@ describe('what each slot kind counts, failures explained by their own target lef
     // With the site answering directly, A's Unhealthy proxies count, as before.
     const other = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => 0);
     expect(other.tryAcquire('ns/b0', 'mock', cache, 'rollout', () => false).granted).toBe(false);
+  });
+});
+
+// The repair hold's shares are of the proxies the probes judge (Ready or Unhealthy). A proxy
+// without a probed instance (Pending: never created, e.g. a team's mass of proxies whose
+// cloud-init is missing; Provisioning: creates refused in an outage; Failed) says nothing of the
+// provider's network, but it counted in the totals: one team's 100 Pending proxies let a
+// provider outage that turned all 20 serving proxies Unhealthy go as "17 %", and every repair
+// went ahead.
+describe("the repair hold's shares count only proxies the probes judge", () => {
+  it.each<[ProxyPhase, boolean]>([
+    ['Ready', true],
+    ['Unhealthy', true],
+    ['Pending', false],
+    ['Provisioning', false],
+    ['Failed', false],
+    ['Deleting', false],
+  ])('%s: counted %s', (phase, counted) => {
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 1 }), () => 0);
+    const total = budget.unhealthyByProbeURL('mock', fakeCache([['p', 'mock', phase]]))[0]?.total ?? 0;
+    expect(total).toBe(counted ? 1 : 0);
+  });
+
+  it("another team's 100 Pending proxies do not dilute a provider outage into repairs", () => {
+    const URL = 'https://target.example/generate_204';
+    const cache = fakeCache([
+      ...Array.from({ length: 20 }, (_, i): [string, string, ProxyPhase, string] => [
+        `s${i}`,
+        'mock',
+        'Unhealthy',
+        URL,
+      ]),
+      ...Array.from({ length: 100 }, (_, i): [string, string, ProxyPhase, string] => [
+        `n${i}`,
+        'mock',
+        'Pending',
+        URL,
+      ]),
+    ]);
+    const budget = new ReplacementBudget(setting({ kind: 'percent', value: 25 }), () => 0);
+    const { fleet, group } = sharesFor(budget.unhealthyByProbeURL('mock', cache), URL, () => ({
+      kind: 'reachable',
+    }));
+    expect(fleet).toEqual({ unhealthy: 20, total: 20 });
+    expect(
+      repairHold({
+        provider: 'mock',
+        probeURL: URL,
+        target: { kind: 'reachable' },
+        fleet,
+        group,
+        maxUnhealthyPercent: 20,
+      }),
+    ).toMatchObject({ kind: 'hold', reason: 'FleetUnhealthy' });
   });
 });
