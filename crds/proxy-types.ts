@@ -204,9 +204,10 @@ export const PROVISIONED_REASONS = [
    */
   'ReplacementBlocked',
   /**
-   * The proxy is Unhealthy past its grace but its repair holds: the probe target fails when
-   * checked directly, or too many of the provider's proxies are Unhealthy at once (a shared
-   * cause); the message says which. The instance is kept.
+   * The proxy is Unhealthy past its grace, or its spec changed, but its repair holds: the probe
+   * target fails when checked directly, or too many of the provider's proxies are Unhealthy at
+   * once (a shared cause); the message says which, and what a spec change waits on. The
+   * instance is kept.
    */
   'RepairHeld',
   /** Instances of revisions a crash left behind are being deleted before the new one is created. */

@@ -2,7 +2,8 @@ import { Gauge, type Registry } from 'prom-client';
 import { holdAfterLift, type RepairHold, type RepairHoldReason } from './repair-hold.js';
 
 /**
- * The repairs holding now, by proxy key: what proxy_operator_repairs_held counts, and when each
+ * The repairs holding now, by proxy key: what proxy_operator_repairs_held counts (every proxy
+ * whose written step says RepairHeld, a held rollout waiting for its slot included), and when each
  * held proxy's shared cause ended (its grace restarts then: holdAfterLift in repair-hold.ts,
  * which makes the decision; this class only remembers).
  */
@@ -15,7 +16,7 @@ export class HeldRepairs {
     const held = this.held;
     new Gauge({
       name: 'proxy_operator_repairs_held',
-      help: 'Unhealthy Managed proxies past their grace whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy, TargetGroupUnhealthy).',
+      help: 'Unhealthy Managed proxies shown RepairHeld: past their grace, or with a spec change waiting for a slot, whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy, TargetGroupUnhealthy).',
       labelNames: ['provider', 'reason'],
       registers: [registry],
       collect() {

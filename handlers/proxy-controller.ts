@@ -288,7 +288,13 @@ export class ProxyController {
   /** Asks for a --max-unavailable slot of this kind (granted: held until the proxy leaves Provisioning). */
   private askSlot(ctx: HandlerContext<Proxy>, kind: SlotKind): SlotAnswer {
     const proxy = ctx.object;
-    const slot = this.budget.tryAcquire(proxyKey(proxy), proxy.spec.provider ?? '', ctx.cache, kind);
+    const slot = this.budget.tryAcquire(
+      proxyKey(proxy),
+      proxy.spec.provider ?? '',
+      ctx.cache,
+      kind,
+      (url) => this.verdicts.target(url).kind === 'unreachable',
+    );
     if (!slot.granted)
       ctx.logger.debug(
         { inFlight: slot.inFlight, cap: slot.cap, failed: slot.failed, kind },

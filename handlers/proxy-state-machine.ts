@@ -38,8 +38,8 @@ export {
 export type { RotationClock, UnhealthyClock } from './proxy-state-machine/clocks.js';
 export { findCondition, healthOf } from './proxy-state-machine/status.js';
 export { externalStep } from './proxy-state-machine/external-steps.js';
-export { slotFor, replacementPendingStep } from './proxy-state-machine/slot-answer.js';
-export type { ReplacementTrigger } from './proxy-state-machine/slot-answer.js';
+export { slotFor, replacementPendingStep, waitingReason } from './proxy-state-machine/slot-answer.js';
+export type { ReplacementTrigger, WaitingReason } from './proxy-state-machine/slot-answer.js';
 export {
   needsInventory,
   wantsDriftCheck,

@@ -87,7 +87,18 @@ export function targetGroup(probeURL: string): string {
   }
 }
 
-/** Counts Managed proxies and Unhealthy ones per probe URL (the budget's cache tally). */
+/**
+ * Whether a proxy in this phase counts in the shares: only those the probes judge (Ready or
+ * Unhealthy). One without a probed instance (Pending, Provisioning, Failed) says nothing of the
+ * way from the proxies to the targets, and counted it diluted a shared cause: another team's
+ * 100 Pending proxies made a provider outage of all 20 serving proxies "17 %", and every repair
+ * went ahead.
+ */
+export function judgedByProbes(phase: string | undefined): boolean {
+  return phase === 'Ready' || phase === 'Unhealthy';
+}
+
+/** Counts Managed proxies and Unhealthy ones per probe URL (the budget's cache tally, judgedByProbes). */
 export function tallyByProbeURL(
   proxies: Iterable<{ probeURL: string; unhealthy: boolean }>,
 ): ProbeURLShare[] {

@@ -2,7 +2,7 @@ import type { CacheReader } from '../framework/index.js';
 import type { Proxy, ProxyPhase, ReplacementStatus } from '../crds/proxy-types.js';
 import { PROXY_KIND } from './kinds.js';
 import { proxyKey } from './proxy-address.js';
-import { tallyByProbeURL, type ProbeURLShare } from './repair-hold.js';
+import { judgedByProbes, tallyByProbeURL, type ProbeURLShare } from './repair-hold.js';
 
 /** A cap on replacements in flight: a count, or a percentage of the provider's proxies. */
 export type Cap = { kind: 'count'; value: number } | { kind: 'percent'; value: number };
@@ -91,10 +91,23 @@ export function outOfService(proxies: Iterable<BudgetView>): OutOfService {
   return { replacing, unhealthy, unverified, failed };
 }
 
-/** The keys a slot of this kind counts (the asking proxy itself excluded). */
-export function countedFor(kind: SlotKind, oos: OutOfService, granted: Iterable<string>, key: string) {
+/**
+ * The keys a slot of this kind counts (the asking proxy itself excluded). `explained`: Unhealthy
+ * proxies whose own probe target fails when checked directly. A rollout leaves them out, as the
+ * repair hold does (repair-hold.ts): their failure is their target's, and says nothing of the
+ * rollout; counted, one team's down site froze every other team's rollout on the provider for
+ * as long as it was down. An unverified replacement is counted whatever its target says.
+ */
+export function countedFor(
+  kind: SlotKind,
+  oos: OutOfService,
+  granted: Iterable<string>,
+  key: string,
+  explained: ReadonlySet<string> = new Set(),
+) {
   const counted = new Set(oos.replacing);
-  if (kind === 'rollout') for (const k of oos.unhealthy) counted.add(k);
+  if (kind === 'rollout')
+    for (const k of oos.unhealthy) if (!explained.has(k) || oos.unverified.has(k)) counted.add(k);
   if (kind === 'held-rollout') for (const k of oos.unverified) counted.add(k);
   for (const k of granted) counted.add(k);
   counted.delete(key);
@@ -110,6 +123,8 @@ interface Tally {
   oos: OutOfService;
   /** The repair hold's counts (repair-hold.ts): Unhealthy as `oos` counts them, per probe URL. */
   byProbeURL: readonly ProbeURLShare[];
+  /** Each proxy's probe URL, by key. */
+  probeURLs: ReadonlyMap<string, string>;
 }
 
 /**
@@ -130,11 +145,21 @@ export class ReplacementBudget {
     private readonly now: () => number = Date.now,
   ) {}
 
-  tryAcquire(key: string, provider: string, cache: CacheReader, kind: SlotKind = 'rollout'): SlotAnswer {
+  /** `targetFails`: whether a probe URL fails when checked directly (countedFor's `explained`). */
+  tryAcquire(
+    key: string,
+    provider: string,
+    cache: CacheReader,
+    kind: SlotKind = 'rollout',
+    targetFails: (probeURL: string) => boolean = () => false,
+  ): SlotAnswer {
     const tally = this.tally(provider, cache);
     const cap = capFor(this.setting, provider, tally.total);
     const grants = [...this.granted].filter(([, p]) => p === provider).map(([k]) => k);
-    const counted = countedFor(kind, tally.oos, grants, key);
+    const explained = new Set(
+      [...tally.oos.unhealthy].filter((k) => targetFails(tally.probeURLs.get(k) ?? '')),
+    );
+    const counted = countedFor(kind, tally.oos, grants, key, explained);
     const failed = [...tally.oos.failed].filter((k) => k !== key).sort();
     if (this.granted.get(key) === provider) return { granted: true, inFlight: counted.size, cap, failed };
     const granted = counted.size < cap;
@@ -170,9 +195,11 @@ export class ReplacementBudget {
     }
     const oos = outOfService(views);
     const byProbeURL = tallyByProbeURL(
-      views.map((v) => ({ probeURL: probeURLs.get(v.key) ?? '', unhealthy: oos.unhealthy.has(v.key) })),
+      views
+        .filter((v) => judgedByProbes(v.phase))
+        .map((v) => ({ probeURL: probeURLs.get(v.key) ?? '', unhealthy: oos.unhealthy.has(v.key) })),
     );
-    const tally: Tally = { at: now, total: views.length, oos, byProbeURL };
+    const tally: Tally = { at: now, total: views.length, oos, byProbeURL, probeURLs };
     this.tallies.set(provider, tally);
     return tally;
   }

@@ -90,19 +90,24 @@ export function slotWanted(inp: Omit<Inputs, 'slot'>): SlotKind | undefined {
   const instance = inp.observation.instance;
   const view = foundView(inp, instance);
   const trigger = triggerOf(inp, instance, view);
-  return trigger && slotFor(trigger, inp.proxy.status?.phase, rolloutHeld(inp, trigger, view));
+  return trigger && slotFor(trigger, inp.proxy.status?.phase, rolloutHold(inp, trigger, view) !== undefined);
 }
 
 /**
- * Whether a spec change finds the proxy Unhealthy with its repair held (repair-hold.ts): the
- * cause looks shared, so the proxy may be serving and its rollout is paced (slotFor). Asked
- * whatever the Unhealthy clock says: a proxy in its grace may be serving just as well. A proxy
- * whose repair would go ahead looks dead, and its replacement waits for nothing.
+ * The hold a spec change finds the proxy under, if it is Unhealthy with its repair held
+ * (repair-hold.ts): the cause looks shared, so the proxy may be serving and its rollout is paced
+ * (slotFor). Asked whatever the Unhealthy clock says: a proxy in its grace may be serving just as
+ * well. A proxy whose repair would go ahead looks dead, and its replacement waits for nothing.
  */
-function rolloutHeld(inp: Omit<Inputs, 'slot'>, trigger: ReplacementTrigger, view: FoundView): boolean {
-  if (trigger.kind !== 'SpecChanged' || view.kind !== 'running') return false;
-  if (inp.proxy.status?.phase !== 'Unhealthy') return false;
-  return inp.repairHold?.().kind === 'hold';
+function rolloutHold(
+  inp: Omit<Inputs, 'slot'>,
+  trigger: ReplacementTrigger,
+  view: FoundView,
+): Extract<RepairHold, { kind: 'hold' }> | undefined {
+  if (trigger.kind !== 'SpecChanged' || view.kind !== 'running') return undefined;
+  if (inp.proxy.status?.phase !== 'Unhealthy') return undefined;
+  const hold = inp.repairHold?.();
+  return hold?.kind === 'hold' ? hold : undefined;
 }
 
 /** A found instance as the decisions read it: still starting, or running with its health and clocks. */
@@ -152,14 +157,17 @@ export function foundStep(inp: Inputs, instance: Instance): Step {
       const hold = inp.repairHold?.();
       if (hold?.kind === 'hold') return repairHeldStep(inp, instance, view.h, hold);
     }
-    const kind = slotFor(trigger, inp.proxy.status?.phase, rolloutHeld(inp, trigger, view));
+    const held = rolloutHold(inp, trigger, view);
+    const kind = slotFor(trigger, inp.proxy.status?.phase, held !== undefined);
     const slot = kind && inp.slot(kind);
+    // Waiting, a held proxy still shows held (and counts in the metric): waitingReason.
     if (kind && slot && !slot.granted)
       return replacementPendingStep(
         { ...inp, observation: { kind: 'found', instance } },
         slot,
         kind,
         pendingWhy(trigger),
+        held,
       );
     return { ...triggeredStep(inp, instance, trigger), ...(kind ? { needsSlot: kind } : {}) };
   }

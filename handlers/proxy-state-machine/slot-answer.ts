@@ -1,7 +1,8 @@
 // The --max-unavailable budget as the decisions see it: the closed list of replacement
 // triggers, the slot each needs, and the step of a replacement the budget refused.
-import type { HealthyReason, ProxyPhase } from '../../crds/proxy-types.js';
+import type { HealthyReason, ProvisionedReason, ProxyPhase } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
+import type { RepairHold } from '../repair-hold.js';
 import type { SlotAnswer, SlotKind } from '../replacement-budget.js';
 import { finish, healthOf, servingStatus } from './status.js';
 import { type Inputs, SLOT_POLL_SECONDS, type Step } from './types.js';
@@ -84,17 +85,42 @@ const COUNTED: Record<SlotKind, string> = {
   'held-rollout': 'replacements are in flight or not yet Ready',
 };
 
+/** The reasons a replacement waiting for a slot shows: a closed set. */
+export type WaitingReason = Extract<
+  ProvisionedReason,
+  'ReplacementPending' | 'ReplacementBlocked' | 'RepairHeld'
+>;
+
+/**
+ * How a replacement that did not get a slot shows. A proxy whose repair holds shows
+ * `RepairHeld` whatever its spec change waits on: during an outage an SRE (kubectl get px, the
+ * repairs-held gauge) must see every held proxy as held; the message then says what it waits on
+ * (a slot, or failed replacements). Otherwise `ReplacementBlocked` when replacements that failed
+ * permanently hold the slots (a person must act), else `ReplacementPending`.
+ */
+export function waitingReason(wait: { held: boolean; blocked: boolean }): {
+  reason: WaitingReason;
+  eventType: 'Normal' | 'Warning';
+} {
+  if (wait.held) return { reason: 'RepairHeld', eventType: 'Warning' };
+  if (wait.blocked) return { reason: 'ReplacementBlocked', eventType: 'Warning' };
+  return { reason: 'ReplacementPending', eventType: 'Normal' };
+}
+
 /**
  * A replacement that did not get a slot: the proxy keeps serving from its current instance
- * and asks again shortly. The reason is visible on the Provisioned condition. When slots are
- * held by replacements that failed permanently, the rollout is blocked (not merely waiting)
- * until a person acts: the reason says so and the message names them.
+ * and asks again shortly. The reason is visible on the Provisioned condition (waitingReason).
+ * When slots are held by replacements that failed permanently, the rollout is blocked (not
+ * merely waiting) until a person acts: the message names them. `hold`: the proxy's repair
+ * holds (its spec change takes a held-rollout slot); the message begins with the hold's cause
+ * and the repairs-held metric counts it.
  */
 export function replacementPendingStep(
   inp: Omit<Inputs, 'slot'> & { observation: { kind: 'found'; instance: Instance } },
   slot: Pick<SlotAnswer, 'cap' | 'failed'>,
   kind: SlotKind = 'rollout',
   paceWhy?: string,
+  hold?: Extract<RepairHold, { kind: 'hold' }>,
 ): Step {
   const { proxy } = inp;
   const instance = inp.observation.instance;
@@ -103,22 +129,21 @@ export function replacementPendingStep(
   const why = paceWhy ?? WHY[kind];
   const counted = COUNTED[kind];
   const blocked = slot.failed.length > 0;
-  const message = blocked
+  const wait = blocked
     ? `${why}: rollout blocked at provider ${provider}: the replacements of ${slot.failed.join(', ')} failed permanently and hold ${slot.failed.length} of its ${slot.cap} --max-unavailable slots; instance ${instance.id} keeps serving. Fix their spec (or remove their permanent-failure annotation, or delete them) and the rollout continues`
     : `${why}: instance ${instance.id} will be replaced once fewer than ${slot.cap} of provider ${provider}'s ${counted} (--max-unavailable)`;
+  const message = hold ? `${hold.message}; ${wait}` : wait;
+  const { reason, eventType } = waitingReason({ held: hold !== undefined, blocked });
   return finish(proxy, {
     action: { type: 'none' },
     status: servingStatus(
       instance,
       h,
-      { status: 'True', reason: blocked ? 'ReplacementBlocked' : 'ReplacementPending', message },
+      { status: 'True', reason, message },
       proxy.status?.phase ?? 'Provisioning',
     ),
-    events: [
-      blocked
-        ? { type: 'Warning', reason: 'ReplacementBlocked', message }
-        : { type: 'Normal', reason: 'ReplacementPending', message },
-    ],
+    events: [{ type: eventType, reason, message }],
+    ...(hold ? { repairHeld: hold.reason } : {}),
     next: { kind: 'requeue', seconds: SLOT_POLL_SECONDS },
   });
 }

@@ -6,6 +6,7 @@ import { request, type Dispatcher } from 'undici';
 import type { Operator } from '../../framework/index.js';
 import type { ConditionType, Proxy } from '../../crds/proxy-types.js';
 import { createProxyOperator, PROXY_HANDLERS } from '../../handlers/proxy-operator.js';
+import type { LeaseStoreFactory } from '../../handlers/lease-book.js';
 import { DEFAULT_HANDLER_SETTINGS, type HandlerSettings } from '../../handlers/settings.js';
 import type { Provider } from '../../providers/contract.js';
 import {
@@ -68,6 +69,7 @@ export async function startOperator(
   settings: OperatorSettings = {},
   handlers = PROXY_HANDLERS,
   logger = quiet,
+  leaseStore?: LeaseStoreFactory,
 ): Promise<RunningOperator> {
   const registry = new Registry();
   const discovery = {
@@ -91,6 +93,7 @@ export async function startOperator(
     },
     logger,
     registry,
+    ...(leaseStore ? { leaseStore } : {}),
     leaderElection: false,
     probeAddress: { host: '127.0.0.1', port: await freePort() },
     handlers,
@@ -143,6 +146,8 @@ export interface OperatorSuiteOptions {
   /** The handler classes (default: all of them). */
   handlers?: typeof PROXY_HANDLERS;
   logger?: Logger;
+  /** The lease book's store, made when the suite starts (default: the in-memory store). */
+  leaseStore?: () => LeaseStoreFactory;
 }
 
 /** One suite's operator on the shared control plane: see operatorSuite. */
@@ -179,7 +184,13 @@ export class OperatorSuite {
     callDiscovery(this.op.discoveryURL, method, path, body);
 
   async start(options: OperatorSuiteOptions): Promise<void> {
-    const { providers = (mock: MockProvider) => ({ mock }), settings = {}, handlers, logger } = options;
+    const {
+      providers = (mock: MockProvider) => ({ mock }),
+      settings = {},
+      handlers,
+      logger,
+      leaseStore,
+    } = options;
     this.localTarget = (await suiteSetup(this.kc, this.namespace)).target;
     this.mockProvider = mockProvider(options.mock);
     this.running = await startOperator(
@@ -189,6 +200,7 @@ export class OperatorSuite {
       settings,
       handlers,
       logger,
+      leaseStore?.(),
     );
   }
 

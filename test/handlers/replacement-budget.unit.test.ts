@@ -2,11 +2,15 @@ import type { CacheReader, KubeObject } from '../../framework/index.js';
 import type { Proxy, ProxyPhase } from '../../crds/proxy-types.js';
 import {
   capFor,
+  countedFor,
   holdsSlot,
+  outOfService,
   ReplacementBudget,
   type MaxUnavailable,
+  type SlotKind,
 } from '../../handlers/replacement-budget.js';
 import type { ReplacementStatus } from '../../crds/proxy-types.js';
+import { repairHold, sharesFor } from '../../handlers/repair-hold.js';
 
 const setting = (
   def: MaxUnavailable['default'],
@@ -131,7 +135,8 @@ describe("the repair hold's counts: the provider's proxies and Unhealthy ones pe
     ]);
     expect(budget.unhealthyByProbeURL('mock', cache)).toEqual([
       { probeURL: A, unhealthy: 2, total: 3 },
-      { probeURL: B, unhealthy: 0, total: 2 },
+      // b0 is Provisioning: no probed instance, not in the shares (judgedByProbes).
+      { probeURL: B, unhealthy: 0, total: 1 },
     ]);
     budget.tryAcquire('ns/a0', 'mock', cache);
     expect(cache.lists).toBe(1);
@@ -154,5 +159,129 @@ describe('whether a status write still holds the slot (the controller releases i
     ['a drain record on a Failed proxy', rotation, { phase: 'Failed' }, false],
   ])('%s → %s', (_n, stored, written, want) => {
     expect(holdsSlot(stored, written)).toBe(want);
+  });
+});
+
+// One team's site down (it fails when the operator checks it directly) turned its proxies
+// Unhealthy; a rollout slot counted them as out of service, so every other team's rollout and
+// rotation on the provider waited for as long as the site was down. A failure its own target
+// explains says nothing of a rollout (as the repair hold rules): only the rollout's count leaves
+// it out, and never a replacement not yet seen to work.
+describe('what each slot kind counts, failures explained by their own target left out of a rollout', () => {
+  const oos = outOfService([
+    { key: 'ns/in-flight', phase: 'Provisioning', replacing: true },
+    { key: 'ns/sick', phase: 'Unhealthy', replacing: false },
+    { key: 'ns/explained', phase: 'Unhealthy', replacing: false },
+    { key: 'ns/explained-new', phase: 'Unhealthy', replacing: true },
+    { key: 'ns/ready', phase: 'Ready', replacing: false },
+  ]);
+  const explained = new Set(['ns/explained', 'ns/explained-new']);
+  it.each<[string, SlotKind, ReadonlySet<string>, string[]]>([
+    [
+      'rollout, nothing explained: everything out of service',
+      'rollout',
+      new Set(),
+      ['ns/explained', 'ns/explained-new', 'ns/in-flight', 'ns/sick'],
+    ],
+    [
+      'rollout: an Unhealthy proxy whose target fails directly is left out; its unverified replacement is not',
+      'rollout',
+      explained,
+      ['ns/explained-new', 'ns/in-flight', 'ns/sick'],
+    ],
+    ['repair: replacements in flight only, as before', 'repair', explained, ['ns/in-flight']],
+    [
+      'held-rollout: in flight and unverified, as before',
+      'held-rollout',
+      explained,
+      ['ns/explained-new', 'ns/in-flight'],
+    ],
+  ])('%s', (_n, kind, why, want) => {
+    expect([...countedFor(kind, oos, [], 'ns/asking', why)].sort()).toEqual(want);
+  });
+
+  it("one team's 3 proxies Unhealthy under their down site do not take another team's rollout slots (cap 2)", () => {
+    const DOWN = 'https://a.example/generate_204';
+    const UP = 'https://b.example/generate_204';
+    const cache = fakeCache([
+      ['a0', 'mock', 'Unhealthy', DOWN],
+      ['a1', 'mock', 'Unhealthy', DOWN],
+      ['a2', 'mock', 'Unhealthy', DOWN],
+      ['b0', 'mock', 'Ready', UP],
+      ['b1', 'mock', 'Ready', UP],
+      ['b2', 'mock', 'Ready', UP],
+    ]);
+    const fails = (url: string) => url === DOWN;
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => 0);
+    expect(budget.tryAcquire('ns/b0', 'mock', cache, 'rollout', fails)).toMatchObject({
+      granted: true,
+      inFlight: 0,
+    });
+    expect(budget.tryAcquire('ns/b1', 'mock', cache, 'rollout', fails)).toMatchObject({
+      granted: true,
+      inFlight: 1,
+    });
+    // Still the cap: B's third waits behind B's own two.
+    expect(budget.tryAcquire('ns/b2', 'mock', cache, 'rollout', fails)).toMatchObject({
+      granted: false,
+      inFlight: 2,
+    });
+    // With the site answering directly, A's Unhealthy proxies count, as before.
+    const other = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => 0);
+    expect(other.tryAcquire('ns/b0', 'mock', cache, 'rollout', () => false).granted).toBe(false);
+  });
+});
+
+// The repair hold's shares are of the proxies the probes judge (Ready or Unhealthy). A proxy
+// without a probed instance (Pending: never created, e.g. a team's mass of proxies whose
+// cloud-init is missing; Provisioning: creates refused in an outage; Failed) says nothing of the
+// provider's network, but it counted in the totals: one team's 100 Pending proxies let a
+// provider outage that turned all 20 serving proxies Unhealthy go as "17 %", and every repair
+// went ahead.
+describe("the repair hold's shares count only proxies the probes judge", () => {
+  it.each<[ProxyPhase, boolean]>([
+    ['Ready', true],
+    ['Unhealthy', true],
+    ['Pending', false],
+    ['Provisioning', false],
+    ['Failed', false],
+    ['Deleting', false],
+  ])('%s: counted %s', (phase, counted) => {
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 1 }), () => 0);
+    const total = budget.unhealthyByProbeURL('mock', fakeCache([['p', 'mock', phase]]))[0]?.total ?? 0;
+    expect(total).toBe(counted ? 1 : 0);
+  });
+
+  it("another team's 100 Pending proxies do not dilute a provider outage into repairs", () => {
+    const URL = 'https://target.example/generate_204';
+    const cache = fakeCache([
+      ...Array.from({ length: 20 }, (_, i): [string, string, ProxyPhase, string] => [
+        `s${i}`,
+        'mock',
+        'Unhealthy',
+        URL,
+      ]),
+      ...Array.from({ length: 100 }, (_, i): [string, string, ProxyPhase, string] => [
+        `n${i}`,
+        'mock',
+        'Pending',
+        URL,
+      ]),
+    ]);
+    const budget = new ReplacementBudget(setting({ kind: 'percent', value: 25 }), () => 0);
+    const { fleet, group } = sharesFor(budget.unhealthyByProbeURL('mock', cache), URL, () => ({
+      kind: 'reachable',
+    }));
+    expect(fleet).toEqual({ unhealthy: 20, total: 20 });
+    expect(
+      repairHold({
+        provider: 'mock',
+        probeURL: URL,
+        target: { kind: 'reachable' },
+        fleet,
+        group,
+        maxUnhealthyPercent: 20,
+      }),
+    ).toMatchObject({ kind: 'hold', reason: 'FleetUnhealthy' });
   });
 });

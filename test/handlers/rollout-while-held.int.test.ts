@@ -74,6 +74,12 @@ afterAll(async () => {
 });
 
 const all = () => Promise.all(names.map((n) => api.get(n)));
+/** proxy_operator_repairs_held by reason, as /metrics has it. */
+async function heldGauge(): Promise<Record<string, number>> {
+  const values =
+    (await suite.op.registry.getSingleMetric('proxy_operator_repairs_held')?.get())?.values ?? [];
+  return Object.fromEntries(values.filter((v) => v.value > 0).map((v) => [String(v.labels.reason), v.value]));
+}
 const everyOne = (what: string, test: (p: Proxy) => boolean, timeoutMs?: number) =>
   everyProxy(api, names, what, test, timeoutMs);
 /** Between instances, or on a new one not yet seen Ready (status.replacement is cleared on Ready). */
@@ -93,6 +99,7 @@ describe('a rollout while repairs are held is paced by --max-unavailable', () =>
     down = true;
     await everyOne(`all ${COUNT} held`, (p) => condition(p, 'Provisioned')?.reason === 'RepairHeld', 60_000);
     expect(deletes).toEqual([]);
+    expect(await heldGauge()).toEqual({ ProbeTargetUnreachable: COUNT });
 
     // Every status the API server stores: how many proxies are being replaced at once.
     const state = new Map<string, boolean>();
@@ -125,12 +132,25 @@ describe('a rollout while repairs are held is paced by --max-unavailable', () =>
       expect(deletes).toHaveLength(CAP);
       const waiting = (await all()).filter((p) => !unverified(p));
       expect(waiting).toHaveLength(COUNT - CAP);
+      // Each waiting proxy still shows held (kubectl get px, the dashboard): the hold's reason
+      // first, then what its spec change waits on; the gauge counts every one.
       for (const p of waiting) {
         expect(p.status?.providerID).toBe(first.get(p.metadata.name));
         expect(p.status?.phase).toBe('Unhealthy');
-        expect(condition(p, 'Provisioned')?.reason).toBe('ReplacementPending');
-        expect(condition(p, 'Provisioned')?.message).toContain('while its repair is held');
+        expect(condition(p, 'Provisioned')?.reason).toBe('RepairHeld');
+        expect(condition(p, 'Provisioned')?.message).toMatch(
+          /^repair held: the probe target .* fails when the operator checks it directly.*; spec changed while its repair is held/,
+        );
       }
+      // The gauge counts exactly the proxies shown held (the unverified replacements too, once
+      // past their grace: their repair holds as well).
+      await eventually('the gauge counts every proxy shown held', async () => {
+        const shown = (await all()).filter((p) => condition(p, 'Provisioned')?.reason === 'RepairHeld');
+        const gauge = await heldGauge();
+        return shown.length >= COUNT - CAP && gauge.ProbeTargetUnreachable === shown.length
+          ? true
+          : undefined;
+      });
 
       // The target is back: the rollout finishes, still paced.
       down = false;

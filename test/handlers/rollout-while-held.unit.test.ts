@@ -1,5 +1,6 @@
 import type { Observation, SlotAsk, Step } from '../../handlers/proxy-state-machine.js';
 import { decide, type CaseInputs } from './decide.js';
+import { waitingReason, type WaitingReason } from '../../handlers/proxy-state-machine.js';
 import { holdsSlot, ReplacementBudget, type SlotKind } from '../../handlers/replacement-budget.js';
 import type { RepairHold } from '../../handlers/repair-hold.js';
 import type { CacheReader, KubeObject } from '../../framework/index.js';
@@ -90,6 +91,8 @@ function run(inp: CaseInputs, answer: SlotAsk) {
     phase: step.status?.phase,
     reason: step.status?.provisioned?.reason,
     needsSlot: step.needsSlot,
+    // What proxy_operator_repairs_held counts it as (undefined: not counted).
+    repairHeld: step.repairHeld,
   };
 }
 
@@ -103,8 +106,9 @@ describe('the spec rollout of a proxy whose repair is held is paced', () => {
         asked: 'held-rollout',
         action: 'none',
         phase: 'Unhealthy',
-        reason: 'ReplacementPending',
+        reason: 'RepairHeld',
         needsSlot: undefined,
+        repairHeld: 'ProbeTargetUnreachable',
       },
     ],
     [
@@ -115,8 +119,22 @@ describe('the spec rollout of a proxy whose repair is held is paced', () => {
         asked: 'held-rollout',
         action: 'none',
         phase: 'Unhealthy',
-        reason: 'ReplacementPending',
+        reason: 'RepairHeld',
         needsSlot: undefined,
+        repairHeld: 'ProbeTargetUnreachable',
+      },
+    ],
+    [
+      'held, the slots held by replacements that failed permanently: still shown held, counted',
+      inputs(HELD),
+      () => ({ granted: false, cap: 2, failed: ['ns/x', 'ns/y'] }),
+      {
+        asked: 'held-rollout',
+        action: 'none',
+        phase: 'Unhealthy',
+        reason: 'RepairHeld',
+        needsSlot: undefined,
+        repairHeld: 'ProbeTargetUnreachable',
       },
     ],
     [
@@ -129,6 +147,7 @@ describe('the spec rollout of a proxy whose repair is held is paced', () => {
         phase: 'Provisioning',
         reason: 'Replacing',
         needsSlot: 'held-rollout',
+        repairHeld: undefined,
       },
     ],
     [
@@ -141,6 +160,7 @@ describe('the spec rollout of a proxy whose repair is held is paced', () => {
         phase: 'Provisioning',
         reason: 'Replacing',
         needsSlot: undefined,
+        repairHeld: undefined,
       },
     ],
     [
@@ -153,17 +173,42 @@ describe('the spec rollout of a proxy whose repair is held is paced', () => {
         phase: 'Provisioning',
         reason: 'Replacing',
         needsSlot: undefined,
+        repairHeld: undefined,
       },
     ],
   ])('%s', (_n, inp, answer, want) => {
     expect(run(inp, answer)).toEqual(want);
   });
 
-  it('the wait says the repair is held and what it waits on', () => {
+  it('the wait says why the repair is held, then what its spec change waits on (one Warning Event)', () => {
     const step = decide({ ...inputs(HELD), slot: REFUSED });
-    expect(step.status?.provisioned?.message).toBe(
-      "spec changed while its repair is held (the cause looks shared: it may be serving): instance i-1 will be replaced once fewer than 2 of provider mock's replacements are in flight or not yet Ready (--max-unavailable)",
+    const message =
+      "repair held: the probe target is down; spec changed while its repair is held (the cause looks shared: it may be serving): instance i-1 will be replaced once fewer than 2 of provider mock's replacements are in flight or not yet Ready (--max-unavailable)";
+    expect(step.status?.provisioned?.message).toBe(message);
+    expect(step.events).toEqual([{ type: 'Warning', reason: 'RepairHeld', message }]);
+  });
+
+  it('blocked behind failed replacements, the wait names them after the hold', () => {
+    const step = decide({ ...inputs(HELD), slot: () => ({ granted: false, cap: 2, failed: ['ns/x'] }) });
+    expect(step.status?.provisioned?.message).toMatch(
+      /^repair held: the probe target is down; spec changed while its repair is held .*: rollout blocked at provider mock: the replacements of ns\/x failed permanently/,
     );
+  });
+});
+
+describe('how a replacement waiting for a slot shows: a held proxy always as held', () => {
+  it.each<[string, { held: boolean; blocked: boolean }, WaitingReason, 'Normal' | 'Warning']>([
+    ['a slot will come free', { held: false, blocked: false }, 'ReplacementPending', 'Normal'],
+    ['failed replacements hold the slots', { held: false, blocked: true }, 'ReplacementBlocked', 'Warning'],
+    [
+      'its repair is held: held first (the SRE sees the outage)',
+      { held: true, blocked: false },
+      'RepairHeld',
+      'Warning',
+    ],
+    ['held, and failed replacements hold the slots', { held: true, blocked: true }, 'RepairHeld', 'Warning'],
+  ])('%s', (_n, wait, reason, eventType) => {
+    expect(waitingReason(wait)).toEqual({ reason, eventType });
   });
 });
 
@@ -205,7 +250,7 @@ describe('a held fleet rolls out at most the cap at a time, and stops behind unv
     expect(names.map((n) => wired(budget, all, `ns/${n}`, inputs(HELD)))).toEqual([
       'Replacing',
       'Replacing',
-      ...Array<string>(6).fill('ReplacementPending'),
+      ...Array<string>(6).fill('RepairHeld'),
     ]);
     // a and b's new instances are up but Unhealthy (the target is still down): their slots
     // leave the budget's grants, yet the rollout does not advance past them.
@@ -218,12 +263,12 @@ describe('a held fleet rolls out at most the cap at a time, and stops behind unv
     t += 2000;
     wired(budget, unverified, 'ns/a', upUnverified);
     wired(budget, unverified, 'ns/b', upUnverified);
-    expect(wired(budget, unverified, 'ns/c', inputs(HELD))).toBe('ReplacementPending');
+    expect(wired(budget, unverified, 'ns/c', inputs(HELD))).toBe('RepairHeld');
     // a's new instance is Ready (its record cleared): one slot free, one more goes.
     const oneReady = fleet({ a: ['Ready', false], b: ['Unhealthy', true] });
     t += 2000;
     expect(wired(budget, oneReady, 'ns/c', inputs(HELD))).toBe('Replacing');
-    expect(wired(budget, oneReady, 'ns/d', inputs(HELD))).toBe('ReplacementPending');
+    expect(wired(budget, oneReady, 'ns/d', inputs(HELD))).toBe('RepairHeld');
   });
 
   it('the same fleet with its repairs not held (dead, not a shared cause) is replaced at once, as before', () => {
