@@ -186,6 +186,12 @@ export interface ProxyCooldown {
    * Stores always say; absent (a hand-made reading) counts as agreed.
    */
   agreed?: boolean;
+  /**
+   * The tokens whose reports keep it running (at most MAX_REPORTERS, the trusted mark left
+   * out; absent: none): the book's, so every replica tells a team its own target alike
+   * (target-privacy.ts). Never sent to a client.
+   */
+  reporters?: readonly string[];
 }
 
 /** See LeaseStore.standing. */

@@ -336,9 +336,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.expireDue();
     const cooldowns = this.targets
       .cooldownsOf(proxyID, now)
-      .map(({ target, until, agreed }) =>
-        target === GLOBAL_POOL ? { until, agreed } : { target, until, agreed },
-      );
+      .map(({ target, ...rest }) => (target === GLOBAL_POOL ? rest : { target, ...rest }));
     return { usage: this.usageOf(proxyID, now), cooldowns, now };
   }
 

@@ -932,9 +932,16 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
               owner,
             );
           }
-          expect((await store.standing('ns/a')).cooldowns).toEqual([
-            { target: 'shop.example', until: expect.any(Number), agreed },
-          ]);
+          // Who reported it is the book's, whichever replica took the report (target-privacy.ts).
+          const names = [...new Set(reporters.map(([owner]) => owner))];
+          const [cooldown] = (await store.standing('ns/a')).cooldowns;
+          expect(cooldown).toEqual({
+            target: 'shop.example',
+            until: expect.any(Number),
+            agreed,
+            reporters: expect.arrayContaining(names),
+          });
+          expect(cooldown.reporters).toHaveLength(names.length);
         },
       );
 
@@ -949,7 +956,9 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         expect((await store.standing('ns/a')).cooldowns).toMatchObject([{ target: 't', agreed: true }]);
         // team-b's rate limit (10 s) has ended; team-a's ban (60 s) runs on, alone.
         clock.advanceSeconds(11);
-        expect((await store.standing('ns/a')).cooldowns).toMatchObject([{ target: 't', agreed: false }]);
+        expect((await store.standing('ns/a')).cooldowns).toMatchObject([
+          { target: 't', agreed: false, reporters: ['team-a'] },
+        ]);
       });
 
       it("shows an unreachable report's hold", async () => {
