@@ -16,7 +16,7 @@ import type {
 } from '../gateway/ports.js';
 
 /**
- * Told of each cooldown a gateway report started or extended (the target it applied to; the
+ * Told of each cooldown a gateway report started (the target it applied to; the
  * process's cooldowns-by-target metric counts it, as the API counts its clients' reports).
  */
 export type CooldownListener = (target: string | undefined, proxyID: string, owner: string) => void;
@@ -98,7 +98,7 @@ export function gatewayBook(
       // Every gateway report comes through here (plain-HTTP bans, tunnel clients' session
       // reports): each cooldown it starts is counted once, and never by the API as well.
       const outcome = await share.inTurn(owner, () => store.report(leaseID, result, details, owner));
-      if (outcome?.cooldownUntil !== undefined && outcome.replayed !== true)
+      if (outcome?.cooldownStarted === true && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },
     attributeKeys() {

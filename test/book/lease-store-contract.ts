@@ -589,6 +589,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           lease: held,
           target: 'example.com',
           cooldownUntil: new Date(clock.now() + 60_000),
+          cooldownStarted: true,
         });
         clock.advanceSeconds(59);
         // The refusal says when to come back: when the first matching cooldown ends.
@@ -624,6 +625,34 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
           reason: 'all_cooling_down',
         });
+      });
+
+      it('says which reports started a cooldown (none ran for the pair) and which extended a running one', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [
+          proxy('ns/a', { maxLeases: 10 }),
+        ]);
+        const started = async (result: 'banned' | 'rate_limited', target: string) => {
+          const outcome = await store.report((await lease()).id, result, { target });
+          expect(outcome!.cooldownUntil).toBeDefined();
+          return outcome!.cooldownStarted === true;
+        };
+        const steps: [string, () => Promise<boolean>, boolean][] = [
+          ['the first ban for a target', () => started('banned', 'a.example'), true],
+          ['a second ban while it runs', () => started('banned', 'a.example'), false],
+          ['a rate limit while the ban runs', () => started('rate_limited', 'a.example'), false],
+          ['a ban for another target', () => started('banned', 'b.example'), true],
+          [
+            'a ban after the cooldown ended',
+            async () => {
+              clock.advanceSeconds(61);
+              return started('banned', 'a.example');
+            },
+            true,
+          ],
+        ];
+        const seen: [string, boolean][] = [];
+        for (const [name, step] of steps) seen.push([name, await step()]);
+        expect(seen).toEqual(steps.map(([name, , expected]) => [name, expected]));
       });
 
       it('reports on unknown leases change nothing', async () => {
