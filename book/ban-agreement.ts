@@ -22,6 +22,20 @@ export function agreed(reporters: ReadonlyMap<string, number>, now: number): boo
 }
 
 /**
+ * The tokens whose reports keep a cooldown running, as ProxyCooldown carries them (none: no
+ * field). Neither the trusted mark nor the operator's own reports ('') are tokens.
+ */
+export function runningReporters(
+  reporters: ReadonlyMap<string, number>,
+  now: number,
+): { reporters?: string[] } {
+  const names: string[] = [];
+  for (const [name, until] of reporters)
+    if (until > now && name !== TRUSTED_REPORTER && name !== '') names.push(name);
+  return names.length === 0 ? {} : { reporters: names };
+}
+
+/**
  * Records one report's reporter (and the trusted mark) with its cooldown's end, keeping at
  * most MAX_REPORTERS: those whose cooldown ended go first, then the earliest to end.
  */

@@ -77,10 +77,10 @@ export function registerBookMetrics(registry: Registry, store: LeaseStore, expor
       }
       const totals = await readTotals();
       if (totals === undefined) return;
-      this.inc({ outcome: 'raised' }, Math.max(0, totals.suspicionsRaised - suspicions.raised));
-      this.inc({ outcome: 'expired' }, Math.max(0, totals.suspicionsExpired - suspicions.expired));
-      suspicions.raised = Math.max(suspicions.raised, totals.suspicionsRaised);
-      suspicions.expired = Math.max(suspicions.expired, totals.suspicionsExpired);
+      this.inc({ outcome: 'raised' }, countedSince(suspicions.raised, totals.suspicionsRaised));
+      this.inc({ outcome: 'expired' }, countedSince(suspicions.expired, totals.suspicionsExpired));
+      suspicions.raised = totals.suspicionsRaised;
+      suspicions.expired = totals.suspicionsExpired;
     },
   });
   const counted = { session: 0, cooldown: 0 };
@@ -96,10 +96,19 @@ export function registerBookMetrics(registry: Registry, store: LeaseStore, expor
       }
       const totals = await readTotals();
       if (totals === undefined) return;
-      this.inc({ kind: 'session' }, Math.max(0, totals.sessionsEvicted - counted.session));
-      this.inc({ kind: 'cooldown' }, Math.max(0, totals.cooldownsEvicted - counted.cooldown));
-      counted.session = Math.max(counted.session, totals.sessionsEvicted);
-      counted.cooldown = Math.max(counted.cooldown, totals.cooldownsEvicted);
+      this.inc({ kind: 'session' }, countedSince(counted.session, totals.sessionsEvicted));
+      this.inc({ kind: 'cooldown' }, countedSince(counted.cooldown, totals.cooldownsEvicted));
+      counted.session = totals.sessionsEvicted;
+      counted.cooldown = totals.cooldownsEvicted;
     },
   });
+}
+
+/**
+ * What a counter following one of the book's totals adds, given the total it last saw. The
+ * book's totals only grow, so a smaller one means the book started again (a Redis restart
+ * that kept nothing): everything in it happened since.
+ */
+export function countedSince(lastSeen: number, total: number): number {
+  return total < lastSeen ? total : total - lastSeen;
 }

@@ -114,6 +114,11 @@ export interface ReportOutcome {
   target?: string;
   /** When the cooldown ends, if the report started or extended one (ok and unreachable never do). */
   cooldownUntil?: Date;
+  /**
+   * The report started the cooldown: none ran for its proxy and target (absent: it extended a
+   * running one, or started none). What the cooldowns counter counts: proxies benched, not reports.
+   */
+  cooldownStarted?: true;
   /** unreachable only: whether the proxy is suspect now (false: the report was not believed). */
   suspect?: boolean;
   /** unreachable only: whether this report asked the health engine for an out-of-schedule probe. */
@@ -186,6 +191,12 @@ export interface ProxyCooldown {
    * Stores always say; absent (a hand-made reading) counts as agreed.
    */
   agreed?: boolean;
+  /**
+   * The tokens whose reports keep it running (at most MAX_REPORTERS, the trusted mark left
+   * out; absent: none): the book's, so every replica tells a team its own target alike
+   * (target-privacy.ts). Never sent to a client.
+   */
+  reporters?: readonly string[];
 }
 
 /** See LeaseStore.standing. */

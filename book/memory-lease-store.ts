@@ -299,6 +299,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const retryAfter = details.retryAfterSeconds === undefined ? undefined : details.retryAfterSeconds * 1000;
     // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
     const reporter = { name: owner ?? '', trusted: owner === undefined || details.rotationTrusted === true };
+    const wasCooling = this.targets.coolingDown(lease.proxyID, key ?? GLOBAL_POOL, now);
     const until = this.targets.report(lease.proxyID, key ?? GLOBAL_POOL, result, now, retryAfter, reporter);
     if (typeof until === 'number' && this.index.has(lease.proxyID))
       this.cooling.set(
@@ -309,7 +310,13 @@ export class MemoryLeaseStore implements LeaseStore {
         exitMember(this.catalog.get(lease.proxyID)!),
       );
     if (until === 'capped') return { lease, ...target, capped: true };
-    return { lease, ...target, ...(until === undefined ? {} : { cooldownUntil: new Date(until) }) };
+    if (until === undefined) return { lease, ...target };
+    return {
+      lease,
+      ...target,
+      cooldownUntil: new Date(until),
+      ...(wasCooling ? {} : { cooldownStarted: true }),
+    };
   }
 
   async observeHealth(proxyID: string, observation: HealthObservation): Promise<void> {
@@ -336,9 +343,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const now = this.expireDue();
     const cooldowns = this.targets
       .cooldownsOf(proxyID, now)
-      .map(({ target, until, agreed }) =>
-        target === GLOBAL_POOL ? { until, agreed } : { target, until, agreed },
-      );
+      .map(({ target, ...rest }) => (target === GLOBAL_POOL ? rest : { target, ...rest }));
     return { usage: this.usageOf(proxyID, now), cooldowns, now };
   }
 

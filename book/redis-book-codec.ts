@@ -229,6 +229,11 @@ export interface ReportReply {
   target: string;
   /** The cooldown's end; -1 none, -2 not recorded at a cap. */
   until: number;
+  /**
+   * The report started the cooldown ('+' before its end: a replica of before reads the end
+   * alike, and a reply stored by one, replayed, just says nothing started).
+   */
+  started: boolean;
   /** unreachable only (-1 otherwise): 1 suspect now, 0 the report was not believed. */
   suspect: number;
   /** unreachable only (-1 otherwise): 1 when the report asked for a probe. */
@@ -248,6 +253,7 @@ export function decodeReportReply(items: readonly string[]): (ReportReply | unde
     return {
       target: f[0],
       until: Number(f[1]),
+      started: f[1].startsWith('+'),
       suspect: Number(f[2]),
       probe: Number(f[3]),
       released: Number(f[4]),

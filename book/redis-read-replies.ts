@@ -2,7 +2,7 @@
 // the book's clock, whose time comes back with the data (decision 0024), never with this
 // replica's clock.
 
-import { agreed } from './ban-agreement.js';
+import { agreed, runningReporters } from './ban-agreement.js';
 import type { HoldReason, ProxyCooldown, ProxyStanding, ProxyUsage, StoreTotals } from './lease-store.js';
 import { WINDOW_BUCKETS } from './outcome-window.js';
 import { oldestBucket, windowCounts } from './redis-book-codec.js';
@@ -90,11 +90,10 @@ export function standingFrom(window: StatsWindow, reply: unknown, address: strin
   const cooldowns: ProxyCooldown[] = [];
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const until = Number(flat[i + 1]);
-    const agreedOn = agreed(reporters.get(flat[i]) ?? new Map<string, number>(), now);
+    const names = reporters.get(flat[i]) ?? new Map<string, number>();
+    const seen = { until, agreed: agreed(names, now), ...runningReporters(names, now) };
     // The global pool's key is the empty target (no target is empty: request-parsing.ts).
-    cooldowns.push(
-      flat[i] === '' ? { until, agreed: agreedOn } : { target: flat[i], until, agreed: agreedOn },
-    );
+    cooldowns.push(flat[i] === '' ? seen : { target: flat[i], ...seen });
   }
   const usage: ProxyUsage = {
     activeLeases,

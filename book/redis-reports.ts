@@ -45,11 +45,12 @@ export function reportOutcomes(
   return replies.map((reply, i) => {
     if (reply === undefined) return undefined;
     const lease = owned(decodeLease(reports[i].leaseID, reply.value));
-    const { target, until, suspect, probe, released } = reply;
+    const { target, until, started, suspect, probe, released } = reply;
     return {
       lease,
       ...(target === '' ? {} : { target }),
       ...(until >= 0 ? { cooldownUntil: new Date(until) } : {}),
+      ...(until >= 0 && started ? { cooldownStarted: true as const } : {}),
       ...(until === CAPPED ? { capped: true as const } : {}),
       ...(suspect >= 0 ? { suspect: suspect === 1, probeRequested: probe === 1 } : {}),
       ...(released >= 0 ? { released: released === 1 } : {}),

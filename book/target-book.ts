@@ -8,7 +8,7 @@ import { COOLDOWN_JITTER, cooldownKindOf, restMillis, type CooldownRules } from 
 import type { OutcomeCounts, ReportResult } from './lease-store.js';
 import { DeadlineHeap, type HeapEntry } from './deadline-heap.js';
 import { failures, OutcomeWindow } from './outcome-window.js';
-import { agreed, withReporter } from './ban-agreement.js';
+import { agreed, runningReporters, withReporter } from './ban-agreement.js';
 
 /** Distinct targets remembered per proxy. */
 export const MAX_TARGETS_PER_PROXY = 1000;
@@ -176,11 +176,19 @@ export class TargetBook {
   }
 
   /** One proxy's running cooldowns, by target (at most maxTargetsPerProxy). */
-  cooldownsOf(proxyID: string, now: number): { target: string; until: number; agreed: boolean }[] {
-    const running: { target: string; until: number; agreed: boolean }[] = [];
+  cooldownsOf(
+    proxyID: string,
+    now: number,
+  ): { target: string; until: number; agreed: boolean; reporters?: string[] }[] {
+    const running: { target: string; until: number; agreed: boolean; reporters?: string[] }[] = [];
     for (const entry of this.byProxy.get(proxyID)?.values() ?? []) {
       if (entry.until > now)
-        running.push({ target: entry.target, until: entry.until, agreed: agreed(entry.reporters, now) });
+        running.push({
+          target: entry.target,
+          until: entry.until,
+          agreed: agreed(entry.reporters, now),
+          ...runningReporters(entry.reporters, now),
+        });
     }
     return running;
   }

@@ -79,7 +79,7 @@ export function mountProxyRoutes(app: Express, ctx: ApiContext, options: ProxyRo
       // One read of the book for both the object and the explanation, so the two agree.
       const { usage, cooldowns, now } = await leases.standing(id);
       const who = owner(res);
-      const visible = visibleCooldowns(cooldowns, (t) => ledger.reported(who, id, t), target);
+      const visible = visibleCooldowns(cooldowns, who, target, (t) => ledger.reported(who, id, t));
       sendJSON(res, 200, {
         ...toProxyView(proxy, usage),
         ...leasability(proxy, usage, visible, now, target),

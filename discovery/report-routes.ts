@@ -130,7 +130,8 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
       );
     }
     if (outcome.cooldownUntil !== undefined) {
-      cooldowns.countCooldown(outcome.target, 'api');
+      // Proxies benched, not reports: ten workers banned on one proxy are one (ProxyTargetBanStorm).
+      if (outcome.cooldownStarted === true) cooldowns.countCooldown(outcome.target, 'api');
       reportLog.record(
         'cooldown',
         {

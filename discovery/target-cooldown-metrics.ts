@@ -26,8 +26,8 @@ export function targetPseudonym(key: Buffer, target: string): string {
 }
 
 /**
- * Cooldowns started or extended by banned/rate_limited reports, by target and door: a jump
- * for one target is a ban storm (the target is blocking the fleet), not a few bad proxies.
+ * Cooldowns started by banned/rate_limited reports (a report lengthening a running one is not
+ * another proxy benched), by target and door: a jump for one target is a ban storm (the target is blocking the fleet), not a few bad proxies.
  * One per process (handlers/ builds it and hands it to both doors), so a target keeps one
  * pseudonym and one place in the series cap whichever door its bans come through. The first
  * MAX_TARGET_SERIES targets seen get a series each and later ones share `_other`, so the
@@ -45,13 +45,13 @@ export class TargetCooldownMetrics {
   ) {
     this.counter = new Counter({
       name: TARGET_COOLDOWNS_METRIC,
-      help: `Cooldowns started or extended by banned/rate_limited reports, by target (the first ${MAX_TARGET_SERIES} targets seen; later ones as target="${OTHER_TARGETS}", none as "${NO_TARGET}") and by door (api: a client's report; gateway: the gateway's own).`,
+      help: `Cooldowns started by banned/rate_limited reports (proxies benched; reports extending a running cooldown are not counted), by target (the first ${MAX_TARGET_SERIES} targets seen; later ones as target="${OTHER_TARGETS}", none as "${NO_TARGET}") and by door (api: a client's report; gateway: the gateway's own).`,
       labelNames: ['target', 'door'],
       registers: [registry],
     });
   }
 
-  /** One cooldown started or extended, counted once, by the door its report came through. */
+  /** One cooldown started, counted once, by the door its report came through. */
   countCooldown(target: string | undefined, door: CooldownDoor): void {
     this.counter.inc({ target: this.labelFor(target), door });
   }

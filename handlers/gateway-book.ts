@@ -17,7 +17,7 @@ import type {
 } from '../gateway/ports.js';
 
 /**
- * Told of each cooldown a gateway report started or extended (the target it applied to; the
+ * Told of each cooldown a gateway report started (the target it applied to; the
  * process's cooldowns-by-target metric counts it, as the API counts its clients' reports).
  */
 export type CooldownListener = (target: string | undefined, proxyID: string, owner: string) => void;
@@ -143,7 +143,7 @@ export function gatewayBook(
       const outcome = await share.inTurn(owner, () => store.report(leaseID, result, details, owner));
       if (outcome?.cooldownUntil !== undefined && held !== undefined)
         ledger!.cooldownRecorded(owner, held.proxyID, details.target, outcome.cooldownUntil.getTime());
-      if (outcome?.cooldownUntil !== undefined && outcome.replayed !== true)
+      if (outcome?.cooldownStarted === true && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },
     attributeKeys(owner) {

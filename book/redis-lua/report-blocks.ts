@@ -10,8 +10,9 @@ export const REPORT_BLOCKS = {
 -- retryAfterSeconds ('' = none), random (the jitter), the reporter's name and '1' when it is
 -- trusted for rotation (ban-agreement.ts: kept in P:rep:<proxy>, field "target\0reporter" =
 -- the end its report gave, '*' for the trusted mark). Answers "target\0cooldownUntil (-1
--- none, -2 not recorded at a cap)\0suspect (-1 n/a, 0, 1)\0probeRequested (-1, 0, 1)" and the
--- lease value, or false when the lease is unknown or ended.
+-- none, -2 not recorded at a cap; '+' before it: the report started the cooldown, none ran
+-- for the pair)\0suspect (-1 n/a, 0, 1)\0probeRequested (-1, 0, 1)" and the lease value, or
+-- false when the lease is unknown or ended.
 local function report_one(id, result, target, retry_s, random, reporter, trusted)
   local f, v = live_lease(id)
   if not f then return false end
@@ -21,6 +22,7 @@ local function report_one(id, result, target, retry_s, random, reporter, trusted
   local proxy, addr = f[1], addr_of(f)
   stats_add(proxy, result)
   local ends, suspect, probe = -1, -1, -1
+  local started = ''
   if result == 'unreachable' then
     local h = hold_get(proxy)
     expire_suspicion(proxy, h)
@@ -41,8 +43,11 @@ local function report_one(id, result, target, retry_s, random, reporter, trusted
     end
     hold_put(proxy, h)
   else
+    local before = tdecode(redis.call('HGET', k_tgt(proxy), target))
+    if not before or math.max(before.u, before.ru) <= NOW then started = '+' end
     local r = target_report(proxy, target, result, retry_after, tonumber(random))
     if r == false then ends = -2 elseif r ~= nil then ends = r end
+    if ends < 0 then started = '' end
     if ends >= 0 then
       local k_rep = P .. ':rep:' .. proxy
       redis.call('HSET', k_rep, target .. '\0' .. reporter, ends)
@@ -50,7 +55,7 @@ local function report_one(id, result, target, retry_s, random, reporter, trusted
       redis.call('PEXPIRE', k_rep, RETAIN)
     end
   end
-  return target .. '\0' .. int(ends) .. '\0' .. suspect .. '\0' .. probe, v
+  return target .. '\0' .. started .. int(ends) .. '\0' .. suspect .. '\0' .. probe, v
 end`,
   },
 } satisfies Partial<Record<BlockName, Block>>;

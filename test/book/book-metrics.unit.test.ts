@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { registerBookMetrics } from '../../book/book-metrics.js';
+import { countedSince, registerBookMetrics } from '../../book/book-metrics.js';
 import { MemoryLeaseStore } from '../../book/memory-lease-store.js';
 import { proxy, silentLogger, TestCatalog } from './fixtures.js';
 
@@ -63,5 +63,18 @@ describe("the book's figures", () => {
     expect((await values(registry)).proxy_operator_leases_active).toEqual([1]);
     leads = false;
     expect((await values(registry)).proxy_operator_leases_active).toEqual([0]);
+  });
+});
+
+describe("what a counter following the book's totals adds", () => {
+  it.each([
+    ['the first read', 0, 5, 5],
+    ['the total grew', 5, 8, 3],
+    ['unchanged', 8, 8, 0],
+    // A Redis restart that kept nothing: the book counts from 0 again.
+    ['the book started again, 2 since', 8, 2, 2],
+    ['the book started again, nothing since', 8, 0, 0],
+  ])('%s (last %d, now %d): adds %d', (_, lastSeen, total, added) => {
+    expect(countedSince(lastSeen, total)).toBe(added);
   });
 });

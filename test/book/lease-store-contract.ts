@@ -589,6 +589,7 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
           lease: held,
           target: 'example.com',
           cooldownUntil: new Date(clock.now() + 60_000),
+          cooldownStarted: true,
         });
         clock.advanceSeconds(59);
         // The refusal says when to come back: when the first matching cooldown ends.
@@ -624,6 +625,34 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         expect(await store.acquire(request({ target: 'example.com' }))).toMatchObject({
           reason: 'all_cooling_down',
         });
+      });
+
+      it('says which reports started a cooldown (none ran for the pair) and which extended a running one', async () => {
+        const { clock, store, lease } = setup({ cooldownSeconds: 60, maxCooldownSeconds: 60 }, [
+          proxy('ns/a', { maxLeases: 10 }),
+        ]);
+        const started = async (result: 'banned' | 'rate_limited', target: string) => {
+          const outcome = await store.report((await lease()).id, result, { target });
+          expect(outcome!.cooldownUntil).toBeDefined();
+          return outcome!.cooldownStarted === true;
+        };
+        const steps: [string, () => Promise<boolean>, boolean][] = [
+          ['the first ban for a target', () => started('banned', 'a.example'), true],
+          ['a second ban while it runs', () => started('banned', 'a.example'), false],
+          ['a rate limit while the ban runs', () => started('rate_limited', 'a.example'), false],
+          ['a ban for another target', () => started('banned', 'b.example'), true],
+          [
+            'a ban after the cooldown ended',
+            async () => {
+              clock.advanceSeconds(61);
+              return started('banned', 'a.example');
+            },
+            true,
+          ],
+        ];
+        const seen: [string, boolean][] = [];
+        for (const [name, step] of steps) seen.push([name, await step()]);
+        expect(seen).toEqual(steps.map(([name, , expected]) => [name, expected]));
       });
 
       it('reports on unknown leases change nothing', async () => {
@@ -932,9 +961,16 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
               owner,
             );
           }
-          expect((await store.standing('ns/a')).cooldowns).toEqual([
-            { target: 'shop.example', until: expect.any(Number), agreed },
-          ]);
+          // Who reported it is the book's, whichever replica took the report (target-privacy.ts).
+          const names = [...new Set(reporters.map(([owner]) => owner))];
+          const [cooldown] = (await store.standing('ns/a')).cooldowns;
+          expect(cooldown).toEqual({
+            target: 'shop.example',
+            until: expect.any(Number),
+            agreed,
+            reporters: expect.arrayContaining(names),
+          });
+          expect(cooldown.reporters).toHaveLength(names.length);
         },
       );
 
@@ -949,7 +985,9 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
         expect((await store.standing('ns/a')).cooldowns).toMatchObject([{ target: 't', agreed: true }]);
         // team-b's rate limit (10 s) has ended; team-a's ban (60 s) runs on, alone.
         clock.advanceSeconds(11);
-        expect((await store.standing('ns/a')).cooldowns).toMatchObject([{ target: 't', agreed: false }]);
+        expect((await store.standing('ns/a')).cooldowns).toMatchObject([
+          { target: 't', agreed: false, reporters: ['team-a'] },
+        ]);
       });
 
       it("shows an unreachable report's hold", async () => {

@@ -144,17 +144,39 @@ describe('token options in the tokens file', () => {
   });
 });
 
-describe('private targets', () => {
+describe('private targets (seen by team-a)', () => {
   const cooldowns = [
     { until: 5 },
-    { target: 'mine.example', until: 6 },
-    { target: 'theirs.example', until: 7 },
+    { target: 'mine.example', until: 6, reporters: ['team-a'] },
+    { target: 'theirs.example', until: 7, reporters: ['team-b'] },
+    { target: 'shared.example', until: 8, reporters: ['team-b', 'team-a'] },
+    // The book names three reporters at most; this replica took team-a's report.
+    { target: 'crowded.example', until: 9, reporters: ['team-b', 'team-c', 'team-d'] },
   ];
+  const reportedHere = (t: string) => t === 'crowded.example';
   it.each([
-    [undefined, [{ until: 5 }, { target: 'mine.example', until: 6 }, { until: 7, hidden: true }]],
-    ['theirs.example', cooldowns],
-  ])('asked %s: another token target is hidden unless asked', (asked, visible) => {
-    expect(visibleCooldowns(cooldowns, (t) => t === 'mine.example', asked)).toEqual(visible);
+    [
+      undefined,
+      [
+        { until: 5 },
+        { target: 'mine.example', until: 6 },
+        { until: 7, hidden: true },
+        { target: 'shared.example', until: 8 },
+        { target: 'crowded.example', until: 9 },
+      ],
+    ],
+    [
+      'theirs.example',
+      [
+        { until: 5 },
+        { target: 'mine.example', until: 6 },
+        { target: 'theirs.example', until: 7 },
+        { target: 'shared.example', until: 8 },
+        { target: 'crowded.example', until: 9 },
+      ],
+    ],
+  ])('asked %s: another token target is hidden unless asked; reporters never shown', (asked, visible) => {
+    expect(visibleCooldowns(cooldowns, 'team-a', asked, reportedHere)).toEqual(visible);
   });
 });
 

@@ -58,7 +58,7 @@ describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', 
     ]);
   });
 
-  it('counts the cooldowns reports start through the API, not ok reports', async () => {
+  it('counts the cooldowns reports start through the API, not ok reports nor those extending a running one', async () => {
     const h = await startHarness({
       proxies: [proxy('ns/a', { ip: '10.0.0.1', maxLeases: 5 })],
       app: { metricsTargetNames: true },
@@ -73,7 +73,43 @@ describe('proxy_operator_target_cooldowns_total: cooldowns by target, bounded', 
       expect((await report('rate_limited', 'shop.example')).status).toBe(200);
       expect((await report('ok', 'news.example')).status).toBe(200);
       expect((await report('banned')).status).toBe(200);
-      expect(await series(h.registry)).toEqual({ 'shop.example': 2, [NO_TARGET]: 1 });
+      // The rate limit lengthened shop.example's running cooldown: one proxy benched, counted once.
+      expect(await series(h.registry)).toEqual({ 'shop.example': 1, [NO_TARGET]: 1 });
+    } finally {
+      await h.stop();
+    }
+  });
+
+  // ProxyTargetBanStorm compares this counter's increase with a quarter of the Ready proxies
+  // (at least 5): it counts proxies benched, so six workers banned on one proxy are one.
+  it.each<[string, number, number, number]>([
+    ['six workers banned on one proxy of twenty', 1, 6, 1],
+    ['one worker banned on each of six proxies', 6, 1, 6],
+    ['three workers banned on each of two proxies', 2, 3, 2],
+  ])('%s: %d proxies × %d reports count %d', async (_, proxies, workers, counted) => {
+    const h = await startHarness({
+      proxies: Array.from({ length: 20 }, (_x, i) =>
+        proxy(`ns/p${String(i).padStart(2, '0')}`, {
+          maxLeases: 10,
+          attributes: { pool: i < proxies ? 'hot' : 'cold' },
+        }),
+      ),
+      app: { metricsTargetNames: true },
+    });
+    try {
+      const leases: string[] = [];
+      for (let i = 0; i < proxies * workers; i++) {
+        const leased = await h.call('POST', '/v1/leases', {
+          body: { ttlSeconds: 60, target: 'shop.example', selector: { pool: 'hot' } },
+        });
+        expect(leased.status).toBe(201);
+        leases.push((leased.body as { leaseID: string }).leaseID);
+      }
+      for (const id of leases)
+        expect((await h.call('POST', `/v1/leases/${id}/report`, { body: { result: 'banned' } })).status).toBe(
+          200,
+        );
+      expect(await series(h.registry)).toEqual({ 'shop.example': counted });
     } finally {
       await h.stop();
     }
