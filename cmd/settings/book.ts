@@ -2,7 +2,7 @@
 // and where it is kept (memory or Redis).
 import type { LeaseBookRules } from '../../book/lease-book-settings.js';
 import { MIN_MAX_SESSIONS } from '../../book/session-book.js';
-import { bool, positiveInt, SettingsError, type FlagReader } from './values.js';
+import { bool, millis, positiveInt, seconds, SettingsError, type FlagReader } from './values.js';
 
 export type LeaseStoreSettings =
   | { kind: 'memory' }
@@ -35,17 +35,17 @@ export function leaseBookRules(get: FlagReader): LeaseBookRules {
     rateLimitCooldownSeconds,
     maxRateLimitCooldownSeconds,
     singleCooldownWindow: bool('single-cooldown-window', get('single-cooldown-window')!),
-    suspicionTimeoutSeconds: positiveInt('suspicion-timeout', get('suspicion-timeout')!),
-    suspicionHoldoffSeconds: positiveInt('suspicion-holdoff', get('suspicion-holdoff')!, 0),
-    sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
+    suspicionTimeoutSeconds: seconds('suspicion-timeout', get('suspicion-timeout')!),
+    suspicionHoldoffSeconds: seconds('suspicion-holdoff', get('suspicion-holdoff')!, 0),
+    sessionIdleSeconds: seconds('session-idle-timeout', get('session-idle-timeout')!),
     maxSessions: positiveInt('max-sessions', get('max-sessions')!, MIN_MAX_SESSIONS),
   };
 }
 
 /** A first cooldown and the longest a streak doubles it to: the longest is never below the first. */
 function cooldownRange(get: FlagReader, baseFlag: string, maxFlag: string): [number, number] {
-  const base = positiveInt(baseFlag, get(baseFlag)!);
-  const max = positiveInt(maxFlag, get(maxFlag)!);
+  const base = seconds(baseFlag, get(baseFlag)!);
+  const max = seconds(maxFlag, get(maxFlag)!);
   if (max < base) throw new SettingsError(`--${maxFlag}: "${max}" must be at least --${baseFlag} (${base})`);
   return [base, max];
 }
@@ -106,7 +106,7 @@ export function leaseStore(
     ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD.trim() } : {}),
     ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME.trim() } : {}),
     keyPrefix,
-    timeoutMs: positiveInt('redis-timeout', get('redis-timeout')!, 10),
+    timeoutMs: millis('redis-timeout', get('redis-timeout')!, 10),
     ...(caFile === undefined ? {} : { caFile }),
     allowEviction: bool('redis-allow-eviction', get('redis-allow-eviction')!),
   };
