@@ -77,12 +77,12 @@ export function leaseStore(
     parsed = new URL(url);
   } catch {
     throw new SettingsError(
-      `--redis-url: "${url}" is not a URL (redis://host:port[/db] or rediss://host:port[/db])`,
+      `--redis-url: "${withoutUserinfo(url)}" is not a URL (redis://host:port[/db] or rediss://host:port[/db])`,
     );
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
     throw new SettingsError(`--redis-url: "${parsed.protocol}" must be redis: or rediss: (TLS)`);
-  if (parsed.hostname === '') throw new SettingsError(`--redis-url: "${url}" names no host`);
+  if (parsed.hostname === '') throw new SettingsError(`--redis-url: "${withoutUserinfo(url)}" names no host`);
   if (parsed.pathname !== '' && parsed.pathname !== '/' && !/^\/\d+$/.test(parsed.pathname))
     throw new SettingsError(`--redis-url: path "${parsed.pathname}" must be a database number, e.g. /0`);
   // A flag value shows in the Pod spec and in ps: the password belongs in a Secret.
@@ -110,4 +110,12 @@ export function leaseStore(
     ...(caFile === undefined ? {} : { caFile }),
     allowEviction: bool('redis-allow-eviction', get('redis-allow-eviction')!),
   };
+}
+
+/**
+ * The URL as an error may show it: REDIS_URL may carry the password (from a Secret), and a
+ * start-up error goes to the logs. Everything up to the last '@' goes, whether it parses or not.
+ */
+function withoutUserinfo(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@');
 }

@@ -435,6 +435,26 @@ describe('the lease store and components flags', () => {
     expect(() => parse(argv, {})).toThrow(message);
   });
 
+  // REDIS_URL may carry the password (from a Secret); a start-up error goes to the logs.
+  it.each([
+    ['no host', 'redis:/:hunter2-secret@r', /--redis-url: "\*\*\*@r" names no host/],
+    [
+      'not a URL',
+      'redis://:hunter2-secret@bad host:6379',
+      /--redis-url: "redis:\/\/\*\*\*@bad host:6379" is not a URL/,
+    ],
+    [
+      'an @ and a / in the password',
+      'redis://u:hun/ter@2-secret@ x',
+      /--redis-url: "redis:\/\/\*\*\*@ x" is not a URL/,
+    ],
+    ['no scheme', ':hunter2-secret@', /--redis-url: "\*\*\*@" is not a URL/],
+  ])('a REDIS_URL refused for %s never shows its password', (_case, url, message) => {
+    const refused = () => parse(['--lease-store=redis'], { REDIS_URL: url });
+    expect(refused).toThrow(message);
+    expect(refused).not.toThrow(/hunter|secret/);
+  });
+
   it.each<[string[], string[]]>([
     [['--components=controller'], ['controller']],
     [['--components=discovery', '--lease-store=redis', '--redis-url=redis://r'], ['discovery']],
