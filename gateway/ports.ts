@@ -73,4 +73,12 @@ export interface TokenVerifier {
   /** Undefined when no token is configured at all (the gateway then refuses everyone). */
   configured(): boolean;
   nameOf(token: string): string | undefined;
+  /**
+   * Milliseconds `source` must wait before its next token is checked (it presented too many
+   * wrong ones), or undefined; a token already seen valid passes. Asked before nameOf, so a
+   * guesser is refused before its token is hashed. Without it, no limit.
+   */
+  throttled?(token: string, source: string): number | undefined;
+  /** `source` presented a token nameOf did not know. */
+  failed?(source: string): void;
 }

@@ -8,6 +8,7 @@ export type GatewayErrorCode =
   | 'proxy_auth_required'
   | 'malformed_credentials'
   | 'invalid_token'
+  | 'too_many_requests'
   | 'no_tokens_configured'
   | 'invalid_username'
   | 'invalid_request'
@@ -44,6 +45,7 @@ const REASONS: Record<number, string> = {
   407: 'Proxy Authentication Required',
   408: 'Request Timeout',
   413: 'Payload Too Large',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
