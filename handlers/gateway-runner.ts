@@ -61,7 +61,7 @@ export class GatewayRunner {
         // One share of the book with the API's calls: one book, two doors.
         bookTurns,
       ),
-      tokens: gatewayTokens(tokens),
+      tokens: gatewayTokens(tokens, clientTokens.failedAuth),
       // The health engine's rule: a leased External proxy whose name now resolves inside is
       // never connected to (handlers/health-runner.ts refuses it at its probes).
       guard: gatewayGuard(settings.externalEndpoints),
