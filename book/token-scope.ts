@@ -29,11 +29,14 @@ const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
  * The options after a token on its line. Throws a message naming the option (the caller
  * prefixes the line); never echoes the token, which is not part of `words`.
  */
+const KNOWN_KEYS = ['namespaces', 'selector', 'rotation-trusted'];
+const EXPECTED = 'namespaces=<a,b>, selector=<k=v,...> or rotation-trusted';
+
 export function parseTokenOptions(words: readonly string[]): TokenPolicy {
   let namespaces: string[] | undefined;
   let selector: Record<string, string> | undefined;
   let rotationTrusted = false;
-  for (const word of words) {
+  for (const [index, word] of words.entries()) {
     const eq = word.indexOf('=');
     const key = eq < 0 ? word : word.slice(0, eq);
     const value = eq < 0 ? undefined : word.slice(eq + 1);
@@ -58,9 +61,14 @@ export function parseTokenOptions(words: readonly string[]): TokenPolicy {
         if (Object.hasOwn(selector, k)) throw new Error(`selector: key "${k.slice(0, 63)}" is given twice`);
         selector[k] = pair.slice(at + 1);
       }
-    } else {
+    } else if (KNOWN_KEYS.includes(key)) {
       throw new Error(
-        `unknown option "${key.slice(0, 63)}" (expected namespaces=<a,b>, selector=<k=v,...> or rotation-trusted)`,
+        `option "${key}" ${value === undefined ? 'needs =<value>' : 'takes no value'} (expected ${EXPECTED})`,
+      );
+    } else {
+      // Never shown: a token with a space in it puts its rest here, and the error is logged.
+      throw new Error(
+        `word ${index + 2} of the line after the name is not an option (not shown: it may be the rest of a token with a space in it; expected ${EXPECTED})`,
       );
     }
   }

@@ -18,6 +18,8 @@ export interface GuardOptions {
   rateLimit?: BucketLimits;
   /** Requests without a valid token, per source address (source-limiter.ts's default). */
   failedAuthLimit?: BucketLimits;
+  /** The process's limiter of failed authentications, shared with the gateway; else one of its own. */
+  failedAuth?: SourceLimiter;
 }
 
 /**
@@ -34,7 +36,7 @@ export function apiGuard(
   const authenticate: RequestHandler =
     tokens === undefined
       ? (_req, _res, next) => next()
-      : bearerAuth(tokens, new SourceLimiter(options.failedAuthLimit));
+      : bearerAuth(tokens, options.failedAuth ?? new SourceLimiter(options.failedAuthLimit));
   if (tokens === undefined) {
     logger.warn('no discovery API token: the discovery API accepts requests WITHOUT authentication');
   }

@@ -32,6 +32,7 @@ import { ReportLog } from './report-log.js';
 import { methodNotAllowed } from './route-helpers.js';
 import { TargetCooldownMetrics } from './target-cooldown-metrics.js';
 import type { BucketLimits } from './token-bucket.js';
+import type { SourceLimiter } from './source-limiter.js';
 
 export { page } from './proxy-routes.js';
 
@@ -62,6 +63,8 @@ export interface DiscoveryAppOptions {
   sessionIdleSeconds?: number;
   /** Requests without a valid token, per source address (source-limiter.ts's default). */
   failedAuthLimit?: BucketLimits;
+  /** The process's limiter of failed authentications (both doors count in it); else the API's own. */
+  failedAuth?: SourceLimiter;
   /** Name targets in /metrics (`--metrics-target-names`); default: pseudonyms. */
   metricsTargetNames?: boolean;
   /**

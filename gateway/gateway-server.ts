@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { authenticate } from './authenticate.js';
+import { authenticate, checkToken } from './authenticate.js';
 import { forwardConnect } from './forward-connect.js';
 import { forwardHttp } from './forward-http.js';
 import { DEFAULT_GATEWAY_OPTIONS, type GatewayContext, type GatewayOptions } from './gateway-context.js';
@@ -188,6 +188,7 @@ export class Gateway {
       this.ctx.tokens,
       this.ctx.book,
       this.ctx.options.maxTTLSeconds,
+      req.socket.remoteAddress ?? '',
     );
   }
 
@@ -250,15 +251,14 @@ export class Gateway {
     }
     const bearer = BEARER.exec(req.headers.authorization ?? '');
     let owner: string | undefined;
-    if (bearer !== null) owner = this.ctx.tokens.nameOf(bearer[1]);
-    else {
-      const auth = authenticate(
-        req.headers['proxy-authorization'],
-        this.ctx.tokens,
-        this.ctx.book,
-        this.ctx.options.maxTTLSeconds,
-      );
+    if (bearer !== null) {
+      const checked = checkToken(this.ctx.tokens, bearer[1], req.socket.remoteAddress ?? '');
+      if (typeof checked === 'string') owner = checked;
+      else if (checked.status === 429) return void (req.resume(), replyError(res, checked));
+    } else {
+      const auth = this.authenticate(req);
       if (auth.ok) owner = auth.owner;
+      else if (auth.error.status === 429) return void (req.resume(), replyError(res, auth.error));
     }
     if (owner === undefined) {
       req.resume();

@@ -80,4 +80,12 @@ export interface TokenVerifier {
   nameOf(token: string): string | undefined;
   /** The names of the tokens valid now: a tunnel whose token was revoked since it opened is cut. */
   names(): ReadonlySet<string>;
+  /**
+   * Milliseconds `source` must wait before its next token is checked (it presented too many
+   * wrong ones), or undefined; a token already seen valid passes. Asked before nameOf, so a
+   * guesser is refused before its token is hashed. Without it, no limit.
+   */
+  throttled?(token: string, source: string): number | undefined;
+  /** `source` presented a token nameOf did not know. */
+  failed?(source: string): void;
 }

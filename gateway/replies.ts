@@ -8,6 +8,7 @@ export type GatewayErrorCode =
   | 'proxy_auth_required'
   | 'malformed_credentials'
   | 'invalid_token'
+  | 'too_many_requests'
   | 'no_tokens_configured'
   | 'invalid_username'
   | 'invalid_request'

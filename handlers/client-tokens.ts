@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ApiTokens } from '../book/api-tokens.js';
+import { SourceLimiter } from '../discovery/source-limiter.js';
 import {
   loadTokensFile,
   tokensFileMetrics,
@@ -21,6 +22,11 @@ export interface ClientTokens {
   acquire(): void;
   /** A door closes: the last one stops watching it. */
   release(): void;
+  /**
+   * Wrong tokens per source address, counted once for both doors: a guesser gets the API's
+   * 20 (then 5/s) in all, not that at each door.
+   */
+  readonly failedAuth: SourceLimiter;
 }
 
 export interface ClientTokensOptions {
@@ -57,6 +63,7 @@ export function createClientTokens(
   let doors = 0;
   return {
     tokens,
+    failedAuth: new SourceLimiter(),
     acquire() {
       if (doors++ === 0) watcher.start();
     },
@@ -69,5 +76,5 @@ export function createClientTokens(
 
 /** Tokens that never change (one DISCOVERY_TOKEN, or none). */
 function fixedTokens(tokens: ApiTokens | undefined): ClientTokens {
-  return { tokens, acquire() {}, release() {} };
+  return { tokens, failedAuth: new SourceLimiter(), acquire() {}, release() {} };
 }

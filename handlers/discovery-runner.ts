@@ -55,6 +55,8 @@ export class DiscoveryRunner {
       leases: this.leases,
       // The process's tokens (createProxyOperator): the gateway reads the same live set.
       ...(clientTokens.tokens === undefined ? {} : { tokens: clientTokens.tokens }),
+      // Wrong tokens counted with the gateway's: one budget per address for both doors.
+      failedAuth: clientTokens.failedAuth,
       ...(settings.discovery.rateLimit === undefined ? {} : { rateLimit: settings.discovery.rateLimit }),
       logger: this.logger,
       registry,

@@ -9,6 +9,7 @@ import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
 import type { TenantLedger } from '../book/tenant-quotas.js';
 import type { Logger } from 'pino';
 import type { TargetCooldownMetrics } from '../discovery/target-cooldown-metrics.js';
+import { SourceLimiter } from '../discovery/source-limiter.js';
 import type {
   GatewayBook,
   GatewayLeaseRequest,
@@ -168,12 +169,26 @@ export function gatewayBook(
 /** Recently presented tokens whose digests are kept (clients resend the same token). */
 const DIGEST_CACHE_ENTRIES = 64;
 
-/** The named tokens as the gateway asks them; `tokens` undefined = none configured (refuse all). */
-export function gatewayTokens(tokens: ApiTokens | undefined): TokenVerifier {
+/**
+ * The named tokens as the gateway asks them; `tokens` undefined = none configured (refuse all).
+ * Wrong tokens are limited per source address as the discovery API limits them (`sources`).
+ */
+export function gatewayTokens(
+  tokens: ApiTokens | undefined,
+  sources: SourceLimiter = new SourceLimiter(),
+): TokenVerifier {
   const digests = new Map<string, string>();
   return {
     configured: () => tokens !== undefined && tokens.names.length > 0,
     names: () => new Set(tokens?.names ?? []),
+    // A token seen before is known without hashing: a valid client behind a guessing
+    // address resends its own and is never refused.
+    throttled(token, source) {
+      const known = digests.get(token);
+      if (known !== undefined && tokens?.nameOf(known) !== undefined) return undefined;
+      return sources.blocked(source);
+    },
+    failed: (source) => sources.failed(source),
     nameOf(token) {
       if (tokens === undefined) return undefined;
       let digest = digests.get(token);

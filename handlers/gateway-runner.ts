@@ -66,7 +66,7 @@ export class GatewayRunner {
         // One ledger of per-token quotas with the API's: a token's leases count at both doors.
         ledger,
       ),
-      tokens: gatewayTokens(tokens),
+      tokens: gatewayTokens(tokens, clientTokens.failedAuth),
       // The health engine's rule: a leased External proxy whose name now resolves inside is
       // never connected to (handlers/health-runner.ts refuses it at its probes).
       guard: gatewayGuard(settings.externalEndpoints),

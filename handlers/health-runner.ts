@@ -15,6 +15,7 @@ import type { LeaseBook } from './lease-book.js';
 import type { HandlerSettings } from './settings.js';
 import { HANDLER_SETTINGS, LEASE_BOOK, METRICS_REGISTRY, ROOT_LOGGER, VERDICTS } from './tokens.js';
 import type { VerdictBoard } from './verdict-board.js';
+import type { TargetReading } from './repair-hold.js';
 import { endpointCheck, type EndpointCheck } from '../providers/endpoint-ranges.js';
 
 /**
@@ -149,23 +150,27 @@ export class HealthRunner {
         expectedStatusCodes: [...how.codes],
         ca: this.settings.probeCA,
         signal: ctx.signal,
+        // A probe URL is anyone's who may create a Proxy: never fetched inside from here.
+        guard: (host) => this.endpoints(host)?.message,
       }).then((result) => {
         state.inFlight = false;
         state.dueAt = Date.now() + how.interval * 1000;
         if (ctx.signal.aborted || this.direct.get(url) !== state) return;
         const before = this.board.target(url);
-        this.board.setTarget(
-          url,
-          result.reachable ? { kind: 'reachable' } : { kind: 'unreachable', message: result.message },
-        );
-        if (before.kind !== (result.reachable ? 'reachable' : 'unreachable'))
+        const reading: TargetReading = result.reachable
+          ? { kind: 'reachable' }
+          : { kind: result.refused ? 'refused' : 'unreachable', message: result.message };
+        this.board.setTarget(url, reading);
+        if (before.kind !== reading.kind)
           ctx.logger.info(
             {
               probeURL: url,
               reachable: result.reachable,
-              detail: result.reachable ? undefined : result.message,
+              ...(result.reachable ? {} : { refused: result.refused === true, detail: result.message }),
             },
-            'probe target checked directly (no proxy)',
+            result.reachable || !result.refused
+              ? 'probe target checked directly (no proxy)'
+              : 'probe target not checked directly: it is inside (providers config external:)',
           );
       });
     }

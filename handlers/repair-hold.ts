@@ -12,6 +12,11 @@
 export type TargetReading =
   | { kind: 'reachable' }
   | { kind: 'unreachable'; message: string }
+  /**
+   * Never fetched: the URL is inside (the External endpoints' rule, providers config
+   * `external:`), and the operator fetches nothing inside. No reference: the counting rules decide.
+   */
+  | { kind: 'refused'; message: string }
   /** Not checked yet in this leadership term (the first check runs at the next health sync). */
   | { kind: 'unknown' };
 

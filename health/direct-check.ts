@@ -1,8 +1,12 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { AddressRefusedError, guardedLookup, type AddressGuard } from './proxy-wire.js';
 
-/** What fetching a probe URL directly (no proxy) said. */
-export type DirectCheck = { reachable: true } | { reachable: false; message: string };
+/**
+ * What fetching a probe URL directly (no proxy) said. `refused`: not fetched, its host (or an
+ * address its name resolved to) is one the guard refuses; no request left the operator.
+ */
+export type DirectCheck = { reachable: true } | { reachable: false; message: string; refused?: true };
 
 export interface DirectCheckOptions {
   timeoutSeconds: number;
@@ -10,6 +14,12 @@ export interface DirectCheckOptions {
   /** Extra trust for the target's certificate (tests); production uses the system CAs. */
   ca?: string | Buffer | Array<string | Buffer>;
   signal?: AbortSignal;
+  /**
+   * Hosts and addresses the operator must not fetch from (the External endpoints' rule): a
+   * probe URL is anyone's who may create a Proxy, and this fetch leaves from the operator's
+   * own Pod. The host is checked as written, a name's every address before connecting.
+   */
+  guard?: AddressGuard;
 }
 
 /**
@@ -34,10 +44,22 @@ export function checkDirectly(url: string, opts: DirectCheckOptions): Promise<Di
       resolve({ reachable: false, message: `not a URL: ${JSON.stringify(url)}` });
       return;
     }
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+    const literalRefusal = opts.guard?.(host);
+    if (literalRefusal !== undefined) {
+      resolve({ reachable: false, refused: true, message: `endpoint refused: ${literalRefusal}` });
+      return;
+    }
     const send = parsed.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(
       parsed,
-      { method: 'GET', headers: { 'user-agent': 'proxy-operator-direct-check' }, ca: opts.ca, agent: false },
+      {
+        method: 'GET',
+        headers: { 'user-agent': 'proxy-operator-direct-check' },
+        ca: opts.ca,
+        agent: false,
+        ...(opts.guard === undefined ? {} : { lookup: guardedLookup(opts.guard) }),
+      },
       (res) => {
         const status = res.statusCode ?? 0;
         res.resume();
@@ -52,7 +74,13 @@ export function checkDirectly(url: string, opts: DirectCheckOptions): Promise<Di
       () => done({ reachable: false, message: `no answer within ${opts.timeoutSeconds} s` }),
       opts.timeoutSeconds * 1000,
     );
-    req.on('error', (err) => done({ reachable: false, message: err.message }));
+    req.on('error', (err) =>
+      done(
+        err instanceof AddressRefusedError
+          ? { reachable: false, refused: true, message: err.message }
+          : { reachable: false, message: err.message },
+      ),
+    );
     opts.signal?.addEventListener('abort', () => done({ reachable: false, message: 'aborted' }), {
       once: true,
     });

@@ -2,7 +2,7 @@
 // and where it is kept (memory or Redis).
 import type { LeaseBookRules } from '../../book/lease-book-settings.js';
 import { MIN_MAX_SESSIONS } from '../../book/session-book.js';
-import { bool, positiveInt, SettingsError, type FlagReader } from './values.js';
+import { bool, millis, positiveInt, seconds, SettingsError, type FlagReader } from './values.js';
 
 export type LeaseStoreSettings =
   | { kind: 'memory' }
@@ -35,17 +35,17 @@ export function leaseBookRules(get: FlagReader): LeaseBookRules {
     rateLimitCooldownSeconds,
     maxRateLimitCooldownSeconds,
     singleCooldownWindow: bool('single-cooldown-window', get('single-cooldown-window')!),
-    suspicionTimeoutSeconds: positiveInt('suspicion-timeout', get('suspicion-timeout')!),
-    suspicionHoldoffSeconds: positiveInt('suspicion-holdoff', get('suspicion-holdoff')!, 0),
-    sessionIdleSeconds: positiveInt('session-idle-timeout', get('session-idle-timeout')!),
+    suspicionTimeoutSeconds: seconds('suspicion-timeout', get('suspicion-timeout')!),
+    suspicionHoldoffSeconds: seconds('suspicion-holdoff', get('suspicion-holdoff')!, 0),
+    sessionIdleSeconds: seconds('session-idle-timeout', get('session-idle-timeout')!),
     maxSessions: positiveInt('max-sessions', get('max-sessions')!, MIN_MAX_SESSIONS),
   };
 }
 
 /** A first cooldown and the longest a streak doubles it to: the longest is never below the first. */
 function cooldownRange(get: FlagReader, baseFlag: string, maxFlag: string): [number, number] {
-  const base = positiveInt(baseFlag, get(baseFlag)!);
-  const max = positiveInt(maxFlag, get(maxFlag)!);
+  const base = seconds(baseFlag, get(baseFlag)!);
+  const max = seconds(maxFlag, get(maxFlag)!);
   if (max < base) throw new SettingsError(`--${maxFlag}: "${max}" must be at least --${baseFlag} (${base})`);
   return [base, max];
 }
@@ -77,12 +77,12 @@ export function leaseStore(
     parsed = new URL(url);
   } catch {
     throw new SettingsError(
-      `--redis-url: "${url}" is not a URL (redis://host:port[/db] or rediss://host:port[/db])`,
+      `--redis-url: "${withoutUserinfo(url)}" is not a URL (redis://host:port[/db] or rediss://host:port[/db])`,
     );
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
     throw new SettingsError(`--redis-url: "${parsed.protocol}" must be redis: or rediss: (TLS)`);
-  if (parsed.hostname === '') throw new SettingsError(`--redis-url: "${url}" names no host`);
+  if (parsed.hostname === '') throw new SettingsError(`--redis-url: "${withoutUserinfo(url)}" names no host`);
   if (parsed.pathname !== '' && parsed.pathname !== '/' && !/^\/\d+$/.test(parsed.pathname))
     throw new SettingsError(`--redis-url: path "${parsed.pathname}" must be a database number, e.g. /0`);
   // A flag value shows in the Pod spec and in ps: the password belongs in a Secret.
@@ -106,8 +106,16 @@ export function leaseStore(
     ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD.trim() } : {}),
     ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME.trim() } : {}),
     keyPrefix,
-    timeoutMs: positiveInt('redis-timeout', get('redis-timeout')!, 10),
+    timeoutMs: millis('redis-timeout', get('redis-timeout')!, 10),
     ...(caFile === undefined ? {} : { caFile }),
     allowEviction: bool('redis-allow-eviction', get('redis-allow-eviction')!),
   };
+}
+
+/**
+ * The URL as an error may show it: REDIS_URL may carry the password (from a Secret), and a
+ * start-up error goes to the logs. Everything up to the last '@' goes, whether it parses or not.
+ */
+function withoutUserinfo(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, '$1***@');
 }

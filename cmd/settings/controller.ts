@@ -3,24 +3,24 @@ import type { Component } from '../../handlers/components.js';
 import type { Cap, MaxUnavailable } from '../../handlers/replacement-budget.js';
 import type { ControllerSettings } from '../../handlers/settings.js';
 import type { LeaseStoreSettings } from './book.js';
-import { bool, percent, positiveInt, SettingsError, type FlagReader } from './values.js';
+import { bool, millis, percent, positiveInt, seconds, SettingsError, type FlagReader } from './values.js';
 
 export const COMPONENTS: readonly Component[] = ['controller', 'discovery', 'gateway'];
 
 export function controllerSettings(get: FlagReader): ControllerSettings {
   return {
-    orphanSweepIntervalSeconds: positiveInt('orphan-sweep-interval', get('orphan-sweep-interval')!),
-    orphanMinAgeSeconds: positiveInt('orphan-min-age', get('orphan-min-age')!, 0),
+    orphanSweepIntervalSeconds: seconds('orphan-sweep-interval', get('orphan-sweep-interval')!),
+    orphanMinAgeSeconds: seconds('orphan-min-age', get('orphan-min-age')!, 0),
     healthConcurrency: positiveInt('health-concurrency', get('health-concurrency')!),
-    recheckIntervalMillis: positiveInt('recheck-interval', get('recheck-interval')!, 50),
+    recheckIntervalMillis: millis('recheck-interval', get('recheck-interval')!, 50),
     maxUnavailable: parseMaxUnavailable('max-unavailable', get('max-unavailable')!),
-    replaceUnhealthyAfterSeconds: positiveInt('replace-unhealthy-after', get('replace-unhealthy-after')!, 0),
+    replaceUnhealthyAfterSeconds: seconds('replace-unhealthy-after', get('replace-unhealthy-after')!, 0),
     repairHoldUnhealthyPercent: percent(
       'repair-hold-unhealthy-percent',
       get('repair-hold-unhealthy-percent')!,
     ),
     exitIPAllowNonPublic: bool('exit-ip-allow-non-public', get('exit-ip-allow-non-public')!),
-    rotationDrainSeconds: positiveInt('rotation-drain-timeout', get('rotation-drain-timeout')!, 0),
+    rotationDrainSeconds: seconds('rotation-drain-timeout', get('rotation-drain-timeout')!, 0),
   };
 }
 

@@ -1,7 +1,15 @@
 // The discovery API's flags: its address and TLS, how clients authenticate, and its rate limit.
 import { MIN_TOKEN_LENGTH } from '../../book/api-tokens.js';
 import type { DiscoverySettings } from '../../handlers/settings.js';
-import { address, bool, positiveInt, positiveNumber, SettingsError, type FlagReader } from './values.js';
+import {
+  address,
+  bool,
+  positiveInt,
+  positiveNumber,
+  seconds,
+  SettingsError,
+  type FlagReader,
+} from './values.js';
 
 export type DiscoveryAuth =
   /** Named tokens from a file, re-read on change. */
@@ -28,7 +36,7 @@ export function discoveryFlags(get: FlagReader): DiscoveryFlags {
       inFlight: positiveInt('discovery-book-concurrency', get('discovery-book-concurrency')!),
       queuedPerToken: positiveInt('discovery-book-queue', get('discovery-book-queue')!),
     },
-    maxLeaseTTLSeconds: positiveInt('max-lease-ttl', get('max-lease-ttl')!),
+    maxLeaseTTLSeconds: seconds('max-lease-ttl', get('max-lease-ttl')!),
     sessionQuota: positiveInt('discovery-session-quota', get('discovery-session-quota')!),
   };
 }

@@ -343,7 +343,7 @@ export function usage(): string {
   const lines = [
     'Usage: proxy-operator [flags]',
     '',
-    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is one API bearer token (named "default"), surrounding whitespace ignored; --discovery-tokens-file holds several. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis.',
+    'Every flag can also be set by the environment variable shown. DISCOVERY_TOKEN (env only) is one API bearer token (named "default"), surrounding whitespace ignored; --discovery-tokens-file holds several. REDIS_PASSWORD and REDIS_USERNAME (env only) authenticate to the Redis of --lease-store=redis. A duration is at most 24.8 days (2147483 s, 2147483647 ms: the longest a timer waits).',
     '',
   ];
   for (const o of OPTIONS) {

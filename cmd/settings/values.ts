@@ -1,4 +1,5 @@
 // The value parsers every part of the settings uses: each names the flag it read.
+import { MAX_TIMER_MS } from '../../framework/utils/sleep.js';
 
 /** A start-up mistake in the flags or environment, said naming the flag or key. */
 export class SettingsError extends Error {}
@@ -23,8 +24,28 @@ export function positiveInt(flag: string, value: string, min = 1, max?: number):
   const n = Number(value);
   if (max !== undefined && !(Number.isInteger(n) && n >= min && n <= max))
     throw new SettingsError(`--${flag}: "${value}" must be an integer from ${min} to ${max}`);
-  if (!Number.isInteger(n) || n < min)
+  if (!Number.isSafeInteger(n) || n < min)
     throw new SettingsError(`--${flag}: "${value}" must be an integer >= ${min}`);
+  return n;
+}
+/** The longest a duration flag may be: what one timer holds, in seconds (24.8 days). */
+export const MAX_DURATION_SECONDS = Math.floor(MAX_TIMER_MS / 1000);
+/**
+ * A duration in seconds. Beyond what a Node timer holds, a raw timer fires after 1 ms (a
+ * timeout that always expires, a wait that never waits): refused, naming the flag.
+ */
+export function seconds(flag: string, value: string, min = 1): number {
+  return atMost(flag, value, positiveInt(flag, value, min), MAX_DURATION_SECONDS, 's');
+}
+/** A duration in milliseconds, bounded as `seconds`. */
+export function millis(flag: string, value: string, min: number): number {
+  return atMost(flag, value, positiveInt(flag, value, min), MAX_TIMER_MS, 'ms');
+}
+function atMost(flag: string, value: string, n: number, max: number, unit: string): number {
+  if (n > max)
+    throw new SettingsError(
+      `--${flag}: "${value}" must be at most ${max} ${unit} (24.8 days, the longest a timer waits)`,
+    );
   return n;
 }
 export function positiveNumber(flag: string, value: string): number {

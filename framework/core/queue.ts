@@ -1,4 +1,5 @@
 import { ExponentialBackoff } from '../utils/backoff.js';
+import { longTimeout, type LongTimeout } from '../utils/sleep.js';
 import { TokenBucket } from '../utils/token-bucket.js';
 
 export interface QueueOptions {
@@ -20,7 +21,7 @@ export class WorkQueue {
   private readonly queue: string[] = [];
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
-  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly delayed = new Map<string, { at: number; timer: LongTimeout }>();
   private readonly waiters: Array<(key: string | undefined) => void> = [];
   private readonly backoff: ExponentialBackoff<string>;
   private readonly bucket: TokenBucket;
@@ -58,8 +59,8 @@ export class WorkQueue {
     const at = Date.now() + ms;
     const pending = this.delayed.get(key);
     if (pending && pending.at <= at) return;
-    if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
+    if (pending) pending.timer.cancel();
+    const timer = longTimeout(() => {
       this.delayed.delete(key);
       this.add(key);
     }, ms);
@@ -82,7 +83,7 @@ export class WorkQueue {
   drop(key: string): void {
     this.backoff.forget(key);
     const pending = this.delayed.get(key);
-    if (pending) clearTimeout(pending.timer);
+    if (pending) pending.timer.cancel();
     this.delayed.delete(key);
   }
 
@@ -117,7 +118,7 @@ export class WorkQueue {
 
   shutDown(): void {
     this.closed = true;
-    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    for (const { timer } of this.delayed.values()) timer.cancel();
     this.delayed.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
   }

@@ -1,13 +1,38 @@
+/** The longest delay one Node timer holds (2^31-1 ms, 24.8 days): a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A pending `longTimeout`. */
+export interface LongTimeout {
+  cancel(): void;
+}
+
+/**
+ * setTimeout for any delay: beyond MAX_TIMER_MS it waits in chained timers of at most that,
+ * so a requeue or sleep of 30 days waits 30 days instead of firing at once (and again, and
+ * again: a hot loop).
+ */
+export function longTimeout(fn: () => void, ms: number): LongTimeout {
+  let left = Math.max(0, ms) || 0; // NaN: at once, as setTimeout does
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const step = Math.min(left, MAX_TIMER_MS);
+    left -= step;
+    timer = setTimeout(() => (left > 0 ? arm() : fn()), step);
+  };
+  arm();
+  return { cancel: () => clearTimeout(timer) };
+}
+
 /** Resolves after `ms`, or early (without rejecting) when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
-      clearTimeout(timer);
+      timer.cancel();
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, Math.max(0, ms));
+    const timer = longTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
   });
 }

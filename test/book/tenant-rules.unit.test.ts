@@ -109,8 +109,10 @@ describe('token options in the tokens file', () => {
     [['namespaces=a', 'namespaces=b'], /"namespaces=" is given twice/],
     [['selector=pool'], /selector: "pool" must be key=value/],
     [['selector=a=1,a=2'], /selector: key "a" is given twice/],
-    [['trusted'], /unknown option "trusted"/],
-    [['rotation-trusted=yes'], /unknown option "rotation-trusted"/],
+    [['trusted'], /word 2 of the line after the name is not an option \(not shown/],
+    [['namespaces=a', 'trusted'], /word 3 of the line after the name is not an option/],
+    [['rotation-trusted=yes'], /option "rotation-trusted" takes no value/],
+    [['namespaces'], /option "namespaces" needs =<value>/],
   ])('%j is refused: %s', (words, message) => {
     expect(() => parseTokenOptions(words)).toThrow(message);
   });

@@ -155,6 +155,42 @@ describe('the operator RBAC manifests', () => {
     });
   });
 
+  // The account tests above look at the operator charts' accounts; a grant anywhere else
+  // (a sample's Role, a binding to a Group) would have passed them unseen.
+  it.each([
+    ['default', charts],
+    ['--watch-namespace=crawling', custom],
+  ] as const)(
+    '(%s) grant only to the accounts above: every binding, account and token-mounting Pod of every chart',
+    (_case, all) => {
+      const accounts = new Set(ACCOUNTS.map(([chart, account]) => `${chart}/${account}`));
+      const strays: string[] = [];
+      for (const [chart, objects] of all) {
+        for (const b of bindingsOf(objects))
+          for (const s of b.subjects ?? [])
+            if (
+              s.kind !== 'ServiceAccount' ||
+              s.namespace !== OPERATOR_NAMESPACE ||
+              !accounts.has(`${chart}/${s.name}`)
+            )
+              strays.push(
+                `${chart}: ${b.kind} ${b.metadata!.name} binds ${s.kind} ${s.namespace ?? ''}/${s.name}`,
+              );
+        for (const o of objects.filter((o) => o.kind === 'ServiceAccount'))
+          if (!accounts.has(`${chart}/${o.metadata.name}`))
+            strays.push(`${chart}: ServiceAccount ${o.metadata.name}`);
+        for (const d of objects.filter((o) => o.kind === 'Deployment') as unknown as V1Deployment[]) {
+          const pod = d.spec!.template.spec!;
+          if (pod.automountServiceAccountToken === false) continue;
+          const account = pod.serviceAccountName ?? 'default';
+          if (!accounts.has(`${chart}/${account}`))
+            strays.push(`${chart}: Deployment ${d.metadata!.name} mounts the token of ${account}`);
+        }
+      }
+      expect(strays).toEqual([]);
+    },
+  );
+
   it.each([...charts.keys()].filter((c) => c.startsWith('operator')))(
     '%s: bind every role to a ServiceAccount of the operator namespace, and only roles the chart defines',
     (chart) => {

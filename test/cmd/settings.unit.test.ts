@@ -90,6 +90,49 @@ describe('operator settings', () => {
     expect(() => parse(argv, {})).toThrow(message);
   });
 
+  // A Node timer holds at most 2^31-1 ms; a longer raw timer fires after 1 ms: a timeout that
+  // always expires, a wait that never waits. Every duration flag stops start-up beyond it.
+  const REDIS = ['--lease-store=redis', '--redis-url=redis://r'];
+  it.each<[flag: string, unit: 's' | 'ms', extra?: string[]]>([
+    ['cooldown', 's'],
+    ['max-cooldown', 's'],
+    ['rate-limit-cooldown', 's'],
+    ['max-rate-limit-cooldown', 's'],
+    ['suspicion-timeout', 's'],
+    ['suspicion-holdoff', 's'],
+    ['session-idle-timeout', 's'],
+    ['max-lease-ttl', 's'],
+    ['orphan-sweep-interval', 's'],
+    ['orphan-min-age', 's'],
+    ['replace-unhealthy-after', 's'],
+    ['rotation-drain-timeout', 's'],
+    ['gateway-lease-ttl', 's'],
+    ['gateway-idle-timeout', 's'],
+    ['gateway-drain-timeout', 's'],
+    ['recheck-interval', 'ms'],
+    ['gateway-connect-timeout', 'ms'],
+    ['gateway-response-timeout', 'ms'],
+    ['redis-timeout', 'ms', REDIS],
+  ])('--%s (%s) takes what a timer holds and refuses one more, naming the flag', (flag, unit, extra = []) => {
+    const max = unit === 's' ? 2_147_483 : 2_147_483_647;
+    // The cooldown ceilings must be at least their base: raise both together.
+    const pair = (v: number) =>
+      flag === 'cooldown' || flag === 'rate-limit-cooldown'
+        ? [`--${flag}=${v}`, `--max-${flag}=${max}`]
+        : [`--${flag}=${v}`];
+    expect(() => parse([...extra, ...pair(max)], {})).not.toThrow();
+    const over = () => parse([...extra, ...pair(max + 1)], {});
+    expect(over).toThrow(SettingsError);
+    expect(over).toThrow(`--${flag}: "${max + 1}" must be at most ${max} ${unit}`);
+  });
+
+  it.each([['1e300'], ['9007199254740993']])(
+    'refuses a count past the safe integers: --max-sessions=%s',
+    (v) => {
+      expect(() => parse([`--max-sessions=${v}`], {})).toThrow(`--max-sessions: "${v}" must be an integer`);
+    },
+  );
+
   it('reads --cluster-name or CLUSTER_NAME, and leaves it unset (the kube-system UID) by default', () => {
     expect(parse([], {})).toMatchObject({ clusterName: undefined });
     expect(parse([], { CLUSTER_NAME: 'staging' })).toMatchObject({ clusterName: 'staging' });
@@ -406,6 +449,26 @@ describe('the lease store and components flags', () => {
   ])('rejects %j naming the flag', (argv, message) => {
     expect(() => parse(argv, {})).toThrow(SettingsError);
     expect(() => parse(argv, {})).toThrow(message);
+  });
+
+  // REDIS_URL may carry the password (from a Secret); a start-up error goes to the logs.
+  it.each([
+    ['no host', 'redis:/:hunter2-secret@r', /--redis-url: "\*\*\*@r" names no host/],
+    [
+      'not a URL',
+      'redis://:hunter2-secret@bad host:6379',
+      /--redis-url: "redis:\/\/\*\*\*@bad host:6379" is not a URL/,
+    ],
+    [
+      'an @ and a / in the password',
+      'redis://u:hun/ter@2-secret@ x',
+      /--redis-url: "redis:\/\/\*\*\*@ x" is not a URL/,
+    ],
+    ['no scheme', ':hunter2-secret@', /--redis-url: "\*\*\*@" is not a URL/],
+  ])('a REDIS_URL refused for %s never shows its password', (_case, url, message) => {
+    const refused = () => parse(['--lease-store=redis'], { REDIS_URL: url });
+    expect(refused).toThrow(message);
+    expect(refused).not.toThrow(/hunter|secret/);
   });
 
   it.each<[string[], string[]]>([

@@ -105,7 +105,13 @@ describe('the tokens file', () => {
     [
       'a word after the token that is no option',
       `team-a: ${A} x`,
-      /^f:1: the options of "team-a": unknown option "x"/,
+      /^f:1: the options of "team-a": word 2 of the line after the name is not an option/,
+    ],
+    // The first part passes as a token; the rest was echoed as an unknown option.
+    [
+      'a token with a space in it',
+      `team-a: ${A} ${B}`,
+      /^f:1: the options of "team-a": word 2 of the line after the name is not an option/,
     ],
     ['a name twice', `x: ${A}\nx: ${B}`, /^f:2: name "x" is given twice$/],
     ['one token under two names', `x: ${A}\ny: ${A}`, /^f:2: the token of "y" is also "x"'s$/],

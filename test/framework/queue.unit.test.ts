@@ -1,4 +1,5 @@
 import { WorkQueue } from '../../framework/core/queue.js';
+import { MAX_TIMER_MS, sleep } from '../../framework/utils/sleep.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -60,6 +61,34 @@ describe('WorkQueue', () => {
     expect(await q.get()).toBe('k');
     expect(Date.now() - started).toBeLessThan(4_000);
     q.shutDown();
+  });
+
+  // A Node timer holds at most 2^31-1 ms; a longer one fired after 1 ms, so a Proxy requeued
+  // for its rotation in 30 days was reconciled again at once, over and over.
+  it.each([
+    ['just beyond what one timer holds', MAX_TIMER_MS + 1],
+    ['30 days', 30 * 24 * 3600 * 1000],
+    ['365 days', 365 * 24 * 3600 * 1000],
+  ])('waits out an addAfter of %s instead of firing at once', async (_case, ms) => {
+    const q = new WorkQueue();
+    q.addAfter('k', ms);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(q.length).toBe(0);
+    q.shutDown();
+  });
+
+  it.each([
+    ['just beyond what one timer holds', MAX_TIMER_MS + 1],
+    ['30 days', 30 * 24 * 3600 * 1000],
+  ])('sleeps through a wait of %s, and an abort still ends it', async (_case, ms) => {
+    const abort = new AbortController();
+    let woke = false;
+    const slept = sleep(ms, abort.signal).then(() => (woke = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(woke).toBe(false);
+    abort.abort();
+    await slept;
+    expect(woke).toBe(true);
   });
 
   it.each([

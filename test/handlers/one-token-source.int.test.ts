@@ -1,6 +1,7 @@
 // The discovery API and the gateway read one source of client tokens: one load, one watcher
 // of the tokens file, one set of its metrics. A token revoked in the file is refused by both
 // doors after the same reload (not by one door now and the other up to an interval later).
+// Wrong tokens are counted once for both doors, per source address.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -44,11 +45,28 @@ async function apiStatus(token: string): Promise<number> {
   return res.statusCode;
 }
 
+/** The API's answer to a list with this bearer token, sent from `localAddress`. */
+function apiStatusFrom(token: string, localAddress: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${op.discoveryURL}/v1/proxies`, {
+      localAddress,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** The gateway's answer to a plain-HTTP request with this token as the proxy password. */
-function gatewayStatus(token: string): Promise<number> {
+function gatewayStatus(token: string, localAddress = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({
       host: '127.0.0.1',
+      localAddress,
       port: gatewayPort,
       method: 'GET',
       path: 'http://127.0.0.1:9/nothing',
@@ -128,5 +146,15 @@ describe('one token source for the discovery API and the gateway', () => {
     expect(await gatewayStatus(C)).not.toBe(407);
     await new Promise((r) => setTimeout(r, 4_500));
     expect(reloads()).toBe(before + 1);
+  }, 30_000);
+
+  // From an address of its own (the other cases' failures are 127.0.0.1's).
+  it('wrong tokens count once for both doors: 20 at the gateway, and the API refuses the next with 429', async () => {
+    const from = '127.0.0.5';
+    for (let i = 0; i < 20; i++) expect(await gatewayStatus(`guess-${i}-0123456789abcdef`, from)).toBe(407);
+    expect(await apiStatusFrom('guess-20-0123456789abcdef', from)).toBe(429);
+    expect(await gatewayStatus('guess-21-0123456789abcdef', from)).toBe(429);
+    // Another address is not held back by this one's guesses.
+    expect(await apiStatusFrom('guess-22-0123456789abcdef', '127.0.0.6')).toBe(401);
   }, 30_000);
 });

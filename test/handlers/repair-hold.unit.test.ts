@@ -61,6 +61,16 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
       { target: { kind: 'unknown' } },
       'ProbeTargetUnchecked',
     ],
+    [
+      'the target inside, never fetched directly (providers config external:): the counting rules decide, one dead proxy repaired',
+      { target: { kind: 'refused', message: 'endpoint refused: 127.0.0.1 is in the loopback range' } },
+      'go',
+    ],
+    [
+      'the target inside, never fetched directly, the fleet down: the provider rule holds',
+      { target: { kind: 'refused', message: 'endpoint refused' }, ...whole(20) },
+      'FleetUnhealthy',
+    ],
     ['a fleet of 1, its one proxy dead: repair (at least one may be)', whole(1, 1), 'go'],
     ['a fleet of 2, both dead: hold (the provider rule)', whole(2, 2), 'FleetUnhealthy'],
     ['the rules off (100%): 20 of 20 repaired', { ...whole(20), maxUnhealthyPercent: 100 }, 'go'],
