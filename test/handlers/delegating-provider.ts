@@ -20,3 +20,18 @@ export class DelegatingProvider implements Provider {
     return this.inner.listByTag(owner, signal);
   }
 }
+
+/** Records the id of every instance deleted, in `deletes`: what the autopilot took out. */
+export class DeleteRecordingProvider extends DelegatingProvider {
+  constructor(
+    inner: Provider,
+    private readonly deletes: string[],
+  ) {
+    super(inner);
+  }
+
+  override delete(id: string, signal?: AbortSignal): Promise<void> {
+    this.deletes.push(id);
+    return super.delete(id, signal);
+  }
+}

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenForProbes } from './probe-site.js';
 import { DEAD_IP, Killable } from './killable-provider.js';
 import {
   condition,
@@ -40,11 +40,6 @@ const { api } = suite;
 const teamA = Array.from({ length: PER_TEAM }, (_, i) => `team-a-${i}`);
 const teamB = Array.from({ length: PER_TEAM }, (_, i) => `team-b-${i}`);
 
-async function listen(s: Server): Promise<string> {
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/generate_204`;
-}
-
 beforeAll(async () => {
   siteA = createServer((req, res) => {
     if (aDown) {
@@ -54,8 +49,8 @@ beforeAll(async () => {
     res.writeHead(204).end();
   });
   siteB = createServer((_req, res) => res.writeHead(204).end());
-  urlA = await listen(siteA);
-  urlB = await listen(siteB);
+  urlA = await listenForProbes(siteA);
+  urlB = await listenForProbes(siteB);
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { DelegatingProvider } from './delegating-provider.js';
+import { listenForProbes } from './probe-site.js';
+import { DeleteRecordingProvider } from './delegating-provider.js';
 import {
   condition,
   eventsOnceThere,
@@ -29,15 +29,8 @@ let siteB: Server;
 let urlA = '';
 let urlB = '';
 
-class Recording extends DelegatingProvider {
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
-
 const suite = operatorSuite('repair-hold-target-refuses-team', {
-  providers: (mock) => ({ mock: new Recording(mock) }),
+  providers: (mock) => ({ mock: new DeleteRecordingProvider(mock, deletes) }),
   settings: {
     replaceUnhealthyAfterSeconds: GRACE,
     repairHoldUnhealthyPercent: 20,
@@ -48,11 +41,6 @@ const suite = operatorSuite('repair-hold-target-refuses-team', {
 const { api, kc, namespace } = suite;
 const team = Array.from({ length: 4 }, (_, i) => `team-a-${i}`);
 const others = Array.from({ length: 16 }, (_, i) => `other-${i}`);
-
-async function listen(s: Server): Promise<string> {
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/generate_204`;
-}
 
 beforeAll(async () => {
   // The mock's instances connect from their own loopback addresses, never 127.0.0.1 (the
@@ -65,8 +53,8 @@ beforeAll(async () => {
     res.writeHead(204).end();
   });
   siteB = createServer((_req, res) => res.writeHead(204).end());
-  urlA = await listen(siteA);
-  urlB = await listen(siteB);
+  urlA = await listenForProbes(siteA);
+  urlB = await listenForProbes(siteB);
 });
 
 afterAll(async () => {

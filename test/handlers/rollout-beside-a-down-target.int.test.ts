@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenForProbes } from './probe-site.js';
 import { Watch } from '@kubernetes/client-node';
 import type { Proxy } from '../../crds/proxy-types.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { DeleteRecordingProvider } from './delegating-provider.js';
 import { condition, everyProxy, isReady, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Two teams share one provider, each probing its own site. Team A's site goes down: its 3
@@ -21,15 +21,8 @@ let siteB: Server;
 let urlA = '';
 let urlB = '';
 
-class Recording extends DelegatingProvider {
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
-
 const suite = operatorSuite('rollout-beside-down-target', {
-  providers: (mock) => ({ mock: new Recording(mock) }),
+  providers: (mock) => ({ mock: new DeleteRecordingProvider(mock, deletes) }),
   settings: {
     replaceUnhealthyAfterSeconds: 5,
     repairHoldUnhealthyPercent: 20,
@@ -41,11 +34,6 @@ const { api, kc, namespace } = suite;
 const teamA = ['team-a-0', 'team-a-1', 'team-a-2'];
 const teamB = ['team-b-0', 'team-b-1', 'team-b-2', 'team-b-3'];
 
-async function listen(s: Server): Promise<string> {
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/generate_204`;
-}
-
 beforeAll(async () => {
   siteA = createServer((req, res) => {
     if (aDown) {
@@ -55,8 +43,8 @@ beforeAll(async () => {
     res.writeHead(204).end();
   });
   siteB = createServer((_req, res) => res.writeHead(204).end());
-  urlA = await listen(siteA);
-  urlB = await listen(siteB);
+  urlA = await listenForProbes(siteA);
+  urlB = await listenForProbes(siteB);
 });
 
 afterAll(async () => {

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CoreV1Api, Watch } from '@kubernetes/client-node';
 import type { Proxy } from '../../crds/proxy-types.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { DeleteRecordingProvider } from './delegating-provider.js';
 import {
   condition,
   eventually,
@@ -29,15 +29,8 @@ let down = false;
 let probes: Server;
 let probeURL = '';
 
-class Recording extends DelegatingProvider {
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
-
 const suite = operatorSuite('rollout-while-held', {
-  providers: (mock) => ({ mock: new Recording(mock) }),
+  providers: (mock) => ({ mock: new DeleteRecordingProvider(mock, deletes) }),
   settings: {
     replaceUnhealthyAfterSeconds: 5,
     repairHoldUnhealthyPercent: 20,

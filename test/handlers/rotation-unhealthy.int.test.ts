@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Proxy } from '../../crds/proxy-types.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { DeleteRecordingProvider } from './delegating-provider.js';
 import { condition, eventsOnceThere, eventually, managedSpec, operatorSuite } from './operator-fixture.js';
 
 // Issue 24: a rotated proxy whose new instance is not Ready at its first probe keeps that
@@ -24,15 +24,8 @@ const deletes: string[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Counts the deletes the operator asks of the mock. */
-class Recording extends DelegatingProvider {
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
-
 const suite = operatorSuite('rotation-unhealthy', {
-  providers: (mock) => ({ mock: new Recording(mock) }),
+  providers: (mock) => ({ mock: new DeleteRecordingProvider(mock, deletes) }),
   settings: {
     replaceUnhealthyAfterSeconds: OFFSET + GRACE,
     rotationDrainSeconds: 2,
