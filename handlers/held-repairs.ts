@@ -16,7 +16,7 @@ export class HeldRepairs {
     const held = this.held;
     new Gauge({
       name: 'proxy_operator_repairs_held',
-      help: 'Unhealthy Managed proxies shown RepairHeld: past their grace, or with a spec change waiting for a slot, whose repair holds because the cause looks shared, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy, TargetGroupUnhealthy).',
+      help: 'Managed proxies shown RepairHeld: Unhealthy past their grace, or with a spec change waiting for a slot, whose repair holds because the cause looks shared, or reported dead while too many are, by provider and reason (ProbeTargetUnreachable, ProbeTargetUnchecked, FleetUnhealthy, TargetGroupUnhealthy, ProviderReportsInstancesDead).',
       labelNames: ['provider', 'reason'],
       registers: [registry],
       collect() {

@@ -17,6 +17,8 @@ import { isProviderError, type ProviderError } from '../providers/errors.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { autopilotPolicy } from './autopilot-policy.js';
 import { proxiesUsingSecret, resolveCloudInit, type SecretLike } from './cloud-init.js';
+import { DeadInstanceCensus } from './dead-instance-census.js';
+import { isDead } from './dead-instance-hold.js';
 import { HeldRepairs } from './held-repairs.js';
 import { actOnStep, type InstanceMaterial } from './instance-actions.js';
 import { CLOUD_INIT_SECRETS, PROXY_KIND, SECRET_KIND } from './kinds.js';
@@ -99,6 +101,7 @@ export class ProxyController {
   /** The lease book's cooldowns, for spec.rotation.whenCoolingDownOn. */
   private readonly cooldowns: CooldownSource;
   private readonly holds: HeldRepairs;
+  private readonly dead = new DeadInstanceCensus();
   private readonly recorder: StepRecorder;
 
   constructor(
@@ -209,6 +212,17 @@ export class ProxyController {
         ownerID: this.settings.ownerID,
         signal: ctx.signal,
       });
+      // Deleting an instance reported dead asks the provider how many more are (one listing).
+      const deadHold =
+        observation.kind === 'found' && isDead(observation.instance)
+          ? await this.dead.hold(
+              { name: proxy.spec.provider ?? '', api: provider, ownerID: this.settings.ownerID },
+              observation.instance,
+              ctx.cache,
+              this.settings.repairHoldUnhealthyPercent,
+              ctx.signal,
+            )
+          : undefined;
       // The budget is asked only for a replacement that needs a slot, the hold only for a repair
       // or an Unhealthy proxy's spec change.
       step = managedStep({
@@ -222,6 +236,7 @@ export class ProxyController {
         autopilot: autopilot(),
         slot: (kind) => this.askSlot(ctx, kind),
         repairHold: () => this.repairHold(ctx),
+        deadHold,
       });
       override = await actOnStep(ctx, provider, step, made, this.acting());
     } catch (err) {

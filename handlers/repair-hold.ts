@@ -22,13 +22,19 @@ export type TargetReading =
 
 /** Why repairs hold: a closed list, the reason on the Proxies' condition, Event and metric. */
 export type RepairHoldReason =
-  'ProbeTargetUnreachable' | 'ProbeTargetUnchecked' | 'FleetUnhealthy' | 'TargetGroupUnhealthy';
+  | 'ProbeTargetUnreachable'
+  | 'ProbeTargetUnchecked'
+  | 'FleetUnhealthy'
+  | 'TargetGroupUnhealthy'
+  /** Too many serving proxies' instances reported Stopped/Terminated at once (dead-instance-hold.ts). */
+  | 'ProviderReportsInstancesDead';
 
 export const REPAIR_HOLD_REASONS: readonly RepairHoldReason[] = [
   'ProbeTargetUnreachable',
   'ProbeTargetUnchecked',
   'FleetUnhealthy',
   'TargetGroupUnhealthy',
+  'ProviderReportsInstancesDead',
 ];
 
 export type RepairHold = { kind: 'go' } | { kind: 'hold'; reason: RepairHoldReason; message: string };

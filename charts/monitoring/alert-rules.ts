@@ -190,7 +190,7 @@ export function alertGroups(t: AlertThresholds = DEFAULT_THRESHOLDS): RuleGroup[
           severity: 'warning',
           summary: 'Dead-proxy repairs are held: the cause looks shared.',
           description:
-            '{{ $value }} Unhealthy proxies of provider {{ $labels.provider }} are kept instead of replaced ({{ $labels.reason }}): the probe target or the way to it is broken, not the proxies.',
+            '{{ $value }} proxies of provider {{ $labels.provider }} are kept instead of replaced ({{ $labels.reason }}): the probe target or the way to it is broken, or the provider reports many instances dead at once; not the proxies.',
         },
         {
           alert: 'ProxyOrphansSwept',

@@ -7,6 +7,7 @@ import {
   SPEC_HASH_ANNOTATION,
 } from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
+import { isDead } from '../dead-instance-hold.js';
 import type { RepairHold } from '../repair-hold.js';
 import type { SlotKind } from '../replacement-budget.js';
 import { rotationClock, unhealthyClock } from './clocks.js';
@@ -135,7 +136,7 @@ export function triggerOf(
   instance: Instance,
   view: FoundView,
 ): ReplacementTrigger | undefined {
-  if (instance.state === 'Stopped' || instance.state === 'Terminated') return { kind: 'InstanceDead' };
+  if (isDead(instance)) return { kind: 'InstanceDead' };
   const recorded = inp.proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
   if (inp.desiredHash !== undefined && recorded !== inp.desiredHash)
     return { kind: 'SpecChanged', ...(inp.credentialsRotated === true ? { credentials: true } : {}) };
@@ -156,6 +157,11 @@ export function foundStep(inp: Inputs, instance: Instance): Step {
     if (trigger.kind === 'Unhealthy' && view.kind === 'running') {
       const hold = inp.repairHold?.();
       if (hold?.kind === 'hold') return repairHeldStep(inp, instance, view.h, hold);
+    }
+    // Deleting is irreversible: many serving proxies reported dead at once are kept.
+    if (trigger.kind === 'InstanceDead' && inp.deadHold?.kind === 'hold') {
+      const h = healthOf(inp.proxy, inp.verdict, inp.proxy.status?.ip === instance.ip);
+      return repairHeldStep(inp, instance, h, inp.deadHold);
     }
     const held = rolloutHold(inp, trigger, view);
     const kind = slotFor(trigger, inp.proxy.status?.phase, held !== undefined);
@@ -181,7 +187,8 @@ export function foundStep(inp: Inputs, instance: Instance): Step {
 }
 
 /**
- * An Unhealthy proxy past its grace whose repair holds (repair-hold.ts): it keeps its instance,
+ * An Unhealthy proxy past its grace whose repair holds (repair-hold.ts), or a proxy whose
+ * instance is reported dead while too many are (dead-instance-hold.ts): it keeps its instance,
  * says why on the Provisioned condition (one Warning Event as the hold begins: the message is
  * stable while it lasts) and looks again shortly; when the hold lifts, the repair goes ahead.
  */

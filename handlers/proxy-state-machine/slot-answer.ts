@@ -29,7 +29,8 @@ export type ReplacementTrigger =
 
 /**
  * The --max-unavailable slot a trigger must hold before it acts. Only taking a serving proxy
- * out of service is paced: replacing a dead or not-yet-Ready one takes nothing out, and a
+ * out of service is paced: replacing a dead or not-yet-Ready one takes nothing out (a dead one
+may be held instead: dead-instance-hold.ts), and a
  * drained proxy holds its slot since its drain began. A credentials rotation always takes one,
  * whatever the stored phase: the instance keeps serving with the credentials it was created
  * with until it is replaced, and a phase read while the probes switched would let a bulk

@@ -170,6 +170,12 @@ export interface Inputs {
    * hold (the shell always passes it).
    */
   repairHold?: () => RepairHold;
+  /**
+   * Whether an instance the provider reports dead may be deleted now (dead-instance-hold.ts:
+   * too many serving proxies reported dead at once hold). The shell asks it only then (it
+   * lists the provider's instances); absent: no hold.
+   */
+  deadHold?: RepairHold;
 }
 
 /** What the autopilot's time-based decisions need: the clock and the resolved policy. */
