@@ -13,7 +13,12 @@ const IDLE_MS = 400;
 let world: World | undefined;
 let site: Server | undefined;
 const siteSockets = new Set<Socket>();
+// The quiet clients' sockets: one that never reads never sees the gateway's close, and left
+// open it kept the whole in-band jest run from exiting.
+const clientSockets = new Set<Socket>();
 afterEach(async () => {
+  for (const s of clientSockets) s.destroy();
+  clientSockets.clear();
   await world?.close();
   for (const s of siteSockets) s.destroy();
   siteSockets.clear();
@@ -85,6 +90,7 @@ describe('a tunnel whose client went quiet without closing is closed after the i
     world = await startWorld({ tunnelIdleMs: IDLE_MS, idleMs: 200 });
     const { port } = await startSite(kind);
     const s = await tunnelThrough(world, port);
+    clientSockets.add(s);
     s.on('error', () => undefined);
     await behave(s);
     expect((await world.store.totals()).activeLeases).toBe(1);
@@ -105,6 +111,7 @@ describe('a tunnel that carries bytes is never cut, however long it lasts', () =
     const lasting = 6 * IDLE_MS;
     const { port } = await startSite({ trickle: lasting });
     const s = await tunnelThrough(world, port);
+    clientSockets.add(s);
     let got = 0;
     s.on('data', (c: Buffer) => (got += c.length));
     s.resume();
@@ -120,6 +127,7 @@ describe('a tunnel that carries bytes is never cut, however long it lasts', () =
     world = await startWorld({ tunnelIdleMs: IDLE_MS });
     const { port, received } = await startSite('silent');
     const s = await tunnelThrough(world, port);
+    clientSockets.add(s);
     let sent = 0;
     for (const started = Date.now(); Date.now() - started < 6 * IDLE_MS;) {
       s.write(Buffer.alloc(CHUNK, 3));
@@ -136,6 +144,7 @@ describe('a tunnel that carries bytes is never cut, however long it lasts', () =
     world = await startWorld({ tunnelIdleMs: IDLE_MS });
     const { port, received } = await startSite('silent');
     const s = await tunnelThrough(world, port);
+    clientSockets.add(s);
     for (let i = 1; i <= 4; i++) {
       await new Promise((r) => setTimeout(r, IDLE_MS * 0.6));
       s.write('x');
@@ -160,6 +169,7 @@ describe("both of a tunnel's sockets keep TCP keep-alive on", () => {
     world = await startWorld({ tunnelIdleMs: 60_000 });
     const { port } = await startSite('silent');
     const s = await tunnelThrough(world, port);
+    clientSockets.add(s);
     const proxyPorts = [...world.proxies.values()].map((p) => p.port);
     // The gateway accepted the client's connection on its port; it dialled a proxy's port.
     const towardsClient = keepAliveTimers(`( sport = :${world.port} )`);
