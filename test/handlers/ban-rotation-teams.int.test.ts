@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Watch } from '@kubernetes/client-node';
 import { request } from 'undici';
 import type { Proxy } from '../../crds/proxy-types.js';
+import type { Redis } from 'ioredis';
 import { connectRedis } from '../../book/redis-connection.js';
 import { memoryLeaseStore, type LeaseStoreFactory } from '../../handlers/lease-book.js';
 import { redisLeaseStore } from '../../handlers/redis-lease-book.js';
@@ -50,21 +51,31 @@ describe.each(['memory', 'redis'] as const)(
   'burned proxies of two teams rotate within one budget (%s store)',
   (store) => {
     let redis: RedisServer | undefined;
+    // The store never closes the connection it is given (the entry point owns it): this suite
+    // does, after the operator stopped. Left open, it reconnected for ever to the stopped
+    // server and kept the in-band jest run from exiting.
+    const connections: Redis[] = [];
+    // ... nor its probe-request subscriber (a connection of its own), which the store's close ends.
+    const stores: { close?: () => void }[] = [];
     beforeAll(async () => {
       if (store === 'redis') redis = await startRedisServer();
     });
-    afterAll(async () => {
-      await redis?.stop();
-    });
     const book = DEFAULT_HANDLER_SETTINGS.book;
-    const storeFactory = (): LeaseStoreFactory =>
-      store === 'redis'
-        ? redisLeaseStore(
-            { ...book, cooldownSeconds: COOLDOWN_SECONDS },
-            connectRedis({ url: redis!.url, logger: quiet }),
-            `ban-teams-${process.pid}`,
-          )
-        : memoryLeaseStore({ ...book, cooldownSeconds: COOLDOWN_SECONDS });
+    const storeFactory = (): LeaseStoreFactory => {
+      if (store === 'memory') return memoryLeaseStore({ ...book, cooldownSeconds: COOLDOWN_SECONDS });
+      const connection = connectRedis({ url: redis!.url, logger: quiet });
+      connections.push(connection);
+      const factory = redisLeaseStore(
+        { ...book, cooldownSeconds: COOLDOWN_SECONDS },
+        connection,
+        `ban-teams-${process.pid}`,
+      );
+      return (catalog, logger) => {
+        const made = factory(catalog, logger);
+        stores.push(made as unknown as { close?: () => void });
+        return made;
+      };
+    };
     const suite = operatorSuite(`ban-teams-${store}`, {
       settings: {
         replaceUnhealthyAfterSeconds: 0,
@@ -75,6 +86,13 @@ describe.each(['memory', 'redis'] as const)(
         discovery: { tokensFile: tokensFile() },
       },
       leaseStore: storeFactory,
+    });
+    // Registered after operatorSuite's: jest runs a block's afterAll hooks in order, so the
+    // operator stops before its Redis does.
+    afterAll(async () => {
+      for (const made of stores) made.close?.();
+      for (const connection of connections) connection.disconnect();
+      await redis?.stop();
     });
     const { api, kc, namespace } = suite;
     const names = (team: 'a' | 'b') => Array.from({ length: PER_TEAM }, (_, i) => `team-${team}-${i}`);
