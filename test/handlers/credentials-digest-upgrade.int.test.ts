@@ -53,6 +53,9 @@ const core = kc.makeApiClient(CoreV1Api);
 const KEY = IN_PROCESS_CREDENTIALS_KEY;
 const CLOUD_INIT = '#cloud-config\npackages: [squid]\n';
 const UNCHANGED = ['old-a', 'old-b', 'old-c'];
+// The orphan sweep runs every second on instances of any age: an instance whose name carries the
+// old revision while its Proxy records the keyed one must still be its Proxy's, not a stray.
+const SWEEP_OFTEN = { orphanSweepIntervalSeconds: 1, orphanMinAgeSeconds: 0 };
 const ROTATED = 'old-rotated';
 let api: ProxyApi;
 let target: LocalTarget;
@@ -134,7 +137,7 @@ it('an upgraded operator replaces none of the unchanged old-form proxies and rew
   for (const name of UNCHANGED) before.set(name, await leftByEarlierVersion(name, creds(name), creds(name)));
   const rotated = await leftByEarlierVersion(ROTATED, creds(ROTATED), creds(ROTATED, 'v2'));
   const provider = new Recording(mock);
-  running = await startOperator(kc, { mock: provider }, namespace);
+  running = await startOperator(kc, { mock: provider }, namespace, SWEEP_OFTEN);
 
   for (const name of UNCHANGED) {
     const p = await eventually(`${name} rewritten keyed and Ready`, async () => {
@@ -167,7 +170,7 @@ it('an upgraded operator replaces none of the unchanged old-form proxies and rew
   // Several probe intervals and a restart later: still the same instances.
   await new Promise((r) => setTimeout(r, 4000));
   await running.stop();
-  running = await startOperator(kc, { mock: provider }, namespace);
+  running = await startOperator(kc, { mock: provider }, namespace, SWEEP_OFTEN);
   await new Promise((r) => setTimeout(r, 4000));
   for (const name of UNCHANGED)
     expect((await api.get(name)).status?.providerID).toBe(before.get(name)!.providerID);
