@@ -4,21 +4,13 @@ import type { ProxyCredentials } from '../providers/contract.js';
 // What the Proxy's annotations (readable by far more people than its Secret) record of its
 // credentials: digests keyed with the operator's credentials key (an HMAC-SHA-256), so whoever
 // reads Proxies cannot test guesses of a hand-set password against them. Earlier versions
-// wrote unkeyed SHA-256 digests (the "legacy" form, 16 hex digits); they are still recognised,
-// compared in their own form and rewritten keyed, so an upgrade replaces no instance.
-
-/** The first character of every keyed value: never a hex digit, so the two forms never meet. */
-export const KEYED_PREFIX = 'k';
+// wrote unkeyed SHA-256 digests ("legacy"), of the same shape (16 hex digits: instance names,
+// labels and tests rely on it). A record is recognised as legacy by its value, not its shape:
+// it equals the unkeyed digest of what is wanted now (a keyed value does so with odds of
+// 2^-64). It is then compared in that form and rewritten keyed, so an upgrade replaces nothing.
 
 /** Bytes of key the operator draws, and the fewest it accepts. */
 export const CREDENTIALS_KEY_BYTES = 32;
-
-const LEGACY_FORM = /^[0-9a-f]{16}$/;
-
-/** Whether a recorded value is in the unkeyed form of earlier versions. */
-export function isLegacyForm(value: string | undefined): value is string {
-  return value !== undefined && LEGACY_FORM.test(value);
-}
 
 function credentialsText(credentials: ProxyCredentials): string {
   return `proxy-operator-credentials\0${credentials.username}\0${credentials.password}`;
@@ -34,9 +26,9 @@ export function legacyCredentialsFingerprint(credentials: ProxyCredentials): str
   return createHash('sha256').update(credentialsText(credentials)).digest('hex');
 }
 
-/** The credentials-in-use tag: the prefix and 64 bits of the keyed fingerprint. */
+/** The credentials-in-use tag: 64 bits of the keyed fingerprint. */
 export function credentialsTag(credentials: ProxyCredentials, key: Buffer): string {
-  return `${KEYED_PREFIX}${credentialsFingerprint(credentials, key).slice(0, 16)}`;
+  return credentialsFingerprint(credentials, key).slice(0, 16);
 }
 
 /** The tag earlier versions recorded (and named the in-use copy by). */
@@ -44,14 +36,14 @@ export function legacyCredentialsTag(credentials: ProxyCredentials): string {
   return legacyCredentialsFingerprint(credentials).slice(0, 16);
 }
 
-/** Whether `tag` (either form) names these credentials. */
+/** Whether `tag` names these credentials: keyed, or unkeyed as an earlier version recorded it. */
 export function tagNames(tag: string, credentials: ProxyCredentials, key: Buffer): boolean {
-  return tag === (isLegacyForm(tag) ? legacyCredentialsTag(credentials) : credentialsTag(credentials, key));
+  return tag === credentialsTag(credentials, key) || tag === legacyCredentialsTag(credentials);
 }
 
-/** A keyed spec hash of `canonical` (spec-hash.ts builds it). */
+/** A keyed spec hash of `canonical` (spec-hash.ts builds it): 16 hex digits, as before. */
 export function keyedHash(canonical: string, key: Buffer): string {
-  return `${KEYED_PREFIX}${createHmac('sha256', key).update(canonical).digest('hex').slice(0, 16)}`;
+  return createHmac('sha256', key).update(canonical).digest('hex').slice(0, 16);
 }
 
 /** The unkeyed spec hash of earlier versions. */
@@ -68,15 +60,16 @@ export interface DesiredRevision {
 }
 
 /**
- * The wanted revision given the recorded spec hash and the wanted one in both forms. A legacy
- * record is compared in the legacy form: equal means the spec is unchanged, so the record
- * stands (the instance, named by it, is kept) and is to be rewritten keyed. Anything else is
- * compared with the keyed form, so a real change made before the upgrade still replaces.
+ * The wanted revision given the recorded spec hash and the wanted one in both forms. A record
+ * equal to the unkeyed form is an earlier version's record of an unchanged spec: it stands (the
+ * instance, named by it, is kept) and is to be rewritten keyed. Anything else is compared with
+ * the keyed form, so a real change made before the upgrade still replaces.
  */
 export function desiredRevision(
   recorded: string | undefined,
   wanted: { keyed: string; legacy: string },
 ): DesiredRevision {
-  if (isLegacyForm(recorded) && recorded === wanted.legacy) return { hash: recorded, rewrite: wanted.keyed };
+  if (recorded !== undefined && recorded === wanted.legacy && recorded !== wanted.keyed)
+    return { hash: recorded, rewrite: wanted.keyed };
   return { hash: wanted.keyed };
 }

@@ -143,7 +143,8 @@ it('an upgraded operator replaces none of the unchanged old-form proxies and rew
     const p = await eventually(`${name} rewritten keyed and Ready`, async () => {
       const got = await api.get(name);
       const a = got.metadata.annotations ?? {};
-      return a[SPEC_HASH_ANNOTATION]?.startsWith('k') && got.status?.phase === 'Ready' ? got : undefined;
+      const keyed = specHash(got.spec, CLOUD_INIT, creds(name), KEY);
+      return a[SPEC_HASH_ANNOTATION] === keyed && got.status?.phase === 'Ready' ? got : undefined;
     });
     expect(p.status?.providerID).toBe(before.get(name)!.providerID);
     expect(p.metadata.annotations).toMatchObject({

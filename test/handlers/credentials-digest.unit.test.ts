@@ -1,7 +1,6 @@
 import {
   credentialsTag,
   desiredRevision,
-  isLegacyForm,
   legacyCredentialsTag,
   tagNames,
   type DesiredRevision,
@@ -27,16 +26,6 @@ describe('the legacy form is recognised', () => {
     expect(legacySpecHash(SPEC, CI, HAND_SET)).toBe(WRITTEN_BEFORE.specHash);
     expect(legacyCredentialsTag(HAND_SET)).toBe(WRITTEN_BEFORE.tag);
   });
-
-  it.each<[string, string | undefined, boolean]>([
-    ['an unkeyed spec hash', WRITTEN_BEFORE.specHash, true],
-    ['an unkeyed tag', WRITTEN_BEFORE.tag, true],
-    ['a keyed spec hash', specHash(SPEC, CI, HAND_SET, KEY), false],
-    ['a keyed tag', credentialsTag(HAND_SET, KEY), false],
-    ['nothing recorded', undefined, false],
-  ])('%s: legacy %s', (_what, value, legacy) => {
-    expect(isLegacyForm(value)).toBe(legacy);
-  });
 });
 
 describe('the revision compared with the record (desiredRevision)', () => {
@@ -61,6 +50,11 @@ describe('the revision compared with the record (desiredRevision)', () => {
     ],
     ['recorded keyed and unchanged: the keyed one, nothing to rewrite', wanted.keyed, { hash: wanted.keyed }],
     [
+      'recorded unkeyed for other credentials: the keyed one (replaced, it is no record of this revision)',
+      legacySpecHash(SPEC, CI, { ...HAND_SET, username: 'someone-else' }),
+      { hash: wanted.keyed },
+    ],
+    [
       'recorded keyed, changed: the keyed one (replaced)',
       specHash({ ...SPEC, port: 8080 }, CI, HAND_SET, KEY),
       { hash: wanted.keyed },
@@ -73,11 +67,15 @@ describe('the revision compared with the record (desiredRevision)', () => {
 
 describe('the keyed form', () => {
   it.each<[string, string, RegExp]>([
-    ['spec hash', specHash(SPEC, CI, HAND_SET, KEY), /^k[0-9a-f]{16}$/],
-    ['credentials tag', credentialsTag(HAND_SET, KEY), /^k[0-9a-f]{16}$/],
-  ])('a %s is "k" and 16 hex digits, never a legacy value', (_what, value, form) => {
-    expect(value).toMatch(form);
-  });
+    ['spec hash', specHash(SPEC, CI, HAND_SET, KEY), /^[0-9a-f]{16}$/],
+    ['credentials tag', credentialsTag(HAND_SET, KEY), /^[0-9a-f]{16}$/],
+  ])(
+    'a %s is 16 hex digits, as before (instance names and labels take it), yet not the unkeyed value',
+    (_what, value, form) => {
+      expect(value).toMatch(form);
+      expect([WRITTEN_BEFORE.specHash, WRITTEN_BEFORE.tag]).not.toContain(value);
+    },
+  );
 
   it.each<[string, (key: Buffer) => string]>([
     ['spec hash', (key) => specHash(SPEC, CI, HAND_SET, key)],

@@ -280,7 +280,7 @@ describe('rotation without an outage: an instance is served with the credentials
       },
       data: data(OLD),
     });
-    expect(credentialsTag(OLD)).toMatch(/^k[0-9a-f]{16}$/);
+    expect(credentialsTag(OLD)).toMatch(/^[0-9a-f]{16}$/);
     expect(credentialsTag(OLD)).not.toBe(credentialsTag(NEW));
   });
 
