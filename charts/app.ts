@@ -6,6 +6,7 @@ import { CrdChart } from './crd-chart.js';
 import { ruleGroupsSpec, runbookBaseURL } from './monitoring/alert-rules.js';
 import { grafanaDashboard } from './monitoring/grafana-dashboard.js';
 import { MonitoringChart } from './monitoring/monitoring-chart.js';
+import { DEFAULT_INGRESS_SOURCES, type IngressSources } from './ingress-sources.js';
 import { NetworkPolicyChart } from './network-policy-chart.js';
 import { OperatorChart } from './operator-chart.js';
 import { REDIS_SAMPLE_URL } from './names.js';
@@ -48,6 +49,12 @@ export interface AppOptions {
   runbookBaseURL?: string;
   /** The operator's --watch-namespace and its Roles' namespace; `npm run synth` takes it from $WATCH_NAMESPACE. */
   watchNamespace?: string;
+  /**
+   * Who may reach the operator's metrics, discovery and gateway ports (ingress-sources.ts);
+   * `npm run synth` takes each from $MONITORING_NAMESPACES, $DISCOVERY_CLIENT_NAMESPACES and
+   * $GATEWAY_CLIENT_NAMESPACES. Unset parts keep DEFAULT_INGRESS_SOURCES.
+   */
+  ingress?: Partial<IngressSources>;
 }
 
 /** Every chart of the deployment. */
@@ -59,12 +66,14 @@ export function buildApp(outdir: string, options: AppOptions = {}): App {
   });
   const [crds, operator, networkPolicy] = DEPLOYED_CHARTS;
   new CrdChart(app, crds);
-  new OperatorChart(app, operator, { image: options.image, watchNamespace: options.watchNamespace });
+  const ingress = { ...DEFAULT_INGRESS_SOURCES, ...options.ingress };
+  new OperatorChart(app, operator, { image: options.image, watchNamespace: options.watchNamespace, ingress });
   new NetworkPolicyChart(app, networkPolicy);
   new SamplesChart(app, SAMPLES_CHART);
   new OperatorChart(app, OPERATOR_REDIS_CHART, {
     image: options.image,
     watchNamespace: options.watchNamespace,
+    ingress,
     leaseStore: { kind: 'redis', url: REDIS_SAMPLE_URL },
   });
   new RedisSampleChart(app, REDIS_SAMPLE_CHART);

@@ -6,9 +6,16 @@ import {
   GATEWAY_NAME,
   GATEWAY_PORT,
   METRICS_PORT,
+  OPERATOR_NAME,
   OPERATOR_NAMESPACE,
 } from './names.js';
+import { describeSelectors, namespacePeers, type NamespaceLabels } from './ingress-sources.js';
 import type { DeploymentSpec, OperatorPort } from './operator-deployment.js';
+
+/** A policy rule's ports: the container's named port, so the number may change. */
+export const namedPort = (p: OperatorPort) => [
+  { protocol: 'TCP', port: kplus.k8s.IntOrString.fromString(p.name) },
+];
 
 /**
  * The label a namespace carries when its Pods may use the gateway:
@@ -36,10 +43,13 @@ export const GATEWAY_AFFINITY_REASON =
   "must reach the replica that holds the session's lease, and keep-alive idle leases stay on one replica.";
 
 /** The NetworkPolicy's rule, shipped as an annotation on it. */
-export const GATEWAY_POLICY_RULE =
-  `The gateway port admits only Pods of namespaces labelled ${GATEWAY_CLIENT_LABEL}=${GATEWAY_CLIENT_LABEL_VALUE}; ` +
-  "the metrics port is open as the other components' is (Prometheus, wherever it runs); the kubelet's " +
-  'probes come from the node, which NetworkPolicy always admits. Needs a CNI that enforces NetworkPolicy.';
+export function gatewayPolicyRule(clients: readonly NamespaceLabels[]): string {
+  return (
+    `The gateway port admits only Pods of namespaces matching ${describeSelectors(clients)}; ` +
+    `the metrics (and, in the operator's one Pod, discovery) port is the NetworkPolicy ${OPERATOR_NAME}'s; ` +
+    "the kubelet's probes come from the node, which NetworkPolicy always admits. Needs a CNI that enforces NetworkPolicy."
+  );
+}
 
 /** What the gateway needs from the chart that holds it (the operator chart's account and Deployment makers). */
 export interface GatewayObjectsProps {
@@ -61,6 +71,8 @@ export interface GatewayObjectsProps {
   preStopSeconds?: number;
   /** redis: the readiness rule annotation the discovery Pods carry too. */
   readinessRule?: string;
+  /** The namespaces whose Pods may reach the gateway port (ingress-sources.ts). */
+  clients: readonly NamespaceLabels[];
 }
 
 /**
@@ -127,27 +139,18 @@ export class GatewayObjects extends Construct {
       },
     });
 
-    const port = (p: OperatorPort) => [{ protocol: 'TCP', port: kplus.k8s.IntOrString.fromString(p.name) }];
     new kplus.k8s.KubeNetworkPolicy(this, 'network-policy', {
       metadata: {
         ...metadata,
-        annotations: { 'proxy-operator.crawl.example.com/rule': GATEWAY_POLICY_RULE },
+        annotations: { 'proxy-operator.crawl.example.com/rule': gatewayPolicyRule(props.clients) },
       },
       spec: {
         podSelector: { matchLabels: { ...podLabels } },
         // Ingress only: the gateway dials upstream proxies wherever they are, Redis and the API server.
         policyTypes: ['Ingress'],
+        // The metrics and discovery ports: the operator chart's policy over every component's Pods.
         ingress: [
-          {
-            from: [
-              { namespaceSelector: { matchLabels: { [GATEWAY_CLIENT_LABEL]: GATEWAY_CLIENT_LABEL_VALUE } } },
-            ],
-            ports: port(GATEWAY_PORTS.gateway),
-          },
-          // From anywhere, as before the policy selected these Pods: Prometheus scrapes metrics
-          // from its own namespace, and (memory store) the discovery API's clients are its tokens'.
-          { ports: port(GATEWAY_PORTS.metrics) },
-          ...(props.topology === 'memory' ? [{ ports: port(GATEWAY_PORTS.discovery) }] : []),
+          { from: namespacePeers('gateway clients', props.clients), ports: namedPort(GATEWAY_PORTS.gateway) },
         ],
       },
     });

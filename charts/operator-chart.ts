@@ -22,7 +22,13 @@ import {
   DEFAULT_WATCH_NAMESPACE,
   POD_SECURITY_LABELS,
 } from './names.js';
-import { GATEWAY_PORTS, GatewayObjects } from './gateway-chart.js';
+import { GATEWAY_PORTS, GatewayObjects, namedPort } from './gateway-chart.js';
+import {
+  DEFAULT_INGRESS_SOURCES,
+  describeSelectors,
+  namespacePeers,
+  type IngressSources,
+} from './ingress-sources.js';
 import { squidNamespaces } from './network-policy-chart.js';
 import { operatorDeployment, type DeploymentSpec } from './operator-deployment.js';
 import type { Component } from './operator-permissions.js';
@@ -48,6 +54,17 @@ export interface OperatorChartProps {
    * given (`npm run synth` takes it from $WATCH_NAMESPACE). Must exist before the chart is applied.
    */
   watchNamespace?: string;
+  /** Who may reach the metrics, discovery and gateway ports (DEFAULT_INGRESS_SOURCES unless given). */
+  ingress?: IngressSources;
+}
+
+/** The operator policy's rule, shipped as an annotation on it. */
+function ingressRule(ingress: IngressSources): string {
+  return (
+    `The metrics port admits only Pods of namespaces matching ${describeSelectors(ingress.monitoring)}; ` +
+    `the discovery port only those matching ${describeSelectors(ingress.discoveryClients)}; ` +
+    "the kubelet's probes come from the node, which NetworkPolicy always admits. Needs a CNI that enforces NetworkPolicy."
+  );
 }
 
 /** Why the memory-store Deployment runs one replica; shipped as an annotation so it travels with the object. */
@@ -92,6 +109,7 @@ export class OperatorChart extends Chart {
     const providerEntries = props.providers ?? DEFAULT_PROVIDERS;
     const proxiesNamespaces = squidNamespaces(providerEntries).map((n) => n.namespace);
     const watchNamespace = props.watchNamespace ?? DEFAULT_WATCH_NAMESPACE;
+    const ingress = props.ingress ?? DEFAULT_INGRESS_SOURCES;
     // Namespaces first: `kubectl apply -f` creates objects in file order. Both run only Pods
     // that meet the Pod Security "restricted" profile, and the API server enforces it.
     for (const name of [...new Set([OPERATOR_NAMESPACE, ...proxiesNamespaces])]) {
@@ -161,7 +179,11 @@ export class OperatorChart extends Chart {
         strategy: kplus.DeploymentStrategy.recreate(),
       });
       service(DISCOVERY_SERVICE_NAME, DISCOVERY_PORT, 'discovery', APP_LABELS);
-      new GatewayObjects(this, 'gateway', { topology: 'memory', podLabels: APP_LABELS });
+      new GatewayObjects(this, 'gateway', {
+        topology: 'memory',
+        podLabels: APP_LABELS,
+        clients: ingress.gatewayClients,
+      });
     } else {
       const storeArgs = [
         ...watchArgs,
@@ -221,8 +243,29 @@ export class OperatorChart extends Chart {
         storeArgs,
         preStopSeconds: PRE_STOP_SECONDS,
         readinessRule: STORE_READINESS_RULE,
+        clients: ingress.gatewayClients,
       });
     }
+    // Every Pod of every component: its metrics (series naming teams and pools) only to the
+    // monitoring namespaces, its discovery API only to the crawlers'. A rule on a port a Pod
+    // does not have admits nothing there; the gateway port is the gateway's policy's.
+    new kplus.k8s.KubeNetworkPolicy(this, 'ingress-policy', {
+      metadata: {
+        ...metadata(OPERATOR_NAME),
+        annotations: { 'proxy-operator.crawl.example.com/rule': ingressRule(ingress) },
+      },
+      spec: {
+        podSelector: { matchLabels: { ...APP_LABELS } },
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: namespacePeers('monitoring', ingress.monitoring), ports: namedPort(GATEWAY_PORTS.metrics) },
+          {
+            from: namespacePeers('discovery clients', ingress.discoveryClients),
+            ports: namedPort(GATEWAY_PORTS.discovery),
+          },
+        ],
+      },
+    });
     // Every Pod of every component (APP_LABELS): the ServiceMonitor scrapes each through it.
     service(METRICS_SERVICE_NAME, METRICS_PORT, 'metrics', APP_LABELS, { ...METRICS_COMPONENT_LABELS });
   }

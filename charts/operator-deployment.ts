@@ -27,6 +27,8 @@ import {
  * test/cmd/shutdown-budget.unit.test.ts ties the two together.
  */
 export const TERMINATION_GRACE_SECONDS = 60;
+/** The /tmp emptyDir's sizeLimit (MiB): the operator writes nothing there itself. */
+export const TMP_SIZE_LIMIT_MIB = 32;
 
 /** How a provider plugin gets into the Pod without rebuilding the image; shipped as an annotation. */
 export const PLUGINS_USAGE =
@@ -111,7 +113,11 @@ export function operatorDeployment(scope: Construct, spec: DeploymentSpec): kplu
   });
   deployment.select(kplus.LabelSelector.of({ labels: spec.labels }));
 
-  const tmp = kplus.Volume.fromEmptyDir(scope, `${spec.id}-tmp`, 'tmp');
+  // Bounded: the operator writes nothing there itself, so a runaway writer (a library, a
+  // diagnostic report) gets this Pod evicted rather than filling the node's disk.
+  const tmp = kplus.Volume.fromEmptyDir(scope, `${spec.id}-tmp`, 'tmp', {
+    sizeLimit: Size.mebibytes(TMP_SIZE_LIMIT_MIB),
+  });
   const plugins = kplus.Volume.fromEmptyDir(scope, `${spec.id}-plugins`, 'plugins');
   const config = kplus.Volume.fromConfigMap(scope, `${spec.id}-providers-config`, providers, {
     name: 'providers',

@@ -1,3 +1,4 @@
+import { CREDENTIALS_KEY_SECRET } from '../crds/proxy-credentials.js';
 import { GROUP, PLURAL } from '../crds/proxy-types.js';
 
 /**
@@ -105,6 +106,25 @@ export const OPERATOR_PERMISSIONS: readonly Permission[] = [
     resource: 'leases',
     verbs: ['get', 'create', 'update'],
     why: 'leader election reads, creates and renews (PUT) its Lease in the operator namespace',
+  },
+  {
+    components: ['controller'],
+    scope: 'operator-namespace',
+    apiGroup: '',
+    resource: 'secrets',
+    resourceName: CREDENTIALS_KEY_SECRET,
+    verbs: ['get'],
+    why: 'the controller reads the key its credentials digests on Proxies are keyed with, once at start-up (that Secret only)',
+  },
+  {
+    components: ['controller'],
+    scope: 'operator-namespace',
+    apiGroup: '',
+    resource: 'secrets',
+    verbs: ['create'],
+    why:
+      'the first start creates that key Secret (immutable, never updated); RBAC cannot restrict create by name, ' +
+      'so this is create on any Secret of the operator namespace, no read, update or delete',
   },
   {
     components: ['controller'],

@@ -14,6 +14,7 @@ import { createClientTokens, type ClientTokens } from '../handlers/client-tokens
 import { createProxyOperator } from '../handlers/proxy-operator.js';
 import { redisLeaseStore } from '../handlers/redis-lease-book.js';
 import { kubeSystemUID, resolveClusterName } from './cluster-name.js';
+import { keySecretApi, onceResolved, resolveCredentialsKey } from './credentials-key.js';
 import { leaderIdentity } from './leader-identity.js';
 import {
   clientTokenSettings,
@@ -122,6 +123,15 @@ async function main(): Promise<void> {
     'owner identity',
   );
 
+  // Read (or created) at the first reconcile, so by the leader only, and retried with the
+  // reconcile's backoff: a namespace not there yet is waited for, as the Lease is.
+  const credentialsKey = onceResolved(() =>
+    resolveCredentialsKey(
+      settings.leaderElectionNamespace,
+      keySecretApi(kubeConfig, settings.leaderElectionNamespace),
+    ),
+  );
+
   const providers = await providerRegistry.build(entries, { logger, metrics: registry, kubeConfig });
   logger.info({ providers: providers.names() }, 'providers configured');
 
@@ -130,7 +140,12 @@ async function main(): Promise<void> {
     server: kubeConfig.getCurrentCluster()?.server,
   });
   logger.info({ externalEndpoints }, 'External endpoints: ranges allowed and cluster CIDRs');
-  const handlerSettings = handlerSettingsFrom(settings, { clusterName, probeCA, externalEndpoints });
+  const handlerSettings = handlerSettingsFrom(settings, {
+    clusterName,
+    credentialsKey,
+    probeCA,
+    externalEndpoints,
+  });
   const store = settings.leaseStore;
   let leaseStore: LeaseStoreFactory | undefined;
   if (store.kind === 'redis') {

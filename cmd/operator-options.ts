@@ -13,6 +13,8 @@ import { endpointCheck, type ExternalEndpointSettings } from '../providers/endpo
 /** What start-up learned before the mapping: the resolved owner identity and the probe CA's contents. */
 export interface StartupFacts {
   clusterName: string;
+  /** Where the controller gets its credentials key (cmd/credentials-key.ts). */
+  credentialsKey: () => Promise<Buffer>;
   /** The contents of --probe-ca-file, when given. */
   probeCA?: string;
   /** The providers config's `external:` block, with the API server's addresses (clusterAddressesAdded). */
@@ -60,6 +62,7 @@ export function handlerSettingsFrom(settings: Settings, facts: StartupFacts): Ha
     ...DEFAULT_HANDLER_SETTINGS,
     ...settings.controller,
     ownerID: facts.clusterName,
+    credentialsKey: facts.credentialsKey,
     probeCA: facts.probeCA,
     ...(facts.externalEndpoints === undefined ? {} : { externalEndpoints: facts.externalEndpoints }),
     discovery: { ...settings.discovery, ...clientTokenSettings(settings.discoveryAuth) },

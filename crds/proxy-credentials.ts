@@ -35,3 +35,12 @@ export const CLOUD_INIT_PLACEHOLDERS = {
   username: '{{proxy.username}}',
   password: '{{proxy.password}}',
 } as const;
+
+/**
+ * The Secret in the operator's own namespace holding the key its credentials digests are keyed
+ * with (handlers/credentials-digest.ts): created once by the controller, immutable, and read
+ * by name (the RBAC names it). Deleting it changes every digest: see docs/security.md.
+ */
+export const CREDENTIALS_KEY_SECRET = 'proxy-operator-credentials-key';
+/** The key's field in that Secret. */
+export const CREDENTIALS_KEY_FIELD = 'key';

@@ -3,6 +3,7 @@ import { CREDENTIALS_SECRET_LABEL } from '../crds/proxy-credentials.js';
 import type { Proxy } from '../crds/proxy-types.js';
 import type { ProxyCredentials } from '../providers/contract.js';
 import type { SecretLike } from './cloud-init.js';
+import { credentialsTag } from './credentials-digest.js';
 import { SECRET_KIND } from './kinds.js';
 import { proxyKey } from './proxy-address.js';
 import {
@@ -10,7 +11,6 @@ import {
   CREDENTIALS_SECRETS,
   credentialsAnswer,
   credentialsSecret,
-  credentialsTag,
   generateCredentials,
   inUseSecret,
   resolveCredentials,
@@ -35,6 +35,9 @@ export class ManagedCredentials {
    * reconcile (often triggered by its own status write) uses them instead of meeting a 409.
    */
   private readonly generated = new Map<string, ProxyCredentials>();
+
+  /** `key`: the operator's credentials key, which the in-use tags are keyed with (credentials-digest.ts). */
+  constructor(private readonly key: () => Promise<Buffer>) {}
 
   /** The proxy's credentials from its Secret, generating the Secret when it is missing. */
   async resolve(ctx: HandlerContext<Proxy>): Promise<Credentials> {
@@ -71,14 +74,15 @@ export class ManagedCredentials {
     credentials: ProxyCredentials,
     annotations: Record<string, string>,
   ): Promise<void> {
+    const key = await this.key();
     try {
-      await ctx.createOwned(SECRET_KIND, inUseSecret(ctx.object, credentials));
+      await ctx.createOwned(SECRET_KIND, inUseSecret(ctx.object, credentials, key));
     } catch (err) {
       // Made by an earlier run (or an earlier rotation back to the same credentials).
       if (!isStatus(err, 409)) throw err;
     }
     await ctx.patchMetadata({
-      annotations: { ...annotations, [CREDENTIALS_IN_USE_ANNOTATION]: credentialsTag(credentials) },
+      annotations: { ...annotations, [CREDENTIALS_IN_USE_ANNOTATION]: credentialsTag(credentials, key) },
     });
   }
 

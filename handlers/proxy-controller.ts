@@ -12,7 +12,7 @@ import {
   type HandlerContext,
   type HandlerResult,
 } from '../framework/index.js';
-import { FINALIZER, CLOUD_INIT_SECRET_LABEL, type Proxy } from '../crds/proxy-types.js';
+import { FINALIZER, CLOUD_INIT_SECRET_LABEL, SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js';
 import { isProviderError, type ProviderError } from '../providers/errors.js';
 import type { ProviderSet } from '../providers/registry.js';
 import { autopilotPolicy } from './autopilot-policy.js';
@@ -26,7 +26,6 @@ import { ManagedCredentials } from './managed-credentials.js';
 import { observeInstance } from './provider-observation.js';
 import {
   CREDENTIALS_SECRETS,
-  credentialsFingerprint,
   credentialsRecordMissing,
   credentialsRotated,
   proxiesUsingCredentials,
@@ -44,7 +43,8 @@ import {
   type HealthVerdict,
   type Step,
 } from './proxy-state-machine.js';
-import { specHash } from './spec-hash.js';
+import { desiredRevision } from './credentials-digest.js';
+import { legacySpecHash, specHash } from './spec-hash.js';
 import type { StatusOverride } from './proxy-status.js';
 import type { VerdictBoard } from './verdict-board.js';
 import { proxyAddress, proxyKey } from './proxy-address.js';
@@ -97,7 +97,7 @@ function failed(
 @watches({ ...CREDENTIALS_SECRETS, map: mapCredentialsToProxies })
 export class ProxyController {
   private readonly budget: ReplacementBudget;
-  private readonly credentials = new ManagedCredentials();
+  private readonly credentials: ManagedCredentials;
   /** The lease book's cooldowns, for spec.rotation.whenCoolingDownOn. */
   private readonly cooldowns: CooldownSource;
   private readonly holds: HeldRepairs;
@@ -111,6 +111,7 @@ export class ProxyController {
     @inject(METRICS_REGISTRY) registry: Registry,
     @inject(LEASE_BOOK) book: LeaseBook,
   ) {
+    this.credentials = new ManagedCredentials(settings.credentialsKey);
     this.cooldowns = cooldownSource(book.store);
     this.budget = new ReplacementBudget(settings.maxUnavailable);
     this.holds = new HeldRepairs(registry);
@@ -191,13 +192,26 @@ export class ProxyController {
     // Nothing else this run: acting now and again on the Secret's own watch event would
     // retry a failed create at once (cutting a quota back-off short).
     if ('generated' in creds) return { requeueAfter: 1 };
-    const desiredHash =
+    const key = await this.settings.credentialsKey();
+    const revision =
       ci.ok && creds.ok
-        ? specHash(proxy.spec, ci.content, credentialsFingerprint(creds.credentials))
+        ? desiredRevision(proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION], {
+            keyed: specHash(proxy.spec, ci.content, creds.credentials, key),
+            legacy: legacySpecHash(proxy.spec, ci.content, creds.credentials),
+          })
         : undefined;
-    // An instance made before its credentials were recorded: record them now, while they are
-    // still the Secret's, so a later rotation keeps it serving.
-    if (creds.ok && credentialsRecordMissing(proxy, desiredHash))
+    const desiredHash = revision?.hash;
+    if (creds.ok && revision?.rewrite !== undefined && proxy.status?.providerID) {
+      // Recorded unkeyed by an earlier version and unchanged: rewritten keyed, with the
+      // credentials (the Secret's: the unchanged revision covers them), and this run goes on
+      // with the record it read, so nothing is replaced (credentials-digest.ts).
+      await this.credentials.recordInUse(ctx, creds.credentials, {
+        [SPEC_HASH_ANNOTATION]: revision.rewrite,
+      });
+      ctx.logger.info('spec hash and credentials tag rewritten in the keyed form');
+    } else if (creds.ok && credentialsRecordMissing(proxy, desiredHash))
+      // An instance made before its credentials were recorded: record them now, while they are
+      // still the Secret's, so a later rotation keeps it serving.
       await this.credentials.recordInUse(ctx, creds.credentials, {});
     const made: InstanceMaterial = {
       cloudInit: ci.ok ? ci.content : undefined,
@@ -230,7 +244,7 @@ export class ProxyController {
         desiredHash,
         cloudInitError: ci.ok ? undefined : ci.message,
         credentialsError: creds.ok ? undefined : creds.message,
-        credentialsRotated: creds.ok && credentialsRotated(proxy, creds.credentials),
+        credentialsRotated: creds.ok && credentialsRotated(proxy, creds.credentials, key),
         observation,
         verdict,
         autopilot: autopilot(),

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   BASIC_AUTH_SECRET_TYPE,
   CLOUD_INIT_PLACEHOLDERS,
@@ -12,6 +12,7 @@ import { GROUP, SPEC_HASH_ANNOTATION, type Proxy } from '../crds/proxy-types.js'
 import type { KindRef } from '../framework/index.js';
 import type { ProxyCredentials } from '../providers/contract.js';
 import type { SecretLike, SecretLookup } from './cloud-init.js';
+import { credentialsTag, tagNames } from './credentials-digest.js';
 import { SECRET_KIND } from './kinds.js';
 
 // Pure decisions about a proxy's basic-auth credentials: which Secret holds them, what it
@@ -140,16 +141,6 @@ export function fillCloudInit(text: string, credentials: ProxyCredentials | unde
     .replaceAll(CLOUD_INIT_PLACEHOLDERS.password, credentials?.password ?? '');
 }
 
-/**
- * What the spec hash records of the credentials: a digest, so a rotation replaces the
- * instance while the annotation holds nothing that reads back as the password.
- */
-export function credentialsFingerprint(credentials: ProxyCredentials): string {
-  return createHash('sha256')
-    .update(`proxy-operator-credentials\0${credentials.username}\0${credentials.password}`)
-    .digest('hex');
-}
-
 /** The Proxies in the Secret's namespace whose credentials it holds (wanted, or in use by the instance). */
 export function proxiesUsingCredentials(secret: SecretLike, proxies: readonly Proxy[]): Proxy[] {
   const ns = secret.metadata?.namespace;
@@ -167,19 +158,15 @@ export function proxiesUsingCredentials(secret: SecretLike, proxies: readonly Pr
 // the Secret's new ones (which it would answer 407). Before each create the operator copies the
 // credentials into an immutable Secret of their own, named by their fingerprint and owned by
 // the Proxy, and records the fingerprint in an annotation beside the spec hash: the record of
-// what is about to exist says which credentials the instance requires.
+// what is about to exist says which credentials the instance requires. The tag is keyed
+// (credentials-digest.ts): the annotation is no test of a guessed password.
 
-/** The credentials (a fingerprint prefix) the recorded revision was created with. */
+/** The credentials (their tag, credentials-digest.ts) the recorded revision was created with. */
 export const CREDENTIALS_IN_USE_ANNOTATION = 'crawl.example.com/credentials-in-use';
-
-/** A short, stable tag of these credentials: 64 bits of their fingerprint, never the password. */
-export function credentialsTag(credentials: ProxyCredentials): string {
-  return credentialsFingerprint(credentials).slice(0, 16);
-}
 
 /** The Secret holding the credentials tagged `tag` of Managed proxy `proxyName`. */
 export function inUseSecretName(proxyName: string, tag: string): string {
-  return `${managedCredentialsSecretName(proxyName).slice(0, 253 - 17)}-${tag}`;
+  return `${managedCredentialsSecretName(proxyName).slice(0, 253 - 1 - tag.length)}-${tag}`;
 }
 
 function inUseSecretNameOf(p: Proxy): string | undefined {
@@ -188,12 +175,12 @@ function inUseSecretNameOf(p: Proxy): string | undefined {
 }
 
 /** The copy of the credentials an instance is created with (the owner reference is added on create). */
-export function inUseSecret(proxy: Proxy, credentials: ProxyCredentials) {
+export function inUseSecret(proxy: Proxy, credentials: ProxyCredentials, key: Buffer) {
   const secret = credentialsSecret(proxy, credentials);
   return {
     ...secret,
     metadata: {
-      name: inUseSecretName(proxy.metadata.name, credentialsTag(credentials)),
+      name: inUseSecretName(proxy.metadata.name, credentialsTag(credentials, key)),
       labels: { [CREDENTIALS_SECRET_LABEL]: IN_USE_COPY_LABEL_VALUE },
     },
     // Never edited: new credentials are a new Secret.
@@ -224,11 +211,16 @@ export function servingCredentials(proxy: Proxy, lookup: SecretLookup): Credenti
 /**
  * Whether the proxy's instance was created with other credentials than `current`: a rotation,
  * which always takes a --max-unavailable slot (the instance serves until it is replaced).
- * Unknown (no record, an instance older than the record) is no.
+ * Unknown (no record, an instance older than the record) is no. A record of an earlier version
+ * (unkeyed) is compared in its own form.
  */
-export function credentialsRotated(proxy: Proxy, current: ProxyCredentials | undefined): boolean {
+export function credentialsRotated(
+  proxy: Proxy,
+  current: ProxyCredentials | undefined,
+  key: Buffer,
+): boolean {
   const tag = proxy.metadata.annotations?.[CREDENTIALS_IN_USE_ANNOTATION];
-  return tag !== undefined && current !== undefined && tag !== credentialsTag(current);
+  return tag !== undefined && current !== undefined && !tagNames(tag, current, key);
 }
 
 /** What the reconciler does about a Managed proxy's credentials this run. */

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { DEFAULT_ROTATION_DRAIN_SECONDS } from './proxy-state-machine.js';
 import { DEFAULT_LEASE_BOOK_RULES, type LeaseBookRules } from '../book/lease-book-settings.js';
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
 import { DEFAULT_REPAIR_HOLD_UNHEALTHY_PERCENT } from './repair-hold.js';
+import { CREDENTIALS_KEY_BYTES } from './credentials-digest.js';
 import { DEFAULT_EXTERNAL_ENDPOINTS, type ExternalEndpointSettings } from '../providers/endpoint-ranges.js';
 
 /** 15 minutes: longer than a probe target's usual hiccup, short enough that a dead proxy does not linger. */
@@ -76,6 +78,13 @@ export interface HandlerSettings extends ControllerSettings {
    * constant below is for in-process use (tests, the demo).
    */
   ownerID: string;
+  /**
+   * The key the credentials digests on Proxies are keyed with (credentials-digest.ts), asked
+   * for at each reconcile: the entry point's reads (or creates) the Secret CREDENTIALS_KEY_SECRET
+   * in the operator's namespace once, retrying after a failure. The default below is drawn per
+   * process, for in-process use (tests, the demo).
+   */
+  credentialsKey: () => Promise<Buffer>;
   /** `--watch-namespace` (filled in by createProxyOperator): the sweep never touches instances of other namespaces. */
   watchNamespace?: string;
   /** How often the health runner re-reads the cache for added, changed and deleted proxies. */
@@ -140,8 +149,12 @@ export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = {
   drainSeconds: 20,
 };
 
+/** The key of in-process operators (tests, the demo): drawn per process, never stored. */
+export const IN_PROCESS_CREDENTIALS_KEY = randomBytes(CREDENTIALS_KEY_BYTES);
+
 export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   ownerID: 'proxy-operator',
+  credentialsKey: () => Promise.resolve(IN_PROCESS_CREDENTIALS_KEY),
   orphanSweepIntervalSeconds: 600,
   orphanMinAgeSeconds: 600,
   healthConcurrency: 64,

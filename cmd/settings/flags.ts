@@ -96,7 +96,7 @@ export const OPTIONS: Option[] = [
     flag: 'leader-election-namespace',
     env: 'POD_NAMESPACE',
     default: 'proxy-operator-system',
-    help: 'namespace of the leader-election Lease',
+    help: "the operator's own namespace: its leader-election Lease and its credentials key Secret",
   },
   {
     flag: 'leader-election-id',

@@ -12,6 +12,7 @@ import {
 import { OperatorChart } from '../../charts/operator-chart.js';
 import { OPERATOR_PERMISSIONS, type Component } from '../../charts/operator-permissions.js';
 import { providersYaml } from '../../charts/providers-config.js';
+import { CREDENTIALS_KEY_SECRET } from '../../crds/proxy-credentials.js';
 import { GROUP, PLURAL, VERSION } from '../../crds/proxy-types.js';
 import { freePort } from '../../framework/testing/control-plane.js';
 import { eventually } from '../../framework/testing/index.js';
@@ -133,6 +134,13 @@ beforeAll(async () => {
   });
   const apply = new ServerSideApply(admin, 'proxy-operator-accounts-test');
   for (const o of chart.toJson() as Manifest[]) if (RBAC_KINDS.includes(o.kind)) await apply.apply(o);
+  // The controller creates the credentials key Secret at its first reconcile: start without one
+  // (an earlier suite's run may have left it), so the create of the table is exercised.
+  await core
+    .deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: CREDENTIALS_KEY_SECRET })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 404) throw err;
+    });
   tokens.controller = await tokenOf(SERVICE_ACCOUNT_NAME);
   tokens.discovery = await tokenOf(DISCOVERY_SERVICE_ACCOUNT_NAME);
   tokens.gateway = await tokenOf(GATEWAY_SERVICE_ACCOUNT_NAME);
@@ -310,9 +318,23 @@ describe('each component under its own ServiceAccount, on a real control plane',
     },
   );
 
-  it("the controller account's token cannot read Secrets outside the watched namespace, nor mint a token", async () => {
+  it("the controller account's token cannot read Secrets outside the watched namespace but its key, nor mint a token", async () => {
     const api = clientAs('controller');
+    await core
+      .createNamespacedSecret({
+        namespace: OPERATOR_NAMESPACE,
+        body: { metadata: { name: 'proxy-operator-discovery-tokens' }, stringData: { tokens: 'x' } },
+      })
+      .catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
     expect({
+      getKey: await statusOf(
+        api.readNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: CREDENTIALS_KEY_SECRET }),
+      ),
+      getOtherInOperator: await statusOf(
+        api.readNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: 'proxy-operator-discovery-tokens' }),
+      ),
       listInOperator: await statusOf(api.listNamespacedSecret({ namespace: OPERATOR_NAMESPACE })),
       listInKubeSystem: await statusOf(api.listNamespacedSecret({ namespace: 'kube-system' })),
       listEverywhere: await statusOf(api.listSecretForAllNamespaces()),
@@ -330,6 +352,8 @@ describe('each component under its own ServiceAccount, on a real control plane',
         }),
       ),
     }).toEqual({
+      getKey: 200,
+      getOtherInOperator: 403,
       listInOperator: 403,
       listInKubeSystem: 403,
       listEverywhere: 403,

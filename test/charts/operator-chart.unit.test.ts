@@ -14,6 +14,7 @@ import {
 } from '../../charts/names.js';
 import { spawnSync } from 'node:child_process';
 import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
+import { TMP_SIZE_LIMIT_MIB } from '../../charts/operator-deployment.js';
 import { parseSettings } from '../../cmd/settings.js';
 import { builtinProviderRegistry } from '../../providers/builtin.js';
 import { KUBERNETES_DEFAULTS } from '../../providers/kubernetes/config.js';
@@ -119,7 +120,11 @@ describe('the operator Deployment', () => {
 
   it.each<[string, string, Record<string, unknown>]>([
     ['the providers ConfigMap', '/etc/proxy-operator', { configMap: { name: PROVIDERS_CONFIGMAP_NAME } }],
-    ['a writable emptyDir (the root filesystem is read-only)', '/tmp', { emptyDir: {} }],
+    [
+      'a writable emptyDir of bounded size (the root filesystem is read-only)',
+      '/tmp',
+      { emptyDir: { sizeLimit: `${TMP_SIZE_LIMIT_MIB}Mi` } },
+    ],
     ['the plugins emptyDir an init container fills', PLUGINS_DIR, { emptyDir: {} }],
     [
       'the discovery tokens Secret, not optional: without it the Pod does not start',

@@ -142,6 +142,25 @@ describe('the operator RBAC manifests', () => {
     },
   );
 
+  // The credentials key (docs/security.md): the controller reads one Secret of its own namespace
+  // by name and may create it; nothing else of that namespace's Secrets (the discovery tokens,
+  // the Redis password), and no other account touches them.
+  it.each<[string, string, string[]]>([
+    ['operator', SERVICE_ACCOUNT_NAME, ['create /secrets ', 'get /secrets proxy-operator-credentials-key']],
+    [
+      'operator-redis',
+      SERVICE_ACCOUNT_NAME,
+      ['create /secrets ', 'get /secrets proxy-operator-credentials-key'],
+    ],
+    ['operator-redis', DISCOVERY_SERVICE_ACCOUNT_NAME, []],
+    ['operator-redis', GATEWAY_SERVICE_ACCOUNT_NAME, []],
+  ])('%s: %s may do only %j to Secrets of the operator namespace', (chart, account, want) => {
+    const secrets = grants(charts.get(chart)!, account)
+      .filter((g) => g.includes(' /secrets ') && g.endsWith(`@${OPERATOR_NAMESPACE}`))
+      .map((g) => g.slice(0, -`@${OPERATOR_NAMESPACE}`.length));
+    expect(secrets).toEqual(want);
+  });
+
   it('run each Redis-store component under its own account', () => {
     const pods = Object.fromEntries(
       (charts.get('operator-redis')!.filter((o) => o.kind === 'Deployment') as unknown as V1Deployment[]).map(

@@ -20,7 +20,7 @@ function settings(argv: string[], env: NodeJS.ProcessEnv = {}): Settings {
   if (s === 'help') throw new Error('help');
   return s;
 }
-const facts = { clusterName: 'c1' };
+const facts = { clusterName: 'c1', credentialsKey: () => Promise.resolve(Buffer.alloc(32, 1)) };
 
 describe('handlerSettingsFrom', () => {
   it('with no flags: the handler defaults, the owner identity and an open API', () => {
@@ -28,6 +28,7 @@ describe('handlerSettingsFrom', () => {
     expect(h).toEqual({
       ...DEFAULT_HANDLER_SETTINGS,
       ownerID: 'c1',
+      credentialsKey: facts.credentialsKey,
       probeCA: undefined,
       maxUnavailable: { default: { kind: 'percent', value: 25 }, byProvider: {} },
       discovery: {
@@ -145,7 +146,7 @@ describe('handlerSettingsFrom', () => {
   });
 
   it('the probe CA is what start-up read from --probe-ca-file', () => {
-    expect(handlerSettingsFrom(settings([]), { clusterName: 'c1', probeCA: 'PEM' }).probeCA).toBe('PEM');
+    expect(handlerSettingsFrom(settings([]), { ...facts, probeCA: 'PEM' }).probeCA).toBe('PEM');
   });
 });
 

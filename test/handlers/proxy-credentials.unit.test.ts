@@ -14,18 +14,20 @@ import {
   type CredentialsAnswer,
   type CredentialsResolution,
   credentialsRotated,
-  credentialsTag,
   inUseSecret,
   inUseSecretName,
   servingCredentials,
-  credentialsFingerprint,
   credentialsSecret,
   fillCloudInit,
   generateCredentials,
   proxiesUsingCredentials,
   resolveCredentials,
 } from '../../handlers/proxy-credentials.js';
+import { credentialsTag as keyedTag, legacyCredentialsTag } from '../../handlers/credentials-digest.js';
 import { specHash } from '../../handlers/spec-hash.js';
+
+const KEY = Buffer.alloc(32, 7);
+const credentialsTag = (c: { username: string; password: string }) => keyedTag(c, KEY);
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const proxy = (mode: 'Managed' | 'External', ref?: string): Proxy =>
@@ -174,10 +176,10 @@ describe("a proxy's credentials, read from its Secret", () => {
 
   it('a rotation changes the spec hash (the instance is replaced), which never holds the password', () => {
     const spec = { port: 3128 };
-    const before = specHash(spec, 'ci', credentialsFingerprint({ username: 'u', password: 'p1' }));
-    const after = specHash(spec, 'ci', credentialsFingerprint({ username: 'u', password: 'p2' }));
+    const before = specHash(spec, 'ci', { username: 'u', password: 'p1' }, KEY);
+    const after = specHash(spec, 'ci', { username: 'u', password: 'p2' }, KEY);
     expect(after).not.toBe(before);
-    expect(specHash(spec, 'ci')).not.toBe(before);
+    expect(specHash(spec, 'ci', undefined, KEY)).not.toBe(before);
   });
 
   it('maps a Secret to the proxies whose credentials it holds', () => {
@@ -251,12 +253,24 @@ describe('rotation without an outage: an instance is served with the credentials
     ['the record names these: not rotated', credentialsTag(NEW), NEW, false],
     ['no record: unknown, not rotated', undefined, NEW, false],
     ['no current credentials: not rotated', credentialsTag(OLD), undefined, false],
+    [
+      'an unkeyed record of an earlier version naming other credentials: rotated',
+      legacyCredentialsTag(OLD),
+      NEW,
+      true,
+    ],
+    [
+      'an unkeyed record of an earlier version naming these: not rotated',
+      legacyCredentialsTag(NEW),
+      NEW,
+      false,
+    ],
   ])('credentialsRotated: %s', (_what, tag, now, want) => {
-    expect(credentialsRotated(recorded(tag), now)).toBe(want);
+    expect(credentialsRotated(recorded(tag), now, KEY)).toBe(want);
   });
 
   it('the copy is an immutable, labelled basic-auth Secret named by a tag that is not the password', () => {
-    const copy = inUseSecret(proxy('Managed'), OLD);
+    const copy = inUseSecret(proxy('Managed'), OLD, KEY);
     expect(copy).toMatchObject({
       type: 'kubernetes.io/basic-auth',
       immutable: true,

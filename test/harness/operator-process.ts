@@ -74,8 +74,12 @@ export async function runOperatorIn(
 ): Promise<ServingOperator> {
   const metricsPort = options.metricsPort ?? (await freePort());
   const discoveryPort = options.discoveryPort ?? (await freePort());
-  const leader =
-    options.leaderElection === false ? ['--leader-elect=false'] : ['--leader-election-namespace', namespace];
+  // The suite's namespace is the process's own either way: its Lease and its credentials key Secret.
+  const leader = [
+    ...(options.leaderElection === false ? ['--leader-elect=false'] : []),
+    '--leader-election-namespace',
+    namespace,
+  ];
   const process_ = runOperator(
     [
       '--kubeconfig',
