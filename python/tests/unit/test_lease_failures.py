@@ -11,13 +11,11 @@ import time
 import httpx
 import pytest
 
+from addon_fixtures import PLAIN
 from proxy_operator import DiscoveryApiError
 from proxy_operator.scrapy.asking import AskFailure, after_failure
 from proxy_operator.scrapy.leases import BookOptions, LeaseBook, LeaseFailed
-from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
 
-#: A project without ADDONS: the middleware and the send-time check (send_check.py).
-PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 def api_error(status: int, code: str, message: str) -> DiscoveryApiError:

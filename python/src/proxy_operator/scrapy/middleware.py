@@ -22,7 +22,8 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook, LeaseFailed
-from .meta_keys import LEASE_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY
+from .meta_keys import LEASE_KEY, REROUTES_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY
+from .reroute import ReroutesExhausted, check_reroute_middleware, register, reroute_verdict
 from .send_check import LeaseEnded, check_send_handlers
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
@@ -72,6 +73,7 @@ class ProxyOperatorMiddleware:
         # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
         config = read_settings(crawler.settings)
         check_send_handlers(crawler.settings)
+        check_reroute_middleware(crawler.settings)
         if not _on_asyncio():
             raise SettingError(
                 "TWISTED_REACTOR",
@@ -82,6 +84,7 @@ class ProxyOperatorMiddleware:
         self.url, self.token = config.url, config.token
         self.options = config.options
         self.retry_times = config.retry_times
+        self.max_reroutes = config.max_reroutes
         self.client: Any = make_client(config)
         self._policy = make_policy(config)
         self.book: LeaseBook | None = None
@@ -96,6 +99,7 @@ class ProxyOperatorMiddleware:
         self._rest_ends: dict[str, float] = {}
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        register(crawler, self)  # RerouteMiddleware hands this middleware the requests the check stopped
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProxyOperatorMiddleware:
@@ -206,17 +210,34 @@ class ProxyOperatorMiddleware:
         if not isinstance(held, HeldLease) or self.book is None:
             return None
         if isinstance(exception, LeaseEnded):
-            # Its lease ended while it waited in the download slot (send_check.py): it never
-            # left. Sent again with a fresh lease: no report, not a retry.
-            self.book.rerouted(held)
-            self._inc("proxy_operator/rerouted")
-            return self._without_lease(request.replace(dont_filter=True))
+            return self.reroute(request)  # RerouteMiddleware (990) normally has it first
         if not self.policy.exception_is_ban(request, exception):
             self.book.finished(held)
             return None  # RetryMiddleware decides: the proxy is not to blame
         self._inc("proxy_operator/unreachable")
         self.book.unreachable(held)
         return self._retry(request, "unreachable")
+
+    def reroute(self, request: Request) -> Request:
+        """A request whose lease ended while it waited in its download slot (send_check.py) never
+        left: sent again with a fresh lease (no report, not a retry), at most
+        PROXY_OPERATOR_MAX_REROUTES times; then it fails (ReroutesExhausted), never sent direct."""
+        held = request.meta.get(LEASE_KEY)
+        if isinstance(held, HeldLease) and self.book is not None:
+            self.book.rerouted(held)
+        done = int(request.meta.get(REROUTES_KEY, 0))
+        if reroute_verdict(done, self.max_reroutes) == "give_up":
+            self._inc("proxy_operator/reroute/max_reached")
+            message = (
+                f"proxy-operator: {request.url}: not sent: its lease ended before it could be sent "
+                f"{done + 1} times (PROXY_OPERATOR_MAX_REROUTES = {self.max_reroutes}); it never went without a proxy"
+            )
+            log.warning("%s", message)
+            raise ReroutesExhausted(message)
+        self._inc("proxy_operator/rerouted")
+        again = self._without_lease(request.replace(dont_filter=True))
+        again.meta[REROUTES_KEY] = done + 1
+        return again
 
     # -- helpers -------------------------------------------------------------------------------
 
