@@ -131,6 +131,9 @@ def test_a_request_the_addon_cannot_proxy_is_refused_not_sent_direct() -> None:
     assert outcome({"proxy_operator_session": "s1"}).startswith("proxy-operator: no proxy for")
     assert outcome({"dont_proxy": True}) == "sent"
     assert outcome({"proxy": "http://my-own-proxy:3128"}) == "sent"
+    # Scrapy's "no proxy from the environment" is no opt-out: before, these went direct.
+    assert outcome({"proxy": None}).startswith("proxy-operator: no proxy for")
+    assert outcome({"proxy": ""}).startswith("proxy-operator: no proxy for")
 
 
 def test_a_failure_in_spider_opened_closes_the_spider(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,8 +144,10 @@ class ProxyOperatorMiddleware:
                 meta.pop(key, None)
         if meta.get("dont_proxy"):
             return None  # the documented opt-out
-        if "proxy" in meta and LEASE_KEY not in meta:
+        if meta.get("proxy") and LEASE_KEY not in meta:
             return None  # a proxy the spider chose itself
+        # meta['proxy'] None or "" is Scrapy's "no proxy from the environment", not an opt-out
+        # of the add-on (dont_proxy is): it was sent without a proxy; it is leased like any other.
         route = route_of(request.url)
         if route == "local":
             return None  # data: and file: never touch the network: nothing to proxy

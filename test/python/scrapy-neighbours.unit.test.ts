@@ -1,0 +1,246 @@
+// The Scrapy add-on as a Scrapy user meets it (a real Scrapy crawl, python/tests/crawl/
+// neighbours_crawl.py, with ADDONS), against the real discovery API, three real forward
+// proxies and loopback sites that note where each request came from: the per-request ways
+// in and out (meta['proxy'] the spider set, None, dont_proxy), a redirect to another host, HTTPS
+// through CONNECT, a high per-domain concurrency over few proxies, and the API failing
+// mid-crawl. A request the add-on is meant to proxy reaches no site from the crawler's own
+// address.
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFleet, type Fleet } from '../../bench/crawl-world.js';
+import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
+import { proxy } from '../book/fixtures.js';
+import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
+import { cleanEnv, runToEnd, venvPython } from './python-env.js';
+
+const TOKEN = 'scrapy-neighbours-token';
+
+interface Hit {
+  path: string;
+  from: string;
+}
+
+interface Outcome {
+  case: number | null;
+  url: string;
+  status?: number;
+  proxy?: string | null;
+  error?: string;
+}
+
+interface NeighboursResult {
+  results: Outcome[];
+  log: string[];
+  stats: Record<string, number | string>;
+}
+
+interface Site {
+  origin: string;
+  hits: Hit[];
+  close(): Promise<void>;
+}
+
+/** A site that notes each request's path and source: /redirect?to=URL is a 302, /page/N one of
+ * `pages` linked pages, anything else a 200. */
+function handler(hits: Hit[], pages: number) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://site');
+    hits.push({ path: url.pathname + url.search, from: req.socket.remoteAddress ?? '' });
+    const to = url.searchParams.get('to');
+    if (url.pathname === '/redirect' && to) {
+      res.writeHead(302, { location: to }).end();
+      return;
+    }
+    const page = /^\/page\/(\d+)$/.exec(url.pathname);
+    if (page) {
+      const i = Number(page[1]);
+      const links = [(i + 1) % pages, (i * 7 + 3) % pages].map((j) => `<a href="/page/${j}">${j}</a>`);
+      res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body>${links.join(' ')}</body></html>`);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+  };
+}
+
+async function listen(server: Server, host: string, scheme: 'http' | 'https', hits: Hit[]): Promise<Site> {
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    origin: `${scheme}://${host}:${(server.address() as AddressInfo).port}`,
+    hits,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function startSite(host: string, pages = 10): Promise<Site> {
+  const hits: Hit[] = [];
+  return listen(createServer(handler(hits, pages)), host, 'http', hits);
+}
+
+/** An HTTPS site with a self-signed certificate made here (Scrapy does not verify by default). */
+function startTlsSite(host: string, dir: string): Promise<Site> {
+  const key = join(dir, 'site.key');
+  const cert = join(dir, 'site.crt');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${host}`,
+      '-addext',
+      `subjectAltName=IP:${host}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  const hits: Hit[] = [];
+  const server = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, handler(hits, 10));
+  return listen(server, host, 'https', hits);
+}
+
+let server: TestDiscoveryServer;
+let fleet: Fleet;
+let own: ForwardProxy;
+let dir: string;
+
+async function crawl(
+  file: string,
+  requests: { url: string; meta?: Record<string, unknown> }[],
+  env: Record<string, string> = {},
+  discoveryUrl = server.baseUrl,
+): Promise<NeighboursResult> {
+  const resultFile = join(dir, file);
+  await runToEnd(
+    venvPython(),
+    ['python/tests/crawl/neighbours_crawl.py'],
+    cleanEnv({
+      DISCOVERY_URL: discoveryUrl,
+      DISCOVERY_TOKEN: TOKEN,
+      REQUESTS: JSON.stringify(requests),
+      CRAWL_RESULT: resultFile,
+      ...env,
+    }),
+  );
+  return JSON.parse(await readFile(resultFile, 'utf8')) as NeighboursResult;
+}
+
+/** Where a site saw a request come from: a leased proxy, the spider's own proxy, or the crawler itself. */
+function source(from: string): 'fleet' | 'own proxy' | 'direct' {
+  const address = from.replace(/^::ffff:/, '');
+  if (fleet.proxies.some((p) => p.host === address)) return 'fleet';
+  if (address === own.host) return 'own proxy';
+  return 'direct';
+}
+
+beforeAll(async () => {
+  fleet = await startFleet(3, '127.0.11.1');
+  own = await startForwardProxy({ host: '127.0.13.1', port: 0 });
+  server = await startDiscoveryServer({
+    token: TOKEN,
+    proxies: fleet.proxies.map((p, i) => proxy(`nb/p${i}`, { ip: p.host, port: p.port, maxLeases: 50 })),
+  });
+  dir = await mkdtemp(join(tmpdir(), 'scrapy-neighbours-'));
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await fleet?.close();
+  await own?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+it('each way a request can ask for its route: through a lease unless the spider opted out or chose its own proxy', async () => {
+  const a = await startSite('127.0.0.1');
+  const b = await startSite('127.0.12.1');
+  const tls = await startTlsSite('127.0.0.1', dir);
+  const cases: {
+    name: string;
+    url: string;
+    meta?: Record<string, unknown>;
+    site: Site;
+    path: string;
+    from: string;
+  }[] = [
+    { name: 'plain', url: `${a.origin}/plain`, site: a, path: '/plain', from: 'fleet' },
+    // Scrapy's way to say "no proxy from the environment": not an opt-out of the add-on.
+    {
+      name: "meta['proxy'] = None",
+      url: `${a.origin}/none`,
+      meta: { proxy: null },
+      site: a,
+      path: '/none',
+      from: 'fleet',
+    },
+    {
+      name: "meta['proxy'] = ''",
+      url: `${a.origin}/empty`,
+      meta: { proxy: '' },
+      site: a,
+      path: '/empty',
+      from: 'fleet',
+    },
+    {
+      name: "the spider's own proxy",
+      url: `${a.origin}/own`,
+      meta: { proxy: `http://${own.host}:${own.port}` },
+      site: a,
+      path: '/own',
+      from: 'own proxy',
+    },
+    {
+      name: 'dont_proxy',
+      url: `${a.origin}/direct`,
+      meta: { dont_proxy: true },
+      site: a,
+      path: '/direct',
+      from: 'direct',
+    },
+    {
+      name: 'a redirect to another host',
+      url: `${a.origin}/redirect?to=${encodeURIComponent(`${b.origin}/landed`)}`,
+      site: b,
+      path: '/landed',
+      from: 'fleet',
+    },
+    { name: 'https through CONNECT', url: `${tls.origin}/secure`, site: tls, path: '/secure', from: 'fleet' },
+  ];
+  try {
+    const result = await crawl(
+      'ways.json',
+      cases.map(({ url, meta }) => ({ url, ...(meta ? { meta } : {}) })),
+    );
+    const seen = cases.map((c, i) => ({
+      name: c.name,
+      outcome:
+        result.results.find((r) => r.case === i)?.status ?? result.results.find((r) => r.case === i)?.error,
+      from: c.site.hits.filter((h) => h.path === c.path).map((h) => source(h.from)),
+    }));
+    console.log(`ways: ${JSON.stringify(seen)}`);
+    expect(seen).toEqual(cases.map((c) => ({ name: c.name, outcome: 200, from: [c.from] })));
+    // The redirect's second host got a lease of its own.
+    const targets = server.requests
+      .filter((r) => r.call === 'POST /v1/leases')
+      .map((r) => (r.response as { target?: string } | undefined)?.target);
+    expect(targets).toContain('127.0.12.1');
+    expect(await server.activeLeases()).toBe(0);
+  } finally {
+    await Promise.all([a.close(), b.close(), tls.close()]);
+  }
+}, 120_000);
