@@ -13,10 +13,13 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startCrawlSite } from '../../bench/crawl-scenario.js';
 import { startFleet, type Fleet } from '../../bench/crawl-world.js';
+import { DiscoveryClient } from '../../client/src/index.js';
 import { startForwardProxy, type ForwardProxy } from '../../providers/mock/forward-proxy.js';
 import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
+import { startApiFront, type ApiFault } from './api-front.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
 
 const TOKEN = 'scrapy-neighbours-token';
@@ -242,5 +245,124 @@ it('each way a request can ask for its route: through a lease unless the spider 
     expect(await server.activeLeases()).toBe(0);
   } finally {
     await Promise.all([a.close(), b.close(), tls.close()]);
+  }
+}, 120_000);
+
+const FAULTS: { name: string; fault: ApiFault }[] = [
+  {
+    name: '503 store_unavailable',
+    fault: {
+      status: 503,
+      code: 'store_unavailable',
+      message: 'the lease store is unavailable',
+      retryAfterSeconds: 1,
+    },
+  },
+  {
+    name: '429 lease_quota',
+    fault: {
+      status: 429,
+      code: 'lease_quota',
+      message: "token 'crawler' holds 3 live leases (its quota)",
+      retryAfterSeconds: 1,
+    },
+  },
+];
+
+it.each(FAULTS)(
+  'the API answering lease asks $name for 5 s mid-crawl, every lease ended meanwhile: every page fetched, none direct',
+  async ({ name, fault }) => {
+    const PAGES = 120;
+    const site = await startCrawlSite({ pages: PAGES });
+    const front = await startApiFront(server.baseUrl);
+    const admin = new DiscoveryClient({ baseUrl: server.baseUrl, token: TOKEN });
+    const asked = server.requests.length;
+    let timer: NodeJS.Timeout | undefined;
+    // At 30 pages the API starts failing lease asks, and every lease the crawl holds ends on
+    // the server (heard at its next renewal: a TTL of 3 s), so the crawl needs new ones.
+    const watch = setInterval(() => {
+      if (site.hits.filter((h) => h.status === 200).length < 30) return;
+      clearInterval(watch);
+      front.failLeases(fault);
+      for (const r of server.requests.slice(asked)) {
+        const id = (r.response as { leaseID?: string } | undefined)?.leaseID;
+        if (r.call === 'POST /v1/leases' && id) void admin.release(id).catch(() => undefined);
+      }
+      timer = setTimeout(() => front.failLeases(undefined), 5000);
+    }, 20);
+    try {
+      const resultFile = join(dir, `fault-${fault.status}.json`);
+      const { stderr } = await runToEnd(
+        venvPython(),
+        ['python/tests/crawl/churn_crawl.py'],
+        cleanEnv({
+          DISCOVERY_URL: front.baseUrl,
+          DISCOVERY_TOKEN: TOKEN,
+          START_URL: site.start,
+          CRAWL_RESULT: resultFile,
+          LOG_LEVEL: 'WARNING',
+          DOWNLOAD_DELAY: '0.1',
+          PROXY_OPERATOR_TTL: '3',
+        }),
+      );
+      const result = JSON.parse(await readFile(resultFile, 'utf8')) as { fetched: number; failed: string[] };
+      const sources = [...new Set(site.hits.map((h) => source(h.from)))];
+      const warnings = stderr.split('\n').filter((l) => l.includes('proxy-operator'));
+      console.log(
+        `${name}: ${JSON.stringify({ fetched: result.fetched, failed: result.failed.length, sources, failedAsks: front.failed, warnings: warnings.length, first: warnings[0] })}`,
+      );
+      expect(front.failed).toBeGreaterThan(0);
+      expect(result.failed).toEqual([]);
+      expect(result.fetched).toBe(PAGES);
+      expect(sources).toEqual(['fleet']);
+      expect(await server.activeLeases()).toBe(0);
+    } finally {
+      clearInterval(watch);
+      clearTimeout(timer);
+      await front.stop();
+      await site.close();
+    }
+  },
+  120_000,
+);
+
+it('a spider that closes while its ban report is unanswered waits 10 s, then names the report it gave up', async () => {
+  const site = await startCrawlSite({ pages: 60 });
+  site.ban(fleet.proxies[0].host);
+  const front = await startApiFront(server.baseUrl, { reportDelayMs: 30_000 });
+  try {
+    const resultFile = join(dir, 'close.json');
+    const { stderr } = await runToEnd(
+      venvPython(),
+      ['python/tests/crawl/churn_crawl.py'],
+      cleanEnv({
+        DISCOVERY_URL: front.baseUrl,
+        DISCOVERY_TOKEN: TOKEN,
+        START_URL: site.start,
+        CRAWL_RESULT: resultFile,
+        LOG_LEVEL: 'WARNING',
+      }),
+    );
+    const result = JSON.parse(await readFile(resultFile, 'utf8')) as {
+      fetched: number;
+      failed: string[];
+      stats: Record<string, number>;
+    };
+    const lines = stderr.split('\n').filter((l) => l.includes('proxy-operator'));
+    console.log(`closed with a report unanswered: ${JSON.stringify(lines)}`);
+    expect(result.fetched).toBe(60);
+    expect(result.failed).toEqual([]);
+    // Before: "1 calls to the discovery API (reports, releases) still unanswered", naming
+    // neither the report nor the proxy, and each failed try "reporting banned failed (sent again): ".
+    expect(
+      lines.some((l) =>
+        l.includes('never took 1 report(s) that took a proxy out: banned nb/p0 for localhost'),
+      ),
+    ).toBe(true);
+    expect(lines.some((l) => /failed \(sent again\): $/.test(l))).toBe(false);
+    expect(result.stats['proxy_operator/unheard_banned']).toBe(1);
+  } finally {
+    await front.stop();
+    await site.close();
   }
 }, 120_000);

@@ -10,8 +10,6 @@
 // hold the banned answer: its retry set out 17 ms after the 403 (3,042 ms when the report was
 // awaited in the response path).
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCrawlSite } from '../../bench/crawl-scenario.js';
@@ -20,6 +18,7 @@ import type { CrawlSite } from '../../bench/crawl-site.js';
 import { DiscoveryClient } from '../../client/src/index.js';
 import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
+import { startApiFront } from './api-front.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
 
 const TOKEN = 'scrapy-queued-token';
@@ -90,35 +89,6 @@ function whenFetched(site: CrawlSite, pages: number, act: () => void): () => voi
     }
   }, 20);
   return () => clearInterval(timer);
-}
-
-/** A front of the real API that answers every report `delayMs` late (a slow or loaded API). */
-async function startSlowReports(baseUrl: string, delayMs: number) {
-  const front = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const headers = Object.fromEntries(
-        Object.entries(req.headers).filter(([name]) => name !== 'host' && name !== 'content-length'),
-      ) as Record<string, string>;
-      const wait = /\/report$/.test((req.url ?? '').split('?')[0]!) ? delayMs : 0;
-      setTimeout(() => {
-        fetch(`${baseUrl}${req.url}`, { method: req.method, headers, ...(body.length ? { body } : {}) })
-          .then(async (answer) => {
-            const type = answer.headers.get('content-type');
-            res.writeHead(answer.status, type ? { 'content-type': type } : {});
-            res.end(Buffer.from(await answer.arrayBuffer()));
-          })
-          .catch(() => res.destroy());
-      }, wait);
-    });
-  });
-  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
-  return {
-    baseUrl: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
-    stop: () => new Promise<void>((resolve) => front.close(() => resolve())),
-  };
 }
 
 beforeAll(async () => {
@@ -194,7 +164,7 @@ it('a lease that ended on the server carries none of its queued requests after i
 it('a ban report the API answers 3 s late does not hold the banned answer', async () => {
   const site = await startCrawlSite({ pages: PAGES });
   site.ban(fleet.proxies[0].host);
-  const slow = await startSlowReports(server.baseUrl, 3000);
+  const slow = await startApiFront(server.baseUrl, { reportDelayMs: 3000 });
   try {
     const result = await crawl(site, 'slow-report.json', {}, slow.baseUrl);
     console.log(`ban reported to a slow API: ${JSON.stringify(figures(result))}`);

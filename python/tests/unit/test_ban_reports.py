@@ -7,9 +7,11 @@ waits for unanswered reports a bounded time."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
+import httpx
 import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
@@ -111,3 +113,37 @@ def test_the_close_waits_for_an_unanswered_report_a_bounded_time() -> None:
     assert asyncio.run(run()) < 1.5
     # Never heard: the proxy stays out of this crawl's asks for the host.
     assert book.banned_since[("shop.example", "demo/p0")] == float("inf")
+
+
+class TimingOut(FakeApi):
+    """Every report times out as httpx says it: an exception with no message."""
+
+    async def report(self, lease_id: str, result: str, **kw: Any) -> dict[str, object]:
+        raise httpx.ReadTimeout("")
+
+
+@pytest.mark.parametrize(
+    ("api", "out", "log"),
+    [
+        # Given up at close: before, only "1 calls ... still unanswered", naming neither.
+        (Unanswered, "banned", "never took 1 report(s) that took a proxy out: banned demo/p0 for shop.example"),
+        (Unanswered, "unreachable", "never took 1 report(s) that took a proxy out: unreachable demo/p0"),
+        # Failed every try: before, "reporting banned failed (sent again): " with nothing after it.
+        (TimingOut, "banned", "reporting banned failed (sent again): ReadTimeout"),
+    ],
+)
+def test_a_report_the_api_never_took_is_named_and_counted_at_close(
+    api: type, out: str, log: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api_calls, "MAX_REPORT_BACKOFF", 0.01)
+    book = LeaseBook(api(), BookOptions(close_wait_seconds=0.3), time.monotonic)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        held = await book.acquire("shop.example")
+        book.banned(held) if out == "banned" else book.unreachable(held)
+        await book.close()
+
+    with caplog.at_level(logging.WARNING, logger="proxy_operator"):
+        asyncio.run(run())
+    assert log in caplog.text
+    assert (book.stats.unheard_banned, book.stats.unheard_unreachable) == ((1, 0) if out == "banned" else (0, 1))
