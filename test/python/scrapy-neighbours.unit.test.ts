@@ -366,3 +366,60 @@ it('a spider that closes while its ban report is unanswered waits 10 s, then nam
     await site.close();
   }
 }, 120_000);
+
+it('a high per-domain concurrency over three proxies: every page through them, three leases', async () => {
+  const site = await startSite('127.0.0.1', 300);
+  try {
+    const result = await crawl('concurrency.json', [{ url: `${site.origin}/page/0` }], {
+      FOLLOW: '1',
+      SETTINGS: JSON.stringify({ CONCURRENT_REQUESTS: 128, CONCURRENT_REQUESTS_PER_DOMAIN: 64 }),
+    });
+    const pages = new Set(result.results.filter((r) => r.status === 200).map((r) => r.url));
+    console.log(
+      `per-domain 64 over 3 proxies: ${JSON.stringify({ pages: pages.size, seconds: result.stats['elapsed_time_seconds'] })}`,
+    );
+    expect(pages.size).toBe(300);
+    expect(result.results.filter((r) => r.error)).toEqual([]);
+    expect([...new Set(site.hits.map((h) => source(h.from)))]).toEqual(['fleet']);
+    expect(result.stats['proxy_operator/leased']).toBe(3);
+    expect(await server.activeLeases()).toBe(0);
+  } finally {
+    await site.close();
+  }
+}, 120_000);
+
+it('a token at its lease quota: the site shares the lease it holds instead of asking each second', async () => {
+  const site = await startSite('127.0.0.1', 100);
+  const front = await startApiFront(server.baseUrl);
+  const asked = server.requests.length;
+  // After the crawl's first grant every lease ask gets 429 lease_quota (the token holds its quota).
+  const watch = setInterval(() => {
+    if (server.requests.slice(asked).some((r) => (r.response as { leaseID?: string } | undefined)?.leaseID)) {
+      clearInterval(watch);
+      front.failLeases(FAULTS[1]!.fault);
+    }
+  }, 5);
+  try {
+    const result = await crawl(
+      'quota.json',
+      [{ url: `${site.origin}/page/0` }],
+      { FOLLOW: '1', SETTINGS: JSON.stringify({ DOWNLOAD_DELAY: 0.08 }) },
+      front.baseUrl,
+    );
+    const pages = new Set(result.results.filter((r) => r.status === 200).map((r) => r.url));
+    const quota = result.log.filter((l) => l.includes('lease_quota'));
+    console.log(
+      `at the lease quota: ${JSON.stringify({ pages: pages.size, seconds: result.stats['elapsed_time_seconds'], refusedCalls: front.failed, quota })}`,
+    );
+    expect(pages.size).toBe(100);
+    expect([...new Set(site.hits.map((h) => source(h.from)))]).toEqual(['fleet']);
+    // One ask, its 429 waited out by the client (4 calls), then none: before, one ask every
+    // ~4 s (36 refused calls and 9 warnings in a 39 s crawl).
+    expect(front.failed).toBeLessThanOrEqual(4);
+    expect(quota).toHaveLength(1);
+  } finally {
+    clearInterval(watch);
+    await front.stop();
+    await site.close();
+  }
+}, 120_000);

@@ -21,7 +21,16 @@ from ..errors import DiscoveryApiError, NoLease, refused_field
 from ..types import Lease, Report, ReportResult
 from . import pace as paces
 from .api_calls import ApiCalls, described
-from .asking import after_failure, after_grant, after_refusal, covered_for, may_ask, out_since, to_exclude
+from .asking import (
+    after_failure,
+    after_grant,
+    after_refusal,
+    covered_for,
+    may_ask,
+    out_since,
+    quota_covers,
+    to_exclude,
+)
 from .book_options import BookOptions
 from .lease_api import LeaseApi
 from .lease_state import BookStats, HeldLease, LeaseFailed, Site, SiteKey
@@ -72,6 +81,8 @@ class LeaseBook:
         self.stopped: str | None = None
         #: False once the server refused ``exclude`` (an operator older than this client).
         self.exclude_supported = True
+        #: The token's lease quota was met (asking.quota_covers): said once.
+        self._quota_noted = False
 
     # -- a request's lease ---------------------------------------------------------------------
 
@@ -182,6 +193,13 @@ class LeaseBook:
             site.refused_until = self.clock() + wait
             return
         except Exception as err:  # noqa: BLE001 - every failure is sorted (asking.after_failure)
+            if quota_covers(err, sum(1 for h in site.leases if not h.gone)):
+                site.saturated_until = self.clock() + self.options.saturated_seconds
+                self.stats.refused += 1
+                if not self._quota_noted:  # once a crawl: the token's quota is not a fault
+                    self._quota_noted = True
+                    log.warning("proxy-operator: %s; %s shares the leases it holds", err, host)
+                return
             failure = after_failure(err)
             if failure.verdict == "stop":
                 self.stopped = failure.reason
