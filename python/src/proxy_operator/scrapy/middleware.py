@@ -3,7 +3,8 @@
 reports, honours Retry-After by delaying the proxy's slot, and releases everything when the
 spider closes. The lease logic is in leases.py; this file translates Scrapy's events. A request
 waits in its download slot after it got its lease: the check that its lease is still live when
-it is sent is send_check.py's download handler, and a request it stops is sent again here."""
+it is sent is send_check.py's download handler, and a request it stops is sent again here
+(``reroute``, called by reroute.py's middleware above DownloaderStats)."""
 
 from __future__ import annotations
 
