@@ -4,7 +4,7 @@ middleware chain, as the add-on sets it up: the re-route is counted under the ad
 never as a download error in Scrapy's ``downloader/exception_*`` stats (before: one
 ``downloader/exception_type_count/proxy_operator.scrapy.send_check.LeaseEnded`` per re-route);
 and a request whose every lease ends before it is sent fails after PROXY_OPERATOR_MAX_REROUTES
-re-routes, never sent (before: re-routed for ever)."""
+re-routes in a row, never sent (before: re-routed for ever)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from scrapy import Request, Spider
 from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
-from scrapy.http import Response
+from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from addon_fixtures import NOWHERE, FakeApi, Inner
 from proxy_operator.scrapy import Addon, DownloadHandler, ProxyOperatorMiddleware, ReroutesExhausted
-from proxy_operator.scrapy.meta_keys import LEASE_KEY
+from proxy_operator.scrapy.meta_keys import LEASE_KEY, REROUTES_KEY
 from proxy_operator.scrapy.reroute import reroute_verdict
 from proxy_operator.scrapy.send_check import INNER_SETTING
 
@@ -141,3 +141,29 @@ def test_a_request_whose_every_lease_ends_before_it_is_sent_fails_after_the_cap(
     assert stats.get("proxy_operator/rerouted", 0) == cap
     assert stats["proxy_operator/reroute/max_reached"] == 1
     assert {k: v for k, v in stats.items() if k.startswith("downloader/exception")} == {}
+
+
+@pytest.mark.parametrize(
+    "sent_then",
+    [
+        "banned",  # sent, banned, retried through another lease by the add-on
+        "copied",  # sent, then a redirect or RetryMiddleware's copy (meta copied, the old lease in it)
+    ],
+)
+def test_the_cap_counts_reroutes_in_a_row_a_request_that_was_sent_starts_again(sent_then: str) -> None:
+    chain = Chain(PROXY_OPERATOR_MAX_REROUTES=2)
+
+    async def run() -> dict[str, Any]:
+        await chain.ours.spider_opened()
+        request = Request("http://shop.example/a", meta={REROUTES_KEY: 2})  # at the cap
+        await chain.ours.process_request(request)
+        if sent_then == "banned":
+            again = await chain.ours.process_response(request, HtmlResponse(request.url, status=403, request=request))
+            assert isinstance(again, Request)
+        else:
+            again = request.replace(url="http://shop.example/b")
+            await chain.ours.process_request(again)
+        await chain.ours.spider_closed()
+        return again.meta
+
+    assert REROUTES_KEY not in asyncio.run(run())

@@ -141,7 +141,8 @@ class ProxyOperatorMiddleware:
         if isinstance(meta.get(LEASE_KEY), HeldLease):
             # A copy of a request that went through a lease (RetryMiddleware copies meta): that
             # lease heard its outcome already, so a failure now must not count it down again.
-            for key in (LEASE_KEY, SENT_KEY, "proxy", "download_slot"):
+            # It was sent: its re-routes (the cap counts those in a row, unsent) start again.
+            for key in (LEASE_KEY, SENT_KEY, REROUTES_KEY, "proxy", "download_slot"):
                 meta.pop(key, None)
         if meta.get("dont_proxy"):
             return None  # the documented opt-out
@@ -270,6 +271,7 @@ class ProxyOperatorMiddleware:
             raise IgnoreRequest(f"{request.url}: {why} through {tries - 1} proxies")
         retry = self._without_lease(request.replace(dont_filter=True))
         retry.meta[RETRIES_KEY] = tries
+        retry.meta.pop(REROUTES_KEY, None)  # it was sent: the cap counts re-routes in a row
         self._inc(f"proxy_operator/retry/{why}")
         return retry
 
