@@ -49,8 +49,8 @@ interface Site {
   close(): Promise<void>;
 }
 
-/** A site that notes each request's path and source: /redirect?to=URL is a 302, /page/N one of
- * `pages` linked pages, anything else a 200. */
+/** A site that notes each request's path and source: /redirect?to=URL is a 302, /forbidden a
+ * 403, /page/N one of `pages` linked pages, anything else a 200. */
 function handler(hits: Hit[], pages: number) {
   return (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://site');
@@ -58,6 +58,10 @@ function handler(hits: Hit[], pages: number) {
     const to = url.searchParams.get('to');
     if (url.pathname === '/redirect' && to) {
       res.writeHead(302, { location: to }).end();
+      return;
+    }
+    if (url.pathname === '/forbidden') {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('forbidden');
       return;
     }
     const page = /^\/page\/(\d+)$/.exec(url.pathname);
@@ -429,6 +433,40 @@ it('a token at its lease quota: the site shares the lease it holds instead of as
   } finally {
     clearInterval(watch);
     await front.stop();
+    await site.close();
+  }
+}, 120_000);
+
+it("HTTPCACHE_ENABLED: a cached 403 is the cache's answer, not a ban of the proxy the request was given", async () => {
+  // A host of its own: the bans this would report (before the fix) rest its proxies for it alone.
+  const site = await startSite('127.0.0.61');
+  const cache = {
+    HTTPCACHE_ENABLED: true,
+    HTTPCACHE_DIR: join(dir, 'httpcache'),
+    PROXY_OPERATOR_RETRY_TIMES: 2,
+    PROXY_OPERATOR_MAX_WAIT: 2,
+  };
+  const requests = [{ url: `${site.origin}/forbidden` }, { url: `${site.origin}/fine` }];
+  try {
+    // The first run fills the cache (without the add-on: the site's 403 is its own).
+    await crawl('cache-fill.json', requests, { SETTINGS: JSON.stringify({ ...cache, ADDONS: {} }) });
+    const hits = site.hits.length;
+    const asked = server.requests.length;
+    const result = await crawl('cache-hit.json', requests, { SETTINGS: JSON.stringify(cache) });
+    // A lease's own report (POST /v1/leases/{id}/report) carries a ban or a rate limit.
+    const banReports = server.requests
+      .slice(asked)
+      .filter((r) => /^POST \/v1\/leases\/.+\/report$/.test(r.call));
+    console.log(
+      `from the cache: ${JSON.stringify({ outcomes: result.results.map((r) => r.status ?? r.error), banReports: banReports.length, cached: result.stats['proxy_operator/cached'] })}`,
+    );
+    expect(site.hits.length).toBe(hits); // every answer from the cache
+    expect(result.results.map((r) => r.status ?? r.error).sort()).toEqual([200, 403]);
+    expect(banReports).toEqual([]);
+    expect(result.stats['proxy_operator/banned']).toBeUndefined();
+    expect(result.stats['proxy_operator/cached']).toBe(2);
+    expect(await server.activeLeases()).toBe(0);
+  } finally {
     await site.close();
   }
 }, 120_000);

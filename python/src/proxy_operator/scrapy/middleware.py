@@ -191,6 +191,13 @@ class ProxyOperatorMiddleware:
         held = request.meta.get(LEASE_KEY)
         if not isinstance(held, HeldLease) or self.book is None:
             return response
+        if "cached" in response.flags:
+            # HttpCacheMiddleware's stored answer (HTTPCACHE_ENABLED): nothing went through the
+            # proxy, so it says nothing of it. Before, a cached 403 was reported as a ban of
+            # whichever proxy the request had been given.
+            self.book.finished(held)
+            self._inc("proxy_operator/cached")
+            return response
         outcome = response_outcome(self.policy, request, response)
         if outcome == "ok":
             self.book.succeeded(held, request.meta.get(SENT_KEY))
