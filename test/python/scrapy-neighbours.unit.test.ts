@@ -27,6 +27,7 @@ const TOKEN = 'scrapy-neighbours-token';
 interface Hit {
   path: string;
   from: string;
+  at: number;
 }
 
 interface Outcome {
@@ -54,7 +55,7 @@ interface Site {
 function handler(hits: Hit[], pages: number) {
   return (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://site');
-    hits.push({ path: url.pathname + url.search, from: req.socket.remoteAddress ?? '' });
+    hits.push({ path: url.pathname + url.search, from: req.socket.remoteAddress ?? '', at: Date.now() });
     const to = url.searchParams.get('to');
     if (url.pathname === '/redirect' && to) {
       res.writeHead(302, { location: to }).end();
@@ -468,5 +469,50 @@ it("HTTPCACHE_ENABLED: a cached 403 is the cache's answer, not a ban of the prox
     expect(await server.activeLeases()).toBe(0);
   } finally {
     await site.close();
+  }
+}, 120_000);
+
+/** The shortest gap (ms) between two requests the site got from one source. */
+function shortestGap(hits: Hit[]): number {
+  const bySource = new Map<string, number[]>();
+  for (const h of hits) bySource.set(h.from, [...(bySource.get(h.from) ?? []), h.at]);
+  let shortest = Infinity;
+  for (const times of bySource.values()) {
+    times.sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) shortest = Math.min(shortest, times[i]! - times[i - 1]!);
+  }
+  return shortest;
+}
+
+it("the project's DOWNLOAD_SLOTS and the spider's own download_slot hold per exit", async () => {
+  const byHost = await startSite('127.0.0.1');
+  const grouped = await startSite('127.0.12.1');
+  const requests = [
+    ...Array.from({ length: 12 }, (_, i) => ({ url: `${byHost.origin}/h${i}` })),
+    ...Array.from({ length: 12 }, (_, i) => ({
+      url: `${grouped.origin}/g${i}`,
+      meta: { download_slot: 'grouped' },
+    })),
+  ];
+  try {
+    const result = await crawl('slots.json', requests, {
+      SETTINGS: JSON.stringify({
+        DOWNLOAD_SLOTS: {
+          '127.0.0.1': { delay: 0.6, concurrency: 1 },
+          grouped: { delay: 0.6, concurrency: 1 },
+        },
+      }),
+    });
+    const gaps = { byHost: shortestGap(byHost.hits), grouped: shortestGap(grouped.hits) };
+    console.log(
+      `slot settings: ${JSON.stringify({ ...gaps, outcomes: [...new Set(result.results.map((r) => r.status ?? r.error))] })}`,
+    );
+    expect(result.results.filter((r) => r.status === 200)).toHaveLength(24);
+    // Each exit waits its delay (0.6 s, jittered ±50 %) between two requests; before, the
+    // settings applied to no slot and requests from one proxy came milliseconds apart.
+    expect(gaps.byHost).toBeGreaterThanOrEqual(250);
+    expect(gaps.grouped).toBeGreaterThanOrEqual(250);
+  } finally {
+    await Promise.all([byHost.close(), grouped.close()]);
   }
 }, 120_000);

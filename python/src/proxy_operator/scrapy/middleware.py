@@ -23,12 +23,13 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook, LeaseFailed
-from .meta_keys import LEASE_KEY, REROUTES_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY
+from .meta_keys import LEASE_KEY, REROUTES_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY, SLOT_KEY
 from .reroute import ReroutesExhausted, check_reroute_middleware, register, reroute_verdict
 from .send_check import LeaseEnded, check_send_handlers
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
+from .slots import inherit, slot_of
 from .policy import BanPolicy, Policy, response_outcome
 
 log = logging.getLogger("proxy_operator")
@@ -184,7 +185,11 @@ class ProxyOperatorMiddleware:
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
         meta[SENT_KEY] = self.book.clock()
-        meta["download_slot"] = f"{host}@{held.proxy_id}"
+        if meta.get("download_slot") is not None:
+            meta.setdefault(SLOT_KEY, meta["download_slot"])  # the spider's own slot
+        base = str(meta.get(SLOT_KEY) or host)
+        meta["download_slot"] = slot_of(base, held.proxy_id)
+        self._inherit_slot_settings(base, meta["download_slot"])
         return None
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
@@ -287,6 +292,15 @@ class ProxyOperatorMiddleware:
         for key in ("proxy", "download_slot", LEASE_KEY, SENT_KEY):
             request.meta.pop(key, None)
         return request
+
+    def _inherit_slot_settings(self, base: str, key: str) -> None:
+        try:
+            engine: Any = self.crawler.engine
+        except RuntimeError:  # no engine (a test's crawler): no slots either
+            return
+        per_slot = getattr(getattr(engine, "downloader", None), "per_slot_settings", None)
+        if isinstance(per_slot, dict):
+            inherit(per_slot, base, key)
 
     def _slot(self, request: Request) -> Any:
         engine = self.crawler.engine
