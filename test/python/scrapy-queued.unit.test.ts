@@ -10,8 +10,6 @@
 // hold the banned answer: its retry set out 17 ms after the 403 (3,042 ms when the report was
 // awaited in the response path).
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCrawlSite } from '../../bench/crawl-scenario.js';
@@ -20,6 +18,7 @@ import type { CrawlSite } from '../../bench/crawl-site.js';
 import { DiscoveryClient } from '../../client/src/index.js';
 import { proxy } from '../book/fixtures.js';
 import { startDiscoveryServer, type TestDiscoveryServer } from '../client/discovery-server.js';
+import { startApiFront } from './api-front.js';
 import { cleanEnv, runToEnd, venvPython } from './python-env.js';
 
 const TOKEN = 'scrapy-queued-token';
@@ -92,35 +91,6 @@ function whenFetched(site: CrawlSite, pages: number, act: () => void): () => voi
   return () => clearInterval(timer);
 }
 
-/** A front of the real API that answers every report `delayMs` late (a slow or loaded API). */
-async function startSlowReports(baseUrl: string, delayMs: number) {
-  const front = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const headers = Object.fromEntries(
-        Object.entries(req.headers).filter(([name]) => name !== 'host' && name !== 'content-length'),
-      ) as Record<string, string>;
-      const wait = /\/report$/.test((req.url ?? '').split('?')[0]!) ? delayMs : 0;
-      setTimeout(() => {
-        fetch(`${baseUrl}${req.url}`, { method: req.method, headers, ...(body.length ? { body } : {}) })
-          .then(async (answer) => {
-            const type = answer.headers.get('content-type');
-            res.writeHead(answer.status, type ? { 'content-type': type } : {});
-            res.end(Buffer.from(await answer.arrayBuffer()));
-          })
-          .catch(() => res.destroy());
-      }, wait);
-    });
-  });
-  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
-  return {
-    baseUrl: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
-    stop: () => new Promise<void>((resolve) => front.close(() => resolve())),
-  };
-}
-
 beforeAll(async () => {
   fleet = await startFleet(5, '127.0.9.1');
   server = await startDiscoveryServer({
@@ -136,58 +106,65 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-it('a proxy banned mid-crawl carries none of the requests queued on it after the 403', async () => {
+/**
+ * A crawl of a fresh site during which `fault` strikes once the site has answered `after`
+ * pages: every page fetched, none sent through a proxy or lease after the fault ended it, the
+ * requests queued on it re-routed (under the add-on's own stats, not as Scrapy's download
+ * errors), and no lease left behind. Returns the result for the case's own checks.
+ */
+async function crawlThrough(
+  name: string,
+  after: number,
+  fault: (site: CrawlSite) => void,
+  env: Record<string, string> = {},
+): Promise<QueuedResult> {
   const site = await startCrawlSite({ pages: PAGES });
-  const stop = whenFetched(site, 40, () => site.ban(fleet.proxies[1].host));
+  const stop = whenFetched(site, after, () => fault(site));
   try {
-    const result = await crawl(site, 'banned.json');
-    console.log(`queued behind a ban: ${JSON.stringify(figures(result))}`);
+    const result = await crawl(site, `${name}.json`, env);
+    console.log(`${name}: ${JSON.stringify(figures(result))}`);
     expect(result.failed).toEqual([]);
     expect(result.fetched).toBe(PAGES);
-    expect(result.bans).toBe(1);
     expect(result.sentAfterBan).toBe(0);
-    // Requests were queued on the banned proxy: re-routed, each sent once through another.
+    expect(result.sentAfterEnd).toBe(0);
+    // Requests were queued on what ended: re-routed, each sent once through another lease.
     expect(Number(result.stats['proxy_operator/rerouted'] ?? 0)).toBeGreaterThan(0);
+    // A re-route is no download error (before: one downloader/exception_type_count/…LeaseEnded each).
+    expect(Object.keys(result.stats).filter((k) => k.startsWith('downloader/exception'))).toEqual([]);
     expect(await server.activeLeases()).toBe(0);
+    return result;
   } finally {
     stop();
     await site.close();
   }
+}
+
+it('a proxy banned mid-crawl carries none of the requests queued on it after the 403', async () => {
+  const result = await crawlThrough('queued behind a ban', 40, (site) => site.ban(fleet.proxies[1].host));
+  expect(result.bans).toBe(1);
 }, 120_000);
 
 it('a lease that ended on the server carries none of its queued requests after its renewal got a 404', async () => {
-  const site = await startCrawlSite({ pages: PAGES });
   const asked = server.requests.length;
   // Mid-crawl the server ends every lease the crawl holds (as an expiry would): the add-on
   // hears it at the lease's next renewal (a TTL of 3 s: renewed every 1.5 s).
   const admin = new DiscoveryClient({ baseUrl: server.baseUrl, token: TOKEN });
-  const stop = whenFetched(site, 60, () => {
+  const endAll = () => {
     const granted = server.requests
       .slice(asked)
       .filter((r) => r.call === 'POST /v1/leases')
       .map((r) => (r.response as { leaseID?: string } | undefined)?.leaseID)
       .filter((id): id is string => id !== undefined);
     for (const id of granted) void admin.release(id).catch(() => undefined);
-  });
-  try {
-    const result = await crawl(site, 'ended.json', { PROXY_OPERATOR_TTL: '3' });
-    console.log(`queued behind ended leases: ${JSON.stringify(figures(result))}`);
-    expect(result.failed).toEqual([]);
-    expect(result.fetched).toBe(PAGES);
-    expect(result.ended).toBeGreaterThan(0);
-    expect(result.sentAfterEnd).toBe(0);
-    expect(Number(result.stats['proxy_operator/rerouted'] ?? 0)).toBeGreaterThan(0);
-    expect(await server.activeLeases()).toBe(0);
-  } finally {
-    stop();
-    await site.close();
-  }
+  };
+  const result = await crawlThrough('queued behind ended leases', 60, endAll, { PROXY_OPERATOR_TTL: '3' });
+  expect(result.ended).toBeGreaterThan(0);
 }, 120_000);
 
 it('a ban report the API answers 3 s late does not hold the banned answer', async () => {
   const site = await startCrawlSite({ pages: PAGES });
   site.ban(fleet.proxies[0].host);
-  const slow = await startSlowReports(server.baseUrl, 3000);
+  const slow = await startApiFront(server.baseUrl, { reportDelayMs: 3000 });
   try {
     const result = await crawl(site, 'slow-report.json', {}, slow.baseUrl);
     console.log(`ban reported to a slow API: ${JSON.stringify(figures(result))}`);

@@ -15,18 +15,15 @@ from scrapy import Request, Spider
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
 from scrapy.utils.test import get_crawler
 
+from addon_fixtures import MIDDLEWARE, PLAIN
 from proxy_operator.scrapy import Addon, ProxyOperatorMiddleware
 from proxy_operator.scrapy import middleware as middleware_module
 from proxy_operator.scrapy.addon import ORDER
-from proxy_operator.scrapy.settings import SettingError
 from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
+from proxy_operator.scrapy.settings import SettingError
 
-#: A project without ADDONS: the middleware and the send-time check (send_check.py).
-PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 HERE = Path(__file__).parent
-
-MIDDLEWARE = "proxy_operator.scrapy.ProxyOperatorMiddleware"
 
 
 def middlewares(crawler) -> list[object]:  # type: ignore[no-untyped-def]
@@ -41,12 +38,14 @@ def test_the_addon_inserts_the_middleware_between_retry_and_http_proxy() -> None
     assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")[ProxyOperatorMiddleware] == ORDER
     names = [type(m).__name__ for m in middlewares(crawler)]
     assert names.index("RetryMiddleware") < names.index("ProxyOperatorMiddleware") < names.index("HttpProxyMiddleware")
+    # The re-route's process_exception runs before DownloaderStats' (the highest order first).
+    assert names.index("DownloaderStats") < names.index("RerouteMiddleware") == len(names) - 1
 
 
 def test_the_plain_middleware_setting_works_too() -> None:
     crawler = get_crawler(
         Spider,
-        {"DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610}, **PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:8090"},
+        {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:8090"},
     )
     crawler._apply_settings()
     assert any(isinstance(m, ProxyOperatorMiddleware) for m in middlewares(crawler))
@@ -78,6 +77,22 @@ def test_without_the_api_url_the_start_up_fails_naming_the_setting() -> None:
             {"ADDONS": None, "DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610}},
             'SettingError: DOWNLOAD_HANDLERS must send http: requests with "proxy_operator.scrapy.DownloadHandler"',
         ),
+        # Without the re-route above DownloaderStats (reroute.py), a request the check stopped
+        # would be counted as a download error.
+        (
+            {"ADDONS": None, "DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610}, "DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS},
+            'SettingError: DOWNLOADER_MIDDLEWARES must enable "proxy_operator.scrapy.RerouteMiddleware" above '
+            "DownloaderStats (e.g. at 990",
+        ),
+        (
+            {
+                "ADDONS": None,
+                "DOWNLOADER_MIDDLEWARES": {MIDDLEWARE: 610, "proxy_operator.scrapy.RerouteMiddleware": 800},
+                "DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS,
+            },
+            "it is at 800, DownloaderStats at 850",
+        ),
+        ({"PROXY_OPERATOR_MAX_REROUTES": -1}, "SettingError: PROXY_OPERATOR_MAX_REROUTES must be an integer, at least 0"),
         (
             {"TWISTED_REACTOR": "twisted.internet.epollreactor.EPollReactor"},
             "SettingError: TWISTED_REACTOR must be \"twisted.internet.asyncioreactor.AsyncioSelectorReactor\"",
@@ -116,6 +131,9 @@ def test_a_request_the_addon_cannot_proxy_is_refused_not_sent_direct() -> None:
     assert outcome({"proxy_operator_session": "s1"}).startswith("proxy-operator: no proxy for")
     assert outcome({"dont_proxy": True}) == "sent"
     assert outcome({"proxy": "http://my-own-proxy:3128"}) == "sent"
+    # Scrapy's "no proxy from the environment" is no opt-out: before, these went direct.
+    assert outcome({"proxy": None}).startswith("proxy-operator: no proxy for")
+    assert outcome({"proxy": ""}).startswith("proxy-operator: no proxy for")
 
 
 def test_a_failure_in_spider_opened_closes_the_spider(monkeypatch: pytest.MonkeyPatch) -> None:

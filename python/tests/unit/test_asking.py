@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from proxy_operator import DiscoveryApiError
 from proxy_operator.scrapy.asking import (
     GrantVerdict,
     RefusalVerdict,
@@ -13,6 +14,7 @@ from proxy_operator.scrapy.asking import (
     after_refusal,
     covered_for,
     may_ask,
+    quota_covers,
     to_exclude,
 )
 
@@ -122,3 +124,19 @@ def test_a_refusal_means(code: str, excluded: list[str], verdict: RefusalVerdict
 )
 def test_covered_for(code: str, retry_after: float | None, seconds: float) -> None:
     assert covered_for(code, retry_after, 30.0) == seconds
+
+
+@pytest.mark.parametrize(
+    ("err", "live", "covers"),
+    [
+        (DiscoveryApiError(429, "lease_quota", "token 'crawler' holds 3 live leases"), 1, True),
+        # Nothing held: the site has nothing to share; waited out (after_failure: retry).
+        (DiscoveryApiError(429, "lease_quota", "token 'crawler' holds 3 live leases"), 0, False),
+        # The token over its rate limit: a failure to wait out, whatever the site holds.
+        (DiscoveryApiError(429, "too_many_requests", "slow down"), 1, False),
+        (DiscoveryApiError(503, "store_unavailable", "redis"), 1, False),
+        (ConnectionError("refused"), 1, False),
+    ],
+)
+def test_the_tokens_lease_quota_means_the_sites_leases_are_all_it_gets(err: BaseException, live: int, covers: bool) -> None:
+    assert quota_covers(err, live) is covers

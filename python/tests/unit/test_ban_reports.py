@@ -7,74 +7,43 @@ waits for unanswered reports a bounded time."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
+import httpx
 import pytest
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.http import HtmlResponse
-from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
 
-from proxy_operator import DiscoveryApiError, Lease, NoLease
-from proxy_operator.scrapy import ProxyOperatorMiddleware
+from addon_fixtures import FakeApi, middleware_with
+from proxy_operator import DiscoveryApiError
 from proxy_operator.scrapy import api_calls
 from proxy_operator.scrapy.leases import BookOptions, LeaseBook
-from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
-
-#: A project without ADDONS: the middleware and the send-time check (send_check.py).
-PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 REPORT_SECONDS = 3.0
 
 
-class SlowReports:
-    """A discovery API that leases its four proxies in turn (honouring exclude) and answers a
-    report only after REPORT_SECONDS, or fails the first ``failures`` with a 503."""
+class SlowReports(FakeApi):
+    """Answers a report only after REPORT_SECONDS, or fails the first ``failures`` with a 503;
+    ``heard``: each report the API took, with when."""
 
     failures = 0
     report_seconds = REPORT_SECONDS
 
     def __init__(self, url: str = "", token: str | None = None) -> None:
-        self.excluded: list[list[str]] = []
-        self.reports: list[tuple[str, str, float]] = []
+        super().__init__(url, token)
+        self.heard: list[tuple[str, str, float]] = []
         self.attempts = 0
-        self.granted = 0
-
-    async def lease(self, *, exclude: list[str] | None = None, target: str | None = None, **kw: Any) -> Lease:
-        self.excluded.append(list(exclude or []))
-        free = [f"demo/p{i}" for i in range(4) if f"demo/p{i}" not in (exclude or [])]
-        if not free:
-            raise NoLease(409, "all_busy", "every proxy excluded")
-        proxy = free[self.granted % len(free)]
-        self.granted += 1
-        return Lease(f"l{self.granted}", proxy, f"http://{proxy[-2:]}.invalid:3128", "2099-01-01T00:00:00Z", str(target))
 
     async def report(self, lease_id: str, result: str, **kw: Any) -> dict[str, object]:
         self.attempts += 1
         if self.attempts <= self.failures:
             raise DiscoveryApiError(503, "store_unavailable", "redis")
         await asyncio.sleep(self.report_seconds)
-        self.reports.append((lease_id, result, time.monotonic()))
+        self.heard.append((lease_id, result, time.monotonic()))
         return {}
-
-    async def release(self, lease_id: str) -> None:
-        pass
-
-    async def report_many(self, reports: object) -> list[object]:
-        return []
-
-    async def end_session(self, key: str) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-
-def middleware_with(client: type) -> ProxyOperatorMiddleware:
-    crawler = get_crawler(Spider, {**PLAIN, "PROXY_OPERATOR_URL": "http://127.0.0.1:9", "PROXY_OPERATOR_CLIENT": client})
-    crawler.spider = Spider("s")
-    return ProxyOperatorMiddleware.from_crawler(crawler)
 
 
 @pytest.mark.parametrize("outcome", ["banned", "unreachable"])
@@ -97,7 +66,7 @@ def test_a_proxy_reported_out_is_out_at_once_and_the_response_not_held_by_the_ap
         excluded = client.excluded[-1]
         closing = time.monotonic()
         await middleware.spider_closed()  # waits for the report
-        assert [r[1] for r in client.reports] == [outcome]
+        assert [r[1] for r in client.heard] == [outcome]
         return held_for, first.meta["proxy"], retry.meta["proxy"], excluded, time.monotonic() - closing
 
     held_for, before, after, excluded, close_seconds = asyncio.run(run())
@@ -123,7 +92,7 @@ def test_a_report_the_api_fails_is_sent_again(monkeypatch: pytest.MonkeyPatch) -
         await book.close()
 
     asyncio.run(run())
-    assert (client.attempts, [r[1] for r in client.reports]) == (3, ["banned"])
+    assert (client.attempts, [r[1] for r in client.heard]) == (3, ["banned"])
     assert book.banned_since[("shop.example", "demo/p0")] < float("inf")  # heard
 
 
@@ -144,3 +113,37 @@ def test_the_close_waits_for_an_unanswered_report_a_bounded_time() -> None:
     assert asyncio.run(run()) < 1.5
     # Never heard: the proxy stays out of this crawl's asks for the host.
     assert book.banned_since[("shop.example", "demo/p0")] == float("inf")
+
+
+class TimingOut(FakeApi):
+    """Every report times out as httpx says it: an exception with no message."""
+
+    async def report(self, lease_id: str, result: str, **kw: Any) -> dict[str, object]:
+        raise httpx.ReadTimeout("")
+
+
+@pytest.mark.parametrize(
+    ("api", "out", "log"),
+    [
+        # Given up at close: before, only "1 calls ... still unanswered", naming neither.
+        (Unanswered, "banned", "never took 1 report(s) that took a proxy out: banned demo/p0 for shop.example"),
+        (Unanswered, "unreachable", "never took 1 report(s) that took a proxy out: unreachable demo/p0"),
+        # Failed every try: before, "reporting banned failed (sent again): " with nothing after it.
+        (TimingOut, "banned", "reporting banned failed (sent again): ReadTimeout"),
+    ],
+)
+def test_a_report_the_api_never_took_is_named_and_counted_at_close(
+    api: type, out: str, log: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(api_calls, "MAX_REPORT_BACKOFF", 0.01)
+    book = LeaseBook(api(), BookOptions(close_wait_seconds=0.3), time.monotonic)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        held = await book.acquire("shop.example")
+        book.banned(held) if out == "banned" else book.unreachable(held)
+        await book.close()
+
+    with caplog.at_level(logging.WARNING, logger="proxy_operator"):
+        asyncio.run(run())
+    assert log in caplog.text
+    assert (book.stats.unheard_banned, book.stats.unheard_unreachable) == ((1, 0) if out == "banned" else (0, 1))

@@ -6,18 +6,17 @@ gets no lease meanwhile is dropped with that cause: never a made-up all_busy aft
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from typing import Any
 
 import httpx
 import pytest
 
-from proxy_operator import DiscoveryApiError
+from addon_fixtures import PLAIN, FakeApi
+from proxy_operator import DiscoveryApiError, Lease
 from proxy_operator.scrapy.asking import AskFailure, after_failure
 from proxy_operator.scrapy.leases import BookOptions, LeaseBook, LeaseFailed
-from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
-
-#: A project without ADDONS: the middleware and the send-time check (send_check.py).
-PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 def api_error(status: int, code: str, message: str) -> DiscoveryApiError:
@@ -186,3 +185,42 @@ def test_a_request_whose_ask_has_not_been_answered_is_dropped_saying_so_not_all_
         "no lease for shop.example within 0.5 s: the discovery API has not answered the lease ask "
         "(the client may be waiting out its 503s or 429s)",
     )
+
+
+class AtQuota(FakeApi):
+    """Grants one lease; from then on the token is at its quota of live leases (429 lease_quota)."""
+
+    async def lease(self, **kw: Any) -> Lease:
+        if self.granted >= 1:
+            self.excluded.append([])
+            raise DiscoveryApiError(429, "lease_quota", "token 'crawler' holds 1 live leases (its quota)", 1.0)
+        return await super().lease(**kw)
+
+
+def test_a_site_at_the_tokens_quota_shares_its_leases_instead_of_asking_each_second(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = AtQuota()
+    book = LeaseBook(api, BookOptions(requests_per_lease=1), time.monotonic)  # type: ignore[arg-type]
+
+    async def run() -> tuple[int, int, int]:
+        first = await book.acquire("shop.example")
+        first.proven = True
+        for _ in range(25):  # 2.5 s of requests, each wanting one more lease
+            held = await book.acquire("shop.example")
+            book.succeeded(held)
+            await asyncio.sleep(0.1)
+        asks_while_held, warned = len(api.excluded), caplog.text.count("lease_quota")
+        book.banned(first)  # its lease ends: the site holds nothing, so the next request asks at once
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(book.acquire("shop.example"), 0.2)  # (and waits: the quota holds)
+        asks_after = len(api.excluded)
+        await book.close()
+        return asks_while_held, warned, asks_after
+
+    with caplog.at_level(logging.WARNING, logger="proxy_operator"):
+        asks_while_held, warned, asks_after = asyncio.run(run())
+    # The grant and one 429; before, an ask a second (3 more 429s here, 4 calls each through
+    # the real client, and a warning each).
+    assert (asks_while_held, warned) == (2, 1)
+    assert asks_after == 3

@@ -10,13 +10,11 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
+from addon_fixtures import PLAIN
 from proxy_operator import Lease, NoLease
 from proxy_operator.scrapy import ProxyOperatorMiddleware
 from proxy_operator.scrapy.middleware import LEASE_KEY
-from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
 
-#: A project without ADDONS: the middleware and the send-time check (send_check.py).
-PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 class OneLease:

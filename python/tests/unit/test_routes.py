@@ -9,12 +9,10 @@ from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.test import get_crawler
 
+from addon_fixtures import PLAIN
 from proxy_operator.scrapy import ProxyOperatorMiddleware
 from proxy_operator.scrapy.routes import Route, route_of
-from proxy_operator.scrapy.send_check import SEND_CHECK_HANDLERS
 
-#: A project without ADDONS: the middleware and the send-time check (send_check.py).
-PLAIN = {"DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS}
 
 
 @pytest.mark.parametrize(

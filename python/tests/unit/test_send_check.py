@@ -12,11 +12,10 @@ import time
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
-from scrapy.http import HtmlResponse
+from scrapy import Request
 from scrapy.settings import Settings
-from scrapy.utils.test import get_crawler
 
+from addon_fixtures import FakeApi, Inner, crawler_with
 from proxy_operator import Lease, NoLease
 from proxy_operator.scrapy import Addon, DownloadHandler, LeaseEnded, ProxyOperatorMiddleware
 from proxy_operator.scrapy.leases import BookOptions, LeaseBook
@@ -72,74 +71,10 @@ def test_the_middleware_needs_the_check(handlers: dict[str, Any], error: str | N
         check_send_handlers(settings)
 
 
-class Inner:
-    """A wrapped handler that notes what it was given to send."""
-
-    sent: list[str] = []
-    lazy = False
-
-    def __init__(self, crawler: object) -> None:
-        pass
-
-    @classmethod
-    def from_crawler(cls, crawler: object) -> Inner:
-        return cls(crawler)
-
-    async def download_request(self, request: Request) -> HtmlResponse:
-        Inner.sent.append(request.url)
-        return HtmlResponse(request.url, status=200, body=b"ok", request=request)
-
-    async def close(self) -> None:
-        pass
-
-
-class Grants:
-    """Leases its four proxies in turn; nothing else answers anything worth noting."""
-
-    def __init__(self, url: str = "", token: str | None = None) -> None:
-        self.asks = 0
-        self.reports: list[str] = []
-
-    async def lease(self, *, target: str | None = None, **kw: Any) -> Lease:
-        self.asks += 1
-        proxy = f"demo/p{(self.asks - 1) % 4}"
-        return Lease(f"l{self.asks}", proxy, f"http://{proxy[-2:]}.invalid:3128", "2099-01-01T00:00:00Z", str(target))
-
-    async def report(self, lease_id: str, result: str, **kw: Any) -> dict[str, object]:
-        self.reports.append(result)
-        return {}
-
-    async def release(self, lease_id: str) -> None:
-        pass
-
-    async def report_many(self, reports: object) -> list[object]:
-        return []
-
-    async def end_session(self, key: str) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-
-def crawler_with(client: type) -> Any:
-    crawler = get_crawler(
-        Spider,
-        {
-            "DOWNLOAD_HANDLERS": SEND_CHECK_HANDLERS,
-            INNER_SETTING: {"http": Inner, "https": Inner},
-            "PROXY_OPERATOR_URL": "http://127.0.0.1:9",
-            "PROXY_OPERATOR_CLIENT": client,
-        },
-    )
-    crawler.spider = Spider("s")
-    return crawler
-
-
 @pytest.mark.parametrize(("ended", "outcome"), [(False, "sent"), (True, "LeaseEnded")])
 def test_a_request_whose_lease_ended_while_it_waited_is_not_sent(ended: bool, outcome: str) -> None:
     Inner.sent = []
-    crawler = crawler_with(Grants)
+    crawler = crawler_with(FakeApi)
     middleware = ProxyOperatorMiddleware.from_crawler(crawler)
     handler = DownloadHandler.from_crawler(crawler)
 
@@ -164,7 +99,7 @@ def test_a_request_whose_lease_ended_while_it_waited_is_not_sent(ended: bool, ou
 
 
 def test_a_request_not_sent_is_sent_again_with_a_fresh_lease_not_counted_as_a_retry() -> None:
-    crawler = crawler_with(Grants)
+    crawler = crawler_with(FakeApi)
     middleware = ProxyOperatorMiddleware.from_crawler(crawler)
 
     async def run() -> None:
@@ -189,7 +124,7 @@ def test_a_request_not_sent_is_sent_again_with_a_fresh_lease_not_counted_as_a_re
     assert crawler.stats.get_value("proxy_operator/rerouted") == 1
 
 
-class Covered(Grants):
+class Covered(FakeApi):
     """Refuses the first ask that excludes two proxies (all_busy: the site's leases cover what
     is free); grants the next proxy otherwise."""
 

@@ -45,6 +45,8 @@ URL = {"PROXY_OPERATOR_URL": "http://127.0.0.1:8090"}
         ("PROXY_OPERATOR_MAX_WAIT", float("inf"), "PROXY_OPERATOR_MAX_WAIT must be a number of seconds above 0"),
         ("PROXY_OPERATOR_OK_REPORT_INTERVAL", 0, "PROXY_OPERATOR_OK_REPORT_INTERVAL must be a number of seconds above 0"),
         ("PROXY_OPERATOR_RETRY_TIMES", -1, "PROXY_OPERATOR_RETRY_TIMES must be an integer, at least 0, got -1"),
+        ("PROXY_OPERATOR_MAX_REROUTES", -1, "PROXY_OPERATOR_MAX_REROUTES must be an integer, at least 0, got -1"),
+        ("PROXY_OPERATOR_MAX_REROUTES", "always", "PROXY_OPERATOR_MAX_REROUTES must be an integer, at least 0, got 'always'"),
         ("PROXY_OPERATOR_CLIENT", "no.such.Client", "PROXY_OPERATOR_CLIENT names nothing importable: 'no.such.Client'"),
         ("PROXY_OPERATOR_CLIENT", 42, "PROXY_OPERATOR_CLIENT must be a class or an import path to one"),
         ("PROXY_OPERATOR_BAN_POLICY", "proxy_operator.NoSuchPolicy", "PROXY_OPERATOR_BAN_POLICY names nothing importable"),
@@ -68,6 +70,9 @@ def test_a_bad_setting_is_an_error_naming_it(key: str, value: Any, error: str) -
         ("PROXY_OPERATOR_MAX_WAIT", "0.5", 0.5),
         ("PROXY_OPERATOR_MAX_LEASES_PER_SITE", 1, 1),
         ("PROXY_OPERATOR_RETRY_TIMES", 0, 0),
+        ("PROXY_OPERATOR_MAX_REROUTES", None, 10),
+        ("PROXY_OPERATOR_MAX_REROUTES", "3", 3),
+        ("PROXY_OPERATOR_MAX_REROUTES", 0, 0),
     ],
 )
 def test_a_good_setting_is_read(key: str, value: Any, read: Any) -> None:
@@ -78,6 +83,7 @@ def test_a_good_setting_is_read(key: str, value: Any, read: Any) -> None:
         "PROXY_OPERATOR_MAX_WAIT": config.options.max_wait_seconds,
         "PROXY_OPERATOR_MAX_LEASES_PER_SITE": config.options.max_leases_per_site,
         "PROXY_OPERATOR_RETRY_TIMES": config.retry_times,
+        "PROXY_OPERATOR_MAX_REROUTES": config.max_reroutes,
     }[key]
     assert got == read
 

@@ -1,5 +1,6 @@
-"""``ADDONS = {"proxy_operator.scrapy.Addon": 0}``: puts the middleware where it belongs, and the
-send-time check (send_check.py) in front of the project's http and https download handlers."""
+"""``ADDONS = {"proxy_operator.scrapy.Addon": 0}``: puts the middleware where it belongs, the
+send-time check (send_check.py) in front of the project's http and https download handlers, and
+the re-route of the requests it stops (reroute.py) above DownloaderStats."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from .middleware import ProxyOperatorMiddleware
+from .reroute import ORDER as REROUTE_ORDER
+from .reroute import RerouteMiddleware
 from .routes import PROXIED_SCHEMES
 from .send_check import HANDLER_PATH, INNER_SETTING, is_the_check
 
@@ -19,6 +22,8 @@ ORDER = 610
 class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ProxyOperatorMiddleware, ORDER)
+        # Sends again a request the send-time check stopped before DownloaderStats counts an error.
+        settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RerouteMiddleware, REROUTE_ORDER)
         current = settings.getwithbase("DOWNLOAD_HANDLERS")
         handlers: dict[str, Any] = settings.getdict("DOWNLOAD_HANDLERS")
         inner: dict[str, Any] = settings.getdict(INNER_SETTING)

@@ -23,6 +23,15 @@ REPORT_ATTEMPTS = 5
 MAX_REPORT_BACKOFF = 8.0
 
 
+def described(err: BaseException) -> str:
+    """An error as a log line says it: its type too (httpx's timeouts have no message: a bare
+    ``str(err)`` logged "reporting banned failed (sent again): " with nothing after it)."""
+    if isinstance(err, DiscoveryApiError):
+        return str(err)  # the API's status, code and message
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
 class ApiCalls:
     def __init__(self, api: LeaseApi, stats: BookStats) -> None:
         self.api = api
@@ -38,7 +47,7 @@ class ApiCalls:
             if release:
                 self.stats.released += 1
         except Exception as err:  # noqa: BLE001 - the request goes on; the lease expires on its own
-            log.warning("proxy-operator: reporting %s failed: %s", result, err)
+            log.warning("proxy-operator: reporting %s failed: %s", result, described(err))
 
     async def deliver(self, held: HeldLease, result: ReportResult) -> bool:
         """A report that takes the proxy out (banned, unreachable), with the lease's release, sent
@@ -51,15 +60,15 @@ class ApiCalls:
                 return True
             except DiscoveryApiError as err:
                 if 400 <= err.status < 500 and err.status not in (408, 429):
-                    log.warning("proxy-operator: the %s report was refused: %s", result, err)
+                    log.warning("proxy-operator: the %s report was refused: %s", result, described(err))
                     return False
                 failure: Exception = err
             except Exception as err:  # noqa: BLE001 - the API down: sent again
                 failure = err
             if attempt + 1 < REPORT_ATTEMPTS:
-                log.warning("proxy-operator: reporting %s failed (sent again): %s", result, failure)
+                log.warning("proxy-operator: reporting %s failed (sent again): %s", result, described(failure))
                 await asyncio.sleep(min(2.0**attempt, MAX_REPORT_BACKOFF))
-        log.warning("proxy-operator: reporting %s failed %d times: %s", result, REPORT_ATTEMPTS, failure)
+        log.warning("proxy-operator: reporting %s failed %d times: %s", result, REPORT_ATTEMPTS, described(failure))
         return False
 
     async def send_reports(self, reports: list[Report]) -> None:
@@ -70,7 +79,7 @@ class ApiCalls:
                 self.stats.reported_ok += sum(1 for r in chunk if r.result == "ok")
                 self.stats.released += sum(1 for r in chunk if r.release)
             except Exception as err:  # noqa: BLE001 - an ok report lost is a count, not a fault
-                log.warning("proxy-operator: %d batched reports failed: %s", len(chunk), err)
+                log.warning("proxy-operator: %d batched reports failed: %s", len(chunk), described(err))
 
     async def release_held(self, held: HeldLease) -> None:
         """Released, with its last ok report when it has successes not yet reported."""
@@ -85,10 +94,10 @@ class ApiCalls:
             await self.api.release(lease_id)
             self.stats.released += 1
         except Exception as err:  # noqa: BLE001 - it expires at its TTL
-            log.warning("proxy-operator: releasing a lease failed: %s", err)
+            log.warning("proxy-operator: releasing a lease failed: %s", described(err))
 
     async def end_session(self, key: str) -> None:
         try:
             await self.api.end_session(key)
         except Exception as err:  # noqa: BLE001
-            log.warning("proxy-operator: ending session %s failed: %s", key, err)
+            log.warning("proxy-operator: ending session %s failed: %s", key, described(err))

@@ -126,3 +126,13 @@ def after_failure(err: BaseException) -> AskFailure:
     if err.status in (408, 429) or err.status >= 500:
         return AskFailure("retry", f"the discovery API failed ({answer})")
     return AskFailure("drop", f"the discovery API refused the lease ask ({answer})")
+
+
+def quota_covers(err: BaseException, live: int) -> bool:
+    """A 429 ``lease_quota`` (the token holds every live lease it may) to a site that holds a
+    lease: those are all the site can have for now, as when a refusal says they cover the fleet
+    (``covered``: it stops asking a while, or until one of its leases ends). Asked again every
+    second instead, a site spent four calls a second on 429s (the client waits each out) and
+    logged a warning each time. Without a live lease it is a failure to wait out
+    (after_failure: ``retry``), its requests dropped with the cause after the wait."""
+    return isinstance(err, DiscoveryApiError) and err.status == 429 and err.code == "lease_quota" and live > 0

@@ -23,7 +23,6 @@ class LeaseFailed(Exception):
         self.reason = reason
 
 
-
 @dataclass(eq=False)
 class HeldLease:
     lease: Lease
@@ -75,4 +74,7 @@ class BookStats:
     reported_rate_limited: int = 0
     reported_unreachable: int = 0
     refused: int = 0
+    #: Ban and unreachable reports the server never took (counted at close: leases.py).
+    unheard_banned: int = 0
+    unheard_unreachable: int = 0
 

@@ -20,8 +20,17 @@ from typing import Any, TypeVar
 from ..errors import DiscoveryApiError, NoLease, refused_field
 from ..types import Lease, Report, ReportResult
 from . import pace as paces
-from .api_calls import ApiCalls
-from .asking import after_failure, after_grant, after_refusal, covered_for, may_ask, out_since, to_exclude
+from .api_calls import ApiCalls, described
+from .asking import (
+    after_failure,
+    after_grant,
+    after_refusal,
+    covered_for,
+    may_ask,
+    out_since,
+    quota_covers,
+    to_exclude,
+)
 from .book_options import BookOptions
 from .lease_api import LeaseApi
 from .lease_state import BookStats, HeldLease, LeaseFailed, Site, SiteKey
@@ -72,6 +81,8 @@ class LeaseBook:
         self.stopped: str | None = None
         #: False once the server refused ``exclude`` (an operator older than this client).
         self.exclude_supported = True
+        #: The token's lease quota was met (asking.quota_covers): said once.
+        self._quota_noted = False
 
     # -- a request's lease ---------------------------------------------------------------------
 
@@ -182,6 +193,13 @@ class LeaseBook:
             site.refused_until = self.clock() + wait
             return
         except Exception as err:  # noqa: BLE001 - every failure is sorted (asking.after_failure)
+            if quota_covers(err, sum(1 for h in site.leases if not h.gone)):
+                site.saturated_until = self.clock() + self.options.saturated_seconds
+                self.stats.refused += 1
+                if not self._quota_noted:  # once a crawl: the token's quota is not a fault
+                    self._quota_noted = True
+                    log.warning("proxy-operator: %s; %s shares the leases it holds", err, host)
+                return
             failure = after_failure(err)
             if failure.verdict == "stop":
                 self.stopped = failure.reason
@@ -361,9 +379,9 @@ class LeaseBook:
             if err.status == 404:  # expired or released: the site leases again
                 self._drop(held)
             else:
-                log.warning("proxy-operator: renewing a lease failed: %s", err)
+                log.warning("proxy-operator: renewing a lease failed: %s", described(err))
         except Exception as err:  # noqa: BLE001 - retried at the next tick
-            log.warning("proxy-operator: renewing a lease failed: %s", err)
+            log.warning("proxy-operator: renewing a lease failed: %s", described(err))
         finally:
             held.renewing = False
 
@@ -392,11 +410,26 @@ class LeaseBook:
         for ask in list(self._asks):
             ask.cancel()
         await self._drain()
+        self._note_unheard()
         held = [h for site in self.sites.values() for h in site.leases if not h.gone]
         for h in held:
             h.gone = True
         self._spawn(self._last_calls(held))
         await self._drain()
+
+    def _note_unheard(self) -> None:
+        """The reports that took a proxy out which the server never took (refused, failed every
+        try, or given up at close): counted and named, since the server holds nothing against
+        those proxies (no cooldown for the site, no probe) and another crawl may be given them."""
+        banned = sorted(f"banned {p} for {h}" for (h, p), at in self.banned_since.items() if at == math.inf)
+        dead = sorted(f"unreachable {p}" for p, at in self.dead_since.items() if at == math.inf)
+        self.stats.unheard_banned, self.stats.unheard_unreachable = len(banned), len(dead)
+        if banned or dead:
+            log.warning(
+                "proxy-operator: the discovery API never took %d report(s) that took a proxy out: %s",
+                len(banned) + len(dead),
+                ", ".join(banned + dead),
+            )
 
     async def _last_calls(self, held: list[HeldLease]) -> None:
         await asyncio.gather(

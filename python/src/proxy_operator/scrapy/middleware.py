@@ -3,7 +3,8 @@
 reports, honours Retry-After by delaying the proxy's slot, and releases everything when the
 spider closes. The lease logic is in leases.py; this file translates Scrapy's events. A request
 waits in its download slot after it got its lease: the check that its lease is still live when
-it is sent is send_check.py's download handler, and a request it stops is sent again here."""
+it is sent is send_check.py's download handler, and a request it stops is sent again here
+(``reroute``, called by reroute.py's middleware above DownloaderStats)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ from ..client import retry_after_seconds
 from ..errors import NoLease
 from ..target import target_of
 from .leases import HeldLease, LeaseBook, LeaseFailed
-from .meta_keys import LEASE_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY
+from .meta_keys import LEASE_KEY, REROUTES_KEY, RETRIES_KEY, SENT_KEY, SESSION_KEY, SLOT_KEY
+from .reroute import ReroutesExhausted, check_reroute_middleware, register, reroute_verdict
 from .send_check import LeaseEnded, check_send_handlers
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
 from .slot_timing import SlotTiming, resting
+from .slots import inherit, slot_of
 from .policy import BanPolicy, Policy, response_outcome
 
 log = logging.getLogger("proxy_operator")
@@ -72,6 +75,7 @@ class ProxyOperatorMiddleware:
         # (settings.py) instead of surfacing mid-crawl, or disabling the middleware.
         config = read_settings(crawler.settings)
         check_send_handlers(crawler.settings)
+        check_reroute_middleware(crawler.settings)
         if not _on_asyncio():
             raise SettingError(
                 "TWISTED_REACTOR",
@@ -82,6 +86,7 @@ class ProxyOperatorMiddleware:
         self.url, self.token = config.url, config.token
         self.options = config.options
         self.retry_times = config.retry_times
+        self.max_reroutes = config.max_reroutes
         self.client: Any = make_client(config)
         self._policy = make_policy(config)
         self.book: LeaseBook | None = None
@@ -96,6 +101,7 @@ class ProxyOperatorMiddleware:
         self._rest_ends: dict[str, float] = {}
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        register(crawler, self)  # RerouteMiddleware hands this middleware the requests the check stopped
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProxyOperatorMiddleware:
@@ -136,12 +142,15 @@ class ProxyOperatorMiddleware:
         if isinstance(meta.get(LEASE_KEY), HeldLease):
             # A copy of a request that went through a lease (RetryMiddleware copies meta): that
             # lease heard its outcome already, so a failure now must not count it down again.
-            for key in (LEASE_KEY, SENT_KEY, "proxy", "download_slot"):
+            # It was sent: its re-routes (the cap counts those in a row, unsent) start again.
+            for key in (LEASE_KEY, SENT_KEY, REROUTES_KEY, "proxy", "download_slot"):
                 meta.pop(key, None)
         if meta.get("dont_proxy"):
             return None  # the documented opt-out
-        if "proxy" in meta and LEASE_KEY not in meta:
+        if meta.get("proxy") and LEASE_KEY not in meta:
             return None  # a proxy the spider chose itself
+        # meta['proxy'] None or "" is Scrapy's "no proxy from the environment", not an opt-out
+        # of the add-on (dont_proxy is): it was sent without a proxy; it is leased like any other.
         route = route_of(request.url)
         if route == "local":
             return None  # data: and file: never touch the network: nothing to proxy
@@ -176,12 +185,23 @@ class ProxyOperatorMiddleware:
         meta["proxy"] = held.lease.proxy_url
         meta[LEASE_KEY] = held
         meta[SENT_KEY] = self.book.clock()
-        meta["download_slot"] = f"{host}@{held.proxy_id}"
+        if meta.get("download_slot") is not None:
+            meta.setdefault(SLOT_KEY, meta["download_slot"])  # the spider's own slot
+        base = str(meta.get(SLOT_KEY) or host)
+        meta["download_slot"] = slot_of(base, held.proxy_id)
+        self._inherit_slot_settings(base, meta["download_slot"])
         return None
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         held = request.meta.get(LEASE_KEY)
         if not isinstance(held, HeldLease) or self.book is None:
+            return response
+        if "cached" in response.flags:
+            # HttpCacheMiddleware's stored answer (HTTPCACHE_ENABLED): nothing went through the
+            # proxy, so it says nothing of it. Before, a cached 403 was reported as a ban of
+            # whichever proxy the request had been given.
+            self.book.finished(held)
+            self._inc("proxy_operator/cached")
             return response
         outcome = response_outcome(self.policy, request, response)
         if outcome == "ok":
@@ -206,17 +226,34 @@ class ProxyOperatorMiddleware:
         if not isinstance(held, HeldLease) or self.book is None:
             return None
         if isinstance(exception, LeaseEnded):
-            # Its lease ended while it waited in the download slot (send_check.py): it never
-            # left. Sent again with a fresh lease: no report, not a retry.
-            self.book.rerouted(held)
-            self._inc("proxy_operator/rerouted")
-            return self._without_lease(request.replace(dont_filter=True))
+            return self.reroute(request)  # RerouteMiddleware (990) normally has it first
         if not self.policy.exception_is_ban(request, exception):
             self.book.finished(held)
             return None  # RetryMiddleware decides: the proxy is not to blame
         self._inc("proxy_operator/unreachable")
         self.book.unreachable(held)
         return self._retry(request, "unreachable")
+
+    def reroute(self, request: Request) -> Request:
+        """A request whose lease ended while it waited in its download slot (send_check.py) never
+        left: sent again with a fresh lease (no report, not a retry), at most
+        PROXY_OPERATOR_MAX_REROUTES times; then it fails (ReroutesExhausted), never sent direct."""
+        held = request.meta.get(LEASE_KEY)
+        if isinstance(held, HeldLease) and self.book is not None:
+            self.book.rerouted(held)
+        done = int(request.meta.get(REROUTES_KEY, 0))
+        if reroute_verdict(done, self.max_reroutes) == "give_up":
+            self._inc("proxy_operator/reroute/max_reached")
+            message = (
+                f"proxy-operator: {request.url}: not sent: its lease ended before it could be sent "
+                f"{done + 1} times (PROXY_OPERATOR_MAX_REROUTES = {self.max_reroutes}); it never went without a proxy"
+            )
+            log.warning("%s", message)
+            raise ReroutesExhausted(message)
+        self._inc("proxy_operator/rerouted")
+        again = self._without_lease(request.replace(dont_filter=True))
+        again.meta[REROUTES_KEY] = done + 1
+        return again
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -246,6 +283,7 @@ class ProxyOperatorMiddleware:
             raise IgnoreRequest(f"{request.url}: {why} through {tries - 1} proxies")
         retry = self._without_lease(request.replace(dont_filter=True))
         retry.meta[RETRIES_KEY] = tries
+        retry.meta.pop(REROUTES_KEY, None)  # it was sent: the cap counts re-routes in a row
         self._inc(f"proxy_operator/retry/{why}")
         return retry
 
@@ -254,6 +292,15 @@ class ProxyOperatorMiddleware:
         for key in ("proxy", "download_slot", LEASE_KEY, SENT_KEY):
             request.meta.pop(key, None)
         return request
+
+    def _inherit_slot_settings(self, base: str, key: str) -> None:
+        try:
+            engine: Any = self.crawler.engine
+        except RuntimeError:  # no engine (a test's crawler): no slots either
+            return
+        per_slot = getattr(getattr(engine, "downloader", None), "per_slot_settings", None)
+        if isinstance(per_slot, dict):
+            inherit(per_slot, base, key)
 
     def _slot(self, request: Request) -> Any:
         engine = self.crawler.engine

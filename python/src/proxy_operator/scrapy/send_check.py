@@ -3,8 +3,9 @@ gave it a lease (a slot's concurrency, DOWNLOAD_DELAY, AutoThrottle, a 429's res
 lease can end meanwhile (the proxy was reported banned for the site or unreachable, the server
 answered its renewal 404). So the add-on's download handler for http and https wraps the one
 Scrapy would use and, when Scrapy hands it a request to send, fails one whose lease has ended
-with ``LeaseEnded``: the middleware sends it again with a fresh lease, as a request that never
-left (no report, not a retry). Nothing goes through a proxy after its ban or its lease's end."""
+with ``LeaseEnded``: it is sent again with a fresh lease, as a request that never left (no
+report, not a retry, not a download error: reroute.py). Nothing goes through a proxy after its
+ban or its lease's end."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ class AddonSettings:
     policy_class: Callable[[], Any]
     options: BookOptions
     retry_times: int
+    max_reroutes: int
 
 
 def read_settings(settings: Mapping[str, Any]) -> AddonSettings:
@@ -72,6 +73,7 @@ def read_settings(settings: Mapping[str, Any]) -> AddonSettings:
             ),
         ),
         retry_times=_int("PROXY_OPERATOR_RETRY_TIMES", settings.get("PROXY_OPERATOR_RETRY_TIMES"), 10, 0),
+        max_reroutes=_int("PROXY_OPERATOR_MAX_REROUTES", settings.get("PROXY_OPERATOR_MAX_REROUTES"), 10, 0),
     )
 
 
