@@ -102,9 +102,13 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   });
   // One ledger of per-token quotas per process: a token's leases, sessions and cooldowns
   // count alike whether taken through the API or the gateway.
-  const { sessionQuota } = options.settings.discovery;
+  const { sessionQuota, leaseQuota } = options.settings.discovery;
   const ledger = new TenantLedger(
-    sessionQuota === undefined ? DEFAULT_TENANT_QUOTAS : { ...DEFAULT_TENANT_QUOTAS, sessions: sessionQuota },
+    {
+      ...DEFAULT_TENANT_QUOTAS,
+      ...(sessionQuota === undefined ? {} : { sessions: sessionQuota }),
+      ...(leaseQuota === undefined ? {} : { leases: leaseQuota }),
+    },
     options.settings.book.sessionIdleSeconds * 1000,
   );
   const ledgerSweep = setInterval(() => ledger.sweep(Date.now()), 60_000);

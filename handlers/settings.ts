@@ -31,6 +31,8 @@ export interface DiscoverySettings {
   maxLeaseTTLSeconds: number;
   /** Live sessions one token may keep (`--discovery-session-quota`); undefined = the default quota. */
   sessionQuota?: number;
+  /** Live leases one token may hold (`--discovery-lease-quota`); undefined = the default quota. */
+  leaseQuota?: number;
 }
 
 /**
@@ -161,6 +163,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     rateLimit: { ratePerSecond: 1000, burst: 2000 },
     maxLeaseTTLSeconds: 3600,
     sessionQuota: 10_000,
+    leaseQuota: 1_000,
   },
   book: DEFAULT_LEASE_BOOK_RULES,
 };

@@ -173,6 +173,12 @@ export const OPTIONS: Option[] = [
     help: "sticky sessions one token may keep; a new one beyond it ends that token's own least recently used (never another's); keep tokens x quota at or below --max-sessions",
   },
   {
+    flag: 'discovery-lease-quota',
+    env: 'DISCOVERY_LEASE_QUOTA',
+    default: '1000',
+    help: 'live leases one token may hold, through the API and the gateway together (429 lease_quota beyond it); with --lease-store=redis the shared book counts them, across every replica',
+  },
+  {
     flag: 'max-lease-ttl',
     env: 'MAX_LEASE_TTL_SECONDS',
     default: '3600',
