@@ -41,6 +41,13 @@ export interface LeaseRequest {
    * instead of a second lease. A refusal records nothing (it changed nothing).
    */
   requestID?: string;
+  /**
+   * The most live leases `owner` may hold (its quota, tenant-quotas.ts): at it the request is
+   * refused `lease_quota` and nothing is leased. Judged by the store, atomically with the
+   * grant, over every lease the owner holds in the book (a shared store: through every
+   * replica and both doors). Absent, or no owner: no quota.
+   */
+  leaseQuota?: number;
 }
 
 export interface Lease {
@@ -76,7 +83,9 @@ export type AcquireResult =
       replayed?: true;
     }
   /** `retryAfterMs` (all_cooling_down only): until the first matching proxy's cooldown for the target ends. */
-  | { granted: false; reason: NoLeaseReason; retryAfterMs?: number };
+  | { granted: false; reason: NoLeaseReason; retryAfterMs?: number }
+  /** The owner holds its `leaseQuota` of live leases (`held`, as the store counted them). */
+  | { granted: false; reason: 'lease_quota'; held: number; retryAfterMs?: never };
 
 export interface RenewResult {
   lease: Lease;

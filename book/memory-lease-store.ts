@@ -72,6 +72,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly leases = new Map<string, LiveLease>();
   private readonly deadlines = new DeadlineHeap<LiveLease>();
   private readonly loads = new Map<string, number>();
+  /** Live leases per owner: what a request's leaseQuota is judged against. */
+  private readonly owned = new Map<string, number>();
   private readonly sessions: SessionBook;
   private readonly targets: TargetBook;
   /** Each proxy's window of reported outcomes (memory-outcome-stats.ts). */
@@ -137,6 +139,9 @@ export class MemoryLeaseStore implements LeaseStore {
     const requestID = requestKey('lease', request.owner, request.requestID);
     const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
     if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
+    const held = request.owner === undefined ? 0 : (this.owned.get(request.owner) ?? 0);
+    if (request.owner !== undefined && held >= (request.leaseQuota ?? Infinity))
+      return { granted: false, reason: 'lease_quota', held };
     // The same request refused since nothing could change it: the answer without a walk.
     const shape = refusalKey(request);
     const memo = this.refusals.get(shape);
@@ -187,6 +192,7 @@ export class MemoryLeaseStore implements LeaseStore {
     };
     const live: LiveLease = { lease, deadline: lease.expiresAt.getTime(), heapIndex: -1 };
     this.leases.set(scopedKey(request.owner, lease.id), live);
+    if (request.owner !== undefined) this.owned.set(request.owner, held + 1);
     this.deadlines.push(live);
     this.changeLoad(proxy.id, +1);
     const usage = this.usageOf(proxy.id, now);
@@ -457,7 +463,11 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   private end(live: LiveLease): void {
-    this.leases.delete(scopedKey(live.lease.owner, live.lease.id));
+    const { owner } = live.lease;
+    this.leases.delete(scopedKey(owner, live.lease.id));
+    const held = owner === undefined ? 0 : (this.owned.get(owner) ?? 0) - 1;
+    if (held > 0) this.owned.set(owner!, held);
+    else if (owner !== undefined) this.owned.delete(owner);
     this.deadlines.remove(live);
     this.changeLoad(live.lease.proxyID, -1);
   }

@@ -67,8 +67,6 @@ export function gatewayBook(
   return {
     async lease(r: GatewayLeaseRequest): Promise<GatewayLeaseResult> {
       const within = scopeOf(r.owner);
-      if (ledger?.admitLease(r.owner, clock()) === 'lease_quota')
-        return { granted: false, reason: 'lease_quota', retryAfterMs: 1000 };
       // A new session beyond the token's quota ends its own least recently used, never another's.
       const evict = r.session === undefined ? undefined : ledger?.useSession(r.owner, r.session, clock());
       if (evict !== undefined) await share.inTurn(r.owner, () => store.endSession(evict, r.owner));
@@ -78,10 +76,15 @@ export function gatewayBook(
           ttlSeconds: r.ttlSeconds,
           target: r.target,
           owner: r.owner,
+          // Judged by the book with the grant, as for the API's leases (one count for both doors
+          // and, on Redis, every replica).
+          ...(ledger === undefined ? {} : { leaseQuota: ledger.limits.leases }),
           ...(r.session === undefined ? {} : { session: r.session }),
           ...(within === undefined ? {} : { within }),
         }),
       );
+      if (!result.granted && result.reason === 'lease_quota')
+        return { granted: false, reason: 'lease_quota', retryAfterMs: 1000 };
       if (!result.granted)
         return {
           granted: false,

@@ -838,6 +838,70 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe("the lease quota: an owner holds at most its request's leaseQuota of live leases", () => {
+      const QUOTA = 3;
+      const fleet = [proxy('ns/a', { maxLeases: 10 }), proxy('ns/b', { maxLeases: 10 })];
+      type Setup = ReturnType<typeof setup>;
+      it.each<[string, (s: Setup, held: Lease[]) => Promise<unknown>, 'granted' | 'lease_quota']>([
+        ['nothing ended', async () => {}, 'lease_quota'],
+        ['one released', ({ store }, held) => store.release(held[0].id, 'team-a'), 'granted'],
+        [
+          'one released with its report (one atomic step)',
+          ({ store }, held) =>
+            store.reportMany([{ leaseID: held[0].id, result: 'ok', release: true }], 'team-a'),
+          'granted',
+        ],
+        ['their TTL passed', async ({ clock }) => clock.advanceSeconds(301), 'granted'],
+        [
+          'renewed past their first TTL (still held)',
+          async ({ store, clock }, held) => {
+            for (const l of held) await store.renew(l.id, 900, 'team-a');
+            clock.advanceSeconds(301);
+          },
+          'lease_quota',
+        ],
+        [
+          'one released by another owner (ends nothing)',
+          ({ store }, held) => store.release(held[0].id, 'team-b'),
+          'lease_quota',
+        ],
+      ])('after %s, the next is %s', async (_name, then, expected) => {
+        const s = setup({}, fleet);
+        const held: Lease[] = [];
+        for (let i = 0; i < QUOTA; i++) held.push(await s.lease({ owner: 'team-a', leaseQuota: QUOTA }));
+        expect(await s.store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA }))).toEqual({
+          granted: false,
+          reason: 'lease_quota',
+          held: QUOTA,
+        });
+        await then(s, held);
+        const next = await s.store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA }));
+        expect(next.granted ? 'granted' : next.reason).toBe(expected);
+      });
+
+      it("refuses without leasing anything; another owner's quota, and a request without one, are their own", async () => {
+        const { store, load, lease } = setup({}, fleet);
+        for (let i = 0; i < QUOTA; i++)
+          await lease({ owner: 'team-a', leaseQuota: QUOTA, requestID: `r${i}` });
+        const before = (await load('ns/a')) + (await load('ns/b'));
+        expect(before).toBe(QUOTA);
+        expect(
+          (await store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA, session: 's1' }))).granted,
+        ).toBe(false);
+        expect((await load('ns/a')) + (await load('ns/b'))).toBe(QUOTA);
+        // A retried request id that was granted gets its first grant back, at the quota too.
+        expect(
+          await store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA, requestID: 'r0' })),
+        ).toMatchObject({
+          granted: true,
+          replayed: true,
+        });
+        for (let i = 0; i < QUOTA; i++) await lease({ owner: 'team-b', leaseQuota: QUOTA });
+        expect(await lease({ owner: 'team-a' })).toMatchObject({ owner: 'team-a' });
+        expect(await lease({ leaseQuota: 1 })).toMatchObject({ proxyID: expect.any(String) });
+      });
+    });
+
     describe('ownership: a lease and a session belong to the token that took them', () => {
       it('another owner renews, reports, releases and reads nothing: as if the lease did not exist', async () => {
         const { store, clock, load, lease } = setup();

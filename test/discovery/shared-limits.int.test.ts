@@ -97,7 +97,13 @@ beforeAll(async () => {
       phase: 'Ready',
       latencyMillis: 10 * (i + 1),
       conditions: [
-        { type: 'Healthy', status: 'True', reason: 'ProbeSucceeded', message: 'test', lastTransitionTime: now },
+        {
+          type: 'Healthy',
+          status: 'True',
+          reason: 'ProbeSucceeded',
+          message: 'test',
+          lastTransitionTime: now,
+        },
       ],
     });
   }
@@ -124,12 +130,16 @@ describe('two discovery replicas on one Redis book', () => {
       answers.push(await call(i % 2 === 0 ? a : b, 'POST', '/v1/leases', { ttlSeconds: 600 }));
     const granted = answers.filter((r) => r.status === 201);
     const refused = answers.filter((r) => r.status === 429);
-    console.log(`lease quota ${LEASE_QUOTA} over two replicas: ${granted.length} granted, ${refused.length} refused`);
+    console.log(
+      `lease quota ${LEASE_QUOTA} over two replicas: ${granted.length} granted, ${refused.length} refused`,
+    );
     expect(granted.length).toBe(LEASE_QUOTA);
     expect(refused.map((r) => r.body.error)).toEqual(Array(LEASE_QUOTA).fill('lease_quota'));
     // In parallel too: the quota is judged in one atomic step of the book.
     const parallel = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => call(i % 2 === 0 ? a : b, 'POST', '/v1/leases', { ttlSeconds: 600 })),
+      Array.from({ length: 8 }, (_, i) =>
+        call(i % 2 === 0 ? a : b, 'POST', '/v1/leases', { ttlSeconds: 600 }),
+      ),
     );
     expect(parallel.filter((r) => r.status === 201)).toHaveLength(0);
 
@@ -144,7 +154,14 @@ describe('two discovery replicas on one Redis book', () => {
     const [a, b] = replicas.map((r) => r.port);
     const statuses = new Map<number, number>();
     for (let i = 0; i < 4 * WRONG_TOKEN_BURST; i++) {
-      const res = await call(i % 2 === 0 ? a : b, 'GET', '/v1/proxies', undefined, `guess-${i}-0123456789abcdef`, guesser);
+      const res = await call(
+        i % 2 === 0 ? a : b,
+        'GET',
+        '/v1/proxies',
+        undefined,
+        `guess-${i}-0123456789abcdef`,
+        guesser,
+      );
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     }
     console.log(`wrong tokens over two replicas: ${JSON.stringify(Object.fromEntries(statuses))}`);
