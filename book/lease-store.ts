@@ -337,4 +337,11 @@ export interface LeaseStore {
   start(): Promise<void>;
   /** Stops the background loop. */
   stop(): Promise<void>;
+  /**
+   * A shared store only: counts one failed authentication from `address` for every replica
+   * (a token bucket of `burst`, refilled at `ratePerSecond`; every failure costs one). Resolves
+   * the ms until the address may fail again (0: now); rejects when the book cannot be reached
+   * (the caller's own count then stands alone). Absent: each process counts alone.
+   */
+  countFailedAuth?(address: string, ratePerSecond: number, burst: number): Promise<number>;
 }

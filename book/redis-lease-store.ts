@@ -248,6 +248,10 @@ export class RedisLeaseStore implements LeaseStore {
     return reply === null ? undefined : this.owned(decodeLease(leaseID, reply), owner);
   }
 
+  async countFailedAuth(address: string, ratePerSecond: number, burst: number): Promise<number> {
+    return Number(await this.eval('failedAuth', [address, String(ratePerSecond), String(burst)]));
+  }
+
   async totals(): Promise<StoreTotals> {
     const [now, figures, busy] = totalsFrom((await this.eval('totals', [])) as unknown[]);
     const activeLeases = await this.liveLeases(now, busy);

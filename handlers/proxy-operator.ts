@@ -80,11 +80,17 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   container.register(LEASE_BOOK, { useValue: book });
   // One source of tokens per process, like the book: the API and the gateway never disagree
   // on who may come in, and the tokens file has one watcher and one set of metrics.
-  container.register(CLIENT_TOKENS, {
-    useValue:
-      options.clientTokens ??
-      createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger }),
-  });
+  const clientTokens =
+    options.clientTokens ??
+    createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger });
+  // A shared book counts wrong tokens per address for every replica: a guesser gets one burst
+  // across them, not one per replica (the process's own count stays, for when Redis is away).
+  const { store } = book;
+  if (store.countFailedAuth !== undefined)
+    clientTokens.failedAuth.share((address, limits) =>
+      store.countFailedAuth!(address, limits.ratePerSecond, limits.burst),
+    );
+  container.register(CLIENT_TOKENS, { useValue: clientTokens });
   // One count of bans by target for both doors: a target keeps one label (its pseudonym) and
   // each ban is counted once, whether a client reported it to the API or the gateway saw it.
   container.register(TARGET_COOLDOWNS, {

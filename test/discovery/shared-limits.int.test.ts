@@ -150,7 +150,7 @@ describe('two discovery replicas on one Redis book', () => {
     expect((await call(b, 'POST', '/v1/leases', { ttlSeconds: 600 })).body.error).toBe('lease_quota');
   }, 60_000);
 
-  it(`a guesser spreading wrong tokens over both replicas gets one burst (${WRONG_TOKEN_BURST}) of them checked, not one per replica; the valid token still passes`, async () => {
+  it(`a guesser spreading wrong tokens over both replicas gets one burst (${WRONG_TOKEN_BURST}) of them checked in all, not one per replica; the valid token still passes`, async () => {
     const [a, b] = replicas.map((r) => r.port);
     const statuses = new Map<number, number>();
     for (let i = 0; i < 4 * WRONG_TOKEN_BURST; i++) {
@@ -165,9 +165,11 @@ describe('two discovery replicas on one Redis book', () => {
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     }
     console.log(`wrong tokens over two replicas: ${JSON.stringify(Object.fromEntries(statuses))}`);
-    // Checked (401): the shared burst and the few that may pass while a count is in flight.
-    expect(statuses.get(401)).toBeLessThanOrEqual(WRONG_TOKEN_BURST + 2);
-    expect(statuses.get(429)).toBeGreaterThanOrEqual(4 * WRONG_TOKEN_BURST - WRONG_TOKEN_BURST - 2);
+    // Checked (401): the one burst, one more the other replica checks before its first answer
+    // from the book tells it, and the odd one a loaded machine lets pass while an answer is
+    // in flight. Each counting alone: 2 × the burst (40).
+    expect(statuses.get(401)).toBeLessThanOrEqual(WRONG_TOKEN_BURST + 3);
+    expect(statuses.get(429)).toBeGreaterThanOrEqual(3 * WRONG_TOKEN_BURST - 3);
     expect((await call(a, 'GET', '/v1/proxies')).status).toBe(200);
     expect((await call(b, 'GET', '/v1/proxies')).status).toBe(200);
   }, 60_000);
