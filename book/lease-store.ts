@@ -115,6 +115,25 @@ export interface ReportDetails {
    * is trusted whatever this says.
    */
   rotationTrusted?: boolean;
+  /**
+   * The most (proxy, target) cooldowns the reporting owner's reports may keep running (its
+   * quota, tenant-quotas.ts): a banned/rate_limited report that would start one more refuses
+   * the whole call, nothing recorded (CooldownQuotaRefusal). Judged by the store over every
+   * cooldown the owner's reports started or extended (a shared store: through every replica
+   * and both doors). Absent, or no owner: no quota.
+   */
+  cooldownQuota?: number;
+}
+
+/**
+ * A report call refused by its owner's cooldown quota (ReportDetails.cooldownQuota): nothing
+ * of it was recorded. `index`: the first report beyond the quota.
+ */
+export class CooldownQuotaRefusal extends Error {
+  constructor(readonly index: number) {
+    super(`report ${index} would start a cooldown beyond its owner's cooldown quota`);
+    this.name = 'CooldownQuotaRefusal';
+  }
 }
 
 export interface ReportOutcome {

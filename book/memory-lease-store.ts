@@ -40,6 +40,7 @@ import {
 } from './lease-store.js';
 import type { HoldState } from './proxy-holds.js';
 import { MemoryHolds } from './memory-holds.js';
+import { OwnerHoldings } from './owner-holdings.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
 import { countedRefusal, walkedRefusal, type Refusal, type RefusalSources } from './memory-refusal.js';
@@ -72,8 +73,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly leases = new Map<string, LiveLease>();
   private readonly deadlines = new DeadlineHeap<LiveLease>();
   private readonly loads = new Map<string, number>();
-  /** Live leases per owner: what a request's leaseQuota is judged against. */
-  private readonly owned = new Map<string, number>();
+  /** Per owner: live leases and running cooldowns (the quotas a request may carry). */
+  private readonly owners = new OwnerHoldings();
   private readonly sessions: SessionBook;
   private readonly targets: TargetBook;
   /** Each proxy's window of reported outcomes (memory-outcome-stats.ts). */
@@ -139,7 +140,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const requestID = requestKey('lease', request.owner, request.requestID);
     const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
     if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
-    const held = request.owner === undefined ? 0 : (this.owned.get(request.owner) ?? 0);
+    const held = this.owners.leasesOf(request.owner);
     if (request.owner !== undefined && held >= (request.leaseQuota ?? Infinity))
       return { granted: false, reason: 'lease_quota', held };
     // The same request refused since nothing could change it: the answer without a walk.
@@ -192,7 +193,7 @@ export class MemoryLeaseStore implements LeaseStore {
     };
     const live: LiveLease = { lease, deadline: lease.expiresAt.getTime(), heapIndex: -1 };
     this.leases.set(scopedKey(request.owner, lease.id), live);
-    if (request.owner !== undefined) this.owned.set(request.owner, held + 1);
+    this.owners.leaseChanged(request.owner, +1);
     this.deadlines.push(live);
     this.changeLoad(proxy.id, +1);
     const usage = this.usageOf(proxy.id, now);
@@ -263,6 +264,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const prior = this.requests.recall(key, now) as { outcome?: ReportOutcome } | undefined;
     if (prior !== undefined)
       return prior.outcome === undefined ? undefined : { ...prior.outcome, replayed: true };
+    this.owners.check([{ leaseID, result, details }], owner, this.leaseOf(owner), now);
     const outcome = this.reportNow(leaseID, result, details, owner, now);
     this.requests.remember(key, { outcome }, now);
     return outcome;
@@ -279,6 +281,7 @@ export class MemoryLeaseStore implements LeaseStore {
     if (prior !== undefined)
       return prior.map((o) => (o === undefined ? undefined : { ...o, replayed: true }));
     // Synchronous from here: nothing else runs between the first report and the last.
+    this.owners.check(reports, owner, this.leaseOf(owner), now);
     const outcomes = reports.map(({ leaseID, result, details, release }) => {
       const outcome = this.reportNow(leaseID, result, details ?? {}, owner, now);
       if (outcome === undefined || release !== true) return outcome;
@@ -286,6 +289,10 @@ export class MemoryLeaseStore implements LeaseStore {
     });
     this.requests.remember(key, outcomes, now);
     return outcomes;
+  }
+
+  private leaseOf(owner: string | undefined): (leaseID: string) => Lease | undefined {
+    return (leaseID) => this.leases.get(scopedKey(owner, leaseID))?.lease;
   }
 
   private reportNow(
@@ -317,6 +324,7 @@ export class MemoryLeaseStore implements LeaseStore {
       );
     if (until === 'capped') return { lease, ...target, capped: true };
     if (until === undefined) return { lease, ...target };
+    if (owner !== undefined) this.owners.recorded(owner, lease.proxyID, key ?? '', until);
     return {
       lease,
       ...target,
@@ -395,6 +403,7 @@ export class MemoryLeaseStore implements LeaseStore {
    * Correctness never waits for it: every call expires what is due before it reads.
    */
   sweep(): void {
+    this.owners.sweep(this.clock.now());
     const now = this.expireDue();
     this.requests.expire(now);
     this.sessions.sweep(now);
@@ -463,11 +472,8 @@ export class MemoryLeaseStore implements LeaseStore {
   }
 
   private end(live: LiveLease): void {
-    const { owner } = live.lease;
-    this.leases.delete(scopedKey(owner, live.lease.id));
-    const held = owner === undefined ? 0 : (this.owned.get(owner) ?? 0) - 1;
-    if (held > 0) this.owned.set(owner!, held);
-    else if (owner !== undefined) this.owned.delete(owner);
+    this.leases.delete(scopedKey(live.lease.owner, live.lease.id));
+    this.owners.leaseChanged(live.lease.owner, -1);
     this.deadlines.remove(live);
     this.changeLoad(live.lease.proxyID, -1);
   }

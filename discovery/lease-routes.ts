@@ -65,7 +65,7 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
         quotaRefusal(
           res,
           'lease_quota',
-          `token '${who}' holds ${result.held} live leases (its quota is ${quotas.leases}); release or let one expire first`,
+          `token '${who}' holds ${quotas.leases} live leases (its quota); release or let one expire first`,
           1,
         );
         return;

@@ -4,7 +4,7 @@
 // cooldowns-by-target counter both doors count in is handed to each from here).
 import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
 import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../book/token-scope.js';
-import type { LeaseStore } from '../book/lease-store.js';
+import { CooldownQuotaRefusal, type LeaseStore } from '../book/lease-store.js';
 import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
 import type { TenantLedger } from '../book/tenant-quotas.js';
 import type { Logger } from 'pino';
@@ -134,17 +134,20 @@ export function gatewayBook(
     },
     async report(leaseID, result, details, owner) {
       const held = ledger?.lease(owner, leaseID);
-      // A new (proxy, target) cooldown beyond the token's quota is refused, as the API refuses
-      // it: one team cannot fill the book's cap and switch bans off for every team.
-      if (
-        held !== undefined &&
-        result !== 'unreachable' &&
-        ledger!.admitCooldown(owner, held.proxyID, details.target, clock()) === 'cooldown_quota'
-      )
-        return 'cooldown_quota';
+      // A new (proxy, target) cooldown beyond the token's quota is refused by the book, as for
+      // the API's reports: one team cannot fill the book's cap and switch bans off for every team.
+      const quota = ledger === undefined ? {} : { cooldownQuota: ledger.limits.cooldowns };
       // Every gateway report comes through here (plain-HTTP bans, tunnel clients' session
       // reports): each cooldown it starts is counted once, and never by the API as well.
-      const outcome = await share.inTurn(owner, () => store.report(leaseID, result, details, owner));
+      let outcome;
+      try {
+        outcome = await share.inTurn(owner, () =>
+          store.report(leaseID, result, { ...details, ...quota }, owner),
+        );
+      } catch (err) {
+        if (err instanceof CooldownQuotaRefusal) return 'cooldown_quota';
+        throw err;
+      }
       if (outcome?.cooldownUntil !== undefined && held !== undefined)
         ledger!.cooldownRecorded(owner, held.proxyID, details.target, outcome.cooldownUntil.getTime());
       if (outcome?.cooldownStarted === true && outcome.replayed !== true)
