@@ -140,9 +140,8 @@ export class MemoryLeaseStore implements LeaseStore {
     const requestID = requestKey('lease', request.owner, request.requestID);
     const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
     if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
-    const held = this.owners.leasesOf(request.owner);
-    if (request.owner !== undefined && held >= (request.leaseQuota ?? Infinity))
-      return { granted: false, reason: 'lease_quota', held };
+    if (this.owners.leaseRefused(request.owner, request.leaseQuota))
+      return { granted: false, reason: 'lease_quota', held: this.owners.leasesOf(request.owner) };
     // The same request refused since nothing could change it: the answer without a walk.
     const shape = refusalKey(request);
     const memo = this.refusals.get(shape);

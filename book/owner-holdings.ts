@@ -3,7 +3,7 @@
 // with the latest end each gave (ReportDetails.cooldownQuota). The Redis book keeps the same
 // in P:tl:<owner> and P:tc:<owner>, judged by its acquire and report scripts.
 import { CooldownQuotaRefusal, type BatchReport, type Lease } from './lease-store.js';
-import { cooldownVerdict } from './tenant-quotas.js';
+import { cooldownVerdict, leaseVerdict } from './tenant-quotas.js';
 
 /** One report of a call as the quota sees it; undefined: it cannot start a cooldown. */
 export interface QuotaReport {
@@ -21,6 +21,15 @@ export class OwnerHoldings {
   /** The owner's live leases (0 for no owner: in-process calls have no quota). */
   leasesOf(owner: string | undefined): number {
     return owner === undefined ? 0 : (this.leases.get(owner) ?? 0);
+  }
+
+  /** Whether the owner may take one more lease under `quota` (none: no quota). */
+  leaseRefused(owner: string | undefined, quota: number | undefined): boolean {
+    return (
+      owner !== undefined &&
+      quota !== undefined &&
+      leaseVerdict(this.leasesOf(owner), quota) === 'lease_quota'
+    );
   }
 
   leaseChanged(owner: string | undefined, delta: 1 | -1): void {

@@ -87,11 +87,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
       // A repeat of a request id is the first grant again: counted once.
       if (result.replayed !== true) metrics.countLeaseRequest('granted');
       const { lease, usage, session } = result;
-      ledger.leaseHeld(who, lease.id, {
-        until: lease.expiresAt.getTime(),
-        proxyID: lease.proxyID,
-        target: lease.target ?? '',
-      });
       if (session?.moved) {
         reportLog.record(
           'session_moved',
@@ -109,7 +104,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
     .delete(async (req, res) => {
       const who = owner(res);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
-      ledger.leaseEnded(who, req.params.id);
       // Another token's lease is unknown to this one: 404, as renew and report answer.
       if (await leases.release(req.params.id, who, requestID)) res.status(204).end();
       else leaseNotFound(res, req.params.id);
@@ -125,16 +119,10 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
       const who = owner(res);
       const renewed = await leases.renew(req.params.id, ttlSeconds, who, requestID);
       if (renewed === undefined) {
-        ledger.leaseEnded(who, req.params.id);
         leaseNotFound(res, req.params.id);
         return;
       }
       const { lease, usage } = renewed;
-      ledger.leaseHeld(who, lease.id, {
-        until: lease.expiresAt.getTime(),
-        proxyID: lease.proxyID,
-        target: lease.target ?? '',
-      });
       const session = lease.session === undefined ? undefined : { key: lease.session, moved: false };
       sendJSON(res, 200, toLeaseView(lease, currentProxy(catalog, lease), usage, session));
     })

@@ -68,7 +68,7 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
 
   /** A recorded report's answer, and what this replica counts and logs of it. */
   const reportView = (
-    { leaseID, result, release }: BatchedReport,
+    { result, release }: BatchedReport,
     outcome: ReportOutcome | undefined,
     who: string,
   ): ReportView | undefined => {
@@ -80,7 +80,6 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
         outcome.target ?? '',
         outcome.cooldownUntil.getTime(),
       );
-    if (release === true) ledger.leaseEnded(who, leaseID);
     const view: ReportView = {
       leaseID: outcome.lease.id,
       proxyID: outcome.lease.proxyID,

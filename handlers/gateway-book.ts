@@ -92,11 +92,6 @@ export function gatewayBook(
           ...(result.retryAfterMs === undefined ? {} : { retryAfterMs: result.retryAfterMs }),
         };
       const { proxy } = result.lease;
-      ledger?.leaseHeld(r.owner, result.lease.id, {
-        until: clock() + r.ttlSeconds * 1000,
-        proxyID: proxy.id,
-        target: r.target,
-      });
       return {
         granted: true,
         leaseID: result.lease.id,
@@ -116,24 +111,16 @@ export function gatewayBook(
       };
     },
     async renew(leaseID, ttlSeconds, owner) {
-      const renewed =
-        (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
-      const held = ledger?.lease(owner, leaseID);
-      if (held !== undefined && renewed)
-        ledger!.leaseHeld(owner, leaseID, { ...held, until: clock() + ttlSeconds * 1000 });
-      else if (!renewed) ledger?.leaseEnded(owner, leaseID);
-      return renewed;
+      return (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
     },
     async release(leaseID, owner) {
       await share.inTurn(owner, () => store.release(leaseID, owner));
-      ledger?.leaseEnded(owner, leaseID);
     },
     async endSession(session, owner) {
       await share.inTurn(owner, () => store.endSession(session, owner));
       ledger?.sessionEnded(owner, session);
     },
     async report(leaseID, result, details, owner) {
-      const held = ledger?.lease(owner, leaseID);
       // A new (proxy, target) cooldown beyond the token's quota is refused by the book, as for
       // the API's reports: one team cannot fill the book's cap and switch bans off for every team.
       const quota = ledger === undefined ? {} : { cooldownQuota: ledger.limits.cooldowns };
@@ -148,8 +135,14 @@ export function gatewayBook(
         if (err instanceof CooldownQuotaRefusal) return 'cooldown_quota';
         throw err;
       }
-      if (outcome?.cooldownUntil !== undefined && held !== undefined)
-        ledger!.cooldownRecorded(owner, held.proxyID, details.target, outcome.cooldownUntil.getTime());
+      // Its own targets (target-privacy.ts): the book's reporters say it too.
+      if (outcome?.cooldownUntil !== undefined)
+        ledger?.cooldownRecorded(
+          owner,
+          outcome.lease.proxyID,
+          outcome.target ?? '',
+          outcome.cooldownUntil.getTime(),
+        );
       if (outcome?.cooldownStarted === true && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },
