@@ -108,12 +108,13 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   });
   // One ledger of per-token quotas per process: a token's leases, sessions and cooldowns
   // count alike whether taken through the API or the gateway.
-  const { sessionQuota, leaseQuota } = options.settings.discovery;
+  const { sessionQuota, leaseQuota, cooldownQuota } = options.settings.discovery;
   const ledger = new TenantLedger(
     {
       ...DEFAULT_TENANT_QUOTAS,
       ...(sessionQuota === undefined ? {} : { sessions: sessionQuota }),
       ...(leaseQuota === undefined ? {} : { leases: leaseQuota }),
+      ...(cooldownQuota === undefined ? {} : { cooldowns: cooldownQuota }),
     },
     options.settings.book.sessionIdleSeconds * 1000,
   );

@@ -33,6 +33,8 @@ export interface DiscoverySettings {
   sessionQuota?: number;
   /** Live leases one token may hold (`--discovery-lease-quota`); undefined = the default quota. */
   leaseQuota?: number;
+  /** Running cooldowns one token's reports may keep (`--discovery-cooldown-quota`); undefined = the default quota. */
+  cooldownQuota?: number;
 }
 
 /**
@@ -164,6 +166,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     maxLeaseTTLSeconds: 3600,
     sessionQuota: 10_000,
     leaseQuota: 1_000,
+    cooldownQuota: 1_000,
   },
   book: DEFAULT_LEASE_BOOK_RULES,
 };

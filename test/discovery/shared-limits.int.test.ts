@@ -1,8 +1,9 @@
 // Limits that hold per team hold across replicas: two real operator processes
 // (`--components=discovery --lease-store=redis`) on one real redis-server, one token with a
-// lease quota of 3 (`--discovery-lease-quota=3`). The book judges the quota, so the token
-// holds 3 leases in all however it spreads its requests (each process counting its own let
-// it hold 6); a lease released through the other replica makes room at once; and a guesser
+// lease quota of 3 (`--discovery-lease-quota=3`) and a cooldown quota of 2. The book judges
+// both, so the token holds 3 leases in all however it spreads its requests (each process
+// counting its own let it hold 6) and keeps 2 cooldowns running (3 before); a lease released
+// through the other replica makes room at once; and a guesser
 // spreading wrong tokens over both replicas meets one count per address, not one per replica.
 import { CoreV1Api } from '@kubernetes/client-node';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -19,6 +20,7 @@ import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 const kc = testKubeConfig();
 const namespace = uniqueName('shared-limits');
 const LEASE_QUOTA = 3;
+const COOLDOWN_QUOTA = 2;
 /** The per-address wrong-token burst (source-limiter.ts's DEFAULT_FAILED_AUTH_LIMITS). */
 const WRONG_TOKEN_BURST = 20;
 const TOKEN = 'team-a-token-0123456789abcdef0123456789';
@@ -30,6 +32,8 @@ const guesser = new Agent({ connections: 4, connect: { localAddress: '127.0.31.7
 let redis: RedisServer;
 let dir: string;
 const replicas: { op: OperatorProcess; port: number }[] = [];
+/** The token's live leases after the first case. */
+const held: string[] = [];
 
 async function startReplica(): Promise<void> {
   const [port, metrics] = [await freePort(), await freePort()];
@@ -51,6 +55,7 @@ async function startReplica(): Promise<void> {
       '--discovery-tokens-file',
       join(dir, 'tokens'),
       `--discovery-lease-quota=${LEASE_QUOTA}`,
+      `--discovery-cooldown-quota=${COOLDOWN_QUOTA}`,
       '--log-level=warn',
     ],
     { DISCOVERY_UNAUTHENTICATED: 'false' },
@@ -144,10 +149,34 @@ describe('two discovery replicas on one Redis book', () => {
     expect(parallel.filter((r) => r.status === 201)).toHaveLength(0);
 
     // A lease taken through A, released through B: A grants the next one at once.
-    const first = granted.find((r) => r !== undefined)!;
-    expect((await call(b, 'DELETE', `/v1/leases/${first.body.leaseID as string}`)).status).toBe(204);
-    expect((await call(a, 'POST', '/v1/leases', { ttlSeconds: 600 })).status).toBe(201);
+    const [first, ...rest] = granted.map((r) => r.body.leaseID as string);
+    expect((await call(b, 'DELETE', `/v1/leases/${first}`)).status).toBe(204);
+    const next = await call(a, 'POST', '/v1/leases', { ttlSeconds: 600 });
+    expect(next.status).toBe(201);
     expect((await call(b, 'POST', '/v1/leases', { ttlSeconds: 600 })).body.error).toBe('lease_quota');
+    held.push(...rest, next.body.leaseID as string);
+  }, 60_000);
+
+  it(`the token's bans keep ${COOLDOWN_QUOTA} cooldowns running in all, through either replica (each counting its own accepted ${LEASE_QUOTA} of ${LEASE_QUOTA})`, async () => {
+    const [a, b] = replicas.map((r) => r.port);
+    const answers = [];
+    for (const [i, leaseID] of held.entries())
+      answers.push(
+        await call(i % 2 === 0 ? a : b, 'POST', `/v1/leases/${leaseID}/report`, {
+          result: 'banned',
+          target: `site-${i}.example`,
+        }),
+      );
+    console.log(
+      `cooldown quota ${COOLDOWN_QUOTA} over two replicas: ${answers.map((r) => r.status).join(' ')}`,
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(answers[2].body.error).toBe('cooldown_quota');
+    // One of its own running pairs may be reported again, through the other replica.
+    expect(
+      (await call(b, 'POST', `/v1/leases/${held[0]}/report`, { result: 'banned', target: 'site-0.example' }))
+        .status,
+    ).toBe(200);
   }, 60_000);
 
   it(`a guesser spreading wrong tokens over both replicas gets one burst (${WRONG_TOKEN_BURST}) of them checked in all, not one per replica; the valid token still passes`, async () => {
