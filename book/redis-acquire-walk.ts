@@ -195,7 +195,8 @@ export class RedisAcquireWalk {
     bound?: ProxyRecord,
     gone = '',
   ): Promise<AcquireResult | { need: string }> {
-    // The owner lives in the keys (lease-owner.ts): the scripts stay owner-blind.
+    // The owner lives in the keys (lease-owner.ts): the scripts read it from a key's prefix
+    // only to count the owner's quotas (P:tl, P:tc).
     const session = request.session === undefined ? '' : scopedKey(request.owner, request.session);
     const key = scopedKey(request.owner, leaseID);
     const ttl = String(request.ttlSeconds);

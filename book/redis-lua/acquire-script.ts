@@ -58,20 +58,22 @@ end
 
 -- The token's lease quota (tenant-quotas.ts), judged here: one count for every replica and
 -- both doors. P:tl:<owner> holds the owner's leases (lease key -> expiry; the owner is the
--- key's prefix, lease-owner.ts); ended ones are taken out first.
-local tl
+-- key's prefix, lease-owner.ts). Counting prunes, only at the quota: a token under it pays
+-- one ZCARD, and its set never holds more than its quota of leases, ended ones included.
+local tl, owned
 if quota ~= '' then
   tl = P .. ':tl:' .. string.match(lease_id, '^([^.]*)')
-  redis.call('ZREMRANGEBYSCORE', tl, '-inf', NOW_S or string.format('%d', NOW))
-  local owned = redis.call('ZCARD', tl)
+  owned = redis.call('ZCARD', tl)
   if owned >= tonumber(quota) then
-    -- At the quota only: a lease released through a replica that keeps no count (an older
-    -- one, in a rolling update) has no lease key any more. One EXISTS for them all.
+    redis.call('ZREMRANGEBYSCORE', tl, '-inf', NOW_S or string.format('%d', NOW))
+    -- A lease released through a replica that keeps no count (an older one, in a rolling
+    -- update) has no lease key any more. One EXISTS for them all.
     local ids = redis.call('ZRANGE', tl, 0, -1)
+    owned = #ids
     local lk = {}
-    for i = 1, #ids do lk[i] = P .. ':lease:' .. ids[i] end
-    if redis.call('EXISTS', unpack(lk)) < #ids then
-      for i = 1, #ids do
+    for i = 1, owned do lk[i] = P .. ':lease:' .. ids[i] end
+    if owned >= tonumber(quota) and redis.call('EXISTS', unpack(lk)) < owned then
+      for i = 1, owned do
         if redis.call('EXISTS', lk[i]) == 0 then redis.call('ZREM', tl, ids[i]) end
       end
       owned = redis.call('ZCARD', tl)
@@ -402,7 +404,8 @@ local value = id .. '\0\0' .. ttl .. '\0' .. now_s .. '\0' .. exp_s .. '\0' ..
 redis.call('SET', P .. ':lease:' .. lease_id, value, 'PX', ARGV[A + 3])
 if tl then
   redis.call('ZADD', tl, exp_s, lease_id)
-  if redis.call('PTTL', tl) < tonumber(ARGV[A + 3]) then redis.call('PEXPIRE', tl, ARGV[A + 3]) end
+  -- A new set has no TTL for GT to compare with.
+  if owned == 0 then redis.call('PEXPIRE', tl, ARGV[A + 3]) else redis.call('PEXPIRE', tl, ARGV[A + 3], 'GT') end
 end
 if rk ~= '' then redis.call('SET', P .. ':req:' .. rk, lease_id .. '\0' .. value, 'PX', REQ_RETAIN) end
 redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
