@@ -160,6 +160,7 @@ describe('decodeAcquireReply', () => {
       },
     ],
     ['the session is bound elsewhere', reply('need', 'ns/z'), [a], { kind: 'need', proxyID: 'ns/z' }],
+    ['the owner holds its lease quota', reply('quota', 3), [a], { kind: 'quota', held: 3 }],
     [
       'none in this chunk, no cooldown',
       reply('none', 3, 0, 0, -1, '1:5,2:5,3:5', 0),
