@@ -41,6 +41,13 @@ export interface LeaseRequest {
    * instead of a second lease. A refusal records nothing (it changed nothing).
    */
   requestID?: string;
+  /**
+   * The most live leases `owner` may hold (its quota, tenant-quotas.ts): at it the request is
+   * refused `lease_quota` and nothing is leased. Judged by the store, atomically with the
+   * grant, over every lease the owner holds in the book (a shared store: through every
+   * replica and both doors). Absent, or no owner: no quota.
+   */
+  leaseQuota?: number;
 }
 
 export interface Lease {
@@ -76,7 +83,9 @@ export type AcquireResult =
       replayed?: true;
     }
   /** `retryAfterMs` (all_cooling_down only): until the first matching proxy's cooldown for the target ends. */
-  | { granted: false; reason: NoLeaseReason; retryAfterMs?: number };
+  | { granted: false; reason: NoLeaseReason; retryAfterMs?: number }
+  /** The owner holds its `leaseQuota` of live leases (`held`, as the store counted them). */
+  | { granted: false; reason: 'lease_quota'; held: number; retryAfterMs?: never };
 
 export interface RenewResult {
   lease: Lease;
@@ -106,6 +115,25 @@ export interface ReportDetails {
    * is trusted whatever this says.
    */
   rotationTrusted?: boolean;
+  /**
+   * The most (proxy, target) cooldowns the reporting owner's reports may keep running (its
+   * quota, tenant-quotas.ts): a banned/rate_limited report that would start one more refuses
+   * the whole call, nothing recorded (CooldownQuotaRefusal). Judged by the store over every
+   * cooldown the owner's reports started or extended (a shared store: through every replica
+   * and both doors). Absent, or no owner: no quota.
+   */
+  cooldownQuota?: number;
+}
+
+/**
+ * A report call refused by its owner's cooldown quota (ReportDetails.cooldownQuota): nothing
+ * of it was recorded. `index`: the first report beyond the quota.
+ */
+export class CooldownQuotaRefusal extends Error {
+  constructor(readonly index: number) {
+    super(`report ${index} would start a cooldown beyond its owner's cooldown quota`);
+    this.name = 'CooldownQuotaRefusal';
+  }
 }
 
 export interface ReportOutcome {
@@ -328,4 +356,11 @@ export interface LeaseStore {
   start(): Promise<void>;
   /** Stops the background loop. */
   stop(): Promise<void>;
+  /**
+   * A shared store only: counts one failed authentication from `address` for every replica
+   * (a token bucket of `burst`, refilled at `ratePerSecond`; every failure costs one). Resolves
+   * the ms until the address may fail again (0: now); rejects when the book cannot be reached
+   * (the caller's own count then stands alone). Absent: each process counts alone.
+   */
+  countFailedAuth?(address: string, ratePerSecond: number, burst: number): Promise<number>;
 }

@@ -40,6 +40,7 @@ import {
 } from './lease-store.js';
 import type { HoldState } from './proxy-holds.js';
 import { MemoryHolds } from './memory-holds.js';
+import { OwnerHoldings } from './owner-holdings.js';
 import { systemClock, type Clock } from './clock.js';
 import { MemoryOutcomeStats } from './memory-outcome-stats.js';
 import { countedRefusal, walkedRefusal, type Refusal, type RefusalSources } from './memory-refusal.js';
@@ -72,6 +73,8 @@ export class MemoryLeaseStore implements LeaseStore {
   private readonly leases = new Map<string, LiveLease>();
   private readonly deadlines = new DeadlineHeap<LiveLease>();
   private readonly loads = new Map<string, number>();
+  /** Per owner: live leases and running cooldowns (the quotas a request may carry). */
+  private readonly owners = new OwnerHoldings();
   private readonly sessions: SessionBook;
   private readonly targets: TargetBook;
   /** Each proxy's window of reported outcomes (memory-outcome-stats.ts). */
@@ -137,6 +140,8 @@ export class MemoryLeaseStore implements LeaseStore {
     const requestID = requestKey('lease', request.owner, request.requestID);
     const prior = this.requests.recall(requestID, now) as AcquireResult | undefined;
     if (prior !== undefined) return { ...prior, replayed: true } as AcquireResult;
+    if (this.owners.leaseRefused(request.owner, request.leaseQuota))
+      return { granted: false, reason: 'lease_quota', held: this.owners.leasesOf(request.owner) };
     // The same request refused since nothing could change it: the answer without a walk.
     const shape = refusalKey(request);
     const memo = this.refusals.get(shape);
@@ -187,6 +192,7 @@ export class MemoryLeaseStore implements LeaseStore {
     };
     const live: LiveLease = { lease, deadline: lease.expiresAt.getTime(), heapIndex: -1 };
     this.leases.set(scopedKey(request.owner, lease.id), live);
+    this.owners.leaseChanged(request.owner, +1);
     this.deadlines.push(live);
     this.changeLoad(proxy.id, +1);
     const usage = this.usageOf(proxy.id, now);
@@ -257,6 +263,7 @@ export class MemoryLeaseStore implements LeaseStore {
     const prior = this.requests.recall(key, now) as { outcome?: ReportOutcome } | undefined;
     if (prior !== undefined)
       return prior.outcome === undefined ? undefined : { ...prior.outcome, replayed: true };
+    this.owners.check([{ leaseID, result, details }], owner, this.leaseOf(owner), now);
     const outcome = this.reportNow(leaseID, result, details, owner, now);
     this.requests.remember(key, { outcome }, now);
     return outcome;
@@ -273,6 +280,7 @@ export class MemoryLeaseStore implements LeaseStore {
     if (prior !== undefined)
       return prior.map((o) => (o === undefined ? undefined : { ...o, replayed: true }));
     // Synchronous from here: nothing else runs between the first report and the last.
+    this.owners.check(reports, owner, this.leaseOf(owner), now);
     const outcomes = reports.map(({ leaseID, result, details, release }) => {
       const outcome = this.reportNow(leaseID, result, details ?? {}, owner, now);
       if (outcome === undefined || release !== true) return outcome;
@@ -280,6 +288,10 @@ export class MemoryLeaseStore implements LeaseStore {
     });
     this.requests.remember(key, outcomes, now);
     return outcomes;
+  }
+
+  private leaseOf(owner: string | undefined): (leaseID: string) => Lease | undefined {
+    return (leaseID) => this.leases.get(scopedKey(owner, leaseID))?.lease;
   }
 
   private reportNow(
@@ -311,6 +323,7 @@ export class MemoryLeaseStore implements LeaseStore {
       );
     if (until === 'capped') return { lease, ...target, capped: true };
     if (until === undefined) return { lease, ...target };
+    if (owner !== undefined) this.owners.recorded(owner, lease.proxyID, key ?? '', until);
     return {
       lease,
       ...target,
@@ -389,6 +402,7 @@ export class MemoryLeaseStore implements LeaseStore {
    * Correctness never waits for it: every call expires what is due before it reads.
    */
   sweep(): void {
+    this.owners.sweep(this.clock.now());
     const now = this.expireDue();
     this.requests.expire(now);
     this.sessions.sweep(now);
@@ -458,6 +472,7 @@ export class MemoryLeaseStore implements LeaseStore {
 
   private end(live: LiveLease): void {
     this.leases.delete(scopedKey(live.lease.owner, live.lease.id));
+    this.owners.leaseChanged(live.lease.owner, -1);
     this.deadlines.remove(live);
     this.changeLoad(live.lease.proxyID, -1);
   }

@@ -161,6 +161,8 @@ export class RedisAcquireWalk {
       this.refusals.set(shape, undefined);
       return result;
     }
+    // The owner's quota, not the fleet: nothing to remember for the request's shape.
+    if (result.reason === 'lease_quota') return result;
     const { coolingWaitMs, ...refused } = result;
     // The first refusal has no version read before it: remembered, never answered, until
     // the next one reads it. Cooldowns' ends count from that read: earlier than the walk's,
@@ -193,7 +195,8 @@ export class RedisAcquireWalk {
     bound?: ProxyRecord,
     gone = '',
   ): Promise<AcquireResult | { need: string }> {
-    // The owner lives in the keys (lease-owner.ts): the scripts stay owner-blind.
+    // The owner lives in the keys (lease-owner.ts): the scripts read it from a key's prefix
+    // only to count the owner's quotas (P:tl, P:tc).
     const session = request.session === undefined ? '' : scopedKey(request.owner, request.session);
     const key = scopedKey(request.owner, leaseID);
     const ttl = String(request.ttlSeconds);
@@ -202,6 +205,9 @@ export class RedisAcquireWalk {
     const target = request.target ?? '';
     const selector = JSON.stringify(request.selector);
     const requested = requestKey('lease', request.owner, request.requestID) ?? '';
+    // The owner's quota goes with every chunk: the script judges it before any candidate.
+    const quota =
+      request.leaseQuota === undefined || request.owner === undefined ? '' : String(request.leaseQuota);
     let mode: 'check' | 'moved' | 'none' = request.session === undefined ? 'none' : 'check';
     // What earlier rounds sent (made only when a second round comes): each round walks the
     // ranking afresh, in its order then, and steps over these.
@@ -237,8 +243,10 @@ export class RedisAcquireWalk {
         '',
         requested,
         counts,
+        quota,
       );
       const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, []);
+      if (reply.kind === 'quota') return { granted: false, reason: 'lease_quota', held: reply.held };
       if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
       if (reply.kind === 'none' && reply.whole)
         return refusedWith(reply.leasable, reply.cooling, reply.waitMs);
@@ -298,9 +306,11 @@ export class RedisAcquireWalk {
         gone,
         requested,
         whole ? counts : undefined,
+        quota,
       );
       const reply = decodeAcquireReply((await this.deps.eval('acquire', args)) as string, ranked);
       if (reply.kind === 'need') return { need: reply.proxyID };
+      if (reply.kind === 'quota') return { granted: false, reason: 'lease_quota', held: reply.held };
       if (reply.kind === 'dup') return this.replayedGrant(reply.leaseID, reply.value, request.owner);
       if (reply.kind === 'ok') {
         const proxyID = reply.proxyID;

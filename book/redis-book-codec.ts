@@ -52,8 +52,9 @@ export function acquireArgs(
   gone: string,
   requestKey = '',
   counts?: CountedBy,
+  leaseQuota = '',
 ): string[] {
-  const args = [leaseID, ttlSeconds, lifeMillis, String(ranked.length)];
+  const args = [leaseID, ttlSeconds, lifeMillis, String(ranked.length), leaseQuota];
   for (const record of ranked) args.push(record.id, String(record.maxLeases), json(record));
   const tail = [target, selector, session, mode, gone, requestKey];
   const defaults = ['', '{}', '', 'none', '', ''];
@@ -141,6 +142,8 @@ export type AcquireReply =
       hints: LoadHints;
     }
   | { kind: 'need'; proxyID: string }
+  /** The owner holds its lease quota of live leases (`held` of them): nothing was leased. */
+  | { kind: 'quota'; held: number }
   /** The request id was granted before: that lease's id and stored value (decodeLease). */
   | { kind: 'dup'; leaseID: string; value: string }
   | {
@@ -195,6 +198,8 @@ export function decodeAcquireReply(reply: string, ranked: readonly ProxyRecord[]
     }
     case 'need':
       return { kind: 'need', proxyID: f[1] };
+    case 'quota':
+      return { kind: 'quota', held: Number(f[1]) };
     case 'dup':
       return { kind: 'dup', leaseID: f[1], value: f.slice(2).join(SEP) };
     case 'none':

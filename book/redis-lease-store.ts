@@ -39,6 +39,7 @@ import type {
 import type { Clock } from './clock.js';
 import { leaseBookSettings, type LeaseBookOptions } from './lease-book-settings.js';
 import { decodeLease, decodeReleaseReply } from './redis-book-codec.js';
+import { CooldownQuotaRefusal } from './lease-store.js';
 import { scopedKey, unscopedKey } from './lease-owner.js';
 import { requestKey } from './request-outcomes.js';
 import { RedisAcquireWalk } from './redis-acquire-walk.js';
@@ -195,7 +196,10 @@ export class RedisLeaseStore implements LeaseStore {
     owner: string | undefined,
     requested: string,
   ): Promise<(ReportOutcome | undefined)[]> {
-    const raw = (await this.eval('report', reportArgs(reports, owner, requested, this.random))) as string[];
+    const raw = (await this.eval('report', reportArgs(reports, owner, requested, this.random))) as
+      string[] | string;
+    // "quota\0i": report i (1-based) is beyond its owner's cooldown quota; nothing recorded.
+    if (typeof raw === 'string') throw new CooldownQuotaRefusal(Number(raw.split('\0')[1]) - 1);
     return reportOutcomes(reports, raw, (stored) => this.owned(stored, owner));
   }
 
@@ -246,6 +250,10 @@ export class RedisLeaseStore implements LeaseStore {
   async get(leaseID: string, owner?: string): Promise<Lease | undefined> {
     const reply = (await this.eval('get', [scopedKey(owner, leaseID)])) as string | null;
     return reply === null ? undefined : this.owned(decodeLease(leaseID, reply), owner);
+  }
+
+  async countFailedAuth(address: string, ratePerSecond: number, burst: number): Promise<number> {
+    return Number(await this.eval('failedAuth', [address, String(ratePerSecond), String(burst)]));
   }
 
   async totals(): Promise<StoreTotals> {

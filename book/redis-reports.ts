@@ -28,6 +28,7 @@ export function reportArgs(
       // In-process reports (no owner) are the operator's own: trusted (ban-agreement.ts).
       owner === undefined || details.rotationTrusted === true ? '1' : '0',
       release === true ? '1' : '',
+      details.cooldownQuota === undefined ? '' : String(details.cooldownQuota),
     );
   }
   return args;

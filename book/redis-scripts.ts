@@ -108,6 +108,7 @@ import { REPORT_BODIES } from './redis-lua/report-scripts.js';
 import { HOLD_BODIES } from './redis-lua/hold-scripts.js';
 import { READ_BODIES } from './redis-lua/read-scripts.js';
 import { FLEET_BODIES } from './redis-lua/fleet-script.js';
+import { TOKEN_BODIES } from './redis-lua/token-scripts.js';
 import { header, type ScriptSettings } from './redis-lua/header.js';
 import type { Block, BlockName, Body, Lazy, LuaScript, ScriptName } from './redis-lua/script-parts.js';
 
@@ -156,6 +157,7 @@ const BODIES: Record<ScriptName, Body> = {
   refusal: REPORT_BODIES.refusal,
   fleet: FLEET_BODIES.fleet,
   fleetRead: FLEET_BODIES.fleetRead,
+  failedAuth: TOKEN_BODIES.failedAuth,
 };
 
 /** A lazy group as Lua: its exports as locals, and the loader that defines and returns them. */

@@ -52,7 +52,8 @@ export function rememberRefusal(
   coolingEnd?: number,
   answeredAt = now,
 ): RememberedRefusal | undefined {
-  if (result.reason === 'no_match') return undefined;
+  // no_match is never remembered; a quota refusal is the owner's, not the request shape's.
+  if (result.reason === 'no_match' || result.reason === 'lease_quota') return undefined;
   const firstEnd = result.retryAfterMs === undefined ? coolingEnd : now + result.retryAfterMs;
   return {
     reason: result.reason,

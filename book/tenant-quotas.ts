@@ -1,9 +1,12 @@
 // Per-token quotas (issue 48): what one token may hold and write in the shared book, so that
 // one team cannot take every slot, evict another team's sessions or fill the cooldown cap.
-// Kept by each replica for the requests it serves (the stores stay owner-blind): in the
-// memory topology that is the whole book; behind N Redis replicas a token can reach N times
-// each quota (docs/security.md says the arithmetic). The decisions are pure; TenantLedger
-// only keeps, per token, the leases, sessions and cooldown pairs it made through this replica.
+// The lease and cooldown quotas are counts of what the book holds, so the book judges them
+// (LeaseRequest.leaseQuota, ReportDetails.cooldownQuota: the Redis store in the scripts that
+// grant and report, atomically, for every replica and both doors; the memory store in
+// owner-holdings.ts). The session quota and the report rate are kept by each process
+// (TenantLedger; behind N Redis replicas a token can reach N times each: docs/security.md).
+// The decisions are pure; TenantLedger keeps, per token, the sessions it made through this
+// process, and the leases and cooldowns it made here (what attributes its reports and targets).
 
 export interface TenantQuotaLimits {
   /** Live leases one token may hold (`lease_quota` beyond it). */
@@ -59,16 +62,8 @@ export function cooldownVerdict(known: boolean, running: number, limit: number):
   return known || running < limit ? 'allow' : 'cooldown_quota';
 }
 
-/** What one token made through this replica. Maps in insertion (= age or use) order. */
-/** A lease as the ledger keeps it: enough to attribute its reports without a store read. */
-export interface HeldLease {
-  until: number;
-  proxyID: string;
-  target: string;
-}
-
+/** What one token made through this process. Maps in insertion (= age or use) order. */
 interface Holdings {
-  leases: Map<string, HeldLease>;
   /** session key -> last use (ms), least recently used first. */
   sessions: Map<string, number>;
   /** proxyID \0 target -> cooldown end (ms). */
@@ -83,36 +78,6 @@ export class TenantLedger {
     private readonly sessionIdleMillis: number,
   ) {
     checkQuotaLimits(limits);
-  }
-
-  /** The token's live leases (expired ones are dropped as they are counted). */
-  liveLeases(owner: string, now: number): number {
-    const { leases } = this.of(owner);
-    for (const [id, held] of leases) if (held.until <= now) leases.delete(id);
-    return leases.size;
-  }
-
-  leaseIDs(owner: string): string[] {
-    return [...this.of(owner).leases.keys()];
-  }
-
-  lease(owner: string, leaseID: string): HeldLease | undefined {
-    return this.owners.get(owner)?.leases.get(leaseID);
-  }
-
-  admitLease(owner: string, now: number): 'allow' | 'lease_quota' {
-    const { leases } = this.of(owner);
-    // Counting prunes: only at the quota, so a token under it pays nothing per lease.
-    if (leases.size < this.limits.leases) return 'allow';
-    return leaseVerdict(this.liveLeases(owner, now), this.limits.leases);
-  }
-
-  leaseHeld(owner: string, leaseID: string, lease: HeldLease): void {
-    this.of(owner).leases.set(leaseID, lease);
-  }
-
-  leaseEnded(owner: string, leaseID: string): void {
-    this.of(owner).leases.delete(leaseID);
   }
 
   /**
@@ -141,15 +106,6 @@ export class TenantLedger {
     this.of(owner).sessions.delete(key);
   }
 
-  admitCooldown(owner: string, proxyID: string, target: string, now: number): 'allow' | 'cooldown_quota' {
-    const { cooldowns } = this.of(owner);
-    const pair = pairKey(proxyID, target);
-    const known = (cooldowns.get(pair) ?? 0) > now;
-    if (known || cooldowns.size < this.limits.cooldowns) return 'allow';
-    for (const [k, until] of cooldowns) if (until <= now) cooldowns.delete(k);
-    return cooldownVerdict(false, cooldowns.size, this.limits.cooldowns);
-  }
-
   cooldownRecorded(owner: string, proxyID: string, target: string, until: number): void {
     const { cooldowns } = this.of(owner);
     const pair = pairKey(proxyID, target);
@@ -164,17 +120,16 @@ export class TenantLedger {
   /** Forgets tokens with nothing live (a revoked token's leftovers); the sweep's work. */
   sweep(now: number): void {
     for (const [owner, h] of this.owners) {
-      for (const [id, held] of h.leases) if (held.until <= now) h.leases.delete(id);
       for (const [k, used] of h.sessions) if (used + this.sessionIdleMillis <= now) h.sessions.delete(k);
       for (const [k, until] of h.cooldowns) if (until <= now) h.cooldowns.delete(k);
-      if (h.leases.size + h.sessions.size + h.cooldowns.size === 0) this.owners.delete(owner);
+      if (h.sessions.size + h.cooldowns.size === 0) this.owners.delete(owner);
     }
   }
 
   private of(owner: string): Holdings {
     let h = this.owners.get(owner);
     if (h === undefined) {
-      h = { leases: new Map(), sessions: new Map(), cooldowns: new Map() };
+      h = { sessions: new Map(), cooldowns: new Map() };
       this.owners.set(owner, h);
     }
     return h;

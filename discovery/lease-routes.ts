@@ -32,17 +32,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
     quotaRefusal,
   } = ctx;
 
-  /**
-   * At the lease quota, drops the leases this replica counts that the book no longer holds
-   * (released or expired through another replica); true when that made room.
-   */
-  const releasedElsewhere = async (who: string) => {
-    for (const id of ledger.leaseIDs(who)) {
-      if ((await leases.get(id, who)) === undefined) ledger.leaseEnded(who, id);
-    }
-    return ledger.admitLease(who, clock()) === 'allow';
-  };
-
   app
     .route('/v1/leases')
     .all(guard)
@@ -50,15 +39,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
       const request = parseLeaseBody(req.body, limits);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
       const who = owner(res);
-      if (ledger.admitLease(who, clock()) === 'lease_quota' && !(await releasedElsewhere(who))) {
-        quotaRefusal(
-          res,
-          'lease_quota',
-          `token '${who}' holds ${quotas.leases} live leases (its quota); release or let one expire first`,
-          1,
-        );
-        return;
-      }
       // A new session at the token's quota ends the token's own least recently used one.
       const evict =
         request.session === undefined ? undefined : ledger.useSession(who, request.session, clock());
@@ -71,6 +51,8 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
         .acquire({
           ...request,
           owner: who,
+          // The book judges the lease quota with the grant: one count for every replica and door.
+          leaseQuota: quotas.leases,
           ...(admits === undefined ? {} : { within: admits }),
           ...(requestID === undefined ? {} : { requestID }),
         })
@@ -79,6 +61,15 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
           if (err instanceof StoreUnavailableError) metrics.countLeaseRequest('store_unavailable');
           throw err;
         });
+      if (!result.granted && result.reason === 'lease_quota') {
+        quotaRefusal(
+          res,
+          'lease_quota',
+          `token '${who}' holds ${quotas.leases} live leases (its quota); release or let one expire first`,
+          1,
+        );
+        return;
+      }
       if (!result.granted) {
         metrics.countLeaseRequest(result.reason);
         // When the first cooldown ends: a client can wait exactly that long instead of polling.
@@ -96,11 +87,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
       // A repeat of a request id is the first grant again: counted once.
       if (result.replayed !== true) metrics.countLeaseRequest('granted');
       const { lease, usage, session } = result;
-      ledger.leaseHeld(who, lease.id, {
-        until: lease.expiresAt.getTime(),
-        proxyID: lease.proxyID,
-        target: lease.target ?? '',
-      });
       if (session?.moved) {
         reportLog.record(
           'session_moved',
@@ -118,7 +104,6 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
     .delete(async (req, res) => {
       const who = owner(res);
       const requestID = parseRequestID(req.headers[REQUEST_ID_HEADER]);
-      ledger.leaseEnded(who, req.params.id);
       // Another token's lease is unknown to this one: 404, as renew and report answer.
       if (await leases.release(req.params.id, who, requestID)) res.status(204).end();
       else leaseNotFound(res, req.params.id);
@@ -134,16 +119,10 @@ export function mountLeaseRoutes(app: Express, ctx: ApiContext): void {
       const who = owner(res);
       const renewed = await leases.renew(req.params.id, ttlSeconds, who, requestID);
       if (renewed === undefined) {
-        ledger.leaseEnded(who, req.params.id);
         leaseNotFound(res, req.params.id);
         return;
       }
       const { lease, usage } = renewed;
-      ledger.leaseHeld(who, lease.id, {
-        until: lease.expiresAt.getTime(),
-        proxyID: lease.proxyID,
-        target: lease.target ?? '',
-      });
       const session = lease.session === undefined ? undefined : { key: lease.session, moved: false };
       sendJSON(res, 200, toLeaseView(lease, currentProxy(catalog, lease), usage, session));
     })

@@ -2,7 +2,7 @@
 // proxy, recorded in one atomic step of the book within the token's report and cooldown
 // quotas, counted (the cooldowns by target: door "api") and logged.
 import type { Express, Response } from 'express';
-import type { ReportOutcome, ReportResult } from '../book/lease-store.js';
+import { CooldownQuotaRefusal, type ReportOutcome, type ReportResult } from '../book/lease-store.js';
 import { errorBody, sendJSON, type ApiErrorBody } from './api-error.js';
 import type { ApiContext } from './api-context.js';
 import {
@@ -17,39 +17,13 @@ import { leaseNotFound, leaseNotFoundBody, methodNotAllowed } from './route-help
 import { RateLimiter } from './token-bucket.js';
 
 export function mountReportRoutes(app: Express, ctx: ApiContext): void {
-  const {
-    leases,
-    metrics,
-    cooldowns,
-    ledger,
-    quotas,
-    tokens,
-    reportLog,
-    clock,
-    guard,
-    body,
-    owner,
-    quotaRefusal,
-  } = ctx;
+  const { leases, metrics, cooldowns, ledger, quotas, tokens, reportLog, guard, body, owner, quotaRefusal } =
+    ctx;
   // A batch's items count one each; its burst fits the largest batch.
   const reportRate = new RateLimiter({
     ratePerSecond: quotas.reportsPerSecond,
     burst: Math.max(MAX_BATCH_REPORTS, Math.ceil(quotas.reportsPerSecond)),
   });
-
-  /**
-   * A lease the token's quota is counted on; one this replica did not grant (another Redis
-   * replica did) is read from the book once and kept.
-   */
-  const heldLease = async (who: string, leaseID: string) => {
-    const known = ledger.lease(who, leaseID);
-    if (known !== undefined) return known;
-    const lease = await leases.get(leaseID, who);
-    if (lease === undefined) return undefined;
-    const held = { until: lease.expiresAt.getTime(), proxyID: lease.proxyID, target: lease.target ?? '' };
-    ledger.leaseHeld(who, leaseID, held);
-    return held;
-  };
 
   /**
    * Records reports (and the releases they ask for) in one atomic step of the store: all of
@@ -62,39 +36,39 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
     who: string,
     requestID: string | undefined,
   ): Promise<{ views: (ReportView | undefined)[] } | { refused: number; error: ApiErrorBody }> => {
-    // Every quota first: a refusal records nothing of the batch.
-    for (const [i, { leaseID, result, target }] of reports.entries()) {
-      if (result !== 'banned' && result !== 'rate_limited') continue;
-      const held = await heldLease(who, leaseID);
-      if (held === undefined) continue;
-      if (ledger.admitCooldown(who, held.proxyID, target ?? held.target, clock()) === 'cooldown_quota') {
-        return {
-          refused: i,
-          error: errorBody(
-            'cooldown_quota',
-            `token '${who}' keeps ${quotas.cooldowns} cooldowns running (its quota); nothing was recorded: a new one is accepted once one of its own ends`,
-          ),
-        };
-      }
-    }
     // An API without tokens has one tenant: nobody to agree with, so its reports are trusted.
     const rotationTrusted = tokens === undefined || tokens.policyOf(who).rotationTrusted;
-    const outcomes = await leases.reportMany(
-      reports.map(({ leaseID, result, release, ...details }) => ({
-        leaseID,
-        result,
-        details: { ...details, rotationTrusted },
-        ...(release === true ? { release } : {}),
-      })),
-      who,
-      requestID,
-    );
+    // The cooldown quota is judged by the book, before it records anything of the batch: one
+    // count for every replica and both doors.
+    const cooldownQuota = quotas.cooldowns;
+    let outcomes: (ReportOutcome | undefined)[];
+    try {
+      outcomes = await leases.reportMany(
+        reports.map(({ leaseID, result, release, ...details }) => ({
+          leaseID,
+          result,
+          details: { ...details, rotationTrusted, cooldownQuota },
+          ...(release === true ? { release } : {}),
+        })),
+        who,
+        requestID,
+      );
+    } catch (err) {
+      if (!(err instanceof CooldownQuotaRefusal)) throw err;
+      return {
+        refused: err.index,
+        error: errorBody(
+          'cooldown_quota',
+          `token '${who}' keeps ${quotas.cooldowns} cooldowns running (its quota); nothing was recorded: a new one is accepted once one of its own ends`,
+        ),
+      };
+    }
     return { views: outcomes.map((outcome, i) => reportView(reports[i], outcome, who)) };
   };
 
   /** A recorded report's answer, and what this replica counts and logs of it. */
   const reportView = (
-    { leaseID, result, release }: BatchedReport,
+    { result, release }: BatchedReport,
     outcome: ReportOutcome | undefined,
     who: string,
   ): ReportView | undefined => {
@@ -106,7 +80,6 @@ export function mountReportRoutes(app: Express, ctx: ApiContext): void {
         outcome.target ?? '',
         outcome.cooldownUntil.getTime(),
       );
-    if (release === true) ledger.leaseEnded(who, leaseID);
     const view: ReportView = {
       leaseID: outcome.lease.id,
       proxyID: outcome.lease.proxyID,

@@ -4,7 +4,7 @@
 // cooldowns-by-target counter both doors count in is handed to each from here).
 import type { ProxyCatalog, ProxyRecord } from '../book/catalog.js';
 import { isOpen, OPEN_POLICY, scopeMatcher, type TokenPolicy } from '../book/token-scope.js';
-import type { LeaseStore } from '../book/lease-store.js';
+import { CooldownQuotaRefusal, type LeaseStore } from '../book/lease-store.js';
 import { tokenDigest, type ApiTokens } from '../book/api-tokens.js';
 import type { TenantLedger } from '../book/tenant-quotas.js';
 import type { Logger } from 'pino';
@@ -67,8 +67,6 @@ export function gatewayBook(
   return {
     async lease(r: GatewayLeaseRequest): Promise<GatewayLeaseResult> {
       const within = scopeOf(r.owner);
-      if (ledger?.admitLease(r.owner, clock()) === 'lease_quota')
-        return { granted: false, reason: 'lease_quota', retryAfterMs: 1000 };
       // A new session beyond the token's quota ends its own least recently used, never another's.
       const evict = r.session === undefined ? undefined : ledger?.useSession(r.owner, r.session, clock());
       if (evict !== undefined) await share.inTurn(r.owner, () => store.endSession(evict, r.owner));
@@ -78,10 +76,15 @@ export function gatewayBook(
           ttlSeconds: r.ttlSeconds,
           target: r.target,
           owner: r.owner,
+          // Judged by the book with the grant, as for the API's leases (one count for both doors
+          // and, on Redis, every replica).
+          ...(ledger === undefined ? {} : { leaseQuota: ledger.limits.leases }),
           ...(r.session === undefined ? {} : { session: r.session }),
           ...(within === undefined ? {} : { within }),
         }),
       );
+      if (!result.granted && result.reason === 'lease_quota')
+        return { granted: false, reason: 'lease_quota', retryAfterMs: 1000 };
       if (!result.granted)
         return {
           granted: false,
@@ -89,11 +92,6 @@ export function gatewayBook(
           ...(result.retryAfterMs === undefined ? {} : { retryAfterMs: result.retryAfterMs }),
         };
       const { proxy } = result.lease;
-      ledger?.leaseHeld(r.owner, result.lease.id, {
-        until: clock() + r.ttlSeconds * 1000,
-        proxyID: proxy.id,
-        target: r.target,
-      });
       return {
         granted: true,
         leaseID: result.lease.id,
@@ -113,37 +111,38 @@ export function gatewayBook(
       };
     },
     async renew(leaseID, ttlSeconds, owner) {
-      const renewed =
-        (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
-      const held = ledger?.lease(owner, leaseID);
-      if (held !== undefined && renewed)
-        ledger!.leaseHeld(owner, leaseID, { ...held, until: clock() + ttlSeconds * 1000 });
-      else if (!renewed) ledger?.leaseEnded(owner, leaseID);
-      return renewed;
+      return (await share.inTurn(owner, () => store.renew(leaseID, ttlSeconds, owner))) !== undefined;
     },
     async release(leaseID, owner) {
       await share.inTurn(owner, () => store.release(leaseID, owner));
-      ledger?.leaseEnded(owner, leaseID);
     },
     async endSession(session, owner) {
       await share.inTurn(owner, () => store.endSession(session, owner));
       ledger?.sessionEnded(owner, session);
     },
     async report(leaseID, result, details, owner) {
-      const held = ledger?.lease(owner, leaseID);
-      // A new (proxy, target) cooldown beyond the token's quota is refused, as the API refuses
-      // it: one team cannot fill the book's cap and switch bans off for every team.
-      if (
-        held !== undefined &&
-        result !== 'unreachable' &&
-        ledger!.admitCooldown(owner, held.proxyID, details.target, clock()) === 'cooldown_quota'
-      )
-        return 'cooldown_quota';
+      // A new (proxy, target) cooldown beyond the token's quota is refused by the book, as for
+      // the API's reports: one team cannot fill the book's cap and switch bans off for every team.
+      const quota = ledger === undefined ? {} : { cooldownQuota: ledger.limits.cooldowns };
       // Every gateway report comes through here (plain-HTTP bans, tunnel clients' session
       // reports): each cooldown it starts is counted once, and never by the API as well.
-      const outcome = await share.inTurn(owner, () => store.report(leaseID, result, details, owner));
-      if (outcome?.cooldownUntil !== undefined && held !== undefined)
-        ledger!.cooldownRecorded(owner, held.proxyID, details.target, outcome.cooldownUntil.getTime());
+      let outcome;
+      try {
+        outcome = await share.inTurn(owner, () =>
+          store.report(leaseID, result, { ...details, ...quota }, owner),
+        );
+      } catch (err) {
+        if (err instanceof CooldownQuotaRefusal) return 'cooldown_quota';
+        throw err;
+      }
+      // Its own targets (target-privacy.ts): the book's reporters say it too.
+      if (outcome?.cooldownUntil !== undefined)
+        ledger?.cooldownRecorded(
+          owner,
+          outcome.lease.proxyID,
+          outcome.target ?? '',
+          outcome.cooldownUntil.getTime(),
+        );
       if (outcome?.cooldownStarted === true && outcome.replayed !== true)
         onCooldown(outcome.target, outcome.lease.proxyID, owner);
     },

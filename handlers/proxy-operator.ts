@@ -80,11 +80,17 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   container.register(LEASE_BOOK, { useValue: book });
   // One source of tokens per process, like the book: the API and the gateway never disagree
   // on who may come in, and the tokens file has one watcher and one set of metrics.
-  container.register(CLIENT_TOKENS, {
-    useValue:
-      options.clientTokens ??
-      createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger }),
-  });
+  const clientTokens =
+    options.clientTokens ??
+    createClientTokens(options.settings.discovery, { registry: options.registry, logger: options.logger });
+  // A shared book counts wrong tokens per address for every replica: a guesser gets one burst
+  // across them, not one per replica (the process's own count stays, for when Redis is away).
+  const { store } = book;
+  if (store.countFailedAuth !== undefined)
+    clientTokens.failedAuth.share((address, limits) =>
+      store.countFailedAuth!(address, limits.ratePerSecond, limits.burst),
+    );
+  container.register(CLIENT_TOKENS, { useValue: clientTokens });
   // One count of bans by target for both doors: a target keeps one label (its pseudonym) and
   // each ban is counted once, whether a client reported it to the API or the gateway saw it.
   container.register(TARGET_COOLDOWNS, {
@@ -102,9 +108,14 @@ export function createProxyOperator(options: ProxyOperatorOptions): Operator {
   });
   // One ledger of per-token quotas per process: a token's leases, sessions and cooldowns
   // count alike whether taken through the API or the gateway.
-  const { sessionQuota } = options.settings.discovery;
+  const { sessionQuota, leaseQuota, cooldownQuota } = options.settings.discovery;
   const ledger = new TenantLedger(
-    sessionQuota === undefined ? DEFAULT_TENANT_QUOTAS : { ...DEFAULT_TENANT_QUOTAS, sessions: sessionQuota },
+    {
+      ...DEFAULT_TENANT_QUOTAS,
+      ...(sessionQuota === undefined ? {} : { sessions: sessionQuota }),
+      ...(leaseQuota === undefined ? {} : { leases: leaseQuota }),
+      ...(cooldownQuota === undefined ? {} : { cooldowns: cooldownQuota }),
+    },
     options.settings.book.sessionIdleSeconds * 1000,
   );
   const ledgerSweep = setInterval(() => ledger.sweep(Date.now()), 60_000);

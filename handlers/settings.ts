@@ -33,6 +33,10 @@ export interface DiscoverySettings {
   maxLeaseTTLSeconds: number;
   /** Live sessions one token may keep (`--discovery-session-quota`); undefined = the default quota. */
   sessionQuota?: number;
+  /** Live leases one token may hold (`--discovery-lease-quota`); undefined = the default quota. */
+  leaseQuota?: number;
+  /** Running cooldowns one token's reports may keep (`--discovery-cooldown-quota`); undefined = the default quota. */
+  cooldownQuota?: number;
 }
 
 /**
@@ -174,6 +178,8 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
     rateLimit: { ratePerSecond: 1000, burst: 2000 },
     maxLeaseTTLSeconds: 3600,
     sessionQuota: 10_000,
+    leaseQuota: 1_000,
+    cooldownQuota: 1_000,
   },
   book: DEFAULT_LEASE_BOOK_RULES,
 };

@@ -4,7 +4,8 @@ import type { Body, ScriptName } from './script-parts.js';
 
 /**
  * Leases a proxy. ARGV after now: leaseID, ttlSeconds, the lease key's life in ms (ttl plus
- * a minute), candidate count, then per candidate in the replica's (latency, id) order (its
+ * a minute), candidate count, the owner's lease quota ('' = none; beyond it the answer is
+ * quota, the owner's live leases), then per candidate in the replica's (latency, id) order (its
  * place there is its rank): id, maxLeases, record JSON; then, left out from the last one
  * that has its default on (redis-book-codec.ts's acquireArgs): target ('' = global pool),
  * selector JSON ('{}'), session (''), session mode ('check' | 'moved' | 'none'), a bound
@@ -41,8 +42,9 @@ local ARGV = ARGV
 local lease_id = ARGV[A + 1]
 local ttl = ARGV[A + 2]
 local n = tonumber(ARGV[A + 4])
+local quota = ARGV[A + 5]
 -- Candidate i's fields: id ARGV[B + 3i - 2], maxLeases B + 3i - 1, record B + 3i.
-local B = A + 4
+local B = A + 5
 local T = B + 3 * n
 local target = ARGV[T + 1] or ''
 local session = ARGV[T + 3] or ''
@@ -52,6 +54,32 @@ local rk = ARGV[T + 6] or ''
 if rk ~= '' then
   local prior = redis.call('GET', P .. ':req:' .. rk)
   if prior then return 'dup\0' .. prior end
+end
+
+-- The token's lease quota (tenant-quotas.ts), judged here: one count for every replica and
+-- both doors. P:tl:<owner> holds the owner's leases (lease key -> expiry; the owner is the
+-- key's prefix, lease-owner.ts). Counting prunes, only at the quota: a token under it pays
+-- one ZCARD, and its set never holds more than its quota of leases, ended ones included.
+local tl, owned
+if quota ~= '' then
+  tl = P .. ':tl:' .. string.match(lease_id, '^([^.]*)')
+  owned = redis.call('ZCARD', tl)
+  if owned >= tonumber(quota) then
+    redis.call('ZREMRANGEBYSCORE', tl, '-inf', NOW_S or string.format('%d', NOW))
+    -- A lease released through a replica that keeps no count (an older one, in a rolling
+    -- update) has no lease key any more. One EXISTS for them all.
+    local ids = redis.call('ZRANGE', tl, 0, -1)
+    owned = #ids
+    local lk = {}
+    for i = 1, owned do lk[i] = P .. ':lease:' .. ids[i] end
+    if owned >= tonumber(quota) and redis.call('EXISTS', unpack(lk)) < owned then
+      for i = 1, owned do
+        if redis.call('EXISTS', lk[i]) == 0 then redis.call('ZREM', tl, ids[i]) end
+      end
+      owned = redis.call('ZCARD', tl)
+    end
+    if owned >= tonumber(quota) then return 'quota\0' .. owned end
+  end
 end
 
 -- The session first: a binding to a proxy the replica did not send costs no reads.
@@ -374,6 +402,11 @@ local now_s = NOW_S or string.format('%d', NOW)
 local value = id .. '\0\0' .. ttl .. '\0' .. now_s .. '\0' .. exp_s .. '\0' ..
   target .. '\0' .. (ARGV[T + 2] or '{}') .. '\0' .. ARGV[B + 3 * chosen] .. '\0' .. session
 redis.call('SET', P .. ':lease:' .. lease_id, value, 'PX', ARGV[A + 3])
+if tl then
+  redis.call('ZADD', tl, exp_s, lease_id)
+  -- A new set has no TTL for GT to compare with.
+  if owned == 0 then redis.call('PEXPIRE', tl, ARGV[A + 3]) else redis.call('PEXPIRE', tl, ARGV[A + 3], 'GT') end
+end
 if rk ~= '' then redis.call('SET', P .. ':req:' .. rk, lease_id .. '\0' .. value, 'PX', REQ_RETAIN) end
 redis.call('ZADD', P .. ':load:' .. id, exp_s, lease_id)
 local v = got[chosen]

@@ -127,6 +127,9 @@ end`,
 local function release_one(id)
   local v = redis.call('GETDEL', P .. ':lease:' .. id)
   if not v then return false end
+  -- Out of its token's lease count (the acquire's quota), kept where the owner prefixes the key.
+  local owner = string.match(id, '^([^.]+)%.')
+  if owner then redis.call('ZREM', P .. ':tl:' .. owner, id) end
   local proxy = string.sub(v, 1, string.find(v, '\0', 1, true) - 1)
   if redis.call('ZREM', P .. ':load:' .. proxy, id) == 0 then return proxy .. '\0-1' end
   redis.call('HINCRBY', K_COUNTERS, 'freed', 1)

@@ -27,7 +27,16 @@ if NOW + ttl * 1000 > exp then
 end
 f[5] = exp_s
 local v = table.concat(f, '\0')
-redis.call('SET', k_lease(id), v, 'PX', int(math.ceil(exp - NOW + 60000)))
+local life = int(math.ceil(exp - NOW + 60000))
+redis.call('SET', k_lease(id), v, 'PX', life)
+-- Its token's lease count (the acquire's quota) follows the new expiry; a lease an older
+-- replica granted (a rolling update) joins it here.
+local owner = string.match(id, '^([^.]+)%.')
+if owner then
+  local tl = P .. ':tl:' .. owner
+  redis.call('ZADD', tl, exp_s, id)
+  if redis.call('PTTL', tl) < tonumber(life) then redis.call('PEXPIRE', tl, life) end
+end
 local proxy = f[1]
 local load, first, last, flags = load_of(proxy, redis.call('GET', k_ld(proxy)))
 if redis.call('ZADD', k_load(proxy), exp_s, id) == 1 then load = load + 1 end

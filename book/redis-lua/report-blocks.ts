@@ -53,6 +53,12 @@ local function report_one(id, result, target, retry_s, random, reporter, trusted
       redis.call('HSET', k_rep, target .. '\0' .. reporter, ends)
       if trusted == '1' then redis.call('HSET', k_rep, target .. '\0*', ends) end
       redis.call('PEXPIRE', k_rep, RETAIN)
+      -- The reporter's running cooldowns (its cooldown quota: the report script's count).
+      if reporter ~= '' then
+        local tc = P .. ':tc:' .. reporter
+        redis.call('ZADD', tc, 'GT', ends, proxy .. '\0' .. target)
+        redis.call('PEXPIRE', tc, RETAIN)
+      end
     end
   end
   return target .. '\0' .. started .. int(ends) .. '\0' .. suspect .. '\0' .. probe, v

@@ -4,10 +4,13 @@ import type { Body, ScriptName } from './script-parts.js';
 
 /**
  * Several reports as one atomic step, in order. ARGV after now: request key ('' = none),
- * count, then per report 8 fields: leaseID, result, target override ('\0' = none),
+ * count, then per report 9 fields: leaseID, result, target override ('\0' = none),
  * retryAfterSeconds ('' = none), a random number in [0, 1) (the cooldown's jitter), the
  * reporter's name, '1' when it is trusted for rotation, '1' to release the lease after its
- * report. Answers one string per report: "target\0cooldownUntil\0suspect\0probeRequested\0
+ * report, the reporter's cooldown quota ('' = none). A banned/rate_limited report that would
+ * start a (proxy, target) cooldown beyond its reporter's quota (the pairs its reports keep
+ * running, P:tc:<reporter>, the batch's own new ones counted) refuses the whole call, nothing
+ * recorded: the answer is then the string "quota\0i", i the first such report. Else one string per report: "target\0cooldownUntil\0suspect\0probeRequested\0
  * released\0lease value" (report_one's fields; released -1 n/a, 1 ended), '' when the lease
  * is gone. A repeat of a request key answers the first answers, and '!' after them, and
  * records nothing.
@@ -21,9 +24,30 @@ if prior then
   first[#first + 1] = '!'
   return first
 end
+local n = tonumber(ARGV[A + 2])
+-- The cooldown quota first (tenant-quotas.ts), for every replica and both doors at once.
+local tc, running, new
+for i = 1, n do
+  local b = A + 2 + 9 * (i - 1)
+  local quota, result, reporter = ARGV[b + 9], ARGV[b + 2], ARGV[b + 6]
+  local f = quota ~= '' and reporter ~= '' and (result == 'banned' or result == 'rate_limited') and
+    live_lease(ARGV[b + 1])
+  if f then
+    if tc ~= P .. ':tc:' .. reporter then
+      tc, new = P .. ':tc:' .. reporter, {}
+      redis.call('ZREMRANGEBYSCORE', tc, '-inf', int(NOW))
+      running = redis.call('ZCARD', tc)
+    end
+    local pair = f[1] .. '\0' .. (ARGV[b + 3] == '\0' and f[6] or ARGV[b + 3])
+    if not new[pair] and not redis.call('ZSCORE', tc, pair) then
+      if running >= tonumber(quota) then return 'quota\0' .. i end
+      running, new[pair] = running + 1, true
+    end
+  end
+end
 local out = {}
-for i = 1, tonumber(ARGV[A + 2]) do
-  local b = A + 2 + 8 * (i - 1)
+for i = 1, n do
+  local b = A + 2 + 9 * (i - 1)
   local head, v = report_one(ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6], ARGV[b + 7])
   if not head then
     out[i] = ''

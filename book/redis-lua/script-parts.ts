@@ -21,7 +21,8 @@ export type ScriptName =
   | 'suspects'
   | 'refusal'
   | 'fleet'
-  | 'fleetRead';
+  | 'fleetRead'
+  | 'failedAuth';
 
 /** A helper block: Lua text and the blocks it calls (defined before it). */
 export interface Block {

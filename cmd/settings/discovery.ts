@@ -21,7 +21,12 @@ export type DiscoveryAuth =
 
 /** The API's settings but its tokens, which come from `discoveryAuth`. */
 export type DiscoveryFlags = Omit<DiscoverySettings, 'token' | 'tokensFile'> &
-  Required<Pick<DiscoverySettings, 'rateLimit' | 'metricsTargetNames' | 'sessionQuota' | 'fairShare'>>;
+  Required<
+    Pick<
+      DiscoverySettings,
+      'rateLimit' | 'metricsTargetNames' | 'sessionQuota' | 'leaseQuota' | 'cooldownQuota' | 'fairShare'
+    >
+  >;
 
 export function discoveryFlags(get: FlagReader): DiscoveryFlags {
   return {
@@ -38,6 +43,8 @@ export function discoveryFlags(get: FlagReader): DiscoveryFlags {
     },
     maxLeaseTTLSeconds: seconds('max-lease-ttl', get('max-lease-ttl')!),
     sessionQuota: positiveInt('discovery-session-quota', get('discovery-session-quota')!),
+    leaseQuota: positiveInt('discovery-lease-quota', get('discovery-lease-quota')!),
+    cooldownQuota: positiveInt('discovery-cooldown-quota', get('discovery-cooldown-quota')!),
   };
 }
 

@@ -173,6 +173,18 @@ export const OPTIONS: Option[] = [
     help: "sticky sessions one token may keep; a new one beyond it ends that token's own least recently used (never another's); keep tokens x quota at or below --max-sessions",
   },
   {
+    flag: 'discovery-lease-quota',
+    env: 'DISCOVERY_LEASE_QUOTA',
+    default: '1000',
+    help: 'live leases one token may hold, through the API and the gateway together (429 lease_quota beyond it); with --lease-store=redis the shared book counts them, across every replica',
+  },
+  {
+    flag: 'discovery-cooldown-quota',
+    env: 'DISCOVERY_COOLDOWN_QUOTA',
+    default: '1000',
+    help: "(proxy, target) cooldowns one token's banned/rate_limited reports may keep running (429 cooldown_quota beyond it); keep tokens x quota at or below the book's 10000 targets; with --lease-store=redis the shared book counts them, across every replica",
+  },
+  {
     flag: 'max-lease-ttl',
     env: 'MAX_LEASE_TTL_SECONDS',
     default: '3600',

@@ -838,6 +838,173 @@ export function describeLeaseStoreContract(subject: LeaseStoreSubject): void {
       });
     });
 
+    describe("the lease quota: an owner holds at most its request's leaseQuota of live leases", () => {
+      const QUOTA = 3;
+      const fleet = [proxy('ns/a', { maxLeases: 10 }), proxy('ns/b', { maxLeases: 10 })];
+      type Setup = ReturnType<typeof setup>;
+      it.each<[string, (s: Setup, held: Lease[]) => Promise<unknown>, 'granted' | 'lease_quota']>([
+        ['nothing ended', async () => {}, 'lease_quota'],
+        ['one released', ({ store }, held) => store.release(held[0].id, 'team-a'), 'granted'],
+        [
+          'one released with its report (one atomic step)',
+          ({ store }, held) =>
+            store.reportMany([{ leaseID: held[0].id, result: 'ok', release: true }], 'team-a'),
+          'granted',
+        ],
+        ['their TTL passed', async ({ clock }) => clock.advanceSeconds(301), 'granted'],
+        [
+          'renewed past their first TTL (still held)',
+          async ({ store, clock }, held) => {
+            for (const l of held) await store.renew(l.id, 900, 'team-a');
+            clock.advanceSeconds(301);
+          },
+          'lease_quota',
+        ],
+        [
+          'one released by another owner (ends nothing)',
+          ({ store }, held) => store.release(held[0].id, 'team-b'),
+          'lease_quota',
+        ],
+      ])('after %s, the next is %s', async (_name, then, expected) => {
+        const s = setup({}, fleet);
+        const held: Lease[] = [];
+        for (let i = 0; i < QUOTA; i++) held.push(await s.lease({ owner: 'team-a', leaseQuota: QUOTA }));
+        expect(await s.store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA }))).toEqual({
+          granted: false,
+          reason: 'lease_quota',
+          held: QUOTA,
+        });
+        await then(s, held);
+        const next = await s.store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA }));
+        expect(next.granted ? 'granted' : next.reason).toBe(expected);
+      });
+
+      it("refuses without leasing anything; another owner's quota, and a request without one, are their own", async () => {
+        const { store, load, lease } = setup({}, fleet);
+        for (let i = 0; i < QUOTA; i++)
+          await lease({ owner: 'team-a', leaseQuota: QUOTA, requestID: `r${i}` });
+        const before = (await load('ns/a')) + (await load('ns/b'));
+        expect(before).toBe(QUOTA);
+        expect(
+          (await store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA, session: 's1' }))).granted,
+        ).toBe(false);
+        expect((await load('ns/a')) + (await load('ns/b'))).toBe(QUOTA);
+        // A retried request id that was granted gets its first grant back, at the quota too.
+        expect(
+          await store.acquire(request({ owner: 'team-a', leaseQuota: QUOTA, requestID: 'r0' })),
+        ).toMatchObject({
+          granted: true,
+          replayed: true,
+        });
+        for (let i = 0; i < QUOTA; i++) await lease({ owner: 'team-b', leaseQuota: QUOTA });
+        expect(await lease({ owner: 'team-a' })).toMatchObject({ owner: 'team-a' });
+        expect(await lease({ leaseQuota: 1 })).toMatchObject({ proxyID: expect.any(String) });
+      });
+    });
+
+    describe("the cooldown quota: an owner's reports keep at most their cooldownQuota of (proxy, target) cooldowns running", () => {
+      const QUOTA = 2;
+      const fleet = [proxy('ns/a', { maxLeases: 10 }), proxy('ns/b', { maxLeases: 10 })];
+      const ban = (target: string) => ({ target, cooldownQuota: QUOTA });
+
+      it.each<[string, [string, ReportResult, string][], number | undefined]>([
+        [
+          'two new pairs fit',
+          [
+            ['a', 'banned', 'x.example'],
+            ['b', 'banned', 'x.example'],
+          ],
+          undefined,
+        ],
+        [
+          "a third new pair is refused (the call's own new pairs count)",
+          [
+            ['a', 'banned', 'x.example'],
+            ['a', 'rate_limited', 'y.example'],
+            ['b', 'banned', 'x.example'],
+          ],
+          2,
+        ],
+        [
+          'a pair already reported in the call is no new one',
+          [
+            ['a', 'banned', 'x.example'],
+            ['a', 'banned', 'x.example'],
+            ['b', 'banned', 'x.example'],
+          ],
+          undefined,
+        ],
+        [
+          'ok and unreachable start none',
+          [
+            ['a', 'banned', 'x.example'],
+            ['b', 'banned', 'x.example'],
+            ['a', 'ok', 'z.example'],
+            ['b', 'unreachable', 'z.example'],
+          ],
+          undefined,
+        ],
+      ])('%s', async (_name, calls, refused) => {
+        const { store, load } = setup({}, fleet);
+        const held = new Map<string, Lease>();
+        for (const id of ['a', 'b']) {
+          const l = granted(
+            await store.acquire(
+              request({
+                owner: 'team-a',
+                selector: {},
+                exclude: new Set(held.size === 0 ? ['ns/b'] : ['ns/a']),
+              }),
+            ),
+          );
+          held.set(id, l);
+        }
+        const reports = calls.map(([id, result, target]) => ({
+          leaseID: held.get(id)!.id,
+          result,
+          details: ban(target),
+        }));
+        const answer = store.reportMany(reports, 'team-a');
+        if (refused === undefined) {
+          expect((await answer).every((o) => o !== undefined)).toBe(true);
+        } else {
+          await expect(answer).rejects.toMatchObject({ name: 'CooldownQuotaRefusal', index: refused });
+          // Nothing of the call was recorded: no cooldown, no statistics, both leases live.
+          const standing = await store.standing(held.get('a')!.proxyID);
+          expect(standing.cooldowns).toEqual([]);
+          expect(standing.usage.stats.banned).toBe(0);
+          expect((await load('ns/a')) + (await load('ns/b'))).toBe(2);
+        }
+      });
+
+      it("counts across calls until the cooldowns end; another owner's quota is its own; a running pair may be reported again", async () => {
+        const { store, clock } = setup({}, fleet);
+        const mine = granted(await store.acquire(request({ owner: 'team-a', ttlSeconds: 3600 * 24 })));
+        const theirs = granted(await store.acquire(request({ owner: 'team-b', ttlSeconds: 3600 * 24 })));
+        await store.report(mine.id, 'banned', ban('x.example'), 'team-a');
+        await store.report(mine.id, 'rate_limited', ban('y.example'), 'team-a');
+        await expect(store.report(mine.id, 'banned', ban('z.example'), 'team-a')).rejects.toMatchObject({
+          index: 0,
+        });
+        // Extending one of its own running pairs is no new one.
+        expect(await store.report(mine.id, 'banned', ban('x.example'), 'team-a')).toMatchObject({
+          target: 'x.example',
+        });
+        expect(await store.report(theirs.id, 'banned', ban('z.example'), 'team-b')).toMatchObject({
+          target: 'z.example',
+        });
+        // No quota asked: none judged.
+        expect(await store.report(mine.id, 'banned', { target: 'w.example' }, 'team-a')).toMatchObject({
+          target: 'w.example',
+        });
+        // Once its cooldowns have ended (the longest: the doubled ban), room again.
+        clock.advanceSeconds(4 * COOLDOWN_SECONDS + 1);
+        expect(await store.report(mine.id, 'banned', ban('z.example'), 'team-a')).toMatchObject({
+          target: 'z.example',
+        });
+      });
+    });
+
     describe('ownership: a lease and a session belong to the token that took them', () => {
       it('another owner renews, reports, releases and reads nothing: as if the lease did not exist', async () => {
         const { store, clock, load, lease } = setup();

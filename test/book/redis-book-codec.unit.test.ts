@@ -22,12 +22,12 @@ describe('rankCandidates and acquireArgs', () => {
   const c = proxy('ns/c', { latencyMillis: 10, maxLeases: 1 });
   const head = ['lease-1', '60', '120000'];
   it.each([
-    ['no candidates', [], [...head, '0']],
-    ['one', [a], [...head, '1', 'ns/a', '2', '{ns/a}']],
+    ['no candidates', [], [...head, '0', '']],
+    ['one', [a], [...head, '1', '', 'ns/a', '2', '{ns/a}']],
     [
       'latency first, then id: the order is the rank',
       [a, c, b],
-      [...head, '3', ...['ns/b', '3', '{ns/b}'], ...['ns/c', '1', '{ns/c}'], ...['ns/a', '2', '{ns/a}']],
+      [...head, '3', '', ...['ns/b', '3', '{ns/b}'], ...['ns/c', '1', '{ns/c}'], ...['ns/a', '2', '{ns/a}']],
     ],
   ])('%s', (_name, chunk, expected) => {
     const ranked = rankCandidates(chunk);
@@ -43,7 +43,7 @@ describe('rankCandidates and acquireArgs', () => {
     ['a bound proxy known gone', ['t', '{}', 's1', 'check', 'ns/z'], ['t', '{}', 's1', 'check', 'ns/z']],
   ] as const)('%s', (_name, [target, selector, session, mode, gone], tail) => {
     expect(
-      acquireArgs('lease-1', '60', '120000', target, selector, [a], json, session, mode, gone).slice(7),
+      acquireArgs('lease-1', '60', '120000', target, selector, [a], json, session, mode, gone).slice(8),
     ).toEqual(tail);
   });
 
@@ -93,7 +93,7 @@ describe('rankCandidates and acquireArgs', () => {
     ['no class: nothing', { classes: [] }, []],
   ])('%s', (_name, counts, tail) => {
     expect(
-      acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, '', 'none', '', '', counts).slice(7),
+      acquireArgs('lease-1', '60', '120000', '', '{}', [a], json, '', 'none', '', '', counts).slice(8),
     ).toEqual(tail);
   });
 
@@ -160,6 +160,7 @@ describe('decodeAcquireReply', () => {
       },
     ],
     ['the session is bound elsewhere', reply('need', 'ns/z'), [a], { kind: 'need', proxyID: 'ns/z' }],
+    ['the owner holds its lease quota', reply('quota', 3), [a], { kind: 'quota', held: 3 }],
     [
       'none in this chunk, no cooldown',
       reply('none', 3, 0, 0, -1, '1:5,2:5,3:5', 0),

@@ -314,6 +314,48 @@ describe('the Redis lease store', () => {
       await eventually(async () => (await b.store.acquire(request())).granted, 30_000);
     });
 
+    it("one token's lease quota holds across replicas: the book counts its leases, whichever replica granted or released them", async () => {
+      const a = open({ keyPrefix: 'quota', proxies: 3 });
+      const b = open({ keyPrefix: 'quota', proxies: 3 });
+      await connected(a.redis);
+      const mine = request({ owner: 'team-a', leaseQuota: 3 });
+      const answers = [];
+      for (const store of [a.store, b.store, a.store, b.store, a.store, b.store])
+        answers.push(await store.acquire(mine));
+      expect(answers.map((r) => (r.granted ? 'granted' : r.reason))).toEqual([
+        ...Array(3).fill('granted'),
+        ...Array(3).fill('lease_quota'),
+      ]);
+      // Released through the other replica: room at once, through either.
+      const first = answers[0];
+      if (!first.granted) throw new Error('expected a lease');
+      expect(await b.store.release(first.lease.id, 'team-a')).toBe(true);
+      expect((await a.store.acquire(mine)).granted).toBe(true);
+      expect(await b.store.acquire(mine)).toEqual({ granted: false, reason: 'lease_quota', held: 3 });
+    });
+
+    it('a rolling update: a lease an older replica released (its key gone, the count not told) makes room; one it granted joins the count when renewed', async () => {
+      const { store, redis } = open({ keyPrefix: 'quota-rolling', proxies: 3 });
+      await connected(redis);
+      const mine = request({ owner: 'team-a', leaseQuota: 2 });
+      const held = [];
+      for (let i = 0; i < 2; i++) {
+        const r = await store.acquire(mine);
+        if (!r.granted) throw new Error('expected a lease');
+        held.push(r.lease.id);
+      }
+      // An older replica's release: the lease key goes, P:tl is not told.
+      await admin.del(`{quota-rolling}:lease:team-a.${held[0]}`);
+      const third = await store.acquire(mine);
+      expect(third.granted).toBe(true);
+      expect(await store.acquire(mine)).toMatchObject({ reason: 'lease_quota', held: 2 });
+      // An older replica's grant: a lease the count does not hold (taken out here), until renewed.
+      await admin.zrem('{quota-rolling}:tl:team-a', `team-a.${held[1]}`);
+      expect((await store.acquire(mine)).granted).toBe(true);
+      await store.renew(held[1], undefined, 'team-a');
+      expect(await store.acquire(mine)).toMatchObject({ reason: 'lease_quota', held: 3 });
+    });
+
     it('refuses a key prefix that is not a plain name, naming the option', () => {
       expect(() => open({ keyPrefix: '{x}' })).toThrow(/keyPrefix must match/);
     });
@@ -326,9 +368,10 @@ describe('the Redis lease store', () => {
     if (!held.granted) throw new Error('expected a lease');
     await store.report(held.lease.id, 'banned');
     await store.report(held.lease.id, 'ok', { target: 'other.example' });
-    const other = await store.acquire(request());
+    // A token's lease with its quota: the token's lease count (P:tl:<owner>) expires too.
+    const other = await store.acquire(request({ owner: 'team-a', leaseQuota: 5 }));
     if (!other.granted) throw new Error('expected a lease');
-    await store.report(other.lease.id, 'unreachable');
+    await store.report(other.lease.id, 'unreachable', {}, 'team-a');
     await store.totals();
     const keys = await admin.keys('{expiry}:*');
     expect(keys.length).toBeGreaterThan(8);

@@ -112,6 +112,15 @@ describe('handlerSettingsFrom', () => {
       500,
     ],
     ['DISCOVERY_SESSION_QUOTA', [], { DISCOVERY_SESSION_QUOTA: '700' }, (h) => h.discovery.sessionQuota, 700],
+    ['--discovery-lease-quota', ['--discovery-lease-quota', '3'], {}, (h) => h.discovery.leaseQuota, 3],
+    ['DISCOVERY_LEASE_QUOTA', [], { DISCOVERY_LEASE_QUOTA: '7' }, (h) => h.discovery.leaseQuota, 7],
+    [
+      '--discovery-cooldown-quota',
+      ['--discovery-cooldown-quota', '4'],
+      {},
+      (h) => h.discovery.cooldownQuota,
+      4,
+    ],
     ['--max-lease-ttl', ['--max-lease-ttl', '99'], {}, (h) => h.discovery.maxLeaseTTLSeconds, 99],
     [
       '--discovery-rate-limit and burst',

@@ -79,6 +79,8 @@ describe('operator settings', () => {
     [['--max-sessions', '9999'], /--max-sessions: "9999" must be an integer >= 10000/],
     [['--session-idle-timeout', '0'], /--session-idle-timeout: "0" must be an integer >= 1/],
     [['--discovery-session-quota', '0'], /--discovery-session-quota: "0" must be an integer >= 1/],
+    [['--discovery-lease-quota', '0'], /--discovery-lease-quota: "0" must be an integer >= 1/],
+    [['--discovery-cooldown-quota', '1.5'], /--discovery-cooldown-quota: "1.5" must be an integer >= 1/],
     [['--discovery-book-concurrency', '0'], /--discovery-book-concurrency: "0" must be an integer >= 1/],
     [['--discovery-book-queue', '2.5'], /--discovery-book-queue: "2.5" must be an integer >= 1/],
     [['--cluster-name', 'Prod'], /--cluster-name: "Prod" must be 1-63 lower-case letters/],
