@@ -29,6 +29,8 @@ import {
 export const TERMINATION_GRACE_SECONDS = 60;
 /** The /tmp emptyDir's sizeLimit (MiB): the operator writes nothing there itself. */
 export const TMP_SIZE_LIMIT_MIB = 32;
+/** The plugins emptyDir's sizeLimit (MiB): a provider plugin is a folder of JavaScript and its dependencies. */
+export const PLUGINS_SIZE_LIMIT_MIB = 256;
 
 /** How a provider plugin gets into the Pod without rebuilding the image; shipped as an annotation. */
 export const PLUGINS_USAGE =
@@ -118,7 +120,9 @@ export function operatorDeployment(scope: Construct, spec: DeploymentSpec): kplu
   const tmp = kplus.Volume.fromEmptyDir(scope, `${spec.id}-tmp`, 'tmp', {
     sizeLimit: Size.mebibytes(TMP_SIZE_LIMIT_MIB),
   });
-  const plugins = kplus.Volume.fromEmptyDir(scope, `${spec.id}-plugins`, 'plugins');
+  const plugins = kplus.Volume.fromEmptyDir(scope, `${spec.id}-plugins`, 'plugins', {
+    sizeLimit: Size.mebibytes(PLUGINS_SIZE_LIMIT_MIB),
+  });
   const config = kplus.Volume.fromConfigMap(scope, `${spec.id}-providers-config`, providers, {
     name: 'providers',
   });

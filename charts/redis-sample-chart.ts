@@ -24,6 +24,9 @@ const REDIS_LABELS = {
  * create: no password is in any manifest. A NetworkPolicy admits only the operator's Pods.
  * Production uses a managed Redis or a Redis operator: persistence and failover are its job.
  */
+/** The data emptyDir's sizeLimit: room for the append-only file at --maxmemory 200mb and its rewrite. */
+export const REDIS_DATA_SIZE_LIMIT = '1Gi';
+
 export class RedisSampleChart extends Chart {
   constructor(scope: Construct, id: string) {
     super(scope, id, { labels: APP_LABELS });
@@ -92,7 +95,11 @@ export class RedisSampleChart extends Chart {
                 volumeMounts: [{ name: 'data', mountPath: '/data' }],
               },
             ],
-            volumes: [{ name: 'data', emptyDir: {} }],
+            // Bounded: the append-only file of a 200 MB book grows to about twice that before
+            // Redis rewrites it, and the rewrite writes a copy beside it.
+            volumes: [
+              { name: 'data', emptyDir: { sizeLimit: kplus.k8s.Quantity.fromString(REDIS_DATA_SIZE_LIMIT) } },
+            ],
           },
         },
       },

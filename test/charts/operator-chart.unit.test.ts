@@ -14,7 +14,8 @@ import {
 } from '../../charts/names.js';
 import { spawnSync } from 'node:child_process';
 import { OPERATOR_MEMORY } from '../../charts/operator-chart.js';
-import { TMP_SIZE_LIMIT_MIB } from '../../charts/operator-deployment.js';
+import { PLUGINS_SIZE_LIMIT_MIB, TMP_SIZE_LIMIT_MIB } from '../../charts/operator-deployment.js';
+import { REDIS_DATA_SIZE_LIMIT } from '../../charts/redis-sample-chart.js';
 import { parseSettings } from '../../cmd/settings.js';
 import { builtinProviderRegistry } from '../../providers/builtin.js';
 import { KUBERNETES_DEFAULTS } from '../../providers/kubernetes/config.js';
@@ -125,7 +126,11 @@ describe('the operator Deployment', () => {
       '/tmp',
       { emptyDir: { sizeLimit: `${TMP_SIZE_LIMIT_MIB}Mi` } },
     ],
-    ['the plugins emptyDir an init container fills', PLUGINS_DIR, { emptyDir: {} }],
+    [
+      'the plugins emptyDir an init container fills, of bounded size',
+      PLUGINS_DIR,
+      { emptyDir: { sizeLimit: `${PLUGINS_SIZE_LIMIT_MIB}Mi` } },
+    ],
     [
       'the discovery tokens Secret, not optional: without it the Pod does not start',
       '/etc/proxy-operator-tokens',
@@ -364,6 +369,11 @@ describe('the Redis lease store variant (dist/operator-redis.yaml)', () => {
     expect(redis.spec!.template.spec!.containers[0].args).toEqual(
       expect.arrayContaining(['--maxmemory-policy', 'noeviction']),
     );
+    // Its append-only file lives on an emptyDir of bounded size (a runaway file evicts the
+    // Pod instead of filling the node's disk).
+    expect(redis.spec!.template.spec!.volumes).toEqual([
+      { name: 'data', emptyDir: { sizeLimit: REDIS_DATA_SIZE_LIMIT } },
+    ]);
   });
 
   describe('the sample Redis: a password from a Secret, reachable from the operator only', () => {
