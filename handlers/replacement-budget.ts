@@ -110,7 +110,11 @@ export function namespaceOf(key: string): string {
  * proxies whose own probe target fails when checked directly. A rollout leaves them out, as the
  * repair hold does (repair-hold.ts): their failure is their target's, and says nothing of the
  * rollout; counted, one team's down site froze every other team's rollout on the provider for
- * as long as it was down. An unverified replacement is counted whatever its target says.
+ * as long as it was down. Nor does a rollout count another namespace's Unhealthy proxies: a
+ * site refusing one team's proxies (their target answers directly, so nothing explains them)
+ * froze every other team's rollout the same way; they say nothing of this team's spec. An
+ * unverified replacement (a rollout's outcome not yet seen to work) is counted whoever's and
+ * whatever its target says: a bad spec stops after the cap.
  */
 export function countedFor(
   kind: SlotKind,
@@ -122,7 +126,8 @@ export function countedFor(
   const team = namespaceOf(key);
   const counted = new Set([...oos.replacing].filter((k) => !oos.failed.has(k) || namespaceOf(k) === team));
   if (kind === 'rollout')
-    for (const k of oos.unhealthy) if (!explained.has(k) || oos.unverified.has(k)) counted.add(k);
+    for (const k of oos.unhealthy)
+      if (oos.unverified.has(k) || (!explained.has(k) && namespaceOf(k) === team)) counted.add(k);
   if (kind === 'held-rollout') for (const k of oos.unverified) counted.add(k);
   for (const k of granted) counted.add(k);
   counted.delete(key);

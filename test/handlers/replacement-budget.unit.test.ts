@@ -236,27 +236,31 @@ describe('what each slot kind counts, failures explained by their own target lef
 // after the cap. Counted for every namespace, they blocked every other team's rollouts and
 // repairs on the provider (ReplacementBlocked, naming proxies the other team cannot see or fix)
 // until the first team acted. A failed replacement holds no instance: it counts against its
-// own namespace only, and only its own namespace is told its name.
-describe("a failed replacement holds a slot of its own namespace's replacements only", () => {
+// own namespace only, and only its own namespace is told its name. The same for another
+// team's Unhealthy proxies in a rollout (a site refusing that team's proxies froze the others'
+// rollouts): only its unverified replacements, a rollout's outcome, count for everyone.
+describe("a failed replacement or an Unhealthy proxy holds slots of its own namespace's only", () => {
   const oos = outOfService([
     { key: 'a/failed-0', phase: 'Failed', replacing: true },
     { key: 'a/failed-1', phase: 'Failed', replacing: true },
     { key: 'a/in-flight', phase: 'Provisioning', replacing: true },
+    { key: 'a/unverified', phase: 'Unhealthy', replacing: true },
+    { key: 'a/refused', phase: 'Unhealthy', replacing: false },
     { key: 'b/sick', phase: 'Unhealthy', replacing: false },
     { key: 'b/ready', phase: 'Ready', replacing: false },
   ]);
   it.each<[string, SlotKind, string, string[]]>([
     [
-      "a's rollout: a's failures and in-flight, b's Unhealthy",
+      "a's rollout: a's failures, in flight, unverified and Unhealthy; not b's Unhealthy",
       'rollout',
       'a/asking',
-      ['a/failed-0', 'a/failed-1', 'a/in-flight', 'b/sick'],
+      ['a/failed-0', 'a/failed-1', 'a/in-flight', 'a/refused', 'a/unverified'],
     ],
     [
-      "b's rollout: a's in-flight and b's Unhealthy, not a's failures",
+      "b's rollout: in flight, a's unverified and b's Unhealthy; not a's failures nor a's Unhealthy",
       'rollout',
       'b/asking',
-      ['a/in-flight', 'b/sick'],
+      ['a/in-flight', 'a/unverified', 'b/sick'],
     ],
     [
       "a's repair: a's failures and in-flight",
@@ -265,7 +269,12 @@ describe("a failed replacement holds a slot of its own namespace's replacements 
       ['a/failed-0', 'a/failed-1', 'a/in-flight'],
     ],
     ["b's repair: in flight only", 'repair', 'b/asking', ['a/in-flight']],
-    ["b's held rollout: in flight only", 'held-rollout', 'b/asking', ['a/in-flight']],
+    [
+      "b's held rollout: in flight and unverified",
+      'held-rollout',
+      'b/asking',
+      ['a/in-flight', 'a/unverified'],
+    ],
   ])('%s', (_n, kind, key, want) => {
     expect([...countedFor(kind, oos, [], key)].sort()).toEqual(want);
   });

@@ -33,7 +33,8 @@ import {
 //    Unhealthy, 5 of the provider's 10. Team B's one dead proxy was held as FleetUnhealthy
 //    (more than 20 % of the provider) for as long as A's site refused A. B's own 4 other
 //    proxies are Ready: the cause does not reach B, so its dead proxy is replaced; A's stay
-//    held. A cause that reaches B too (every B proxy dying) still holds B.
+//    held. B's rollout of a new image goes on meanwhile (A's Unhealthy proxies took B's slots).
+//    A cause that reaches B too (every B proxy dying) still holds B.
 // 2. Team A's rollout of a bad image fails permanently (2 failed replacements hold A's 2
 //    slots). Team B's rollout waited behind them (ReplacementBlocked, naming A's proxies, which
 //    B can neither see nor fix) for as long as A left them. Now A's failures block A only, and
@@ -171,6 +172,32 @@ describe("one team's trouble does not hold another team's repairs", () => {
       expect(provisioned(p)?.reason).toBe('RepairHeld');
     }
 
+    // B rolls out a new image while A is still refused: A's 5 Unhealthy proxies (nothing
+    // explains them: A's site answers directly) once took B's 2 slots for as long as it lasted.
+    const before = new Map(
+      (await Promise.all(teamB.map((n) => b.get(n)))).map((p) => [p.metadata.name, p.status!.providerID!]),
+    );
+    for (const n of teamB)
+      await b.patchSpec(n, { placement: { zone: 'local-a', machineType: 'small', image: 'squid-2' } });
+    await everyProxy(
+      b,
+      teamB,
+      "team B's rollout done, team A still refused",
+      (p) =>
+        isReady(p) &&
+        p.status?.providerID !== before.get(p.metadata.name) &&
+        p.status?.replacement === undefined,
+      90_000,
+    ).catch(async (err: Error) => {
+      const waits = (await Promise.all(teamB.map((n) => b.get(n)))).map(
+        (p) => `${p.metadata.name}: ${provisioned(p)?.reason} ${provisioned(p)?.message}`,
+      );
+      throw new Error(`${err.message}\n${waits.join('\n')}`);
+    });
+    const rolled = [first.get('team-b/b-0'), ...teamB.map((n) => before.get(n))].sort();
+    expect(deletes.sort()).toEqual(rolled);
+    expect(refusing).toBe(true);
+
     // Now every B proxy dies too: the cause reaches B, and B is held (none replaced).
     const now = await Promise.all(teamB.map((n) => b.get(n)));
     for (const p of now) await killable.kill(p.status!.providerID!);
@@ -184,7 +211,7 @@ describe("one team's trouble does not hold another team's repairs", () => {
     );
     const since = Math.max(...heldB.map((p) => Date.parse(condition(p, 'Healthy')!.lastTransitionTime)));
     await new Promise((r) => setTimeout(r, Math.max(0, since + (GRACE + 6) * 1000 - Date.now())));
-    expect(deletes).toEqual([first.get('team-b/b-0')]);
+    expect(deletes.sort()).toEqual(rolled);
     for (const p of await Promise.all(teamB.map((n) => b.get(n)))) {
       expect(provisioned(p)?.reason).toBe('RepairHeld');
       // What B is shown names no namespace but its own.
