@@ -125,24 +125,26 @@ export class ProxyController {
 
   /**
    * Whether an Unhealthy proxy's repair may go ahead now (repair-hold.ts), from the direct
-   * checks and the cache's counts per probe URL (those whose target fails directly left out).
+   * checks and the cache's counts per probe URL and namespace (those whose target fails directly left out).
    */
   private repairHold(ctx: HandlerContext<Proxy>): RepairHold {
     const proxy = ctx.object;
     const provider = proxy.spec.provider ?? '';
     const probeURL = proxy.spec.healthCheck.probeURL;
     const target = (url: string) => this.verdicts.target(url);
-    const { fleet, group } = sharesFor(
+    const namespace = proxy.metadata.namespace ?? '';
+    const shares = sharesFor(
       this.budget.unhealthyByProbeURL(provider, ctx.cache),
       probeURL,
       target,
+      namespace,
     );
     const decision = repairHold({
       provider,
+      namespace,
       probeURL,
       target: target(probeURL),
-      fleet,
-      group,
+      ...shares,
       maxUnhealthyPercent: this.settings.repairHoldUnhealthyPercent,
     });
     return this.holds.afterLift(

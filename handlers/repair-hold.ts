@@ -6,7 +6,10 @@
 // the probe target fails when checked directly, without a proxy; more than a fraction of the
 // provider's proxies are Unhealthy at once; more than that fraction of the proxies probing the
 // same target (its origin) are Unhealthy at once. The counting rules leave out proxies whose
-// own target fails directly: their failure is explained and says nothing of anyone else's.
+// own target fails directly: their failure is explained and says nothing of anyone else's. And
+// teams share a provider (a team is a namespace): a share over the percentage holds a proxy only
+// if its own namespace's part of it is over too, so one team's trouble does not hold another's
+// repairs while a cause that reaches every team (the provider down) still holds everyone.
 
 /** What the direct check (no proxy) last said of a probe URL. */
 export type TargetReading =
@@ -45,13 +48,24 @@ export interface Share {
   total: number;
 }
 
-/** A provider's Managed proxies probing one URL (not being deleted). */
+/** A provider's Managed proxies of one namespace probing one URL (not being deleted). */
 export interface ProbeURLShare extends Share {
   probeURL: string;
+  namespace: string;
+}
+
+/** The shares the counting rules judge, and the asking proxy's namespace's part of each. */
+export interface Shares {
+  fleet: Share;
+  group: Share;
+  /** Of `fleet` and `group`, the proxies of the asking proxy's namespace (its team). */
+  team: { fleet: Share; group: Share };
 }
 
 export interface RepairHoldInputs {
   provider: string;
+  /** The asking proxy's namespace: its team. */
+  namespace: string;
   probeURL: string;
   /** The direct check of this proxy's probe URL. */
   target: TargetReading;
@@ -59,6 +73,8 @@ export interface RepairHoldInputs {
   fleet: Share;
   /** Of `fleet`, those probing this proxy's target group (targetGroup). */
   group: Share;
+  /** Of `fleet` and `group`, those of this proxy's namespace (teamWithin). */
+  team: { fleet: Share; group: Share };
   /** `--repair-hold-unhealthy-percent`; 100 turns both counting rules off. */
   maxUnhealthyPercent: number;
 }
@@ -80,6 +96,18 @@ export const MIN_TARGET_GROUP_UNHEALTHY = 3;
  */
 export function unhealthyAllowed(total: number, percent: number): number {
   return Math.max(1, Math.floor((percent * total) / 100));
+}
+
+/**
+ * Whether a namespace's part of a share over the percentage is within it on its own: its
+ * healthy proxies then say the cause does not reach it, and its Unhealthy ones are its own
+ * (another team's site refusing that team's proxies, another team's bad image). The
+ * percentage without the floor of one: a part too small for the percentage to allow one proxy
+ * (fewer than 5 at 20 %) cannot tell, and follows the wider share's verdict. A namespace over
+ * it too is held: the cause reaches it (the provider down holds every team of 2 or more).
+ */
+export function teamWithin(team: Share, percent: number): boolean {
+  return team.unhealthy <= Math.floor((percent * team.total) / 100);
 }
 
 /**
@@ -109,49 +137,65 @@ export function judgedByProbes(phase: string | undefined): boolean {
   return phase === 'Ready' || phase === 'Unhealthy';
 }
 
-/** Counts Managed proxies and Unhealthy ones per probe URL (the budget's cache tally, judgedByProbes). */
+/**
+ * Counts Managed proxies and Unhealthy ones per probe URL and namespace (the budget's cache
+ * tally, judgedByProbes).
+ */
 export function tallyByProbeURL(
-  proxies: Iterable<{ probeURL: string; unhealthy: boolean }>,
+  proxies: Iterable<{ probeURL: string; namespace: string; unhealthy: boolean }>,
 ): ProbeURLShare[] {
   const byURL = new Map<string, ProbeURLShare>();
   for (const p of proxies) {
-    const share = byURL.get(p.probeURL) ?? { probeURL: p.probeURL, unhealthy: 0, total: 0 };
+    const key = `${p.namespace}\0${p.probeURL}`;
+    const share = byURL.get(key) ?? { probeURL: p.probeURL, namespace: p.namespace, unhealthy: 0, total: 0 };
     share.total++;
     if (p.unhealthy) share.unhealthy++;
-    byURL.set(p.probeURL, share);
+    byURL.set(key, share);
   }
   return [...byURL.values()];
 }
 
 /**
- * The shares the counting rules judge for a proxy probing `probeURL`: the provider's, and its
- * target group's. Proxies whose probe URL fails directly are left out of both, healthy or not:
- * they are held for that (ProbeTargetUnreachable), and their state tells nothing of the way
- * from the proxies to any other target. An unchecked URL's proxies count (the safe side).
+ * The shares the counting rules judge for a proxy of `namespace` probing `probeURL`: the
+ * provider's, its target group's, and its namespace's part of each. Proxies whose probe URL
+ * fails directly are left out of all, healthy or not: they are held for that
+ * (ProbeTargetUnreachable), and their state tells nothing of the way from the proxies to any
+ * other target. An unchecked URL's proxies count (the safe side).
  */
 export function sharesFor(
   byURL: readonly ProbeURLShare[],
   probeURL: string,
   target: (url: string) => TargetReading,
-): { fleet: Share; group: Share } {
+  namespace: string,
+): Shares {
   const group = targetGroup(probeURL);
-  const fleet = { unhealthy: 0, total: 0 };
-  const mine = { unhealthy: 0, total: 0 };
+  const add = (to: Share, s: Share) => {
+    to.unhealthy += s.unhealthy;
+    to.total += s.total;
+  };
+  const shares: Shares = {
+    fleet: { unhealthy: 0, total: 0 },
+    group: { unhealthy: 0, total: 0 },
+    team: { fleet: { unhealthy: 0, total: 0 }, group: { unhealthy: 0, total: 0 } },
+  };
   for (const s of byURL) {
     if (target(s.probeURL).kind === 'unreachable') continue;
-    fleet.unhealthy += s.unhealthy;
-    fleet.total += s.total;
-    if (targetGroup(s.probeURL) !== group) continue;
-    mine.unhealthy += s.unhealthy;
-    mine.total += s.total;
+    const ours = s.namespace === namespace;
+    const inGroup = targetGroup(s.probeURL) === group;
+    add(shares.fleet, s);
+    if (ours) add(shares.team.fleet, s);
+    if (inGroup) add(shares.group, s);
+    if (inGroup && ours) add(shares.team.group, s);
   }
-  return { fleet, group: mine };
+  return shares;
 }
 
 /**
  * The decision. The direct check comes first (it names the cause); then the provider-wide rule
  * (an outage of the provider's network holds whatever the targets); then the target group's
- * (a target refusing the proxies that probe it, however few of the provider they are). An
+ * (a target refusing the proxies that probe it, however few of the provider they are). Each
+ * counting rule holds only if the proxy's namespace's part is over too (teamWithin): another
+ * team's trouble alone, however large a part of the provider or the group, holds nothing. An
  * unchecked target holds too: a restarted operator must not repair a fleet the first second,
  * before it knows whether the target answers (the first check follows within a health sync).
  */
@@ -170,20 +214,24 @@ export function repairHold(i: RepairHoldInputs): RepairHold {
     };
   if (i.maxUnhealthyPercent >= 100) return { kind: 'go' };
   // The messages carry no counts: one status write and one Event per hold.
-  if (i.fleet.unhealthy > unhealthyAllowed(i.fleet.total, i.maxUnhealthyPercent))
+  const percent = i.maxUnhealthyPercent;
+  // The team's part, named so a team reads why its own proxies count; no other team is named.
+  const team = `namespace ${i.namespace}'s too (or too few of them to judge apart)`;
+  if (i.fleet.unhealthy > unhealthyAllowed(i.fleet.total, percent) && !teamWithin(i.team.fleet, percent))
     return {
       kind: 'hold',
       reason: 'FleetUnhealthy',
-      message: `repair held: more than ${i.maxUnhealthyPercent}% of provider ${i.provider}'s proxies are Unhealthy at once (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies`,
+      message: `repair held: more than ${percent}% of provider ${i.provider}'s proxies are Unhealthy at once, ${team} (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies`,
     };
   if (
     i.group.unhealthy >= MIN_TARGET_GROUP_UNHEALTHY &&
-    i.group.unhealthy > unhealthyAllowed(i.group.total, i.maxUnhealthyPercent)
+    i.group.unhealthy > unhealthyAllowed(i.group.total, percent) &&
+    !teamWithin(i.team.group, percent)
   )
     return {
       kind: 'hold',
       reason: 'TargetGroupUnhealthy',
-      message: `repair held: more than ${i.maxUnhealthyPercent}% (and at least ${MIN_TARGET_GROUP_UNHEALTHY}) of provider ${i.provider}'s proxies probing ${targetGroup(i.probeURL)} are Unhealthy at once (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too`,
+      message: `repair held: more than ${percent}% (and at least ${MIN_TARGET_GROUP_UNHEALTHY}) of provider ${i.provider}'s proxies probing ${targetGroup(i.probeURL)} are Unhealthy at once, ${team} (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too`,
     };
   return { kind: 'go' };
 }

@@ -43,7 +43,11 @@ export interface SlotAnswer {
   /** The provider's proxies counted against the cap, this one excluded. */
   inFlight: number;
   cap: number;
-  /** Proxies (namespace/name) whose replacement failed permanently and holds a slot, sorted. */
+  /**
+   * Proxies (namespace/name) of the asking proxy's namespace whose replacement failed
+   * permanently and holds a slot, sorted. Another namespace's hold no slot of this one
+   * (countedFor), and are never named to it.
+   */
   failed: readonly string[];
 }
 
@@ -91,12 +95,26 @@ export function outOfService(proxies: Iterable<BudgetView>): OutOfService {
   return { replacing, unhealthy, unverified, failed };
 }
 
+/** The namespace of a proxy key (namespace/name). */
+export function namespaceOf(key: string): string {
+  return key.slice(0, key.indexOf('/'));
+}
+
 /**
- * The keys a slot of this kind counts (the asking proxy itself excluded). `explained`: Unhealthy
+ * The keys a slot of this kind counts (the asking proxy itself excluded). A replacement that
+ * failed permanently counts only against its own namespace's (its team's) replacements: it
+ * holds no instance, and holds a slot only to stop its own bad spec rolling on, which is its
+ * team's to fix (other teams can neither see nor fix it). Counted for every team, one team's
+ * bad image blocked every other team's rollouts and repairs on the provider until that team
+ * acted. A bad spec shared by two teams stops each after the cap. `explained`: Unhealthy
  * proxies whose own probe target fails when checked directly. A rollout leaves them out, as the
  * repair hold does (repair-hold.ts): their failure is their target's, and says nothing of the
  * rollout; counted, one team's down site froze every other team's rollout on the provider for
- * as long as it was down. An unverified replacement is counted whatever its target says.
+ * as long as it was down. Nor does a rollout count another namespace's Unhealthy proxies: a
+ * site refusing one team's proxies (their target answers directly, so nothing explains them)
+ * froze every other team's rollout the same way; they say nothing of this team's spec. An
+ * unverified replacement (a rollout's outcome not yet seen to work) is counted whoever's and
+ * whatever its target says: a bad spec stops after the cap.
  */
 export function countedFor(
   kind: SlotKind,
@@ -105,9 +123,11 @@ export function countedFor(
   key: string,
   explained: ReadonlySet<string> = new Set(),
 ) {
-  const counted = new Set(oos.replacing);
+  const team = namespaceOf(key);
+  const counted = new Set([...oos.replacing].filter((k) => !oos.failed.has(k) || namespaceOf(k) === team));
   if (kind === 'rollout')
-    for (const k of oos.unhealthy) if (!explained.has(k) || oos.unverified.has(k)) counted.add(k);
+    for (const k of oos.unhealthy)
+      if (oos.unverified.has(k) || (!explained.has(k) && namespaceOf(k) === team)) counted.add(k);
   if (kind === 'held-rollout') for (const k of oos.unverified) counted.add(k);
   for (const k of granted) counted.add(k);
   counted.delete(key);
@@ -121,7 +141,7 @@ interface Tally {
   at: number;
   total: number;
   oos: OutOfService;
-  /** The repair hold's counts (repair-hold.ts): Unhealthy as `oos` counts them, per probe URL. */
+  /** The repair hold's counts (repair-hold.ts): Unhealthy as `oos` counts them, per probe URL and namespace. */
   byProbeURL: readonly ProbeURLShare[];
   /** Each proxy's probe URL, by key. */
   probeURLs: ReadonlyMap<string, string>;
@@ -160,14 +180,16 @@ export class ReplacementBudget {
       [...tally.oos.unhealthy].filter((k) => targetFails(tally.probeURLs.get(k) ?? '')),
     );
     const counted = countedFor(kind, tally.oos, grants, key, explained);
-    const failed = [...tally.oos.failed].filter((k) => k !== key).sort();
+    const failed = [...tally.oos.failed]
+      .filter((k) => k !== key && namespaceOf(k) === namespaceOf(key))
+      .sort();
     if (this.granted.get(key) === provider) return { granted: true, inFlight: counted.size, cap, failed };
     const granted = counted.size < cap;
     if (granted) this.granted.set(key, provider);
     return { granted, inFlight: counted.size, cap, failed };
   }
 
-  /** The provider's Managed proxies, and how many are Unhealthy now, per probe URL (repair-hold.ts). */
+  /** The provider's Managed proxies, and how many are Unhealthy now, per probe URL and namespace (repair-hold.ts). */
   unhealthyByProbeURL(provider: string, cache: CacheReader): readonly ProbeURLShare[] {
     return this.tally(provider, cache).byProbeURL;
   }
@@ -197,7 +219,11 @@ export class ReplacementBudget {
     const byProbeURL = tallyByProbeURL(
       views
         .filter((v) => judgedByProbes(v.phase))
-        .map((v) => ({ probeURL: probeURLs.get(v.key) ?? '', unhealthy: oos.unhealthy.has(v.key) })),
+        .map((v) => ({
+          probeURL: probeURLs.get(v.key) ?? '',
+          namespace: namespaceOf(v.key),
+          unhealthy: oos.unhealthy.has(v.key),
+        })),
     );
     const tally: Tally = { at: now, total: views.length, oos, byProbeURL, probeURLs };
     this.tallies.set(provider, tally);

@@ -61,11 +61,15 @@ export type OperatorSettings = Partial<Omit<HandlerSettings, 'discovery' | 'book
   book?: Partial<HandlerSettings['book']>;
 };
 
-/** One operator over the given providers; `wrap` lets a test interpose on provider calls. */
+/**
+ * One operator over the given providers; `wrap` lets a test interpose on provider calls.
+ * `namespace` undefined: every namespace (only on a control plane of the suite's own: the shared
+ * one holds the other suites' Proxies).
+ */
 export async function startOperator(
   kc: KubeConfig,
   providers: Record<string, Provider>,
-  namespace: string,
+  namespace: string | undefined,
   settings: OperatorSettings = {},
   handlers = PROXY_HANDLERS,
   logger = quiet,

@@ -5,11 +5,13 @@ import {
   sharesFor,
   tallyByProbeURL,
   targetGroup,
+  teamWithin,
   unhealthyAllowed,
   type HoldMemory,
   type ProbeURLShare,
   type RepairHold,
   type RepairHoldInputs,
+  type Share,
   type TargetReading,
 } from '../../handlers/repair-hold.js';
 import { decide } from './decide.js';
@@ -19,24 +21,22 @@ import { ago, NOW, stateMachineProxy } from './state-machine-proxy.js';
 
 // Issue 44 item 2: a shared cause never replaces the fleet. The decision, as a table.
 
+/** One namespace: its part of every share is the whole share (as before teams were judged). */
+const oneTeam = (s: { fleet: Share; group: Share }) => ({ ...s, team: { fleet: s.fleet, group: s.group } });
 const base: RepairHoldInputs = {
   provider: 'mock',
+  namespace: 'crawl',
   probeURL: 'https://target.example/generate_204',
   target: { kind: 'reachable' },
-  fleet: { unhealthy: 1, total: 20 },
-  group: { unhealthy: 1, total: 20 },
+  ...oneTeam({ fleet: { unhealthy: 1, total: 20 }, group: { unhealthy: 1, total: 20 } }),
   maxUnhealthyPercent: 20,
 };
 /** The whole fleet probes this proxy's target: the group is the fleet. */
-const whole = (unhealthy: number, total = 20) => ({
-  fleet: { unhealthy, total },
-  group: { unhealthy, total },
-});
+const whole = (unhealthy: number, total = 20) =>
+  oneTeam({ fleet: { unhealthy, total }, group: { unhealthy, total } });
 /** A group of `total` (`unhealthy` of them Unhealthy) in a healthy provider of 100. */
-const team = (unhealthy: number, total: number) => ({
-  fleet: { unhealthy, total: 100 },
-  group: { unhealthy, total },
-});
+const team = (unhealthy: number, total: number) =>
+  oneTeam({ fleet: { unhealthy, total: 100 }, group: { unhealthy, total } });
 
 const outcome = (hold: RepairHold) => (hold.kind === 'go' ? 'go' : hold.reason);
 
@@ -98,7 +98,7 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
     ['a team of 4 of 100, all failed together: hold', team(4, 4), 'TargetGroupUnhealthy'],
     [
       'a team of 4 of 20 (20%: the provider rule alone let it go), all failed: hold',
-      { fleet: { unhealthy: 4, total: 20 }, group: { unhealthy: 4, total: 4 } },
+      oneTeam({ fleet: { unhealthy: 4, total: 20 }, group: { unhealthy: 4, total: 4 } }),
       'TargetGroupUnhealthy',
     ],
     ['a group of 5, one dead: repair', team(1, 5), 'go'],
@@ -117,15 +117,97 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
     expect(outcome(repairHold({ ...base, ...change }))).toBe(want);
   });
 
+  // Teams share a provider; a team is a namespace. A counting rule holds a proxy only if its
+  // namespace's part of the share is over the percentage too (teamWithin: no floor of one, so
+  // a part too small to allow one proxy follows the wider verdict). Found from outside: team
+  // A's site refusing A's 5 proxies (5 of 10) held team B's one dead proxy as FleetUnhealthy.
+  /** A provider (or group) share, and the asking proxy's namespace's part of it, as [unhealthy, total]. */
+  const split = (
+    fleet: [number, number],
+    mine: [number, number],
+    group: [number, number] = mine,
+    mineInGroup: [number, number] = group,
+  ) => ({
+    fleet: { unhealthy: fleet[0], total: fleet[1] },
+    group: { unhealthy: group[0], total: group[1] },
+    team: {
+      fleet: { unhealthy: mine[0], total: mine[1] },
+      group: { unhealthy: mineInGroup[0], total: mineInGroup[1] },
+    },
+  });
+  it.each<[string, Partial<RepairHoldInputs>, string]>([
+    ["B's one dead of 5, A's 5 refused by A's site (6 of 10): repair B's", split([6, 10], [1, 5]), 'go'],
+    ["B's one dead of 15, A's 5 refused (6 of 20): repair B's", split([6, 20], [1, 15]), 'go'],
+    ["A's own proxies in that case (5 of its 5): hold", split([6, 10], [5, 5]), 'FleetUnhealthy'],
+    ['the provider down: every team over, B 5 of 5: hold', split([10, 10], [5, 5]), 'FleetUnhealthy'],
+    ['the provider down: a team of 2, both dead: hold', split([12, 12], [2, 2]), 'FleetUnhealthy'],
+    [
+      'a team of 4 (too few for 20% to allow one), 1 dead, the provider over: follows the provider, hold',
+      split([6, 10], [1, 4]),
+      'FleetUnhealthy',
+    ],
+    [
+      'a team of 1, dead, the provider over: follows the provider, hold',
+      split([6, 10], [1, 1]),
+      'FleetUnhealthy',
+    ],
+    ['a team of 10, 2 dead (20%), the provider over: repair', split([8, 20], [2, 10]), 'go'],
+    ['a team of 10, 3 dead (30%), the provider over: hold', split([8, 20], [3, 10]), 'FleetUnhealthy'],
+    [
+      'the team over but the provider not: the team share alone holds nothing',
+      split([3, 100], [3, 5], [3, 100], [3, 5]),
+      'go',
+    ],
+    [
+      "one site probed by two teams refuses A's 10: B's one dead of its 10 there is repaired",
+      split([11, 40], [1, 20], [11, 20], [1, 10]),
+      'go',
+    ],
+    [
+      'that site refusing both teams: B 4 of its 10 there: hold (the group)',
+      split([14, 40], [4, 20], [14, 20], [4, 10]),
+      'TargetGroupUnhealthy',
+    ],
+    [
+      'a team of 3 probing that site, 1 dead: too few to judge apart, follows the group: hold',
+      split([11, 100], [1, 3], [11, 13], [1, 3]),
+      'TargetGroupUnhealthy',
+    ],
+    [
+      'at 50%: a team of 2, 1 dead, the provider over: repair',
+      { ...split([6, 10], [1, 2]), maxUnhealthyPercent: 50 },
+      'go',
+    ],
+    ['the rules off (100%)', { ...split([10, 10], [5, 5]), maxUnhealthyPercent: 100 }, 'go'],
+  ])('%s', (_what, change, want) => {
+    expect(outcome(repairHold({ ...base, ...change }))).toBe(want);
+  });
+
+  it.each<[number, number, number, boolean]>([
+    [20, 1, 5, true],
+    [20, 2, 5, false],
+    [20, 1, 4, false],
+    [20, 1, 1, false],
+    [20, 0, 1, true],
+    [20, 4, 20, true],
+    [50, 1, 2, true],
+    [0, 1, 100, false],
+  ])(
+    'at %i%%, %i Unhealthy of a namespace of %i: within on its own %s',
+    (percent, unhealthy, total, want) => {
+      expect(teamWithin({ unhealthy, total }, percent)).toBe(want);
+    },
+  );
+
   it('the messages name the cause and the flag, and carry no counts (one status write per hold)', () => {
     const fleet = repairHold({ ...base, ...whole(5) });
     expect(fleet).toMatchObject({ kind: 'hold' });
     expect(fleet.kind === 'hold' && fleet.message).toBe(
-      "repair held: more than 20% of provider mock's proxies are Unhealthy at once (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies",
+      "repair held: more than 20% of provider mock's proxies are Unhealthy at once, namespace crawl's too (or too few of them to judge apart) (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies",
     );
     const group = repairHold({ ...base, ...team(4, 4) });
     expect(group.kind === 'hold' && group.message).toBe(
-      "repair held: more than 20% (and at least 3) of provider mock's proxies probing https://target.example are Unhealthy at once (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too",
+      "repair held: more than 20% (and at least 3) of provider mock's proxies probing https://target.example are Unhealthy at once, namespace crawl's too (or too few of them to judge apart) (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too",
     );
     expect(repairHold({ ...base, ...team(5, 5) })).toEqual(group);
     const target = repairHold({ ...base, target: { kind: 'unreachable', message: 'answered 503' } });
@@ -178,8 +260,9 @@ describe('sharesFor: the counts each rule judges, failures already explained lef
         : unknown.includes(url)
           ? { kind: 'unknown' }
           : { kind: 'reachable' };
-  const s = (probeURL: string, unhealthy: number, total: number): ProbeURLShare => ({
+  const s = (probeURL: string, unhealthy: number, total: number, namespace = 'crawl'): ProbeURLShare => ({
     probeURL,
+    namespace,
     unhealthy,
     total,
   });
@@ -236,35 +319,50 @@ describe('sharesFor: the counts each rule judges, failures already explained lef
       { fleet: [2, 10], group: [2, 10] },
     ],
   ])('%s', (_what, byURL, probeURL, target, want) => {
-    const { fleet, group } = sharesFor(byURL, probeURL, target);
+    const { fleet, group } = sharesFor(byURL, probeURL, target, 'crawl');
     expect({ fleet: [fleet.unhealthy, fleet.total], group: [group.unhealthy, group.total] }).toEqual(want);
   });
 
   it('the two reproductions end-to-end: the dead B proxy is repaired, the refused team held', () => {
     // 5 A proxies, their target down; 5 B proxies, one dead.
-    const twoTeams = sharesFor([s(A, 5, 5), s(B, 1, 5)], B, readings([A]));
+    const twoTeams = sharesFor([s(A, 5, 5), s(B, 1, 5)], B, readings([A]), 'crawl');
     expect(outcome(repairHold({ ...base, probeURL: B, ...twoTeams }))).toBe('go');
     // 4 A proxies refused through the proxies (A answers directly), 16 B proxies fine.
-    const refused = sharesFor([s(A, 4, 4), s(B, 0, 16)], A, readings([]));
+    const refused = sharesFor([s(A, 4, 4), s(B, 0, 16)], A, readings([]), 'crawl');
     expect(outcome(repairHold({ ...base, probeURL: A, ...refused }))).toBe('TargetGroupUnhealthy');
     // The provider-wide outage: every proxy of every target Unhealthy, the targets up directly.
-    const outage = sharesFor([s(A, 4, 4), s(B, 16, 16)], B, readings([]));
+    const outage = sharesFor([s(A, 4, 4), s(B, 16, 16)], B, readings([]), 'crawl');
     expect(outcome(repairHold({ ...base, probeURL: B, ...outage }))).toBe('FleetUnhealthy');
+  });
+
+  it("splits each share by namespace: the asking proxy's team is its part of the provider and of the group", () => {
+    const shares = sharesFor(
+      [s(A, 5, 5, 'team-a'), s(B, 1, 5, 'team-b'), s(A2, 1, 3, 'team-b'), s(C, 3, 3, 'team-b')],
+      B,
+      readings([C]),
+      'team-b',
+    );
+    expect(shares).toEqual({
+      fleet: { unhealthy: 7, total: 13 },
+      group: { unhealthy: 1, total: 5 },
+      team: { fleet: { unhealthy: 2, total: 8 }, group: { unhealthy: 1, total: 5 } },
+    });
   });
 });
 
-describe("tallyByProbeURL: the budget's cache tally, per probe URL", () => {
-  it('counts proxies and Unhealthy ones per URL, in first-seen order', () => {
+describe("tallyByProbeURL: the budget's cache tally, per probe URL and namespace", () => {
+  it('counts proxies and Unhealthy ones per URL and namespace, in first-seen order', () => {
     expect(
       tallyByProbeURL([
-        { probeURL: 'a', unhealthy: true },
-        { probeURL: 'b', unhealthy: false },
-        { probeURL: 'a', unhealthy: false },
-        { probeURL: 'a', unhealthy: true },
+        { probeURL: 'a', namespace: 'x', unhealthy: true },
+        { probeURL: 'b', namespace: 'x', unhealthy: false },
+        { probeURL: 'a', namespace: 'x', unhealthy: false },
+        { probeURL: 'a', namespace: 'y', unhealthy: true },
       ]),
     ).toEqual([
-      { probeURL: 'a', unhealthy: 2, total: 3 },
-      { probeURL: 'b', unhealthy: 0, total: 1 },
+      { probeURL: 'a', namespace: 'x', unhealthy: 1, total: 2 },
+      { probeURL: 'b', namespace: 'x', unhealthy: 0, total: 1 },
+      { probeURL: 'a', namespace: 'y', unhealthy: 1, total: 1 },
     ]);
     expect(tallyByProbeURL([])).toEqual([]);
   });

@@ -134,9 +134,9 @@ describe("the repair hold's counts: the provider's proxies and Unhealthy ones pe
       ['g0', 'gcp', 'Unhealthy', B],
     ]);
     expect(budget.unhealthyByProbeURL('mock', cache)).toEqual([
-      { probeURL: A, unhealthy: 2, total: 3 },
+      { probeURL: A, namespace: 'ns', unhealthy: 2, total: 3 },
       // b0 is Provisioning: no probed instance, not in the shares (judgedByProbes).
-      { probeURL: B, unhealthy: 0, total: 1 },
+      { probeURL: B, namespace: 'ns', unhealthy: 0, total: 1 },
     ]);
     budget.tryAcquire('ns/a0', 'mock', cache);
     expect(cache.lists).toBe(1);
@@ -232,6 +232,107 @@ describe('what each slot kind counts, failures explained by their own target lef
   });
 });
 
+// One team's bad image fails its replacements for good; each holds a slot so the bad spec stops
+// after the cap. Counted for every namespace, they blocked every other team's rollouts and
+// repairs on the provider (ReplacementBlocked, naming proxies the other team cannot see or fix)
+// until the first team acted. A failed replacement holds no instance: it counts against its
+// own namespace only, and only its own namespace is told its name. The same for another
+// team's Unhealthy proxies in a rollout (a site refusing that team's proxies froze the others'
+// rollouts): only its unverified replacements, a rollout's outcome, count for everyone.
+describe("a failed replacement or an Unhealthy proxy holds slots of its own namespace's only", () => {
+  const oos = outOfService([
+    { key: 'a/failed-0', phase: 'Failed', replacing: true },
+    { key: 'a/failed-1', phase: 'Failed', replacing: true },
+    { key: 'a/in-flight', phase: 'Provisioning', replacing: true },
+    { key: 'a/unverified', phase: 'Unhealthy', replacing: true },
+    { key: 'a/refused', phase: 'Unhealthy', replacing: false },
+    { key: 'b/sick', phase: 'Unhealthy', replacing: false },
+    { key: 'b/ready', phase: 'Ready', replacing: false },
+  ]);
+  it.each<[string, SlotKind, string, string[]]>([
+    [
+      "a's rollout: a's failures, in flight, unverified and Unhealthy; not b's Unhealthy",
+      'rollout',
+      'a/asking',
+      ['a/failed-0', 'a/failed-1', 'a/in-flight', 'a/refused', 'a/unverified'],
+    ],
+    [
+      "b's rollout: in flight, a's unverified and b's Unhealthy; not a's failures nor a's Unhealthy",
+      'rollout',
+      'b/asking',
+      ['a/in-flight', 'a/unverified', 'b/sick'],
+    ],
+    [
+      "a's repair: a's failures and in-flight",
+      'repair',
+      'a/asking',
+      ['a/failed-0', 'a/failed-1', 'a/in-flight'],
+    ],
+    ["b's repair: in flight only", 'repair', 'b/asking', ['a/in-flight']],
+    [
+      "b's held rollout: in flight and unverified",
+      'held-rollout',
+      'b/asking',
+      ['a/in-flight', 'a/unverified'],
+    ],
+  ])('%s', (_n, kind, key, want) => {
+    expect([...countedFor(kind, oos, [], key)].sort()).toEqual(want);
+  });
+
+  it("cap 2: a's 2 failures block a's third, not b's rollout, and b is never told their names", () => {
+    const cache = twoTeams([
+      ['a', 'a0', 'Failed', true],
+      ['a', 'a1', 'Failed', true],
+      ['a', 'a2', 'Ready', false],
+      ['b', 'b0', 'Ready', false],
+      ['b', 'b1', 'Ready', false],
+    ]);
+    const budget = new ReplacementBudget(setting({ kind: 'count', value: 2 }), () => 0);
+    expect(budget.tryAcquire('a/a2', 'mock', cache)).toEqual({
+      granted: false,
+      inFlight: 2,
+      cap: 2,
+      failed: ['a/a0', 'a/a1'],
+    });
+    expect(budget.tryAcquire('b/b0', 'mock', cache)).toEqual({
+      granted: true,
+      inFlight: 0,
+      cap: 2,
+      failed: [],
+    });
+    expect(budget.tryAcquire('b/b1', 'mock', cache)).toEqual({
+      granted: true,
+      inFlight: 1,
+      cap: 2,
+      failed: [],
+    });
+  });
+});
+
+/** Proxies of several namespaces as [namespace, name, phase, a replacement record]. */
+function twoTeams(proxies: Array<[string, string, ProxyPhase, boolean]>): CacheReader {
+  const objects = proxies.map(
+    ([namespace, name, phase, replacing]) =>
+      ({
+        apiVersion: 'crawl.example.com/v1alpha1',
+        kind: 'Proxy',
+        metadata: { name, namespace },
+        spec: { mode: 'Managed', provider: 'mock', healthCheck: { probeURL: 'https://t.example/' } },
+        status: {
+          phase,
+          ...(replacing ? { replacement: { cause: 'SpecChanged', startedAt: '2026-01-01T00:00:00Z' } } : {}),
+        },
+      }) as unknown as Proxy,
+  );
+  return {
+    get: () => undefined,
+    onChange: () => () => {},
+    list<T extends KubeObject>(): T[] {
+      return structuredClone(objects) as unknown as T[];
+    },
+  };
+}
+
 // The repair hold's shares are of the proxies the probes judge (Ready or Unhealthy). A proxy
 // without a probed instance (Pending: never created, e.g. a team's mass of proxies whose
 // cloud-init is missing; Provisioning: creates refused in an outage; Failed) says nothing of the
@@ -269,17 +370,20 @@ describe("the repair hold's shares count only proxies the probes judge", () => {
       ]),
     ]);
     const budget = new ReplacementBudget(setting({ kind: 'percent', value: 25 }), () => 0);
-    const { fleet, group } = sharesFor(budget.unhealthyByProbeURL('mock', cache), URL, () => ({
-      kind: 'reachable',
-    }));
-    expect(fleet).toEqual({ unhealthy: 20, total: 20 });
+    const shares = sharesFor(
+      budget.unhealthyByProbeURL('mock', cache),
+      URL,
+      () => ({ kind: 'reachable' }),
+      'ns',
+    );
+    expect(shares.fleet).toEqual({ unhealthy: 20, total: 20 });
     expect(
       repairHold({
         provider: 'mock',
+        namespace: 'ns',
         probeURL: URL,
         target: { kind: 'reachable' },
-        fleet,
-        group,
+        ...shares,
         maxUnhealthyPercent: 20,
       }),
     ).toMatchObject({ kind: 'hold', reason: 'FleetUnhealthy' });
