@@ -28,7 +28,7 @@ import {
 
 const CAP = 2;
 const PER_TEAM = 4;
-// Long enough for 4 rounds of 2 (a round: a 2 s drain, a new instance Ready, the waiters' 5 s
+// Long enough for 4 rounds of 2 (a round: a 2 s drain, a new instance Ready, the waiters' slot
 // poll): a proxy is due only while it cools down, and one whose cooldowns end before a slot
 // frees serves on (with --cooldown 10 s, 3 of the 8 rotated).
 const COOLDOWN_SECONDS = 60;

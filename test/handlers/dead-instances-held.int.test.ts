@@ -78,8 +78,9 @@ describe('a provider reporting most of its instances dead at once', () => {
       },
       30_000,
     );
-    // Several requeues (5 s) later: still held, nothing deleted, the others untouched.
-    await new Promise((r) => setTimeout(r, 8_000));
+    // Several requeues (--instance-poll-interval, 1 s here) later: still held, nothing deleted,
+    // the others untouched.
+    await new Promise((r) => setTimeout(r, 4_000));
     process.stdout.write(`[dead-held] 6 of ${COUNT} reported Stopped: ${deletes.length} deleted\n`);
     expect(deletes).toEqual([]);
     for (const n of dying) {

@@ -42,8 +42,8 @@ describe('a rollout while the provider refuses every create', () => {
     provider.refusingCreates = true;
     for (const n of names) await api.patchSpec(n, { placement: { ...base.placement, image: 'squid-2' } });
     await eventually('creates refused', async () => (provider.refused >= 3 ? true : undefined), 30_000);
-    // Several slot polls (5 s) later, nothing more was deleted.
-    await new Promise((r) => setTimeout(r, 12_000));
+    // Several slot polls (--instance-poll-interval, 1 s here) later, nothing more was deleted.
+    await new Promise((r) => setTimeout(r, 5_000));
     const now = await Promise.all(names.map((n) => api.get(n)));
     const lost = now.filter((p) => p.status?.phase === 'Provisioning');
     const serving = now.filter((p) => p.status?.providerID === first.get(p.metadata.name));
