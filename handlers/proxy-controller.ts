@@ -253,6 +253,7 @@ export class ProxyController {
         slot: (kind) => this.askSlot(ctx, kind),
         repairHold: () => this.repairHold(ctx),
         deadHold,
+        pollSeconds: this.settings.instancePollSeconds,
       });
       override = await actOnStep(ctx, provider, step, made, this.acting());
     } catch (err) {

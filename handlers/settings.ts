@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_ROTATION_DRAIN_SECONDS } from './proxy-state-machine.js';
+import { DEFAULT_ROTATION_DRAIN_SECONDS, POLL_SECONDS } from './proxy-state-machine.js';
 import { DEFAULT_LEASE_BOOK_RULES, type LeaseBookRules } from '../book/lease-book-settings.js';
 import { DEFAULT_RECHECK_INTERVAL_MILLIS } from '../health/index.js';
 import { DEFAULT_MAX_UNAVAILABLE, type MaxUnavailable } from './replacement-budget.js';
@@ -67,6 +67,11 @@ export interface ControllerSettings {
   repairHoldUnhealthyPercent: number;
   /** `--rotation-drain-timeout`: seconds a proxy rotated on age drains before its instance goes. */
   rotationDrainSeconds: number;
+  /**
+   * `--instance-poll-interval`: seconds between looks at an instance being created or replaced,
+   * and at a replacement waiting for a --max-unavailable slot.
+   */
+  instancePollSeconds: number;
   /**
    * `--exit-ip-allow-non-public`: accept echo answers that are not public addresses, and echoes
    * over plain http (which the proxy itself could answer). Off in production; the loopback tests
@@ -170,6 +175,7 @@ export const DEFAULT_HANDLER_SETTINGS: HandlerSettings = {
   exitIPAllowNonPublic: false,
   externalEndpoints: DEFAULT_EXTERNAL_ENDPOINTS,
   rotationDrainSeconds: DEFAULT_ROTATION_DRAIN_SECONDS,
+  instancePollSeconds: POLL_SECONDS,
   recheckIntervalMillis: DEFAULT_RECHECK_INTERVAL_MILLIS,
   discovery: {
     host: '0.0.0.0',

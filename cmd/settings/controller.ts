@@ -21,6 +21,7 @@ export function controllerSettings(get: FlagReader): ControllerSettings {
     ),
     exitIPAllowNonPublic: bool('exit-ip-allow-non-public', get('exit-ip-allow-non-public')!),
     rotationDrainSeconds: seconds('rotation-drain-timeout', get('rotation-drain-timeout')!, 0),
+    instancePollSeconds: seconds('instance-poll-interval', get('instance-poll-interval')!),
   };
 }
 

@@ -234,6 +234,12 @@ export const OPTIONS: Option[] = [
     help: 'seconds a proxy rotated on age (spec.rotation.maxAgeSeconds) is drained (no new leases, live ones finish) before its instance is replaced; 0 replaces at once',
   },
   {
+    flag: 'instance-poll-interval',
+    env: 'INSTANCE_POLL_INTERVAL_SECONDS',
+    default: '5',
+    help: 'seconds between looks at an instance being created or replaced, and at a replacement waiting for a --max-unavailable slot',
+  },
+  {
     flag: 'watch-namespace',
     env: 'WATCH_NAMESPACE',
     help: 'watch one namespace only (default: all namespaces)',

@@ -74,7 +74,7 @@ export function managedStep(inp: Inputs): Step {
     case 'unprovisioned':
       return inp.desiredHash === undefined
         ? unresolvedStep(inp)
-        : createStep(inp.proxy, inp.desiredHash, observation.strays ?? []);
+        : createStep(inp.proxy, inp.desiredHash, observation.strays ?? [], inp.pollSeconds);
     case 'not-found':
       return goneStep(inp);
     case 'found':
@@ -208,7 +208,7 @@ export function repairHeldStep(
       { level: 'warn', message: 'repair held', fields: { providerID: instance.id, reason: hold.reason } },
     ],
     repairHeld: hold.reason,
-    next: { kind: 'requeue', seconds: SLOT_POLL_SECONDS },
+    next: { kind: 'requeue', seconds: inp.pollSeconds ?? SLOT_POLL_SECONDS },
   });
 }
 
@@ -230,6 +230,7 @@ export function triggeredStep(inp: Inputs, instance: Instance, trigger: Replacem
         record: replacementRecord(proxy, trigger.kind, now),
         event: announced ? undefined : { type: 'Warning', reason: 'Replacing' },
         log: { level: 'warn', message: `${why}: deleting the instance` },
+        pollSeconds: inp.pollSeconds,
       });
     }
     case 'Unhealthy': {
@@ -238,12 +239,14 @@ export function triggeredStep(inp: Inputs, instance: Instance, trigger: Replacem
         record: { cause: 'Unhealthy', startedAt: (now ?? new Date()).toISOString() },
         event: { type: 'Warning', reason: 'ReplacingUnhealthy' },
         log: { level: 'warn', message: 'replacing an unhealthy instance' },
+        pollSeconds: inp.pollSeconds,
       });
     }
     case 'Drained':
       return replaceStep(proxy, instance, `rotation (spec.rotation): drained since ${trigger.since}`, {
         event: { type: 'Normal', reason: 'Replacing' },
         log: { level: 'info', message: 'replacing a drained instance' },
+        pollSeconds: inp.pollSeconds,
       });
     case 'RotationDue': {
       const h = healthOf(proxy, inp.verdict, proxy.status?.ip === instance.ip);
@@ -264,6 +267,8 @@ export function replaceStep(
     record?: ReplacementStatus;
     event?: Pick<EventIntent, 'type' | 'reason'>;
     log: Pick<LogIntent, 'level' | 'message'>;
+    /** Inputs.pollSeconds. */
+    pollSeconds?: number;
   },
 ): Step {
   return finish(proxy, {
@@ -272,7 +277,7 @@ export function replaceStep(
     status: replacingStatus(instance, why, how.record),
     events: how.event ? [{ ...how.event, message: replacingMessage(instance, why) }] : [],
     logs: [{ ...how.log, fields: { providerID: instance.id } }],
-    next: { kind: 'requeue', seconds: POLL_SECONDS },
+    next: { kind: 'requeue', seconds: how.pollSeconds ?? POLL_SECONDS },
   });
 }
 
@@ -286,7 +291,12 @@ export function unresolvedStep(inp: Inputs): Step {
 }
 
 /** No instance: create one, first deleting what an interrupted create of an earlier revision left. */
-export function createStep(proxy: Proxy, desiredHash: string, strays: readonly Instance[]): Step {
+export function createStep(
+  proxy: Proxy,
+  desiredHash: string,
+  strays: readonly Instance[],
+  pollSeconds = POLL_SECONDS,
+): Step {
   const recorded = proxy.metadata.annotations?.[SPEC_HASH_ANNOTATION];
   const stale = strays.filter((i) => i.revision !== desiredHash).map((i) => i.id);
   const events: EventIntent[] = stale.length
@@ -315,7 +325,7 @@ export function createStep(proxy: Proxy, desiredHash: string, strays: readonly I
     logs: stale.length
       ? [{ level: 'warn', message: 'deleting instances of earlier revisions', fields: { stale } }]
       : [],
-    next: { kind: 'requeue', seconds: POLL_SECONDS },
+    next: { kind: 'requeue', seconds: pollSeconds },
   });
 }
 

@@ -48,7 +48,7 @@ export function startingStep(inp: Inputs, instance: Instance): Step {
           },
         ]
       : [],
-    next: { kind: 'requeue', seconds: POLL_SECONDS },
+    next: { kind: 'requeue', seconds: inp.pollSeconds ?? POLL_SECONDS },
   });
 }
 

@@ -145,6 +145,6 @@ export function replacementPendingStep(
     ),
     events: [{ type: eventType, reason, message }],
     ...(hold ? { repairHeld: hold.reason } : {}),
-    next: { kind: 'requeue', seconds: SLOT_POLL_SECONDS },
+    next: { kind: 'requeue', seconds: inp.pollSeconds ?? SLOT_POLL_SECONDS },
   });
 }

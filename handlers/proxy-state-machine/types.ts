@@ -176,6 +176,11 @@ export interface Inputs {
    * lists the provider's instances); absent: no hold.
    */
   deadHold?: RepairHold;
+  /**
+   * Seconds between looks at an instance being created or replaced, and at a replacement
+   * waiting for a slot (--instance-poll-interval). Absent: POLL_SECONDS.
+   */
+  pollSeconds?: number;
 }
 
 /** What the autopilot's time-based decisions need: the clock and the resolved policy. */

@@ -76,6 +76,7 @@ describe('handlerSettingsFrom', () => {
       0,
     ],
     ['--rotation-drain-timeout', ['--rotation-drain-timeout', '45'], {}, (h) => h.rotationDrainSeconds, 45],
+    ['--instance-poll-interval', ['--instance-poll-interval', '1'], {}, (h) => h.instancePollSeconds, 1],
     [
       '--discovery-address',
       ['--discovery-address', '127.0.0.1:9'],

@@ -108,6 +108,7 @@ describe('operator settings', () => {
     ['orphan-min-age', 's'],
     ['replace-unhealthy-after', 's'],
     ['rotation-drain-timeout', 's'],
+    ['instance-poll-interval', 's'],
     ['gateway-lease-ttl', 's'],
     ['gateway-idle-timeout', 's'],
     ['gateway-drain-timeout', 's'],

@@ -3,8 +3,8 @@
 // tunnel through the held lease uses the new credentials, never the ones the lease was
 // granted with: the proxy's 407 to stale credentials would be reported unreachable, making
 // a healthy proxy suspect for every team and moving the session off its exit.
-import type { Socket } from 'node:net';
 import {
+  askInside,
   basic,
   PROXY_IPS,
   startWorld,
@@ -19,24 +19,6 @@ afterEach(async () => {
   await world?.close();
   world = undefined;
 });
-
-/** A plain GET written inside an open tunnel to the HTTP site: the body (the exit IP). */
-function askInside(tunnel: Socket): Promise<string> {
-  return new Promise((resolve) => {
-    let got = '';
-    const onData = (c: Buffer) => {
-      got += c.toString('latin1');
-      const end = got.indexOf('\r\n\r\n');
-      const length = Number(/content-length: *(\d+)/i.exec(got)?.[1] ?? -1);
-      if (end < 0 || length < 0 || got.length < end + 4 + length) return;
-      tunnel.off('data', onData);
-      resolve(got.slice(end + 4).trim());
-    };
-    tunnel.on('data', onData);
-    tunnel.resume();
-    tunnel.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-  });
-}
 
 describe('credentials that rotate while the gateway holds a lease on the proxy', () => {
   it.each<['tunnel' | 'http']>([['tunnel'], ['http']])(

@@ -298,3 +298,25 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * A plain GET written inside an open tunnel (tunnelThrough) to the HTTP site: the body, the exit
+ * IP. Rejects, with what came, if the tunnel closes first.
+ */
+export function askInside(tunnel: Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const onData = (c: Buffer) => {
+      got += c.toString('latin1');
+      const end = got.indexOf('\r\n\r\n');
+      const length = Number(/content-length: *(\d+)/i.exec(got)?.[1] ?? -1);
+      if (end < 0 || length < 0 || got.length < end + 4 + length) return;
+      tunnel.off('data', onData);
+      resolve(got.slice(end + 4).trim());
+    };
+    tunnel.on('data', onData);
+    tunnel.once('close', () => reject(new Error(`tunnel closed; got ${JSON.stringify(got)}`)));
+    tunnel.resume();
+    tunnel.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  });
+}

@@ -1,7 +1,6 @@
 // The gateway on the Redis lease book (a real redis-server on loopback): a second gateway
 // process on the same book, and the book going away mid-request and coming back.
 import type { Redis } from 'ioredis';
-import type { Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { ApiTokens } from '../../book/api-tokens.js';
 import { connectRedis } from '../../book/redis-connection.js';
@@ -11,6 +10,7 @@ import { gatewayBook, gatewayTokens } from '../../handlers/gateway-book.js';
 import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
 import { silentLogger, type TestCatalog } from '../book/fixtures.js';
 import {
+  askInside,
   basic,
   PROXY_IPS,
   startWorld,
@@ -78,25 +78,6 @@ async function secondGateway(w: World, prefix: string): Promise<{ gateway: Gatew
   });
   const { port } = await gateway.listen('127.0.0.1', 0);
   return { gateway, port };
-}
-
-/** A plain GET written inside an open tunnel to the HTTP site: the body (the exit IP). */
-function askInside(tunnel: Socket): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let got = '';
-    const onData = (c: Buffer) => {
-      got += c.toString('latin1');
-      const end = got.indexOf('\r\n\r\n');
-      const length = Number(/content-length: *(\d+)/i.exec(got)?.[1] ?? -1);
-      if (end < 0 || length < 0 || got.length < end + 4 + length) return;
-      tunnel.off('data', onData);
-      resolve(got.slice(end + 4).trim());
-    };
-    tunnel.on('data', onData);
-    tunnel.once('close', () => reject(new Error(`tunnel closed; got ${JSON.stringify(got)}`)));
-    tunnel.resume();
-    tunnel.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-  });
 }
 
 describe('two gateway processes on one Redis book', () => {

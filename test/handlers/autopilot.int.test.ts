@@ -1,3 +1,4 @@
+import type { Proxy } from '../../crds/proxy-types.js';
 import type { CreateRequest, Instance } from '../../providers/contract.js';
 import { providerError } from '../../providers/errors.js';
 import { DelegatingProvider } from './delegating-provider.js';
@@ -129,11 +130,18 @@ describe('the budget holds under failure (item 4)', () => {
       const blocked = all.filter((p) => condition(p, 'Provisioned')?.reason === 'ReplacementBlocked');
       return { all, failed, blocked };
     };
+    const keys = (ps: Proxy[]) =>
+      ps
+        .map((p) => `${namespace}/${p.metadata.name}`)
+        .sort()
+        .join(', ');
+    // A proxy blocked after the first failure names the second at its next slot poll.
     const { failed, blocked } = await eventually(
-      `${CAP} failed replacements and ${COUNT - CAP} blocked`,
+      `${CAP} failed replacements and ${COUNT - CAP} blocked, naming them`,
       async () => {
         const s = await split();
-        return s.failed.length === CAP && s.blocked.length === COUNT - CAP ? s : undefined;
+        const named = s.blocked.every((p) => condition(p, 'Provisioned')?.message?.includes(keys(s.failed)));
+        return s.failed.length === CAP && s.blocked.length === COUNT - CAP && named ? s : undefined;
       },
       60_000,
     );
@@ -141,19 +149,20 @@ describe('the budget holds under failure (item 4)', () => {
       expect(condition(p, 'Provisioned')?.reason).toBe('ReplacementFailed');
       expect(p.status?.replacement?.cause).toBe('SpecChanged');
     }
-    const failedKeys = failed.map((p) => `${namespace}/${p.metadata.name}`).sort();
+    const failedKeys = keys(failed);
     for (const p of blocked) {
       // They keep serving on their old instance, and say which failures hold the rollout.
       expect(p.status?.phase).toBe('Ready');
-      expect(condition(p, 'Provisioned')?.message).toContain(failedKeys.join(', '));
+      expect(condition(p, 'Provisioned')?.message).toContain(failedKeys);
     }
     const events = await eventsOnceThere(kc, namespace, blocked[0].metadata.name, 'ReplacementBlocked');
     expect(events).toEqual(
       expect.arrayContaining([expect.objectContaining({ type: 'Warning', reason: 'ReplacementBlocked' })]),
     );
 
-    // Held, not merely slow: several slot polls later still no third failure.
-    await new Promise((r) => setTimeout(r, 12_000));
+    // Held, not merely slow: several slot polls (--instance-poll-interval, 1 s here) later still
+    // no third failure.
+    await new Promise((r) => setTimeout(r, 5_000));
     const later = await split();
     expect(later.failed.length).toBe(CAP);
     expect(later.blocked.length).toBe(COUNT - CAP);

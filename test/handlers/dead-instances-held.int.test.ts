@@ -1,6 +1,5 @@
 import type { Instance } from '../../providers/contract.js';
-import { providerError } from '../../providers/errors.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { CreateOutageProvider } from './delegating-provider.js';
 import {
   condition,
   eventually,
@@ -25,9 +24,8 @@ const deletes: string[] = [];
  */
 let stopped = new Set<string>();
 const instanceKey = (i: Instance) => `${i.id}@${i.createdAt.getTime()}`;
-let refusing = false;
-
-class Misreporting extends DelegatingProvider {
+/** Reports the instances in `stopped` Stopped; refuses creates during an outage, recording deletes. */
+class Misreporting extends CreateOutageProvider {
   private view(i: Instance): Instance {
     return stopped.has(instanceKey(i))
       ? { ...i, state: 'Stopped', detail: 'stopped by a maintenance event' }
@@ -39,24 +37,11 @@ class Misreporting extends DelegatingProvider {
   override async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
     return (await super.listByTag(owner, signal)).map((i) => this.view(i));
   }
-  override create(...args: Parameters<DelegatingProvider['create']>): Promise<string> {
-    if (refusing)
-      return Promise.reject(
-        providerError('Transient', '503 the provider API is unavailable', {
-          provider: 'mock',
-          operation: 'create',
-        }),
-      );
-    return super.create(...args);
-  }
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
 }
 
+let provider: Misreporting;
 const suite = operatorSuite('dead-held', {
-  providers: (mock) => ({ mock: new Misreporting(mock) }),
+  providers: (mock) => ({ mock: (provider = new Misreporting(mock, deletes)) }),
   settings: { driftCheckSeconds: 1, repairHoldUnhealthyPercent: 20 },
 });
 const { api } = suite;
@@ -78,7 +63,7 @@ describe('a provider reporting most of its instances dead at once', () => {
     const first = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
     const dying = names.slice(0, 6);
 
-    refusing = true;
+    provider.refusingCreates = true;
     const keyOf = async (n: string) => instanceKey(await suite.mock.get(first.get(n)!));
     stopped = new Set(await Promise.all(dying.map(keyOf)));
     const heldOnes = (ps: Awaited<ReturnType<typeof api.get>>[]) =>
@@ -93,8 +78,9 @@ describe('a provider reporting most of its instances dead at once', () => {
       },
       30_000,
     );
-    // Several requeues (5 s) later: still held, nothing deleted, the others untouched.
-    await new Promise((r) => setTimeout(r, 8_000));
+    // Several requeues (--instance-poll-interval, 1 s here) later: still held, nothing deleted,
+    // the others untouched.
+    await new Promise((r) => setTimeout(r, 4_000));
     process.stdout.write(`[dead-held] 6 of ${COUNT} reported Stopped: ${deletes.length} deleted\n`);
     expect(deletes).toEqual([]);
     for (const n of dying) {
@@ -111,7 +97,7 @@ describe('a provider reporting most of its instances dead at once', () => {
     expect(await heldCount()).toBe(6);
 
     // The maintenance ends for all but one: the hold lifts, and that one is replaced alone.
-    refusing = false;
+    provider.refusingCreates = false;
     stopped = new Set([await keyOf('px-0')]);
     await everyProxy(
       api,

@@ -1,4 +1,5 @@
 import type { CreateRequest, Instance, Provider } from '../../providers/contract.js';
+import { providerError } from '../../providers/errors.js';
 
 /** Passes every call on to `inner`: a test overrides only the call it bends. */
 export class DelegatingProvider implements Provider {
@@ -33,5 +34,28 @@ export class DeleteRecordingProvider extends DelegatingProvider {
   override delete(id: string, signal?: AbortSignal): Promise<void> {
     this.deletes.push(id);
     return super.delete(id, signal);
+  }
+}
+
+/**
+ * Records deletes as DeleteRecordingProvider does and, while `refusingCreates` is set, refuses
+ * every create as a provider API in an outage does (its running instances serve on): a
+ * Transient 503, counted in `refused`.
+ */
+export class CreateOutageProvider extends DeleteRecordingProvider {
+  refusingCreates = false;
+  refused = 0;
+
+  override create(req: CreateRequest, signal?: AbortSignal): Promise<string> {
+    if (this.refusingCreates) {
+      this.refused++;
+      return Promise.reject(
+        providerError('Transient', '503 the provider API is unavailable', {
+          provider: 'mock',
+          operation: 'create',
+        }),
+      );
+    }
+    return super.create(req, signal);
   }
 }

@@ -89,6 +89,10 @@ export async function startOperator(
     settings: {
       ...DEFAULT_HANDLER_SETTINGS,
       healthSyncSeconds: 0.2,
+      // An instance being created or replaced, and a replacement waiting for a slot, is looked
+      // at every second (--instance-poll-interval, 5 s by default): the paced rollouts here run
+      // many rounds, each of which waited out 5 s polls against a mock that starts in 0.3 s.
+      instancePollSeconds: 1,
       exitIPAllowNonPublic: true,
       externalEndpoints: LOOPBACK_EXTERNAL,
       ...settings,

@@ -12,7 +12,16 @@ import {
   operatorSuite,
 } from './operator-fixture.js';
 
-const suite = operatorSuite('reconciler');
+// A drift check every 2 s (60 s by default, jittered) rather than one a minute: the drift test
+// waits for one, and a steady proxy's check reads the instance and writes nothing. The
+// replacement budget is not this suite's subject (paced-replacement's is): --max-unavailable
+// 100% lets its replacement cases, which run at once, each go without waiting for a slot.
+const suite = operatorSuite('reconciler', {
+  settings: {
+    driftCheckSeconds: 2,
+    maxUnavailable: { default: { kind: 'percent', value: 100 }, byProvider: {} },
+  },
+});
 const { api, kc, namespace } = suite;
 
 const ready = (name: string) =>
@@ -121,8 +130,9 @@ describe('a steady Ready proxy', () => {
   });
 });
 
+// Each case has a proxy of its own: they run at once (a replacement takes ~11 s here).
 describe('replacement: proxies are immutable cattle', () => {
-  it.each([
+  it.concurrent.each([
     ['placement', { placement: { zone: 'local-b', machineType: 'small', image: 'squid-1' } }],
     ['cloud-init', { cloudInit: { inline: '#cloud-config\n# v2\n' } }],
     ['port', { port: 3129 }],
@@ -143,7 +153,7 @@ describe('replacement: proxies are immutable cattle', () => {
     expect(events.find((e) => e.reason === 'Replacing')?.message).toMatch(/IP WILL CHANGE/);
   });
 
-  it.each([
+  it.concurrent.each([
     ['attributes', { attributes: { geo: 'elsewhere' } }],
     ['maxLeases', { maxLeases: 9 }],
   ])('changing %s keeps the instance', async (what, change) => {
@@ -160,35 +170,42 @@ describe('replacement: proxies are immutable cattle', () => {
     expect(await instanceGone(before.status!.providerID!)).toBe(false);
   });
 
-  it('rotating the content of a labelled cloud-init Secret replaces every proxy using it', async () => {
-    const core = kc.makeApiClient(CoreV1Api);
-    await core.createNamespacedSecret({
-      namespace,
-      body: {
-        metadata: { name: 'squid-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
-        stringData: { 'user-data': '#cloud-config\n# v1\n' },
-      },
-    });
-    await api.create('from-secret', {
-      spec: managedSpec(suite.target, { cloudInit: { secretRef: { name: 'squid-init', key: 'user-data' } } }),
-    });
-    const before = await ready('from-secret');
-    await core.replaceNamespacedSecret({
-      namespace,
-      name: 'squid-init',
-      body: {
-        metadata: { name: 'squid-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
-        stringData: { 'user-data': '#cloud-config\n# v2\n' },
-      },
-    });
-    await eventually('a replacement after the Secret rotated', async () => {
-      const p = await api.get('from-secret');
-      return p.status?.phase === 'Ready' && p.status.providerID !== before.status?.providerID ? p : undefined;
-    });
-    expect(await instanceGone(before.status!.providerID!)).toBe(true);
-  });
+  it.concurrent(
+    'rotating the content of a labelled cloud-init Secret replaces every proxy using it',
+    async () => {
+      const core = kc.makeApiClient(CoreV1Api);
+      await core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: { name: 'squid-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
+          stringData: { 'user-data': '#cloud-config\n# v1\n' },
+        },
+      });
+      await api.create('from-secret', {
+        spec: managedSpec(suite.target, {
+          cloudInit: { secretRef: { name: 'squid-init', key: 'user-data' } },
+        }),
+      });
+      const before = await ready('from-secret');
+      await core.replaceNamespacedSecret({
+        namespace,
+        name: 'squid-init',
+        body: {
+          metadata: { name: 'squid-init', labels: { 'crawl.example.com/cloud-init': 'true' } },
+          stringData: { 'user-data': '#cloud-config\n# v2\n' },
+        },
+      });
+      await eventually('a replacement after the Secret rotated', async () => {
+        const p = await api.get('from-secret');
+        return p.status?.phase === 'Ready' && p.status.providerID !== before.status?.providerID
+          ? p
+          : undefined;
+      });
+      expect(await instanceGone(before.status!.providerID!)).toBe(true);
+    },
+  );
 
-  it('an unlabelled Secret is invisible and reported as CloudInitError', async () => {
+  it.concurrent('an unlabelled Secret is invisible and reported as CloudInitError', async () => {
     await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
       namespace,
       body: { metadata: { name: 'unlabelled' }, stringData: { 'user-data': '#cloud-config\n' } },
@@ -295,15 +312,12 @@ describe('drift', () => {
     await api.create('drift', { spec: managedSpec(suite.target) });
     const before = await ready('drift');
     await suite.mock.delete(before.status!.providerID!);
-    // The drift timer runs every 60 s (jittered): allow two periods. The same spec gives the
-    // same instance name, so "re-created" means the provider has it again.
-    await eventually(
-      'a re-created instance',
-      async () => ((await instanceGone(before.status!.providerID!)) ? undefined : true),
-      150_000,
+    // The same spec gives the same instance name, so "re-created" means the provider has it again.
+    await eventually('a re-created instance', async () =>
+      (await instanceGone(before.status!.providerID!)) ? undefined : true,
     );
     const events = await eventsOnceThere(kc, namespace, 'drift', 'InstanceGone');
     expect(events.find((e) => e.reason === 'InstanceGone')?.message).toMatch(/IP will change/);
     await ready('drift');
-  }, 180_000);
+  });
 });

@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import { listenForProbes } from './probe-site.js';
+import { downWhen, twoProbeSites } from './probe-site.js';
 import { DEAD_IP, Killable } from './killable-provider.js';
 import {
   condition,
@@ -21,10 +20,7 @@ const PER_TEAM = 5;
 const GRACE = 5;
 const deletes: string[] = [];
 let aDown = false;
-let siteA: Server;
-let siteB: Server;
-let urlA = '';
-let urlB = '';
+const sites = twoProbeSites(downWhen(() => aDown));
 
 let provider: Killable;
 const suite = operatorSuite('repair-beside-down-target', {
@@ -40,33 +36,13 @@ const { api } = suite;
 const teamA = Array.from({ length: PER_TEAM }, (_, i) => `team-a-${i}`);
 const teamB = Array.from({ length: PER_TEAM }, (_, i) => `team-b-${i}`);
 
-beforeAll(async () => {
-  siteA = createServer((req, res) => {
-    if (aDown) {
-      req.socket.destroy();
-      return;
-    }
-    res.writeHead(204).end();
-  });
-  siteB = createServer((_req, res) => res.writeHead(204).end());
-  urlA = await listenForProbes(siteA);
-  urlB = await listenForProbes(siteB);
-});
-
-afterAll(async () => {
-  for (const s of [siteA, siteB]) {
-    s?.closeAllConnections();
-    await new Promise((resolve) => s?.close(resolve));
-  }
-});
-
 describe('a repair hold counts only failures nothing explains yet', () => {
   it("one team's probe target down does not hold the repair of another team's dead proxy", async () => {
     const base = managedSpec(suite.target);
     const spec = (probeURL: string) => ({ ...base, healthCheck: { ...base.healthCheck, probeURL } });
     await Promise.all([
-      ...teamA.map((n) => api.create(n, { spec: spec(urlA) })),
-      ...teamB.map((n) => api.create(n, { spec: spec(urlB) })),
+      ...teamA.map((n) => api.create(n, { spec: spec(sites.urlA) })),
+      ...teamB.map((n) => api.create(n, { spec: spec(sites.urlB) })),
     ]);
     const ready = await everyProxy(api, [...teamA, ...teamB], 'all Ready', isReady, 90_000);
     const instances = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
@@ -82,7 +58,7 @@ describe('a repair hold counts only failures nothing explains yet', () => {
       (p) =>
         condition(p, 'Provisioned')?.reason === 'RepairHeld' &&
         (condition(p, 'Provisioned')?.message ?? '').includes(
-          `the probe target ${urlA} fails when the operator checks it directly`,
+          `the probe target ${sites.urlA} fails when the operator checks it directly`,
         ),
       45_000,
     );

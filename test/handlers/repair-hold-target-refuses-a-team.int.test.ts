@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import { listenForProbes } from './probe-site.js';
+import { twoProbeSites } from './probe-site.js';
 import { DeleteRecordingProvider } from './delegating-provider.js';
 import {
   condition,
@@ -24,10 +23,15 @@ const GRACE = 5;
 const deletes: string[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let blockProxies = false;
-let siteA: Server;
-let siteB: Server;
-let urlA = '';
-let urlB = '';
+// The mock's instances connect from their own loopback addresses, never 127.0.0.1 (the
+// operator's direct check does): "through a proxy" is visible to the site.
+const sites = twoProbeSites((req, res) => {
+  if (blockProxies && req.socket.remoteAddress !== '127.0.0.1') {
+    res.writeHead(403).end();
+    return;
+  }
+  res.writeHead(204).end();
+});
 
 const suite = operatorSuite('repair-hold-target-refuses-team', {
   providers: (mock) => ({ mock: new DeleteRecordingProvider(mock, deletes) }),
@@ -42,28 +46,6 @@ const { api, kc, namespace } = suite;
 const team = Array.from({ length: 4 }, (_, i) => `team-a-${i}`);
 const others = Array.from({ length: 16 }, (_, i) => `other-${i}`);
 
-beforeAll(async () => {
-  // The mock's instances connect from their own loopback addresses, never 127.0.0.1 (the
-  // operator's direct check does): "through a proxy" is visible to the site.
-  siteA = createServer((req, res) => {
-    if (blockProxies && req.socket.remoteAddress !== '127.0.0.1') {
-      res.writeHead(403).end();
-      return;
-    }
-    res.writeHead(204).end();
-  });
-  siteB = createServer((_req, res) => res.writeHead(204).end());
-  urlA = await listenForProbes(siteA);
-  urlB = await listenForProbes(siteB);
-});
-
-afterAll(async () => {
-  for (const s of [siteA, siteB]) {
-    s?.closeAllConnections();
-    await new Promise((resolve) => s?.close(resolve));
-  }
-});
-
 async function heldCount(reason: string): Promise<number> {
   const m = await suite.op.registry.getSingleMetric('proxy_operator_repairs_held')?.get();
   return m?.values.filter((v) => v.labels.reason === reason).reduce((a, v) => a + v.value, 0) ?? 0;
@@ -74,8 +56,8 @@ describe('a repair hold judges each probe target on its own', () => {
     const base = managedSpec(suite.target);
     const spec = (probeURL: string) => ({ ...base, healthCheck: { ...base.healthCheck, probeURL } });
     await Promise.all([
-      ...team.map((n) => api.create(n, { spec: spec(urlA) })),
-      ...others.map((n) => api.create(n, { spec: spec(urlB) })),
+      ...team.map((n) => api.create(n, { spec: spec(sites.urlA) })),
+      ...others.map((n) => api.create(n, { spec: spec(sites.urlB) })),
     ]);
     const ready = await everyProxy(api, [...team, ...others], 'all 20 Ready', isReady, 90_000);
     const instances = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
@@ -92,7 +74,7 @@ describe('a repair hold judges each probe target on its own', () => {
     expect(await heldCount('TargetGroupUnhealthy')).toBe(team.length);
     const message = condition(held[0], 'Provisioned')!.message;
     expect(message).toContain(
-      `of provider mock's proxies probing ${new URL(urlA).origin} are Unhealthy at once`,
+      `of provider mock's proxies probing ${new URL(sites.urlA).origin} are Unhealthy at once`,
     );
     expect(message).toContain('though it answers the operator directly');
     await eventsOnceThere(kc, namespace, team[0], 'RepairHeld');

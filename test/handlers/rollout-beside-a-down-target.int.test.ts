@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import { listenForProbes } from './probe-site.js';
+import { downWhen, twoProbeSites } from './probe-site.js';
 import { Watch } from '@kubernetes/client-node';
 import type { Proxy } from '../../crds/proxy-types.js';
 import { DeleteRecordingProvider } from './delegating-provider.js';
@@ -16,10 +15,7 @@ import { condition, everyProxy, isReady, managedSpec, operatorSuite } from './op
 const CAP = 2;
 const deletes: string[] = [];
 let aDown = false;
-let siteA: Server;
-let siteB: Server;
-let urlA = '';
-let urlB = '';
+const sites = twoProbeSites(downWhen(() => aDown));
 
 const suite = operatorSuite('rollout-beside-down-target', {
   providers: (mock) => ({ mock: new DeleteRecordingProvider(mock, deletes) }),
@@ -34,26 +30,6 @@ const { api, kc, namespace } = suite;
 const teamA = ['team-a-0', 'team-a-1', 'team-a-2'];
 const teamB = ['team-b-0', 'team-b-1', 'team-b-2', 'team-b-3'];
 
-beforeAll(async () => {
-  siteA = createServer((req, res) => {
-    if (aDown) {
-      req.socket.destroy();
-      return;
-    }
-    res.writeHead(204).end();
-  });
-  siteB = createServer((_req, res) => res.writeHead(204).end());
-  urlA = await listenForProbes(siteA);
-  urlB = await listenForProbes(siteB);
-});
-
-afterAll(async () => {
-  for (const s of [siteA, siteB]) {
-    s?.closeAllConnections();
-    await new Promise((resolve) => s?.close(resolve));
-  }
-});
-
 /** Between instances, or on a new one not yet seen Ready (status.replacement is cleared on Ready). */
 const replacing = (p: Proxy) => p.status?.phase === 'Provisioning' || p.status?.replacement !== undefined;
 
@@ -62,8 +38,8 @@ describe("one team's down site does not freeze another team's rollout", () => {
     const base = managedSpec(suite.target);
     const spec = (probeURL: string) => ({ ...base, healthCheck: { ...base.healthCheck, probeURL } });
     await Promise.all([
-      ...teamA.map((n) => api.create(n, { spec: spec(urlA) })),
-      ...teamB.map((n) => api.create(n, { spec: spec(urlB) })),
+      ...teamA.map((n) => api.create(n, { spec: spec(sites.urlA) })),
+      ...teamB.map((n) => api.create(n, { spec: spec(sites.urlB) })),
     ]);
     const ready = await everyProxy(api, [...teamA, ...teamB], 'all Ready', isReady, 90_000);
     const first = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));

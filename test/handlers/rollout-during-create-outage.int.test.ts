@@ -1,5 +1,4 @@
-import { providerError } from '../../providers/errors.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { CreateOutageProvider } from './delegating-provider.js';
 import {
   condition,
   eventually,
@@ -20,30 +19,10 @@ import {
 const CAP = 2;
 const COUNT = 6;
 const deletes: string[] = [];
-let refusing = false;
-let refused = 0;
-
-class Outage extends DelegatingProvider {
-  override create(...args: Parameters<DelegatingProvider['create']>): Promise<string> {
-    if (refusing) {
-      refused++;
-      return Promise.reject(
-        providerError('Transient', '503 the provider API is unavailable', {
-          provider: 'mock',
-          operation: 'create',
-        }),
-      );
-    }
-    return super.create(...args);
-  }
-  override delete(id: string, signal?: AbortSignal): Promise<void> {
-    deletes.push(id);
-    return super.delete(id, signal);
-  }
-}
+let provider: CreateOutageProvider;
 
 const suite = operatorSuite('create-outage', {
-  providers: (mock) => ({ mock: new Outage(mock) }),
+  providers: (mock) => ({ mock: (provider = new CreateOutageProvider(mock, deletes)) }),
   settings: {
     replaceUnhealthyAfterSeconds: 0,
     maxUnavailable: { default: { kind: 'count', value: CAP }, byProvider: {} },
@@ -60,16 +39,16 @@ describe('a rollout while the provider refuses every create', () => {
     const ready = await everyProxy(api, names, 'all Ready', isReady, 90_000);
     const first = new Map(ready.map((p) => [p.metadata.name, p.status!.providerID!]));
 
-    refusing = true;
+    provider.refusingCreates = true;
     for (const n of names) await api.patchSpec(n, { placement: { ...base.placement, image: 'squid-2' } });
-    await eventually('creates refused', async () => (refused >= 3 ? true : undefined), 30_000);
-    // Several slot polls (5 s) later, nothing more was deleted.
-    await new Promise((r) => setTimeout(r, 12_000));
+    await eventually('creates refused', async () => (provider.refused >= 3 ? true : undefined), 30_000);
+    // Several slot polls (--instance-poll-interval, 1 s here) later, nothing more was deleted.
+    await new Promise((r) => setTimeout(r, 5_000));
     const now = await Promise.all(names.map((n) => api.get(n)));
     const lost = now.filter((p) => p.status?.phase === 'Provisioning');
     const serving = now.filter((p) => p.status?.providerID === first.get(p.metadata.name));
     process.stdout.write(
-      `[create-outage] cap ${CAP}: ${deletes.length} of ${COUNT} instances deleted while creates were refused (${refused} refused)\n`,
+      `[create-outage] cap ${CAP}: ${deletes.length} of ${COUNT} instances deleted while creates were refused (${provider.refused} refused)\n`,
     );
     expect(deletes).toHaveLength(CAP);
     expect(lost.map((p) => condition(p, 'Provisioned')?.reason)).toEqual(
@@ -81,7 +60,7 @@ describe('a rollout while the provider refuses every create', () => {
       expect(condition(p, 'Provisioned')?.reason).toBe('ReplacementPending');
     }
 
-    refusing = false;
+    provider.refusingCreates = false;
     await everyProxy(
       api,
       names,

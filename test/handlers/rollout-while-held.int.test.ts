@@ -120,8 +120,8 @@ describe('a rollout while repairs are held is paced by --max-unavailable', () =>
         async () => ((await all()).filter(unverified).length === CAP ? true : undefined),
         60_000,
       );
-      // Several slot polls (5 s) later the rollout has not gone past them.
-      await sleep(12_000);
+      // Several slot polls (--instance-poll-interval, 1 s here) later the rollout has not gone past them.
+      await sleep(5_000);
       expect(deletes).toHaveLength(CAP);
       const waiting = (await all()).filter((p) => !unverified(p));
       expect(waiting).toHaveLength(COUNT - CAP);
