@@ -68,6 +68,9 @@ try {
       `--kubeconfig=${cp.kubeconfigPath}`,
       `--providers-config=${providersFile}`,
       '--leader-elect=false',
+      // Its own namespace, where it keeps its credentials key: the demo's control plane has no
+      // proxy-operator-system, and without the key no Managed proxy is reconciled.
+      '--leader-election-namespace=default',
       `--metrics-address=127.0.0.1:${await freePort()}`,
       `--discovery-address=127.0.0.1:${await freePort()}`,
       '--discovery-unauthenticated=true',
