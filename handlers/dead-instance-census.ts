@@ -17,8 +17,9 @@ interface Listing {
  * The shell of the dead-instance hold (dead-instance-hold.ts, which decides): asked only when
  * a get reports a proxy's instance dead, it lists the provider's instances (one listByTag per
  * provider per 5 s, shared by concurrent asks) and counts the provider's serving proxies from
- * the cache. A listing that does not yet show the asker dead is read again: otherwise proxies
- * dying one after another inside its age would each look alone, and each be deleted.
+ * the cache, and its namespace's part. A listing that does not yet show the asker dead is read
+ * again: otherwise proxies dying one after another inside its age would each look alone, and
+ * each be deleted.
  * A listing that fails throws: the caller's provider-error step, and nothing is deleted.
  */
 export class DeadInstanceCensus {
@@ -29,6 +30,8 @@ export class DeadInstanceCensus {
   async hold(
     provider: { name: string; api: Provider; ownerID: string },
     own: Instance,
+    /** The asking proxy's namespace: its team (deadInstanceHold). */
+    namespace: string,
     cache: CacheReader,
     maxUnhealthyPercent: number,
     signal?: AbortSignal,
@@ -40,10 +43,15 @@ export class DeadInstanceCensus {
         (p) =>
           p.spec.mode === 'Managed' && p.spec.provider === provider.name && !p.metadata.deletionTimestamp,
       )
-      .map((p) => ({ providerID: p.status?.providerID, phase: p.status?.phase }));
+      .map((p) => ({
+        providerID: p.status?.providerID,
+        phase: p.status?.phase,
+        namespace: p.metadata.namespace ?? '',
+      }));
     return deadInstanceHold({
       provider: provider.name,
-      share: deadShare(proxies, deadIDs, own.id),
+      namespace,
+      share: deadShare(proxies, deadIDs, own.id, namespace),
       maxUnhealthyPercent,
     });
   }

@@ -234,6 +234,7 @@ export class ProxyController {
           ? await this.dead.hold(
               { name: proxy.spec.provider ?? '', api: provider, ownerID: this.settings.ownerID },
               observation.instance,
+              proxy.metadata.namespace ?? '',
               ctx.cache,
               this.settings.repairHoldUnhealthyPercent,
               ctx.signal,

@@ -5,7 +5,8 @@
 // every IP and fix nothing. As Karpenter's node repair does, the hold reads signals, in order:
 // the probe target fails when checked directly, without a proxy; more than a fraction of the
 // provider's proxies are Unhealthy at once; more than that fraction of the proxies probing the
-// same target (its origin) are Unhealthy at once. The counting rules leave out proxies whose
+// same target (its origin) are Unhealthy at once (named so too when the rest of the provider is
+// fine: the site, not the provider's network). The counting rules leave out proxies whose
 // own target fails directly: their failure is explained and says nothing of anyone else's. And
 // teams share a provider (a team is a namespace): a share over the percentage holds a proxy only
 // if its own namespace's part of it is over too, so one team's trouble does not hold another's
@@ -191,11 +192,29 @@ export function sharesFor(
 }
 
 /**
- * The decision. The direct check comes first (it names the cause); then the provider-wide rule
- * (an outage of the provider's network holds whatever the targets); then the target group's
- * (a target refusing the proxies that probe it, however few of the provider they are). Each
- * counting rule holds only if the proxy's namespace's part is over too (teamWithin): another
- * team's trouble alone, however large a part of the provider or the group, holds nothing. An
+ * Whether the target group explains a provider-wide share over the percentage: the provider's
+ * proxies outside the group (`fleet` less `group`) are within it on their own (teamWithin's
+ * rule, no floor of one). Their health says the way from the provider to other targets works,
+ * so the excess is the group's target refusing its proxies, not the provider's network: a site
+ * refusing one team's 5 proxies (5 of 10, the other 5 Ready) is that site's doing. With no
+ * proxy outside the group (the whole provider probes one site) nothing tells them apart, and
+ * the provider's reason stands; so it does when the rest is over too (two sites refusing at
+ * once, or the provider down).
+ */
+export function groupExplainsFleet(fleet: Share, group: Share, percent: number): boolean {
+  const rest: Share = { unhealthy: fleet.unhealthy - group.unhealthy, total: fleet.total - group.total };
+  return rest.total > 0 && teamWithin(rest, percent);
+}
+
+/**
+ * The decision. The direct check comes first (it names the cause); then the two counting
+ * rules: the provider-wide one (an outage of the provider's network holds whatever the
+ * targets) and the target group's (a target refusing the proxies that probe it, however few of
+ * the provider they are). Each holds only if the proxy's namespace's part is over too
+ * (teamWithin): another team's trouble alone, however large a part of the provider or the
+ * group, holds nothing. When both hold, the reason is the one the evidence names
+ * (groupExplainsFleet): the group's when the rest of the provider is fine, else the
+ * provider's; its runbook step sends the SRE to the site or to the provider's network. An
  * unchecked target holds too: a restarted operator must not repair a fleet the first second,
  * before it knows whether the target answers (the first check follows within a health sync).
  */
@@ -217,21 +236,23 @@ export function repairHold(i: RepairHoldInputs): RepairHold {
   const percent = i.maxUnhealthyPercent;
   // The team's part, named so a team reads why its own proxies count; no other team is named.
   const team = `namespace ${i.namespace}'s too (or too few of them to judge apart)`;
-  if (i.fleet.unhealthy > unhealthyAllowed(i.fleet.total, percent) && !teamWithin(i.team.fleet, percent))
-    return {
-      kind: 'hold',
-      reason: 'FleetUnhealthy',
-      message: `repair held: more than ${percent}% of provider ${i.provider}'s proxies are Unhealthy at once, ${team} (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies`,
-    };
-  if (
+  const fleetOver =
+    i.fleet.unhealthy > unhealthyAllowed(i.fleet.total, percent) && !teamWithin(i.team.fleet, percent);
+  const groupOver =
     i.group.unhealthy >= MIN_TARGET_GROUP_UNHEALTHY &&
     i.group.unhealthy > unhealthyAllowed(i.group.total, percent) &&
-    !teamWithin(i.team.group, percent)
-  )
+    !teamWithin(i.team.group, percent);
+  if (groupOver && (!fleetOver || groupExplainsFleet(i.fleet, i.group, percent)))
     return {
       kind: 'hold',
       reason: 'TargetGroupUnhealthy',
       message: `repair held: more than ${percent}% (and at least ${MIN_TARGET_GROUP_UNHEALTHY}) of provider ${i.provider}'s proxies probing ${targetGroup(i.probeURL)} are Unhealthy at once, ${team} (--repair-hold-unhealthy-percent), though it answers the operator directly: the target refusing them is likelier than that many dead proxies, and it would refuse new instances too`,
+    };
+  if (fleetOver)
+    return {
+      kind: 'hold',
+      reason: 'FleetUnhealthy',
+      message: `repair held: more than ${percent}% of provider ${i.provider}'s proxies are Unhealthy at once, ${team} (--repair-hold-unhealthy-percent; proxies whose probe target fails directly not counted): a shared cause is likelier than that many dead proxies`,
     };
   return { kind: 'go' };
 }

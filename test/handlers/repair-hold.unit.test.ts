@@ -1,4 +1,5 @@
 import {
+  groupExplainsFleet,
   holdAfterLift,
   MIN_TARGET_GROUP_UNHEALTHY,
   repairHold,
@@ -138,7 +139,11 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
   it.each<[string, Partial<RepairHoldInputs>, string]>([
     ["B's one dead of 5, A's 5 refused by A's site (6 of 10): repair B's", split([6, 10], [1, 5]), 'go'],
     ["B's one dead of 15, A's 5 refused (6 of 20): repair B's", split([6, 20], [1, 15]), 'go'],
-    ["A's own proxies in that case (5 of its 5): hold", split([6, 10], [5, 5]), 'FleetUnhealthy'],
+    [
+      "A's own proxies in that case (5 of its 5, all probing A's site): held as the site's doing",
+      split([6, 10], [5, 5], [5, 5], [5, 5]),
+      'TargetGroupUnhealthy',
+    ],
     ['the provider down: every team over, B 5 of 5: hold', split([10, 10], [5, 5]), 'FleetUnhealthy'],
     ['the provider down: a team of 2, both dead: hold', split([12, 12], [2, 2]), 'FleetUnhealthy'],
     [
@@ -181,6 +186,60 @@ describe('repairHold: may an Unhealthy proxy past its grace be replaced now?', (
     ['the rules off (100%)', { ...split([10, 10], [5, 5]), maxUnhealthyPercent: 100 }, 'go'],
   ])('%s', (_what, change, want) => {
     expect(outcome(repairHold({ ...base, ...change }))).toBe(want);
+  });
+
+  // Which reason, when both counting rules hold: the one the evidence names. Found from
+  // outside: team A's site refusing A's 5 proxies (403 through them, 204 directly) held them as
+  // FleetUnhealthy, and its runbook sent the SRE to the provider's network; B's 5 proxies,
+  // probing elsewhere, were fine. The group's reason when the rest of the provider is within
+  // the percentage (groupExplainsFleet), else the provider's.
+  it.each<[string, Partial<RepairHoldInputs>, string]>([
+    [
+      "A's site refuses A's 5, B's 5 elsewhere all Ready: the site",
+      split([5, 10], [5, 5]),
+      'TargetGroupUnhealthy',
+    ],
+    [
+      "the same with one of B's dead by chance (1 of 5, within): still the site",
+      split([6, 10], [5, 5]),
+      'TargetGroupUnhealthy',
+    ],
+    [
+      'one team, its 10 of 20 probing one site refused, the other 10 (other sites) Ready: the site',
+      oneTeam({ fleet: { unhealthy: 10, total: 20 }, group: { unhealthy: 10, total: 10 } }),
+      'TargetGroupUnhealthy',
+    ],
+    ["the rest over too (B's 2 of 5 dead at once): the provider", split([7, 10], [5, 5]), 'FleetUnhealthy'],
+    ['the provider down, both teams failing: the provider', split([10, 10], [5, 5]), 'FleetUnhealthy'],
+    [
+      'the rest too few for the percentage to allow one (1 of 3 dead): the provider',
+      split([6, 8], [5, 5]),
+      'FleetUnhealthy',
+    ],
+    [
+      'no proxy outside the group (the whole provider probes one site): nothing tells, the provider',
+      whole(10),
+      'FleetUnhealthy',
+    ],
+    [
+      'the group under 3 Unhealthy (no group hold): the provider, whatever the rest',
+      oneTeam({ fleet: { unhealthy: 2, total: 4 }, group: { unhealthy: 2, total: 2 } }),
+      'FleetUnhealthy',
+    ],
+  ])('%s', (_what, change, want) => {
+    expect(outcome(repairHold({ ...base, ...change }))).toBe(want);
+  });
+
+  it.each<[string, Share, Share, number, boolean]>([
+    ['the rest 0 of 5', { unhealthy: 5, total: 10 }, { unhealthy: 5, total: 5 }, 20, true],
+    ['the rest 1 of 5 (20 %)', { unhealthy: 6, total: 10 }, { unhealthy: 5, total: 5 }, 20, true],
+    ['the rest 2 of 5', { unhealthy: 7, total: 10 }, { unhealthy: 5, total: 5 }, 20, false],
+    ['the rest 1 of 3 (no floor of one)', { unhealthy: 6, total: 8 }, { unhealthy: 5, total: 5 }, 20, false],
+    ['the rest 0 of 1', { unhealthy: 5, total: 6 }, { unhealthy: 5, total: 5 }, 20, true],
+    ['no rest', { unhealthy: 5, total: 5 }, { unhealthy: 5, total: 5 }, 20, false],
+    ['the rest 1 of 2 at 50 %', { unhealthy: 6, total: 7 }, { unhealthy: 5, total: 5 }, 50, true],
+  ])('groupExplainsFleet: %s', (_what, fleet, group, percent, want) => {
+    expect(groupExplainsFleet(fleet, group, percent)).toBe(want);
   });
 
   it.each<[number, number, number, boolean]>([

@@ -170,6 +170,8 @@ describe("one team's trouble does not hold another team's repairs", () => {
     for (const p of await Promise.all(teamA.map((n) => a.get(n)))) {
       expect(p.status?.providerID).toBe(first.get(`team-a/${p.metadata.name}`));
       expect(provisioned(p)?.reason).toBe('RepairHeld');
+      // Held as the site's doing (TargetGroupUnhealthy), not the provider's (B's proxies are fine).
+      expect(provisioned(p)?.message).toContain(`proxies probing ${new URL(urlA).origin} are Unhealthy`);
     }
 
     // B rolls out a new image while A is still refused: A's 5 Unhealthy proxies (nothing
@@ -214,6 +216,8 @@ describe("one team's trouble does not hold another team's repairs", () => {
     expect(deletes.sort()).toEqual(rolled);
     for (const p of await Promise.all(teamB.map((n) => b.get(n)))) {
       expect(provisioned(p)?.reason).toBe('RepairHeld');
+      // Both teams failing: the provider's reason (FleetUnhealthy), not B's site's.
+      expect(provisioned(p)?.message).toContain("of provider mock's proxies are Unhealthy at once");
       // What B is shown names no namespace but its own.
       expect(provisioned(p)?.message).not.toContain('team-a');
     }
