@@ -26,6 +26,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from addon_fixtures import FakeApi, crawler_with
 from proxy_operator.scrapy import ProxyOperatorMiddleware
+from proxy_operator.scrapy.pace import Pace
+from proxy_operator.scrapy.send_turn import SendTurn, send_turn
 from proxy_operator.scrapy.slot_timing import REST_DELAY, SlotClock, rested, resting
 
 RETRY_AFTER = 1.0
@@ -92,7 +94,7 @@ class Site:
         path = request.url.rsplit("/", 1)[1]
         Site.sent[path] = time.monotonic()
         Site.delays[path] = Site.slots[request.meta["download_slot"]].delay
-        status, headers = 200, {}
+        status, headers = 200, dict[str, str]()
         if not Site.auto:
             Site.pending[path] = asyncio.get_running_loop().create_future()
             status, headers = await Site.pending[path]
@@ -246,3 +248,70 @@ def test_without_a_delay_the_rest_holds_too_and_the_slot_has_none_after_it() -> 
     seen = asyncio.run(crawl(2, 0.0, autothrottle=False))
     assert seen["next_after_429"] >= RETRY_AFTER, seen
     assert seen["delay_at_end"] == 0.0, seen
+
+
+@pytest.mark.parametrize(
+    ("next_send", "rest_until", "rate", "now", "turn"),
+    [
+        (0.0, 0.0, None, 100.0, SendTurn(100.0, 0.0)),  # unpaced: at once
+        (0.0, 101.0, None, 100.0, SendTurn(101.0, 0.0)),  # never within a rest
+        (0.0, 0.0, 4.0, 100.0, SendTurn(100.0, 100.25)),  # the lease's first turn: at once
+        (100.25, 0.0, 4.0, 100.1, SendTurn(100.25, 100.5)),  # one interval after the last
+        (100.25, 102.0, 4.0, 100.1, SendTurn(102.0, 102.25)),  # after the rest
+        (100.25, 0.0, 4.0, 103.0, SendTurn(103.0, 103.25)),  # a quiet lease: at once
+    ],
+)
+def test_a_request_leaves_on_its_leases_turn(
+    next_send: float, rest_until: float, rate: float | None, now: float, turn: SendTurn
+) -> None:
+    assert send_turn(next_send, rest_until, rate, now) == turn
+
+
+PACE = 4.0
+
+
+async def paced_crawl() -> list[float]:
+    """A lease paced at PACE a second (as after a 429); AutoThrottle starts at a 1 s delay, so
+    the requests given the lease at the pace gather in its slot, then its answers come at once
+    and AutoThrottle lowers its delay. The gaps between the requests the site got."""
+    Site.reset()
+    Site.auto = True
+    crawler = crawler_with(
+        FakeApi,
+        AUTOTHROTTLE_ENABLED=True,
+        AUTOTHROTTLE_START_DELAY=1.0,
+        PROXY_OPERATOR_MAX_LEASES_PER_SITE=1,
+        PROXY_OPERATOR_REQUESTS_PER_LEASE=100,
+        PROXY_OPERATOR_DOWNLOAD_HANDLERS={"http": Site, "https": Site},
+    )
+    downloader = Downloader(crawler)
+    Site.slots = downloader.slots
+    crawler.engine = SimpleNamespace(downloader=downloader)
+    next(e for e in crawler.extensions.middlewares if isinstance(e, AutoThrottle))._spider_opened(crawler.spider)
+    addon = next(m for m in downloader.middleware.middlewares if isinstance(m, ProxyOperatorMiddleware))
+    await addon.spider_opened()
+
+    def fetch(path: str) -> asyncio.Future[Any]:
+        return asyncio.ensure_future(maybe_deferred_to_future(downloader.fetch(Request(f"http://shop.example/{path}"))))
+
+    try:
+        await fetch("w")  # proves the lease
+        assert addon.book is not None
+        (held,) = addon.book.sites[("shop.example", None)].leases
+        now = addon.book.clock()
+        # Its ceiling PACE and a minute's period: the pace neither climbs nor probes here.
+        held.pace = Pace(rate=PACE, ceiling=PACE, period=60.0, due=now, limited_at=now, raised_at=now, probed_at=now)
+        await asyncio.wait_for(asyncio.gather(*[fetch(str(i)) for i in range(8)]), timeout=20)
+        times = sorted(at for path, at in Site.sent.items() if path != "w")
+        return [b - a for a, b in zip(times, times[1:])]
+    finally:
+        await addon.spider_closed()
+        downloader.close()
+
+
+def test_with_autothrottle_a_paced_lease_sends_no_faster_than_its_pace() -> None:
+    # Before: 0.06 s apart, four times the pace (the slot sent what gathered behind
+    # AutoThrottle's delay at AutoThrottle's lowered one). Each request leaves on its turn; the
+    # gap after one the event loop woke late for can be that much shorter (5 ms allowed).
+    gaps = asyncio.run(paced_crawl())
+    assert min(gaps) >= 1 / PACE - 0.005, [round(g, 3) for g in gaps]
