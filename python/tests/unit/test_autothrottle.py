@@ -311,7 +311,8 @@ async def paced_crawl() -> list[float]:
 
 def test_with_autothrottle_a_paced_lease_sends_no_faster_than_its_pace() -> None:
     # Before: 0.06 s apart, four times the pace (the slot sent what gathered behind
-    # AutoThrottle's delay at AutoThrottle's lowered one). Each request leaves on its turn; the
-    # gap after one the event loop woke late for can be that much shorter (5 ms allowed).
+    # AutoThrottle's delay at AutoThrottle's lowered one). Each request leaves on its turn, one
+    # interval after the last one's; the gap after a request the event loop woke late for is
+    # that much shorter (a busy machine: up to 50 ms allowed, a fifth of the interval).
     gaps = asyncio.run(paced_crawl())
-    assert min(gaps) >= 1 / PACE - 0.005, [round(g, 3) for g in gaps]
+    assert min(gaps) >= 1 / PACE - 0.05, [round(g, 3) for g in gaps]
