@@ -25,7 +25,10 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from addon_fixtures import FakeApi, crawler_with
-from proxy_operator.scrapy import ProxyOperatorMiddleware
+from proxy_operator import Lease
+from proxy_operator.scrapy import DownloadHandler, ProxyOperatorMiddleware
+from proxy_operator.scrapy.lease_state import HeldLease
+from proxy_operator.scrapy.meta_keys import LEASE_KEY
 from proxy_operator.scrapy.pace import Pace
 from proxy_operator.scrapy.send_turn import SendTurn, send_turn
 from proxy_operator.scrapy.slot_timing import REST_DELAY, SlotClock, rested, resting
@@ -316,3 +319,27 @@ def test_with_autothrottle_a_paced_lease_sends_no_faster_than_its_pace() -> None
     # that much shorter (a busy machine: up to 50 ms allowed, a fifth of the interval).
     gaps = asyncio.run(paced_crawl())
     assert min(gaps) >= 1 / PACE - 0.05, [round(g, 3) for g in gaps]
+
+
+def test_a_request_waiting_for_its_turn_when_a_429_rests_the_lease_waits_out_the_rest() -> None:
+    # The add-on's download handler on its own: b waits for its turn (1/s) when a 429 through
+    # the lease rests it 1 s; b leaves after the rest, not on the turn it had.
+    handler = DownloadHandler(crawler_with(FakeApi, PROXY_OPERATOR_DOWNLOAD_HANDLERS={"http": Site, "https": Site}))
+    lease = Lease("l1", "demo/p0", "http://p0.invalid:3128", "2099-01-01T00:00:00Z", "shop.example")
+    held = HeldLease(lease, ("shop.example", None), 120.0, float("inf"), pace=Pace(rate=1.0, ceiling=1.0))
+
+    async def run() -> tuple[float, float]:
+        Site.reset()
+        Site.auto = True
+        Site.slots = {"s": SimpleNamespace(delay=0.0)}
+        a, b = (Request(f"http://shop.example/{p}", meta={LEASE_KEY: held, "download_slot": "s"}) for p in "ab")
+        await handler.download_request(a)
+        sending = asyncio.ensure_future(handler.download_request(b))
+        await asyncio.sleep(0.2)
+        held.rest_until = time.monotonic() + RETRY_AFTER  # a 429 through the lease
+        rest_until = held.rest_until
+        await sending
+        return Site.sent["b"], rest_until
+
+    sent, rest_until = asyncio.run(run())
+    assert sent >= rest_until

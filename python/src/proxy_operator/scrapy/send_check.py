@@ -71,13 +71,7 @@ class DownloadHandler:
         _check(request)
         held = request.meta.get(LEASE_KEY)
         if isinstance(held, HeldLease):
-            # The book's clock is time.monotonic (middleware.py).
-            now = time.monotonic()
-            turn = send_turn(held.next_send, max(held.rest_until, held.pace.rest_until), held.pace.rate, now)
-            held.next_send = turn.next_send
-            if turn.at > now:
-                await asyncio.sleep(turn.at - now)
-                _check(request)  # the lease may have ended meanwhile
+            await _turn(request, held)
         scheme = urlparse_cached(request).scheme
         handler = self._handlers.get(scheme)
         if handler is None:
@@ -99,6 +93,25 @@ class DownloadHandler:
                 await result
             elif result is not None:
                 await maybe_deferred_to_future(result)
+
+
+async def _turn(request: Request, held: HeldLease) -> None:
+    """Waits for the request's send turn on its lease (send_turn.py). A 429 that came while it
+    waited rests the lease: it takes a turn after the rest instead. The book's clock is
+    time.monotonic (middleware.py)."""
+    waited = False
+    while True:
+        now = time.monotonic()
+        rest = max(held.rest_until, held.pace.rest_until)
+        if waited and rest <= now:
+            return  # its turn came, and no rest began meanwhile
+        turn = send_turn(held.next_send, rest, held.pace.rate, now)
+        held.next_send = turn.next_send
+        if turn.at <= now:
+            return
+        await asyncio.sleep(turn.at - now)
+        _check(request)  # the lease may have ended meanwhile
+        waited = True
 
 
 def _check(request: Request) -> None:
