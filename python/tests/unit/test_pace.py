@@ -20,7 +20,6 @@ from proxy_operator.scrapy.pace import (
     wait,
     waiting,
 )
-from proxy_operator.scrapy.slot_timing import SlotTiming, resting
 
 T = 1000.0
 
@@ -179,18 +178,3 @@ def test_another_proxy_adopts_a_learned_pace_one_with_its_own_keeps_it() -> None
     assert (adopted.rate, adopted.ceiling, adopted.due, adopted.rest_until) == (2.5, 3.0, T, 0.0)
     own = paced(rate=1.0)
     assert adopt(own, learned, T) is own
-
-
-@pytest.mark.parametrize(
-    ("retry_after", "rest"),
-    [
-        (1.0, SlotTiming(1.0, 0.0)),  # exactly the Retry-After, whatever the slot's jitter
-        (4.0, SlotTiming(4.0, 0.0)),
-        (0.0, SlotTiming(0.0, 0.0)),
-        (-1.0, SlotTiming(0.0, 0.0)),  # never a negative delay
-    ],
-)
-def test_a_rest_is_the_retry_after_exactly(retry_after: float, rest: SlotTiming) -> None:
-    # Scrapy spreads a slot's delay over delay * (1 ± jitter): a rest without jitter ends on time,
-    # neither before the site allows (a 429 more) nor seconds after (a proxy idle).
-    assert resting(retry_after) == rest

@@ -40,6 +40,8 @@ class HeldLease:
     renewing: bool = False
     #: The site's pace through this proxy, learned from its 429s (pace.py).
     pace: Pace = UNPACED
+    #: The earliest its next request may leave, at send time (send_turn.py).
+    next_send: float = 0.0
 
     @property
     def host(self) -> str:

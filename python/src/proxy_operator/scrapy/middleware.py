@@ -1,6 +1,6 @@
 """The Scrapy downloader middleware: gives each request a proxy from the crawl's leases
 (``meta['proxy']``, its download slot per site and proxy), turns responses and exceptions into
-reports, honours Retry-After by delaying the proxy's slot, and releases everything when the
+reports, honours Retry-After by resting the proxy's slot (slot_timing.py), and releases everything when the
 spider closes. The lease logic is in leases.py; this file translates Scrapy's events. A request
 waits in its download slot after it got its lease: the check that its lease is still live when
 it is sent is send_check.py's download handler, and a request it stops is sent again here
@@ -14,6 +14,7 @@ import time
 from typing import Any, Literal
 
 from scrapy import Request, signals
+from scrapy.core import downloader as scrapy_downloader
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import Response
@@ -28,7 +29,8 @@ from .reroute import ReroutesExhausted, check_reroute_middleware, register, rero
 from .send_check import LeaseEnded, check_send_handlers
 from .routes import route_of
 from .settings import SettingError, make_client, make_policy, read_settings
-from .slot_timing import SlotTiming, resting
+from .pace import rate_limited as pace_after_429
+from .slot_timing import SlotClock, rested, resting
 from .slots import inherit, slot_of
 from .policy import BanPolicy, Policy, response_outcome
 
@@ -41,8 +43,6 @@ __all__ = ["LEASE_KEY", "RETRIES_KEY", "SENT_KEY", "SESSION_KEY", "ProxyOperator
 FinishReason = Literal["proxy_operator_refused", "proxy_operator_start_failed"]
 STOP_REASON: FinishReason = "proxy_operator_refused"
 START_FAILED: FinishReason = "proxy_operator_start_failed"
-#: How long before a rest's end the slot gets its own delay back (see _rest).
-REST_LEAD_SECONDS = 0.02
 
 
 class SpiderPolicy:
@@ -95,11 +95,8 @@ class ProxyOperatorMiddleware:
         self.policy: Policy = BanPolicy()
         self._ticker: asyncio.Task[None] | None = None
         self._closing: asyncio.Future[Any] | None = None
-        #: Each slot's delay and jitter before a rest changed them.
-        self._base: dict[str, SlotTiming] = {}
-        #: Slots resting out a Retry-After, and when the rest ends.
-        self._rest_ends: dict[str, float] = {}
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         register(crawler, self)  # RerouteMiddleware hands this middleware the requests the check stopped
 
@@ -213,13 +210,25 @@ class ProxyOperatorMiddleware:
             return self._retry(request, "banned")
         if outcome == "rate_limited":
             self._inc("proxy_operator/rate_limited")
-            raw = response.headers.get("Retry-After")
-            after = retry_after_seconds(raw.decode("latin-1") if raw else None)
-            rest = self.book.rate_limited(held, after, request.meta.get(SENT_KEY))
+            rest = self.book.rate_limited(held, _retry_after(response), request.meta.get(SENT_KEY))
             self._rest(request, rest)
             return self._retry(request, "rate_limited")
         self.book.finished(held)
         return response
+
+    def response_downloaded(self, response: Response, request: Request, spider: Any = None) -> None:
+        """Scrapy's downloader looks at a slot's queue as soon as an answer is in, before the
+        middlewares see it: a slot whose transfers were full would send its next request at the
+        429 itself. So the slot starts its rest here, as long as the rest process_response will
+        take (the same pure rule on the same pace; the book learns from the 429 there)."""
+        held = request.meta.get(LEASE_KEY)
+        if not isinstance(held, HeldLease) or self.book is None or "cached" in response.flags:
+            return
+        if response_outcome(self.policy, request, response) != "rate_limited":
+            return
+        now = self.book.clock()
+        sent = request.meta.get(SENT_KEY)
+        self._rest(request, pace_after_429(held.pace, now, now if sent is None else sent, _retry_after(response)).rest)
 
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         held = request.meta.get(LEASE_KEY)
@@ -303,40 +312,37 @@ class ProxyOperatorMiddleware:
             inherit(per_slot, base, key)
 
     def _slot(self, request: Request) -> Any:
-        engine = self.crawler.engine
+        try:
+            engine: Any = self.crawler.engine
+        except RuntimeError:  # no engine (a test's crawler): no slots either
+            return None
         key = request.meta.get("download_slot")
         if engine is None or key is None:
-            return None, None
-        return key, engine.downloader.slots.get(key)
+            return None
+        return engine.downloader.slots.get(key)
 
     def _rest(self, request: Request, seconds: float) -> None:
-        """The proxy's slot sends its next request (the requests already queued on it included)
-        exactly ``seconds`` from now; then its own delay and jitter are back (the pace is the
-        book's: it gives the proxy no more requests than the site allowed)."""
-        key, slot = self._slot(request)
+        """The proxy's slot sends nothing (the requests already queued on it included) before
+        ``seconds`` from now, then keeps its own delay (slot_timing.py: the rest is on the
+        slot's clock, so AutoThrottle's delay neither cuts it nor is overwritten by it). The
+        pace is the book's: it gives the proxy no more requests than the site allowed."""
+        slot = self._slot(request)
         if slot is None:
             return
-        base = self._base_of(key, slot)
-        _apply(slot, resting(seconds))
-        now = time.monotonic()
-        slot.lastseen = now
-        self._rest_ends[key] = now + seconds
+        rest = resting(SlotClock(slot.lastseen, slot.delay), _slot_clock(), seconds)
+        slot.lastseen = rest.lastseen
+        if rest.delay != slot.delay:
+            slot.delay = rest.delay
+            asyncio.get_running_loop().call_later(max(seconds, 0.0), self._rested, slot)
 
-        def rest_over() -> None:
-            # A later 429 through the same slot moved the end: its own callback ends the rest.
-            if self._rest_ends.get(key, 0.0) > time.monotonic() + REST_LEAD_SECONDS + 0.001:
-                return
-            self._rest_ends.pop(key, None)
-            _apply(slot, base)
-
-        # The slot's own timer sends its first queued request when the rest is over; with the
-        # rest's delay still in place it would then wait a whole rest again before the next one.
-        # So the slot gets its own delay back just before that timer fires (the timer still
-        # holds every request until the rest's end).
-        asyncio.get_running_loop().call_later(max(seconds - REST_LEAD_SECONDS, 0.0), rest_over)
-
-    def _base_of(self, key: str, slot: Any) -> SlotTiming:
-        return self._base.setdefault(key, SlotTiming(slot.delay, _jitter(slot)))
+    def _rested(self, slot: Any) -> None:
+        now = _slot_clock()
+        if slot.lastseen > now:  # a later 429 moved the rest's end
+            asyncio.get_running_loop().call_later(slot.lastseen - now, self._rested, slot)
+            return
+        delay = rested(SlotClock(slot.lastseen, slot.delay), now)
+        if delay is not None:
+            slot.delay = delay
 
     def _inc(self, key: str) -> None:
         if self.crawler.stats is not None:
@@ -350,16 +356,13 @@ def _on_asyncio() -> bool:
         return True  # no reactor installed: Scrapy's reactorless mode, which runs on asyncio
 
 
-def _jitter(slot: Any) -> float:
-    # Scrapy 2.14+ has ``jitter``; before, a ``randomize_delay`` flag meaning ±50 %.
-    if hasattr(slot, "jitter"):
-        return float(slot.jitter)
-    return 0.5 if getattr(slot, "randomize_delay", False) else 0.0
+def _slot_clock() -> float:
+    """Now on the clock Scrapy's downloader keeps ``slot.lastseen`` on (``time.monotonic`` in
+    Scrapy 2.19)."""
+    clock = getattr(scrapy_downloader, "monotonic", None) or getattr(scrapy_downloader, "time", None)
+    return float(clock()) if callable(clock) else time.monotonic()
 
 
-def _apply(slot: Any, timing: SlotTiming) -> None:
-    slot.delay = timing.delay
-    if hasattr(slot, "jitter"):
-        slot.jitter = timing.jitter
-    else:
-        slot.randomize_delay = timing.jitter > 0
+def _retry_after(response: Response) -> float | None:
+    raw = response.headers.get("Retry-After")
+    return retry_after_seconds(raw.decode("latin-1") if raw else None)

@@ -5,11 +5,14 @@ answered its renewal 404). So the add-on's download handler for http and https w
 Scrapy would use and, when Scrapy hands it a request to send, fails one whose lease has ended
 with ``LeaseEnded``: it is sent again with a fresh lease, as a request that never left (no
 report, not a retry, not a download error: reroute.py). Nothing goes through a proxy after its
-ban or its lease's end."""
+ban or its lease's end. The handler also holds a request to its lease's pace as it sends it
+(send_turn.py): a slot sends what waited in it at its own spacing, not the site's."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +26,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from .lease_state import HeldLease
 from .meta_keys import LEASE_KEY
 from .routes import PROXIED_SCHEMES
+from .send_turn import send_turn
 from .settings import SettingError
 
 #: The handler's import path, as DOWNLOAD_HANDLERS names it.
@@ -64,11 +68,10 @@ class DownloadHandler:
         return cls(crawler)
 
     async def download_request(self, request: Request) -> Response:
-        held = lease_ended(request)
-        if held is not None:
-            raise LeaseEnded(
-                f"proxy-operator: {request.url}: its lease of {held.proxy_id} ended while it waited to be sent"
-            )
+        _check(request)
+        held = request.meta.get(LEASE_KEY)
+        if isinstance(held, HeldLease):
+            await _turn(request, held)
         scheme = urlparse_cached(request).scheme
         handler = self._handlers.get(scheme)
         if handler is None:
@@ -90,6 +93,31 @@ class DownloadHandler:
                 await result
             elif result is not None:
                 await maybe_deferred_to_future(result)
+
+
+async def _turn(request: Request, held: HeldLease) -> None:
+    """Waits for the request's send turn on its lease (send_turn.py). A 429 that came while it
+    waited rests the lease: it takes a turn after the rest instead. The book's clock is
+    time.monotonic (middleware.py)."""
+    waited = False
+    while True:
+        now = time.monotonic()
+        rest = max(held.rest_until, held.pace.rest_until)
+        if waited and rest <= now:
+            return  # its turn came, and no rest began meanwhile
+        turn = send_turn(held.next_send, rest, held.pace.rate, now)
+        held.next_send = turn.next_send
+        if turn.at <= now:
+            return
+        await asyncio.sleep(turn.at - now)
+        _check(request)  # the lease may have ended meanwhile
+        waited = True
+
+
+def _check(request: Request) -> None:
+    held = lease_ended(request)
+    if held is not None:
+        raise LeaseEnded(f"proxy-operator: {request.url}: its lease of {held.proxy_id} ended while it waited to be sent")
 
 
 def check_send_handlers(settings: Any) -> None:
