@@ -77,7 +77,12 @@ const cases: Array<[string, CaseInputs, string]> = [
       desiredHash: 'h1',
       observation: found('Stopped'),
       autopilot: { now: NOW, unhealthyAfterSeconds: 60 },
-      deadHold: deadInstanceHold({ provider: 'mock', share: { dead: 6, total: 8 }, maxUnhealthyPercent: 20 }),
+      deadHold: deadInstanceHold({
+        provider: 'mock',
+        namespace: 'crawl',
+        share: { dead: 6, total: 8, team: { dead: 6, total: 8 } },
+        maxUnhealthyPercent: 20,
+      }),
     },
     'RepairHeld',
   ],

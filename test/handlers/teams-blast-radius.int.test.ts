@@ -241,19 +241,25 @@ describe("one team's failed replacements do not block another team's rollout", (
 
     for (const n of teamA)
       await a.patchSpec(n, { placement: { zone: 'local-a', machineType: 'small', image: 'bad' } });
+    const failedNames = (ps: Proxy[]) =>
+      ps
+        .map((p) => `roll-a/${p.metadata.name}`)
+        .sort()
+        .join(', ');
+    // A proxy blocked after the first failure names the second at its next slot poll.
     const splitA = await eventually(
-      `roll-a: ${CAP} failed replacements, 1 blocked`,
+      `roll-a: ${CAP} failed replacements, 1 blocked, naming them`,
       async () => {
         const ps = await Promise.all(teamA.map((n) => a.get(n)));
         const failed = ps.filter((p) => p.status?.phase === 'Failed');
         const blocked = ps.filter((p) => provisioned(p)?.reason === 'ReplacementBlocked');
-        return failed.length === CAP && blocked.length === 1 ? { failed, blocked } : undefined;
+        const named = blocked.every((p) => provisioned(p)?.message?.includes(failedNames(failed)));
+        return failed.length === CAP && blocked.length === 1 && named ? { failed, blocked } : undefined;
       },
       60_000,
     );
     // A is shown its own failures by name.
-    const failedA = splitA.failed.map((p) => `roll-a/${p.metadata.name}`).sort();
-    expect(provisioned(splitA.blocked[0])?.message).toContain(failedA.join(', '));
+    expect(provisioned(splitA.blocked[0])?.message).toContain(failedNames(splitA.failed));
 
     for (const n of teamB)
       await b.patchSpec(n, { placement: { zone: 'local-a', machineType: 'small', image: 'squid-2' } });
