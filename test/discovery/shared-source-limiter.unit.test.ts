@@ -2,51 +2,23 @@
 // SourceLimiter (the count both doors of a process share) also counts every failure in the
 // book, so a guesser spreading its attempts over N replicas gets one burst, not N; when Redis
 // is away each process's own count still limits it, and nobody is locked out for it.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../../book/redis-connection.js';
-import { RedisLeaseStore } from '../../book/redis-lease-store.js';
+import { describe, expect, it } from '@jest/globals';
 import { DEFAULT_FAILED_AUTH_LIMITS, SourceLimiter } from '../../discovery/source-limiter.js';
-import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
-import { eventually, FakeClock, silentLogger, TestCatalog } from '../book/fixtures.js';
+import { FakeClock, TestCatalog } from '../book/fixtures.js';
+import { redisReplicas } from '../book/redis-replicas.js';
 
 const { burst, ratePerSecond } = DEFAULT_FAILED_AUTH_LIMITS;
 const GUESSER = '203.0.113.7';
 
-let server: RedisServer;
-let books = 0;
-const opened: { store: RedisLeaseStore; redis: Redis }[] = [];
-
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-
-afterEach(() => {
-  for (const { store, redis } of opened.splice(0)) {
-    store.close();
-    redis.disconnect();
-  }
-});
-
-afterAll(async () => {
-  await server.stop();
-});
+const books = redisReplicas();
+let prefixes = 0;
 
 /** `n` replicas of one book (one key prefix): each its own process's limiter, on one clock. */
 async function replicas(n: number, shared: boolean, clock = new FakeClock()) {
-  const keyPrefix = `limits-${++books}`;
+  const keyPrefix = `limits-${++prefixes}`;
   const limiters: SourceLimiter[] = [];
   for (let i = 0; i < n; i++) {
-    const redis = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: 15_000 });
-    await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 15_000);
-    const store = new RedisLeaseStore({
-      redis,
-      catalog: new TestCatalog([]),
-      logger: silentLogger,
-      keyPrefix,
-      clock,
-    });
-    opened.push({ store, redis });
+    const store = await books.open({ catalog: new TestCatalog([]), keyPrefix, clock });
     const limiter = new SourceLimiter(DEFAULT_FAILED_AUTH_LIMITS, () => clock.now());
     if (shared) limiter.share((address, l) => store.countFailedAuth(address, l.ratePerSecond, l.burst));
     limiters.push(limiter);
@@ -109,12 +81,12 @@ describe('wrong tokens per source address, across replicas of one Redis book', (
 
   it("with Redis down the process's own count limits the address (one burst per replica), and no address is locked out for it", async () => {
     const { limiters } = await replicas(2, true);
-    await server.kill();
+    await books.server().kill();
     try {
       expect(await guesses(limiters, 200)).toBe(2 * burst);
       expect(limiters.map((l) => l.blocked('198.51.100.2'))).toEqual([undefined, undefined]);
     } finally {
-      await server.start();
+      await books.server().start();
     }
   });
 });

@@ -2,50 +2,28 @@
 // process of its own: its own ledger) on one real Redis book, beside the API's door: the
 // book counts the token's leases and cooldowns, so the quota is one for every replica and
 // both doors (each replica counting its own let a token hold its quota at each).
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../../book/redis-connection.js';
-import { RedisLeaseStore } from '../../book/redis-lease-store.js';
+import { describe, expect, it } from '@jest/globals';
 import { TenantLedger } from '../../book/tenant-quotas.js';
 import { OPEN_POLICY } from '../../book/token-scope.js';
 import { gatewayBook } from '../../handlers/gateway-book.js';
-import { startRedisServer, type RedisServer } from '../harness/redis-server.js';
-import { eventually, proxy, silentLogger, TestCatalog } from '../book/fixtures.js';
+import { proxy, TestCatalog } from '../book/fixtures.js';
+import { redisReplicas } from '../book/redis-replicas.js';
 
 const QUOTAS = { leases: 3, sessions: 100, cooldowns: 2, reportsPerSecond: 100 };
 const TARGET = 'shop.example';
 
-let server: RedisServer;
-let books = 0;
-const opened: { store: RedisLeaseStore; redis: Redis }[] = [];
-
-beforeAll(async () => {
-  server = await startRedisServer();
-});
-
-afterEach(() => {
-  for (const { store, redis } of opened.splice(0)) {
-    store.close();
-    redis.disconnect();
-  }
-});
-
-afterAll(async () => {
-  await server.stop();
-});
+const books = redisReplicas();
+let prefixes = 0;
 
 /** `n` replicas of one book, each a process with its own ledger (its quotas' limits). */
 async function replicas(n: number) {
-  const keyPrefix = `gateway-quotas-${++books}`;
+  const keyPrefix = `gateway-quotas-${++prefixes}`;
   const out = [];
   for (let i = 0; i < n; i++) {
-    const redis = connectRedis({ url: server.url, logger: silentLogger, timeoutMs: 15_000 });
-    await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 15_000);
     const catalog = new TestCatalog(
       Array.from({ length: 4 }, (_, j) => proxy(`ns/p${j}`, { latencyMillis: j, maxLeases: 10 })),
     );
-    const store = new RedisLeaseStore({ redis, catalog, logger: silentLogger, keyPrefix });
-    opened.push({ store, redis });
+    const store = await books.open({ catalog, keyPrefix });
     await store.fleetSettled();
     const book = gatewayBook(
       store,
