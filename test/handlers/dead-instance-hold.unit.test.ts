@@ -9,15 +9,15 @@ import {
 import { REPAIR_HOLD_REASONS, type RepairHold } from '../../handlers/repair-hold.js';
 import type { Step } from '../../handlers/proxy-state-machine.js';
 import type { CacheReader, KubeObject } from '../../framework/index.js';
-import {
-  CONDITION_HEALTHY,
-  CONDITION_PROVISIONED,
-  SPEC_HASH_ANNOTATION,
-  type Proxy,
-} from '../../crds/proxy-types.js';
+import type { Proxy } from '../../crds/proxy-types.js';
 import type { Instance, InstanceState, Provider } from '../../providers/contract.js';
 import { decide } from './decide.js';
-import { ago, NOW, stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
+import {
+  NOW,
+  readyStateMachineProxy,
+  stateMachineInstance,
+  stateMachineProxy,
+} from './state-machine-proxy.js';
 
 // A provider reporting most of its instances Stopped/Terminated at once deleted every one of
 // them at once. Deleting is irreversible: many serving proxies reported dead at once hold, on
@@ -149,31 +149,7 @@ describe('the dead-instance hold: many reported dead at once hold, a few are rep
 });
 
 describe('the state machine keeps an instance reported dead while the hold says so', () => {
-  const proxy = stateMachineProxy({
-    annotations: { [SPEC_HASH_ANNOTATION]: 'h1' },
-    status: {
-      phase: 'Ready',
-      providerID: 'i-1',
-      ip: '10.0.0.7',
-      observedGeneration: 1,
-      conditions: [
-        {
-          type: CONDITION_PROVISIONED,
-          status: 'True',
-          reason: 'InstanceRunning',
-          message: '',
-          lastTransitionTime: ago(600),
-        },
-        {
-          type: CONDITION_HEALTHY,
-          status: 'True',
-          reason: 'ProbeSucceeded',
-          message: 'm',
-          lastTransitionTime: ago(600),
-        },
-      ],
-    },
-  });
+  const proxy = readyStateMachineProxy();
   const held = deadInstanceHold({
     provider: 'mock',
     namespace: 'ns',

@@ -1,47 +1,14 @@
-import {
-  CONDITION_HEALTHY,
-  CONDITION_PROVISIONED,
-  SPEC_HASH_ANNOTATION,
-  type Proxy,
-} from '../../crds/proxy-types.js';
 import { deadInstanceHold } from '../../handlers/dead-instance-hold.js';
 import { POLL_SECONDS, type SlotAsk, type Step } from '../../handlers/proxy-state-machine.js';
 import type { InstanceState } from '../../providers/contract.js';
 import { decide, type CaseInputs } from './decide.js';
-import { ago, NOW, stateMachineInstance, stateMachineProxy } from './state-machine-proxy.js';
+import { NOW, readyStateMachineProxy, stateMachineInstance } from './state-machine-proxy.js';
 
 // --instance-poll-interval: every step that waits on an instance being created or replaced, or
 // on a --max-unavailable slot, looks again after Inputs.pollSeconds (the flag); without it,
 // after POLL_SECONDS (5 s).
 
-/** A Ready proxy on instance i-1, built for revision `hash`. */
-function ready(hash: string): Proxy {
-  return stateMachineProxy({
-    annotations: { [SPEC_HASH_ANNOTATION]: hash },
-    status: {
-      phase: 'Ready',
-      providerID: 'i-1',
-      ip: '10.0.0.7',
-      observedGeneration: 1,
-      conditions: [
-        {
-          type: CONDITION_PROVISIONED,
-          status: 'True',
-          reason: 'InstanceRunning',
-          message: '',
-          lastTransitionTime: ago(600),
-        },
-        {
-          type: CONDITION_HEALTHY,
-          status: 'True',
-          reason: 'ProbeSucceeded',
-          message: 'm',
-          lastTransitionTime: ago(600),
-        },
-      ],
-    },
-  });
-}
+const ready = readyStateMachineProxy;
 const found = (state: InstanceState) => ({ kind: 'found', instance: stateMachineInstance(state) }) as const;
 const refused: SlotAsk = () => ({ granted: false, cap: 1, failed: [] });
 

@@ -1,6 +1,13 @@
 // The Proxy object the state machine's table tests start from: a Managed mock proxy with the
 // CRD's defaults filled in; each test says only the metadata, spec and status it is about.
-import type { Proxy, ProxySpec, ProxyStatus } from '../../crds/proxy-types.js';
+import {
+  CONDITION_HEALTHY,
+  CONDITION_PROVISIONED,
+  SPEC_HASH_ANNOTATION,
+  type Proxy,
+  type ProxySpec,
+  type ProxyStatus,
+} from '../../crds/proxy-types.js';
 import type { Instance } from '../../providers/contract.js';
 
 /** The tables' clock: every time in a row is this moment or some seconds before it. */
@@ -64,4 +71,33 @@ export function stateMachineInstance(
     createdAt: new Date(0),
     ...extra,
   };
+}
+
+/** A proxy Ready for ten minutes on instance i-1, built for revision `hash`. */
+export function readyStateMachineProxy(hash = 'h1'): Proxy {
+  return stateMachineProxy({
+    annotations: { [SPEC_HASH_ANNOTATION]: hash },
+    status: {
+      phase: 'Ready',
+      providerID: 'i-1',
+      ip: '10.0.0.7',
+      observedGeneration: 1,
+      conditions: [
+        {
+          type: CONDITION_PROVISIONED,
+          status: 'True',
+          reason: 'InstanceRunning',
+          message: '',
+          lastTransitionTime: ago(600),
+        },
+        {
+          type: CONDITION_HEALTHY,
+          status: 'True',
+          reason: 'ProbeSucceeded',
+          message: 'm',
+          lastTransitionTime: ago(600),
+        },
+      ],
+    },
+  });
 }
