@@ -1,5 +1,4 @@
-import type { Instance } from '../../providers/contract.js';
-import { CreateOutageProvider } from './delegating-provider.js';
+import { instanceKey, StoppedReportingProvider } from './delegating-provider.js';
 import {
   condition,
   eventually,
@@ -18,30 +17,9 @@ import {
 
 const COUNT = 8;
 const deletes: string[] = [];
-/**
- * The instances the provider reports Stopped, as id@createdAt (they serve on: the report is
- * the fault). A replacement has its old instance's ID (named by Proxy and revision): not it.
- */
-let stopped = new Set<string>();
-const instanceKey = (i: Instance) => `${i.id}@${i.createdAt.getTime()}`;
-/** Reports the instances in `stopped` Stopped; refuses creates during an outage, recording deletes. */
-class Misreporting extends CreateOutageProvider {
-  private view(i: Instance): Instance {
-    return stopped.has(instanceKey(i))
-      ? { ...i, state: 'Stopped', detail: 'stopped by a maintenance event' }
-      : i;
-  }
-  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
-    return this.view(await super.get(id, signal));
-  }
-  override async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
-    return (await super.listByTag(owner, signal)).map((i) => this.view(i));
-  }
-}
-
-let provider: Misreporting;
+let provider: StoppedReportingProvider;
 const suite = operatorSuite('dead-held', {
-  providers: (mock) => ({ mock: (provider = new Misreporting(mock, deletes)) }),
+  providers: (mock) => ({ mock: (provider = new StoppedReportingProvider(mock, deletes)) }),
   settings: { driftCheckSeconds: 1, repairHoldUnhealthyPercent: 20 },
 });
 const { api } = suite;
@@ -65,7 +43,7 @@ describe('a provider reporting most of its instances dead at once', () => {
 
     provider.refusingCreates = true;
     const keyOf = async (n: string) => instanceKey(await suite.mock.get(first.get(n)!));
-    stopped = new Set(await Promise.all(dying.map(keyOf)));
+    provider.stopped = new Set(await Promise.all(dying.map(keyOf)));
     const heldOnes = (ps: Awaited<ReturnType<typeof api.get>>[]) =>
       ps.filter((p) => condition(p, 'Provisioned')?.reason === 'RepairHeld');
     await eventually(
@@ -98,7 +76,7 @@ describe('a provider reporting most of its instances dead at once', () => {
 
     // The maintenance ends for all but one: the hold lifts, and that one is replaced alone.
     provider.refusingCreates = false;
-    stopped = new Set([await keyOf('px-0')]);
+    provider.stopped = new Set([await keyOf('px-0')]);
     await everyProxy(
       api,
       names,

@@ -59,3 +59,29 @@ export class CreateOutageProvider extends DeleteRecordingProvider {
     return super.create(req, signal);
   }
 }
+
+/** An instance as StoppedReportingProvider names it: a replacement has its old one's ID, not its birth. */
+export const instanceKey = (i: Instance): string => `${i.id}@${i.createdAt.getTime()}`;
+
+/**
+ * Reports the instances in `stopped` (by instanceKey) Stopped, as a maintenance event, an
+ * account suspension or a plugin misreading state does: they serve on, the report is the fault.
+ * Records deletes and refuses creates during an outage as CreateOutageProvider does.
+ */
+export class StoppedReportingProvider extends CreateOutageProvider {
+  stopped = new Set<string>();
+
+  private view(i: Instance): Instance {
+    return this.stopped.has(instanceKey(i))
+      ? { ...i, state: 'Stopped', detail: 'stopped by a maintenance event' }
+      : i;
+  }
+
+  override async get(id: string, signal?: AbortSignal): Promise<Instance> {
+    return this.view(await super.get(id, signal));
+  }
+
+  override async listByTag(owner: string, signal?: AbortSignal): Promise<Instance[]> {
+    return (await super.listByTag(owner, signal)).map((i) => this.view(i));
+  }
+}

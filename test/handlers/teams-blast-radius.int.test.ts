@@ -8,7 +8,7 @@ import { MockProvider } from '../../providers/mock/mock-provider.js';
 import { installProxyCrd } from '../crd/install-proxy-crd.js';
 import { ProxyApi } from '../crd/proxy-api.js';
 import { CONTROL_PLANE_DIR_PREFIX } from '../harness/kube.js';
-import { DelegatingProvider } from './delegating-provider.js';
+import { DelegatingProvider, instanceKey, StoppedReportingProvider } from './delegating-provider.js';
 import { DEAD_IP, Killable } from './killable-provider.js';
 import { listenForProbes } from './probe-site.js';
 import {
@@ -39,6 +39,10 @@ import {
 //    slots). Team B's rollout waited behind them (ReplacementBlocked, naming A's proxies, which
 //    B can neither see nor fix) for as long as A left them. Now A's failures block A only, and
 //    nothing B is shown names a proxy of A.
+// 3. The provider reports 6 of team A's instances Stopped at once (its zone's maintenance):
+//    held, none deleted (ProviderReportsInstancesDead). Team B's one instance reported Stopped
+//    beside them (7 of the provider's 11) was held with them; B's other 4 are fine, so it is
+//    replaced alone.
 
 const GRACE = 5;
 const CAP = 2;
@@ -68,6 +72,9 @@ const deletes: string[] = [];
 const mock = mockProvider();
 const rolloutsMock = new MockProvider('rollouts', { provisioningSeconds: 0.3, serveTraffic: true }, quiet);
 const killable = new Killable(mock, deletes);
+const stopDeletes: string[] = [];
+const stopsMock = new MockProvider('stops', { provisioningSeconds: 0.3, serveTraffic: true }, quiet);
+const stops = new StoppedReportingProvider(stopsMock, stopDeletes);
 
 function spec(provider: string, probeURL: string, image = 'squid-1') {
   return {
@@ -104,8 +111,10 @@ beforeAll(async () => {
   cp = await ControlPlane.start({ dirPrefix: CONTROL_PLANE_DIR_PREFIX });
   kc = cp.kubeConfig();
   await installProxyCrd(kc, 60_000);
-  for (const ns of ['team-a', 'team-b', 'roll-a', 'roll-b']) await createNamespace(kc, ns);
-  op = await startOperator(kc, { mock: killable, rollouts: new BadImage(rolloutsMock) }, undefined, {
+  for (const ns of ['team-a', 'team-b', 'roll-a', 'roll-b', 'dead-a', 'dead-b'])
+    await createNamespace(kc, ns);
+  const providers = { mock: killable, rollouts: new BadImage(rolloutsMock), stops };
+  op = await startOperator(kc, providers, undefined, {
     replaceUnhealthyAfterSeconds: GRACE,
     repairHoldUnhealthyPercent: 20,
     maxUnavailable: { default: { kind: 'count', value: CAP }, byProvider: {} },
@@ -117,6 +126,7 @@ afterAll(async () => {
   await op?.stop();
   await mock.close();
   await rolloutsMock.close();
+  await stopsMock.close();
   for (const s of [siteA, siteB]) {
     s?.closeAllConnections();
     await new Promise((resolve) => s?.close(resolve));
@@ -286,4 +296,57 @@ describe("one team's failed replacements do not block another team's rollout", (
     const stillA = await Promise.all(teamA.map((n) => a.get(n)));
     expect(stillA.filter((p) => p.status?.phase === 'Failed')).toHaveLength(CAP);
   }, 180_000);
+});
+
+describe("one team's instances reported dead do not hold another team's", () => {
+  it("6 of team A's reported Stopped are held, none deleted; team B's one beside them is replaced alone", async () => {
+    const a = new ProxyApi(kc, 'dead-a');
+    const b = new ProxyApi(kc, 'dead-b');
+    const teamA = names('a', 6);
+    const teamB = names('b', 5);
+    await Promise.all([
+      ...teamA.map((n) => a.create(n, { spec: spec('stops', urlB) })),
+      ...teamB.map((n) => b.create(n, { spec: spec('stops', urlB) })),
+    ]);
+    const ready = [
+      ...(await everyProxy(a, teamA, 'dead-a Ready', isReady, 90_000)),
+      ...(await everyProxy(b, teamB, 'dead-b Ready', isReady, 90_000)),
+    ];
+    const first = new Map(
+      ready.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.status!.providerID!]),
+    );
+    const keyOf = async (key: string) => instanceKey(await stopsMock.get(first.get(key)!));
+    stops.stopped = new Set(
+      await Promise.all([...teamA.map((n) => keyOf(`dead-a/${n}`)), keyOf('dead-b/b-0')]),
+    );
+
+    const replaced = await eventually(
+      "team B's instance reported Stopped replaced",
+      async () => {
+        const p = await b.get('b-0');
+        return stopDeletes.includes(first.get('dead-b/b-0')!) && isReady(p) ? p : undefined;
+      },
+      60_000,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}\nb-0: ${provisioned(await b.get('b-0'))?.message}`);
+    });
+    expect(replaced.status?.replacement).toBeUndefined();
+    const heldA = await everyProxy(
+      a,
+      teamA,
+      'team A held: ProviderReportsInstancesDead',
+      (p) => provisioned(p)?.reason === 'RepairHeld',
+      30_000,
+    );
+    for (const p of heldA) {
+      expect(p.status?.providerID).toBe(first.get(`dead-a/${p.metadata.name}`));
+      // 7 of 11 while B's was reported too, 6 of 10 or 11 while and once it was replaced (a
+      // proxy being replaced is not serving); all 6 of A's own.
+      expect(provisioned(p)?.message).toMatch(
+        /reports [67] of its 1[01] serving proxies.*6 of namespace dead-a's 6/,
+      );
+      expect(provisioned(p)?.message).not.toContain('dead-b');
+    }
+    expect(stopDeletes).toEqual([first.get('dead-b/b-0')]);
+  }, 240_000);
 });
